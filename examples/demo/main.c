@@ -1,0 +1,199 @@
+/* inferserve-demo: the model zoo (zoo.c) served on one or more listeners.
+ *
+ *   inferserve-demo [--listen HOST:PORT]...
+ *
+ * Defaults to 127.0.0.1:8000 and 127.0.0.1:8001. Prints one line per listener,
+ * "inferserve-demo listening on HOST:PORT", once it is bound. SIGINT/SIGTERM shut it down
+ * cleanly (in-flight requests finish); a second signal during the drain exits at once. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <inferserve.h>
+
+#include "zoo.h"
+
+#define MAX_LISTENERS 16
+
+typedef struct {
+  char host[64];
+  int port;
+} listen_addr;
+
+typedef struct {
+  uv_loop_t loop;
+  isv_server *srv;
+  uv_signal_t sigint, sigterm;
+  int closing;
+  int close_failed;
+} demo;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: inferserve-demo [--listen HOST:PORT]...\n"
+          "\n"
+          "Serve the libinferserve demo model zoo (simple, simple_string, identity_*,\n"
+          "multi_version, classifier, half_plus_three, slow, failing, loading).\n"
+          "\n"
+          "  --listen HOST:PORT  listen here (repeatable; IPv6 as [::1]:8000; port 0 picks a\n"
+          "                      free port). Default: 127.0.0.1:8000 and 127.0.0.1:8001\n"
+          "  --help              show this help\n");
+}
+
+/* "HOST:PORT" or "[V6]:PORT" -> a; 0 or -1. */
+static int parse_listen(const char *s, listen_addr *a) {
+  const char *host = s, *colon;
+  size_t hlen;
+  if (s[0] == '[') {
+    const char *close = strchr(s, ']');
+    if (close == NULL || close[1] != ':')
+      return -1;
+    host = s + 1;
+    hlen = (size_t)(close - host);
+    colon = close + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (colon == NULL || memchr(s, ':', (size_t)(colon - s)) != NULL)
+      return -1; /* bare IPv6 needs brackets */
+    hlen = (size_t)(colon - s);
+  }
+  if (hlen == 0 || hlen >= sizeof a->host)
+    return -1;
+  const char *p = colon + 1;
+  if (*p == '\0')
+    return -1;
+  long port = 0;
+  for (; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return -1;
+    port = port * 10 + (*p - '0');
+    if (port > 65535)
+      return -1;
+  }
+  memcpy(a->host, host, hlen);
+  a->host[hlen] = '\0';
+  a->port = (int)port;
+  return 0;
+}
+
+static void on_server_closed(isv_server *srv, void *data) {
+  (void)srv;
+  demo *d = data;
+  d->srv = NULL; /* freed by the library after this callback */
+  uv_close((uv_handle_t *)&d->sigint, NULL);
+  uv_close((uv_handle_t *)&d->sigterm, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  demo *d = h->data;
+  if (d->closing) {
+    fprintf(stderr, "inferserve-demo: signal %d again, exiting without draining\n", signum);
+    exit(1);
+  }
+  d->closing = 1;
+  fprintf(stderr, "inferserve-demo: signal %d, shutting down\n", signum);
+  int rc = isv_server_close(d->srv, on_server_closed, d);
+  if (rc < 0) {
+    /* the callback will not run: stop our own handles so that uv_run returns */
+    fprintf(stderr, "inferserve-demo: isv_server_close: %s\n", isv_strerror(rc));
+    d->close_failed = 1;
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+  }
+}
+
+int main(int argc, char **argv) {
+  listen_addr addrs[MAX_LISTENERS];
+  size_t naddrs = 0;
+
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *val = NULL;
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if (strcmp(arg, "--listen") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "inferserve-demo: --listen needs HOST:PORT\n");
+        usage(stderr);
+        return 2;
+      }
+      val = argv[++i];
+    } else if (strncmp(arg, "--listen=", 9) == 0) {
+      val = arg + 9;
+    } else {
+      fprintf(stderr, "inferserve-demo: unknown argument '%s'\n", arg);
+      usage(stderr);
+      return 2;
+    }
+    if (naddrs == MAX_LISTENERS) {
+      fprintf(stderr, "inferserve-demo: at most %d --listen\n", MAX_LISTENERS);
+      return 2;
+    }
+    if (parse_listen(val, &addrs[naddrs]) < 0) {
+      fprintf(stderr, "inferserve-demo: bad --listen '%s' (want HOST:PORT or [V6]:PORT)\n", val);
+      return 2;
+    }
+    naddrs++;
+  }
+  if (naddrs == 0) {
+    addrs[0] = (listen_addr){"127.0.0.1", 8000};
+    addrs[1] = (listen_addr){"127.0.0.1", 8001};
+    naddrs = 2;
+  }
+
+  /* A peer that disconnects mid-response must not kill the process. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+
+  static demo d;
+  int rc = uv_loop_init(&d.loop);
+  if (rc < 0) {
+    fprintf(stderr, "inferserve-demo: uv_loop_init: %s\n", uv_strerror(rc));
+    return 1;
+  }
+  if ((rc = isv_server_new(&d.loop, NULL, &d.srv)) < 0) {
+    fprintf(stderr, "inferserve-demo: isv_server_new: %s\n", isv_strerror(rc));
+    return 1;
+  }
+  if ((rc = demo_zoo_register(d.srv)) < 0) {
+    fprintf(stderr, "inferserve-demo: registering the model zoo: %s (%s)\n", isv_strerror(rc),
+            isv_server_last_error(d.srv));
+    return 1;
+  }
+  for (size_t i = 0; i < naddrs; i++) {
+    if ((rc = isv_server_listen(d.srv, addrs[i].host, addrs[i].port)) < 0) {
+      const char *why = isv_server_last_error(d.srv);
+      fprintf(stderr, "inferserve-demo: cannot listen on %s%s%s:%d: %s\n",
+              strchr(addrs[i].host, ':') ? "[" : "", addrs[i].host,
+              strchr(addrs[i].host, ':') ? "]" : "", addrs[i].port,
+              why && *why ? why : isv_strerror(rc));
+      return 1;
+    }
+  }
+
+  uv_signal_init(&d.loop, &d.sigint);
+  uv_signal_init(&d.loop, &d.sigterm);
+  d.sigint.data = d.sigterm.data = &d;
+  uv_signal_start(&d.sigint, on_signal, SIGINT);
+  uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+
+  for (size_t i = 0; i < naddrs; i++) {
+    int v6 = strchr(addrs[i].host, ':') != NULL;
+    printf("inferserve-demo listening on %s%s%s:%d\n", v6 ? "[" : "", addrs[i].host,
+           v6 ? "]" : "", isv_server_bound_port(d.srv, (unsigned)i));
+  }
+  fflush(stdout);
+
+  uv_run(&d.loop, UV_RUN_DEFAULT);
+
+  if (d.close_failed)
+    return 1;
+  rc = uv_loop_close(&d.loop);
+  if (rc < 0) /* a handle is still open: a leak in the library, worth reporting */
+    fprintf(stderr, "inferserve-demo: uv_loop_close: %s\n", uv_strerror(rc));
+  return 0;
+}

@@ -1,0 +1,371 @@
+/* libinferserve — an embeddable inference server on the host's libuv loop.
+ *
+ * The host links libinferserve, registers its models as C callbacks, and attaches the library
+ * to its OWN uv_loop_t. The library then serves the models over KServe V2 REST (and, as they
+ * land, the other protocols of PROTOCOLS.md).
+ *
+ * Conventions (see DESIGN.md):
+ *  - Every function that can fail returns 0 or a negative ISV_E* code; isv_strerror() and
+ *    isv_err_name() describe it. Codes are never renumbered.
+ *  - Handles are opaque. Options are set through setters, so new features never change a
+ *    struct layout. Structs that ARE public (isv_backend) start with struct_size.
+ *  - Thread rule: every function must be called on the loop thread, EXCEPT those marked
+ *    "any thread" (the backend-side request functions, which the thread running the backend
+ *    or completing the request may call).
+ *  - A call that fails never fires its callback.
+ */
+#ifndef INFERSERVE_H
+#define INFERSERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ISV_EXTERN __attribute__((visibility("default")))
+#else
+#define ISV_EXTERN
+#endif
+
+#define ISV_VERSION_MAJOR 0
+#define ISV_VERSION_MINOR 1
+#define ISV_VERSION_PATCH 0
+#define ISV_VERSION_HEX ((ISV_VERSION_MAJOR << 16) | (ISV_VERSION_MINOR << 8) | ISV_VERSION_PATCH)
+
+/* "0.1.0" — the version of the library actually loaded. */
+ISV_EXTERN const char *isv_version(void);
+ISV_EXTERN unsigned isv_version_hex(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors. XX(name, value, http status, gRPC status code, message).
+ * The HTTP and gRPC columns are the one mapping table every frontend uses.
+ * ------------------------------------------------------------------------------------------- */
+#define ISV_ERRNO_MAP(XX)                                                                      \
+  XX(EINVAL, -1, 400, 3, "invalid argument")                                                   \
+  XX(ENOMEM, -2, 500, 8, "out of memory")                                                      \
+  XX(EBADREQ, -3, 400, 3, "bad request")                                                       \
+  XX(ENOTFOUND, -4, 404, 5, "not found")                                                       \
+  XX(EMETHOD, -5, 405, 12, "method not allowed")                                               \
+  XX(ETOOBIG, -6, 413, 8, "request too large")                                                 \
+  XX(EHDRTOOBIG, -7, 431, 8, "request header too large")                                       \
+  XX(EUNAVAIL, -8, 503, 14, "unavailable")                                                     \
+  XX(EOVERLOAD, -9, 429, 14, "overloaded")                                                     \
+  XX(EBACKEND, -10, 500, 13, "backend failure")                                                \
+  XX(EINTERNAL, -11, 500, 13, "internal error")                                                \
+  XX(EUNIMPL, -12, 501, 12, "unimplemented")                                                   \
+  XX(ETIMEDOUT, -13, 504, 4, "deadline exceeded")                                              \
+  XX(ECANCELED, -14, 499, 1, "cancelled")                                                      \
+  XX(EEXIST, -15, 409, 6, "already exists")                                                    \
+  XX(ESTATE, -16, 409, 9, "operation not allowed in the current state")                       \
+  XX(EMEDIATYPE, -17, 415, 3, "unsupported media type")                                        \
+  XX(EIO, -18, 500, 13, "i/o error")                                                           \
+  XX(ETIMEOUTREQ, -19, 408, 4, "request timeout")
+
+typedef enum {
+#define ISV__ERR_ENUM(name, val, http, grpc, msg) ISV_##name = (val),
+  ISV_ERRNO_MAP(ISV__ERR_ENUM)
+#undef ISV__ERR_ENUM
+  ISV_OK = 0
+} isv_errno;
+
+/* Static strings; unknown codes give "unknown error" / "UNKNOWN". */
+ISV_EXTERN const char *isv_strerror(int err);
+ISV_EXTERN const char *isv_err_name(int err);
+/* The HTTP status / gRPC status code a frontend answers for err (200 / 0 for ISV_OK). */
+ISV_EXTERN int isv_err_http_status(int err);
+ISV_EXTERN int isv_err_grpc_status(int err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Datatypes
+ * ------------------------------------------------------------------------------------------- */
+typedef enum {
+  ISV_TYPE_INVALID = 0,
+  ISV_BOOL,
+  ISV_UINT8,
+  ISV_UINT16,
+  ISV_UINT32,
+  ISV_UINT64,
+  ISV_INT8,
+  ISV_INT16,
+  ISV_INT32,
+  ISV_INT64,
+  ISV_FP16, /* IEEE binary16 bits in a uint16_t */
+  ISV_BF16, /* bfloat16 bits in a uint16_t */
+  ISV_FP32,
+  ISV_FP64,
+  ISV_BYTES /* elements are isv_bytes */
+} isv_datatype;
+
+/* One BYTES element. This layout is fixed forever (like uv_buf_t). */
+typedef struct isv_bytes {
+  const char *ptr;
+  size_t len;
+} isv_bytes;
+
+/* Element size in bytes (sizeof(isv_bytes) for ISV_BYTES), 0 for an invalid type. */
+ISV_EXTERN size_t isv_datatype_size(isv_datatype dt);
+/* "INT32", ... (the KServe V2 name); NULL for an invalid type. */
+ISV_EXTERN const char *isv_datatype_name(isv_datatype dt);
+/* Parse a V2 name ("FP32"); ISV_TYPE_INVALID when unknown. Case-sensitive. */
+ISV_EXTERN isv_datatype isv_datatype_from_name(const char *name, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Buffers handed to the library (sqlite's contract)
+ *  ISV_STATIC:    the caller keeps the memory alive and unchanged until the library is done
+ *                 with it (for a request: until its done callback has returned).
+ *  ISV_TRANSIENT: the library copies the memory before the call returns.
+ *  a destructor:  the library owns the memory and calls the destructor when done — even when
+ *                 the call fails.
+ * ------------------------------------------------------------------------------------------- */
+typedef void (*isv_destructor)(void *p);
+#define ISV_STATIC ((isv_destructor)0)
+#define ISV_TRANSIENT ((isv_destructor)-1)
+
+/* ---------------------------------------------------------------------------------------------
+ * Options (copied by isv_server_new; free them afterwards).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_options isv_options;
+
+ISV_EXTERN isv_options *isv_options_new(void); /* NULL when out of memory */
+ISV_EXTERN void isv_options_free(isv_options *o);
+/* Largest request body accepted (413 beyond). Default 64 MiB. */
+ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
+/* Largest request line + headers accepted (431 beyond). Default 64 KiB. */
+ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
+/* A connection with no request in progress is closed after this long. Default 60000 ms. */
+ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
+/* A request's line and headers must arrive within this long of its first byte (408 beyond,
+ * against slow-header attacks); the body must then keep arriving within the same bound
+ * between reads. Default 30000 ms. */
+ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
+/* Connections open at once; further ones are accepted and closed at once. Default 10000. */
+ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
+/* Nesting depth allowed in JSON request bodies. Default 64. */
+ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
+/* Triton's strict readiness: the server is ready only while online AND every registered model
+ * version is READY. Default off (ready = online). */
+ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
+/* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
+ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
+
+/* ---------------------------------------------------------------------------------------------
+ * Server
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_server isv_server;
+typedef void (*isv_close_cb)(isv_server *srv, void *data);
+
+/* Create a server on the host's loop. Starts no thread and opens no socket. opts may be NULL
+ * (defaults) and is not retained. The server starts ONLINE. */
+ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out);
+/* Listen on host:port (IPv4 or IPv6 literal, or "localhost"). May be called several times.
+ * Port 0 picks a free port: see isv_server_bound_port(). Returns ISV_EIO when the address
+ * cannot be bound (isv_server_last_error() says why). */
+ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port);
+/* The port of the index-th successful listen (0-based), or -1. */
+ISV_EXTERN int isv_server_bound_port(const isv_server *srv, unsigned index);
+/* Serve a connection the host accepted itself. `stream` must be an initialised, connected
+ * uv_tcp_t or uv_pipe_t on the server's loop, allocated with malloc(); the library takes
+ * ownership (it closes and free()s it) even when the call fails. */
+ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream);
+/* Online (the default) makes the server ready; offline makes every readiness endpoint answer
+ * not-ready so that load balancers drain this replica. Requests are still served. */
+ISV_EXTERN void isv_server_set_online(isv_server *srv, int online);
+ISV_EXTERN int isv_server_is_online(const isv_server *srv);
+/* Ready per PROTOCOLS.md §1: online and (with strict readiness) every model version ready. */
+ISV_EXTERN int isv_server_is_ready(const isv_server *srv);
+/* Stop listening, stop reading new requests, let in-flight requests finish and their
+ * responses be written, close every connection, unregister every model (destroy callbacks
+ * run), then call cb on the loop thread. After cb the server is freed. */
+ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data);
+/* The detail of the last failed call on this server (static until the next call). */
+ISV_EXTERN const char *isv_server_last_error(const isv_server *srv);
+
+/* ---------------------------------------------------------------------------------------------
+ * Models
+ * ------------------------------------------------------------------------------------------- */
+typedef enum {
+  ISV_MODEL_UNKNOWN = 0,
+  ISV_MODEL_LOADING,
+  ISV_MODEL_READY,
+  ISV_MODEL_UNLOADING,
+  ISV_MODEL_UNAVAILABLE
+} isv_model_state;
+
+typedef enum {
+  ISV_EXEC_INLINE = 0, /* infer runs on the loop thread: must not block */
+  ISV_EXEC_POOL = 1    /* infer runs on libuv's thread pool (uv_queue_work) */
+} isv_exec_mode;
+
+typedef struct isv_model_config isv_model_config;
+typedef struct isv_request isv_request;
+
+/* The backend: a callback table. Zero-initialise it and set struct_size = sizeof(isv_backend);
+ * fields added later are read only when struct_size covers them. */
+typedef struct isv_backend {
+  size_t struct_size;
+  /* Run one request: read inputs, allocate outputs with isv_request_output(), then call
+   * isv_request_complete() — before returning or later, from any thread. The return value is
+   * ignored when the request was completed; a negative return WITHOUT completing completes
+   * the request with that code. Never called concurrently for one request. */
+  int (*infer)(isv_request *req, void *user);
+  /* Called once when the model version is unregistered and no request uses it any more
+   * (on the loop thread). May be NULL. */
+  void (*destroy)(void *user);
+} isv_backend;
+
+/* A model version's description; copied by isv_server_add_model. */
+ISV_EXTERN isv_model_config *isv_model_config_new(const char *name);
+ISV_EXTERN void isv_model_config_free(isv_model_config *c);
+/* Inputs and outputs: shape entries >= 0, or -1 for "any size". With max_batch > 0 the shape
+ * EXCLUDES the batch dimension (Triton's convention) — metadata then shows it as -1 first. */
+ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name, isv_datatype dt,
+                                          const int64_t *shape, size_t ndim);
+ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,
+                                           const int64_t *shape, size_t ndim);
+/* 0 (the default) = the model takes no batch dimension. */
+ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_batch);
+/* Free text reported in metadata ("pytorch_libtorch", ...). Default "custom". */
+ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *platform);
+/* Class labels used by the classification extension: labels[i] names class index i. */
+ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
+                                           size_t n);
+ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode);
+
+typedef struct isv_model isv_model; /* one registered (name, version) */
+
+/* Register version `version` of the model described by c. The name may already have other
+ * versions. The version starts READY (see isv_server_set_model_state). `user` is passed to
+ * every backend callback. On failure the backend's destroy is NOT called (nothing was taken).
+ * *out (may be NULL) receives a handle valid until the version is removed. */
+ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
+                                    const char *version, const isv_backend *backend, void *user,
+                                    isv_model **out);
+/* Remove one version (version != NULL) or every version of a model. Requests in flight
+ * finish; destroy runs when the last one is done. ISV_ENOTFOUND when nothing matches. */
+ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const char *version);
+ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
+                                          isv_model_state state);
+/* Point a label ("stable", "canary") at a version; version NULL removes the label. */
+ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
+                                    const char *version);
+/* The version used when a request names none. Default: the highest READY version (numeric
+ * versions compare as numbers, others as strings), else the highest version. */
+ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
+                                              const char *version);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensors (read-only views; valid while their request is)
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_tensor isv_tensor;
+
+ISV_EXTERN const char *isv_tensor_name(const isv_tensor *t);
+ISV_EXTERN isv_datatype isv_tensor_datatype(const isv_tensor *t);
+ISV_EXTERN const int64_t *isv_tensor_shape(const isv_tensor *t, size_t *ndim);
+ISV_EXTERN size_t isv_tensor_element_count(const isv_tensor *t);
+/* Fixed-size types: the row-major little-endian elements. BYTES: an isv_bytes array of
+ * element_count entries. */
+ISV_EXTERN const void *isv_tensor_data(const isv_tensor *t);
+/* Bytes of data: element_count * size (for BYTES, the sum of the element lengths). */
+ISV_EXTERN size_t isv_tensor_byte_size(const isv_tensor *t);
+
+/* ---------------------------------------------------------------------------------------------
+ * Parameters (request-level, string keys)
+ * ------------------------------------------------------------------------------------------- */
+typedef enum {
+  ISV_PARAM_BOOL = 1,
+  ISV_PARAM_INT64,
+  ISV_PARAM_UINT64,
+  ISV_PARAM_DOUBLE,
+  ISV_PARAM_STRING
+} isv_param_type;
+
+/* Layout fixed forever. String values are not NUL-terminated-guaranteed: use len. */
+typedef struct isv_param {
+  isv_param_type type;
+  union {
+    int b;
+    int64_t i64;
+    uint64_t u64;
+    double d;
+    struct {
+      const char *ptr;
+      size_t len;
+    } s;
+  } v;
+} isv_param;
+
+/* ---------------------------------------------------------------------------------------------
+ * Requests — backend side (inside infer). Functions marked "any thread" may be called by the
+ * thread that runs infer or completes the request, one thread at a time per request.
+ * ------------------------------------------------------------------------------------------- */
+ISV_EXTERN const char *isv_request_model_name(const isv_request *r);    /* any thread */
+ISV_EXTERN const char *isv_request_model_version(const isv_request *r); /* any thread */
+/* The client's request id, "" when none. Any thread. */
+ISV_EXTERN const char *isv_request_id(const isv_request *r);
+ISV_EXTERN size_t isv_request_input_count(const isv_request *r); /* any thread */
+ISV_EXTERN const isv_tensor *isv_request_input_at(const isv_request *r, size_t i);
+ISV_EXTERN const isv_tensor *isv_request_input(const isv_request *r, const char *name);
+/* Request parameters by key (NULL when absent) or by position. Any thread. */
+ISV_EXTERN const isv_param *isv_request_param(const isv_request *r, const char *key);
+ISV_EXTERN size_t isv_request_param_count(const isv_request *r);
+ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, const isv_param **v);
+/* Whether the client asked for this output (it asked for all when it named none). A backend
+ * may skip unrequested outputs; the library drops any it produces anyway. Any thread. */
+ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name);
+/* Allocate output `name` (declared in the model config, datatype must match, shape must fit
+ * the declared one with its batch dimension) and return its buffer in *data, owned by the
+ * library and written to the client in place. BYTES: *data is an isv_bytes array whose
+ * entries the backend fills with memory that stays valid until the request completes
+ * (isv_request_alloc() memory, or its own). Any thread. */
+ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
+                                  const int64_t *shape, size_t ndim, void **data);
+/* Memory that lives as long as the request (freed with it). NULL when out of memory.
+ * Any thread (the one running the backend). */
+ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
+/* Finish the request: status 0, or a negative ISV_E* code with a message (copied; may be
+ * NULL) that the client sees. From ANY thread, exactly once; the backend must not touch r
+ * afterwards. ISV_EBACKEND is the usual code for a model failure (HTTP 500). */
+ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message);
+
+/* ---------------------------------------------------------------------------------------------
+ * Requests — client side, in process (no sockets), through the same path as the network.
+ * ------------------------------------------------------------------------------------------- */
+typedef void (*isv_infer_cb)(isv_request *r, int status, void *data);
+
+/* A new request for model `name`, version `version` (NULL = default version). */
+ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
+                               isv_request **out);
+/* Free a request that was never submitted, or whose done callback has run (inside the callback
+ * too). */
+ISV_EXTERN void isv_request_free(isv_request *r);
+ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);
+/* Add an input; `data` follows the buffer contract above (for BYTES: an isv_bytes array whose
+ * element memory follows the same rule as the array). */
+ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datatype dt,
+                                     const int64_t *shape, size_t ndim, const void *data,
+                                     size_t byte_size, isv_destructor del);
+/* Ask for one output (none asked = every output). classification > 0 turns it into the top-k
+ * "value:index[:label]" BYTES output of the classification extension. */
+ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification);
+/* Copies key and value (string values too). A repeated key replaces the earlier value. */
+ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value);
+/* Run it. cb runs on the loop thread once the request is done — possibly before this function
+ * returns, when the backend completes inline. In cb, read the result with the functions below;
+ * then free the request (in cb or later). */
+ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data);
+/* After completion: the error message ("" on success), and the outputs in the order the model
+ * declares them (or that the client requested them). */
+ISV_EXTERN const char *isv_request_error_message(const isv_request *r);
+ISV_EXTERN size_t isv_request_output_count(const isv_request *r);
+ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i);
+ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFERSERVE_H */

@@ -1,0 +1,52 @@
+/* Growable output byte buffer (see buf.h). */
+#include "buf.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+void isv__buf_init(isv__buf *b) {
+  b->data = NULL;
+  b->len = 0;
+  b->cap = 0;
+  b->failed = 0;
+}
+
+void isv__buf_free(isv__buf *b) {
+  free(b->data);
+  isv__buf_init(b);
+}
+
+char *isv__buf_reserve(isv__buf *b, size_t n) {
+  if (b->failed) return NULL;
+  if (b->cap - b->len >= n) return b->data + b->len;
+  if (n > SIZE_MAX / 2 - b->len) {
+    b->failed = 1;
+    return NULL;
+  }
+  size_t need = b->len + n;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < need) cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p) {
+    b->failed = 1;
+    return NULL;
+  }
+  b->data = p;
+  b->cap = cap;
+  return b->data + b->len;
+}
+
+void isv__buf_append(isv__buf *b, const void *p, size_t n) {
+  if (n == 0) return;
+  char *dst = isv__buf_reserve(b, n);
+  if (!dst) return;
+  memcpy(dst, p, n);
+  b->len += n;
+}
+
+char *isv__buf_release(isv__buf *b, size_t *len) {
+  char *d = b->data;
+  if (len) *len = b->len;
+  isv__buf_init(b);
+  return d;
+}

@@ -1,0 +1,50 @@
+/* UTF-8 validation (RFC 3629). */
+#include "utf8.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence starting at s (1..4, s[0] >= 0x80), 0 when invalid.
+ * Shared logic with the JSON reader's string scanner (it has its own inline copy). */
+static size_t seq_len(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  if (c < 0xC2) return 0; /* continuation byte or overlong 2-byte lead */
+  if (c < 0xE0) return (n >= 2 && (s[1] & 0xC0) == 0x80) ? 2 : 0;
+  if (c < 0xF0) {
+    if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
+    if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogates U+D800..U+DFFF */
+    return 3;
+  }
+  if (c < 0xF5) {
+    if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+      return 0;
+    if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
+    if (c == 0xF4 && s[1] >= 0x90) return 0; /* > U+10FFFF */
+    return 4;
+  }
+  return 0;
+}
+
+int isv__utf8_valid(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    /* ASCII fast path, 8 bytes at a time. */
+    while (i + 8 <= n) {
+      uint64_t w;
+      memcpy(&w, s + i, 8);
+      if (w & 0x8080808080808080u) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t l = seq_len(s + i, n - i);
+    if (!l) return 0;
+    i += l;
+  }
+  return 1;
+}

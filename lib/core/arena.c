@@ -1,0 +1,83 @@
+#include "core/arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct isv__arena_chunk {
+  isv__arena_chunk *next;
+  size_t cap;
+  size_t used;
+  _Alignas(16) unsigned char data[];
+};
+
+/* Small requests share 8 KiB chunks; anything over a quarter of that gets its own chunk so a
+ * big tensor never wastes the tail of a shared one. */
+#define ISV__ARENA_CHUNK 8192u
+
+static isv__arena_chunk *new_chunk(size_t cap) {
+  if (cap > SIZE_MAX - sizeof(isv__arena_chunk)) return NULL;
+  isv__arena_chunk *c = malloc(sizeof *c + cap);
+  if (c == NULL) return NULL;
+  c->cap = cap;
+  c->used = 0;
+  return c;
+}
+
+void *isv__arena_alloc(isv__arena *a, size_t n) {
+  if (n > SIZE_MAX - 15) return NULL;
+  size_t need = (n + 15) & ~(size_t)15;
+  if (need == 0) need = 16;
+  isv__arena_chunk *h = a->head;
+  if (h != NULL && h->cap - h->used >= need) {
+    void *p = h->data + h->used;
+    h->used += need;
+    return p;
+  }
+  if (need > ISV__ARENA_CHUNK / 4) {
+    /* Dedicated chunk, linked behind the head so the head keeps serving small allocations. */
+    isv__arena_chunk *c = new_chunk(need);
+    if (c == NULL) return NULL;
+    c->used = need;
+    if (h == NULL) {
+      c->next = NULL;
+      a->head = c;
+    } else {
+      c->next = h->next;
+      h->next = c;
+    }
+    return c->data;
+  }
+  isv__arena_chunk *c = new_chunk(ISV__ARENA_CHUNK);
+  if (c == NULL) return NULL;
+  c->next = h;
+  a->head = c;
+  c->used = need;
+  return c->data;
+}
+
+void *isv__arena_calloc(isv__arena *a, size_t count, size_t size) {
+  if (size != 0 && count > SIZE_MAX / size) return NULL;
+  void *p = isv__arena_alloc(a, count * size);
+  if (p != NULL) memset(p, 0, count * size);
+  return p;
+}
+
+char *isv__arena_strndup(isv__arena *a, const char *s, size_t n) {
+  if (n == SIZE_MAX) return NULL;
+  char *p = isv__arena_alloc(a, n + 1);
+  if (p == NULL) return NULL;
+  if (n) memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+void isv__arena_free(isv__arena *a) {
+  isv__arena_chunk *c = a->head;
+  while (c != NULL) {
+    isv__arena_chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  a->head = NULL;
+}

@@ -1,0 +1,23 @@
+/* Per-request bump allocator: everything a request needs is released at once with it.
+ * Not thread-safe; a request is touched by one thread at a time. */
+#ifndef ISV_CORE_ARENA_H
+#define ISV_CORE_ARENA_H
+
+#include <stddef.h>
+
+typedef struct isv__arena_chunk isv__arena_chunk;
+
+typedef struct isv__arena {
+  isv__arena_chunk *head;
+} isv__arena;
+
+#define ISV__ARENA_INIT {NULL}
+
+/* 16-byte aligned; NULL when out of memory or n overflows. n == 0 gives a valid pointer. */
+void *isv__arena_alloc(isv__arena *a, size_t n);
+void *isv__arena_calloc(isv__arena *a, size_t count, size_t size);
+/* A NUL-terminated copy of (s, n). */
+char *isv__arena_strndup(isv__arena *a, const char *s, size_t n);
+void isv__arena_free(isv__arena *a);
+
+#endif

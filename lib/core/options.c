@@ -1,0 +1,75 @@
+#include "core/options.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void isv__options_defaults(isv_options *o) {
+  memset(o, 0, sizeof *o);
+  o->max_body_bytes = 64u << 20;
+  o->max_header_bytes = 64u << 10;
+  o->idle_timeout_ms = 60000;
+  o->header_timeout_ms = 30000;
+  o->max_connections = 10000;
+  o->max_json_depth = 64;
+  strcpy(o->server_name, "libinferserve");
+  strcpy(o->server_version, isv_version());
+}
+
+ISV_EXTERN isv_options *isv_options_new(void) {
+  isv_options *o = malloc(sizeof *o);
+  if (o != NULL) isv__options_defaults(o);
+  return o;
+}
+
+ISV_EXTERN void isv_options_free(isv_options *o) { free(o); }
+
+ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n) {
+  if (o == NULL || n == 0) return ISV_EINVAL;
+  o->max_body_bytes = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n) {
+  if (o == NULL || n < 64) return ISV_EINVAL;
+  o->max_header_bytes = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms) {
+  if (o == NULL || ms == 0) return ISV_EINVAL;
+  o->idle_timeout_ms = ms;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms) {
+  if (o == NULL || ms == 0) return ISV_EINVAL;
+  o->header_timeout_ms = ms;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n) {
+  if (o == NULL || n == 0) return ISV_EINVAL;
+  o->max_connections = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n) {
+  if (o == NULL || n == 0 || n > 1024) return ISV_EINVAL;
+  o->max_json_depth = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on) {
+  if (o == NULL) return ISV_EINVAL;
+  o->strict_readiness = on != 0;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version) {
+  if (o == NULL || name == NULL || version == NULL) return ISV_EINVAL;
+  if (strlen(name) >= sizeof o->server_name || strlen(version) >= sizeof o->server_version)
+    return ISV_EINVAL;
+  strcpy(o->server_name, name);
+  strcpy(o->server_version, version);
+  return 0;
+}

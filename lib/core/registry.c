@@ -1,0 +1,434 @@
+#include "core/registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- model config (public) --------------------------------------------------------------- */
+
+static char *dupstr(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+static void io_free(isv__io *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(v[i].name);
+    free(v[i].shape);
+  }
+  free(v);
+}
+
+ISV_EXTERN isv_model_config *isv_model_config_new(const char *name) {
+  if (name == NULL || name[0] == '\0') return NULL;
+  isv_model_config *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->name = dupstr(name);
+  c->platform = dupstr("custom");
+  if (c->name == NULL || c->platform == NULL) {
+    isv_model_config_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
+  if (c == NULL) return;
+  free(c->name);
+  free(c->platform);
+  io_free(c->inputs, c->n_inputs);
+  io_free(c->outputs, c->n_outputs);
+  for (size_t i = 0; i < c->n_labels; i++) free(c->labels[i]);
+  free(c->labels);
+  free(c);
+}
+
+static int io_add(isv__io **v, size_t *n, const char *name, isv_datatype dt,
+                  const int64_t *shape, size_t ndim) {
+  if (name == NULL || name[0] == '\0' || isv_datatype_size(dt) == 0) return ISV_EINVAL;
+  if (ndim > 32 || (ndim > 0 && shape == NULL)) return ISV_EINVAL;
+  for (size_t i = 0; i < ndim; i++)
+    if (shape[i] < -1) return ISV_EINVAL;
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp((*v)[i].name, name) == 0) return ISV_EEXIST;
+  isv__io *nv = realloc(*v, (*n + 1) * sizeof **v);
+  if (nv == NULL) return ISV_ENOMEM;
+  *v = nv;
+  isv__io *io = &nv[*n];
+  io->name = dupstr(name);
+  io->shape = malloc((ndim ? ndim : 1) * sizeof(int64_t));
+  if (io->name == NULL || io->shape == NULL) {
+    free(io->name);
+    free(io->shape);
+    return ISV_ENOMEM;
+  }
+  if (ndim) memcpy(io->shape, shape, ndim * sizeof(int64_t));
+  io->ndim = ndim;
+  io->dt = dt;
+  (*n)++;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name, isv_datatype dt,
+                                          const int64_t *shape, size_t ndim) {
+  if (c == NULL) return ISV_EINVAL;
+  if (isv__config_output(c, name, name ? strlen(name) : 0) != NULL) return ISV_EEXIST;
+  return io_add(&c->inputs, &c->n_inputs, name, dt, shape, ndim);
+}
+
+ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,
+                                           const int64_t *shape, size_t ndim) {
+  if (c == NULL) return ISV_EINVAL;
+  if (isv__config_input(c, name, name ? strlen(name) : 0) != NULL) return ISV_EEXIST;
+  return io_add(&c->outputs, &c->n_outputs, name, dt, shape, ndim);
+}
+
+ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_batch) {
+  if (c == NULL) return ISV_EINVAL;
+  c->max_batch = max_batch;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *platform) {
+  if (c == NULL || platform == NULL) return ISV_EINVAL;
+  char *p = dupstr(platform);
+  if (p == NULL) return ISV_ENOMEM;
+  free(c->platform);
+  c->platform = p;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
+                                           size_t n) {
+  if (c == NULL || (n > 0 && labels == NULL)) return ISV_EINVAL;
+  char **v = n ? calloc(n, sizeof *v) : NULL;
+  if (n && v == NULL) return ISV_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    if (labels[i] == NULL || (v[i] = dupstr(labels[i])) == NULL) {
+      for (size_t j = 0; j < i; j++) free(v[j]);
+      free(v);
+      return labels[i] == NULL ? ISV_EINVAL : ISV_ENOMEM;
+    }
+  }
+  for (size_t i = 0; i < c->n_labels; i++) free(c->labels[i]);
+  free(c->labels);
+  c->labels = v;
+  c->n_labels = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode) {
+  if (c == NULL || (mode != ISV_EXEC_INLINE && mode != ISV_EXEC_POOL)) return ISV_EINVAL;
+  c->exec_mode = mode;
+  return 0;
+}
+
+static isv_model_config *config_copy(const isv_model_config *c) {
+  isv_model_config *d = isv_model_config_new(c->name);
+  if (d == NULL) return NULL;
+  int rc = isv_model_config_set_platform(d, c->platform);
+  for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
+    rc = io_add(&d->inputs, &d->n_inputs, c->inputs[i].name, c->inputs[i].dt, c->inputs[i].shape,
+                c->inputs[i].ndim);
+  for (size_t i = 0; rc == 0 && i < c->n_outputs; i++)
+    rc = io_add(&d->outputs, &d->n_outputs, c->outputs[i].name, c->outputs[i].dt,
+                c->outputs[i].shape, c->outputs[i].ndim);
+  if (rc == 0) rc = isv_model_config_set_labels(d, (const char *const *)c->labels, c->n_labels);
+  if (rc != 0) {
+    isv_model_config_free(d);
+    return NULL;
+  }
+  d->max_batch = c->max_batch;
+  d->exec_mode = c->exec_mode;
+  return d;
+}
+
+const isv__io *isv__config_input(const isv_model_config *c, const char *name, size_t len) {
+  for (size_t i = 0; name && i < c->n_inputs; i++)
+    if (strlen(c->inputs[i].name) == len && memcmp(c->inputs[i].name, name, len) == 0)
+      return &c->inputs[i];
+  return NULL;
+}
+
+const isv__io *isv__config_output(const isv_model_config *c, const char *name, size_t len) {
+  for (size_t i = 0; name && i < c->n_outputs; i++)
+    if (strlen(c->outputs[i].name) == len && memcmp(c->outputs[i].name, name, len) == 0)
+      return &c->outputs[i];
+  return NULL;
+}
+
+/* ---- versions ---------------------------------------------------------------------------- */
+
+static int is_number(const char *s, unsigned long long *v) {
+  if (*s == '\0' || strlen(s) > 19) return 0;
+  unsigned long long x = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return 0;
+    x = x * 10 + (unsigned)(*p - '0');
+  }
+  *v = x;
+  return 1;
+}
+
+int isv__version_cmp(const char *a, const char *b) {
+  unsigned long long x, y;
+  int na = is_number(a, &x), nb = is_number(b, &y);
+  if (na && nb) return x < y ? -1 : x > y;
+  if (na != nb) return na ? -1 : 1;
+  return strcmp(a, b);
+}
+
+/* ---- refcounts --------------------------------------------------------------------------- */
+
+static void model_free(isv_model *m) {
+  if (m->backend.destroy) m->backend.destroy(m->user);
+  isv_model_config_free(m->cfg);
+  free(m->version);
+  free(m);
+}
+
+void isv__model_ref(isv_model *m) { m->refs++; }
+
+void isv__model_unref(isv_model *m) {
+  if (--m->refs == 0) model_free(m);
+}
+
+/* ---- hash table -------------------------------------------------------------------------- */
+
+static size_t hash(const char *s, size_t n) {
+  size_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+int isv__registry_init(isv__registry *r) {
+  r->n_buckets = 64;
+  r->n_entries = 0;
+  r->buckets = calloc(r->n_buckets, sizeof *r->buckets);
+  return r->buckets ? 0 : ISV_ENOMEM;
+}
+
+isv__model_entry *isv__registry_entry(const isv__registry *r, const char *name, size_t len) {
+  if (r->buckets == NULL) return NULL;
+  isv__model_entry *e = r->buckets[hash(name, len) & (r->n_buckets - 1)];
+  for (; e; e = e->hnext)
+    if (strlen(e->name) == len && memcmp(e->name, name, len) == 0) return e;
+  return NULL;
+}
+
+static void grow(isv__registry *r) {
+  size_t nb = r->n_buckets * 2;
+  isv__model_entry **b = calloc(nb, sizeof *b);
+  if (b == NULL) return; /* keep the old table: slower, still correct */
+  for (size_t i = 0; i < r->n_buckets; i++) {
+    isv__model_entry *e = r->buckets[i];
+    while (e) {
+      isv__model_entry *next = e->hnext;
+      size_t h = hash(e->name, strlen(e->name)) & (nb - 1);
+      e->hnext = b[h];
+      b[h] = e;
+      e = next;
+    }
+  }
+  free(r->buckets);
+  r->buckets = b;
+  r->n_buckets = nb;
+}
+
+static void entry_unlink_free(isv__registry *r, isv__model_entry *e) {
+  isv__model_entry **pp = &r->buckets[hash(e->name, strlen(e->name)) & (r->n_buckets - 1)];
+  while (*pp != e) pp = &(*pp)->hnext;
+  *pp = e->hnext;
+  r->n_entries--;
+  for (size_t i = 0; i < e->n_labels; i++) {
+    free(e->labels[i].label);
+    free(e->labels[i].version);
+  }
+  free(e->labels);
+  free(e->default_version);
+  free(e->name);
+  free(e);
+}
+
+void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
+                           void *data) {
+  for (size_t i = 0; i < r->n_buckets; i++)
+    for (isv__model_entry *e = r->buckets[i], *next; e; e = next) {
+      next = e->hnext;
+      fn(e, data);
+    }
+}
+
+int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *version,
+                      const isv_backend *be, void *user, isv_model **out) {
+  if (c == NULL || version == NULL || version[0] == '\0' || be == NULL ||
+      be->struct_size < offsetof(isv_backend, destroy) + sizeof be->destroy || be->infer == NULL)
+    return ISV_EINVAL;
+  if (strchr(version, '/') != NULL) return ISV_EINVAL;
+  isv__model_entry *e = isv__registry_entry(r, c->name, strlen(c->name));
+  if (e && isv__entry_version(e, version, strlen(version))) return ISV_EEXIST;
+
+  isv_model *m = calloc(1, sizeof *m);
+  if (m == NULL) return ISV_ENOMEM;
+  m->version = dupstr(version);
+  m->cfg = config_copy(c);
+  if (m->version == NULL || m->cfg == NULL) goto oom;
+  memcpy(&m->backend, be, sizeof m->backend < be->struct_size ? sizeof m->backend : be->struct_size);
+  m->backend.struct_size = sizeof m->backend;
+  m->user = user;
+  m->state = ISV_MODEL_READY;
+  m->refs = 1;
+
+  if (e == NULL) {
+    e = calloc(1, sizeof *e);
+    if (e == NULL || (e->name = dupstr(c->name)) == NULL) {
+      free(e);
+      goto oom;
+    }
+    if (r->n_entries >= r->n_buckets) grow(r);
+    size_t h = hash(e->name, strlen(e->name)) & (r->n_buckets - 1);
+    e->hnext = r->buckets[h];
+    r->buckets[h] = e;
+    r->n_entries++;
+  }
+  m->entry = e;
+  isv_model **pp = &e->versions;
+  while (*pp) pp = &(*pp)->next;
+  *pp = m;
+  if (out) *out = m;
+  return 0;
+oom:
+  isv_model_config_free(m->cfg);
+  free(m->version);
+  free(m);
+  return ISV_ENOMEM;
+}
+
+static void version_remove(isv__registry *r, isv__model_entry *e, isv_model *m) {
+  isv_model **pp = &e->versions;
+  while (*pp != m) pp = &(*pp)->next;
+  *pp = m->next;
+  m->next = NULL;
+  m->removed = 1;
+  m->entry = NULL; /* in-flight requests keep m alive but no longer reach the entry */
+  if (e->versions == NULL) entry_unlink_free(r, e);
+  isv__model_unref(m);
+}
+
+int isv__registry_remove(isv__registry *r, const char *name, const char *version) {
+  if (name == NULL) return ISV_EINVAL;
+  isv__model_entry *e = isv__registry_entry(r, name, strlen(name));
+  if (e == NULL) return ISV_ENOTFOUND;
+  if (version != NULL) {
+    isv_model *m = isv__entry_version(e, version, strlen(version));
+    if (m == NULL) return ISV_ENOTFOUND;
+    version_remove(r, e, m);
+    return 0;
+  }
+  while (e->versions->next) version_remove(r, e, e->versions);
+  version_remove(r, e, e->versions); /* frees e */
+  return 0;
+}
+
+static void clear_one(isv__model_entry *e, void *data) {
+  isv__registry_remove(data, e->name, NULL);
+}
+
+void isv__registry_clear(isv__registry *r) {
+  if (r->buckets == NULL) return;
+  isv__registry_foreach(r, clear_one, r);
+  free(r->buckets);
+  r->buckets = NULL;
+  r->n_buckets = 0;
+}
+
+/* ---- lookups ----------------------------------------------------------------------------- */
+
+isv_model *isv__entry_version(const isv__model_entry *e, const char *version, size_t len) {
+  for (isv_model *m = e->versions; m; m = m->next)
+    if (strlen(m->version) == len && memcmp(m->version, version, len) == 0) return m;
+  return NULL;
+}
+
+isv_model *isv__entry_label(const isv__model_entry *e, const char *label, size_t len) {
+  for (size_t i = 0; i < e->n_labels; i++)
+    if (strlen(e->labels[i].label) == len && memcmp(e->labels[i].label, label, len) == 0)
+      return isv__entry_version(e, e->labels[i].version, strlen(e->labels[i].version));
+  return NULL;
+}
+
+isv_model *isv__entry_default(const isv__model_entry *e) {
+  if (e->default_version) {
+    isv_model *m = isv__entry_version(e, e->default_version, strlen(e->default_version));
+    if (m) return m;
+  }
+  isv_model *best_ready = NULL, *best = NULL;
+  for (isv_model *m = e->versions; m; m = m->next) {
+    if (best == NULL || isv__version_cmp(m->version, best->version) > 0) best = m;
+    if (m->state == ISV_MODEL_READY &&
+        (best_ready == NULL || isv__version_cmp(m->version, best_ready->version) > 0))
+      best_ready = m;
+  }
+  return best_ready ? best_ready : best;
+}
+
+int isv__entry_set_label(isv__model_entry *e, const char *label, const char *version) {
+  size_t i;
+  for (i = 0; i < e->n_labels; i++)
+    if (strcmp(e->labels[i].label, label) == 0) break;
+  if (version == NULL) {
+    if (i == e->n_labels) return ISV_ENOTFOUND;
+    free(e->labels[i].label);
+    free(e->labels[i].version);
+    e->labels[i] = e->labels[--e->n_labels];
+    return 0;
+  }
+  char *v = dupstr(version);
+  if (v == NULL) return ISV_ENOMEM;
+  if (i < e->n_labels) {
+    free(e->labels[i].version);
+    e->labels[i].version = v;
+    return 0;
+  }
+  isv__label *nl = realloc(e->labels, (e->n_labels + 1) * sizeof *nl);
+  char *l = dupstr(label);
+  if (nl == NULL || l == NULL) {
+    if (nl) e->labels = nl;
+    free(v);
+    free(l);
+    return ISV_ENOMEM;
+  }
+  e->labels = nl;
+  e->labels[e->n_labels].label = l;
+  e->labels[e->n_labels].version = v;
+  e->n_labels++;
+  return 0;
+}
+
+int isv__entry_set_default(isv__model_entry *e, const char *version) {
+  char *v = NULL;
+  if (version && (v = dupstr(version)) == NULL) return ISV_ENOMEM;
+  free(e->default_version);
+  e->default_version = v;
+  return 0;
+}
+
+int isv__registry_resolve(const isv__registry *r, const char *name, size_t nlen,
+                          const char *version, size_t vlen, isv_model **out, char *msg,
+                          size_t msglen) {
+  isv__model_entry *e = isv__registry_entry(r, name, nlen);
+  if (e == NULL) {
+    snprintf(msg, msglen, "unknown model '%.*s'", (int)(nlen > 200 ? 200 : nlen), name);
+    return ISV_ENOTFOUND;
+  }
+  isv_model *m = version ? isv__entry_version(e, version, vlen) : isv__entry_default(e);
+  if (m == NULL) {
+    snprintf(msg, msglen, "unknown version '%.*s' of model '%s'", (int)(vlen > 200 ? 200 : vlen),
+             version, e->name);
+    return ISV_ENOTFOUND;
+  }
+  *out = m;
+  return 0;
+}

@@ -1,0 +1,100 @@
+/* The model registry: names → versions (each with its config, backend, state, refcount),
+ * labels → versions, and the default-version rule. Loop thread only. */
+#ifndef ISV_CORE_REGISTRY_H
+#define ISV_CORE_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inferserve.h"
+
+typedef struct isv__io {
+  char *name;
+  isv_datatype dt;
+  int64_t *shape; /* without the batch dimension when max_batch > 0 */
+  size_t ndim;
+} isv__io;
+
+struct isv_model_config {
+  char *name;
+  char *platform;
+  isv__io *inputs;
+  size_t n_inputs;
+  isv__io *outputs;
+  size_t n_outputs;
+  uint32_t max_batch;
+  char **labels;
+  size_t n_labels;
+  isv_exec_mode exec_mode;
+};
+
+typedef struct isv__model_entry isv__model_entry;
+
+struct isv_model {
+  isv__model_entry *entry;
+  isv_model *next; /* entry's version list, in registration order */
+  char *version;
+  isv_model_config *cfg; /* private deep copy */
+  isv_backend backend;
+  void *user;
+  isv_model_state state;
+  unsigned refs;   /* the registry's own reference + one per request using it */
+  int removed;
+};
+
+typedef struct isv__label {
+  char *label;
+  char *version;
+} isv__label;
+
+struct isv__model_entry {
+  char *name;
+  isv__model_entry *hnext;
+  isv_model *versions;
+  isv__label *labels;
+  size_t n_labels;
+  char *default_version;
+};
+
+typedef struct isv__registry {
+  isv__model_entry **buckets;
+  size_t n_buckets;
+  size_t n_entries;
+} isv__registry;
+
+int isv__registry_init(isv__registry *r);
+/* Removes every model (destroy callbacks run when their last reference goes). */
+void isv__registry_clear(isv__registry *r);
+
+int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *version,
+                      const isv_backend *be, void *user, isv_model **out);
+int isv__registry_remove(isv__registry *r, const char *name, const char *version);
+isv__model_entry *isv__registry_entry(const isv__registry *r, const char *name, size_t len);
+/* Visit every entry (order unspecified). */
+void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
+                           void *data);
+
+isv_model *isv__entry_version(const isv__model_entry *e, const char *version, size_t len);
+/* NULL when the label is unknown. */
+isv_model *isv__entry_label(const isv__model_entry *e, const char *label, size_t len);
+isv_model *isv__entry_default(const isv__model_entry *e);
+int isv__entry_set_label(isv__model_entry *e, const char *label, const char *version);
+int isv__entry_set_default(isv__model_entry *e, const char *version);
+
+/* Resolve (name, version-or-NULL) as the V2 paths do. Returns 0, or ISV_ENOTFOUND with a
+ * message naming what was not found written into msg. */
+int isv__registry_resolve(const isv__registry *r, const char *name, size_t nlen,
+                          const char *version, size_t vlen, isv_model **out, char *msg,
+                          size_t msglen);
+
+/* Compare two version strings: numeric ones as numbers, numeric before non-numeric. */
+int isv__version_cmp(const char *a, const char *b);
+
+void isv__model_ref(isv_model *m);
+void isv__model_unref(isv_model *m);
+
+/* Config helpers shared by validation and metadata. */
+const isv__io *isv__config_input(const isv_model_config *c, const char *name, size_t len);
+const isv__io *isv__config_output(const isv_model_config *c, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,313 @@
+/* The request object: construction (frontends and the in-process API), accessors for
+ * backends, and output allocation. */
+#include "core/request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+isv_request *isv__request_new(isv__core *c) {
+  isv_request *r = calloc(1, sizeof *r);
+  if (r == NULL) return NULL;
+  r->core = c;
+  r->id = "";
+  r->errmsg = "";
+  return r;
+}
+
+int isv__request_fail(isv_request *r, int status, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  if ((size_t)n >= sizeof tmp) n = sizeof tmp - 1;
+  const char *m = isv__arena_strndup(&r->arena, tmp, (size_t)n);
+  r->errmsg = m ? m : isv_strerror(status);
+  r->status = status;
+  return status;
+}
+
+static void *grow(isv_request *r, void **arr, size_t *n, size_t *cap, size_t elsize) {
+  if (*n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 4;
+    void *na = isv__arena_alloc(&r->arena, ncap * elsize);
+    if (na == NULL) return NULL;
+    if (*n) memcpy(na, *arr, *n * elsize);
+    *arr = na;
+    *cap = ncap;
+  }
+  void *e = (char *)*arr + (*n)++ * elsize;
+  memset(e, 0, elsize);
+  return e;
+}
+
+isv_tensor *isv__request_push_input(isv_request *r) {
+  return grow(r, (void **)&r->inputs, &r->n_inputs, &r->cap_inputs, sizeof(isv_tensor));
+}
+
+isv__req_output *isv__request_push_output(isv_request *r) {
+  return grow(r, (void **)&r->req_outputs, &r->n_req_outputs, &r->cap_req_outputs,
+              sizeof(isv__req_output));
+}
+
+isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen) {
+  for (size_t i = 0; i < r->n_params; i++)
+    if (strlen(r->params[i].key) == klen && memcmp(r->params[i].key, key, klen) == 0) {
+      memset(&r->params[i].val, 0, sizeof r->params[i].val);
+      return &r->params[i];
+    }
+  char *k = isv__arena_strndup(&r->arena, key, klen);
+  if (k == NULL) return NULL;
+  isv__param_entry *p =
+      grow(r, (void **)&r->params, &r->n_params, &r->cap_params, sizeof(isv__param_entry));
+  if (p) p->key = k;
+  return p;
+}
+
+int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *count,
+                     size_t *bytes) {
+  size_t n = 1;
+  for (size_t i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return -1;
+    if (shape[i] != 0 && n > SIZE_MAX / (uint64_t)shape[i]) return -1;
+    n *= (size_t)shape[i];
+  }
+  if (elsize && n > SIZE_MAX / elsize) return -1;
+  /* A tensor can never exceed what a body can carry; keep products well inside ptrdiff_t. */
+  if (n * (elsize ? elsize : 1) > (SIZE_MAX >> 2)) return -1;
+  *count = n;
+  if (bytes) *bytes = n * elsize;
+  return 0;
+}
+
+size_t isv__bytes_total(const isv_bytes *b, size_t n) {
+  size_t t = 0;
+  for (size_t i = 0; i < n; i++) t += b[i].len;
+  return t;
+}
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+ISV_EXTERN const char *isv_tensor_name(const isv_tensor *t) { return t ? t->name : NULL; }
+ISV_EXTERN isv_datatype isv_tensor_datatype(const isv_tensor *t) {
+  return t ? t->dt : ISV_TYPE_INVALID;
+}
+ISV_EXTERN const int64_t *isv_tensor_shape(const isv_tensor *t, size_t *ndim) {
+  if (ndim) *ndim = t ? t->ndim : 0;
+  return t ? t->shape : NULL;
+}
+ISV_EXTERN size_t isv_tensor_element_count(const isv_tensor *t) { return t ? t->count : 0; }
+ISV_EXTERN const void *isv_tensor_data(const isv_tensor *t) { return t ? t->data : NULL; }
+ISV_EXTERN size_t isv_tensor_byte_size(const isv_tensor *t) { return t ? t->byte_size : 0; }
+
+/* ---- backend side ------------------------------------------------------------------------ */
+
+ISV_EXTERN const char *isv_request_model_name(const isv_request *r) {
+  return r->model ? r->model->cfg->name : r->model_name;
+}
+ISV_EXTERN const char *isv_request_model_version(const isv_request *r) {
+  return r->model ? r->model->version : r->version;
+}
+ISV_EXTERN const char *isv_request_id(const isv_request *r) { return r->id; }
+ISV_EXTERN size_t isv_request_input_count(const isv_request *r) { return r->n_inputs; }
+ISV_EXTERN const isv_tensor *isv_request_input_at(const isv_request *r, size_t i) {
+  return i < r->n_inputs ? &r->inputs[i] : NULL;
+}
+ISV_EXTERN const isv_tensor *isv_request_input(const isv_request *r, const char *name) {
+  for (size_t i = 0; name && i < r->n_inputs; i++)
+    if (strcmp(r->inputs[i].name, name) == 0) return &r->inputs[i];
+  return NULL;
+}
+ISV_EXTERN const isv_param *isv_request_param(const isv_request *r, const char *key) {
+  for (size_t i = 0; key && i < r->n_params; i++)
+    if (strcmp(r->params[i].key, key) == 0) return &r->params[i].val;
+  return NULL;
+}
+ISV_EXTERN size_t isv_request_param_count(const isv_request *r) { return r->n_params; }
+ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, const isv_param **v) {
+  if (i >= r->n_params) return NULL;
+  if (v) *v = &r->params[i].val;
+  return r->params[i].key;
+}
+
+ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name) {
+  if (name == NULL) return 0;
+  if (r->n_req_outputs == 0)
+    return r->model && isv__config_output(r->model->cfg, name, strlen(name)) != NULL;
+  for (size_t i = 0; i < r->n_req_outputs; i++)
+    if (strcmp(r->req_outputs[i].name, name) == 0) return 1;
+  return 0;
+}
+
+ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n) {
+  return r ? isv__arena_alloc(&r->arena, n) : NULL;
+}
+
+/* Does `shape` fit the declared io (with the model's batch dimension)? */
+static int shape_fits(const isv_model_config *c, const isv__io *io, const int64_t *shape,
+                      size_t ndim) {
+  size_t off = c->max_batch > 0;
+  if (ndim != io->ndim + off) return 0;
+  if (off && (shape[0] < 0 || (uint64_t)shape[0] > c->max_batch)) return 0;
+  for (size_t i = 0; i < io->ndim; i++)
+    if (io->shape[i] != -1 && io->shape[i] != shape[i + off]) return 0;
+  return 1;
+}
+
+ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
+                                  const int64_t *shape, size_t ndim, void **data) {
+  if (r == NULL || name == NULL || data == NULL || r->model == NULL || (ndim && !shape))
+    return ISV_EINVAL;
+  *data = NULL;
+  const isv__io *io = isv__config_output(r->model->cfg, name, strlen(name));
+  if (io == NULL || io->dt != dt || !shape_fits(r->model->cfg, io, shape, ndim))
+    return ISV_EINVAL;
+  for (size_t i = 0; i < r->n_outputs; i++)
+    if (r->outputs[i].name == io->name) return ISV_EEXIST;
+  size_t count, bytes;
+  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
+    return ISV_EINVAL;
+  isv_tensor *t = grow(r, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t);
+  int64_t *sh = t ? isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh) : NULL;
+  void *buf = sh ? isv__arena_alloc(&r->arena, bytes) : NULL;
+  if (buf == NULL) {
+    if (t) r->n_outputs--;
+    return ISV_ENOMEM;
+  }
+  if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
+  if (dt == ISV_BYTES) memset(buf, 0, bytes);
+  t->name = io->name; /* the config outlives the request (it holds a model reference) */
+  t->dt = dt;
+  t->shape = sh;
+  t->ndim = ndim;
+  t->data = buf;
+  t->count = count;
+  t->byte_size = bytes;
+  *data = buf;
+  return 0;
+}
+
+/* ---- client side (in process) ------------------------------------------------------------ */
+
+ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
+                               isv_request **out);
+/* isv_request_new is defined in server.c: it needs the server's core. */
+
+ISV_EXTERN void isv_request_free(isv_request *r) {
+  if (r == NULL) return;
+  if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
+  for (size_t i = 0; i < r->n_inputs; i++) {
+    isv_destructor d = r->inputs[i].del;
+    if (d != ISV_STATIC && d != ISV_TRANSIENT) d(r->inputs[i].data);
+  }
+  if (r->model) isv__model_unref(r->model);
+  isv__arena_free(&r->arena);
+  free(r);
+}
+
+ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id) {
+  if (r == NULL || id == NULL || r->submitted) return ISV_EINVAL;
+  const char *p = isv__arena_strndup(&r->arena, id, strlen(id));
+  if (p == NULL) return ISV_ENOMEM;
+  r->id = p;
+  r->has_id = 1;
+  return 0;
+}
+
+ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datatype dt,
+                                     const int64_t *shape, size_t ndim, const void *data,
+                                     size_t byte_size, isv_destructor del) {
+  int rc = ISV_EINVAL;
+  size_t count, bytes;
+  isv_tensor *t = NULL;
+  if (r == NULL || r->submitted || name == NULL || isv_datatype_size(dt) == 0 ||
+      (ndim && shape == NULL) || ndim > 32 ||
+      isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0 ||
+      (bytes && data == NULL))
+    goto fail;
+  if (dt != ISV_BYTES && byte_size != bytes) goto fail;
+  if (dt == ISV_BYTES) {
+    const isv_bytes *b = data;
+    for (size_t i = 0; i < count; i++)
+      if (b[i].len && b[i].ptr == NULL) goto fail;
+  }
+  rc = ISV_ENOMEM;
+  const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
+  int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
+  if (nm == NULL || sh == NULL || (t = isv__request_push_input(r)) == NULL) goto fail;
+  if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
+  void *d = (void *)data;
+  if (del == ISV_TRANSIENT) {
+    /* BYTES: copy the element array and the element memory into one arena block. */
+    size_t extra = dt == ISV_BYTES ? isv__bytes_total(data, count) : 0;
+    if ((d = isv__arena_alloc(&r->arena, bytes + extra)) == NULL) {
+      r->n_inputs--;
+      goto fail;
+    }
+    if (bytes) memcpy(d, data, bytes);
+    if (dt == ISV_BYTES) {
+      isv_bytes *b = d;
+      char *p = (char *)d + bytes;
+      for (size_t i = 0; i < count; i++) {
+        if (b[i].len) memcpy(p, b[i].ptr, b[i].len);
+        b[i].ptr = p;
+        p += b[i].len;
+      }
+    }
+  }
+  t->name = nm;
+  t->dt = dt;
+  t->shape = sh;
+  t->ndim = ndim;
+  t->data = d;
+  t->count = count;
+  t->byte_size = dt == ISV_BYTES ? isv__bytes_total(d, count) : bytes;
+  t->del = del;
+  return 0;
+fail:
+  if (del != ISV_STATIC && del != ISV_TRANSIENT && data != NULL) del((void *)data);
+  return rc;
+}
+
+ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification) {
+  if (r == NULL || r->submitted || name == NULL) return ISV_EINVAL;
+  const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
+  isv__req_output *o = nm ? isv__request_push_output(r) : NULL;
+  if (o == NULL) return ISV_ENOMEM;
+  o->name = nm;
+  o->classification = classification;
+  return 0;
+}
+
+ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value) {
+  if (r == NULL || r->submitted || key == NULL || value == NULL ||
+      value->type < ISV_PARAM_BOOL || value->type > ISV_PARAM_STRING)
+    return ISV_EINVAL;
+  isv_param v = *value;
+  if (v.type == ISV_PARAM_STRING) {
+    if (v.v.s.len && v.v.s.ptr == NULL) return ISV_EINVAL;
+    char *s = isv__arena_strndup(&r->arena, v.v.s.ptr ? v.v.s.ptr : "", v.v.s.len);
+    if (s == NULL) return ISV_ENOMEM;
+    v.v.s.ptr = s;
+  }
+  isv__param_entry *p = isv__request_push_param(r, key, strlen(key));
+  if (p == NULL) return ISV_ENOMEM;
+  p->val = v;
+  return 0;
+}
+
+ISV_EXTERN const char *isv_request_error_message(const isv_request *r) {
+  return r && r->errmsg ? r->errmsg : "";
+}
+ISV_EXTERN size_t isv_request_output_count(const isv_request *r) { return r ? r->n_outputs : 0; }
+ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i) {
+  return r && i < r->n_outputs ? &r->outputs[i] : NULL;
+}
+ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name) {
+  for (size_t i = 0; r && name && i < r->n_outputs; i++)
+    if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
+  return NULL;
+}

@@ -1,0 +1,96 @@
+/* The one canonical inference request/response every protocol decodes into and encodes from. */
+#ifndef ISV_CORE_REQUEST_H
+#define ISV_CORE_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/arena.h"
+#include "core/core.h"
+
+struct isv_tensor {
+  const char *name;
+  isv_datatype dt;
+  int64_t *shape;
+  size_t ndim;
+  void *data;
+  size_t count;     /* element count */
+  size_t byte_size; /* count * size, or the sum of BYTES lengths */
+  isv_destructor del; /* client-side inputs: who frees data */
+  uint32_t flags;     /* frontend-private bits (e.g. "write as binary") */
+};
+
+typedef struct isv__req_output {
+  const char *name;
+  uint32_t classification; /* 0 = plain output, k = top-k classification */
+  uint32_t flags;          /* frontend-private */
+} isv__req_output;
+
+typedef struct isv__param_entry {
+  const char *key;
+  isv_param val;
+} isv__param_entry;
+
+struct isv_request {
+  isv__core *core;
+  isv__arena arena;
+  const char *model_name;
+  const char *version; /* requested version; NULL = default */
+  isv_model *model;    /* resolved; holds a reference */
+  const char *id;
+
+  isv_tensor *inputs;
+  size_t n_inputs, cap_inputs;
+  isv__req_output *req_outputs;
+  size_t n_req_outputs, cap_req_outputs;
+  isv__param_entry *params;
+  size_t n_params, cap_params;
+  isv_tensor *outputs;
+  size_t n_outputs, cap_outputs;
+
+  int status;
+  const char *errmsg;
+
+  /* completion: flags below are guarded by core->mu */
+  int submitted;
+  int completed;
+  int in_infer;
+  int finished; /* done callback invoked (loop thread only) */
+  int counted;  /* counted in core->inflight */
+  int has_id;   /* the client sent an id (echo it, even "") */
+  isv_infer_cb done;
+  void *done_data;
+  isv_request *qnext;
+  uv_work_t work;
+  uint64_t start_ns;
+};
+
+/* A request with no model yet; frontends fill it then set model_name/version and submit. */
+isv_request *isv__request_new(isv__core *c);
+/* Record an error before submission (frontend decode errors); printf-style. */
+int isv__request_fail(isv_request *r, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Arrays that grow in the arena. Return the new element (zeroed) or NULL. */
+isv_tensor *isv__request_push_input(isv_request *r);
+isv__req_output *isv__request_push_output(isv_request *r);
+isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen);
+
+/* Element count of a shape with overflow and negativity checks: 0 ok, -1 bad. */
+int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *count,
+                     size_t *bytes);
+/* Sum of BYTES element lengths. */
+size_t isv__bytes_total(const isv_bytes *b, size_t n);
+
+/* Validation against the resolved model (core/validate.c). On error: status + message set. */
+int isv__request_validate(isv_request *r);
+/* After a successful backend run: drop unrequested outputs, check requested ones exist,
+ * classification, order outputs (core/postprocess.c). */
+int isv__request_postprocess(isv_request *r);
+/* Top-k classification of one output tensor, replacing it (core/classify.c). */
+int isv__classify(isv_request *r, isv_tensor *t, uint32_t k);
+
+#endif

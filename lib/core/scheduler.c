@@ -1,0 +1,205 @@
+/* The request path in the core: resolve, validate, run the backend (inline or on libuv's
+ * pool), collect the completion from whatever thread it comes, post-process, call back.
+ *
+ * Completion protocol (all flags under core->mu):
+ *  - whoever is running infer sets in_infer; a completion that arrives meanwhile only sets
+ *    `completed`, and the code that called infer finishes the request once infer returned
+ *    (inline: right after the call; pool: in after_work_cb, so the uv_work_t is never freed
+ *    while libuv still owns it);
+ *  - a completion after that point is queued and the loop is woken with uv_async_send, unless
+ *    it already runs on the loop thread, where the request finishes at once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/request.h"
+
+int isv__on_loop_thread(const isv__core *c) {
+  uv_thread_t self = uv_thread_self();
+  return uv_thread_equal(&self, &c->loop_thread);
+}
+
+static void finish(isv_request *r) {
+  isv__core *c = r->core;
+  if (r->status == 0 && isv__request_postprocess(r) != 0 && r->errmsg[0] == '\0')
+    r->errmsg = isv_strerror(r->status);
+  if (r->status != 0) r->n_outputs = 0; /* a failed request shows no partial outputs */
+  if (r->counted && --c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+  r->finished = 1;
+  r->done(r, r->status, r->done_data); /* may free r */
+  if (c->closing && c->inflight == 0 && c->on_idle) c->on_idle(c);
+}
+
+static void drain_queue(uv_async_t *h) {
+  isv__core *c = h->data;
+  uv_mutex_lock(&c->mu);
+  isv_request *q = c->done_head;
+  c->done_head = c->done_tail = NULL;
+  uv_mutex_unlock(&c->mu);
+  while (q) {
+    isv_request *next = q->qnext;
+    finish(q);
+    q = next;
+  }
+}
+
+int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
+  memset(c, 0, sizeof *c);
+  c->loop = loop;
+  c->loop_thread = uv_thread_self();
+  c->opts = *opts;
+  c->online = 1;
+  int rc = isv__registry_init(&c->reg);
+  if (rc) return rc;
+  if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
+  if (uv_async_init(loop, &c->async, drain_queue) != 0) goto fail_mu;
+  c->async.data = c;
+  uv_unref((uv_handle_t *)&c->async); /* referenced only while requests are in flight */
+  return 0;
+fail_mu:
+  uv_mutex_destroy(&c->mu);
+fail_reg:
+  isv__registry_clear(&c->reg);
+  return ISV_ENOMEM;
+}
+
+void isv__core_close(isv__core *c, uv_close_cb close_cb) {
+  isv__registry_clear(&c->reg);
+  uv_mutex_destroy(&c->mu);
+  uv_close((uv_handle_t *)&c->async, close_cb);
+}
+
+static void ready_one(isv__model_entry *e, void *data) {
+  for (isv_model *m = e->versions; m; m = m->next)
+    if (m->state != ISV_MODEL_READY) *(int *)data = 0;
+}
+
+int isv__core_ready(const isv__core *c) {
+  if (!c->online || c->closing) return 0;
+  if (!c->opts.strict_readiness) return 1;
+  int ok = 1;
+  isv__registry_foreach(&c->reg, ready_one, &ok);
+  return ok;
+}
+
+ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message) {
+  if (r == NULL || status > 0) return ISV_EINVAL;
+  isv__core *c = r->core;
+  uv_mutex_lock(&c->mu);
+  if (r->completed || !r->submitted) {
+    uv_mutex_unlock(&c->mu);
+    return ISV_ESTATE;
+  }
+  if (status != 0) {
+    r->status = status;
+    r->errmsg = isv_strerror(status);
+    if (message && message[0]) {
+      const char *m = isv__arena_strndup(&r->arena, message, strlen(message));
+      if (m) r->errmsg = m;
+    }
+  }
+  r->completed = 1;
+  if (r->in_infer) { /* the caller of infer finishes it */
+    uv_mutex_unlock(&c->mu);
+    return 0;
+  }
+  int on_loop = isv__on_loop_thread(c);
+  if (!on_loop) {
+    r->qnext = NULL;
+    if (c->done_tail) c->done_tail->qnext = r;
+    else c->done_head = r;
+    c->done_tail = r;
+  }
+  uv_mutex_unlock(&c->mu);
+  if (on_loop) finish(r);
+  else uv_async_send(&c->async);
+  return 0;
+}
+
+/* After infer returned: finish now if it completed, or fail it if it returned an error. */
+static void after_infer(isv_request *r, int rc) {
+  isv__core *c = r->core;
+  uv_mutex_lock(&c->mu);
+  r->in_infer = 0;
+  int done = r->completed;
+  if (!done && rc < 0) {
+    r->status = rc;
+    r->errmsg = isv_strerror(rc);
+    r->completed = done = 1;
+  }
+  uv_mutex_unlock(&c->mu);
+  if (done) finish(r);
+}
+
+static void pool_work(uv_work_t *w) {
+  isv_request *r = w->data;
+  int rc = r->model->backend.infer(r, r->model->user);
+  uv_mutex_lock(&r->core->mu);
+  if (!r->completed && rc < 0) {
+    r->status = rc;
+    r->errmsg = isv_strerror(rc);
+    r->completed = 1;
+  }
+  uv_mutex_unlock(&r->core->mu);
+}
+
+static void pool_after(uv_work_t *w, int status) {
+  isv_request *r = w->data;
+  if (status == UV_ECANCELED) {
+    isv__request_fail(r, ISV_ECANCELED, "request cancelled before it ran");
+    uv_mutex_lock(&r->core->mu);
+    r->completed = 1;
+    uv_mutex_unlock(&r->core->mu);
+  }
+  after_infer(r, 0);
+}
+
+void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data) {
+  r->core = c;
+  r->done = done;
+  r->done_data = data;
+  r->submitted = 1;
+  r->start_ns = uv_hrtime();
+  if (r->status != 0) { /* the frontend already found an error */
+    finish(r);
+    return;
+  }
+  if (r->model == NULL) {
+    char msg[512];
+    isv_model *m;
+    int rc = isv__registry_resolve(&c->reg, r->model_name, strlen(r->model_name), r->version,
+                                   r->version ? strlen(r->version) : 0, &m, msg, sizeof msg);
+    if (rc != 0) {
+      isv__request_fail(r, rc, "%s", msg);
+      finish(r);
+      return;
+    }
+    isv__model_ref(m);
+    r->model = m;
+  }
+  /* While requests run, the async handle keeps the loop alive for their completions. */
+  if (c->inflight++ == 0) uv_ref((uv_handle_t *)&c->async);
+  r->counted = 1;
+  isv_model *m = r->model;
+  if (m->removed || m->state != ISV_MODEL_READY) {
+    isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
+                      m->version);
+    finish(r);
+    return;
+  }
+  if (isv__request_validate(r) != 0) {
+    finish(r);
+    return;
+  }
+  r->in_infer = 1;
+  if (m->cfg->exec_mode == ISV_EXEC_POOL) {
+    r->work.data = r;
+    if (uv_queue_work(c->loop, &r->work, pool_work, pool_after) != 0) {
+      r->in_infer = 0;
+      isv__request_fail(r, ISV_EINTERNAL, "could not queue the request on the thread pool");
+      finish(r);
+    }
+    return;
+  }
+  int rc = m->backend.infer(r, m->user);
+  after_infer(r, rc);
+}

@@ -1,0 +1,122 @@
+/* A request checked against its model before the backend sees it: every declared input
+ * exactly once, datatypes, shapes (with the batch dimension), data sizes, requested outputs.
+ * Every message names the model and the tensor. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/request.h"
+
+static void shape_text(char *out, size_t n, const int64_t *s, size_t ndim, int batch) {
+  size_t k = 0;
+  out[k++] = '[';
+  if (batch && k < n) k += (size_t)snprintf(out + k, n - k, "-1%s", ndim ? "," : "");
+  for (size_t i = 0; i < ndim && k < n; i++)
+    k += (size_t)snprintf(out + k, n - k, "%lld%s", (long long)s[i], i + 1 < ndim ? "," : "");
+  if (k < n - 1) {
+    out[k++] = ']';
+    out[k] = '\0';
+  } else {
+    out[n - 1] = '\0';
+  }
+}
+
+static int check_input(isv_request *r, const isv_model_config *c, const isv_tensor *t,
+                       const isv__io *io) {
+  const char *mn = c->name;
+  if (t->dt != io->dt)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has datatype %s, model '%s' expects %s",
+                             t->name, isv_datatype_name(t->dt), mn, isv_datatype_name(io->dt));
+  size_t off = c->max_batch > 0;
+  char want[160], got[160];
+  shape_text(want, sizeof want, io->shape, io->ndim, (int)off);
+  shape_text(got, sizeof got, t->shape, t->ndim, 0);
+  if (t->ndim != io->ndim + off)
+    return isv__request_fail(r, ISV_EBADREQ,
+                             "input '%s' has shape %s, model '%s' expects %s (rank %zu)", t->name,
+                             got, mn, want, io->ndim + off);
+  if (off) {
+    if (t->shape[0] < 1)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has batch size %lld, must be >= 1",
+                               t->name, (long long)t->shape[0]);
+    if ((uint64_t)t->shape[0] > c->max_batch)
+      return isv__request_fail(r, ISV_EBADREQ,
+                               "input '%s' has batch size %lld, model '%s' max batch size is %u",
+                               t->name, (long long)t->shape[0], mn, c->max_batch);
+  }
+  for (size_t i = 0; i < io->ndim; i++)
+    if (io->shape[i] != -1 && io->shape[i] != t->shape[i + off])
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shape %s, model '%s' expects %s",
+                               t->name, got, mn, want);
+  return 0;
+}
+
+int isv__request_validate(isv_request *r) {
+  const isv_model_config *c = r->model->cfg;
+  for (size_t i = 0; i < r->n_inputs; i++) {
+    const isv_tensor *t = &r->inputs[i];
+    const isv__io *io = isv__config_input(c, t->name, strlen(t->name));
+    if (io == NULL)
+      return isv__request_fail(r, ISV_EBADREQ, "unexpected input '%s': model '%s' has no such input",
+                               t->name, c->name);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(r->inputs[j].name, t->name) == 0)
+        return isv__request_fail(r, ISV_EBADREQ, "duplicate input '%s'", t->name);
+    if (check_input(r, c, t, io) != 0) return r->status;
+  }
+  for (size_t k = 0; k < c->n_inputs; k++)
+    if (isv_request_input(r, c->inputs[k].name) == NULL)
+      return isv__request_fail(r, ISV_EBADREQ, "missing input '%s' for model '%s'",
+                               c->inputs[k].name, c->name);
+  if (c->max_batch > 0) {
+    for (size_t i = 1; i < r->n_inputs; i++)
+      if (r->inputs[i].shape[0] != r->inputs[0].shape[0])
+        return isv__request_fail(r, ISV_EBADREQ,
+                                 "inputs '%s' and '%s' have different batch sizes (%lld, %lld)",
+                                 r->inputs[0].name, r->inputs[i].name,
+                                 (long long)r->inputs[0].shape[0], (long long)r->inputs[i].shape[0]);
+  }
+  for (size_t i = 0; i < r->n_req_outputs; i++) {
+    const isv__req_output *o = &r->req_outputs[i];
+    const isv__io *io = isv__config_output(c, o->name, strlen(o->name));
+    if (io == NULL)
+      return isv__request_fail(r, ISV_EBADREQ, "unknown output '%s': model '%s' has no such output",
+                               o->name, c->name);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(r->req_outputs[j].name, o->name) == 0)
+        return isv__request_fail(r, ISV_EBADREQ, "output '%s' requested twice", o->name);
+    if (o->classification && (io->dt == ISV_BOOL || io->dt == ISV_BYTES))
+      return isv__request_fail(r, ISV_EBADREQ, "output '%s' has datatype %s, which cannot be "
+                               "classified", o->name, isv_datatype_name(io->dt));
+  }
+  return 0;
+}
+
+/* Output selection and order: requested order when outputs were named, else declaration
+ * order; a requested output the backend did not produce is the backend's fault. */
+int isv__request_postprocess(isv_request *r) {
+  const isv_model_config *c = r->model->cfg;
+  size_t n_want = r->n_req_outputs ? r->n_req_outputs : c->n_outputs;
+  isv_tensor *sel = isv__arena_alloc(&r->arena, (n_want ? n_want : 1) * sizeof *sel);
+  if (sel == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  size_t n = 0;
+  for (size_t i = 0; i < n_want; i++) {
+    const char *name = r->n_req_outputs ? r->req_outputs[i].name : c->outputs[i].name;
+    isv_tensor *t = NULL;
+    for (size_t j = 0; j < r->n_outputs; j++)
+      if (strcmp(r->outputs[j].name, name) == 0) t = &r->outputs[j];
+    if (t == NULL) {
+      if (r->n_req_outputs == 0) continue; /* a backend may omit outputs nobody named */
+      return isv__request_fail(r, ISV_EBACKEND, "model '%s' did not produce output '%s'", c->name,
+                               name);
+    }
+    sel[n] = *t;
+    if (r->n_req_outputs) sel[n].flags = r->req_outputs[i].flags;
+    if (r->n_req_outputs && r->req_outputs[i].classification &&
+        isv__classify(r, &sel[n], r->req_outputs[i].classification) != 0)
+      return r->status;
+    n++;
+  }
+  r->outputs = sel;
+  r->n_outputs = r->cap_outputs = n;
+  return 0;
+}

@@ -1,0 +1,80 @@
+#include "protocol/http_reply.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/json_writer.h"
+#include "codec/utf8.h"
+
+static void release_buf(void *p) { free(p); }
+
+int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
+  if (b->failed) {
+    isv__buf_free(b);
+    isv__buf_init(b);
+    isv__buf_puts(b, "{\"error\":\"out of memory\"}");
+    status = 500;
+  }
+  size_t len;
+  char *data = isv__buf_release(b, &len);
+  uv_buf_t part = uv_buf_init(data, (unsigned)len);
+  isv__response r = {.status = status,
+                     .content_type = "application/json",
+                     .parts = &part,
+                     .n_parts = 1,
+                     .release = release_buf,
+                     .release_ctx = data};
+  return isv__exchange_respond(ex, &r);
+}
+
+void isv__json_error_body(isv__buf *b, const char *msg) {
+  size_t n = strlen(msg);
+  isv__buf_puts(b, "{\"error\":");
+  if (isv__utf8_valid(msg, n)) {
+    isv__json_write_string(b, msg, n);
+  } else {
+    char *copy = malloc(n + 1);
+    if (copy == NULL) {
+      isv__json_write_string(b, "(unprintable message)", 21);
+    } else {
+      for (size_t i = 0; i < n; i++) copy[i] = (unsigned char)msg[i] < 0x80 ? msg[i] : '?';
+      isv__json_write_string(b, copy, n);
+      free(copy);
+    }
+  }
+  isv__buf_putc(b, '}');
+}
+
+int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
+                         const isv__header *extra, size_t n_extra) {
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__json_error_body(&b, msg);
+  if (b.failed) {
+    isv__buf_free(&b);
+    return isv__reply_json(ex, 500, &b);
+  }
+  size_t len;
+  char *data = isv__buf_release(&b, &len);
+  uv_buf_t part = uv_buf_init(data, (unsigned)len);
+  isv__response r = {.status = http_status,
+                     .content_type = "application/json",
+                     .headers = extra,
+                     .n_headers = n_extra,
+                     .parts = &part,
+                     .n_parts = 1,
+                     .release = release_buf,
+                     .release_ctx = data};
+  return isv__exchange_respond(ex, &r);
+}
+
+int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return isv__reply_error_msg(ex, isv_err_http_status(err), msg, NULL, 0);
+}

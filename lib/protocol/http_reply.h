@@ -1,0 +1,22 @@
+/* Answers shared by every HTTP frontend: JSON bodies and {"error": "..."} errors. */
+#ifndef ISV_PROTOCOL_HTTP_REPLY_H
+#define ISV_PROTOCOL_HTTP_REPLY_H
+
+#include "codec/buf.h"
+#include "transport/exchange.h"
+
+/* Send b's bytes as application/json; takes b's memory (also on failure). */
+int isv__reply_json(isv__exchange *ex, int status, isv__buf *b);
+/* {"error": message} with the HTTP status mapped from the ISV_E* code. The message may
+ * contain client bytes: invalid UTF-8 is replaced, the rest escaped. */
+int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
+                         const isv__header *extra, size_t n_extra);
+/* Append {"error": msg} to b (UTF-8 sanitised). */
+void isv__json_error_body(isv__buf *b, const char *msg);
+
+#endif

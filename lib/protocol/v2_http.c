@@ -1,0 +1,216 @@
+#include "protocol/v2_http.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/json_writer.h"
+#include "core/request.h"
+#include "protocol/http_reply.h"
+#include "protocol/v2_json.h"
+
+static int seg_is(const isv__route *r, size_t i, const char *s) {
+  return i < r->n && r->len[i] == strlen(s) && memcmp(r->seg[i], s, r->len[i]) == 0;
+}
+
+static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
+
+static void reply_bool(isv__exchange *ex, const char *key, int v) {
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__buf_puts(&b, "{\"");
+  isv__buf_puts(&b, key);
+  isv__buf_puts(&b, v ? "\":true}" : "\":false}");
+  isv__reply_json(ex, v ? 200 : 503, &b);
+}
+
+static void server_metadata(isv__core *core, isv__exchange *ex) {
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__buf_puts(&b, "{\"name\":");
+  write_str(&b, core->opts.server_name);
+  isv__buf_puts(&b, ",\"version\":");
+  write_str(&b, core->opts.server_version);
+  /* Only what is really implemented. */
+  isv__buf_puts(&b, ",\"extensions\":[\"classification\"]}");
+  isv__reply_json(ex, 200, &b);
+}
+
+/* Resolve the model of a /v2/models/{m}[/versions/{v}] path or answer 404. */
+static isv_model *resolve(isv__core *core, isv__exchange *ex, const isv__route *rt, int versioned) {
+  char msg[512];
+  isv_model *m;
+  if (isv__registry_resolve(&core->reg, rt->seg[2], rt->len[2], versioned ? rt->seg[4] : NULL,
+                            versioned ? rt->len[4] : 0, &m, msg, sizeof msg) != 0) {
+    isv__reply_error(ex, ISV_ENOTFOUND, "%s", msg);
+    return NULL;
+  }
+  return m;
+}
+
+static void write_io(isv__buf *b, const isv__io *io, size_t n, uint32_t max_batch) {
+  isv__buf_putc(b, '[');
+  for (size_t i = 0; i < n; i++) {
+    if (i) isv__buf_putc(b, ',');
+    isv__buf_puts(b, "{\"name\":");
+    write_str(b, io[i].name);
+    isv__buf_puts(b, ",\"datatype\":\"");
+    isv__buf_puts(b, isv_datatype_name(io[i].dt));
+    isv__buf_puts(b, "\",\"shape\":[");
+    if (max_batch > 0) isv__buf_puts(b, io[i].ndim ? "-1," : "-1");
+    for (size_t d = 0; d < io[i].ndim; d++) {
+      if (d) isv__buf_putc(b, ',');
+      isv__json_write_i64(b, io[i].shape[d]);
+    }
+    isv__buf_puts(b, "]}");
+  }
+  isv__buf_putc(b, ']');
+}
+
+static void model_metadata(isv_model *m, isv__exchange *ex) {
+  const isv_model_config *c = m->cfg;
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__buf_puts(&b, "{\"name\":");
+  write_str(&b, c->name);
+  isv__buf_puts(&b, ",\"versions\":[");
+  int first = 1;
+  for (isv_model *v = m->entry->versions; v; v = v->next) {
+    if (!first) isv__buf_putc(&b, ',');
+    first = 0;
+    write_str(&b, v->version);
+  }
+  isv__buf_puts(&b, "],\"platform\":");
+  write_str(&b, c->platform);
+  isv__buf_puts(&b, ",\"inputs\":");
+  write_io(&b, c->inputs, c->n_inputs, c->max_batch);
+  isv__buf_puts(&b, ",\"outputs\":");
+  write_io(&b, c->outputs, c->n_outputs, c->max_batch);
+  isv__buf_putc(&b, '}');
+  isv__reply_json(ex, 200, &b);
+}
+
+/* ---- infer ------------------------------------------------------------------------------- */
+
+typedef struct infer_ctx {
+  isv__exchange *ex;
+  isv_request *req;
+} infer_ctx;
+
+static void release_infer(void *p) {
+  void **pair = p;
+  free(pair[0]);           /* the JSON text */
+  isv_request_free(pair[1]); /* outputs lived until the write finished */
+  free(pair);
+}
+
+static void infer_done(isv_request *r, int status, void *data) {
+  isv__exchange *ex = data;
+  isv__buf b;
+  isv__buf_init(&b);
+  int http;
+  if (status == 0) {
+    isv__v2_encode_response(r, &b);
+    http = 200;
+  } else {
+    isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
+    http = isv_err_http_status(status);
+  }
+  void **pair = malloc(2 * sizeof *pair);
+  if (b.failed || pair == NULL) {
+    free(pair);
+    isv__buf_free(&b);
+    isv_request_free(r);
+    isv__reply_error(ex, ISV_ENOMEM, "out of memory while encoding the response");
+    return;
+  }
+  size_t len;
+  char *json = isv__buf_release(&b, &len);
+  pair[0] = json;
+  pair[1] = r;
+  uv_buf_t part = uv_buf_init(json, (unsigned)len);
+  isv__response resp = {.status = http,
+                        .content_type = "application/json",
+                        .parts = &part,
+                        .n_parts = 1,
+                        .release = release_infer,
+                        .release_ctx = pair};
+  isv__exchange_respond(ex, &resp);
+}
+
+static void infer(isv__core *core, isv__exchange *ex, const isv__route *rt, int versioned) {
+  isv_request *r = isv__request_new(core);
+  if (r == NULL) {
+    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  r->model_name = isv__arena_strndup(&r->arena, rt->seg[2], rt->len[2]);
+  r->version = versioned ? isv__arena_strndup(&r->arena, rt->seg[4], rt->len[4]) : NULL;
+  if (r->model_name == NULL || (versioned && r->version == NULL)) {
+    isv_request_free(r);
+    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  /* Unknown model or version first: 404 beats a body complaint. */
+  char msg[512];
+  isv_model *m;
+  if (isv__registry_resolve(&core->reg, rt->seg[2], rt->len[2], r->version,
+                            versioned ? rt->len[4] : 0, &m, msg, sizeof msg) != 0) {
+    isv_request_free(r);
+    isv__reply_error(ex, ISV_ENOTFOUND, "%s", msg);
+    return;
+  }
+  isv__model_ref(m);
+  r->model = m;
+  const isv__header *ct = isv__exchange_header(ex, "content-type");
+  if (ct && !(ct->value_len >= 16 && strncmp(ct->value, "application/json", 16) == 0) &&
+      !(ct->value_len >= 10 && strncmp(ct->value, "text/plain", 10) == 0) &&
+      !(ct->value_len >= 33 && strncmp(ct->value, "application/x-www-form-urlencoded", 33) == 0)) {
+    isv__request_fail(r, ISV_EMEDIATYPE, "unsupported Content-Type '%.*s': send application/json",
+                      (int)(ct->value_len > 64 ? 64 : ct->value_len), ct->value);
+  } else {
+    isv__v2_decode_request(r, ex->body, ex->body_len, core->opts.max_json_depth);
+  }
+  isv__core_submit(core, r, infer_done, ex);
+}
+
+/* ---- routes ------------------------------------------------------------------------------ */
+
+static int want(isv__exchange *ex, isv__method m) {
+  if (ex->method == m || (m == ISV__M_GET && ex->method == ISV__M_HEAD)) return 1;
+  isv__reply_method_not_allowed(ex, m == ISV__M_GET ? "GET" : "POST");
+  return 0;
+}
+
+void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt, const char *shown) {
+  if (rt->n == 1) {
+    if (want(ex, ISV__M_GET)) server_metadata(core, ex);
+    return;
+  }
+  if (seg_is(rt, 1, "health") && rt->n == 3 && (seg_is(rt, 2, "live") || seg_is(rt, 2, "ready"))) {
+    if (!want(ex, ISV__M_GET)) return;
+    if (seg_is(rt, 2, "live")) reply_bool(ex, "live", 1);
+    else reply_bool(ex, "ready", isv__core_ready(core));
+    return;
+  }
+  if (seg_is(rt, 1, "models") && rt->n >= 3) {
+    int versioned = seg_is(rt, 3, "versions") && rt->n >= 5;
+    size_t tail = versioned ? 5 : 3;
+    if (rt->n == tail) { /* metadata */
+      if (!want(ex, ISV__M_GET)) return;
+      isv_model *m = resolve(core, ex, rt, versioned);
+      if (m) model_metadata(m, ex);
+      return;
+    }
+    if (rt->n == tail + 1 && seg_is(rt, tail, "ready")) {
+      if (!want(ex, ISV__M_GET)) return;
+      isv_model *m = resolve(core, ex, rt, versioned);
+      if (m) reply_bool(ex, "ready", m->state == ISV_MODEL_READY && core->online && !core->closing);
+      return;
+    }
+    if (rt->n == tail + 1 && seg_is(rt, tail, "infer")) {
+      if (want(ex, ISV__M_POST)) infer(core, ex, rt, versioned);
+      return;
+    }
+  }
+  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%s'", shown);
+}

@@ -1,0 +1,378 @@
+#include "protocol/v2_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "codec/json_reader.h"
+#include "codec/json_writer.h"
+
+#define MAX_NDIM 32
+
+static int keyis(const isv__json_token *t, const char *k) {
+  return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
+}
+
+/* The reader's syntax error, or the semantic one just recorded with isv__json_fail. */
+static int reader_fail(isv_request *r, isv__json_reader *rd, const char *what) {
+  size_t off = 0;
+  const char *m = isv__json_error(rd, &off);
+  if (m == NULL) m = "invalid JSON";
+  if (strstr(m, "offset") != NULL) /* the reader's messages already say where */
+    return isv__request_fail(r, ISV_EBADREQ, "%s%s%s", what ? what : "", what ? ": " : "", m);
+  return isv__request_fail(r, ISV_EBADREQ, "%s%s%s (at byte offset %zu)", what ? what : "",
+                           what ? ": " : "", m, off);
+}
+
+static int expect(isv_request *r, isv__json_reader *rd, isv__json_token *t, isv__json_type type,
+                  const char *what) {
+  isv__json_type got = isv__json_next(rd, t);
+  if (got == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
+  if (got != type) {
+    isv__json_fail(rd, t->offset, "%s", what);
+    return reader_fail(r, rd, NULL);
+  }
+  return 0;
+}
+
+/* A parameter value: bool, integer (int64, or uint64 beyond), float, or string. */
+static int parse_param_value(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                             isv_param *out) {
+  isv__json_token v;
+  isv__json_type t = isv__json_next(rd, &v);
+  switch (t) {
+  case ISV__JSON_TRUE:
+  case ISV__JSON_FALSE:
+    out->type = ISV_PARAM_BOOL;
+    out->v.b = t == ISV__JSON_TRUE;
+    return 0;
+  case ISV__JSON_STRING:
+    out->type = ISV_PARAM_STRING;
+    out->v.s.ptr = v.ptr;
+    out->v.s.len = v.len;
+    return 0;
+  case ISV__JSON_NUMBER:
+    if (isv__json_to_int64(&v, &out->v.i64) == 0) {
+      out->type = ISV_PARAM_INT64;
+      return 0;
+    }
+    if (isv__json_to_uint64(&v, &out->v.u64) == 0) {
+      out->type = ISV_PARAM_UINT64;
+      return 0;
+    }
+    if (isv__json_to_double(&v, &out->v.d) == 0) {
+      out->type = ISV_PARAM_DOUBLE;
+      return 0;
+    }
+    isv__json_fail(rd, v.offset, "parameter '%.*s' is not a valid number", (int)key->len, key->ptr);
+    return reader_fail(r, rd, NULL);
+  case ISV__JSON_ERROR: return reader_fail(r, rd, NULL);
+  default:
+    isv__json_fail(rd, v.offset, "parameter '%.*s' must be a bool, a number or a string",
+                   (int)key->len, key->ptr);
+    return reader_fail(r, rd, NULL);
+  }
+}
+
+/* "parameters": {...}. `each` gets every (key, value); NULL stores them as request params. */
+typedef int (*param_fn)(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                        const isv_param *v, void *data);
+
+static int parse_params(isv_request *r, isv__json_reader *rd, param_fn each, void *data) {
+  isv__json_token t;
+  if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "'parameters' must be an object")) return r->status;
+  for (;;) {
+    isv__json_type ty = isv__json_next(rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) return 0;
+    if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
+    isv__json_token key = t;
+    isv_param v;
+    memset(&v, 0, sizeof v);
+    if (parse_param_value(r, rd, &key, &v)) return r->status;
+    if (each) {
+      if (each(r, rd, &key, &v, data)) return r->status;
+    } else {
+      isv__param_entry *e = isv__request_push_param(r, key.ptr, key.len);
+      if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+      e->val = v;
+    }
+  }
+}
+
+static int parse_shape(isv_request *r, isv__json_reader *rd, int64_t *shape, size_t *ndim,
+                       const char *input) {
+  isv__json_token t;
+  if (expect(r, rd, &t, ISV__JSON_ARRAY_BEGIN, "'shape' must be an array of integers"))
+    return r->status;
+  size_t n = 0;
+  for (;;) {
+    isv__json_type ty = isv__json_next(rd, &t);
+    if (ty == ISV__JSON_ARRAY_END) break;
+    if (ty == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
+    if (ty != ISV__JSON_NUMBER || isv__json_to_int64(&t, &shape[n]) != 0) {
+      isv__json_fail(rd, t.offset, "shape of input '%s' must hold integers", input);
+      return reader_fail(r, rd, NULL);
+    }
+    if (shape[n] < 0)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a negative dimension %lld in its "
+                               "shape", input, (long long)shape[n]);
+    if (++n == MAX_NDIM) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has more than %d "
+                                                  "dimensions", input, MAX_NDIM);
+  }
+  *ndim = n;
+  return 0;
+}
+
+static int input_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                       const isv_param *v, void *data) {
+  (void)rd;
+  (void)v;
+  if (keyis(key, "binary_data_size"))
+    return isv__request_fail(r, ISV_EUNIMPL, "input '%s': binary_data_size needs the binary "
+                             "tensor data extension, which this server does not implement yet",
+                             (const char *)data);
+  return 0; /* other input parameters are accepted and ignored */
+}
+
+static int parse_input(isv_request *r, isv__json_reader *rd, char *body, size_t len,
+                       unsigned depth, size_t index) {
+  isv__json_token t;
+  if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "each element of 'inputs' must be an object"))
+    return r->status;
+  const char *name = NULL;
+  isv_datatype dt = ISV_TYPE_INVALID;
+  const char *dtname = NULL;
+  size_t dtlen = 0;
+  int64_t shape[MAX_NDIM];
+  size_t ndim = 0;
+  int have_shape = 0, have_dt = 0;
+  isv__json_token data_tok;
+  size_t data_end = 0;
+  int have_data = 0;
+  char label[64];
+  snprintf(label, sizeof label, "#%zu", index);
+  for (;;) {
+    isv__json_type ty = isv__json_next(rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) break;
+    if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
+    if (keyis(&t, "name")) {
+      if (expect(r, rd, &t, ISV__JSON_STRING, "input 'name' must be a string")) return r->status;
+      if ((name = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
+        return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    } else if (keyis(&t, "datatype")) {
+      if (expect(r, rd, &t, ISV__JSON_STRING, "input 'datatype' must be a string")) return r->status;
+      dt = isv_datatype_from_name(t.ptr, t.len);
+      dtname = t.ptr;
+      dtlen = t.len;
+      have_dt = 1;
+    } else if (keyis(&t, "shape")) {
+      if (parse_shape(r, rd, shape, &ndim, name ? name : label)) return r->status;
+      have_shape = 1;
+    } else if (keyis(&t, "parameters")) {
+      if (parse_params(r, rd, input_param, (void *)(name ? name : label))) return r->status;
+    } else if (keyis(&t, "data")) {
+      if (isv__json_next(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
+      if (isv__json_skip(rd, &data_tok, &data_end) != 0) return reader_fail(r, rd, NULL);
+      have_data = 1;
+    } else {
+      isv__json_token v;
+      if (isv__json_next(rd, &v) == ISV__JSON_ERROR || isv__json_skip(rd, &v, NULL) != 0)
+        return reader_fail(r, rd, NULL);
+    }
+  }
+  if (name == NULL) return isv__request_fail(r, ISV_EBADREQ, "input %s has no 'name'", label);
+  if (!have_dt) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'datatype'", name);
+  if (dt == ISV_TYPE_INVALID)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has unknown datatype '%.*s'", name,
+                             (int)(dtlen > 32 ? 32 : dtlen), dtname);
+  if (!have_shape) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'shape'", name);
+  if (!have_data) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'data'", name);
+  size_t count, bytes;
+  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape whose element count "
+                             "overflows", name);
+  /* Every JSON element takes at least one byte: a shape promising more elements than the data
+   * has bytes is wrong, and must not make us allocate for it. */
+  size_t data_bytes = data_end - data_tok.offset;
+  if (count > data_bytes + 1)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': shape needs %zu elements but 'data' "
+                             "holds fewer", name, count);
+  void *buf = isv__arena_alloc(&r->arena, bytes);
+  int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
+  isv_tensor *in = buf && sh ? isv__request_push_input(r) : NULL;
+  if (in == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
+  /* Parse the data now that datatype and shape are known, whatever the key order was: a
+   * second reader over exactly the data's bytes, positioned at its offset so errors carry
+   * offsets into the whole body. */
+  isv__json_reader sub;
+  isv__json_reader_init(&sub, body, data_end, depth);
+  sub.pos = data_tok.offset;
+  isv__json_token first;
+  if (isv__json_next(&sub, &first) == ISV__JSON_ERROR ||
+      isv__json_read_tensor(&sub, &first, dt, buf, count) != 0) {
+    char what[128];
+    snprintf(what, sizeof what, "input '%s'", name);
+    return reader_fail(r, &sub, what);
+  }
+  (void)len;
+  in->name = name;
+  in->dt = dt;
+  in->shape = sh;
+  in->ndim = ndim;
+  in->data = buf;
+  in->count = count;
+  in->byte_size = dt == ISV_BYTES ? isv__bytes_total(buf, count) : bytes;
+  return 0;
+}
+
+static int output_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                        const isv_param *v, void *data) {
+  isv__req_output *o = data;
+  (void)rd;
+  if (keyis(key, "classification")) {
+    if (v->type != ISV_PARAM_INT64 || v->v.i64 < 0 || v->v.i64 > UINT32_MAX)
+      return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'classification' must be a "
+                               "non-negative integer", o->name);
+    o->classification = (uint32_t)v->v.i64;
+  } else if (keyis(key, "binary_data")) {
+    if (v->type == ISV_PARAM_BOOL && v->v.b)
+      return isv__request_fail(r, ISV_EUNIMPL, "output '%s': binary_data needs the binary tensor "
+                               "data extension, which this server does not implement yet", o->name);
+  }
+  return 0;
+}
+
+static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
+  isv__json_token t;
+  if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "each element of 'outputs' must be an object"))
+    return r->status;
+  isv__req_output *o = isv__request_push_output(r);
+  if (o == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  char label[32];
+  snprintf(label, sizeof label, "#%zu", index);
+  o->name = NULL;
+  size_t params_at = 0;
+  int have_params = 0;
+  for (;;) {
+    isv__json_type ty = isv__json_next(rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) break;
+    if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
+    if (keyis(&t, "name")) {
+      if (expect(r, rd, &t, ISV__JSON_STRING, "output 'name' must be a string")) return r->status;
+      if ((o->name = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
+        return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    } else if (keyis(&t, "parameters")) {
+      if (!o->name) o->name = label;
+      if (parse_params(r, rd, output_param, o)) return r->status;
+      have_params = 1;
+      params_at = t.offset;
+    } else {
+      isv__json_token v;
+      if (isv__json_next(rd, &v) == ISV__JSON_ERROR || isv__json_skip(rd, &v, NULL) != 0)
+        return reader_fail(r, rd, NULL);
+    }
+  }
+  (void)params_at;
+  (void)have_params;
+  if (o->name == NULL || o->name == label)
+    return isv__request_fail(r, ISV_EBADREQ, "requested output %s has no 'name'", label);
+  return 0;
+}
+
+static int request_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                         const isv_param *v, void *data) {
+  (void)rd;
+  (void)data;
+  if (keyis(key, "binary_data_output") && v->type == ISV_PARAM_BOOL && v->v.b)
+    return isv__request_fail(r, ISV_EUNIMPL, "binary_data_output needs the binary tensor data "
+                             "extension, which this server does not implement yet");
+  isv__param_entry *e = isv__request_push_param(r, key->ptr, key->len);
+  if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  e->val = *v;
+  return 0;
+}
+
+int isv__v2_decode_request(isv_request *r, char *body, size_t len, unsigned max_depth) {
+  if (len == 0 || body == NULL)
+    return isv__request_fail(r, ISV_EBADREQ, "empty request body: expected a JSON object");
+  isv__json_reader rd;
+  isv__json_reader_init(&rd, body, len, max_depth);
+  isv__json_token t;
+  isv__json_type ty = isv__json_next(&rd, &t);
+  if (ty == ISV__JSON_ERROR) return reader_fail(r, &rd, "malformed JSON");
+  if (ty != ISV__JSON_OBJECT_BEGIN)
+    return isv__request_fail(r, ISV_EBADREQ, "request body must be a JSON object");
+  int have_inputs = 0;
+  for (;;) {
+    ty = isv__json_next(&rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) break;
+    if (ty != ISV__JSON_KEY) return reader_fail(r, &rd, "malformed JSON");
+    if (keyis(&t, "id")) {
+      if (expect(r, &rd, &t, ISV__JSON_STRING, "'id' must be a string")) return r->status;
+      if ((r->id = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
+        return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+      r->has_id = 1;
+    } else if (keyis(&t, "parameters")) {
+      if (parse_params(r, &rd, request_param, NULL)) return r->status;
+    } else if (keyis(&t, "inputs") || keyis(&t, "outputs")) {
+      int inputs = keyis(&t, "inputs");
+      if (expect(r, &rd, &t, ISV__JSON_ARRAY_BEGIN,
+                 inputs ? "'inputs' must be an array" : "'outputs' must be an array"))
+        return r->status;
+      for (size_t i = 0;; i++) {
+        isv__json_reader save = rd; /* peek: an element or the end of the array */
+        isv__json_token p;
+        ty = isv__json_next(&rd, &p);
+        if (ty == ISV__JSON_ARRAY_END) break;
+        if (ty == ISV__JSON_ERROR) return reader_fail(r, &rd, "malformed JSON");
+        rd = save;
+        if (inputs ? parse_input(r, &rd, body, len, max_depth, i) : parse_output(r, &rd, i))
+          return r->status;
+      }
+      if (inputs) have_inputs = 1;
+    } else {
+      isv__json_token v;
+      if (isv__json_next(&rd, &v) == ISV__JSON_ERROR || isv__json_skip(&rd, &v, NULL) != 0)
+        return reader_fail(r, &rd, "malformed JSON");
+    }
+  }
+  if (isv__json_next(&rd, &t) != ISV__JSON_EOF) return reader_fail(r, &rd, "malformed JSON");
+  if (!have_inputs) return isv__request_fail(r, ISV_EBADREQ, "request has no 'inputs'");
+  return 0;
+}
+
+static void write_shape(isv__buf *b, const int64_t *shape, size_t ndim) {
+  isv__buf_putc(b, '[');
+  for (size_t i = 0; i < ndim; i++) {
+    if (i) isv__buf_putc(b, ',');
+    isv__json_write_i64(b, shape[i]);
+  }
+  isv__buf_putc(b, ']');
+}
+
+void isv__v2_encode_response(const isv_request *r, isv__buf *b) {
+  isv__buf_puts(b, "{\"model_name\":");
+  const char *mn = isv_request_model_name(r), *mv = isv_request_model_version(r);
+  isv__json_write_string(b, mn, strlen(mn));
+  isv__buf_puts(b, ",\"model_version\":");
+  isv__json_write_string(b, mv, strlen(mv));
+  if (r->has_id) {
+    isv__buf_puts(b, ",\"id\":");
+    isv__json_write_bytes_element(b, r->id, strlen(r->id));
+  }
+  isv__buf_puts(b, ",\"outputs\":[");
+  for (size_t i = 0; i < r->n_outputs; i++) {
+    const isv_tensor *t = &r->outputs[i];
+    if (i) isv__buf_putc(b, ',');
+    isv__buf_puts(b, "{\"name\":");
+    isv__json_write_string(b, t->name, strlen(t->name));
+    isv__buf_puts(b, ",\"datatype\":\"");
+    isv__buf_puts(b, isv_datatype_name(t->dt));
+    isv__buf_puts(b, "\",\"shape\":");
+    write_shape(b, t->shape, t->ndim);
+    isv__buf_puts(b, ",\"data\":");
+    isv__json_write_tensor(b, t->dt, t->data, t->count);
+    isv__buf_putc(b, '}');
+  }
+  isv__buf_puts(b, "]}");
+}

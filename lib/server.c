@@ -1,0 +1,195 @@
+/* The public server: composes the transport (sockets), the protocol router and the core.
+ * This file is the only place that knows all three; data flows transport → protocol → core. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/request.h"
+#include "protocol/router.h"
+#include "transport/transport.h"
+
+struct isv_server {
+  isv__core core; /* first: the core's callbacks get back to the server from it */
+  isv__transport transport;
+  isv_close_cb close_cb;
+  void *close_data;
+  int closing;
+  int transport_closed;
+  char last_error[256];
+};
+
+static void set_error(isv_server *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->last_error, sizeof s->last_error, fmt, ap);
+  va_end(ap);
+}
+
+static void on_exchange(void *app, isv__exchange *ex) { isv__router_dispatch(app, ex); }
+
+ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out) {
+  if (loop == NULL || out == NULL) return ISV_EINVAL;
+  *out = NULL;
+  isv_server *s = calloc(1, sizeof *s);
+  if (s == NULL) return ISV_ENOMEM;
+  isv_options defaults;
+  if (opts == NULL) {
+    isv__options_defaults(&defaults);
+    opts = &defaults;
+  }
+  int rc = isv__core_init(&s->core, loop, opts);
+  if (rc != 0) {
+    free(s);
+    return rc;
+  }
+  isv__transport_init(&s->transport, loop, &s->core.opts, on_exchange, &s->core);
+  *out = s;
+  return 0;
+}
+
+ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (srv->closing) return ISV_ESTATE;
+  int rc = isv__transport_listen(&srv->transport, host, port);
+  if (rc != 0) {
+    if (srv->transport.last_error[0]) set_error(srv, "%s", srv->transport.last_error);
+    else set_error(srv, "listen: %s", isv_strerror(rc));
+  }
+  return rc;
+}
+
+ISV_EXTERN int isv_server_bound_port(const isv_server *srv, unsigned index) {
+  if (srv == NULL || index >= srv->transport.n_listeners) return -1;
+  return srv->transport.listeners[index]->port;
+}
+
+ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream) {
+  if (srv == NULL) {
+    if (stream) uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+    return ISV_EINVAL;
+  }
+  return isv__transport_adopt(&srv->transport, stream);
+}
+
+ISV_EXTERN void isv_server_set_online(isv_server *srv, int online) {
+  if (srv) srv->core.online = online != 0;
+}
+ISV_EXTERN int isv_server_is_online(const isv_server *srv) { return srv && srv->core.online; }
+ISV_EXTERN int isv_server_is_ready(const isv_server *srv) {
+  return srv && isv__core_ready(&srv->core);
+}
+ISV_EXTERN const char *isv_server_last_error(const isv_server *srv) {
+  return srv ? srv->last_error : "no server";
+}
+
+/* ---- close: transport drained + no request in flight → registry cleared → async closed ---- */
+
+static void on_async_closed(uv_handle_t *h) {
+  isv_server *s = (isv_server *)h->data; /* core is the first member */
+  isv_close_cb cb = s->close_cb;
+  void *data = s->close_data;
+  if (cb) cb(s, data);
+  free(s);
+}
+
+static void maybe_finish(isv_server *s) {
+  if (!s->closing || !s->transport_closed || s->core.inflight > 0) return;
+  s->core.on_idle = NULL;
+  s->core.async.data = s;
+  isv__core_close(&s->core, on_async_closed);
+}
+
+static void on_core_idle(isv__core *c) { maybe_finish((isv_server *)c); }
+
+static void on_transport_closed(isv__transport *t) {
+  isv_server *s = (isv_server *)((char *)t - offsetof(isv_server, transport));
+  s->transport_closed = 1;
+  maybe_finish(s);
+}
+
+ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (srv->closing) return ISV_ESTATE;
+  srv->closing = 1;
+  srv->close_cb = cb;
+  srv->close_data = data;
+  srv->core.closing = 1;
+  srv->core.on_idle = on_core_idle;
+  isv__transport_close(&srv->transport, on_transport_closed);
+  return 0;
+}
+
+/* ---- models ------------------------------------------------------------------------------ */
+
+ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
+                                    const char *version, const isv_backend *backend, void *user,
+                                    isv_model **out) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (srv->closing) return ISV_ESTATE;
+  int rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
+  if (rc == ISV_EEXIST) set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
+  else if (rc != 0) set_error(srv, "add model: %s", isv_strerror(rc));
+  return rc;
+}
+
+ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const char *version) {
+  if (srv == NULL) return ISV_EINVAL;
+  return isv__registry_remove(&srv->core.reg, name, version);
+}
+
+ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
+                                          isv_model_state state) {
+  if (srv == NULL || name == NULL || version == NULL || state < ISV_MODEL_UNKNOWN ||
+      state > ISV_MODEL_UNAVAILABLE)
+    return ISV_EINVAL;
+  isv__model_entry *e = isv__registry_entry(&srv->core.reg, name, strlen(name));
+  isv_model *m = e ? isv__entry_version(e, version, strlen(version)) : NULL;
+  if (m == NULL) return ISV_ENOTFOUND;
+  m->state = state;
+  return 0;
+}
+
+ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
+                                    const char *version) {
+  if (srv == NULL || name == NULL || label == NULL || label[0] == '\0') return ISV_EINVAL;
+  isv__model_entry *e = isv__registry_entry(&srv->core.reg, name, strlen(name));
+  if (e == NULL) return ISV_ENOTFOUND;
+  if (version && isv__entry_version(e, version, strlen(version)) == NULL) return ISV_ENOTFOUND;
+  return isv__entry_set_label(e, label, version);
+}
+
+ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
+                                              const char *version) {
+  if (srv == NULL || name == NULL) return ISV_EINVAL;
+  isv__model_entry *e = isv__registry_entry(&srv->core.reg, name, strlen(name));
+  if (e == NULL) return ISV_ENOTFOUND;
+  if (version && isv__entry_version(e, version, strlen(version)) == NULL) return ISV_ENOTFOUND;
+  return isv__entry_set_default(e, version);
+}
+
+/* ---- in-process requests ----------------------------------------------------------------- */
+
+ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
+                               isv_request **out) {
+  if (srv == NULL || name == NULL || out == NULL) return ISV_EINVAL;
+  isv_request *r = isv__request_new(&srv->core);
+  if (r == NULL) return ISV_ENOMEM;
+  r->model_name = isv__arena_strndup(&r->arena, name, strlen(name));
+  r->version = version ? isv__arena_strndup(&r->arena, version, strlen(version)) : NULL;
+  if (r->model_name == NULL || (version && r->version == NULL)) {
+    isv_request_free(r);
+    return ISV_ENOMEM;
+  }
+  *out = r;
+  return 0;
+}
+
+ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data) {
+  if (srv == NULL || r == NULL || cb == NULL || r->submitted || r->core != &srv->core)
+    return ISV_EINVAL;
+  if (srv->closing) return ISV_ESTATE;
+  isv__core_submit(&srv->core, r, cb, data);
+  return 0;
+}

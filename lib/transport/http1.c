@@ -1,0 +1,625 @@
+/* HTTP/1.1 connections with llhttp on libuv.
+ *
+ * One request at a time per connection: when a message is complete the parser is paused and
+ * reading stops until its response is written, so pipelined responses leave in order and a
+ * client cannot queue unbounded work. The bytes read past the message are kept and parsed
+ * once the response is out.
+ *
+ * Memory: reads land in the transport's shared buffer and are copied once into the request's
+ * head (URL + headers) or body buffer — except a body with a known Content-Length, which
+ * libuv reads straight into its final buffer (llhttp then reports the span in place).
+ * At dispatch the exchange takes both buffers; the connection starts afresh. */
+#include <llhttp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codec/buf.h"
+#include "transport/transport.h"
+
+typedef struct hdr_span {
+  size_t no, nl, vo, vl;
+} hdr_span;
+
+struct isv__conn {
+  isv__transport *t;
+  isv__conn *prev, *next;
+  uv_stream_t *stream;
+  uv_tcp_t tcp; /* the stream, when we accepted it ourselves */
+  int adopted;
+  uv_timer_t timer;
+  llhttp_t parser;
+
+  /* the request being read */
+  int in_message;
+  int headers_done;
+  int last_span; /* 0 none, 1 url, 2 header field, 3 header value */
+  isv__buf head;
+  size_t url_len;
+  hdr_span *hdrs;
+  size_t n_hdrs, cap_hdrs;
+  isv__buf body;
+  size_t body_expected; /* Content-Length, when known */
+  int err_status;       /* a limit or syntax error found inside a callback */
+  const char *err_msg;
+
+  isv__exchange *ex; /* in flight: dispatched, response not yet written */
+  char *pending;     /* bytes read past the dispatched message */
+  size_t pending_len;
+  int keep_alive;
+  int shutting_down; /* close once the in-flight response is written */
+  int closing;
+  int handles_open;
+};
+
+typedef struct write_req {
+  uv_write_t req;
+  isv__conn *conn;
+  isv__exchange *ex;
+  char *head;
+  int close_after;
+  void (*release)(void *);
+  void *release_ctx;
+} write_req;
+
+static const llhttp_settings_t *settings(void);
+static void conn_close(isv__conn *c);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void execute(isv__conn *c, const char *data, size_t len);
+
+isv__conn *isv__conn_next(isv__conn *c) { return c->next; }
+
+/* ---- exchange ---------------------------------------------------------------------------- */
+
+const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < ex->n_headers; i++)
+    if (ex->headers[i].name_len == n && strncasecmp(ex->headers[i].name, name, n) == 0)
+      return &ex->headers[i];
+  return NULL;
+}
+
+int isv__exchange_respond(isv__exchange *ex, const isv__response *resp) {
+  return ex->respond(ex, resp);
+}
+
+const char *isv__http_reason(int status) {
+  switch (status) {
+  case 100: return "Continue";
+  case 200: return "OK";
+  case 204: return "No Content";
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 408: return "Request Timeout";
+  case 409: return "Conflict";
+  case 411: return "Length Required";
+  case 413: return "Payload Too Large";
+  case 415: return "Unsupported Media Type";
+  case 429: return "Too Many Requests";
+  case 431: return "Request Header Fields Too Large";
+  case 499: return "Client Closed Request";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  case 505: return "HTTP Version Not Supported";
+  default: return "Unknown";
+  }
+}
+
+static void exchange_free(isv__exchange *ex) {
+  free(ex->storage);
+  free(ex->body);
+  free(ex->headers);
+  free(ex);
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static void on_timer(uv_timer_t *h);
+
+static void timer_start(isv__conn *c, uint64_t ms) {
+  uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void resume(isv__conn *c) {
+  char *p = c->pending;
+  size_t n = c->pending_len;
+  c->pending = NULL;
+  c->pending_len = 0;
+  llhttp_resume(&c->parser);
+  timer_start(c, c->t->opts->idle_timeout_ms);
+  if (n) execute(c, p, n);
+  free(p);
+  if (!c->closing && c->ex == NULL) uv_read_start(c->stream, on_alloc, on_read);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  isv__conn *c = w->conn;
+  if (w->release) w->release(w->release_ctx);
+  free(w->head);
+  if (w->ex) {
+    if (c->ex == w->ex) c->ex = NULL;
+    exchange_free(w->ex);
+  }
+  int close_after = w->close_after;
+  free(w);
+  if (c->closing) return;
+  if (status < 0 || close_after || c->shutting_down) {
+    conn_close(c);
+    return;
+  }
+  if (c->ex == NULL) resume(c);
+}
+
+/* Queue head + parts. Takes `head` (malloc'd) and calls release in every case. */
+static int write_parts(isv__conn *c, isv__exchange *ex, char *head, size_t head_len,
+                       const uv_buf_t *parts, size_t n_parts, int close_after,
+                       void (*release)(void *), void *ctx) {
+  write_req *w = calloc(1, sizeof *w);
+  uv_buf_t stackbufs[8];
+  uv_buf_t *bufs = n_parts + 1 <= 8 ? stackbufs : malloc((n_parts + 1) * sizeof *bufs);
+  if (w == NULL || bufs == NULL) goto fail;
+  w->conn = c;
+  w->ex = ex;
+  w->head = head;
+  w->close_after = close_after;
+  w->release = release;
+  w->release_ctx = ctx;
+  bufs[0] = uv_buf_init(head, (unsigned)head_len);
+  size_t nb = 1;
+  for (size_t i = 0; i < n_parts; i++)
+    if (parts[i].len) bufs[nb++] = parts[i];
+  int rc = uv_write(&w->req, c->stream, bufs, (unsigned)nb, on_write);
+  if (bufs != stackbufs) free(bufs);
+  if (rc != 0) {
+    w->close_after = 1;
+    free(w);
+    w = NULL;
+    goto fail;
+  }
+  return 0;
+fail:
+  if (bufs != stackbufs) free(bufs);
+  free(w);
+  if (release) release(ctx);
+  free(head);
+  if (ex) {
+    if (c->ex == ex) c->ex = NULL;
+    exchange_free(ex);
+  }
+  conn_close(c);
+  return -1;
+}
+
+static size_t head_size(const isv__response *r) {
+  size_t n = 256 + (r->content_type ? strlen(r->content_type) : 0);
+  for (size_t i = 0; i < r->n_headers; i++) n += r->headers[i].name_len + r->headers[i].value_len + 4;
+  return n;
+}
+
+static char *build_head(const isv__response *r, size_t body_len, int keep_alive, int http10,
+                        size_t *len) {
+  size_t cap = head_size(r);
+  char *h = malloc(cap);
+  if (h == NULL) return NULL;
+  int n = snprintf(h, cap, "HTTP/1.1 %d %s\r\n", r->status, isv__http_reason(r->status));
+  if (r->content_type)
+    n += snprintf(h + n, cap - (size_t)n, "Content-Type: %s\r\n", r->content_type);
+  n += snprintf(h + n, cap - (size_t)n, "Content-Length: %zu\r\n", body_len);
+  if (!keep_alive) n += snprintf(h + n, cap - (size_t)n, "Connection: close\r\n");
+  else if (http10) n += snprintf(h + n, cap - (size_t)n, "Connection: keep-alive\r\n");
+  for (size_t i = 0; i < r->n_headers; i++) {
+    const isv__header *x = &r->headers[i];
+    memcpy(h + n, x->name, x->name_len);
+    n += (int)x->name_len;
+    h[n++] = ':';
+    h[n++] = ' ';
+    memcpy(h + n, x->value, x->value_len);
+    n += (int)x->value_len;
+    h[n++] = '\r';
+    h[n++] = '\n';
+  }
+  h[n++] = '\r';
+  h[n++] = '\n';
+  *len = (size_t)n;
+  return h;
+}
+
+static int h1_respond(isv__exchange *ex, const isv__response *resp) {
+  isv__conn *c = ex->conn;
+  if (c == NULL) { /* the connection is gone: drop the response */
+    if (resp->release) resp->release(resp->release_ctx);
+    exchange_free(ex);
+    return 0;
+  }
+  size_t body_len = 0;
+  for (size_t i = 0; i < resp->n_parts; i++) body_len += resp->parts[i].len;
+  int keep = c->keep_alive && !c->shutting_down;
+  size_t hl;
+  char *head = build_head(resp, body_len, keep, c->parser.http_major == 1 && c->parser.http_minor == 0,
+                          &hl);
+  if (head == NULL) {
+    if (resp->release) resp->release(resp->release_ctx);
+    c->ex = NULL;
+    exchange_free(ex);
+    conn_close(c);
+    return -1;
+  }
+  int is_head = ex->method == ISV__M_HEAD;
+  return write_parts(c, ex, head, hl, is_head ? NULL : resp->parts, is_head ? 0 : resp->n_parts,
+                     !keep, resp->release, resp->release_ctx);
+}
+
+/* An error found by the transport itself: answer and close. The message must be JSON-safe. */
+static void respond_error(isv__conn *c, int status, const char *msg) {
+  char *body = malloc(strlen(msg) + 16);
+  if (body == NULL) {
+    conn_close(c);
+    return;
+  }
+  int bl = sprintf(body, "{\"error\":\"%s\"}", msg);
+  isv__response r = {.status = status, .content_type = "application/json"};
+  size_t hl;
+  char *head = build_head(&r, (size_t)bl, 0, 0, &hl);
+  if (head == NULL) {
+    free(body);
+    conn_close(c);
+    return;
+  }
+  uv_buf_t part = uv_buf_init(body, (unsigned)bl);
+  uv_read_stop(c->stream);
+  uv_timer_stop(&c->timer);
+  c->shutting_down = 1;
+  write_parts(c, NULL, head, hl, &part, 1, 1, free, body);
+}
+
+/* ---- parsing ----------------------------------------------------------------------------- */
+
+static isv__conn *conn_of(llhttp_t *p) { return p->data; }
+
+static int fail(isv__conn *c, int status, const char *msg) {
+  c->err_status = status;
+  c->err_msg = msg;
+  return -1;
+}
+
+static int head_append(isv__conn *c, const char *p, size_t n) {
+  if (c->head.len + n > c->t->opts->max_header_bytes)
+    return fail(c, 431, "request line and headers exceed the server's limit");
+  isv__buf_append(&c->head, p, n);
+  return c->head.failed ? fail(c, 500, "out of memory") : 0;
+}
+
+static int on_message_begin(llhttp_t *p) {
+  isv__conn *c = conn_of(p);
+  c->in_message = 1;
+  c->headers_done = 0;
+  c->last_span = 0;
+  c->head.len = 0;
+  c->url_len = 0;
+  c->n_hdrs = 0;
+  c->body_expected = 0;
+  timer_start(c, c->t->opts->header_timeout_ms);
+  return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n) {
+  isv__conn *c = conn_of(p);
+  c->last_span = 1;
+  c->url_len += n;
+  return head_append(c, at, n);
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n) {
+  isv__conn *c = conn_of(p);
+  if (c->last_span != 2) {
+    if (c->n_hdrs == 100) return fail(c, 431, "too many request headers (limit 100)");
+    if (c->n_hdrs == c->cap_hdrs) {
+      size_t nc = c->cap_hdrs ? c->cap_hdrs * 2 : 16;
+      hdr_span *nh = realloc(c->hdrs, nc * sizeof *nh);
+      if (nh == NULL) return fail(c, 500, "out of memory");
+      c->hdrs = nh;
+      c->cap_hdrs = nc;
+    }
+    hdr_span *h = &c->hdrs[c->n_hdrs++];
+    h->no = c->head.len;
+    h->nl = h->vl = 0;
+    h->vo = 0;
+    c->last_span = 2;
+  }
+  c->hdrs[c->n_hdrs - 1].nl += n;
+  return head_append(c, at, n);
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n) {
+  isv__conn *c = conn_of(p);
+  if (c->n_hdrs == 0) return 0;
+  hdr_span *h = &c->hdrs[c->n_hdrs - 1];
+  if (c->last_span != 3) {
+    h->vo = c->head.len;
+    c->last_span = 3;
+  }
+  h->vl += n;
+  return head_append(c, at, n);
+}
+
+static const char *find_header(isv__conn *c, const char *name, size_t *len) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < c->n_hdrs; i++)
+    if (c->hdrs[i].nl == n && strncasecmp(c->head.data + c->hdrs[i].no, name, n) == 0) {
+      *len = c->hdrs[i].vl;
+      return c->head.data + c->hdrs[i].vo;
+    }
+  return NULL;
+}
+
+static void on_continue_written(uv_write_t *req, int status) {
+  (void)status;
+  free(req);
+}
+
+static int on_headers_complete(llhttp_t *p) {
+  isv__conn *c = conn_of(p);
+  c->headers_done = 1;
+  size_t max = c->t->opts->max_body_bytes;
+  if (p->flags & F_CONTENT_LENGTH) {
+    if (p->content_length > max) return fail(c, 413, "request body exceeds the server's limit");
+    c->body_expected = (size_t)p->content_length;
+    c->body.len = 0;
+    if (c->body_expected > c->body.cap && isv__buf_reserve(&c->body, c->body_expected) == NULL)
+      return fail(c, 413, "request body too large to buffer");
+  }
+  size_t el;
+  const char *e = find_header(c, "expect", &el);
+  if (e && el == 12 && strncasecmp(e, "100-continue", 12) == 0 && p->http_minor >= 1) {
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    uv_write_t *w = malloc(sizeof *w);
+    uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
+    if (w && uv_write(w, c->stream, &b, 1, on_continue_written) != 0) free(w);
+  }
+  /* From here the body must keep coming: each read re-arms the same bound. */
+  timer_start(c, c->t->opts->header_timeout_ms);
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n) {
+  isv__conn *c = conn_of(p);
+  if (c->body.len + n > c->t->opts->max_body_bytes)
+    return fail(c, 413, "request body exceeds the server's limit");
+  if (c->body.data && at == c->body.data + c->body.len && c->body.len + n <= c->body.cap) {
+    c->body.len += n; /* read in place by on_alloc */
+    return 0;
+  }
+  isv__buf_append(&c->body, at, n);
+  return c->body.failed ? fail(c, 500, "out of memory") : 0;
+}
+
+static isv__method method_of(int m) {
+  switch (m) {
+  case HTTP_GET: return ISV__M_GET;
+  case HTTP_HEAD: return ISV__M_HEAD;
+  case HTTP_POST: return ISV__M_POST;
+  case HTTP_PUT: return ISV__M_PUT;
+  case HTTP_DELETE: return ISV__M_DELETE;
+  case HTTP_OPTIONS: return ISV__M_OPTIONS;
+  default: return ISV__M_OTHER;
+  }
+}
+
+/* Build the exchange from the accumulated request; the connection's buffers move into it. */
+static int on_message_complete(llhttp_t *p) {
+  isv__conn *c = conn_of(p);
+  isv__exchange *ex = calloc(1, sizeof *ex);
+  isv__header *hs = calloc(c->n_hdrs ? c->n_hdrs : 1, sizeof *hs);
+  /* storage: the head text, then a NUL-terminated copy of the path and of the query */
+  char *st = malloc(c->head.len + c->url_len + 2);
+  if (ex == NULL || hs == NULL || st == NULL) {
+    free(ex);
+    free(hs);
+    free(st);
+    return fail(c, 500, "out of memory");
+  }
+  memcpy(st, c->head.data, c->head.len);
+  char *tail = st + c->head.len;
+  memcpy(tail, c->head.data, c->url_len);
+  char *q = memchr(tail, '?', c->url_len);
+  size_t plen = q ? (size_t)(q - tail) : c->url_len;
+  ex->path = tail;
+  ex->path_len = plen;
+  if (q) {
+    ex->query = q + 1;
+    ex->query_len = c->url_len - plen - 1;
+    ex->query[ex->query_len] = '\0';
+    *q = '\0';
+  } else {
+    tail[plen] = '\0';
+    ex->query = tail + plen; /* "" */
+    ex->query_len = 0;
+  }
+  for (size_t i = 0; i < c->n_hdrs; i++) {
+    hs[i].name = st + c->hdrs[i].no;
+    hs[i].name_len = c->hdrs[i].nl;
+    hs[i].value = st + c->hdrs[i].vo;
+    hs[i].value_len = c->hdrs[i].vl;
+  }
+  ex->headers = hs;
+  ex->n_headers = c->n_hdrs;
+  ex->storage = st;
+  ex->method = method_of(p->method);
+  ex->method_name = llhttp_method_name((llhttp_method_t)p->method);
+  ex->body = c->body.data;
+  ex->body_len = c->body.len;
+  isv__buf_init(&c->body);
+  ex->conn = c;
+  ex->respond = h1_respond;
+  c->ex = ex;
+  c->in_message = 0;
+  c->keep_alive = llhttp_should_keep_alive(p);
+  return HPE_PAUSED;
+}
+
+static const llhttp_settings_t *settings(void) {
+  static llhttp_settings_t s;
+  static int init;
+  if (!init) { /* set once; identical on every thread that could race here */
+    llhttp_settings_init(&s);
+    s.on_message_begin = on_message_begin;
+    s.on_url = on_url;
+    s.on_header_field = on_header_field;
+    s.on_header_value = on_header_value;
+    s.on_headers_complete = on_headers_complete;
+    s.on_body = on_body;
+    s.on_message_complete = on_message_complete;
+    init = 1;
+  }
+  return &s;
+}
+
+static void dispatch(isv__conn *c) {
+  uv_timer_stop(&c->timer);
+  c->t->on_exchange(c->t->app, c->ex);
+}
+
+static void execute(isv__conn *c, const char *data, size_t len) {
+  llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
+  if (err == HPE_OK) return;
+  if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
+    const char *pos = llhttp_get_error_pos(&c->parser);
+    size_t used = pos ? (size_t)(pos - data) : len;
+    if (used < len) {
+      c->pending = malloc(len - used);
+      if (c->pending == NULL) {
+        conn_close(c);
+        return;
+      }
+      memcpy(c->pending, data + used, len - used);
+      c->pending_len = len - used;
+    }
+    if (err == HPE_PAUSED_UPGRADE) c->keep_alive = 0; /* we do not switch protocols */
+    uv_read_stop(c->stream);
+    dispatch(c);
+    return;
+  }
+  if (c->err_status) {
+    respond_error(c, c->err_status, c->err_msg);
+    return;
+  }
+  char msg[160];
+  const char *reason = llhttp_get_error_reason(&c->parser);
+  snprintf(msg, sizeof msg, "malformed HTTP request: %s", reason ? reason : llhttp_errno_name(err));
+  for (char *m = msg; *m; m++)
+    if (*m == '"' || *m == '\\' || (unsigned char)*m < 0x20) *m = ' ';
+  respond_error(c, 400, msg);
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  (void)hint;
+  isv__conn *c = h->data;
+  /* A body of known length is read straight into its buffer (no copy). */
+  if (c->in_message && c->headers_done && c->body_expected > c->body.len && c->body.data &&
+      c->body.cap >= c->body_expected) {
+    size_t left = c->body_expected - c->body.len;
+    *buf = uv_buf_init(c->body.data + c->body.len, (unsigned)(left > (1u << 30) ? 1u << 30 : left));
+    return;
+  }
+  *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  isv__conn *c = s->data;
+  if (nread == 0) return;
+  if (nread < 0) {
+    conn_close(c);
+    return;
+  }
+  if (c->in_message && c->headers_done) timer_start(c, c->t->opts->header_timeout_ms);
+  execute(c, buf->base, (size_t)nread);
+}
+
+static void on_timer(uv_timer_t *h) {
+  isv__conn *c = h->data;
+  if (c->ex) return;
+  if (c->in_message) {
+    respond_error(c, 408, "request not received in time");
+    return;
+  }
+  conn_close(c);
+}
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+
+static void on_handle_closed(uv_handle_t *h) {
+  isv__conn *c = h->data;
+  if (--c->handles_open > 0) return;
+  isv__transport *t = c->t;
+  if (c->prev) c->prev->next = c->next;
+  else t->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  t->n_conns--;
+  isv__buf_free(&c->head);
+  isv__buf_free(&c->body);
+  free(c->hdrs);
+  free(c->pending);
+  if (c->adopted) free(c->stream);
+  free(c);
+  isv__transport_conn_gone(t);
+}
+
+static void conn_close(isv__conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->ex) {
+    c->ex->conn = NULL; /* its handler will answer into the void */
+    c->ex = NULL;
+  }
+  uv_close((uv_handle_t *)c->stream, on_handle_closed);
+  uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+isv__conn *isv__h1_conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
+  isv__conn *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->t = t;
+  c->adopted = adopted;
+  if (adopted) {
+    c->stream = stream;
+  } else {
+    uv_tcp_init(t->loop, &c->tcp);
+    c->stream = (uv_stream_t *)&c->tcp;
+  }
+  c->stream->data = c;
+  uv_timer_init(t->loop, &c->timer);
+  c->timer.data = c;
+  c->handles_open = 2;
+  isv__buf_init(&c->head);
+  isv__buf_init(&c->body);
+  llhttp_init(&c->parser, HTTP_REQUEST, settings());
+  c->parser.data = c;
+  c->next = t->conns;
+  if (t->conns) t->conns->prev = c;
+  t->conns = c;
+  t->n_conns++;
+  return c;
+}
+
+void isv__h1_conn_start(isv__conn *c) {
+  if (c->stream->type == UV_TCP) uv_tcp_nodelay((uv_tcp_t *)c->stream, 1);
+  timer_start(c, c->t->opts->idle_timeout_ms);
+  if (uv_read_start(c->stream, on_alloc, on_read) != 0) conn_close(c);
+}
+
+void isv__h1_conn_shutdown(isv__conn *c) {
+  c->shutting_down = 1;
+  if (c->ex == NULL) conn_close(c);
+}
+
+uv_stream_t *isv__conn_stream(isv__conn *c) { return c->stream; }
+
+void isv__h1_conn_abort(isv__conn *c) { conn_close(c); }

@@ -1,0 +1,119 @@
+/* Listening sockets, adopted connections, and the transport's graceful close. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/transport.h"
+
+void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv_options *opts,
+                         isv__exchange_cb cb, void *app) {
+  memset(t, 0, sizeof *t);
+  t->loop = loop;
+  t->opts = opts;
+  t->on_exchange = cb;
+  t->app = app;
+}
+
+static void maybe_closed(isv__transport *t) {
+  if (t->closing && t->open_handles == 0 && t->n_conns == 0 && t->on_closed) {
+    void (*cb)(isv__transport *) = t->on_closed;
+    t->on_closed = NULL;
+    cb(t);
+  }
+}
+
+void isv__transport_conn_gone(isv__transport *t) { maybe_closed(t); }
+
+static void on_connection(uv_stream_t *server, int status) {
+  isv__listener *l = server->data;
+  isv__transport *t = l->t;
+  if (status < 0) return;
+  isv__conn *c = isv__h1_conn_new(t, NULL, 0);
+  if (c == NULL) return; /* out of memory: the connection waits in the backlog */
+  if (uv_accept(server, isv__conn_stream(c)) != 0 || t->closing ||
+      t->n_conns > t->opts->max_connections) {
+    isv__h1_conn_abort(c); /* over the limit: accepted and closed, costs that client only */
+    return;
+  }
+  isv__h1_conn_start(c);
+}
+
+int isv__transport_listen(isv__transport *t, const char *host, int port) {
+  if (t->closing) return ISV_ESTATE;
+  if (host == NULL || port < 0 || port > 65535) return ISV_EINVAL;
+  if (t->n_listeners == ISV__MAX_LISTENERS) {
+    snprintf(t->last_error, sizeof t->last_error, "at most %d listeners", ISV__MAX_LISTENERS);
+    return ISV_EINVAL;
+  }
+  struct sockaddr_storage ss;
+  const char *h = strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
+  if (uv_ip4_addr(h, port, (struct sockaddr_in *)&ss) != 0 &&
+      uv_ip6_addr(h, port, (struct sockaddr_in6 *)&ss) != 0) {
+    snprintf(t->last_error, sizeof t->last_error, "'%s' is not an IPv4 or IPv6 address", host);
+    return ISV_EINVAL;
+  }
+  isv__listener *l = calloc(1, sizeof *l);
+  if (l == NULL) return ISV_ENOMEM;
+  l->t = t;
+  uv_tcp_init(t->loop, &l->tcp);
+  l->tcp.data = l;
+  int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&ss, 0);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 511, on_connection);
+  if (rc != 0) {
+    snprintf(t->last_error, sizeof t->last_error, "cannot listen on %s:%d: %s", host, port,
+             uv_strerror(rc));
+    uv_close((uv_handle_t *)&l->tcp, (uv_close_cb)free);
+    return ISV_EIO;
+  }
+  struct sockaddr_storage bound;
+  int len = sizeof bound;
+  uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&bound, &len);
+  l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                              : ((struct sockaddr_in *)&bound)->sin_port);
+  t->listeners[t->n_listeners++] = l;
+  return 0;
+}
+
+int isv__transport_adopt(isv__transport *t, uv_stream_t *stream) {
+  if (stream == NULL) return ISV_EINVAL;
+  if (t->closing || (stream->type != UV_TCP && stream->type != UV_NAMED_PIPE) ||
+      stream->loop != t->loop) {
+    uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+    return t->closing ? ISV_ESTATE : ISV_EINVAL;
+  }
+  isv__conn *c = isv__h1_conn_new(t, stream, 1);
+  if (c == NULL) {
+    uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+    return ISV_ENOMEM;
+  }
+  if (t->n_conns > t->opts->max_connections) {
+    isv__h1_conn_abort(c);
+    return ISV_EOVERLOAD;
+  }
+  isv__h1_conn_start(c);
+  return 0;
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+  isv__listener *l = h->data;
+  isv__transport *t = l->t;
+  free(l);
+  t->open_handles--;
+  maybe_closed(t);
+}
+
+void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t)) {
+  t->closing = 1;
+  t->on_closed = on_closed;
+  for (unsigned i = 0; i < t->n_listeners; i++) {
+    t->open_handles++;
+    uv_close((uv_handle_t *)&t->listeners[i]->tcp, on_listener_closed);
+    t->listeners[i] = NULL;
+  }
+  t->n_listeners = 0;
+  for (isv__conn *c = t->conns, *next; c; c = next) {
+    next = isv__conn_next(c);
+    isv__h1_conn_shutdown(c);
+  }
+  maybe_closed(t);
+}

@@ -1,0 +1,57 @@
+/* Listeners and connections: bytes on sockets → isv__exchange → the handler the server
+ * installed. Knows nothing of models or protocols. Loop thread only. */
+#ifndef ISV_TRANSPORT_TRANSPORT_H
+#define ISV_TRANSPORT_TRANSPORT_H
+
+#include <uv.h>
+
+#include "core/options.h"
+#include "transport/exchange.h"
+
+typedef struct isv__transport isv__transport;
+typedef struct isv__conn isv__conn;
+typedef void (*isv__exchange_cb)(void *app, isv__exchange *ex);
+
+#define ISV__MAX_LISTENERS 16
+#define ISV__READ_BUF (64u * 1024u)
+
+typedef struct isv__listener {
+  uv_tcp_t tcp;
+  isv__transport *t;
+  int port;
+} isv__listener;
+
+struct isv__transport {
+  uv_loop_t *loop;
+  const isv_options *opts;
+  isv__exchange_cb on_exchange;
+  void *app;
+  isv__listener *listeners[ISV__MAX_LISTENERS];
+  unsigned n_listeners;
+  isv__conn *conns; /* doubly linked */
+  unsigned n_conns;
+  unsigned open_handles; /* listeners being closed */
+  int closing;
+  void (*on_closed)(isv__transport *t);
+  char rbuf[ISV__READ_BUF]; /* shared: libuv reads into it and we consume it at once */
+  char last_error[256];
+};
+
+void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv_options *opts,
+                         isv__exchange_cb cb, void *app);
+int isv__transport_listen(isv__transport *t, const char *host, int port);
+int isv__transport_adopt(isv__transport *t, uv_stream_t *stream);
+/* Stop accepting; close idle connections now and busy ones after their response; then
+ * on_closed (possibly before this returns). */
+void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t));
+
+/* http1.c */
+isv__conn *isv__h1_conn_new(isv__transport *t, uv_stream_t *stream, int adopted);
+void isv__h1_conn_start(isv__conn *c);
+void isv__h1_conn_shutdown(isv__conn *c); /* graceful: now if idle, else after response */
+isv__conn *isv__conn_next(isv__conn *c);
+uv_stream_t *isv__conn_stream(isv__conn *c);
+void isv__h1_conn_abort(isv__conn *c); /* close at once (not started yet) */
+void isv__transport_conn_gone(isv__transport *t);
+
+#endif

@@ -1,0 +1,146 @@
+#include "cmocka_prelude.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/registry.h"
+
+static int destroyed;
+static int noop_infer(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return 0;
+}
+static void on_destroy(void *u) { destroyed += u == (void *)0x1 ? 1 : 100; }
+
+static const isv_backend be = {sizeof(isv_backend), noop_infer, on_destroy};
+
+static isv_model_config *cfg(const char *name) {
+  isv_model_config *c = isv_model_config_new(name);
+  int64_t s[] = {-1};
+  assert_int_equal(isv_model_config_add_input(c, "x", ISV_FP32, s, 1), 0);
+  assert_int_equal(isv_model_config_add_output(c, "y", ISV_FP32, s, 1), 0);
+  return c;
+}
+
+static void config_rejects_bad_declarations(void **state) {
+  (void)state;
+  isv_model_config *c = cfg("m");
+  int64_t bad[] = {-2};
+  assert_int_equal(isv_model_config_add_input(c, "z", ISV_FP32, bad, 1), ISV_EINVAL);
+  assert_int_equal(isv_model_config_add_input(c, "x", ISV_FP32, NULL, 0), ISV_EEXIST);
+  assert_int_equal(isv_model_config_add_output(c, "x", ISV_FP32, NULL, 0), ISV_EEXIST);
+  assert_int_equal(isv_model_config_add_input(c, "q", ISV_TYPE_INVALID, NULL, 0), ISV_EINVAL);
+  assert_int_equal(isv_model_config_add_input(c, "", ISV_FP32, NULL, 0), ISV_EINVAL);
+  assert_null(isv_model_config_new(""));
+  assert_int_equal(isv_model_config_set_exec_mode(c, (isv_exec_mode)7), ISV_EINVAL);
+  isv_model_config_free(c);
+}
+
+static void versions_labels_default_and_removal(void **state) {
+  (void)state;
+  isv__registry r;
+  assert_int_equal(isv__registry_init(&r), 0);
+  isv_model_config *c = cfg("mv");
+  isv_model *m1, *m2, *m10;
+  assert_int_equal(isv__registry_add(&r, c, "1", &be, (void *)0x1, &m1), 0);
+  assert_int_equal(isv__registry_add(&r, c, "10", &be, (void *)0x1, &m10), 0);
+  assert_int_equal(isv__registry_add(&r, c, "2", &be, (void *)0x1, &m2), 0);
+  assert_int_equal(isv__registry_add(&r, c, "2", &be, (void *)0x1, NULL), ISV_EEXIST);
+  isv_model_config_free(c); /* the registry holds its own copy */
+
+  isv__model_entry *e = isv__registry_entry(&r, "mv", 2);
+  assert_non_null(e);
+  /* numeric versions compare as numbers: 10 > 2 */
+  assert_ptr_equal(isv__entry_default(e), m10);
+  m10->state = ISV_MODEL_LOADING; /* the highest READY one wins */
+  assert_ptr_equal(isv__entry_default(e), m2);
+  assert_int_equal(isv__entry_set_default(e, "1"), 0);
+  assert_ptr_equal(isv__entry_default(e), m1);
+
+  assert_int_equal(isv__entry_set_label(e, "stable", "2"), 0);
+  assert_ptr_equal(isv__entry_label(e, "stable", 6), m2);
+  assert_int_equal(isv__entry_set_label(e, "stable", "1"), 0);
+  assert_ptr_equal(isv__entry_label(e, "stable", 6), m1);
+  assert_int_equal(isv__entry_set_label(e, "stable", NULL), 0);
+  assert_null(isv__entry_label(e, "stable", 6));
+
+  char msg[128];
+  isv_model *got;
+  assert_int_equal(isv__registry_resolve(&r, "nope", 4, NULL, 0, &got, msg, sizeof msg),
+                   ISV_ENOTFOUND);
+  assert_non_null(strstr(msg, "unknown model 'nope'"));
+  assert_int_equal(isv__registry_resolve(&r, "mv", 2, "7", 1, &got, msg, sizeof msg), ISV_ENOTFOUND);
+  assert_non_null(strstr(msg, "unknown version '7'"));
+  assert_int_equal(isv__registry_resolve(&r, "mv", 2, "10", 2, &got, msg, sizeof msg), 0);
+  assert_ptr_equal(got, m10);
+
+  /* a version in use survives removal until its last reference goes */
+  destroyed = 0;
+  isv__model_ref(m2);
+  assert_int_equal(isv__registry_remove(&r, "mv", "2"), 0);
+  assert_int_equal(destroyed, 0);
+  assert_true(m2->removed);
+  isv__model_unref(m2);
+  assert_int_equal(destroyed, 1);
+  assert_int_equal(isv__registry_remove(&r, "mv", "2"), ISV_ENOTFOUND);
+  assert_int_equal(isv__registry_remove(&r, "mv", NULL), 0);
+  assert_int_equal(destroyed, 3);
+  assert_null(isv__registry_entry(&r, "mv", 2));
+  isv__registry_clear(&r);
+}
+
+static void many_models_grow_the_table(void **state) {
+  (void)state;
+  isv__registry r;
+  isv__registry_init(&r);
+  destroyed = 0;
+  for (int i = 0; i < 500; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "model_%d", i);
+    isv_model_config *c = cfg(name);
+    assert_int_equal(isv__registry_add(&r, c, "1", &be, (void *)0x1, NULL), 0);
+    isv_model_config_free(c);
+  }
+  for (int i = 0; i < 500; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "model_%d", i);
+    assert_non_null(isv__registry_entry(&r, name, strlen(name)));
+  }
+  isv__registry_clear(&r);
+  assert_int_equal(destroyed, 500);
+}
+
+static void backend_table_is_checked(void **state) {
+  (void)state;
+  isv__registry r;
+  isv__registry_init(&r);
+  isv_model_config *c = cfg("b");
+  isv_backend small = {4, noop_infer, NULL};
+  isv_backend noinfer = {sizeof(isv_backend), NULL, NULL};
+  assert_int_equal(isv__registry_add(&r, c, "1", &small, NULL, NULL), ISV_EINVAL);
+  assert_int_equal(isv__registry_add(&r, c, "1", &noinfer, NULL, NULL), ISV_EINVAL);
+  assert_int_equal(isv__registry_add(&r, c, "a/b", &be, NULL, NULL), ISV_EINVAL);
+  assert_int_equal(isv__registry_add(&r, c, "", &be, NULL, NULL), ISV_EINVAL);
+  isv_model_config_free(c);
+  isv__registry_clear(&r);
+}
+
+static void version_order(void **state) {
+  (void)state;
+  assert_true(isv__version_cmp("2", "10") < 0);
+  assert_true(isv__version_cmp("10", "10") == 0);
+  assert_true(isv__version_cmp("9", "beta") < 0);
+  assert_true(isv__version_cmp("alpha", "beta") < 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(config_rejects_bad_declarations),
+      cmocka_unit_test(versions_labels_default_and_removal),
+      cmocka_unit_test(many_models_grow_the_table),
+      cmocka_unit_test(backend_table_is_checked),
+      cmocka_unit_test(version_order),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

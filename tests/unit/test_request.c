@@ -1,0 +1,213 @@
+/* The canonical request: building it, validating it against a model, output allocation. */
+#include "cmocka_prelude.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/request.h"
+
+static int frees;
+static void count_free(void *p) {
+  frees++;
+  free(p);
+}
+static int noop(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return 0;
+}
+
+typedef struct fixture {
+  uv_loop_t loop;
+  isv__core core;
+  isv_model *m;
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  uv_loop_init(&f->loop);
+  isv_options o;
+  isv__options_defaults(&o);
+  assert_int_equal(isv__core_init(&f->core, &f->loop, &o), 0);
+  isv_model_config *c = isv_model_config_new("m");
+  int64_t s16[] = {16};
+  isv_model_config_add_input(c, "A", ISV_INT32, s16, 1);
+  isv_model_config_add_input(c, "B", ISV_INT32, s16, 1);
+  isv_model_config_add_output(c, "Y", ISV_INT32, s16, 1);
+  isv_model_config_add_output(c, "S", ISV_BYTES, NULL, 0);
+  isv_model_config_set_max_batch(c, 4);
+  isv_backend be = {sizeof be, noop, NULL};
+  assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, NULL, &f->m), 0);
+  isv_model_config_free(c);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  isv__core_close(&f->core, NULL);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&f->loop);
+  free(f);
+  return 0;
+}
+
+static isv_request *req(fixture *f) {
+  isv_request *r = isv__request_new(&f->core);
+  isv__model_ref(f->m);
+  r->model = f->m;
+  return r;
+}
+
+static void add(isv_request *r, const char *name, isv_datatype dt, int64_t b, int64_t n) {
+  static int32_t zeros[64 * 16];
+  int64_t shape[] = {b, n};
+  assert_int_equal(isv_request_add_input(r, name, dt, shape, 2, zeros,
+                                         (size_t)(b * n) * isv_datatype_size(dt), ISV_STATIC),
+                   0);
+}
+
+static void expect_invalid(isv_request *r, const char *needle) {
+  assert_int_not_equal(isv__request_validate(r), 0);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  if (strstr(r->errmsg, needle) == NULL) fail_msg("message '%s' lacks '%s'", r->errmsg, needle);
+  isv_request_free(r);
+}
+
+static void validation_names_each_problem(void **state) {
+  fixture *f = *state;
+  isv_request *r = req(f);
+  add(r, "A", ISV_INT32, 2, 16);
+  add(r, "B", ISV_INT32, 2, 16);
+  assert_int_equal(isv__request_validate(r), 0);
+  isv_request_free(r);
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 16);
+  expect_invalid(r, "missing input 'B'");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 16);
+  add(r, "B", ISV_INT32, 1, 16);
+  add(r, "C", ISV_INT32, 1, 16);
+  expect_invalid(r, "unexpected input 'C'");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 16);
+  add(r, "A", ISV_INT32, 1, 16);
+  expect_invalid(r, "duplicate input 'A'");
+
+  r = req(f);
+  add(r, "A", ISV_FP32, 1, 16);
+  add(r, "B", ISV_INT32, 1, 16);
+  expect_invalid(r, "datatype FP32, model 'm' expects INT32");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 8);
+  add(r, "B", ISV_INT32, 1, 8);
+  expect_invalid(r, "expects [-1,16]");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 5, 16);
+  add(r, "B", ISV_INT32, 5, 16);
+  expect_invalid(r, "max batch size is 4");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 16);
+  add(r, "B", ISV_INT32, 2, 16);
+  expect_invalid(r, "different batch sizes");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 16);
+  add(r, "B", ISV_INT32, 1, 16);
+  isv_request_add_output(r, "Z", 0);
+  expect_invalid(r, "unknown output 'Z'");
+
+  r = req(f);
+  add(r, "A", ISV_INT32, 1, 16);
+  add(r, "B", ISV_INT32, 1, 16);
+  isv_request_add_output(r, "S", 2);
+  expect_invalid(r, "cannot be classified");
+}
+
+static void add_input_ownership_contract(void **state) {
+  fixture *f = *state;
+  isv_request *r = req(f);
+  int64_t shape[] = {1, 4};
+  int32_t *d = malloc(16);
+  frees = 0;
+  /* wrong byte size: fails, and the destructor still runs */
+  assert_int_equal(isv_request_add_input(r, "A", ISV_INT32, shape, 2, d, 12, count_free), ISV_EINVAL);
+  assert_int_equal(frees, 1);
+  d = malloc(16);
+  assert_int_equal(isv_request_add_input(r, "A", ISV_INT32, shape, 2, d, 16, count_free), 0);
+  assert_int_equal(frees, 1);
+  /* TRANSIENT copies, BYTES element memory included */
+  char text[] = "hello";
+  isv_bytes b[2] = {{text, 5}, {text, 0}};
+  int64_t bs[] = {2};
+  assert_int_equal(isv_request_add_input(r, "T", ISV_BYTES, bs, 1, b, 0, ISV_TRANSIENT), 0);
+  text[0] = 'J';
+  const isv_tensor *t = isv_request_input(r, "T");
+  const isv_bytes *tb = isv_tensor_data(t);
+  assert_int_equal(tb[0].len, 5);
+  assert_memory_equal(tb[0].ptr, "hello", 5);
+  assert_int_equal(isv_tensor_byte_size(t), 5);
+  /* negative or overflowing shapes */
+  int64_t neg[] = {-1};
+  int64_t huge[] = {INT64_MAX, 4};
+  assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, neg, 1, d, 4, ISV_STATIC), ISV_EINVAL);
+  assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, huge, 2, d, 4, ISV_STATIC), ISV_EINVAL);
+  isv_request_free(r);
+  assert_int_equal(frees, 2);
+}
+
+static void output_allocation_checks_the_declaration(void **state) {
+  fixture *f = *state;
+  isv_request *r = req(f);
+  void *p;
+  int64_t ok[] = {2, 16}, bad[] = {2, 15}, big[] = {5, 16};
+  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, ok, 2, &p), 0);
+  assert_non_null(p);
+  memset(p, 0, 2 * 16 * 4);
+  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, ok, 2, &p), ISV_EEXIST);
+  assert_int_equal(isv_request_output(r, "Q", ISV_INT32, ok, 2, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_output(r, "S", ISV_INT32, ok, 1, &p), ISV_EINVAL);
+  r->n_outputs = 0;
+  assert_int_equal(isv_request_output(r, "Y", ISV_FP32, ok, 2, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, bad, 2, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, big, 2, &p), ISV_EINVAL);
+  assert_true(isv_request_output_requested(r, "Y"));
+  assert_false(isv_request_output_requested(r, "nope"));
+  isv_request_free(r);
+}
+
+static void params_replace_and_copy(void **state) {
+  fixture *f = *state;
+  isv_request *r = req(f);
+  char s[] = "abc";
+  isv_param v = {.type = ISV_PARAM_STRING, .v.s = {s, 3}};
+  assert_int_equal(isv_request_set_param(r, "k", &v), 0);
+  s[0] = 'X';
+  const isv_param *got = isv_request_param(r, "k");
+  assert_int_equal(got->type, ISV_PARAM_STRING);
+  assert_memory_equal(got->v.s.ptr, "abc", 3);
+  isv_param i = {.type = ISV_PARAM_INT64, .v.i64 = 7};
+  assert_int_equal(isv_request_set_param(r, "k", &i), 0);
+  assert_int_equal(isv_request_param_count(r), 1);
+  assert_int_equal(isv_request_param(r, "k")->v.i64, 7);
+  isv_param bad = {.type = (isv_param_type)42};
+  assert_int_equal(isv_request_set_param(r, "z", &bad), ISV_EINVAL);
+  assert_null(isv_request_param(r, "z"));
+  isv_request_free(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(validation_names_each_problem, setup, teardown),
+      cmocka_unit_test_setup_teardown(add_input_ownership_contract, setup, teardown),
+      cmocka_unit_test_setup_teardown(output_allocation_checks_the_declaration, setup, teardown),
+      cmocka_unit_test_setup_teardown(params_replace_and_copy, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

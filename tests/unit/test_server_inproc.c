@@ -1,0 +1,246 @@
+/* The whole request path in process (no sockets): registry → validation → inline, pool and
+ * cross-thread completion → post-processing → callback; and the server's draining close. */
+#include "cmocka_prelude.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "inferserve.h"
+
+typedef struct world {
+  uv_loop_t loop;
+  isv_server *srv;
+  int closed;
+  int destroyed;
+} world;
+
+/* y = x * 2 (FP32 [-1]) — inline */
+static int twice(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  float *y;
+  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc) return rc;
+  const float *in = isv_tensor_data(x);
+  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
+  return isv_request_complete(r, 0, NULL);
+}
+
+/* completes from another thread, after infer returned */
+static void complete_later(void *arg) {
+  uv_sleep(20);
+  twice(arg, NULL);
+}
+static int threaded(isv_request *r, void *u) {
+  uv_thread_t *t = u;
+  return uv_thread_create(t, complete_later, r) == 0 ? 0 : ISV_EINTERNAL;
+}
+
+static int fails(isv_request *r, void *u) {
+  (void)u;
+  return isv_request_complete(r, ISV_EBACKEND, "intentional failure");
+}
+static int returns_error(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return ISV_EUNAVAIL; /* without completing */
+}
+static int forgets_output(isv_request *r, void *u) {
+  (void)u;
+  return isv_request_complete(r, 0, NULL);
+}
+static void count_destroy(void *u) { ((world *)u)->destroyed++; }
+
+static uv_thread_t thread;
+
+static void add(world *w, const char *name, int (*fn)(isv_request *, void *), void *user,
+                isv_exec_mode mode) {
+  isv_model_config *c = isv_model_config_new(name);
+  int64_t any[] = {-1};
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+  isv_model_config_set_exec_mode(c, mode);
+  const char *labels[] = {"a", "b", "c"};
+  isv_model_config_set_labels(c, labels, 3);
+  isv_backend be = {sizeof be, fn, count_destroy};
+  assert_int_equal(isv_server_add_model(w->srv, c, "1", &be, user ? user : w, NULL), 0);
+  isv_model_config_free(c);
+}
+
+static int setup(void **state) {
+  world *w = calloc(1, sizeof *w);
+  uv_loop_init(&w->loop);
+  assert_int_equal(isv_server_new(&w->loop, NULL, &w->srv), 0);
+  add(w, "inline", twice, NULL, ISV_EXEC_INLINE);
+  add(w, "pool", twice, NULL, ISV_EXEC_POOL);
+  add(w, "fails", fails, NULL, ISV_EXEC_INLINE);
+  add(w, "returns_error", returns_error, NULL, ISV_EXEC_POOL);
+  add(w, "forgets", forgets_output, NULL, ISV_EXEC_INLINE);
+  *state = w;
+  return 0;
+}
+
+static void on_closed(isv_server *s, void *data) {
+  (void)s;
+  ((world *)data)->closed = 1;
+}
+
+static int teardown(void **state) {
+  world *w = *state;
+  assert_int_equal(isv_server_close(w->srv, on_closed, w), 0);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  assert_true(w->closed);
+  assert_int_equal(uv_loop_close(&w->loop), 0);
+  free(w);
+  return 0;
+}
+
+typedef struct result {
+  int calls;
+  int status;
+  char msg[256];
+  float y[8];
+  size_t n;
+  char cls[3][32];
+} result;
+
+static void on_done(isv_request *r, int status, void *data) {
+  result *res = data;
+  res->calls++;
+  res->status = status;
+  snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
+  const isv_tensor *y = isv_request_output_tensor(r, "y");
+  if (y && isv_tensor_datatype(y) == ISV_FP32) {
+    res->n = isv_tensor_element_count(y);
+    memcpy(res->y, isv_tensor_data(y), res->n * sizeof(float));
+  } else if (y && isv_tensor_datatype(y) == ISV_BYTES) {
+    res->n = isv_tensor_element_count(y);
+    const isv_bytes *b = isv_tensor_data(y);
+    for (size_t i = 0; i < res->n && i < 3; i++)
+      snprintf(res->cls[i], sizeof res->cls[i], "%.*s", (int)b[i].len, b[i].ptr);
+  }
+  isv_request_free(r);
+}
+
+static result run(world *w, const char *model, const float *x, int64_t n, uint32_t classify) {
+  result res;
+  memset(&res, 0, sizeof res);
+  isv_request *r;
+  assert_int_equal(isv_request_new(w->srv, model, NULL, &r), 0);
+  assert_int_equal(isv_request_add_input(r, "x", ISV_FP32, &n, 1, x, (size_t)n * 4, ISV_TRANSIENT), 0);
+  if (classify) isv_request_add_output(r, "y", classify);
+  assert_int_equal(isv_server_infer(w->srv, r, on_done, &res), 0);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  assert_int_equal(res.calls, 1);
+  return res;
+}
+
+static void inline_and_pool_give_the_same_answer(void **state) {
+  world *w = *state;
+  float x[] = {1, 2.5f, -3};
+  result a = run(w, "inline", x, 3, 0), b = run(w, "pool", x, 3, 0);
+  assert_int_equal(a.status, 0);
+  assert_int_equal(b.status, 0);
+  assert_int_equal(a.n, 3);
+  assert_true(a.y[1] == 5.0f && a.y[2] == -6.0f);
+  assert_memory_equal(a.y, b.y, sizeof a.y);
+}
+
+static void completion_from_another_thread(void **state) {
+  world *w = *state;
+  add(w, "threaded", threaded, &thread, ISV_EXEC_INLINE);
+  float x[] = {4};
+  result r = run(w, "threaded", x, 1, 0);
+  uv_thread_join(&thread);
+  assert_int_equal(r.status, 0);
+  assert_true(r.y[0] == 8.0f);
+}
+
+static void errors_reach_the_callback(void **state) {
+  world *w = *state;
+  float x[] = {1};
+  result r = run(w, "fails", x, 1, 0);
+  assert_int_equal(r.status, ISV_EBACKEND);
+  assert_string_equal(r.msg, "intentional failure");
+  r = run(w, "returns_error", x, 1, 0);
+  assert_int_equal(r.status, ISV_EUNAVAIL);
+  r = run(w, "nope", x, 1, 0);
+  assert_int_equal(r.status, ISV_ENOTFOUND);
+  assert_non_null(strstr(r.msg, "unknown model 'nope'"));
+  assert_int_equal(isv_server_set_model_state(w->srv, "inline", "1", ISV_MODEL_LOADING), 0);
+  r = run(w, "inline", x, 1, 0);
+  assert_int_equal(r.status, ISV_EUNAVAIL);
+  assert_non_null(strstr(r.msg, "not ready"));
+  isv_server_set_model_state(w->srv, "inline", "1", ISV_MODEL_READY);
+  r = run(w, "forgets", x, 1, 0); /* asked for every output, got none: allowed, empty */
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.n, 0);
+}
+
+static void classification_top_k(void **state) {
+  world *w = *state;
+  float x[] = {0.5f, 1.65f, 0.1f};
+  result r = run(w, "inline", x, 3, 2);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.n, 2);
+  assert_string_equal(r.cls[0], "3.3:1:b");
+  assert_string_equal(r.cls[1], "1.0:0:a");
+  r = run(w, "inline", x, 3, 10); /* k capped at the class count */
+  assert_int_equal(r.n, 3);
+  assert_string_equal(r.cls[2], "0.2:2:c");
+}
+
+static void removal_and_readiness(void **state) {
+  world *w = *state;
+  assert_true(isv_server_is_ready(w->srv));
+  isv_server_set_online(w->srv, 0);
+  assert_false(isv_server_is_ready(w->srv));
+  isv_server_set_online(w->srv, 1);
+  int before = w->destroyed;
+  assert_int_equal(isv_server_remove_model(w->srv, "fails", NULL), 0);
+  assert_int_equal(w->destroyed, before + 1);
+  assert_int_equal(isv_server_remove_model(w->srv, "fails", NULL), ISV_ENOTFOUND);
+  assert_int_equal(isv_server_set_label(w->srv, "inline", "stable", "9"), ISV_ENOTFOUND);
+  assert_int_equal(isv_server_set_label(w->srv, "inline", "stable", "1"), 0);
+}
+
+static void close_drains_in_flight_requests(void **state) {
+  world *w = *state;
+  add(w, "threaded", threaded, &thread, ISV_EXEC_INLINE);
+  result res;
+  memset(&res, 0, sizeof res);
+  isv_request *r;
+  int64_t n = 1;
+  float x = 3;
+  isv_request_new(w->srv, "threaded", NULL, &r);
+  isv_request_add_input(r, "x", ISV_FP32, &n, 1, &x, 4, ISV_TRANSIENT);
+  assert_int_equal(isv_server_infer(w->srv, r, on_done, &res), 0);
+  assert_int_equal(isv_server_close(w->srv, on_closed, w), 0);
+  assert_int_equal(isv_server_close(w->srv, on_closed, w), ISV_ESTATE);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  uv_thread_join(&thread);
+  assert_int_equal(res.calls, 1);
+  assert_int_equal(res.status, 0);
+  assert_true(res.y[0] == 6.0f);
+  assert_true(w->closed);
+  assert_int_equal(w->destroyed, 6); /* every model's destroy ran */
+  assert_int_equal(uv_loop_close(&w->loop), 0);
+  free(w);
+  *state = NULL;
+}
+
+static int teardown_if_open(void **state) { return *state ? teardown(state) : 0; }
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, teardown),
+      cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, teardown),
+      cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
+      cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
+      cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
