@@ -5,6 +5,7 @@
  * Defaults to 127.0.0.1:8000 and 127.0.0.1:8001. Prints one line per listener,
  * "inferserve-demo listening on HOST:PORT", once it is bound. SIGINT/SIGTERM shut it down
  * cleanly (in-flight requests finish); a second signal during the drain exits at once. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,12 @@ static void usage(FILE *f) {
           "\n"
           "  --listen HOST:PORT  listen here (repeatable; IPv6 as [::1]:8000; port 0 picks a\n"
           "                      free port). Default: 127.0.0.1:8000 and 127.0.0.1:8001\n"
+          "  --max-body-bytes N       413 beyond (default 64 MiB)\n"
+          "  --max-header-bytes N     431 beyond (default 64 KiB)\n"
+          "  --idle-timeout-ms N      close idle keep-alive connections (default 60000)\n"
+          "  --header-timeout-ms N    408 when a request is not received in time (default 30000)\n"
+          "  --max-connections N      connections beyond are closed (default 10000)\n"
+          "  --strict-readiness       ready only while every model version is READY\n"
           "  --help              show this help\n");
 }
 
@@ -103,15 +110,68 @@ static void on_signal(uv_signal_t *h, int signum) {
   }
 }
 
+/* Numeric server limits, each a flag that maps onto one isv_options setter. */
+typedef struct limit_flag {
+  const char *flag;
+  int (*set)(isv_options *o, unsigned long long v);
+} limit_flag;
+
+static int set_body(isv_options *o, unsigned long long v) {
+  return isv_options_set_max_body_bytes(o, (size_t)v);
+}
+static int set_header(isv_options *o, unsigned long long v) {
+  return isv_options_set_max_header_bytes(o, (size_t)v);
+}
+static int set_idle(isv_options *o, unsigned long long v) {
+  return isv_options_set_idle_timeout_ms(o, v);
+}
+static int set_header_to(isv_options *o, unsigned long long v) {
+  return isv_options_set_header_timeout_ms(o, v);
+}
+static int set_conns(isv_options *o, unsigned long long v) {
+  return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_connections(o, (unsigned)v);
+}
+
+static const limit_flag limit_flags[] = {
+    {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
+    {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
+    {"--max-connections", set_conns},
+};
+
+/* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */
+static int parse_limit(int argc, char **argv, int *i, isv_options *o) {
+  for (size_t k = 0; k < sizeof limit_flags / sizeof limit_flags[0]; k++) {
+    if (strcmp(argv[*i], limit_flags[k].flag) != 0) continue;
+    char *end = NULL;
+    const char *v = *i + 1 < argc ? argv[++*i] : "";
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*v == '\0' || *v == '-' || *end != '\0' || limit_flags[k].set(o, n) != 0) {
+      fprintf(stderr, "inferserve-demo: bad value '%s' for %s\n", v, limit_flags[k].flag);
+      return -1;
+    }
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   listen_addr addrs[MAX_LISTENERS];
   size_t naddrs = 0;
+  isv_options *opts = isv_options_new();
+  if (opts == NULL) return 1;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *val = NULL;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       usage(stdout);
       return 0;
+    }
+    int lim = parse_limit(argc, argv, &i, opts);
+    if (lim < 0) return 2;
+    if (lim > 0) continue;
+    if (strcmp(arg, "--strict-readiness") == 0) {
+      isv_options_set_strict_readiness(opts, 1);
+      continue;
     }
     if (strcmp(arg, "--listen") == 0) {
       if (i + 1 >= argc) {
@@ -155,7 +215,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inferserve-demo: uv_loop_init: %s\n", uv_strerror(rc));
     return 1;
   }
-  if ((rc = isv_server_new(&d.loop, NULL, &d.srv)) < 0) {
+  rc = isv_server_new(&d.loop, opts, &d.srv);
+  isv_options_free(opts);
+  if (rc < 0) {
     fprintf(stderr, "inferserve-demo: isv_server_new: %s\n", isv_strerror(rc));
     return 1;
   }

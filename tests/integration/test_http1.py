@@ -396,3 +396,86 @@ def test_two_slow_requests_run_in_parallel(demo):
     elapsed = time.monotonic() - t0
     assert results == [200, 200], results
     assert elapsed < 0.55, "two 300 ms pool requests took %.3f s (serialised?)" % elapsed
+
+
+# --- framing edge cases (RFC 9112) --------------------------------------------------------
+def test_http10_response_not_chunked(demo):
+    with RawConn(demo) as c:
+        c.send(b"GET /v2/models/simple HTTP/1.0\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 200, r
+        assert "chunked" not in (r.header("transfer-encoding") or "").lower(), r
+        assert r.json()["name"] == "simple", r
+
+
+def test_http10_keep_alive_is_consistent(demo):
+    # An HTTP/1.0 client asking for keep-alive: the server may keep the connection open only
+    # if its response says "Connection: keep-alive"; otherwise it must close.
+    with RawConn(demo) as c:
+        c.send(b"GET /v2/health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 200, r
+        if "keep-alive" in (r.header("connection") or "").lower():
+            c.send(b"GET /v2/health/ready HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            assert c.read_response().status == 200
+        else:
+            assert c.wait_closed(2.0), "no keep-alive in the response, yet the connection stayed open"
+
+
+def test_query_string_ignored_by_routing(demo):
+    r = requests.get(demo.url("/v2/health/live?probe=1&x=y"), timeout=TIMEOUT)
+    assert ok_json(r) == {"live": True}, show(r)
+
+
+@pytest.mark.parametrize("raw", [
+    # duplicate Content-Length with different values: MUST be rejected (RFC 9112 §6.3)
+    b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+    b"Content-Length: 3\r\n\r\n{}x",
+    b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999"
+    b"\r\n\r\n",
+    b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"fffffffffffffffffffffff\r\n",
+])
+def test_bad_framing_rejected(demo, raw):
+    with RawConn(demo) as c:
+        c.send(raw)
+        try:
+            r = c.read_response(timeout=3.0)
+        except Closed:
+            r = None
+        if r is not None:
+            assert r.status in (400, 413), r
+        assert c.wait_closed(2.0), "server kept a connection with broken framing open"
+
+
+def test_content_length_and_chunked_together(demo):
+    # RFC 9112 §6.3: reject (400), or follow Transfer-Encoding and close after responding.
+    body = _body("te-cl")
+    chunked = _chunked(body, [64])
+    raw = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n" % INFER).encode() + chunked
+    with RawConn(demo) as c:
+        c.send(raw + http_request("GET", "/v2/health/live"))
+        r = c.read_response(timeout=3.0)
+        assert r.status in (200, 400), r
+        if r.status == 200:
+            _check_simple(r, "te-cl")
+        assert c.wait_closed(2.0), "connection kept open after an ambiguous (TE + CL) request"
+        assert c.buf == b"", "a request smuggled behind TE+CL was answered: %r" % c.buf
+
+
+def test_multiple_listeners(start_demo):
+    d = start_demo("--listen", "127.0.0.1:0")
+    deadline = time.monotonic() + 3.0
+    import re
+    while time.monotonic() < deadline:
+        ports = [int(m.group(1)) for m in
+                 (re.match(r"inferserve-demo listening on 127\.0\.0\.1:(\d+)$", l) for l in d.lines) if m]
+        if len(ports) >= 2:
+            break
+        time.sleep(0.02)
+    assert len(ports) == 2 and ports[0] != ports[1], d.lines
+    for p in ports:
+        r = requests.get("http://127.0.0.1:%d/v2/health/live" % p, timeout=TIMEOUT)
+        assert ok_json(r) == {"live": True}, show(r)

@@ -33,9 +33,10 @@ static void complete_later(void *arg) {
   uv_sleep(20);
   twice(arg, NULL);
 }
+static uv_thread_t thread;
 static int threaded(isv_request *r, void *u) {
-  uv_thread_t *t = u;
-  return uv_thread_create(t, complete_later, r) == 0 ? 0 : ISV_EINTERNAL;
+  (void)u;
+  return uv_thread_create(&thread, complete_later, r) == 0 ? 0 : ISV_EINTERNAL;
 }
 
 static int fails(isv_request *r, void *u) {
@@ -52,8 +53,6 @@ static int forgets_output(isv_request *r, void *u) {
   return isv_request_complete(r, 0, NULL);
 }
 static void count_destroy(void *u) { ((world *)u)->destroyed++; }
-
-static uv_thread_t thread;
 
 static void add(world *w, const char *name, int (*fn)(isv_request *, void *), void *user,
                 isv_exec_mode mode) {
@@ -150,7 +149,7 @@ static void inline_and_pool_give_the_same_answer(void **state) {
 
 static void completion_from_another_thread(void **state) {
   world *w = *state;
-  add(w, "threaded", threaded, &thread, ISV_EXEC_INLINE);
+  add(w, "threaded", threaded, NULL, ISV_EXEC_INLINE);
   float x[] = {4};
   result r = run(w, "threaded", x, 1, 0);
   uv_thread_join(&thread);
@@ -208,7 +207,7 @@ static void removal_and_readiness(void **state) {
 
 static void close_drains_in_flight_requests(void **state) {
   world *w = *state;
-  add(w, "threaded", threaded, &thread, ISV_EXEC_INLINE);
+  add(w, "threaded", threaded, NULL, ISV_EXEC_INLINE);
   result res;
   memset(&res, 0, sizeof res);
   isv_request *r;

@@ -1,0 +1,86 @@
+/* Unit tests: lib/codec/utf8.c */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "codec/utf8.h"
+
+static size_t encode(uint32_t cp, unsigned char *o) {
+  if (cp < 0x80) {
+    o[0] = (unsigned char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (unsigned char)(0xC0 | cp >> 6);
+    o[1] = (unsigned char)(0x80 | (cp & 63));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (unsigned char)(0xE0 | cp >> 12);
+    o[1] = (unsigned char)(0x80 | ((cp >> 6) & 63));
+    o[2] = (unsigned char)(0x80 | (cp & 63));
+    return 3;
+  }
+  o[0] = (unsigned char)(0xF0 | cp >> 18);
+  o[1] = (unsigned char)(0x80 | ((cp >> 12) & 63));
+  o[2] = (unsigned char)(0x80 | ((cp >> 6) & 63));
+  o[3] = (unsigned char)(0x80 | (cp & 63));
+  return 4;
+}
+
+static void test_every_code_point(void **state) {
+  (void)state;
+  for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+    unsigned char b[8];
+    size_t n = encode(cp, b);
+    int want = !(cp >= 0xD800 && cp <= 0xDFFF);
+    assert_int_equal(isv__utf8_valid((const char *)b, n), want);
+    /* truncated sequences are invalid */
+    if (n > 1) assert_int_equal(isv__utf8_valid((const char *)b, n - 1), 0);
+  }
+}
+
+static void test_invalid_sequences(void **state) {
+  (void)state;
+  static const char *const bad[] = {
+      "\x80",             /* lone continuation */
+      "\xBF",             "\xC0\x80",         /* overlong NUL */
+      "\xC1\xBF",         /* overlong */
+      "\xE0\x80\x80",     "\xE0\x9F\xBF",     /* overlong 3-byte */
+      "\xED\xA0\x80",     /* U+D800 */
+      "\xED\xBF\xBF",     /* U+DFFF */
+      "\xF0\x80\x80\x80", "\xF0\x8F\xBF\xBF", /* overlong 4-byte */
+      "\xF4\x90\x80\x80", /* > U+10FFFF */
+      "\xF5\x80\x80\x80", "\xFE",            "\xFF",
+      "\xC2\x41",         "\xE2\x82",         "abc\xE2\x82\xACxyz\xC3",
+      "0123456789abcdef\x80",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(isv__utf8_valid(bad[i], strlen(bad[i])), 0);
+}
+
+static void test_valid_strings(void **state) {
+  (void)state;
+  static const char *const good[] = {
+      "",      "hello, world",     "\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xEF\xBF\xBF",
+      "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF", "na\xC3\xAFve caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
+      "a long ascii run that is longer than eight bytes, several times over........",
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    assert_int_equal(isv__utf8_valid(good[i], strlen(good[i])), 1);
+  /* embedded NUL is valid UTF-8 */
+  assert_int_equal(isv__utf8_valid("a\0b", 3), 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_code_point),
+      cmocka_unit_test(test_invalid_sequences),
+      cmocka_unit_test(test_valid_strings),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
