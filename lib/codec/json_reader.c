@@ -1693,22 +1693,23 @@ static const char *dt_name(isv_datatype dt) {
   return (unsigned)dt < sizeof names / sizeof names[0] ? names[dt] : "INVALID";
 }
 
-static const char *what_is(char c) {
-  switch (c) {
+static const char *what_is(const char *p, const char *end) {
+  size_t n = (size_t)(end - p);
+  switch (*p) {
     case '"': return "a string";
-    case 't':
-    case 'f': return "a boolean";
-    case 'n': return "null";
+    case 't': return n >= 4 && memcmp(p, "true", 4) == 0 ? "a boolean" : NULL;
+    case 'f': return n >= 5 && memcmp(p, "false", 5) == 0 ? "a boolean" : NULL;
+    case 'n': return n >= 4 && memcmp(p, "null", 4) == 0 ? "null" : NULL;
     case '{': return "an object";
     case '[': return "an array";
-    case ']': return "']'";
-    default: return (is_digit((unsigned char)c) || c == '-' || c == 'N' || c == 'I') ? "a number" : NULL;
+    case ',': return "','";
+    default: return (is_digit((unsigned char)*p) || *p == '-' || *p == 'N' || *p == 'I') ? "a number" : NULL;
   }
 }
 
 ISV_NOINLINE int elem_type_error(isv__json_reader *r, const char *p, size_t idx, isv_datatype dt) {
   size_t off = (size_t)(p - r->buf);
-  const char *w = what_is(*p);
+  const char *w = what_is(p, r->buf + r->len);
   const char *want = dt == ISV_BOOL ? "true or false" : dt == ISV_BYTES ? "a string" : "a number";
   if (w)
     return fail(r, off, "element %zu: expected %s for %s, got %s at offset %zu", idx, want,

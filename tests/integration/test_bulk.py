@@ -171,7 +171,7 @@ def test_pipelined_large_responses_with_slow_reader(demo):
     vals = list(range(n))
     body = json.dumps({"inputs": [tensor("INPUT0", "INT32", [1, n], vals)]}).encode()
     with RawConn(demo, timeout=15) as c:
-        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         c.send(b"".join(http_request("POST", "/v2/models/identity_int32/infer", body)
                         for _ in range(20)))
         time.sleep(0.3)  # let the server fill the socket and hit backpressure
