@@ -323,6 +323,10 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
  * (isv_request_alloc() memory, or its own). Any thread. */
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
+/* Whether the client is gone (disconnect, RST_STREAM) or its deadline passed. A backend may
+ * then stop early and complete with ISV_ECANCELED; whatever it completes with is dropped.
+ * Any thread. */
+ISV_EXTERN int isv_request_cancelled(const isv_request *r);
 /* Memory that lives as long as the request (freed with it). NULL when out of memory.
  * Any thread (the one running the backend). */
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);

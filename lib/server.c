@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "core/request.h"
 #include "protocol/router.h"
+#include "protocol/v2_grpc.h"
 #include "transport/transport.h"
 
 struct isv_server {
@@ -28,6 +29,7 @@ static void set_error(isv_server *s, const char *fmt, ...) {
 }
 
 static void on_exchange(void *app, isv__exchange *ex) { isv__router_dispatch(app, ex); }
+static void on_grpc(void *app, isv__grpc_call *call) { isv__grpc_dispatch(app, call); }
 
 ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out) {
   if (loop == NULL || out == NULL) return ISV_EINVAL;
@@ -45,6 +47,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     return rc;
   }
   isv__transport_init(&s->transport, loop, &s->core.opts, on_exchange, &s->core);
+  s->transport.on_grpc = on_grpc;
   *out = s;
   return 0;
 }

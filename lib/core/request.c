@@ -142,6 +142,10 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
   return 0;
 }
 
+ISV_EXTERN int isv_request_cancelled(const isv_request *r) {
+  return r ? atomic_load_explicit(&((isv_request *)r)->cancelled, memory_order_relaxed) : 0;
+}
+
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n) {
   return r ? isv__arena_alloc(&r->arena, n) : NULL;
 }

@@ -2,6 +2,7 @@
 #ifndef ISV_CORE_REQUEST_H
 #define ISV_CORE_REQUEST_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -59,6 +60,7 @@ struct isv_request {
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
   int has_id;   /* the client sent an id (echo it, even "") */
+  atomic_int cancelled; /* set by the frontend on the loop thread, read by backends anywhere */
   isv_infer_cb done;
   void *done_data;
   isv_request *qnext;

@@ -16,42 +16,7 @@
 #include <strings.h>
 
 #include "codec/buf.h"
-#include "transport/transport.h"
-
-typedef struct hdr_span {
-  size_t no, nl, vo, vl;
-} hdr_span;
-
-struct isv__conn {
-  isv__transport *t;
-  isv__conn *prev, *next;
-  uv_stream_t *stream;
-  uv_tcp_t tcp; /* the stream, when we accepted it ourselves */
-  int adopted;
-  uv_timer_t timer;
-  llhttp_t parser;
-
-  /* the request being read */
-  int in_message;
-  int headers_done;
-  int last_span; /* 0 none, 1 url, 2 header field, 3 header value */
-  isv__buf head;
-  size_t url_len;
-  hdr_span *hdrs;
-  size_t n_hdrs, cap_hdrs;
-  isv__buf body;
-  size_t body_expected; /* Content-Length, when known */
-  int err_status;       /* a limit or syntax error found inside a callback */
-  const char *err_msg;
-
-  isv__exchange *ex; /* in flight: dispatched, response not yet written */
-  char *pending;     /* bytes read past the dispatched message */
-  size_t pending_len;
-  int keep_alive;
-  int shutting_down; /* close once the in-flight response is written */
-  int closing;
-  int handles_open;
-};
+#include "transport/conn.h"
 
 typedef struct write_req {
   uv_write_t req;
@@ -110,7 +75,7 @@ const char *isv__http_reason(int status) {
   }
 }
 
-static void exchange_free(isv__exchange *ex) {
+void isv__exchange_free(isv__exchange *ex) {
   free(ex->storage);
   free(ex->body);
   free(ex->headers);
@@ -144,7 +109,7 @@ static void on_write(uv_write_t *req, int status) {
   free(w->head);
   if (w->ex) {
     if (c->ex == w->ex) c->ex = NULL;
-    exchange_free(w->ex);
+    isv__exchange_free(w->ex);
   }
   int close_after = w->close_after;
   free(w);
@@ -190,7 +155,7 @@ fail:
   free(head);
   if (ex) {
     if (c->ex == ex) c->ex = NULL;
-    exchange_free(ex);
+    isv__exchange_free(ex);
   }
   conn_close(c);
   return -1;
@@ -234,7 +199,7 @@ static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   isv__conn *c = ex->conn;
   if (c == NULL) { /* the connection is gone: drop the response */
     if (resp->release) resp->release(resp->release_ctx);
-    exchange_free(ex);
+    isv__exchange_free(ex);
     return 0;
   }
   size_t body_len = 0;
@@ -246,7 +211,7 @@ static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   if (head == NULL) {
     if (resp->release) resp->release(resp->release_ctx);
     c->ex = NULL;
-    exchange_free(ex);
+    isv__exchange_free(ex);
     conn_close(c);
     return -1;
   }
@@ -532,11 +497,53 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
 }
 
+/* Decide between HTTP/1.1 and HTTP/2 on the first bytes: the preface is 24 bytes and may
+ * arrive split, so a prefix of it waits in c->sniff until it matches or stops matching. */
+static void sniff(isv__conn *c, const char *data, size_t len) {
+  size_t want = ISV__H2_PREFACE_LEN - c->sniff_len, take = len < want ? len : want;
+  memcpy(c->sniff + c->sniff_len, data, take);
+  c->sniff_len += take;
+  int is_prefix = memcmp(c->sniff, ISV__H2_PREFACE, c->sniff_len) == 0;
+  if (is_prefix && c->sniff_len < ISV__H2_PREFACE_LEN) return; /* need more */
+  c->sniffed = 1;
+  if (is_prefix) {
+    if (isv__h2_start(c, c->sniff, c->sniff_len) == 0 && len > take && c->h2)
+      isv__h2_on_read(c, data + take, len - take);
+    return;
+  }
+  /* HTTP/1.x: replay what was held back, then the rest of this read */
+  char held[ISV__H2_PREFACE_LEN];
+  size_t n = c->sniff_len;
+  memcpy(held, c->sniff, n);
+  execute(c, held, n);
+  if (c->shutting_down) return; /* an error answer is on its way; the rest is dropped */
+  if (len > take && !c->closing && c->ex == NULL && c->pending == NULL)
+    execute(c, data + take, len - take);
+  else if (len > take && !c->closing) { /* paused on a message inside the held bytes */
+    char *p = realloc(c->pending, c->pending_len + (len - take));
+    if (p == NULL) {
+      conn_close(c);
+      return;
+    }
+    memcpy(p + c->pending_len, data + take, len - take);
+    c->pending = p;
+    c->pending_len += len - take;
+  }
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   isv__conn *c = s->data;
   if (nread == 0) return;
   if (nread < 0) {
     conn_close(c);
+    return;
+  }
+  if (c->h2) {
+    isv__h2_on_read(c, buf->base, (size_t)nread);
+    return;
+  }
+  if (!c->sniffed) {
+    sniff(c, buf->base, (size_t)nread);
     return;
   }
   if (c->in_message && c->headers_done) timer_start(c, c->t->opts->header_timeout_ms);
@@ -545,6 +552,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
+  if (c->h2) { /* an idle HTTP/2 connection (no open stream) */
+    conn_close(c);
+    return;
+  }
   if (c->ex) return;
   if (c->in_message) {
     respond_error(c, 408, "request not received in time");
@@ -575,6 +586,7 @@ static void on_handle_closed(uv_handle_t *h) {
 static void conn_close(isv__conn *c) {
   if (c->closing) return;
   c->closing = 1;
+  if (c->h2) isv__h2_free(c);
   if (c->ex) {
     c->ex->conn = NULL; /* its handler will answer into the void */
     c->ex = NULL;
@@ -615,7 +627,15 @@ void isv__h1_conn_start(isv__conn *c) {
   if (uv_read_start(c->stream, on_alloc, on_read) != 0) conn_close(c);
 }
 
+void isv__conn_close(isv__conn *c) { conn_close(c); }
+
+void isv__conn_timer_start(isv__conn *c, uint64_t ms) { timer_start(c, ms); }
+
 void isv__h1_conn_shutdown(isv__conn *c) {
+  if (c->h2) {
+    isv__h2_shutdown(c);
+    return;
+  }
   c->shutting_down = 1;
   if (c->ex == NULL) conn_close(c);
 }

@@ -7,10 +7,13 @@
 
 #include "core/options.h"
 #include "transport/exchange.h"
+#include "transport/grpc.h"
 
 typedef struct isv__transport isv__transport;
 typedef struct isv__conn isv__conn;
 typedef void (*isv__exchange_cb)(void *app, isv__exchange *ex);
+/* A new gRPC call: the handler sets call->app and the callbacks, or finishes it at once. */
+typedef void (*isv__grpc_cb)(void *app, isv__grpc_call *call);
 
 #define ISV__MAX_LISTENERS 16
 #define ISV__READ_BUF (64u * 1024u)
@@ -25,6 +28,7 @@ struct isv__transport {
   uv_loop_t *loop;
   const isv_options *opts;
   isv__exchange_cb on_exchange;
+  isv__grpc_cb on_grpc;
   void *app;
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;

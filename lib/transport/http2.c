@@ -1,0 +1,847 @@
+/* HTTP/2 connections (h2c, prior knowledge) with nghttp2 driven by mem_recv/mem_send, and gRPC
+ * calls on top of them.
+ *
+ * Each stream is either a REST exchange (body collected, then the same isv__exchange as
+ * HTTP/1.1) or a gRPC call (content-type application/grpc*: DATA is deframed into whole
+ * messages as it arrives, so bidirectional streams work).
+ *
+ * Output: nghttp2 produces frames; we gather them into one buffer per flush and uv_write it.
+ * While more than ISV__H2_HIGH_WATER bytes are queued in libuv we stop asking nghttp2 for
+ * frames; the write callback resumes. Incoming windows are reopened by nghttp2 as data is
+ * consumed (copied into its message or body buffer, both bounded by the size limit).
+ *
+ * nghttp2 must not be re-entered: calls that arrive from inside its callbacks (a service
+ * answering synchronously) only mark the session for a flush, done when mem_recv returns. */
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/conn.h"
+
+#define ISV__H2_HIGH_WATER (1u << 20)
+#define ISV__H2_MAX_STREAMS 100
+#define ISV__H2_WINDOW (1 << 20)
+#define ISV__H2_CONN_WINDOW (16 << 20)
+
+typedef struct out_item {
+  struct out_item *next;
+  void (*release)(void *);
+  void *ctx;
+  size_t n, idx, off;
+  unsigned char prefix[5];
+  uv_buf_t parts[]; /* parts[0] is the prefix for gRPC messages */
+} out_item;
+
+typedef struct h2_stream {
+  isv__h2 *h2;
+  struct h2_stream *prev, *next;
+  int32_t id;
+  /* request headers: "name\0value\0" pairs */
+  isv__buf head;
+  size_t n_headers;
+  const char *path, *method, *ctype;
+  int is_grpc;
+  int compressed; /* grpc-encoding other than identity */
+  isv__buf body;  /* REST */
+  /* gRPC deframer */
+  unsigned char prefix[5];
+  size_t prefix_len;
+  uint8_t *msg;
+  size_t msg_len, msg_got;
+  isv__grpc_call call;
+  isv__header *hdrs; /* for the call / exchange */
+  int dispatched;    /* handed to the service / handler */
+  int app_done;      /* the service called finish (or the handler responded) */
+  int closed;        /* nghttp2 closed the stream */
+  int cancelled;
+  int in_cancel; /* on_cancel is running: finish must not free the stream under us */
+  isv__exchange *ex;
+  /* response */
+  out_item *q_head, *q_tail;
+  int submitted; /* response headers submitted */
+  int eof;       /* no more data after the queue */
+  int trailer_status;
+  char *trailer_msg;
+  uv_timer_t *deadline;
+} h2_stream;
+
+struct isv__h2 {
+  isv__conn *c;
+  nghttp2_session *s;
+  h2_stream *streams;
+  unsigned n_streams;
+  size_t write_pending;
+  int in_recv;
+  int want_flush;
+  int shutting_down;
+  int dead;
+};
+
+typedef struct h2_write {
+  uv_write_t req;
+  isv__h2 *h2;
+  isv__conn *c;
+  size_t len;
+  char data[];
+} h2_write;
+
+static void flush(isv__h2 *h);
+static void stream_maybe_free(h2_stream *st);
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static void after_write(uv_write_t *req, int status) {
+  h2_write *w = (h2_write *)req;
+  isv__conn *c = w->c;
+  size_t len = w->len;
+  free(w);
+  isv__h2 *h = c->h2;
+  if (h == NULL || c->closing) return;
+  h->write_pending -= len;
+  if (status < 0) {
+    isv__conn_close(c);
+    return;
+  }
+  flush(h);
+}
+
+static void flush(isv__h2 *h) {
+  if (h->dead || h->c->closing) return;
+  if (h->in_recv) {
+    h->want_flush = 1;
+    return;
+  }
+  h->want_flush = 0;
+  isv__buf out;
+  isv__buf_init(&out);
+  isv__buf_reserve(&out, sizeof(h2_write) + 16384);
+  out.len = sizeof(h2_write);
+  while (h->write_pending + out.len < ISV__H2_HIGH_WATER) {
+    const uint8_t *data;
+    ssize_t n = nghttp2_session_mem_send(h->s, &data);
+    if (n < 0) {
+      isv__buf_free(&out);
+      isv__conn_close(h->c);
+      return;
+    }
+    if (n == 0) break;
+    isv__buf_append(&out, data, (size_t)n);
+  }
+  if (out.failed) {
+    isv__buf_free(&out);
+    isv__conn_close(h->c);
+    return;
+  }
+  if (out.len > sizeof(h2_write)) {
+    size_t len;
+    h2_write *w = (h2_write *)isv__buf_release(&out, &len);
+    w->c = h->c;
+    w->h2 = h;
+    w->len = len - sizeof(h2_write);
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+    if (uv_write(&w->req, h->c->stream, &b, 1, after_write) != 0) {
+      free(w);
+      isv__conn_close(h->c);
+      return;
+    }
+    h->write_pending += w->len;
+  } else {
+    isv__buf_free(&out);
+  }
+  if (!nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s) &&
+      h->write_pending == 0)
+    isv__conn_close(h->c);
+  else if (h->shutting_down && h->n_streams == 0 && h->write_pending == 0)
+    isv__conn_close(h->c);
+}
+
+/* ---- response data ----------------------------------------------------------------------- */
+
+static void release_items(h2_stream *st) {
+  out_item *it = st->q_head;
+  st->q_head = st->q_tail = NULL;
+  while (it) {
+    out_item *next = it->next;
+    if (it->release) it->release(it->ctx);
+    free(it);
+    it = next;
+  }
+}
+
+static void percent_encode(isv__buf *b, const char *s) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
+      isv__buf_putc(b, (char)*p);
+    } else {
+      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+      isv__buf_append(b, e, 3);
+    }
+  }
+}
+
+#define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
+
+static void submit_trailers(h2_stream *st) {
+  char status[16];
+  snprintf(status, sizeof status, "%d", st->trailer_status);
+  nghttp2_nv nv[2] = {NV("grpc-status", status), NV("grpc-message", st->trailer_msg ? st->trailer_msg : "")};
+  nghttp2_submit_trailer(st->h2->s, st->id, nv, st->trailer_msg && st->trailer_msg[0] ? 2 : 1);
+}
+
+static ssize_t read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
+                         uint32_t *flags, nghttp2_data_source *src, void *user) {
+  (void)s;
+  (void)id;
+  (void)user;
+  h2_stream *st = src->ptr;
+  size_t n = 0;
+  while (n < length && st->q_head) {
+    out_item *it = st->q_head;
+    uv_buf_t *p = &it->parts[it->idx];
+    size_t take = p->len - it->off;
+    if (take > length - n) take = length - n;
+    memcpy(buf + n, p->base + it->off, take);
+    n += take;
+    it->off += take;
+    if (it->off == p->len) {
+      it->idx++;
+      it->off = 0;
+      while (it->idx < it->n && it->parts[it->idx].len == 0) it->idx++;
+      if (it->idx == it->n) {
+        st->q_head = it->next;
+        if (st->q_head == NULL) st->q_tail = NULL;
+        if (it->release) it->release(it->ctx);
+        free(it);
+      }
+    }
+  }
+  if (st->q_head == NULL && st->eof) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (st->is_grpc) {
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      submit_trailers(st);
+    }
+    return (ssize_t)n;
+  }
+  if (n == 0) return NGHTTP2_ERR_DEFERRED;
+  return (ssize_t)n;
+}
+
+static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_prefix,
+                   void (*release)(void *), void *ctx) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += parts[i].len;
+  out_item *it = malloc(sizeof *it + (n + 1) * sizeof(uv_buf_t));
+  if (it == NULL) {
+    if (release) release(ctx);
+    return ISV_ENOMEM;
+  }
+  it->next = NULL;
+  it->release = release;
+  it->ctx = ctx;
+  it->idx = it->off = 0;
+  size_t k = 0;
+  if (grpc_prefix) {
+    it->prefix[0] = 0;
+    it->prefix[1] = (unsigned char)(total >> 24);
+    it->prefix[2] = (unsigned char)(total >> 16);
+    it->prefix[3] = (unsigned char)(total >> 8);
+    it->prefix[4] = (unsigned char)total;
+    it->parts[k++] = uv_buf_init((char *)it->prefix, 5);
+  }
+  for (size_t i = 0; i < n; i++) it->parts[k++] = parts[i];
+  it->n = k;
+  while (it->idx < it->n && it->parts[it->idx].len == 0) it->idx++;
+  if (st->q_tail) st->q_tail->next = it;
+  else st->q_head = it;
+  st->q_tail = it;
+  return 0;
+}
+
+static int submit_or_resume(h2_stream *st, const nghttp2_nv *nv, size_t nvlen) {
+  if (!st->submitted) {
+    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_data};
+    st->submitted = 1;
+    return nghttp2_submit_response(st->h2->s, st->id, nv, nvlen, &prd);
+  }
+  return nghttp2_session_resume_data(st->h2->s, st->id);
+}
+
+/* ---- REST over h2c ----------------------------------------------------------------------- */
+
+static int h2_respond(isv__exchange *ex, const isv__response *resp) {
+  h2_stream *st = ex->conn;
+  if (st == NULL) { /* stream or connection gone */
+    if (resp->release) resp->release(resp->release_ctx);
+    isv__exchange_free(ex);
+    return 0;
+  }
+  isv__h2 *h = st->h2;
+  st->ex = NULL;
+  st->app_done = 1;
+  isv__exchange_free(ex);
+  size_t body = 0;
+  for (size_t i = 0; i < resp->n_parts; i++) body += resp->parts[i].len;
+  char status[8], clen[24];
+  snprintf(status, sizeof status, "%d", resp->status);
+  snprintf(clen, sizeof clen, "%zu", body);
+  nghttp2_nv nv[3 + 16];
+  size_t n = 0;
+  nv[n++] = (nghttp2_nv)NV(":status", status);
+  nv[n++] = (nghttp2_nv)NV("content-length", clen);
+  if (resp->content_type) nv[n++] = (nghttp2_nv)NV("content-type", resp->content_type);
+  char lower[16][64];
+  for (size_t i = 0; i < resp->n_headers && i < 16; i++) {
+    const isv__header *x = &resp->headers[i];
+    size_t l = x->name_len < 63 ? x->name_len : 63;
+    for (size_t k = 0; k < l; k++) lower[i][k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ? x->name[k] + 32 : x->name[k]);
+    nv[n++] = (nghttp2_nv){(uint8_t *)lower[i], (uint8_t *)x->value, l, x->value_len,
+                           NGHTTP2_NV_FLAG_NONE};
+  }
+  int is_head = st->method && strcmp(st->method, "HEAD") == 0;
+  if (enqueue(st, is_head ? NULL : resp->parts, is_head ? 0 : resp->n_parts, 0, resp->release,
+              resp->release_ctx) != 0) {
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+  } else {
+    st->eof = 1;
+    submit_or_resume(st, nv, n);
+  }
+  flush(h);
+  return 0;
+}
+
+/* ---- gRPC calls -------------------------------------------------------------------------- */
+
+int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
+                   void *ctx) {
+  h2_stream *st = call->stream;
+  if (st->closed || st->cancelled || st->h2 == NULL) {
+    if (release) release(ctx);
+    return ISV_ECANCELED;
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += parts[i].len;
+  if (total > UINT32_MAX) {
+    if (release) release(ctx);
+    return ISV_ETOOBIG;
+  }
+  int rc = enqueue(st, parts, n, 1, release, ctx);
+  if (rc) return rc;
+  nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+  submit_or_resume(st, nv, 2);
+  flush(st->h2);
+  return 0;
+}
+
+void isv__grpc_finish(isv__grpc_call *call, int status, const char *message) {
+  h2_stream *st = call->stream;
+  if (st->app_done) return;
+  st->app_done = 1;
+  if (st->deadline) uv_timer_stop(st->deadline);
+  if (st->closed || st->cancelled || st->h2 == NULL) {
+    if (!st->in_cancel) stream_maybe_free(st);
+    return;
+  }
+  isv__h2 *h = st->h2;
+  isv__buf m;
+  isv__buf_init(&m);
+  if (message) percent_encode(&m, message);
+  isv__buf_putc(&m, '\0');
+  char status_s[16];
+  snprintf(status_s, sizeof status_s, "%d", status);
+  if (!st->submitted && st->q_head == NULL) { /* trailers-only */
+    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+                       NV("grpc-status", status_s), NV("grpc-message", m.failed ? "" : m.data)};
+    st->submitted = 1;
+    nghttp2_submit_response(h->s, st->id, nv, m.len > 1 ? 4 : 3, NULL);
+    isv__buf_free(&m);
+  } else {
+    st->trailer_status = status;
+    st->trailer_msg = m.failed ? NULL : m.data;
+    if (m.failed) isv__buf_free(&m);
+    st->eof = 1;
+    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+    submit_or_resume(st, nv, 2);
+  }
+  flush(h);
+}
+
+static void deadline_closed(uv_handle_t *t) { free(t); }
+
+static void notify_cancel(h2_stream *st) {
+  if (st->call.on_cancel == NULL) return;
+  st->in_cancel = 1;
+  st->call.on_cancel(&st->call);
+  st->in_cancel = 0;
+}
+
+/* The transport ends a call itself (deadline, oversized or compressed or truncated message):
+ * the client gets `status` now, the service hears on_cancel and must still call
+ * isv__grpc_finish once (which then only lets go of the stream). */
+static void transport_end(h2_stream *st, int status, const char *message) {
+  if (st->app_done || st->closed || st->cancelled || st->h2 == NULL) return;
+  isv__h2 *h = st->h2;
+  if (st->deadline) uv_timer_stop(st->deadline);
+  isv__buf m;
+  isv__buf_init(&m);
+  percent_encode(&m, message);
+  isv__buf_putc(&m, '\0');
+  if (m.failed) {
+    isv__buf_free(&m);
+    isv__buf_init(&m);
+  }
+  if (!st->submitted && st->q_head == NULL) {
+    char s[8];
+    snprintf(s, sizeof s, "%d", status);
+    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+                       NV("grpc-status", s), NV("grpc-message", m.data ? m.data : "")};
+    st->submitted = 1;
+    nghttp2_submit_response(h->s, st->id, nv, 4, NULL);
+    isv__buf_free(&m);
+  } else { /* after what is already queued */
+    st->trailer_status = status;
+    free(st->trailer_msg);
+    st->trailer_msg = m.data;
+    st->eof = 1;
+    nghttp2_session_resume_data(h->s, st->id);
+  }
+  st->cancelled = 1;
+  notify_cancel(st);
+  flush(h);
+}
+
+static void on_deadline(uv_timer_t *t) {
+  h2_stream *st = t->data;
+  if (st) transport_end(st, ISV__GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+}
+
+/* grpc-timeout: 1-8 digits and a unit (H M S m u n). 0 when absent or malformed. */
+static uint64_t parse_timeout(const char *v) {
+  size_t n = strlen(v);
+  if (n < 2 || n > 9) return 0;
+  uint64_t x = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (v[i] < '0' || v[i] > '9') return 0;
+    x = x * 10 + (uint64_t)(v[i] - '0');
+  }
+  switch (v[n - 1]) {
+  case 'H': return x * 3600000;
+  case 'M': return x * 60000;
+  case 'S': return x * 1000;
+  case 'm': return x ? x : 1;
+  case 'u': return x / 1000 ? x / 1000 : 1;
+  case 'n': return x / 1000000 ? x / 1000000 : 1;
+  default: return 0;
+  }
+}
+
+/* ---- streams ----------------------------------------------------------------------------- */
+
+static void stream_free(h2_stream *st) {
+  isv__h2 *h = st->h2;
+  if (h) {
+    if (st->prev) st->prev->next = st->next;
+    else h->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    h->n_streams--;
+    if (h->n_streams == 0 && !h->dead)
+      isv__conn_timer_start(h->c, h->c->t->opts->idle_timeout_ms);
+  }
+  release_items(st);
+  if (st->deadline) {
+    st->deadline->data = NULL;
+    uv_close((uv_handle_t *)st->deadline, deadline_closed);
+  }
+  isv__buf_free(&st->head);
+  isv__buf_free(&st->body);
+  free(st->msg);
+  free(st->hdrs);
+  free(st->trailer_msg);
+  free(st);
+}
+
+/* A stream is freed once nghttp2 closed it and its handler/service has let go of it. */
+static void stream_maybe_free(h2_stream *st) {
+  if (st->closed && (!st->dispatched || st->app_done)) stream_free(st);
+}
+
+static h2_stream *stream_of(nghttp2_session *s, int32_t id) {
+  return nghttp2_session_get_stream_user_data(s, id);
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user) {
+  isv__h2 *h = user;
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  h2_stream *st = calloc(1, sizeof *st);
+  if (st == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  st->h2 = h;
+  st->id = f->hd.stream_id;
+  isv__buf_init(&st->head);
+  isv__buf_init(&st->body);
+  st->next = h->streams;
+  if (h->streams) h->streams->prev = st;
+  h->streams = st;
+  h->n_streams++;
+  uv_timer_stop(&h->c->timer);
+  nghttp2_session_set_stream_user_data(s, st->id, st);
+  return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                     const uint8_t *value, size_t vlen, uint8_t flags, void *user) {
+  (void)flags;
+  isv__h2 *h = user;
+  h2_stream *st = stream_of(s, f->hd.stream_id);
+  if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
+  if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
+  if (st->head.len + nlen + vlen + 2 > h->c->t->opts->max_header_bytes || st->n_headers >= 100)
+    return nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM) == 0
+               ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE
+               : NGHTTP2_ERR_CALLBACK_FAILURE;
+  isv__buf_append(&st->head, name, nlen);
+  isv__buf_putc(&st->head, '\0');
+  isv__buf_append(&st->head, value, vlen);
+  isv__buf_putc(&st->head, '\0');
+  st->n_headers++;
+  return st->head.failed ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
+}
+
+/* Point path/method/ctype at the stored headers and build the header array. */
+static int index_headers(h2_stream *st) {
+  st->hdrs = calloc(st->n_headers ? st->n_headers : 1, sizeof *st->hdrs);
+  if (st->hdrs == NULL) return -1;
+  const char *p = st->head.data;
+  for (size_t i = 0; i < st->n_headers; i++) {
+    const char *n = p, *v = n + strlen(n) + 1;
+    p = v + strlen(v) + 1;
+    st->hdrs[i] = (isv__header){n, strlen(n), v, strlen(v)};
+    if (strcmp(n, ":path") == 0) st->path = v;
+    else if (strcmp(n, ":method") == 0) st->method = v;
+    else if (strcmp(n, "content-type") == 0) st->ctype = v;
+    else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = parse_timeout(v);
+    else if (strcmp(n, "grpc-encoding") == 0 && strcmp(v, "identity") != 0) st->compressed = 1;
+  }
+  return 0;
+}
+
+static void start_call(isv__h2 *h, h2_stream *st) {
+  st->dispatched = 1;
+  st->call.path = st->path;
+  st->call.path_len = strlen(st->path);
+  st->call.headers = st->hdrs;
+  st->call.n_headers = st->n_headers;
+  st->call.stream = st;
+  if (st->call.timeout_ms) {
+    st->deadline = malloc(sizeof *st->deadline);
+    if (st->deadline) {
+      uv_timer_init(h->c->t->loop, st->deadline);
+      st->deadline->data = st;
+      uv_timer_start(st->deadline, on_deadline, st->call.timeout_ms, 0);
+    }
+  }
+  h->c->t->on_grpc(h->c->t->app, &st->call);
+}
+
+static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *extra_name,
+                        const char *extra_value) {
+  char s[8];
+  snprintf(s, sizeof s, "%d", status);
+  nghttp2_nv nv[5] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+                      NV("grpc-status", s), NV("grpc-message", msg)};
+  size_t n = 4;
+  if (extra_name) nv[n++] = (nghttp2_nv){(uint8_t *)extra_name, (uint8_t *)extra_value,
+                                         strlen(extra_name), strlen(extra_value), NGHTTP2_NV_FLAG_NONE};
+  st->submitted = 1;
+  st->dispatched = 1;
+  st->app_done = 1;
+  nghttp2_submit_response(st->h2->s, st->id, nv, n, NULL);
+}
+
+static void rest_dispatch(isv__h2 *h, h2_stream *st) {
+  isv__exchange *ex = calloc(1, sizeof *ex);
+  const char *path = st->path ? st->path : "/";
+  size_t plen = strlen(path);
+  char *copy = malloc(plen + 2);
+  if (ex == NULL || copy == NULL) {
+    free(ex);
+    free(copy);
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  memcpy(copy, path, plen + 1);
+  char *q = strchr(copy, '?');
+  ex->path = copy;
+  if (q) {
+    *q = '\0';
+    ex->query = q + 1;
+    ex->query_len = strlen(q + 1);
+  } else {
+    ex->query = copy + plen;
+  }
+  ex->path_len = strlen(copy);
+  const char *m = st->method ? st->method : "";
+  ex->method = strcmp(m, "GET") == 0    ? ISV__M_GET
+               : strcmp(m, "POST") == 0 ? ISV__M_POST
+               : strcmp(m, "HEAD") == 0 ? ISV__M_HEAD
+               : strcmp(m, "PUT") == 0  ? ISV__M_PUT
+               : strcmp(m, "DELETE") == 0 ? ISV__M_DELETE
+                                         : ISV__M_OTHER;
+  ex->method_name = m;
+  ex->headers = st->hdrs; /* the exchange frees them */
+  st->hdrs = NULL;
+  ex->n_headers = st->n_headers;
+  ex->storage = copy;
+  ex->body = st->body.data;
+  ex->body_len = st->body.len;
+  isv__buf_init(&st->body);
+  ex->conn = st;
+  ex->respond = h2_respond;
+  st->ex = ex;
+  st->dispatched = 1;
+  h->c->t->on_exchange(h->c->t->app, ex);
+}
+
+/* Request headers are complete: gRPC calls start now (streaming), REST waits for the body. */
+static int headers_done(isv__h2 *h, h2_stream *st) {
+  if (index_headers(st) != 0) return -1;
+  st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
+  if (!st->is_grpc) return 0;
+  if (h->shutting_down) {
+    grpc_refuse(st, ISV__GRPC_UNAVAILABLE, "server is shutting down", NULL, NULL);
+    return 0;
+  }
+  if (st->ctype[16] != '\0' && strcmp(st->ctype + 16, "+proto") != 0) {
+    char s[] = "415";
+    nghttp2_nv nv[] = {NV(":status", s)};
+    st->dispatched = st->app_done = st->submitted = 1;
+    nghttp2_submit_response(h->s, st->id, nv, 1, NULL);
+    return 0;
+  }
+  if (st->compressed) {
+    grpc_refuse(st, ISV__GRPC_UNIMPLEMENTED, "compressed messages are not supported; use identity",
+                "grpc-accept-encoding", "identity");
+    return 0;
+  }
+  start_call(h, st);
+  return 0;
+}
+
+static void deliver_message(h2_stream *st) {
+  uint8_t *m = st->msg;
+  size_t len = st->msg_len;
+  st->msg = NULL;
+  st->msg_len = st->msg_got = 0;
+  st->prefix_len = 0;
+  if (st->call.on_message && !st->app_done && !st->cancelled) st->call.on_message(&st->call, m, len);
+  else free(m);
+}
+
+/* gRPC framing: 1 byte compressed flag, 4 bytes big-endian length, message; any split. */
+static void deframe(isv__h2 *h, h2_stream *st, const uint8_t *d, size_t n) {
+  while (n > 0 && !st->app_done && !st->cancelled) {
+    if (st->prefix_len < 5) {
+      size_t take = 5 - st->prefix_len < n ? 5 - st->prefix_len : n;
+      memcpy(st->prefix + st->prefix_len, d, take);
+      st->prefix_len += take;
+      d += take;
+      n -= take;
+      if (st->prefix_len < 5) return;
+      if (st->prefix[0] != 0) {
+        transport_end(st, ISV__GRPC_UNIMPLEMENTED,
+                      "compressed messages are not supported; use identity");
+        return;
+      }
+      size_t len = ((size_t)st->prefix[1] << 24) | ((size_t)st->prefix[2] << 16) |
+                   ((size_t)st->prefix[3] << 8) | st->prefix[4];
+      if (len > h->c->t->opts->max_body_bytes) { /* checked before allocating */
+        char msg[128];
+        snprintf(msg, sizeof msg, "message of %zu bytes exceeds the server's limit of %zu", len,
+                 h->c->t->opts->max_body_bytes);
+        transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, msg);
+        return;
+      }
+      st->msg = malloc(len ? len : 1);
+      if (st->msg == NULL) {
+        transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+      }
+      st->msg_len = len;
+      st->msg_got = 0;
+      if (len == 0) {
+        deliver_message(st);
+        continue;
+      }
+    }
+    size_t take = st->msg_len - st->msg_got < n ? st->msg_len - st->msg_got : n;
+    memcpy(st->msg + st->msg_got, d, take);
+    st->msg_got += take;
+    d += take;
+    n -= take;
+    if (st->msg_got == st->msg_len) deliver_message(st);
+  }
+}
+
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *user) {
+  (void)flags;
+  isv__h2 *h = user;
+  h2_stream *st = stream_of(s, id);
+  if (st == NULL) return 0;
+  if (st->is_grpc) {
+    if (st->dispatched && !st->app_done && !st->cancelled) deframe(h, st, data, len);
+    return 0;
+  }
+  if (st->dispatched) return 0;
+  if (st->body.len + len > h->c->t->opts->max_body_bytes) {
+    static const char body[] = "{\"error\":\"request body exceeds the server's limit\"}";
+    uv_buf_t part = uv_buf_init((char *)body, sizeof body - 1);
+    char clen[16];
+    snprintf(clen, sizeof clen, "%zu", sizeof body - 1);
+    nghttp2_nv nv[] = {NV(":status", "413"), NV("content-type", "application/json"),
+                       NV("content-length", clen)};
+    st->dispatched = st->app_done = 1;
+    isv__buf_free(&st->body);
+    isv__buf_init(&st->body);
+    if (enqueue(st, &part, 1, 0, NULL, NULL) == 0) {
+      st->eof = 1;
+      submit_or_resume(st, nv, 3);
+    }
+    return 0;
+  }
+  isv__buf_append(&st->body, data, len);
+  return st->body.failed ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user) {
+  isv__h2 *h = user;
+  if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
+  h2_stream *st = stream_of(s, f->hd.stream_id);
+  if (st == NULL) return 0;
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+    if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+    if (st->is_grpc) {
+      if (st->prefix_len != 0 && st->dispatched) {
+        transport_end(st, ISV__GRPC_INTERNAL, "stream ended inside a message");
+      } else if (st->call.on_half_close && !st->app_done && !st->cancelled) {
+        st->call.on_half_close(&st->call);
+      }
+    } else if (!st->dispatched) {
+      rest_dispatch(h, st);
+    }
+  }
+  return 0;
+}
+
+static void cancel_stream(h2_stream *st) {
+  st->closed = 1;
+  if (st->ex) { /* the handler will respond into the void */
+    st->ex->conn = NULL;
+    st->ex = NULL;
+    st->app_done = 1;
+  }
+  if (st->dispatched && st->is_grpc && !st->app_done) {
+    st->cancelled = 1;
+    notify_cancel(st);
+  }
+  release_items(st);
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *user) {
+  (void)err;
+  (void)user;
+  h2_stream *st = stream_of(s, id);
+  if (st == NULL) return 0;
+  nghttp2_session_set_stream_user_data(s, id, NULL);
+  cancel_stream(st);
+  stream_maybe_free(st);
+  return 0;
+}
+
+/* ---- connection -------------------------------------------------------------------------- */
+
+int isv__h2_start(isv__conn *c, const char *data, size_t len) {
+  isv__h2 *h = calloc(1, sizeof *h);
+  nghttp2_session_callbacks *cb = NULL;
+  nghttp2_option *opt = NULL;
+  if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
+    goto fail;
+  h->c = c;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+  nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024);
+  if (nghttp2_session_server_new2(&h->s, cb, h, opt) != 0) goto fail;
+  nghttp2_session_callbacks_del(cb);
+  nghttp2_option_del(opt);
+  cb = NULL;
+  opt = NULL;
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, ISV__H2_MAX_STREAMS},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, ISV__H2_WINDOW},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)c->t->opts->max_header_bytes},
+  };
+  if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 3) != 0 ||
+      nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, ISV__H2_CONN_WINDOW) != 0)
+    goto fail;
+  c->h2 = h;
+  isv__conn_timer_start(c, c->t->opts->idle_timeout_ms);
+  isv__h2_on_read(c, data, len);
+  return 0;
+fail:
+  if (cb) nghttp2_session_callbacks_del(cb);
+  if (opt) nghttp2_option_del(opt);
+  if (h && h->s) nghttp2_session_del(h->s);
+  free(h);
+  isv__conn_close(c);
+  return -1;
+}
+
+void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
+  isv__h2 *h = c->h2;
+  h->in_recv = 1;
+  ssize_t n = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
+  h->in_recv = 0;
+  if (h->dead || c->closing) return;
+  if (n < 0) {
+    /* a protocol error (or flood): nghttp2 queued a GOAWAY; send it, then close */
+    h->shutting_down = 1;
+    flush(h);
+    if (!c->closing) isv__conn_close(c);
+    return;
+  }
+  flush(h);
+}
+
+void isv__h2_shutdown(isv__conn *c) {
+  isv__h2 *h = c->h2;
+  if (h->shutting_down) return;
+  h->shutting_down = 1;
+  nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
+                        NGHTTP2_NO_ERROR, NULL, 0);
+  flush(h);
+}
+
+void isv__h2_free(isv__conn *c) {
+  isv__h2 *h = c->h2;
+  h->dead = 1;
+  while (h->streams) {
+    h2_stream *st = h->streams;
+    h->streams = st->next;
+    if (st->next) st->next->prev = NULL;
+    st->prev = st->next = NULL;
+    h->n_streams--;
+    st->h2 = NULL;
+    cancel_stream(st);
+    if (!st->dispatched || st->app_done) stream_free(st);
+    /* else: the service frees it in isv__grpc_finish */
+  }
+  nghttp2_session_del(h->s);
+  c->h2 = NULL;
+  free(h);
+}
