@@ -1,0 +1,1087 @@
+/* KServe V2 gRPC messages ⇄ the canonical request/response (see v2_pb.h).
+ *
+ * ModelInferRequest is parsed by hand from the wire format: nanopb's 16-bit pb_size_t (Debian)
+ * cannot hold a tensor, and the hand parser gives zero-copy for free — raw_input_contents and
+ * bytes_contents are referenced in the message buffer, never copied. ModelInferResponse is
+ * written by hand too: every non-tensor byte goes into one arena block and each
+ * raw_output_contents entry is a separate part referencing the output tensor. The small
+ * messages (model ref, metadata, bool, health, stream error) go through the nanopb code
+ * generated from proto/ — all of their variable-size fields are callbacks.
+ *
+ * Alignment: a raw tensor is used in place only when its address suits its element size;
+ * otherwise it is copied once into the request arena, because backends read the data through
+ * typed pointers (float *, int64_t *) and a misaligned one is undefined behaviour.
+ *
+ * Accepted like protobuf does: fields in any order, unknown fields (skipped), repeated scalars
+ * packed or unpacked (even mixed), a repeated string/message's entries anywhere in the message,
+ * a submessage given several times (its fields merge). Rejected: groups and reserved wire
+ * types, truncation, varints over 10 bytes, strings that are not UTF-8. */
+#include "protocol/v2_pb.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <pb_decode.h>
+#include <pb_encode.h>
+
+#include "codec/utf8.h"
+#include "core/registry.h"
+#include "grpc_predict_v2.pb.h"
+#include "health.pb.h"
+
+#define MAX_NDIM 32 /* as the JSON frontend and isv_request_add_input */
+
+/* ============================================================================================
+ * Wire format reader
+ * ========================================================================================== */
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+typedef struct span {
+  const uint8_t *p;
+  size_t n;
+} span;
+
+typedef struct rd {
+  const uint8_t *p, *end;
+} rd;
+
+typedef struct field {
+  uint32_t num;
+  int wt;
+  uint64_t v; /* WT_VARINT, WT_I64, WT_I32 */
+  span s;     /* WT_LEN (and the raw bytes of I32/I64) */
+} field;
+
+static rd rd_of(span s) {
+  rd r = {s.p, s.p + s.n};
+  return r;
+}
+
+static int rd_varint(rd *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (r->p == r->end) return -1;
+    uint8_t b = *r->p++;
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1; /* more than 10 bytes */
+}
+
+static uint64_t le_load(const uint8_t *p, unsigned n) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* 1: a field was read; 0: end of the message; -1: malformed. */
+static int rd_field(rd *r, field *f) {
+  if (r->p == r->end) return 0;
+  uint64_t key, len;
+  if (rd_varint(r, &key) != 0 || key > UINT32_MAX || (key >> 3) == 0) return -1;
+  f->num = (uint32_t)(key >> 3);
+  f->wt = (int)(key & 7);
+  switch (f->wt) {
+  case WT_VARINT: return rd_varint(r, &f->v) == 0 ? 1 : -1;
+  case WT_I64:
+  case WT_I32: {
+    size_t n = f->wt == WT_I64 ? 8 : 4;
+    if ((size_t)(r->end - r->p) < n) return -1;
+    f->s.p = r->p;
+    f->s.n = n;
+    f->v = le_load(r->p, (unsigned)n);
+    r->p += n;
+    return 1;
+  }
+  case WT_LEN:
+    if (rd_varint(r, &len) != 0 || len > (uint64_t)(r->end - r->p)) return -1;
+    f->s.p = r->p;
+    f->s.n = (size_t)len;
+    r->p += len;
+    return 1;
+  default: return -1; /* groups (3, 4) and reserved types */
+  }
+}
+
+/* ============================================================================================
+ * Infer request
+ * ========================================================================================== */
+
+static int malformed(isv_request *r, const char *where) {
+  return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: %s is truncated or not a valid "
+                           "ModelInferRequest encoding", where);
+}
+
+static int wire_type(isv_request *r, const field *f, int want, const char *what) {
+  if (f->wt == want) return 0;
+  return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: %s has wire type %d, expected %d",
+                           what, f->wt, want);
+}
+
+static int text_ok(span s) {
+  return memchr(s.p, 0, s.n) == NULL && isv__utf8_valid((const char *)s.p, s.n);
+}
+
+/* A string field copied NUL-terminated into the arena (names and ids must be C strings). */
+static int get_string(isv_request *r, const field *f, const char *what, const char **out) {
+  if (wire_type(r, f, WT_LEN, what)) return r->status;
+  if (!text_ok(f->s))
+    return isv__request_fail(r, ISV_EBADREQ, "%s is not valid UTF-8 text (or holds a NUL byte)",
+                             what);
+  char *s = isv__arena_strndup(&r->arena, (const char *)f->s.p, f->s.n);
+  if (s == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  *out = s;
+  return 0;
+}
+
+/* Printable copy of untrusted bytes for an error message. */
+static const char *printable(char *buf, size_t cap, span s) {
+  size_t n = s.n < cap - 1 ? s.n : cap - 1;
+  for (size_t i = 0; i < n; i++) buf[i] = s.p[i] >= 0x20 && s.p[i] < 0x7f ? (char)s.p[i] : '?';
+  buf[n] = '\0';
+  return buf;
+}
+
+static const char *shape_text(char *out, size_t cap, const int64_t *s, size_t ndim) {
+  size_t k = 0;
+  out[k++] = '[';
+  for (size_t i = 0; i < ndim && k + 24 < cap; i++)
+    k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? "," : "", (long long)s[i]);
+  if (k + 24 >= cap && ndim) k += (size_t)snprintf(out + k, cap - k, ",...");
+  snprintf(out + k, cap - k, "]");
+  return out;
+}
+
+/* InferParameter (oneof parameter_choice). type 0 = nothing set. String values reference the
+ * message buffer. */
+static int parse_infer_parameter(isv_request *r, span s, const char *key, isv_param *out) {
+  memset(out, 0, sizeof *out);
+  rd rr = rd_of(s);
+  field f;
+  int k;
+  while ((k = rd_field(&rr, &f)) > 0) {
+    int want = f.num == 3 ? WT_LEN : f.num == 4 ? WT_I64 : WT_VARINT;
+    if (f.num < 1 || f.num > 5) continue;
+    if (f.wt != want)
+      return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: parameter '%s' has field %u "
+                               "with wire type %d", key, f.num, f.wt);
+    switch (f.num) {
+    case 1:
+      out->type = ISV_PARAM_BOOL;
+      out->v.b = f.v != 0;
+      break;
+    case 2:
+      out->type = ISV_PARAM_INT64;
+      out->v.i64 = (int64_t)f.v;
+      break;
+    case 3:
+      if (!isv__utf8_valid((const char *)f.s.p, f.s.n))
+        return isv__request_fail(r, ISV_EBADREQ, "parameter '%s': string_param is not valid UTF-8",
+                                 key);
+      out->type = ISV_PARAM_STRING;
+      out->v.s.ptr = (const char *)f.s.p;
+      out->v.s.len = f.s.n;
+      break;
+    case 4: {
+      double d;
+      memcpy(&d, &f.v, sizeof d);
+      out->type = ISV_PARAM_DOUBLE;
+      out->v.d = d;
+      break;
+    }
+    case 5:
+      out->type = ISV_PARAM_UINT64;
+      out->v.u64 = f.v;
+      break;
+    }
+  }
+  if (k < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: parameter '%s'", key);
+  return 0;
+}
+
+/* A map<string, InferParameter> entry {key 1, value 2}. */
+static int parse_param_entry(isv_request *r, span s, const char *where, span *key,
+                             isv_param *val) {
+  rd rr = rd_of(s);
+  field f;
+  int k;
+  span value = {NULL, 0};
+  int have_value = 0;
+  key->p = (const uint8_t *)"";
+  key->n = 0;
+  while ((k = rd_field(&rr, &f)) > 0) {
+    if (f.num == 1) {
+      if (wire_type(r, &f, WT_LEN, "a parameter name")) return r->status;
+      *key = f.s;
+    } else if (f.num == 2) {
+      if (wire_type(r, &f, WT_LEN, "a parameter value")) return r->status;
+      value = f.s; /* the last one wins, as protobuf's map parsing does */
+      have_value = 1;
+    }
+  }
+  if (k < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: a parameter of %s",
+                                      where);
+  if (!text_ok(*key))
+    return isv__request_fail(r, ISV_EBADREQ, "a parameter name of %s is not valid UTF-8 text",
+                             where);
+  char kb[128];
+  printable(kb, sizeof kb, *key);
+  memset(val, 0, sizeof *val);
+  if (have_value) return parse_infer_parameter(r, value, kb, val);
+  return 0;
+}
+
+static int span_is(span s, const char *lit) {
+  return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+/* ---- typed contents ------------------------------------------------------------------------ */
+
+static const char *const contents_names[9] = {
+    "", "bool_contents", "int_contents", "int64_contents", "uint_contents",
+    "uint64_contents", "fp32_contents", "fp64_contents", "bytes_contents"};
+
+/* The InferTensorContents field that carries dt; 0 for FP16/BF16 (none does). */
+static uint32_t contents_field(isv_datatype dt) {
+  switch (dt) {
+  case ISV_BOOL: return 1;
+  case ISV_INT8:
+  case ISV_INT16:
+  case ISV_INT32: return 2;
+  case ISV_INT64: return 3;
+  case ISV_UINT8:
+  case ISV_UINT16:
+  case ISV_UINT32: return 4;
+  case ISV_UINT64: return 5;
+  case ISV_FP32: return 6;
+  case ISV_FP64: return 7;
+  case ISV_BYTES: return 8;
+  default: return 0;
+  }
+}
+
+typedef struct input_ctx {
+  isv_request *r;
+  const char *name;
+  isv_datatype dt;
+  const int64_t *shape;
+  size_t ndim;
+  size_t count;
+  uint32_t want;    /* contents field number */
+  size_t seen;      /* elements counted / written */
+  uint8_t *out;     /* NULL while counting */
+  char shape_txt[96];
+} input_ctx;
+
+static int range_error(input_ctx *c, long long v, int is_unsigned) {
+  if (is_unsigned)
+    return isv__request_fail(c->r, ISV_EBADREQ, "input '%s': %s value %llu is out of range for %s",
+                             c->name, contents_names[c->want], (unsigned long long)v,
+                             isv_datatype_name(c->dt));
+  return isv__request_fail(c->r, ISV_EBADREQ, "input '%s': %s value %lld is out of range for %s",
+                           c->name, contents_names[c->want], v, isv_datatype_name(c->dt));
+}
+
+/* Store one varint element (already read) converted to c->dt. */
+static int put_varint_elem(input_ctx *c, uint64_t v) {
+  size_t i = c->seen++;
+  uint8_t *o = c->out;
+  switch (c->dt) {
+  case ISV_BOOL: o[i] = v != 0; return 0;
+  case ISV_INT8:
+  case ISV_INT16:
+  case ISV_INT32: {
+    int64_t s = (int64_t)v; /* int32 on the wire: negative values are sign-extended */
+    int64_t lo = c->dt == ISV_INT8 ? INT8_MIN : c->dt == ISV_INT16 ? INT16_MIN : INT32_MIN;
+    int64_t hi = c->dt == ISV_INT8 ? INT8_MAX : c->dt == ISV_INT16 ? INT16_MAX : INT32_MAX;
+    if (s < lo || s > hi) return range_error(c, (long long)s, 0);
+    if (c->dt == ISV_INT8) {
+      int8_t x = (int8_t)s;
+      memcpy(o + i, &x, 1);
+    } else if (c->dt == ISV_INT16) {
+      int16_t x = (int16_t)s;
+      memcpy(o + 2 * i, &x, 2);
+    } else {
+      int32_t x = (int32_t)s;
+      memcpy(o + 4 * i, &x, 4);
+    }
+    return 0;
+  }
+  case ISV_INT64: {
+    int64_t x = (int64_t)v;
+    memcpy(o + 8 * i, &x, 8);
+    return 0;
+  }
+  case ISV_UINT8:
+  case ISV_UINT16:
+  case ISV_UINT32: {
+    uint64_t hi = c->dt == ISV_UINT8 ? UINT8_MAX : c->dt == ISV_UINT16 ? UINT16_MAX : UINT32_MAX;
+    if (v > hi) return range_error(c, (long long)v, 1);
+    if (c->dt == ISV_UINT8) {
+      o[i] = (uint8_t)v;
+    } else if (c->dt == ISV_UINT16) {
+      uint16_t x = (uint16_t)v;
+      memcpy(o + 2 * i, &x, 2);
+    } else {
+      uint32_t x = (uint32_t)v;
+      memcpy(o + 4 * i, &x, 4);
+    }
+    return 0;
+  }
+  case ISV_UINT64: memcpy(o + 8 * i, &v, 8); return 0;
+  default: return 0;
+  }
+}
+
+/* One field of an InferTensorContents: count its elements (c->out == NULL) or store them. */
+static int contents_field_elems(input_ctx *c, const field *f) {
+  isv_request *r = c->r;
+  if (f->num < 1 || f->num > 8) return 0; /* unknown: skipped */
+  if (f->num != c->want)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': datatype %s takes %s, got %s", c->name,
+                             isv_datatype_name(c->dt), contents_names[c->want],
+                             contents_names[f->num]);
+  char what[64];
+  snprintf(what, sizeof what, "%s of input", contents_names[f->num]);
+  if (f->num <= 5) { /* varints, packed or not */
+    if (f->wt == WT_VARINT) {
+      if (c->out == NULL) {
+        c->seen++;
+        return 0;
+      }
+      return put_varint_elem(c, f->v);
+    }
+    if (wire_type(r, f, WT_LEN, what)) return r->status;
+    if (c->out == NULL) {
+      size_t n = 0;
+      for (size_t i = 0; i < f->s.n; i++) n += !(f->s.p[i] & 0x80);
+      if (f->s.n && (f->s.p[f->s.n - 1] & 0x80))
+        return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: packed %s of input '%s' "
+                                 "ends inside a varint", contents_names[f->num], c->name);
+      c->seen += n;
+      return 0;
+    }
+    rd rr = rd_of(f->s);
+    while (rr.p < rr.end) {
+      uint64_t v;
+      if (rd_varint(&rr, &v) != 0)
+        return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: packed %s of input '%s' "
+                                 "holds an invalid varint", contents_names[f->num], c->name);
+      if (put_varint_elem(c, v)) return r->status;
+    }
+    return 0;
+  }
+  if (f->num == 6 || f->num == 7) { /* fixed32 float / fixed64 double, packed or not */
+    size_t w = f->num == 6 ? 4 : 8;
+    int single = f->wt == (f->num == 6 ? WT_I32 : WT_I64);
+    if (!single) {
+      if (wire_type(r, f, WT_LEN, what)) return r->status;
+      if (f->s.n % w)
+        return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: packed %s of input '%s' has "
+                                 "%zu bytes, not a multiple of %zu", contents_names[f->num],
+                                 c->name, f->s.n, w);
+    }
+    size_t n = single ? 1 : f->s.n / w;
+    if (c->out) memcpy(c->out + c->seen * w, f->s.p, n * w); /* little-endian host */
+    c->seen += n;
+    return 0;
+  }
+  /* 8: bytes_contents, one element per field, referenced in place */
+  if (wire_type(r, f, WT_LEN, what)) return r->status;
+  if (c->out) {
+    isv_bytes *b = (isv_bytes *)(void *)c->out;
+    b[c->seen].ptr = (const char *)f->s.p;
+    b[c->seen].len = f->s.n;
+  }
+  c->seen++;
+  return 0;
+}
+
+/* Walk every InferTensorContents (field 5, possibly repeated: merged) of the input message. */
+static int walk_contents(input_ctx *c, span input) {
+  rd ri = rd_of(input);
+  field f;
+  while (rd_field(&ri, &f) > 0) { /* framing already checked */
+    if (f.num != 5) continue;
+    rd rc = rd_of(f.s);
+    field g;
+    int k;
+    while ((k = rd_field(&rc, &g)) > 0)
+      if (contents_field_elems(c, &g)) return c->r->status;
+    if (k < 0)
+      return isv__request_fail(c->r, ISV_EBADREQ, "malformed protobuf: contents of input '%s'",
+                               c->name);
+  }
+  return 0;
+}
+
+static int decode_typed(input_ctx *c, span input, isv_tensor *t) {
+  isv_request *r = c->r;
+  if (c->want == 0)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s data must be sent in "
+                             "raw_input_contents (InferTensorContents has no %s field)", c->name,
+                             isv_datatype_name(c->dt), isv_datatype_name(c->dt));
+  c->out = NULL;
+  c->seen = 0;
+  if (walk_contents(c, input)) return r->status;
+  if (c->seen != c->count)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s has %zu elements, shape %s needs %zu",
+                             c->name, contents_names[c->want], c->seen, c->shape_txt, c->count);
+  size_t elsize = isv_datatype_size(c->dt);
+  c->out = isv__arena_alloc(&r->arena, c->count * elsize);
+  if (c->out == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  c->seen = 0;
+  if (walk_contents(c, input)) return r->status;
+  t->data = c->out;
+  t->byte_size = c->dt == ISV_BYTES ? isv__bytes_total(t->data, c->count) : c->count * elsize;
+  return 0;
+}
+
+static int decode_raw(input_ctx *c, span raw, isv_tensor *t) {
+  isv_request *r = c->r;
+  size_t elsize = isv_datatype_size(c->dt);
+  if (c->dt != ISV_BYTES) {
+    size_t bytes = c->count * elsize;
+    if (raw.n != bytes)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents has %zu bytes, "
+                               "shape %s of %s needs %zu", c->name, raw.n, c->shape_txt,
+                               isv_datatype_name(c->dt), bytes);
+    if (((uintptr_t)raw.p % elsize) == 0) {
+      t->data = (void *)(uintptr_t)raw.p; /* in place: the buffer outlives the request */
+    } else {
+      void *d = isv__arena_alloc(&r->arena, bytes); /* misaligned for typed access: copy */
+      if (d == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+      if (bytes) memcpy(d, raw.p, bytes);
+      t->data = d;
+    }
+    t->byte_size = bytes;
+    return 0;
+  }
+  /* BYTES: u32-LE length + bytes per element; the elements reference the buffer. */
+  size_t n = 0, off = 0;
+  while (off < raw.n) {
+    if (raw.n - off < 4)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents ends inside the "
+                               "4-byte length of BYTES element %zu", c->name, n);
+    size_t len = (size_t)le_load(raw.p + off, 4);
+    off += 4;
+    if (len > raw.n - off)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s': BYTES element %zu in "
+                               "raw_input_contents has length %zu but only %zu bytes remain",
+                               c->name, n, len, raw.n - off);
+    off += len;
+    n++;
+  }
+  if (n != c->count)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents holds %zu BYTES "
+                             "elements, shape %s needs %zu", c->name, n, c->shape_txt, c->count);
+  isv_bytes *b = isv__arena_alloc(&r->arena, n * sizeof *b);
+  if (b == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  off = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = (size_t)le_load(raw.p + off, 4);
+    b[i].ptr = (const char *)raw.p + off + 4;
+    b[i].len = len;
+    off += 4 + len;
+  }
+  t->data = b;
+  t->byte_size = isv__bytes_total(b, n);
+  return 0;
+}
+
+/* ModelInferRequest.InferInputTensor number `index`, with its raw data when given. */
+static int parse_input(isv_request *r, span in, size_t index, const span *raw) {
+  char label[32];
+  snprintf(label, sizeof label, "input #%zu", index);
+  const char *name = NULL;
+  span dtname = {NULL, 0};
+  int have_dt = 0, have_contents = 0;
+  size_t ndim = 0, contents_bytes = 0;
+  rd rr = rd_of(in);
+  field f;
+  int k;
+  while ((k = rd_field(&rr, &f)) > 0) {
+    switch (f.num) {
+    case 1:
+      if (get_string(r, &f, "an input name", &name)) return r->status;
+      break;
+    case 2:
+      if (wire_type(r, &f, WT_LEN, "an input datatype")) return r->status;
+      dtname = f.s;
+      have_dt = 1;
+      break;
+    case 3:
+      if (f.wt == WT_VARINT) {
+        ndim++;
+      } else {
+        if (wire_type(r, &f, WT_LEN, "an input shape")) return r->status;
+        rd rs = rd_of(f.s);
+        uint64_t v;
+        while (rs.p < rs.end) {
+          if (rd_varint(&rs, &v) != 0) return malformed(r, "an input shape");
+          ndim++;
+        }
+      }
+      break;
+    case 4: /* input parameters: accepted and ignored (binary_data_size is REST-only) */
+      if (wire_type(r, &f, WT_LEN, "an input parameter")) return r->status;
+      break;
+    case 5:
+      if (wire_type(r, &f, WT_LEN, "input contents")) return r->status;
+      have_contents = 1;
+      contents_bytes += f.s.n;
+      break;
+    default: break;
+    }
+  }
+  if (k < 0) return malformed(r, label);
+  if (name == NULL) return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
+  if (!have_dt || dtname.n == 0)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no datatype", name);
+  isv_datatype dt = isv_datatype_from_name((const char *)dtname.p, dtname.n);
+  if (dt == ISV_TYPE_INVALID) {
+    char b[40];
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has unknown datatype '%s'", name,
+                             printable(b, sizeof b, dtname));
+  }
+  if (ndim > MAX_NDIM)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has %zu dimensions, at most %d allowed",
+                             name, ndim, MAX_NDIM);
+  int64_t *shape = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *shape);
+  if (shape == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  size_t d = 0;
+  rr = rd_of(in);
+  while (rd_field(&rr, &f) > 0) {
+    if (f.num != 3) continue;
+    if (f.wt == WT_VARINT) {
+      shape[d++] = (int64_t)f.v;
+    } else {
+      rd rs = rd_of(f.s);
+      uint64_t v;
+      while (rs.p < rs.end && rd_varint(&rs, &v) == 0) shape[d++] = (int64_t)v;
+    }
+  }
+  for (size_t i = 0; i < ndim; i++)
+    if (shape[i] < 0)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a negative dimension %lld in its "
+                               "shape", name, (long long)shape[i]);
+  input_ctx c;
+  memset(&c, 0, sizeof c);
+  c.r = r;
+  c.name = name;
+  c.dt = dt;
+  c.shape = shape;
+  c.ndim = ndim;
+  c.want = contents_field(dt);
+  shape_text(c.shape_txt, sizeof c.shape_txt, shape, ndim);
+  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &c.count, NULL) != 0)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape %s whose size overflows",
+                             name, c.shape_txt);
+  isv_tensor t;
+  memset(&t, 0, sizeof t);
+  if (raw != NULL) {
+    if (have_contents && contents_bytes > 0)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has both contents and "
+                               "raw_input_contents; send its data in exactly one of them", name);
+    if (decode_raw(&c, *raw, &t)) return r->status;
+  } else if (have_contents) {
+    if (decode_typed(&c, in, &t)) return r->status;
+  } else if (c.count == 0) {
+    t.data = isv__arena_alloc(&r->arena, 0);
+    if (t.data == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  } else {
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no data: set its contents or its "
+                             "raw_input_contents entry", name);
+  }
+  isv_tensor *in_t = isv__request_push_input(r);
+  if (in_t == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  in_t->name = name;
+  in_t->dt = dt;
+  in_t->shape = shape;
+  in_t->ndim = ndim;
+  in_t->data = t.data;
+  in_t->count = c.count;
+  in_t->byte_size = t.byte_size;
+  in_t->del = ISV_STATIC;
+  return 0;
+}
+
+/* ModelInferRequest.InferRequestedOutputTensor. */
+static int parse_output(isv_request *r, span s, size_t index) {
+  char label[48];
+  snprintf(label, sizeof label, "requested output #%zu", index);
+  const char *name = NULL;
+  rd rr = rd_of(s);
+  field f;
+  int k;
+  while ((k = rd_field(&rr, &f)) > 0) {
+    if (f.num == 1) {
+      if (get_string(r, &f, "a requested output name", &name)) return r->status;
+    } else if (f.num == 2) {
+      if (wire_type(r, &f, WT_LEN, "a requested output parameter")) return r->status;
+    }
+  }
+  if (k < 0) return malformed(r, label);
+  if (name == NULL) return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
+  isv__req_output *o = isv__request_push_output(r);
+  if (o == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  o->name = name;
+  char where[96];
+  snprintf(where, sizeof where, "output '%.60s'", name);
+  rr = rd_of(s);
+  while (rd_field(&rr, &f) > 0) {
+    if (f.num != 2) continue;
+    span key;
+    isv_param v;
+    if (parse_param_entry(r, f.s, where, &key, &v)) return r->status;
+    if (!span_is(key, "classification")) continue; /* binary_data etc.: ignored */
+    uint64_t kk;
+    if (v.type == ISV_PARAM_INT64 && v.v.i64 >= 0) {
+      kk = (uint64_t)v.v.i64;
+    } else if (v.type == ISV_PARAM_UINT64) {
+      kk = v.v.u64;
+    } else {
+      return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'classification' must be a "
+                               "non-negative int64_param", name);
+    }
+    if (kk > UINT32_MAX)
+      return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'classification' %llu is too large",
+                               name, (unsigned long long)kk);
+    o->classification = (uint32_t)kk;
+  }
+  return 0;
+}
+
+int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t len) {
+  static const uint8_t empty[1] = {0};
+  if (msg == NULL) {
+    msg = empty;
+    len = 0;
+  }
+  span whole = {msg, len};
+  rd rr = rd_of(whole);
+  field f;
+  int k;
+  size_t n_in = 0, n_out = 0, n_raw = 0;
+  const char *model_name = "", *version = NULL;
+  /* Pass 1: framing, the scalar fields, request parameters, and the counts. */
+  while ((k = rd_field(&rr, &f)) > 0) {
+    switch (f.num) {
+    case 1:
+      if (get_string(r, &f, "model_name", &model_name)) return r->status;
+      break;
+    case 2:
+      if (get_string(r, &f, "model_version", &version)) return r->status;
+      if (version[0] == '\0') version = NULL;
+      break;
+    case 3: {
+      const char *id;
+      if (get_string(r, &f, "id", &id)) return r->status;
+      r->id = id;
+      r->has_id = id[0] != '\0';
+      break;
+    }
+    case 4: {
+      if (wire_type(r, &f, WT_LEN, "a request parameter")) return r->status;
+      span key;
+      isv_param v;
+      if (parse_param_entry(r, f.s, "the request", &key, &v)) return r->status;
+      if (v.type == 0) break; /* a parameter without a value: nothing to pass on */
+      isv__param_entry *e = isv__request_push_param(r, (const char *)key.p, key.n);
+      if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+      e->val = v;
+      break;
+    }
+    case 5:
+    case 6:
+    case 7: {
+      static const char *const what[] = {"an input", "a requested output", "raw_input_contents"};
+      if (wire_type(r, &f, WT_LEN, what[f.num - 5])) return r->status;
+      if (f.num == 5) n_in++;
+      else if (f.num == 6) n_out++;
+      else n_raw++;
+      break;
+    }
+    default: break;
+    }
+  }
+  if (k < 0) return malformed(r, "the message");
+  r->model_name = model_name;
+  r->version = version;
+  if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "request has no inputs");
+  if (n_raw > n_in)
+    return isv__request_fail(r, ISV_EBADREQ, "request has %zu raw_input_contents but only %zu "
+                             "inputs (raw_input_contents[i] holds the data of inputs[i])",
+                             n_raw, n_in);
+  span *raw = isv__arena_alloc(&r->arena, (n_raw ? n_raw : 1) * sizeof *raw);
+  if (raw == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  /* Pass 2: the raw contents, in order. */
+  size_t i = 0;
+  rr = rd_of(whole);
+  while (rd_field(&rr, &f) > 0)
+    if (f.num == 7) raw[i++] = f.s;
+  /* Pass 3: inputs and requested outputs. */
+  size_t ii = 0, oi = 0;
+  rr = rd_of(whole);
+  while (rd_field(&rr, &f) > 0) {
+    if (f.num == 5) {
+      if (parse_input(r, f.s, ii, ii < n_raw ? &raw[ii] : NULL)) return r->status;
+      ii++;
+    } else if (f.num == 6) {
+      if (parse_output(r, f.s, oi++)) return r->status;
+    }
+  }
+  return 0;
+}
+
+/* ============================================================================================
+ * Infer response (by hand: header bytes in the arena, tensors by reference)
+ * ========================================================================================== */
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+static uint8_t *put_key(uint8_t *p, uint32_t num, int wt) {
+  return put_varint(p, ((uint64_t)num << 3) | (uint64_t)wt);
+}
+
+/* A LEN field holding n bytes: its size on the wire. */
+static size_t len_field_size(size_t n) { return 1 + varint_len(n) + n; }
+
+static uint8_t *put_bytes(uint8_t *p, uint32_t num, const void *s, size_t n) {
+  p = put_key(p, num, WT_LEN);
+  p = put_varint(p, n);
+  if (n) memcpy(p, s, n);
+  return p + n;
+}
+
+static size_t packed_shape_size(const int64_t *shape, size_t ndim) {
+  size_t n = 0;
+  for (size_t i = 0; i < ndim; i++) n += varint_len((uint64_t)shape[i]);
+  return n;
+}
+
+static size_t output_msg_size(const isv_tensor *t) {
+  const char *dn = isv_datatype_name(t->dt);
+  size_t n = len_field_size(strlen(t->name)) + len_field_size(dn ? strlen(dn) : 0);
+  if (t->ndim) n += len_field_size(packed_shape_size(t->shape, t->ndim));
+  return n;
+}
+
+static size_t bytes_len(const isv_bytes *b) { return b->ptr ? b->len : 0; }
+
+/* The bytes of raw_output_contents[i]: the tensor itself, or BYTES serialised into the arena. */
+static int output_raw(isv_request *r, const isv_tensor *t, const void **p, size_t *n) {
+  if (t->dt != ISV_BYTES) {
+    *p = t->data;
+    *n = t->data ? t->byte_size : 0;
+    return 0;
+  }
+  const isv_bytes *b = t->data;
+  size_t total = 0;
+  for (size_t i = 0; b && i < t->count; i++) {
+    if (bytes_len(&b[i]) > UINT32_MAX) return ISV_EINTERNAL;
+    total += 4 + bytes_len(&b[i]);
+  }
+  uint8_t *out = isv__arena_alloc(&r->arena, total);
+  if (out == NULL) return ISV_ENOMEM;
+  uint8_t *q = out;
+  for (size_t i = 0; b && i < t->count; i++) {
+    uint32_t l = (uint32_t)bytes_len(&b[i]);
+    for (unsigned j = 0; j < 4; j++) *q++ = (uint8_t)(l >> (8 * j));
+    if (l) memcpy(q, b[i].ptr, l);
+    q += l;
+  }
+  *p = out;
+  *n = total;
+  return 0;
+}
+
+static int encode_response(isv_request *r, isv__parts *out, int stream) {
+  const char *mn = isv_request_model_name(r), *mv = isv_request_model_version(r);
+  if (mn == NULL) mn = "";
+  if (mv == NULL) mv = "";
+  const char *id = r->has_id && r->id ? r->id : "";
+  size_t n = r->n_outputs;
+  const void **data = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *data);
+  size_t *dlen = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *dlen);
+  uv_buf_t *v = isv__arena_alloc(&r->arena, (2 + 2 * n) * sizeof *v);
+  if (data == NULL || dlen == NULL || v == NULL) return ISV_ENOMEM;
+  /* Sizes: header = fields 1..5 + the key and length of every raw_output_contents entry. */
+  size_t head = 0, total;
+  if (mn[0]) head += len_field_size(strlen(mn));
+  if (mv[0]) head += len_field_size(strlen(mv));
+  if (id[0]) head += len_field_size(strlen(id));
+  for (size_t i = 0; i < n; i++) {
+    head += len_field_size(output_msg_size(&r->outputs[i]));
+    int rc = output_raw(r, &r->outputs[i], &data[i], &dlen[i]);
+    if (rc) return rc;
+    head += 1 + varint_len(dlen[i]);
+  }
+  total = head;
+  for (size_t i = 0; i < n; i++) total += dlen[i];
+  size_t prefix = stream ? 1 + varint_len(total) : 0;
+  uint8_t *h = isv__arena_alloc(&r->arena, prefix + head);
+  if (h == NULL) return ISV_ENOMEM;
+  uint8_t *p = h;
+  if (stream) { /* ModelStreamInferResponse.infer_response (2) */
+    p = put_key(p, 2, WT_LEN);
+    p = put_varint(p, total);
+  }
+  if (mn[0]) p = put_bytes(p, 1, mn, strlen(mn));
+  if (mv[0]) p = put_bytes(p, 2, mv, strlen(mv));
+  if (id[0]) p = put_bytes(p, 3, id, strlen(id));
+  for (size_t i = 0; i < n; i++) {
+    const isv_tensor *t = &r->outputs[i];
+    const char *dn = isv_datatype_name(t->dt);
+    p = put_key(p, 5, WT_LEN);
+    p = put_varint(p, output_msg_size(t));
+    p = put_bytes(p, 1, t->name, strlen(t->name));
+    p = put_bytes(p, 2, dn ? dn : "", dn ? strlen(dn) : 0);
+    if (t->ndim) {
+      p = put_key(p, 3, WT_LEN);
+      p = put_varint(p, packed_shape_size(t->shape, t->ndim));
+      for (size_t d = 0; d < t->ndim; d++) p = put_varint(p, (uint64_t)t->shape[d]);
+    }
+  }
+  size_t nv = 0;
+  uint8_t *seg = h;
+  for (size_t i = 0; i < n; i++) {
+    p = put_key(p, 6, WT_LEN);
+    p = put_varint(p, dlen[i]);
+    if (dlen[i] == 0) continue;
+    v[nv++] = uv_buf_init((char *)seg, (unsigned)(p - seg));
+    v[nv++] = uv_buf_init((char *)(uintptr_t)data[i], 0);
+    v[nv - 1].len = dlen[i]; /* uv_buf_t.len is size_t on Unix: no 4 GiB cut */
+    seg = p;
+  }
+  if (p > seg) v[nv++] = uv_buf_init((char *)seg, (unsigned)(p - seg));
+  out->v = v;
+  out->n = nv;
+  out->total = prefix + total;
+  return 0;
+}
+
+int isv__v2pb_encode_infer_response(isv_request *r, isv__parts *out) {
+  return encode_response(r, out, 0);
+}
+
+int isv__v2pb_encode_stream_response(isv_request *r, isv__parts *out) {
+  return encode_response(r, out, 1);
+}
+
+/* ============================================================================================
+ * Small messages through nanopb
+ * ========================================================================================== */
+
+static bool buf_write(pb_ostream_t *s, const pb_byte_t *p, size_t n) {
+  isv__buf *b = s->state;
+  isv__buf_append(b, p, n);
+  return !b->failed;
+}
+
+static int encode_to_buf(const pb_msgdesc_t *fields, const void *msg, isv__buf *out) {
+  pb_ostream_t s;
+  memset(&s, 0, sizeof s);
+  s.callback = buf_write;
+  s.state = out;
+  s.max_size = SIZE_MAX;
+  if (out->failed) return ISV_ENOMEM;
+  return pb_encode(&s, fields, msg) && !out->failed ? 0 : ISV_ENOMEM;
+}
+
+static bool enc_cstr(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
+  const char *str = *arg;
+  if (str == NULL || str[0] == '\0') return true; /* proto3 default: not written */
+  return pb_encode_tag_for_field(s, f) && pb_encode_string(s, (const pb_byte_t *)str, strlen(str));
+}
+
+static void cstr_cb(pb_callback_t *cb, const char *s) {
+  cb->funcs.encode = enc_cstr;
+  cb->arg = (void *)(uintptr_t)s;
+}
+
+int isv__v2pb_encode_stream_error(const char *message, isv__buf *out) {
+  inference_ModelStreamInferResponse m = inference_ModelStreamInferResponse_init_zero;
+  cstr_cb(&m.error_message, message);
+  return encode_to_buf(inference_ModelStreamInferResponse_fields, &m, out);
+}
+
+int isv__v2pb_encode_bool1(int v, isv__buf *out) {
+  inference_ServerLiveResponse m = inference_ServerLiveResponse_init_zero;
+  m.live = v != 0;
+  return encode_to_buf(inference_ServerLiveResponse_fields, &m, out);
+}
+
+typedef struct strlist {
+  const char *const *v;
+  size_t n;
+} strlist;
+
+static bool enc_strlist(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
+  const strlist *l = *arg;
+  for (size_t i = 0; i < l->n; i++) {
+    const char *str = l->v[i] ? l->v[i] : "";
+    if (!pb_encode_tag_for_field(s, f) ||
+        !pb_encode_string(s, (const pb_byte_t *)str, strlen(str)))
+      return false;
+  }
+  return true;
+}
+
+int isv__v2pb_encode_server_metadata(const char *name, const char *version,
+                                     const char *const *extensions, size_t n, isv__buf *out) {
+  inference_ServerMetadataResponse m = inference_ServerMetadataResponse_init_zero;
+  strlist l = {extensions, extensions ? n : 0};
+  cstr_cb(&m.name, name);
+  cstr_cb(&m.version, version);
+  m.extensions.funcs.encode = enc_strlist;
+  m.extensions.arg = &l;
+  return encode_to_buf(inference_ServerMetadataResponse_fields, &m, out);
+}
+
+/* ModelMetadataResponse */
+
+typedef struct io_list {
+  const isv__io *io;
+  size_t n;
+  int batch; /* max_batch > 0: a leading -1 */
+} io_list;
+
+typedef struct shape_arg {
+  const isv__io *io;
+  int batch;
+} shape_arg;
+
+static bool enc_shape(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
+  const shape_arg *a = *arg;
+  size_t ndim = a->io->ndim + (a->batch ? 1 : 0);
+  if (ndim == 0) return true;
+  size_t sz = 0;
+  for (size_t i = 0; i < ndim; i++) {
+    int64_t d = a->batch ? (i == 0 ? -1 : a->io->shape[i - 1]) : a->io->shape[i];
+    sz += varint_len((uint64_t)d);
+  }
+  if (!pb_encode_tag(s, PB_WT_STRING, f->tag) || !pb_encode_varint(s, sz)) return false;
+  for (size_t i = 0; i < ndim; i++) {
+    int64_t d = a->batch ? (i == 0 ? -1 : a->io->shape[i - 1]) : a->io->shape[i];
+    if (!pb_encode_varint(s, (uint64_t)d)) return false;
+  }
+  return true;
+}
+
+static bool enc_io_list(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
+  const io_list *l = *arg;
+  for (size_t i = 0; i < l->n; i++) {
+    inference_ModelMetadataResponse_TensorMetadata tm =
+        inference_ModelMetadataResponse_TensorMetadata_init_zero;
+    shape_arg sa = {&l->io[i], l->batch};
+    cstr_cb(&tm.name, l->io[i].name);
+    cstr_cb(&tm.datatype, isv_datatype_name(l->io[i].dt));
+    tm.shape.funcs.encode = enc_shape;
+    tm.shape.arg = &sa;
+    if (!pb_encode_tag_for_field(s, f) ||
+        !pb_encode_submessage(s, inference_ModelMetadataResponse_TensorMetadata_fields, &tm))
+      return false;
+  }
+  return true;
+}
+
+static bool enc_versions(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
+  const isv_model *m = *arg;
+  for (const isv_model *v = m->entry ? m->entry->versions : m; v; v = v->next) {
+    if (!pb_encode_tag_for_field(s, f) ||
+        !pb_encode_string(s, (const pb_byte_t *)v->version, strlen(v->version)))
+      return false;
+    if (m->entry == NULL) break;
+  }
+  return true;
+}
+
+int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out) {
+  const isv_model_config *c = m->cfg;
+  inference_ModelMetadataResponse msg = inference_ModelMetadataResponse_init_zero;
+  io_list in = {c->inputs, c->n_inputs, c->max_batch > 0};
+  io_list outs = {c->outputs, c->n_outputs, c->max_batch > 0};
+  cstr_cb(&msg.name, c->name);
+  cstr_cb(&msg.platform, c->platform);
+  msg.versions.funcs.encode = enc_versions;
+  msg.versions.arg = (void *)(uintptr_t)m;
+  msg.inputs.funcs.encode = enc_io_list;
+  msg.inputs.arg = &in;
+  msg.outputs.funcs.encode = enc_io_list;
+  msg.outputs.arg = &outs;
+  return encode_to_buf(inference_ModelMetadataResponse_fields, &msg, out);
+}
+
+/* Decoding small messages: string callbacks copy into the caller's arrays. */
+
+typedef struct cstr_dst {
+  char *p;
+  size_t cap;
+} cstr_dst;
+
+static bool dec_cstr(pb_istream_t *s, const pb_field_t *f, void **arg) {
+  (void)f;
+  cstr_dst *d = *arg;
+  size_t n = s->bytes_left;
+  if (n >= d->cap) return false; /* too long */
+  if (!pb_read(s, (pb_byte_t *)d->p, n)) return false;
+  if (memchr(d->p, 0, n) != NULL) return false;
+  d->p[n] = '\0';
+  return true;
+}
+
+int isv__v2pb_decode_model_ref(const uint8_t *msg, size_t len, char *name, size_t name_cap,
+                               char *version, size_t version_cap) {
+  if (name == NULL || version == NULL || name_cap == 0 || version_cap == 0) return -1;
+  name[0] = '\0';
+  version[0] = '\0';
+  /* ModelReadyRequest and ModelMetadataRequest have the same fields */
+  inference_ModelReadyRequest m = inference_ModelReadyRequest_init_zero;
+  cstr_dst dn = {name, name_cap}, dv = {version, version_cap};
+  m.name.funcs.decode = dec_cstr;
+  m.name.arg = &dn;
+  m.version.funcs.decode = dec_cstr;
+  m.version.arg = &dv;
+  pb_istream_t s = pb_istream_from_buffer(msg ? msg : (const pb_byte_t *)"", msg ? len : 0);
+  return pb_decode(&s, inference_ModelReadyRequest_fields, &m) ? 0 : -1;
+}
+
+int isv__health_decode_request(const uint8_t *msg, size_t len, char *service, size_t cap) {
+  if (service == NULL || cap == 0) return -1;
+  service[0] = '\0';
+  grpc_health_v1_HealthCheckRequest m = grpc_health_v1_HealthCheckRequest_init_zero;
+  cstr_dst d = {service, cap};
+  m.service.funcs.decode = dec_cstr;
+  m.service.arg = &d;
+  pb_istream_t s = pb_istream_from_buffer(msg ? msg : (const pb_byte_t *)"", msg ? len : 0);
+  return pb_decode(&s, grpc_health_v1_HealthCheckRequest_fields, &m) ? 0 : -1;
+}
+
+int isv__health_encode_response(int status, isv__buf *out) {
+  grpc_health_v1_HealthCheckResponse m = grpc_health_v1_HealthCheckResponse_init_zero;
+  if (status < 0 || status > 3) status = 0;
+  m.status = (grpc_health_v1_HealthCheckResponse_ServingStatus)status;
+  return encode_to_buf(grpc_health_v1_HealthCheckResponse_fields, &m, out);
+}
