@@ -833,8 +833,8 @@ static void response_encodes_and_references_tensors(void **state) {
   prd q = {flat, flat + sp.total};
   unsigned num, wt;
   uint64_t v;
-  const uint8_t *s;
-  size_t sn;
+  const uint8_t *s = NULL;
+  size_t sn = 0;
   assert_true(p_field(&q, &num, &wt, &v, &s, &sn));
   assert_int_equal(num, 2);
   assert_int_equal(sn, parts.total);
