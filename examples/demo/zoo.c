@@ -375,7 +375,13 @@ static int slow_infer(isv_request *req, void *user) {
   int32_t ms = as_i32(load_u32(isv_tensor_data(in), 0));
   if (ms < 0)
     return fail(req, ISV_EBADREQ, "INPUT0 must be >= 0 milliseconds, got %" PRId32, ms);
-  uv_sleep((unsigned)(ms > SLOW_MAX_MS ? SLOW_MAX_MS : ms)); /* pool mode: blocks a worker only */
+  /* Pool mode: blocks a worker only. Sleeps in short steps so that a request whose client went
+   * away (or whose deadline passed) gives its worker back early. */
+  for (int32_t left = ms > SLOW_MAX_MS ? SLOW_MAX_MS : ms; left > 0; left -= 10) {
+    if (isv_request_cancelled(req))
+      return isv_request_complete(req, ISV_ECANCELED, "cancelled by the client");
+    uv_sleep(left < 10 ? (unsigned)left : 10);
+  }
   return add_const_i32(req, NULL);
 }
 
