@@ -13,6 +13,10 @@
  *    "any thread" (the backend-side request functions, which the thread running the backend
  *    or completing the request may call).
  *  - A call that fails never fires its callback.
+ *  - Like any libuv program that writes to sockets, the host must ignore SIGPIPE
+ *    (signal(SIGPIPE, SIG_IGN)): a client that disconnects mid-response must not kill it.
+ *  - ISV_EXEC_POOL backends run on libuv's thread pool, shared with the host's fs and DNS
+ *    work: UV_THREADPOOL_SIZE (default 4) bounds how many run at once.
  */
 #ifndef INFERSERVE_H
 #define INFERSERVE_H
@@ -266,8 +270,9 @@ ISV_EXTERN const char *isv_tensor_name(const isv_tensor *t);
 ISV_EXTERN isv_datatype isv_tensor_datatype(const isv_tensor *t);
 ISV_EXTERN const int64_t *isv_tensor_shape(const isv_tensor *t, size_t *ndim);
 ISV_EXTERN size_t isv_tensor_element_count(const isv_tensor *t);
-/* Fixed-size types: the row-major little-endian elements. BYTES: an isv_bytes array of
- * element_count entries. */
+/* Fixed-size types: the row-major little-endian elements, aligned to at least the element
+ * size (the library copies a misaligned wire buffer rather than hand it out). BYTES: an
+ * isv_bytes array of element_count entries. */
 ISV_EXTERN const void *isv_tensor_data(const isv_tensor *t);
 /* Bytes of data: element_count * size (for BYTES, the sum of the element lengths). */
 ISV_EXTERN size_t isv_tensor_byte_size(const isv_tensor *t);
@@ -317,8 +322,8 @@ ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, cons
  * may skip unrequested outputs; the library drops any it produces anyway. Any thread. */
 ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name);
 /* Allocate output `name` (declared in the model config, datatype must match, shape must fit
- * the declared one with its batch dimension) and return its buffer in *data, owned by the
- * library and written to the client in place. BYTES: *data is an isv_bytes array whose
+ * the declared one with its batch dimension) and return its buffer in *data (16-byte
+ * aligned), owned by the library and written to the client in place. BYTES: *data is an isv_bytes array whose
  * entries the backend fills with memory that stays valid until the request completes
  * (isv_request_alloc() memory, or its own). Any thread. */
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,

@@ -32,20 +32,20 @@ typedef struct {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: inferserve-demo [--listen HOST:PORT]...\n"
+          "usage: inferserve-demo [--listen HOST:PORT]... [OPTION]...\n"
           "\n"
           "Serve the libinferserve demo model zoo (simple, simple_string, identity_*,\n"
           "multi_version, classifier, half_plus_three, slow, failing, loading).\n"
           "\n"
-          "  --listen HOST:PORT  listen here (repeatable; IPv6 as [::1]:8000; port 0 picks a\n"
-          "                      free port). Default: 127.0.0.1:8000 and 127.0.0.1:8001\n"
+          "  --listen HOST:PORT       listen here (repeatable; IPv6 as [::1]:8000; port 0\n"
+          "                           picks a free port). Default: 127.0.0.1:8000 and :8001\n"
           "  --max-body-bytes N       413 beyond (default 64 MiB)\n"
           "  --max-header-bytes N     431 beyond (default 64 KiB)\n"
           "  --idle-timeout-ms N      close idle keep-alive connections (default 60000)\n"
           "  --header-timeout-ms N    408 when a request is not received in time (default 30000)\n"
           "  --max-connections N      connections beyond are closed (default 10000)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
-          "  --help              show this help\n");
+          "  --help                   show this help\n");
 }
 
 /* "HOST:PORT" or "[V6]:PORT" -> a; 0 or -1. */
@@ -228,11 +228,13 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < naddrs; i++) {
     if ((rc = isv_server_listen(d.srv, addrs[i].host, addrs[i].port)) < 0) {
-      const char *why = isv_server_last_error(d.srv);
-      fprintf(stderr, "inferserve-demo: cannot listen on %s%s%s:%d: %s\n",
-              strchr(addrs[i].host, ':') ? "[" : "", addrs[i].host,
-              strchr(addrs[i].host, ':') ? "]" : "", addrs[i].port,
-              why && *why ? why : isv_strerror(rc));
+      const char *why = isv_server_last_error(d.srv); /* names the address already */
+      if (why != NULL && *why != '\0')
+        fprintf(stderr, "inferserve-demo: %s\n", why);
+      else
+        fprintf(stderr, "inferserve-demo: cannot listen on %s%s%s:%d: %s\n",
+                strchr(addrs[i].host, ':') ? "[" : "", addrs[i].host,
+                strchr(addrs[i].host, ':') ? "]" : "", addrs[i].port, isv_strerror(rc));
       return 1;
     }
   }
