@@ -30,6 +30,7 @@ static int b64_val(unsigned char c) {
 void isv__base64_encode(isv__buf *b, const void *p, size_t n) {
   const unsigned char *s = p;
   size_t out_len = (n + 2) / 3 * 4;
+  if (n == 0) return;
   if (n > (SIZE_MAX / 4) * 3 - 3) {
     b->failed = 1;
     return;

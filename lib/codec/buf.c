@@ -18,7 +18,7 @@ void isv__buf_free(isv__buf *b) {
 
 char *isv__buf_reserve(isv__buf *b, size_t n) {
   if (b->failed) return NULL;
-  if (b->cap - b->len >= n) return b->data + b->len;
+  if (b->data && b->cap - b->len >= n) return b->data + b->len;
   if (n > SIZE_MAX / 2 - b->len) {
     b->failed = 1;
     return NULL;

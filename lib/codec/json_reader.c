@@ -957,6 +957,32 @@ typedef struct numlit {
 
 #define EXP_SAT 100000000000LL
 
+/* SWAR: the number of leading ASCII digits in the 8 bytes at p (0..8) and their value. */
+ISV_INLINE int swar_digits(const char *p, uint64_t *val) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  uint64_t x = v ^ 0x3030303030303030u; /* digits become 0..9 */
+  /* high bit of each byte that is not a digit (carries only ever leave non-digit bytes, so
+   * the first non-digit byte is always flagged correctly) */
+  uint64_t nd = ((x + 0x7676767676767676u) | x) & 0x8080808080808080u;
+  int k = nd ? __builtin_ctzll(nd) >> 3 : 8;
+  if (k == 0) {
+    *val = 0;
+    return 0;
+  }
+  x <<= 8 * (8 - k); /* drop the non-digits; the vacated low bytes are leading zeros */
+  x = (x * 10) + (x >> 8);
+  x = (((x & 0x000000FF000000FFu) * (100 + (UINT64_C(1000000) << 32))) +
+       (((x >> 16) & 0x000000FF000000FFu) * (1 + (UINT64_C(10000) << 32)))) >> 32;
+  *val = x;
+  return k;
+}
+
+static const uint64_t p10u[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
 /* Scan one number literal at p (p < end). Returns the end, or NULL with *err set (and the
  * returned error position in *errp). */
 ISV_INLINE const char *scan_num(const char *p, const char *end, numlit *n, int *err,
@@ -983,7 +1009,15 @@ ISV_INLINE const char *scan_num(const char *p, const char *end, numlit *n, int *
       return NULL;
     }
   } else if (ISV_LIKELY(is_digit(c))) {
-    do {
+    while (end - p >= 8 && nd <= 11) {
+      uint64_t v;
+      int k = swar_digits(p, &v);
+      w = w * p10u[k] + v;
+      nd += k;
+      p += k;
+      if (k < 8) goto int_done;
+    }
+    while (p < end && is_digit((unsigned char)*p)) {
       unsigned d = (unsigned char)*p - '0';
       if (ISV_LIKELY(nd < 19)) {
         w = w * 10 + d;
@@ -993,7 +1027,8 @@ ISV_INLINE const char *scan_num(const char *p, const char *end, numlit *n, int *
         n->truncated |= (d != 0);
       }
       p++;
-    } while (p < end && is_digit((unsigned char)*p));
+    }
+  int_done:;
   } else if (c == 'I') {
     if (end - p >= 8 && memcmp(p, "Infinity", 8) == 0) {
       n->special = NUM_INF;
@@ -1031,6 +1066,15 @@ ISV_INLINE const char *scan_num(const char *p, const char *end, numlit *n, int *
         q--;
       }
     }
+    while (end - p >= 8 && nd <= 11) {
+      uint64_t v;
+      int k = swar_digits(p, &v);
+      w = w * p10u[k] + v;
+      nd += k;
+      q -= k;
+      p += k;
+      if (k < 8) goto frac_done;
+    }
     while (p < end && is_digit((unsigned char)*p)) {
       unsigned d = (unsigned char)*p - '0';
       if (ISV_LIKELY(nd < 19)) {
@@ -1042,6 +1086,7 @@ ISV_INLINE const char *scan_num(const char *p, const char *end, numlit *n, int *
       }
       p++;
     }
+  frac_done:;
   }
   if (p < end && (*p | 0x20) == 'e') {
     n->is_int = 0;
@@ -1832,6 +1877,15 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
       if (v == 0) {
         if (s < end && is_digit((unsigned char)*s)) return elem_int_error(r, p, end, idx, dt, 0), NULL;
       } else {
+        int ndig = 1;
+        while (end - s >= 8 && ndig <= 11) {
+          uint64_t x;
+          int k = swar_digits(s, &x);
+          v = v * p10u[k] + x;
+          ndig += k;
+          s += k;
+          if (k < 8) break;
+        }
         while (s < end && is_digit((unsigned char)*s)) {
           unsigned d = (unsigned char)*s - '0';
           if (ISV_UNLIKELY(v > (UINT64_MAX - d) / 10)) overflow = 1;

@@ -84,7 +84,9 @@ int isv__json_fail(isv__json_reader *r, size_t offset, const char *fmt, ...)
     ;
 
 /* Number conversions of a NUMBER token. Floats are correctly rounded (bit-identical to
- * strtof/strtod of the same text); NaN/Infinity accepted. Integers reject a fraction,
+ * strtof/strtod of the same text, without depending on the locale); NaN/Infinity accepted; like
+ * strtod, a finite literal beyond the range gives +-Infinity ("1e400") and one below half
+ * the smallest subnormal gives +-0 ("1e-400"), without an error. Integers reject a fraction,
  * an exponent, NaN/Infinity and out-of-range values. Return 0, or -1 (no reader state
  * touched: the caller reports the error with isv__json_fail). */
 int isv__json_to_double(const isv__json_token *t, double *out);
@@ -114,12 +116,6 @@ int isv__json_to_bf16(const isv__json_token *t, uint16_t *out);
  * index and what was wrong, e.g. "element 17: 300 is out of range for UINT8"). */
 int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
                           void *out, size_t count);
-
-/* Internal, shared with json_writer.c: floor(10^k * 2^(127 - floor(log2 10^k))) as
- * {high, low} 64-bit halves, for k in [ISV__POW10_KMIN, ISV__POW10_KMAX]. */
-#define ISV__POW10_KMIN (-343)
-#define ISV__POW10_KMAX 324
-extern const uint64_t isv__pow10_tab[ISV__POW10_KMAX - ISV__POW10_KMIN + 1][2];
 
 /* Internal, shared with json_writer.c: floor(10^k * 2^(127 - floor(log2 10^k))) as
  * {high, low} 64-bit halves, for k in [ISV__POW10_KMIN, ISV__POW10_KMAX]. */

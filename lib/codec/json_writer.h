@@ -2,7 +2,10 @@
  *
  * Floats are written as the SHORTEST text that reads back (strtof/strtod, or for FP16/BF16 the
  * reader's round-to-nearest-even) to the same value; an integral float keeps ".0" ("3.0");
- * NaN, Infinity and -Infinity are written as bare tokens. Output is always valid UTF-8 JSON. */
+ * NaN, Infinity and -Infinity are written as bare tokens. Output is always valid UTF-8 JSON.
+ * The text form is Python's repr(): fixed notation while the leading digit's decimal exponent
+ * is in [-4, 15] ("0.0001", "1000000000000000.0", "-0.0"), otherwise "1e+16", "1.5e-07"
+ * (at least two exponent digits). Among the shortest texts, the one closest to the value. */
 #ifndef ISV_CODEC_JSON_WRITER_H
 #define ISV_CODEC_JSON_WRITER_H
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/stats.h"
 #include "inferserve.h"
 
 typedef struct isv__io {
@@ -40,6 +41,7 @@ struct isv_model {
   isv_model_state state;
   unsigned refs;   /* the registry's own reference + one per request using it */
   int removed;
+  isv__stats stats; /* loop thread only */
 };
 
 typedef struct isv__label {

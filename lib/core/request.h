@@ -66,6 +66,8 @@ struct isv_request {
   isv_request *qnext;
   uv_work_t work;
   uint64_t start_ns;
+  uint64_t run_ns;    /* when the backend started (0: never ran) */
+  isv__proto protocol; /* which frontend, for the metrics */
 };
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */

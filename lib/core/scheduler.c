@@ -18,11 +18,28 @@ int isv__on_loop_thread(const isv__core *c) {
   return uv_thread_equal(&self, &c->loop_thread);
 }
 
+static void record(isv_request *r) {
+  isv__stats *s = &r->model->stats;
+  s->inflight--;
+  if (r->status == 0) s->success[r->protocol]++;
+  else s->failure[r->protocol]++;
+  uint64_t now = uv_hrtime();
+  isv__hist_add(&s->latency, isv__lat_bounds, ISV__LAT_BUCKETS, (double)(now - r->start_ns) / 1e9);
+  if (r->run_ns)
+    isv__hist_add(&s->queue, isv__lat_bounds, ISV__LAT_BUCKETS,
+                  (double)(r->run_ns - r->start_ns) / 1e9);
+  double rows = 1;
+  if (r->model->cfg->max_batch > 0 && r->n_inputs > 0 && r->inputs[0].ndim > 0)
+    rows = (double)r->inputs[0].shape[0];
+  isv__hist_add(&s->batch, isv__batch_bounds, ISV__BATCH_BUCKETS, rows);
+}
+
 static void finish(isv_request *r) {
   isv__core *c = r->core;
   if (r->status == 0 && isv__request_postprocess(r) != 0 && r->errmsg[0] == '\0')
     r->errmsg = isv_strerror(r->status);
   if (r->status != 0) r->n_outputs = 0; /* a failed request shows no partial outputs */
+  if (r->counted) record(r);
   if (r->counted && --c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
   r->finished = 1;
   r->done(r, r->status, r->done_data); /* may free r */
@@ -132,6 +149,7 @@ static void after_infer(isv_request *r, int rc) {
 
 static void pool_work(uv_work_t *w) {
   isv_request *r = w->data;
+  r->run_ns = uv_hrtime();
   int rc = r->model->backend.infer(r, r->model->user);
   uv_mutex_lock(&r->core->mu);
   if (!r->completed && rc < 0) {
@@ -180,6 +198,7 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   if (c->inflight++ == 0) uv_ref((uv_handle_t *)&c->async);
   r->counted = 1;
   isv_model *m = r->model;
+  m->stats.inflight++;
   if (m->removed || m->state != ISV_MODEL_READY) {
     isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
                       m->version);
@@ -200,6 +219,7 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
     }
     return;
   }
+  r->run_ns = uv_hrtime();
   int rc = m->backend.infer(r, m->user);
   after_infer(r, rc);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "protocol/http_reply.h"
+#include "protocol/metrics_http.h"
 #include "protocol/v2_http.h"
 
 static int hexval(int c) {
@@ -63,6 +64,11 @@ void isv__router_dispatch(isv__core *core, isv__exchange *ex) {
   snprintf(shown, sizeof shown, "%s", ex->path);
   if (isv__route_split(ex->path, ex->path_len, &rt) != 0) {
     isv__reply_error(ex, ISV_EBADREQ, "malformed path '%s'", shown);
+    return;
+  }
+  if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
+    if (ex->method == ISV__M_GET || ex->method == ISV__M_HEAD) isv__metrics_reply(core, ex);
+    else isv__reply_method_not_allowed(ex, "GET");
     return;
   }
   if (seg_is(&rt, 0, "v2")) {

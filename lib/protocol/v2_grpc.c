@@ -165,6 +165,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   }
   j->g = g;
   j->r = r;
+  r->protocol = ISV__PROTO_V2_GRPC;
   j->msg = msg;
   j->next = g->jobs;
   if (g->jobs) g->jobs->prev = j;

@@ -143,6 +143,7 @@ static void infer(isv__core *core, isv__exchange *ex, const isv__route *rt, int 
     isv__reply_error(ex, ISV_ENOMEM, "out of memory");
     return;
   }
+  r->protocol = ISV__PROTO_V2_HTTP;
   r->model_name = isv__arena_strndup(&r->arena, rt->seg[2], rt->len[2]);
   r->version = versioned ? isv__arena_strndup(&r->arena, rt->seg[4], rt->len[4]) : NULL;
   if (r->model_name == NULL || (versioned && r->version == NULL)) {

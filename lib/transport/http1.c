@@ -328,9 +328,19 @@ static void on_continue_written(uv_write_t *req, int status) {
   free(req);
 }
 
+/* RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host header. */
+static int host_count(isv__conn *c) {
+  int n = 0;
+  for (size_t i = 0; i < c->n_hdrs; i++)
+    if (c->hdrs[i].nl == 4 && strncasecmp(c->head.data + c->hdrs[i].no, "host", 4) == 0) n++;
+  return n;
+}
+
 static int on_headers_complete(llhttp_t *p) {
   isv__conn *c = conn_of(p);
   c->headers_done = 1;
+  if (p->http_major == 1 && p->http_minor >= 1 && host_count(c) != 1)
+    return fail(c, 400, host_count(c) ? "more than one Host header" : "missing Host header");
   size_t max = c->t->opts->max_body_bytes;
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > max) return fail(c, 413, "request body exceeds the server's limit");
@@ -391,14 +401,35 @@ static int on_message_complete(llhttp_t *p) {
   }
   memcpy(st, c->head.data, c->head.len);
   char *tail = st + c->head.len;
-  memcpy(tail, c->head.data, c->url_len);
-  char *q = memchr(tail, '?', c->url_len);
-  size_t plen = q ? (size_t)(q - tail) : c->url_len;
+  /* absolute-form "http://host/path?q" (RFC 9112 §3.2.2): serve its path, ignore the authority */
+  const char *url = c->head.data;
+  size_t url_len = c->url_len;
+  if (url_len > 7 && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0)) {
+    const char *a = url + (url[4] == ':' ? 7 : 8);
+    const char *slash = memchr(a, '/', url_len - (size_t)(a - url));
+    const char *qm = memchr(a, '?', url_len - (size_t)(a - url));
+    const char *start = slash && (!qm || slash < qm) ? slash : qm;
+    if (start == NULL) {
+      memcpy(tail, "/", 1);
+      url_len = 1;
+    } else if (*start == '?') {
+      tail[0] = '/';
+      memcpy(tail + 1, start, url_len - (size_t)(start - url));
+      url_len = url_len - (size_t)(start - url) + 1;
+    } else {
+      url_len -= (size_t)(start - url);
+      memcpy(tail, start, url_len);
+    }
+  } else {
+    memcpy(tail, url, url_len);
+  }
+  char *q = memchr(tail, '?', url_len);
+  size_t plen = q ? (size_t)(q - tail) : url_len;
   ex->path = tail;
   ex->path_len = plen;
   if (q) {
     ex->query = q + 1;
-    ex->query_len = c->url_len - plen - 1;
+    ex->query_len = url_len - plen - 1;
     ex->query[ex->query_len] = '\0';
     *q = '\0';
   } else {

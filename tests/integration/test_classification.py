@@ -130,3 +130,28 @@ def test_classification_of_bool_output_is_400(demo):
     r = infer(demo, "identity_bool", [tensor("INPUT0", "BOOL", [1, 2], [True, False])],
               outputs=[{"name": "OUTPUT0", "parameters": {"classification": 1}}])
     assert_error(r, 400, "OUTPUT0")
+
+
+def test_non_batched_model_classification_shape_k(demo):
+    # multi_version has no batch dimension: the output becomes BYTES [k]. v3 adds 3.
+    r = infer(demo, "multi_version", [tensor("INPUT0", "INT32", [5], [1, 7, 3, 7, -4])],
+              outputs=[{"name": "OUTPUT0", "parameters": {"classification": 3}}])
+    out = outputs_by_name(ok_json(r))["OUTPUT0"]
+    assert out["datatype"] == "BYTES" and out["shape"] == [3], show(r)
+    assert out["data"] == ["10:1", "10:3", "6:2"], show(r)
+
+
+def test_classification_values_shortest_for_type(demo):
+    # FP16 0.1 is 0.0999755859375; its shortest FP16 text is "0.1".
+    r = infer(demo, "identity_fp16", [tensor("INPUT0", "FP16", [1, 3], [0.1, 0.5, 0.3])],
+              outputs=[{"name": "OUTPUT0", "parameters": {"classification": 3}}])
+    out = outputs_by_name(ok_json(r))["OUTPUT0"]
+    assert flatten(out["data"]) == ["0.5:1", "0.3:2", "0.1:0"], show(r)
+
+
+def test_classification_uint64_exact(demo):
+    r = infer(demo, "identity_uint64",
+              [tensor("INPUT0", "UINT64", [1, 3], [18446744073709551615, 1, 18446744073709551614])],
+              outputs=[{"name": "OUTPUT0", "parameters": {"classification": 2}}])
+    out = outputs_by_name(ok_json(r))["OUTPUT0"]
+    assert flatten(out["data"]) == ["18446744073709551615:0", "18446744073709551614:2"], show(r)

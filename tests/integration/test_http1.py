@@ -479,3 +479,35 @@ def test_multiple_listeners(start_demo):
     for p in ports:
         r = requests.get("http://127.0.0.1:%d/v2/health/live" % p, timeout=TIMEOUT)
         assert ok_json(r) == {"live": True}, show(r)
+
+
+# --- request-target and Host (RFC 9112 §3.2) ----------------------------------------------
+def test_head_request(demo):
+    with RawConn(demo) as c:
+        c.send(http_request("HEAD", "/v2/health/live"))
+        r = c.read_response(head=True)
+        assert r.status == 200, r
+        # no body follows: the next response on the connection parses cleanly
+        c.send(http_request("GET", "/v2/health/ready"))
+        r2 = c.read_response()
+        assert r2.status == 200 and r2.json() == {"ready": True}, r2
+
+
+def test_absolute_form_target_accepted(demo):
+    # "A server MUST accept the absolute-form in requests" (RFC 9112 §3.2.2).
+    with RawConn(demo) as c:
+        c.send(b"GET http://127.0.0.1:%d/v2/health/live HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+               % (demo.port, demo.port))
+        r = c.read_response()
+        assert r.status == 200 and r.json() == {"live": True}, r
+
+
+@pytest.mark.parametrize("headers", [b"", b"Host: a\r\nHost: b\r\n"], ids=["no-host", "two-hosts"])
+def test_http11_host_header_required_once(demo, headers):
+    # "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
+    # message that lacks a Host header field and to any request message that contains more
+    # than one Host header field" (RFC 9112 §3.2).
+    with RawConn(demo) as c:
+        c.send(b"GET /v2/health/live HTTP/1.1\r\n" + headers + b"\r\n")
+        r = c.read_response()
+        assert r.status == 400, r

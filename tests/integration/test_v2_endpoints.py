@@ -141,3 +141,13 @@ def test_half_plus_three(demo):
     assert y["data"] == [3.5, 4.0, 5.5] and y["datatype"] == "FP32" and y["shape"] == [3], show(r)
     r = infer(demo, "half_plus_three", [tensor("x", "FP32", [1], [2.0])], version="123")
     assert outputs_by_name(ok_json(r))["y"]["data"] == [4.0], show(r)
+
+
+def test_strict_readiness(start_demo):
+    # Triton's strict readiness: the LOADING model makes the whole server not ready.
+    d = start_demo("--strict-readiness")
+    r = get(d, "/v2/health/ready")
+    assert r.status_code == 503, show(r)
+    assert ok_json(r, 503) == {"ready": False}, show(r)
+    assert ok_json(get(d, "/v2/health/live")) == {"live": True}
+    assert ok_json(get(d, "/v2/models/simple/ready")) == {"ready": True}

@@ -1,0 +1,41 @@
+/* Per model-version counters and histograms, updated on the loop thread as requests finish.
+ * The core keeps numbers only; protocol/metrics_http.c renders them. */
+#ifndef ISV_CORE_STATS_H
+#define ISV_CORE_STATS_H
+
+#include <stdint.h>
+
+/* Which frontend a request came through (the "protocol" label). */
+typedef enum {
+  ISV__PROTO_INPROC = 0,
+  ISV__PROTO_V2_HTTP,
+  ISV__PROTO_V2_GRPC,
+  ISV__PROTO_COUNT
+} isv__proto;
+
+extern const char *const isv__proto_names[ISV__PROTO_COUNT];
+
+/* Upper bounds, in seconds, of the latency and queue-time histogram buckets (+Inf implied). */
+#define ISV__LAT_BUCKETS 12
+extern const double isv__lat_bounds[ISV__LAT_BUCKETS];
+#define ISV__BATCH_BUCKETS 8
+extern const double isv__batch_bounds[ISV__BATCH_BUCKETS];
+
+typedef struct isv__hist {
+  uint64_t counts[ISV__LAT_BUCKETS + 1]; /* non-cumulative; last = over every bound */
+  double sum;
+  uint64_t count;
+} isv__hist;
+
+typedef struct isv__stats {
+  uint64_t success[ISV__PROTO_COUNT];
+  uint64_t failure[ISV__PROTO_COUNT];
+  isv__hist latency; /* submit → done, seconds */
+  isv__hist queue;   /* submit → backend starts, seconds */
+  isv__hist batch;   /* rows per request (uses the first ISV__BATCH_BUCKETS bounds) */
+  int64_t inflight;
+} isv__stats;
+
+void isv__hist_add(isv__hist *h, const double *bounds, unsigned n_bounds, double v);
+
+#endif

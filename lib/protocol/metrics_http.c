@@ -1,0 +1,168 @@
+#include "protocol/metrics_http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct render {
+  isv__buf *b;
+  int pass; /* which metric family this walk over the registry writes */
+} render;
+
+static void label_value(isv__buf *b, const char *s) {
+  for (; *s; s++) {
+    if (*s == '\\' || *s == '"') {
+      isv__buf_putc(b, '\\');
+      isv__buf_putc(b, *s);
+    } else if (*s == '\n') {
+      isv__buf_puts(b, "\\n");
+    } else {
+      isv__buf_putc(b, *s);
+    }
+  }
+}
+
+static void labels(isv__buf *b, const isv_model *m) {
+  isv__buf_puts(b, "model=\"");
+  label_value(b, m->cfg->name);
+  isv__buf_puts(b, "\",version=\"");
+  label_value(b, m->version);
+  isv__buf_putc(b, '"');
+}
+
+static void num(isv__buf *b, const char *fmt, double v) {
+  char t[64];
+  int n = snprintf(t, sizeof t, fmt, v);
+  isv__buf_append(b, t, (size_t)n);
+}
+
+static void u64(isv__buf *b, uint64_t v) {
+  char t[32];
+  int n = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+  isv__buf_append(b, t, (size_t)n);
+}
+
+static void histogram(isv__buf *b, const char *name, const isv_model *m, const isv__hist *h,
+                      const double *bounds, unsigned n) {
+  uint64_t cum = 0;
+  for (unsigned i = 0; i <= n; i++) {
+    cum += h->counts[i];
+    isv__buf_puts(b, name);
+    isv__buf_puts(b, "_bucket{");
+    labels(b, m);
+    isv__buf_puts(b, ",le=\"");
+    if (i < n) num(b, "%g", bounds[i]);
+    else isv__buf_puts(b, "+Inf");
+    isv__buf_puts(b, "\"} ");
+    u64(b, cum);
+    isv__buf_putc(b, '\n');
+  }
+  isv__buf_puts(b, name);
+  isv__buf_puts(b, "_sum{");
+  labels(b, m);
+  isv__buf_puts(b, "} ");
+  num(b, "%.9g", h->sum);
+  isv__buf_putc(b, '\n');
+  isv__buf_puts(b, name);
+  isv__buf_puts(b, "_count{");
+  labels(b, m);
+  isv__buf_puts(b, "} ");
+  u64(b, h->count);
+  isv__buf_putc(b, '\n');
+}
+
+static void one_entry(isv__model_entry *e, void *data) {
+  render *rd = data;
+  isv__buf *b = rd->b;
+  for (const isv_model *m = e->versions; m; m = m->next) {
+    const isv__stats *s = &m->stats;
+    switch (rd->pass) {
+    case 0:
+      for (int p = 0; p < ISV__PROTO_COUNT; p++)
+        for (int ok = 1; ok >= 0; ok--) {
+          uint64_t v = ok ? s->success[p] : s->failure[p];
+          if (v == 0) continue;
+          isv__buf_puts(b, "isv_requests_total{");
+          labels(b, m);
+          isv__buf_puts(b, ",protocol=\"");
+          isv__buf_puts(b, isv__proto_names[p]);
+          isv__buf_puts(b, ok ? "\",outcome=\"success\"} " : "\",outcome=\"failure\"} ");
+          u64(b, v);
+          isv__buf_putc(b, '\n');
+        }
+      break;
+    case 1:
+      isv__buf_puts(b, "isv_inflight_requests{");
+      labels(b, m);
+      isv__buf_puts(b, "} ");
+      num(b, "%.0f", (double)s->inflight);
+      isv__buf_putc(b, '\n');
+      break;
+    case 2:
+      histogram(b, "isv_request_duration_seconds", m, &s->latency, isv__lat_bounds, ISV__LAT_BUCKETS);
+      break;
+    case 3:
+      histogram(b, "isv_queue_duration_seconds", m, &s->queue, isv__lat_bounds, ISV__LAT_BUCKETS);
+      break;
+    case 4:
+      histogram(b, "isv_batch_size", m, &s->batch, isv__batch_bounds, ISV__BATCH_BUCKETS);
+      break;
+    case 5:
+      isv__buf_puts(b, "isv_model_ready{");
+      labels(b, m);
+      isv__buf_puts(b, m->state == ISV_MODEL_READY ? "} 1\n" : "} 0\n");
+      break;
+    }
+  }
+}
+
+void isv__metrics_render(const isv__core *core, isv__buf *b) {
+  static const char *const head[] = {
+      "# HELP isv_requests_total Inference requests finished, by protocol and outcome.\n"
+      "# TYPE isv_requests_total counter\n",
+      "# HELP isv_inflight_requests Inference requests running now.\n"
+      "# TYPE isv_inflight_requests gauge\n",
+      "# HELP isv_request_duration_seconds Time from a request's arrival to its result.\n"
+      "# TYPE isv_request_duration_seconds histogram\n",
+      "# HELP isv_queue_duration_seconds Time a request waited before its backend started.\n"
+      "# TYPE isv_queue_duration_seconds histogram\n",
+      "# HELP isv_batch_size Rows (batch dimension) per request.\n"
+      "# TYPE isv_batch_size histogram\n",
+      "# HELP isv_model_ready 1 when the model version is READY.\n"
+      "# TYPE isv_model_ready gauge\n",
+  };
+  isv__buf_puts(b, "# HELP isv_server_ready 1 when the server is ready (online).\n"
+                   "# TYPE isv_server_ready gauge\nisv_server_ready ");
+  isv__buf_puts(b, isv__core_ready(core) ? "1\n" : "0\n");
+  for (int pass = 0; pass < 6; pass++) {
+    render rd = {b, pass};
+    isv__buf_puts(b, head[pass]);
+    isv__registry_foreach(&core->reg, one_entry, &rd);
+  }
+}
+
+static void release(void *p) { free(p); }
+
+void isv__metrics_reply(const isv__core *core, isv__exchange *ex) {
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__metrics_render(core, &b);
+  if (b.failed) {
+    isv__buf_free(&b);
+    static const char oom[] = "out of memory\n";
+    uv_buf_t part = uv_buf_init((char *)oom, sizeof oom - 1);
+    isv__response r = {.status = 500, .content_type = "text/plain", .parts = &part, .n_parts = 1};
+    isv__exchange_respond(ex, &r);
+    return;
+  }
+  size_t len;
+  char *data = isv__buf_release(&b, &len);
+  uv_buf_t part = uv_buf_init(data, (unsigned)len);
+  isv__response r = {.status = 200,
+                     .content_type = "text/plain; version=0.0.4; charset=utf-8",
+                     .parts = &part,
+                     .n_parts = 1,
+                     .release = release,
+                     .release_ctx = data};
+  isv__exchange_respond(ex, &r);
+}

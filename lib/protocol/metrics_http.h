@@ -1,0 +1,12 @@
+/* GET /metrics: the core's per model-version numbers in Prometheus text format 0.0.4. */
+#ifndef ISV_PROTOCOL_METRICS_HTTP_H
+#define ISV_PROTOCOL_METRICS_HTTP_H
+
+#include "codec/buf.h"
+#include "core/core.h"
+#include "transport/exchange.h"
+
+void isv__metrics_render(const isv__core *core, isv__buf *b);
+void isv__metrics_reply(const isv__core *core, isv__exchange *ex);
+
+#endif

@@ -1,0 +1,58 @@
+/* Prometheus rendering of the core's counters: names, labels, cumulative buckets. */
+#include "cmocka_prelude.h"
+
+#include <string.h>
+
+#include "core/request.h"
+#include "protocol/metrics_http.h"
+
+static int noop(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return 0;
+}
+
+static void renders_counters_and_cumulative_histograms(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_options o;
+  isv__options_defaults(&o);
+  isv__core core;
+  assert_int_equal(isv__core_init(&core, &loop, &o), 0);
+  isv_model_config *c = isv_model_config_new("m\"q");
+  isv_backend be = {sizeof be, noop, NULL};
+  isv_model *m;
+  assert_int_equal(isv__registry_add(&core.reg, c, "7", &be, NULL, &m), 0);
+  isv_model_config_free(c);
+  m->stats.success[ISV__PROTO_V2_HTTP] = 3;
+  m->stats.failure[ISV__PROTO_V2_GRPC] = 1;
+  isv__hist_add(&m->stats.latency, isv__lat_bounds, ISV__LAT_BUCKETS, 0.0002);
+  isv__hist_add(&m->stats.latency, isv__lat_bounds, ISV__LAT_BUCKETS, 2.0);
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__metrics_render(&core, &b);
+  isv__buf_putc(&b, '\0');
+  const char *t = b.data;
+  assert_non_null(strstr(t, "isv_requests_total{model=\"m\\\"q\",version=\"7\",protocol=\"v2_http\","
+                            "outcome=\"success\"} 3\n"));
+  assert_non_null(strstr(t, "protocol=\"v2_grpc\",outcome=\"failure\"} 1\n"));
+  assert_null(strstr(t, "protocol=\"inprocess\"")); /* zero counters are not written */
+  /* cumulative: 0 below 0.0002, 1 from 0.00025 on, 2 only at +Inf */
+  assert_non_null(strstr(t, "isv_request_duration_seconds_bucket{model=\"m\\\"q\",version=\"7\",le=\"0.0001\"} 0\n"));
+  assert_non_null(strstr(t, "isv_request_duration_seconds_bucket{model=\"m\\\"q\",version=\"7\",le=\"0.00025\"} 1\n"));
+  assert_non_null(strstr(t, "isv_request_duration_seconds_bucket{model=\"m\\\"q\",version=\"7\",le=\"1\"} 1\n"));
+  assert_non_null(strstr(t, "isv_request_duration_seconds_bucket{model=\"m\\\"q\",version=\"7\",le=\"+Inf\"} 2\n"));
+  assert_non_null(strstr(t, "isv_request_duration_seconds_count{model=\"m\\\"q\",version=\"7\"} 2\n"));
+  assert_non_null(strstr(t, "# TYPE isv_batch_size histogram\n"));
+  assert_non_null(strstr(t, "isv_server_ready 1\n"));
+  isv__buf_free(&b);
+  isv__core_close(&core, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(renders_counters_and_cumulative_histograms)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
