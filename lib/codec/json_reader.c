@@ -1432,8 +1432,8 @@ ISV_INLINE int lit_to_mag(const numlit *n, uint64_t *mag) {
 /* Parse a whole token's text as a number literal. */
 static int token_lit(const isv__json_token *t, numlit *n) {
   if (!t || t->type != ISV__JSON_NUMBER || t->len == 0) return -1;
-  int err;
-  const char *errp;
+  int err = 0;
+  const char *errp = NULL;
   const char *e = scan_num(t->ptr, t->ptr + t->len, n, &err, &errp);
   return (e && e == t->ptr + t->len) ? 0 : -1;
 }
@@ -1671,8 +1671,8 @@ again:
         return ISV__JSON_ERROR;
       }
       numlit nl;
-      int err;
-      const char *errp;
+      int err = 0;
+      const char *errp = NULL;
       const char *e = scan_num(p, end, &nl, &err, &errp);
       if (!e) {
         number_error(r, err, errp, "");
@@ -1771,8 +1771,8 @@ ISV_NOINLINE int elem_type_error(isv__json_reader *r, const char *p, size_t idx,
 ISV_NOINLINE int elem_int_error(isv__json_reader *r, const char *p, const char *end, size_t idx,
                                 isv_datatype dt, int overflow) {
   numlit nl;
-  int err;
-  const char *errp;
+  int err = 0;
+  const char *errp = NULL;
   char prefix[48];
   snprintf(prefix, sizeof prefix, "element %zu: ", idx);
   const char *e = scan_num(p, end, &nl, &err, &errp);
@@ -1833,8 +1833,8 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
         return NULL;
       }
       numlit nl;
-      int err;
-      const char *errp;
+      int err = 0;
+      const char *errp = NULL;
       const char *e = scan_num(p, end, &nl, &err, &errp);
       if (ISV_UNLIKELY(!e)) {
         char prefix[48];

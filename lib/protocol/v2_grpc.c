@@ -50,6 +50,7 @@ typedef struct gcall {
   unsigned n_msgs;
   int half_closed;
   int cancelled;
+  int draining; /* server shutdown: end with UNAVAILABLE once in-flight work is answered */
   int finished;
   unsigned inflight;
   unsigned busy; /* inside one of our event callbacks: a synchronous completion must not free */
@@ -111,6 +112,12 @@ static void job_unlink(job *j) {
   g->inflight--;
 }
 
+/* A streaming call ends OK after the client's half-close, UNAVAILABLE when drained. */
+static void end_stream(gcall *g) {
+  if (g->draining) gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+  else gcall_finish(g, 0, NULL);
+}
+
 static void infer_done(isv_request *r, int status, void *data) {
   job *j = data;
   gcall *g = j->g;
@@ -147,7 +154,7 @@ static void infer_done(isv_request *r, int status, void *data) {
         isv__grpc_send(g->call, &part, 1, free, d);
       }
     }
-    if (g->half_closed && g->inflight == 0) gcall_finish(g, 0, NULL);
+    if (g->half_closed && g->inflight == 0) end_stream(g);
   }
   gcall_maybe_free(g);
 }
@@ -301,7 +308,7 @@ static void on_half_close(isv__grpc_call *call) {
   if (g->finished) return;
   g->busy++;
   if (g->id == RPC_MODEL_STREAM_INFER) {
-    if (g->inflight == 0) gcall_finish(g, 0, NULL);
+    if (g->inflight == 0) end_stream(g);
   } else if (g->n_msgs != 1) {
     finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
   } else {
@@ -322,6 +329,21 @@ static void on_cancel(isv__grpc_call *call) {
   gcall_maybe_free(g);
 }
 
+static void on_drain(isv__grpc_call *call) {
+  gcall *g = call->app;
+  if (g->finished) return;
+  g->draining = 1;
+  g->busy++;
+  if (g->id == RPC_MODEL_STREAM_INFER) {
+    g->half_closed = 1; /* nothing more will come */
+    if (g->inflight == 0) end_stream(g);
+  } else { /* a unary call still waiting for its message */
+    gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+  }
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
 void isv__grpc_dispatch(isv__core *core, isv__grpc_call *call) {
   for (size_t i = 0; i < sizeof rpcs / sizeof rpcs[0]; i++) {
     if (strcmp(call->path, rpcs[i].path) != 0) continue;
@@ -337,6 +359,7 @@ void isv__grpc_dispatch(isv__core *core, isv__grpc_call *call) {
     call->on_message = on_message;
     call->on_half_close = on_half_close;
     call->on_cancel = on_cancel;
+    call->on_drain = on_drain;
     return;
   }
   char msg[300];

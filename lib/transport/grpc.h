@@ -41,6 +41,9 @@ struct isv__grpc_call {
   /* RST_STREAM, disconnect, or the deadline passed: nothing more will be delivered and
    * whatever is sent is dropped; the service must still call isv__grpc_finish once. */
   void (*on_cancel)(isv__grpc_call *call);
+  /* The server is shutting down and no more messages will be delivered: finish once what is
+   * in flight is answered (UNAVAILABLE tells the client to go elsewhere). */
+  void (*on_drain)(isv__grpc_call *call);
 
   void *stream; /* transport-private */
 };

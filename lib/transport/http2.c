@@ -11,7 +11,8 @@
  * consumed (copied into its message or body buffer, both bounded by the size limit).
  *
  * nghttp2 must not be re-entered: calls that arrive from inside its callbacks (a service
- * answering synchronously) only mark the session for a flush, done when mem_recv returns. */
+ * answering synchronously, a stream closing during mem_send) only mark the session for a
+ * flush, done when nghttp2 has returned. */
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,9 @@ typedef struct h2_stream {
   int closed;        /* nghttp2 closed the stream */
   int cancelled;
   int in_cancel; /* on_cancel is running: finish must not free the stream under us */
+  int remote_closed; /* the client sent END_STREAM */
+  int draining;      /* shutting down: no more messages are delivered */
+  int headers_too_big;
   isv__exchange *ex;
   /* response */
   out_item *q_head, *q_tail;
@@ -73,7 +77,7 @@ struct isv__h2 {
   h2_stream *streams;
   unsigned n_streams;
   size_t write_pending;
-  int in_recv;
+  int in_session; /* inside nghttp2 (mem_recv or mem_send): flushing now would re-enter it */
   int want_flush;
   int shutting_down;
   int dead;
@@ -109,7 +113,7 @@ static void after_write(uv_write_t *req, int status) {
 
 static void flush(isv__h2 *h) {
   if (h->dead || h->c->closing) return;
-  if (h->in_recv) {
+  if (h->in_session) {
     h->want_flush = 1;
     return;
   }
@@ -118,16 +122,19 @@ static void flush(isv__h2 *h) {
   isv__buf_init(&out);
   isv__buf_reserve(&out, sizeof(h2_write) + 16384);
   out.len = sizeof(h2_write);
+  h->in_session = 1;
+  ssize_t n = 0;
   while (h->write_pending + out.len < ISV__H2_HIGH_WATER) {
     const uint8_t *data;
-    ssize_t n = nghttp2_session_mem_send(h->s, &data);
-    if (n < 0) {
-      isv__buf_free(&out);
-      isv__conn_close(h->c);
-      return;
-    }
-    if (n == 0) break;
+    n = nghttp2_session_mem_send(h->s, &data);
+    if (n <= 0) break;
     isv__buf_append(&out, data, (size_t)n);
+  }
+  h->in_session = 0;
+  if (n < 0) {
+    isv__buf_free(&out);
+    isv__conn_close(h->c);
+    return;
   }
   if (out.failed) {
     isv__buf_free(&out);
@@ -200,6 +207,13 @@ static ssize_t read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
   size_t n = 0;
   while (n < length && st->q_head) {
     out_item *it = st->q_head;
+    if (it->idx == it->n) { /* nothing (left) to copy from this item */
+      st->q_head = it->next;
+      if (st->q_head == NULL) st->q_tail = NULL;
+      if (it->release) it->release(it->ctx);
+      free(it);
+      continue;
+    }
     uv_buf_t *p = &it->parts[it->idx];
     size_t take = p->len - it->off;
     if (take > length - n) take = length - n;
@@ -301,9 +315,11 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
     nv[n++] = (nghttp2_nv){(uint8_t *)lower[i], (uint8_t *)x->value, l, x->value_len,
                            NGHTTP2_NV_FLAG_NONE};
   }
-  int is_head = st->method && strcmp(st->method, "HEAD") == 0;
-  if (enqueue(st, is_head ? NULL : resp->parts, is_head ? 0 : resp->n_parts, 0, resp->release,
-              resp->release_ctx) != 0) {
+  if (st->method && strcmp(st->method, "HEAD") == 0) { /* headers only, END_STREAM on them */
+    if (resp->release) resp->release(resp->release_ctx);
+    st->submitted = 1;
+    nghttp2_submit_response(h->s, st->id, nv, n, NULL);
+  } else if (enqueue(st, resp->parts, resp->n_parts, 0, resp->release, resp->release_ctx) != 0) {
     nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
   } else {
     st->eof = 1;
@@ -450,6 +466,7 @@ static void stream_free(h2_stream *st) {
     if (h->n_streams == 0 && !h->dead)
       isv__conn_timer_start(h->c, h->c->t->opts->idle_timeout_ms);
   }
+  int close_now = h && !h->dead && h->shutting_down && h->n_streams == 0;
   release_items(st);
   if (st->deadline) {
     st->deadline->data = NULL;
@@ -461,6 +478,7 @@ static void stream_free(h2_stream *st) {
   free(st->hdrs);
   free(st->trailer_msg);
   free(st);
+  if (close_now) flush(h); /* sends what is left, then closes the drained connection */
 }
 
 /* A stream is freed once nghttp2 closed it and its handler/service has let go of it. */
@@ -497,10 +515,11 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
-  if (st->head.len + nlen + vlen + 2 > h->c->t->opts->max_header_bytes || st->n_headers >= 100)
-    return nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM) == 0
-               ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE
-               : NGHTTP2_ERR_CALLBACK_FAILURE;
+  if (st->headers_too_big) return 0;
+  if (st->head.len + nlen + vlen + 2 > h->c->t->opts->max_header_bytes || st->n_headers >= 100) {
+    st->headers_too_big = 1; /* answered 431 once the header block is complete, as on HTTP/1.1 */
+    return 0;
+  }
   isv__buf_append(&st->head, name, nlen);
   isv__buf_putc(&st->head, '\0');
   isv__buf_append(&st->head, value, vlen);
@@ -605,10 +624,34 @@ static void rest_dispatch(isv__h2 *h, h2_stream *st) {
 }
 
 /* Request headers are complete: gRPC calls start now (streaming), REST waits for the body. */
+/* A plain HTTP answer that ends the stream (errors found before any handler). */
+static void plain_reply(h2_stream *st, const char *status, const char *json) {
+  static const char ct[] = "application/json";
+  char clen[24];
+  snprintf(clen, sizeof clen, "%zu", strlen(json));
+  nghttp2_nv nv[] = {NV(":status", status), NV("content-type", ct), NV("content-length", clen)};
+  uv_buf_t part = uv_buf_init((char *)json, (unsigned)strlen(json));
+  st->dispatched = st->app_done = 1;
+  if (enqueue(st, &part, 1, 0, NULL, NULL) == 0) {
+    st->eof = 1;
+    submit_or_resume(st, nv, 3);
+  }
+}
+
 static int headers_done(isv__h2 *h, h2_stream *st) {
   if (index_headers(st) != 0) return -1;
   st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
+  if (st->headers_too_big) {
+    st->is_grpc = 0; /* whatever it was, it is answered here */
+    plain_reply(st, "431", "{\"error\":\"request headers exceed the server's limit\"}");
+    return 0;
+  }
   if (!st->is_grpc) return 0;
+  if (st->method == NULL || strcmp(st->method, "POST") != 0) {
+    plain_reply(st, "405", "{\"error\":\"gRPC calls must use POST\"}");
+    st->is_grpc = 0;
+    return 0;
+  }
   if (h->shutting_down) {
     grpc_refuse(st, ISV__GRPC_UNAVAILABLE, "server is shutting down", NULL, NULL);
     return 0;
@@ -641,7 +684,7 @@ static void deliver_message(h2_stream *st) {
 
 /* gRPC framing: 1 byte compressed flag, 4 bytes big-endian length, message; any split. */
 static void deframe(isv__h2 *h, h2_stream *st, const uint8_t *d, size_t n) {
-  while (n > 0 && !st->app_done && !st->cancelled) {
+  while (n > 0 && !st->app_done && !st->cancelled && !st->draining) {
     if (st->prefix_len < 5) {
       size_t take = 5 - st->prefix_len < n ? 5 - st->prefix_len : n;
       memcpy(st->prefix + st->prefix_len, d, take);
@@ -696,19 +739,9 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
   }
   if (st->dispatched) return 0;
   if (st->body.len + len > h->c->t->opts->max_body_bytes) {
-    static const char body[] = "{\"error\":\"request body exceeds the server's limit\"}";
-    uv_buf_t part = uv_buf_init((char *)body, sizeof body - 1);
-    char clen[16];
-    snprintf(clen, sizeof clen, "%zu", sizeof body - 1);
-    nghttp2_nv nv[] = {NV(":status", "413"), NV("content-type", "application/json"),
-                       NV("content-length", clen)};
-    st->dispatched = st->app_done = 1;
     isv__buf_free(&st->body);
     isv__buf_init(&st->body);
-    if (enqueue(st, &part, 1, 0, NULL, NULL) == 0) {
-      st->eof = 1;
-      submit_or_resume(st, nv, 3);
-    }
+    plain_reply(st, "413", "{\"error\":\"request body exceeds the server's limit\"}");
     return 0;
   }
   isv__buf_append(&st->body, data, len);
@@ -723,6 +756,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+    st->remote_closed = 1;
     if (st->is_grpc) {
       if (st->prefix_len != 0 && st->dispatched) {
         transport_end(st, ISV__GRPC_INTERNAL, "stream ended inside a message");
@@ -750,6 +784,21 @@ static void cancel_stream(h2_stream *st) {
   release_items(st);
 }
 
+/* We ended a gRPC stream the client is still sending on (an early error, a drained call):
+ * tell it to stop with RST_STREAM(NO_ERROR) (RFC 9113 §8.1), so neither side waits for the
+ * rest. REST streams are left to finish their upload: some HTTP clients (curl 7.88) report
+ * that RST as an error even after a complete response. */
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user) {
+  (void)user;
+  if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
+      !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    return 0;
+  h2_stream *st = stream_of(s, f->hd.stream_id);
+  if (st && st->is_grpc && !st->remote_closed)
+    nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+  return 0;
+}
+
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *user) {
   (void)err;
   (void)user;
@@ -775,6 +824,7 @@ int isv__h2_start(isv__conn *c, const char *data, size_t len) {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
   nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024);
   if (nghttp2_session_server_new2(&h->s, cb, h, opt) != 0) goto fail;
   nghttp2_session_callbacks_del(cb);
@@ -804,9 +854,9 @@ fail:
 
 void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
   isv__h2 *h = c->h2;
-  h->in_recv = 1;
+  h->in_session = 1;
   ssize_t n = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
-  h->in_recv = 0;
+  h->in_session = 0;
   if (h->dead || c->closing) return;
   if (n < 0) {
     /* a protocol error (or flood): nghttp2 queued a GOAWAY; send it, then close */
@@ -818,12 +868,26 @@ void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
   flush(h);
 }
 
+/* Graceful: GOAWAY; requests being worked on finish, but a stream that only waits for its
+ * client (still sending, or a gRPC stream the client keeps open) is ended now, so a client
+ * cannot hold the server's shutdown open. */
 void isv__h2_shutdown(isv__conn *c) {
   isv__h2 *h = c->h2;
   if (h->shutting_down) return;
   h->shutting_down = 1;
   nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
                         NGHTTP2_NO_ERROR, NULL, 0);
+  for (h2_stream *st = h->streams, *next; st; st = next) {
+    next = st->next;
+    if (st->remote_closed || st->app_done || st->cancelled) continue;
+    if (st->is_grpc && st->dispatched) {
+      st->draining = 1; /* no more messages are delivered */
+      if (st->call.on_drain) st->call.on_drain(&st->call);
+      else transport_end(st, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+    } else if (!st->dispatched) {
+      nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
+    }
+  }
   flush(h);
 }
 

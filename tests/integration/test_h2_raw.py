@@ -1,0 +1,542 @@
+"""HTTP/2 with a hand-driven client (h2raw.py): REST and gRPC multiplexed on one connection,
+RST_STREAM mid-call, flow control with a tiny window, the concurrent-stream limit,
+CONTINUATION frames, grpc-timeout units, trailers and grpc-message encoding, frames the
+server must refuse."""
+import json
+import struct
+import time
+import urllib.parse
+
+import pytest
+
+import h2raw
+from grpc_stubs import (SERVICE, add_input, decode_raw, grpc_frame, outputs_of, simple_request,
+                        slow_request, wrap32)
+from grpc_stubs import protos  # noqa: F401 (fixture)
+from h2raw import H2Conn, grpc_headers, rest_headers
+from isvtest import RawConn, http_request, simple_body
+
+T = 5.0
+
+
+def _grpc_ok(st, pb_type):
+    """A complete successful unary gRPC answer: headers, one message, trailers grpc-status 0."""
+    assert st.reset is None, st
+    assert st.status == 200, st
+    assert st.header("content-type").startswith("application/grpc"), st
+    assert len(st.blocks) == 2, "want response headers then trailers: %r" % st
+    assert st.grpc("grpc-status") == "0", st
+    msgs = st.grpc_messages()
+    assert len(msgs) == 1 and msgs[0][0] == 0, st
+    return pb_type.FromString(msgs[0][1])
+
+
+def _grpc_error(st):
+    """A gRPC error: a trailers-only response (or headers + trailers) without a message."""
+    assert st.reset is None, st
+    assert st.status == 200, st
+    assert st.grpc_messages() == [], st
+    code = st.grpc("grpc-status")
+    assert code is not None, "no grpc-status in %r" % st
+    return int(code), urllib.parse.unquote(st.grpc("grpc-message") or "")
+
+
+def _infer_call(c, demo, req, extra=()):
+    return c.request(grpc_headers(demo, SERVICE + "ModelInfer", extra),
+                     body=grpc_frame(req.SerializeToString()), end_stream=True)
+
+
+# ------------------------------------------------------------------------------------------
+# Multiplexing
+# ------------------------------------------------------------------------------------------
+def test_rest_and_grpc_on_one_connection(demo, protos):
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        s_slow = _infer_call(c, demo, slow_request(pb, 300, req_id="slow"))
+        s_ready = c.request(rest_headers(demo, "GET", "/v2/health/ready"))
+        s_live = c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                           end_stream=True)
+        body = json.dumps(simple_body(rows=1, req_id="rest")).encode()
+        s_rest = c.request(rest_headers(demo, "POST", "/v2/models/simple/infer",
+                                        [("content-type", "application/json"),
+                                         ("content-length", str(len(body)))]),
+                           body=body, end_stream=True)
+        req, fa, fb = simple_request(pb, req_id="grpc")
+        s_grpc = _infer_call(c, demo, req)
+
+        for sid in (s_ready, s_live, s_rest, s_grpc):
+            c.wait(sid)
+        assert not c.streams[s_slow].done, "the fast streams waited for the slow one"
+
+        st = c.streams[s_ready]
+        assert st.status == 200 and json.loads(st.data) == {"ready": True}, st
+        assert _grpc_ok(c.streams[s_live], pb.ServerLiveResponse).live is True
+        st = c.streams[s_rest]
+        assert st.status == 200, st
+        rest = json.loads(st.data)
+        assert rest["id"] == "rest" and len(rest["outputs"]) == 2, st
+        resp = _grpc_ok(c.streams[s_grpc], pb.ModelInferResponse)
+        assert resp.id == "grpc"
+        assert decode_raw("INT32", outputs_of(resp)["OUTPUT1"][2]) == \
+            [wrap32(x - y) for x, y in zip(fa, fb)]
+
+        resp = _grpc_ok(c.wait(s_slow), pb.ModelInferResponse)
+        assert resp.id == "slow"
+
+
+def test_many_streams_one_connection(demo, protos):
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        sids = {}
+        for i in range(60):
+            req, fa, fb = simple_request(pb, rows=1 + i % 8, req_id="m%d" % i)
+            sids[_infer_call(c, demo, req)] = (req.id, fa, fb)
+            sids[c.request(rest_headers(demo, "GET", "/v2/health/live"))] = None
+        for sid, want in sids.items():
+            st = c.wait(sid)
+            if want is None:
+                assert st.status == 200 and json.loads(st.data) == {"live": True}, st
+                continue
+            resp = _grpc_ok(st, pb.ModelInferResponse)
+            rid, fa, fb = want
+            assert resp.id == rid
+            assert decode_raw("INT32", outputs_of(resp)["OUTPUT0"][2]) == \
+                [wrap32(x + y) for x, y in zip(fa, fb)], rid
+
+
+# ------------------------------------------------------------------------------------------
+# Cancellation by RST_STREAM
+# ------------------------------------------------------------------------------------------
+def test_rst_stream_cancels_call_connection_survives(demo, protos):
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        s1 = _infer_call(c, demo, slow_request(pb, 300, req_id="cancelled"))
+        c.pump(0.05)
+        c.rst(s1, h2raw.CANCEL)
+        # the connection keeps working while the cancelled request still sleeps
+        req, fa, fb = simple_request(pb, req_id="after")
+        t0 = time.monotonic()
+        st = c.wait(_infer_call(c, demo, req))
+        assert time.monotonic() - t0 < 0.2, "blocked behind the cancelled call"
+        assert _grpc_ok(st, pb.ModelInferResponse).id == "after"
+        # the cancelled call's late completion sends nothing on stream 1
+        n_before = len([f for f in c.frames if f[2] == s1])
+        c.pump(0.4)
+        late = [f for f in c.frames if f[2] == s1][n_before:]
+        assert late == [], "frames on the reset stream after RST_STREAM: %r" % late
+        assert c.goaway is None, c.goaway
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                              end_stream=True))
+        assert _grpc_ok(st, pb.ServerLiveResponse).live
+
+
+def test_rst_stream_on_half_sent_message(demo, protos):
+    """RST_STREAM while the server holds half a message (and for a REST body half sent)."""
+    pb = protos.pb
+    req, _, _ = simple_request(pb)
+    framed = grpc_frame(req.SerializeToString())
+    with H2Conn(demo) as c:
+        s1 = c.request(grpc_headers(demo, SERVICE + "ModelInfer"), body=framed[:20],
+                       end_stream=False)
+        s3 = c.request(rest_headers(demo, "POST", "/v2/models/simple/infer",
+                                    [("content-type", "application/json")]),
+                       body=b'{"inputs": [', end_stream=False)
+        c.pump(0.05)
+        c.rst(s1)
+        c.rst(s3)
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
+        assert c.goaway is None
+
+
+# ------------------------------------------------------------------------------------------
+# Flow control
+# ------------------------------------------------------------------------------------------
+def test_server_respects_small_stream_window(demo, protos):
+    pb = protos.pb
+    window = 1000
+    payload = bytes(range(256)) * 400  # 100 KiB response
+    with H2Conn(demo, settings={h2raw.INITIAL_WINDOW_SIZE: window}, auto_window=False) as c:
+        c.pump(0.05)
+        req = pb.ModelInferRequest(model_name="identity_uint8", id="fc")
+        add_input(req, "INPUT0", "UINT8", [1, len(payload)], raw=payload)
+        s1 = _infer_call(c, demo, req)
+        c.pump(0.2)
+        st = c.streams[s1]
+        assert len(st.data) <= window, "the server sent %d bytes into a %d-byte window" % (
+            len(st.data), window)
+        assert not st.done, st
+        # a second stream still works while the first one is blocked on flow control
+        s3 = c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                       end_stream=True)
+        assert _grpc_ok(c.wait(s3), pb.ServerLiveResponse).live
+        # open the windows: the rest arrives, intact
+        c.window_update(0, 1 << 20)
+        c.window_update(s1, 1 << 20)
+        resp = _grpc_ok(c.wait(s1), pb.ModelInferResponse)
+        assert outputs_of(resp)["OUTPUT0"][2] == payload
+
+
+def test_large_request_respects_server_window(demo, protos):
+    """A 3 MiB gRPC message sent within the server's advertised windows."""
+    pb = protos.pb
+    payload = bytes(range(251)) * (3 * (1 << 20) // 251)
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        req = pb.ModelInferRequest(model_name="identity_uint8", id="big")
+        add_input(req, "INPUT0", "UINT8", [1, len(payload)], raw=payload)
+        resp = _grpc_ok(c.wait(_infer_call(c, demo, req), timeout=10), pb.ModelInferResponse)
+        assert outputs_of(resp)["OUTPUT0"][2] == payload
+
+
+# ------------------------------------------------------------------------------------------
+# Stream limits, header blocks
+# ------------------------------------------------------------------------------------------
+def test_concurrent_stream_limit(demo, protos):
+    """Streams beyond SETTINGS_MAX_CONCURRENT_STREAMS are refused: RST_STREAM REFUSED_STREAM
+    (a stream error) or, as libnghttp2 does once the limit was acknowledged, GOAWAY
+    PROTOCOL_ERROR (RFC 9113 5.1.2). Either way the server goes on serving other connections."""
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        limit = c.server_settings.get(h2raw.MAX_CONCURRENT_STREAMS)
+        assert limit is not None and 1 <= limit <= 1000, c.server_settings
+        open_sids = [c.request(grpc_headers(demo, SERVICE + "ServerLive"), end_stream=False)
+                     for _ in range(limit)]
+        extra = c.request(grpc_headers(demo, SERVICE + "ServerLive"), end_stream=False)
+        try:
+            st = c.wait(extra)
+            assert st.reset == h2raw.REFUSED_STREAM, st
+            for sid in open_sids:  # a stream error only: the others are still served
+                c.send_data(sid, grpc_frame(b""), end_stream=True)
+            for sid in open_sids:
+                assert _grpc_ok(c.wait(sid), pb.ServerLiveResponse).live
+        except h2raw.ConnectionClosed:
+            assert c.goaway is not None and c.goaway[1] == h2raw.PROTOCOL_ERROR, c.goaway
+            assert c.goaway[0] < extra, "GOAWAY last-stream-id %d covers the refused stream %d" \
+                % (c.goaway[0], extra)
+    with H2Conn(demo) as c2:
+        st = c2.wait(c2.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                                end_stream=True))
+        assert _grpc_ok(st, pb.ServerLiveResponse).live
+
+
+def test_headers_in_continuation_frames(demo, protos):
+    with H2Conn(demo) as c:
+        hdrs = grpc_headers(demo, SERVICE + "ModelMetadata", [("x-pad", "p" * 3000)])
+        msg = protos.pb.ModelMetadataRequest(name="simple").SerializeToString()
+        # HEADERS + 3 CONTINUATION frames (libnghttp2 >= 1.61 / Debian's fix for CVE-2024-28182
+        # caps a header block at 8 CONTINUATION frames)
+        sid = c.request(hdrs, body=grpc_frame(msg), end_stream=True, split_headers=900)
+        resp = _grpc_ok(c.wait(sid), protos.pb.ModelMetadataResponse)
+        assert resp.name == "simple"
+
+
+def test_oversized_header_list_refused_connection_survives(demo):
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        sid = c.request(rest_headers(demo, "GET", "/v2/health/live",
+                                     [("x-big-%d" % i, "v" * 12000) for i in range(6)]))
+        st = c.wait(sid)
+        assert st.reset is not None or st.status == 431, st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
+
+
+# ------------------------------------------------------------------------------------------
+# gRPC details on the wire
+# ------------------------------------------------------------------------------------------
+def test_grpc_response_headers_and_trailers(demo, protos):
+    with H2Conn(demo) as c:
+        msg = protos.pb.ModelMetadataRequest(name="simple").SerializeToString()
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ModelMetadata"),
+                              body=grpc_frame(msg), end_stream=True))
+        _grpc_ok(st, protos.pb.ModelMetadataResponse)
+        assert st.header("content-type") in ("application/grpc", "application/grpc+proto"), st
+        assert not any(k.startswith("grpc-") for k, _ in st.headers), \
+            "grpc-status belongs in the trailers: %r" % st
+        assert all(k.startswith("grpc-") for k, _ in st.trailers), st.trailers
+
+
+@pytest.mark.parametrize("name", ["ünïcödé", "per%cent", "new\nline", "tab\tand\r\n", "nul\x00",
+                                  "\x7f\x01 ctl"])
+def test_grpc_message_is_percent_encoded(demo, protos, name):
+    """grpc-message carries the error text percent-encoded (bytes outside 0x20-0x7E and '%');
+    an error naming odd bytes must still reach the client, never break the stream."""
+    msg = protos.pb.ModelMetadataRequest(name=name).SerializeToString()
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ModelMetadata"),
+                              body=grpc_frame(msg), end_stream=True))
+        code, text = _grpc_error(st)
+        # NOT_FOUND; a NUL can never be part of a model name, INVALID_ARGUMENT is fine too
+        assert code == 5 or ("\x00" in name and code == 3), st
+        if code == 3:
+            return
+        raw = st.grpc("grpc-message")
+        assert raw is not None and all(0x20 <= ord(ch) <= 0x7E for ch in raw), \
+            "grpc-message not percent-encoded: %r" % raw
+        decoded = urllib.parse.unquote_to_bytes(raw).decode("utf-8")
+        assert name in decoded, "decoded grpc-message %r does not name %r" % (decoded, name)
+        assert c.goaway is None
+
+
+@pytest.mark.parametrize("timeout,ms,want", [("200m", 500, "4"), ("200000u", 500, "4"),
+                                             ("99999999n", 500, "4"), ("2S", 50, "0"),
+                                             ("1M", 50, "0"), ("1H", 50, "0"),
+                                             ("99999999S", 50, "0")])
+def test_grpc_timeout_units(demo, protos, timeout, ms, want):
+    with H2Conn(demo) as c:
+        t0 = time.monotonic()
+        st = c.wait(_infer_call(c, demo, slow_request(protos.pb, ms),
+                                [("grpc-timeout", timeout)]))
+        elapsed = time.monotonic() - t0
+        assert st.grpc("grpc-status") == want, st
+        if want == "4":
+            assert 0.05 < elapsed < 0.45, "DEADLINE_EXCEEDED after %.3f s" % elapsed
+
+
+def test_grpc_timeout_on_stream(demo, protos):
+    """grpc-timeout on ModelStreamInfer: the deadline ends the call (DEADLINE_EXCEEDED) even with
+    the client's side still open and a request in flight; the late answer goes nowhere."""
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        req, _, _ = simple_request(pb, req_id="fast")
+        body = grpc_frame(req.SerializeToString()) + \
+            grpc_frame(slow_request(pb, 500, req_id="slow").SerializeToString())
+        t0 = time.monotonic()
+        sid = c.request(grpc_headers(demo, SERVICE + "ModelStreamInfer",
+                                     [("grpc-timeout", "200m")]), body=body, end_stream=False)
+        st = c.wait(sid, timeout=2)
+        elapsed = time.monotonic() - t0
+        assert st.grpc("grpc-status") == "4" or st.reset is not None, st
+        assert elapsed < 0.45, "ended after %.3f s" % elapsed
+        ids = [pb.ModelStreamInferResponse.FromString(m).infer_response.id
+               for _, m in st.grpc_messages()]
+        assert ids == ["fast"], ids
+        c.pump(0.4)
+        st2 = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st2.status == 200
+
+
+@pytest.mark.parametrize("timeout", ["abc", "", "123", "-5m", "123456789S", "1x"])
+def test_grpc_timeout_malformed(demo, protos, timeout):
+    """A malformed grpc-timeout is ignored or refused, never a crash or a stuck call."""
+    with H2Conn(demo) as c:
+        st = c.wait(_infer_call(c, demo, slow_request(protos.pb, 20),
+                                [("grpc-timeout", timeout)]))
+        assert st.reset is not None or st.grpc("grpc-status") in ("0", "3", "13"), st
+
+
+def test_unary_without_message(demo, protos):
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ModelInfer")))  # END_STREAM at once
+        code, _ = _grpc_error(st)
+        assert code == 3, st  # INVALID_ARGUMENT
+
+
+def test_request_trailers_end_the_request(demo, protos):
+    """A request may end with a trailers HEADERS frame instead of END_STREAM on DATA."""
+    with H2Conn(demo) as c:
+        sid = c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                        end_stream=False)
+        c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_STREAM | h2raw.END_HEADERS, sid,
+                           h2raw.hpack_encode([("x-trailer", "1")])))
+        assert _grpc_ok(c.wait(sid), protos.pb.ServerLiveResponse).live
+        body = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 1],
+                                       "data": [5]}]}).encode()
+        sid = c.request(rest_headers(demo, "POST", "/v2/models/identity_int32/infer",
+                                     [("content-type", "application/json")]),
+                        body=body, end_stream=False)
+        c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_STREAM | h2raw.END_HEADERS, sid,
+                           h2raw.hpack_encode([("x-trailer", "1")])))
+        st = c.wait(sid)
+        assert st.status == 200 and json.loads(st.data)["outputs"][0]["data"] == [5], st
+
+
+@pytest.mark.parametrize("path", ["/v2/health/live", "/v2/models/simple"])
+def test_rest_head_over_h2(demo, path):
+    """HEAD over h2c: the GET's status and headers, no body (or 405), and the server lives."""
+    with H2Conn(demo) as c:
+        st_get = c.wait(c.request(rest_headers(demo, "GET", path)))
+        assert st_get.status == 200, st_get
+        st = c.wait(c.request(rest_headers(demo, "HEAD", path)))
+        assert st.status in (200, 405), st
+        assert st.data == b"", "a HEAD response carries no body: %r" % st
+        if st.status == 200:
+            assert st.header("content-length") in (None, str(len(st_get.data))), st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
+
+
+def test_content_length_mismatch_over_h2(demo):
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/models/simple")))
+        assert st.status == 200 and int(st.header("content-length")) == len(st.data), st
+        # a content-length that disagrees with the DATA sent: the stream is refused
+        sid = c.request(rest_headers(demo, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json"),
+                                      ("content-length", "1000")]),
+                        body=b"{}", end_stream=True)
+        st = c.wait(sid)
+        assert st.reset is not None or st.status == 400, st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
+
+
+def test_empty_message_server_live(demo, protos):
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerMetadata"),
+                              body=grpc_frame(b""), end_stream=True))
+        assert "classification" in _grpc_ok(st, protos.pb.ServerMetadataResponse).extensions
+
+
+def test_grpc_message_split_across_many_frames(demo, protos):
+    pb = protos.pb
+    req, fa, fb = simple_request(pb, rows=8, req_id="split")
+    framed = grpc_frame(req.SerializeToString())
+    with H2Conn(demo) as c:
+        sid = c.request(grpc_headers(demo, SERVICE + "ModelInfer"), end_stream=False)
+        for i in range(0, len(framed), 7):  # 7-byte DATA frames: the prefix is split too
+            c.send_data(sid, framed[i:i + 7])
+        c.send_data(sid, b"", end_stream=True)
+        resp = _grpc_ok(c.wait(sid), pb.ModelInferResponse)
+        assert resp.id == "split"
+        assert decode_raw("INT32", outputs_of(resp)["OUTPUT0"][2]) == \
+            [wrap32(x + y) for x, y in zip(fa, fb)]
+
+
+def test_stream_infer_many_messages_in_one_frame(demo, protos):
+    pb = protos.pb
+    data = b""
+    for i in range(5):
+        req, _, _ = simple_request(pb, req_id="b%d" % i)
+        data += grpc_frame(req.SerializeToString())
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ModelStreamInfer"), body=data,
+                              end_stream=True))
+        assert st.grpc("grpc-status") == "0", st
+        ids = sorted(pb.ModelStreamInferResponse.FromString(m).infer_response.id
+                     for _, m in st.grpc_messages())
+        assert ids == ["b%d" % i for i in range(5)], st
+
+
+# ------------------------------------------------------------------------------------------
+# Frames the server must refuse
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("what", ["even_stream", "data_on_stream_0", "window_update_zero",
+                                  "headers_on_closed_stream", "settings_bad_length",
+                                  "data_on_idle_stream", "rst_on_idle_stream"])
+def test_protocol_errors_close_connection(demo, protos, what):
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        if what == "even_stream":
+            c.request(rest_headers(demo, "GET", "/v2/health/live"), sid=2)
+        elif what == "data_on_stream_0":
+            c.send(h2raw.frame(h2raw.DATA, 0, 0, b"xx"))
+        elif what == "window_update_zero":
+            c.send(h2raw.frame(h2raw.WINDOW_UPDATE, 0, 0, struct.pack(">I", 0)))
+        elif what == "headers_on_closed_stream":
+            c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+            c.request(rest_headers(demo, "GET", "/v2/health/live"), sid=1)
+        elif what == "settings_bad_length":
+            c.send(h2raw.frame(h2raw.SETTINGS, 0, 0, b"\x00\x01\x00"))
+        elif what == "data_on_idle_stream":
+            c.send(h2raw.frame(h2raw.DATA, 0, 9, b"xx"))
+        elif what == "rst_on_idle_stream":
+            c.send(h2raw.frame(h2raw.RST_STREAM, 0, 11, struct.pack(">I", 8)))
+        closed = c.wait_closed(3.0)
+        errs = [f for f in c.frames if f[0] == h2raw.RST_STREAM]
+        assert closed or errs, "no GOAWAY/close nor RST_STREAM after %s" % what
+        if closed:
+            assert c.goaway is not None and c.goaway[1] != h2raw.NO_ERROR, \
+                "%s: closed without a GOAWAY carrying an error (%r)" % (what, c.goaway)
+    with H2Conn(demo) as c2:  # everyone else is still served
+        st = c2.wait(c2.request(rest_headers(demo, "GET", "/v2/health/ready")))
+        assert st.status == 200, st
+    with RawConn(demo) as h1:
+        h1.send(http_request("GET", "/v2/health/live"))
+        assert h1.read_response().status == 200
+
+
+def test_ping_and_settings_ack(demo):
+    with H2Conn(demo) as c:
+        c.ping(b"abcdefgh")
+        deadline = time.monotonic() + T
+        while (not c.pings or not c.settings_acked) and time.monotonic() < deadline:
+            c.read_frame(deadline - time.monotonic())
+        assert c.pings == [b"abcdefgh"], c.frames
+        assert c.settings_acked, "our SETTINGS were never acknowledged"
+        assert c.frames[0][0] == h2raw.SETTINGS and not c.frames[0][1] & h2raw.ACK, \
+            "the server's first frame must be its SETTINGS"
+
+
+def test_client_goaway_then_close(demo, protos):
+    """The client says GOAWAY with a call in flight, then drops the connection."""
+    with H2Conn(demo) as c:
+        _infer_call(c, demo, slow_request(protos.pb, 200))
+        c.send(h2raw.frame(h2raw.GOAWAY, 0, 0, struct.pack(">II", 1, 0)))
+    time.sleep(0.3)
+    with H2Conn(demo) as c2:
+        st = c2.wait(c2.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200
+
+
+# ------------------------------------------------------------------------------------------
+# Responses abandoned mid-transfer (the server holds tensors by reference while sending)
+# ------------------------------------------------------------------------------------------
+def _big_identity(pb, n, rid):
+    req = pb.ModelInferRequest(model_name="identity_uint8", id=rid)
+    add_input(req, "INPUT0", "UINT8", [1, n], raw=bytes(range(256)) * (n // 256))
+    return req
+
+
+@pytest.mark.parametrize("how", ["rst_stream", "close_socket"])
+def test_response_abandoned_mid_transfer(demo, protos, how):
+    pb = protos.pb
+    n = 4 << 20
+    c = H2Conn(demo, settings={h2raw.INITIAL_WINDOW_SIZE: 65535}, auto_window=False)
+    try:
+        c.pump(0.05)
+        c.window_update(0, 1 << 24)  # the connection may carry it all; the stream may not
+        sids = [_infer_call(c, demo, _big_identity(pb, n, "big%d" % i)) for i in range(3)]
+        deadline = time.monotonic() + T
+        while sum(len(c.streams[s].data) for s in sids if s in c.streams) < 3 * 60000 and \
+                time.monotonic() < deadline:
+            c.read_frame(0.2)
+        assert all(0 < len(c.streams[s].data) <= 65535 for s in sids), \
+            [len(c.streams[s].data) for s in sids if s in c.streams]
+        if how == "rst_stream":
+            for s in sids[:2]:
+                c.rst(s, h2raw.CANCEL)
+            c.window_update(sids[2], 1 << 24)
+            resp = _grpc_ok(c.wait(sids[2]), pb.ModelInferResponse)
+            assert outputs_of(resp)["OUTPUT0"][2] == bytes(range(256)) * (n // 256)
+            st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+            assert st.status == 200
+    finally:
+        c.close()
+    time.sleep(0.1)
+    with H2Conn(demo) as c2:
+        resp = _grpc_ok(c2.wait(_infer_call(c2, demo, _big_identity(pb, 1 << 20, "again")),
+                                timeout=10), pb.ModelInferResponse)
+        assert resp.id == "again"
+
+
+def test_stream_infer_cancelled_mid_responses(demo, protos):
+    """A ModelStreamInfer with big answers queued, reset by the client mid-transfer."""
+    pb = protos.pb
+    data = b"".join(grpc_frame(_big_identity(pb, 1 << 20, "s%d" % i).SerializeToString())
+                    for i in range(4))
+    with H2Conn(demo, settings={h2raw.INITIAL_WINDOW_SIZE: 65535}, auto_window=False) as c:
+        c.pump(0.05)
+        c.window_update(0, 1 << 24)
+        sid = c.request(grpc_headers(demo, SERVICE + "ModelStreamInfer"), body=data,
+                        end_stream=True)
+        deadline = time.monotonic() + T
+        while len(c.streams[sid].data) < 60000 and time.monotonic() < deadline:
+            c.read_frame(0.2)
+        c.rst(sid, h2raw.CANCEL)
+        c.pump(0.1)
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                              end_stream=True))
+        assert _grpc_ok(st, pb.ServerLiveResponse).live
