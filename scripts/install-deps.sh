@@ -9,6 +9,7 @@ PKGS=(
   libcmocka-dev libjansson-dev
   clang libclang-rt-14-dev
   curl python3 python3-requests python3-pytest
+  python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
 )
 
 missing=()
