@@ -69,7 +69,7 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
   if CC=clang build_or_fail build-fuzz "fuzz build" -Dfuzz=true -Dtests=false \
       -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; then
     for target in build-fuzz/fuzz/fuzz_*; do
-      [ -x "$target" ] || continue
+      [ -f "$target" ] && [ -x "$target" ] || continue
       name=$(basename "$target")
       corpus="fuzz/corpus/${name#fuzz_}"
       work=$(mktemp -d)
@@ -89,5 +89,6 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
 fi
 
 for f in "${failures[@]}"; do echo "FAILED: $f"; done
+echo "test.sh took ${SECONDS}s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
