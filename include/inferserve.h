@@ -332,6 +332,11 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
  * then stop early and complete with ISV_ECANCELED; whatever it completes with is dropped.
  * Any thread. */
 ISV_EXTERN int isv_request_cancelled(const isv_request *r);
+/* Attach a parameter to the response (V2 REST "parameters", ModelInferResponse.parameters).
+ * Key and string values are copied; a repeated key replaces the earlier value. Any thread
+ * (the one running the backend, before it completes). */
+ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
+                                              const isv_param *value);
 /* Memory that lives as long as the request (freed with it). NULL when out of memory.
  * Any thread (the one running the backend). */
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
@@ -372,6 +377,10 @@ ISV_EXTERN const char *isv_request_error_message(const isv_request *r);
 ISV_EXTERN size_t isv_request_output_count(const isv_request *r);
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i);
 ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name);
+/* The parameters the backend attached to the response. */
+ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r);
+ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
+                                                     const isv_param **v);
 
 #ifdef __cplusplus
 }

@@ -397,6 +397,19 @@ static int copy_infer(isv_request *req, void *user) {
   return add_const_i32(req, NULL);
 }
 
+/* ---- params_echo: OUTPUT0 = INPUT0, and every request parameter back as a response one ---- */
+
+static int params_echo_infer(isv_request *req, void *user) {
+  for (size_t i = 0; i < isv_request_param_count(req); i++) {
+    const isv_param *v;
+    const char *key = isv_request_param_at(req, i, &v);
+    int rc = isv_request_set_response_param(req, key, v);
+    if (rc < 0)
+      return isv_request_complete(req, rc, "could not set a response parameter");
+  }
+  return copy_infer(req, user);
+}
+
 /* ---- registration ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -523,6 +536,8 @@ int demo_zoo_register(isv_server *srv) {
                        NULL));
   TRY(add_simple_model(srv, "failing", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        failing_infer, NULL));
+  TRY(add_simple_model(srv, "params_echo", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
+                       params_echo_infer, NULL));
   TRY(add_simple_model(srv, "loading", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        copy_infer, NULL));
   return isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING);

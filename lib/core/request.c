@@ -53,18 +53,23 @@ isv__req_output *isv__request_push_output(isv_request *r) {
               sizeof(isv__req_output));
 }
 
-isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen) {
-  for (size_t i = 0; i < r->n_params; i++)
-    if (strlen(r->params[i].key) == klen && memcmp(r->params[i].key, key, klen) == 0) {
-      memset(&r->params[i].val, 0, sizeof r->params[i].val);
-      return &r->params[i];
+/* The entry for key in a parameter list (found and cleared, or appended). */
+static isv__param_entry *param_slot(isv_request *r, isv__param_entry **arr, size_t *n, size_t *cap,
+                                    const char *key, size_t klen) {
+  for (size_t i = 0; i < *n; i++)
+    if (strlen((*arr)[i].key) == klen && memcmp((*arr)[i].key, key, klen) == 0) {
+      memset(&(*arr)[i].val, 0, sizeof(*arr)[i].val);
+      return &(*arr)[i];
     }
   char *k = isv__arena_strndup(&r->arena, key, klen);
   if (k == NULL) return NULL;
-  isv__param_entry *p =
-      grow(r, (void **)&r->params, &r->n_params, &r->cap_params, sizeof(isv__param_entry));
+  isv__param_entry *p = grow(r, (void **)arr, n, cap, sizeof(isv__param_entry));
   if (p) p->key = k;
   return p;
+}
+
+isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen) {
+  return param_slot(r, &r->params, &r->n_params, &r->cap_params, key, klen);
 }
 
 int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *count,
@@ -286,9 +291,11 @@ ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t
   return 0;
 }
 
-ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value) {
-  if (r == NULL || r->submitted || key == NULL || value == NULL ||
-      value->type < ISV_PARAM_BOOL || value->type > ISV_PARAM_STRING)
+/* Copy (key, value) into a parameter list of r. */
+static int set_param(isv_request *r, isv__param_entry **arr, size_t *n, size_t *cap,
+                     const char *key, const isv_param *value) {
+  if (key == NULL || value == NULL || value->type < ISV_PARAM_BOOL ||
+      value->type > ISV_PARAM_STRING)
     return ISV_EINVAL;
   isv_param v = *value;
   if (v.type == ISV_PARAM_STRING) {
@@ -297,10 +304,32 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
     if (s == NULL) return ISV_ENOMEM;
     v.v.s.ptr = s;
   }
-  isv__param_entry *p = isv__request_push_param(r, key, strlen(key));
+  isv__param_entry *p = param_slot(r, arr, n, cap, key, strlen(key));
   if (p == NULL) return ISV_ENOMEM;
   p->val = v;
   return 0;
+}
+
+ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value) {
+  if (r == NULL || r->submitted) return ISV_EINVAL;
+  return set_param(r, &r->params, &r->n_params, &r->cap_params, key, value);
+}
+
+ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
+                                              const isv_param *value) {
+  if (r == NULL || !r->submitted || r->completed) return ISV_EINVAL;
+  return set_param(r, &r->resp_params, &r->n_resp_params, &r->cap_resp_params, key, value);
+}
+
+ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r) {
+  return r ? r->n_resp_params : 0;
+}
+
+ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
+                                                     const isv_param **v) {
+  if (r == NULL || i >= r->n_resp_params) return NULL;
+  if (v) *v = &r->resp_params[i].val;
+  return r->resp_params[i].key;
 }
 
 ISV_EXTERN const char *isv_request_error_message(const isv_request *r) {

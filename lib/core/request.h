@@ -47,6 +47,8 @@ struct isv_request {
   size_t n_req_outputs, cap_req_outputs;
   isv__param_entry *params;
   size_t n_params, cap_params;
+  isv__param_entry *resp_params; /* set by the backend */
+  size_t n_resp_params, cap_resp_params;
   isv_tensor *outputs;
   size_t n_outputs, cap_outputs;
 

@@ -350,6 +350,24 @@ static void write_shape(isv__buf *b, const int64_t *shape, size_t ndim) {
   isv__buf_putc(b, ']');
 }
 
+static void write_params(isv__buf *b, const isv__param_entry *ps, size_t n) {
+  isv__buf_putc(b, '{');
+  for (size_t i = 0; i < n; i++) {
+    const isv_param *v = &ps[i].val;
+    if (i) isv__buf_putc(b, ',');
+    isv__json_write_string(b, ps[i].key, strlen(ps[i].key));
+    isv__buf_putc(b, ':');
+    switch (v->type) {
+    case ISV_PARAM_BOOL: isv__buf_puts(b, v->v.b ? "true" : "false"); break;
+    case ISV_PARAM_INT64: isv__json_write_i64(b, v->v.i64); break;
+    case ISV_PARAM_UINT64: isv__json_write_u64(b, v->v.u64); break;
+    case ISV_PARAM_DOUBLE: isv__json_write_f64(b, v->v.d); break;
+    case ISV_PARAM_STRING: isv__json_write_bytes_element(b, v->v.s.ptr, v->v.s.len); break;
+    }
+  }
+  isv__buf_putc(b, '}');
+}
+
 void isv__v2_encode_response(const isv_request *r, isv__buf *b) {
   isv__buf_puts(b, "{\"model_name\":");
   const char *mn = isv_request_model_name(r), *mv = isv_request_model_version(r);
@@ -359,6 +377,10 @@ void isv__v2_encode_response(const isv_request *r, isv__buf *b) {
   if (r->has_id) {
     isv__buf_puts(b, ",\"id\":");
     isv__json_write_bytes_element(b, r->id, strlen(r->id));
+  }
+  if (r->n_resp_params) {
+    isv__buf_puts(b, ",\"parameters\":");
+    write_params(b, r->resp_params, r->n_resp_params);
   }
   isv__buf_puts(b, ",\"outputs\":[");
   for (size_t i = 0; i < r->n_outputs; i++) {

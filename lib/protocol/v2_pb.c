@@ -817,6 +817,55 @@ static int output_raw(isv_request *r, const isv_tensor *t, const void **p, size_
   return 0;
 }
 
+/* InferParameter message body (oneof parameter_choice) */
+static size_t infer_param_size(const isv_param *v) {
+  switch (v->type) {
+  case ISV_PARAM_BOOL: return 2;
+  case ISV_PARAM_INT64: return 1 + varint_len((uint64_t)v->v.i64);
+  case ISV_PARAM_UINT64: return 1 + varint_len(v->v.u64);
+  case ISV_PARAM_DOUBLE: return 9;
+  case ISV_PARAM_STRING: return len_field_size(v->v.s.len);
+  }
+  return 0;
+}
+
+/* map<string, InferParameter> entry body: key 1, value 2 */
+static size_t param_entry_size(const isv__param_entry *e) {
+  return len_field_size(strlen(e->key)) + len_field_size(infer_param_size(&e->val));
+}
+
+static uint8_t *put_param_entry(uint8_t *p, uint32_t num, const isv__param_entry *e) {
+  const isv_param *v = &e->val;
+  p = put_key(p, num, WT_LEN);
+  p = put_varint(p, param_entry_size(e));
+  p = put_bytes(p, 1, e->key, strlen(e->key));
+  p = put_key(p, 2, WT_LEN);
+  p = put_varint(p, infer_param_size(v));
+  switch (v->type) {
+  case ISV_PARAM_BOOL:
+    p = put_key(p, 1, WT_VARINT);
+    p = put_varint(p, v->v.b ? 1 : 0);
+    break;
+  case ISV_PARAM_INT64:
+    p = put_key(p, 2, WT_VARINT);
+    p = put_varint(p, (uint64_t)v->v.i64);
+    break;
+  case ISV_PARAM_STRING: p = put_bytes(p, 3, v->v.s.ptr, v->v.s.len); break;
+  case ISV_PARAM_DOUBLE: {
+    uint64_t bits;
+    memcpy(&bits, &v->v.d, 8);
+    p = put_key(p, 4, WT_I64);
+    for (int i = 0; i < 8; i++) *p++ = (uint8_t)(bits >> (8 * i));
+    break;
+  }
+  case ISV_PARAM_UINT64:
+    p = put_key(p, 5, WT_VARINT);
+    p = put_varint(p, v->v.u64);
+    break;
+  }
+  return p;
+}
+
 static int encode_response(isv_request *r, isv__parts *out, int stream) {
   const char *mn = isv_request_model_name(r), *mv = isv_request_model_version(r);
   if (mn == NULL) mn = "";
@@ -832,6 +881,8 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
   if (mn[0]) head += len_field_size(strlen(mn));
   if (mv[0]) head += len_field_size(strlen(mv));
   if (id[0]) head += len_field_size(strlen(id));
+  for (size_t i = 0; i < r->n_resp_params; i++)
+    head += len_field_size(param_entry_size(&r->resp_params[i]));
   for (size_t i = 0; i < n; i++) {
     head += len_field_size(output_msg_size(&r->outputs[i]));
     int rc = output_raw(r, &r->outputs[i], &data[i], &dlen[i]);
@@ -851,6 +902,7 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
   if (mn[0]) p = put_bytes(p, 1, mn, strlen(mn));
   if (mv[0]) p = put_bytes(p, 2, mv, strlen(mv));
   if (id[0]) p = put_bytes(p, 3, id, strlen(id));
+  for (size_t i = 0; i < r->n_resp_params; i++) p = put_param_entry(p, 4, &r->resp_params[i]);
   for (size_t i = 0; i < n; i++) {
     const isv_tensor *t = &r->outputs[i];
     const char *dn = isv_datatype_name(t->dt);
