@@ -91,50 +91,15 @@ static void model_metadata(isv_model *m, isv__exchange *ex) {
 
 /* ---- infer ------------------------------------------------------------------------------- */
 
-typedef struct infer_ctx {
-  isv__exchange *ex;
-  isv_request *req;
-} infer_ctx;
-
-static void release_infer(void *p) {
-  void **pair = p;
-  free(pair[0]);           /* the JSON text */
-  isv_request_free(pair[1]); /* outputs lived until the write finished */
-  free(pair);
-}
-
+/* JSON copies every value out of the request, so it is freed before the write. */
 static void infer_done(isv_request *r, int status, void *data) {
   isv__exchange *ex = data;
   isv__buf b;
   isv__buf_init(&b);
-  int http;
-  if (status == 0) {
-    isv__v2_encode_response(r, &b);
-    http = 200;
-  } else {
-    isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
-    http = isv_err_http_status(status);
-  }
-  void **pair = malloc(2 * sizeof *pair);
-  if (b.failed || pair == NULL) {
-    free(pair);
-    isv__buf_free(&b);
-    isv_request_free(r);
-    isv__reply_error(ex, ISV_ENOMEM, "out of memory while encoding the response");
-    return;
-  }
-  size_t len;
-  char *json = isv__buf_release(&b, &len);
-  pair[0] = json;
-  pair[1] = r;
-  uv_buf_t part = uv_buf_init(json, (unsigned)len);
-  isv__response resp = {.status = http,
-                        .content_type = "application/json",
-                        .parts = &part,
-                        .n_parts = 1,
-                        .release = release_infer,
-                        .release_ctx = pair};
-  isv__exchange_respond(ex, &resp);
+  if (status == 0) isv__v2_encode_response(r, &b);
+  else isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
+  isv_request_free(r);
+  isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
 }
 
 static void infer(isv__core *core, isv__exchange *ex, const isv__route *rt, int versioned) {
