@@ -5,32 +5,9 @@
 #include <string.h>
 
 #include "core/request.h"
+#include "core_fixture.h"
 #include "protocol/v2_pb.h"
 
-static uv_loop_t loop;
-static isv__core core;
-static isv_model *model;
-
-static int noop(isv_request *r, void *u) {
-  (void)r;
-  (void)u;
-  return 0;
-}
-
-static void init(void) {
-  uv_loop_init(&loop);
-  isv_options o;
-  isv__options_defaults(&o);
-  isv__core_init(&core, &loop, &o);
-  isv_model_config *c = isv_model_config_new("m");
-  int64_t any[] = {-1, -1};
-  isv_model_config_add_input(c, "INPUT0", ISV_INT32, any, 2);
-  isv_model_config_add_input(c, "INPUT1", ISV_BYTES, any, 1);
-  isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 2);
-  isv_backend be = {sizeof be, noop, NULL};
-  isv__registry_add(&core.reg, c, "1", &be, NULL, &model);
-  isv_model_config_free(c);
-}
 
 /* A minimal reader for the response check (independent of the decoder under test). */
 static int rv(const uint8_t **p, const uint8_t *end, uint64_t *v) {
@@ -86,17 +63,10 @@ static unsigned touch(const isv_tensor *t) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static int ready;
-  if (!ready) {
-    init();
-    ready = 1;
-  }
   /* an exact-size copy: reads past the message are caught */
   uint8_t *msg = malloc(size ? size : 1);
   if (size) memcpy(msg, data, size);
-  isv_request *r = isv__request_new(&core);
-  isv__model_ref(model);
-  r->model = model;
+  isv_request *r = isv_fuzz_request();
   volatile unsigned sink = 0;
   if (isv__v2pb_decode_infer_request(r, msg, size) == 0) {
     if (r->model_name == NULL || r->id == NULL) abort();

@@ -1,0 +1,39 @@
+/* See core_fixture.h. */
+#include "core_fixture.h"
+
+static uv_loop_t loop;
+static isv__core core;
+static isv_model *model;
+
+static int noop(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return 0;
+}
+
+static void init(void) {
+  uv_loop_init(&loop);
+  isv_options o;
+  isv__options_defaults(&o);
+  isv__core_init(&core, &loop, &o);
+  isv_model_config *c = isv_model_config_new("m");
+  int64_t any[] = {-1, -1};
+  isv_model_config_add_input(c, "INPUT0", ISV_INT32, any, 2);
+  isv_model_config_add_input(c, "INPUT1", ISV_BYTES, any, 1);
+  isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 2);
+  isv_backend be = {sizeof be, noop, NULL};
+  isv__registry_add(&core.reg, c, "1", &be, NULL, &model);
+  isv_model_config_free(c);
+}
+
+isv_request *isv_fuzz_request(void) {
+  static int ready;
+  if (!ready) {
+    init();
+    ready = 1;
+  }
+  isv_request *r = isv__request_new(&core);
+  isv__model_ref(model);
+  r->model = model;
+  return r;
+}
