@@ -136,9 +136,11 @@ typedef struct isv_options isv_options;
 
 ISV_EXTERN isv_options *isv_options_new(void); /* NULL when out of memory */
 ISV_EXTERN void isv_options_free(isv_options *o);
-/* Largest request body accepted (413 beyond). Default 64 MiB. */
+/* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
+ * checked from the length prefix before anything is allocated). Default 64 MiB. */
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
-/* Largest request line + headers accepted (431 beyond). Default 64 KiB. */
+/* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond).
+ * Default 64 KiB. */
 ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
 /* A connection with no request in progress is closed after this long. Default 60000 ms. */
 ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
