@@ -20,6 +20,21 @@ static void shape_text(char *out, size_t n, const int64_t *s, size_t ndim, int b
   }
 }
 
+/* The mismatch message, formatted only when there is one (it costs more than the check). */
+static int shape_error(isv_request *r, const isv_model_config *c, const isv_tensor *t,
+                       const isv__io *io, int with_rank) {
+  char want[160], got[160];
+  size_t off = c->max_batch > 0;
+  shape_text(want, sizeof want, io->shape, io->ndim, (int)off);
+  shape_text(got, sizeof got, t->shape, t->ndim, 0);
+  if (with_rank)
+    return isv__request_fail(r, ISV_EBADREQ,
+                             "input '%s' has shape %s, model '%s' expects %s (rank %zu)", t->name,
+                             got, c->name, want, io->ndim + off);
+  return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shape %s, model '%s' expects %s",
+                           t->name, got, c->name, want);
+}
+
 static int check_input(isv_request *r, const isv_model_config *c, const isv_tensor *t,
                        const isv__io *io) {
   const char *mn = c->name;
@@ -27,13 +42,7 @@ static int check_input(isv_request *r, const isv_model_config *c, const isv_tens
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has datatype %s, model '%s' expects %s",
                              t->name, isv_datatype_name(t->dt), mn, isv_datatype_name(io->dt));
   size_t off = c->max_batch > 0;
-  char want[160], got[160];
-  shape_text(want, sizeof want, io->shape, io->ndim, (int)off);
-  shape_text(got, sizeof got, t->shape, t->ndim, 0);
-  if (t->ndim != io->ndim + off)
-    return isv__request_fail(r, ISV_EBADREQ,
-                             "input '%s' has shape %s, model '%s' expects %s (rank %zu)", t->name,
-                             got, mn, want, io->ndim + off);
+  if (t->ndim != io->ndim + off) return shape_error(r, c, t, io, 1);
   if (off) {
     if (t->shape[0] < 1)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has batch size %lld, must be >= 1",
@@ -44,9 +53,7 @@ static int check_input(isv_request *r, const isv_model_config *c, const isv_tens
                                t->name, (long long)t->shape[0], mn, c->max_batch);
   }
   for (size_t i = 0; i < io->ndim; i++)
-    if (io->shape[i] != -1 && io->shape[i] != t->shape[i + off])
-      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shape %s, model '%s' expects %s",
-                               t->name, got, mn, want);
+    if (io->shape[i] != -1 && io->shape[i] != t->shape[i + off]) return shape_error(r, c, t, io, 0);
   return 0;
 }
 
