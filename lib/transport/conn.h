@@ -44,6 +44,8 @@ struct isv__conn {
   char *pending;     /* bytes read past the dispatched message */
   size_t pending_len;
   int keep_alive;
+  int reading;  /* uv_read_start is in effect */
+  int peer_eof; /* the client half-closed: answer what it sent, then close */
   int shutting_down; /* close once the in-flight response is written */
   int closing;
   int handles_open;

@@ -1,9 +1,9 @@
 /* HTTP/1.1 connections with llhttp on libuv.
  *
- * One request at a time per connection: when a message is complete the parser is paused and
- * reading stops until its response is written, so pipelined responses leave in order and a
- * client cannot queue unbounded work. The bytes read past the message are kept and parsed
- * once the response is out.
+ * One request at a time per connection: when a message is complete the parser is paused until
+ * its response is written, so pipelined responses leave in order. Reading goes on meanwhile
+ * (no epoll_ctl per request): what arrives is kept in `pending`, parsed once the response is
+ * out; past ISV__PIPELINE_MAX bytes reading stops, so a client cannot queue unbounded work.
  *
  * Memory: reads land in the transport's shared buffer and are copied once into the request's
  * head (URL + headers) or body buffer — except a body with a known Content-Length, which
@@ -27,6 +27,8 @@ typedef struct write_req {
   void (*release)(void *);
   void *release_ctx;
 } write_req;
+
+#define ISV__PIPELINE_MAX (64u * 1024u)
 
 static const llhttp_settings_t *settings(void);
 static void conn_close(isv__conn *c);
@@ -90,6 +92,26 @@ static void timer_start(isv__conn *c, uint64_t ms) {
   uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
+static void read_stop(isv__conn *c) {
+  if (c->reading) uv_read_stop(c->stream);
+  c->reading = 0;
+}
+
+/* Keep bytes that arrived behind the message being answered; 0, or -1 (connection closed). */
+static int keep_pending(isv__conn *c, const char *data, size_t len) {
+  char *p = realloc(c->pending, c->pending_len + len);
+  if (p == NULL) {
+    conn_close(c);
+    return -1;
+  }
+  memcpy(p + c->pending_len, data, len);
+  c->pending = p;
+  c->pending_len += len;
+  if (c->pending_len >= ISV__PIPELINE_MAX) read_stop(c);
+  return 0;
+}
+
+/* The response is written: parse what came meanwhile, then go on reading. */
 static void resume(isv__conn *c) {
   char *p = c->pending;
   size_t n = c->pending_len;
@@ -99,7 +121,14 @@ static void resume(isv__conn *c) {
   timer_start(c, c->t->opts->idle_timeout_ms);
   if (n) execute(c, p, n);
   free(p);
-  if (!c->closing && c->ex == NULL) uv_read_start(c->stream, on_alloc, on_read);
+  if (c->closing || c->shutting_down) return;
+  if (c->ex == NULL && c->peer_eof) { /* everything the client sent is answered */
+    conn_close(c);
+    return;
+  }
+  if (!c->reading && !c->peer_eof && c->pending_len < ISV__PIPELINE_MAX &&
+      uv_read_start(c->stream, on_alloc, on_read) == 0)
+    c->reading = 1;
 }
 
 static void on_write(uv_write_t *req, int status) {
@@ -237,7 +266,7 @@ static void respond_error(isv__conn *c, int status, const char *msg) {
     return;
   }
   uv_buf_t part = uv_buf_init(body, (unsigned)bl);
-  uv_read_stop(c->stream);
+  read_stop(c);
   uv_timer_stop(&c->timer);
   c->shutting_down = 1;
   write_parts(c, NULL, head, hl, &part, 1, 1, free, body);
@@ -487,17 +516,8 @@ static void execute(isv__conn *c, const char *data, size_t len) {
   if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
     const char *pos = llhttp_get_error_pos(&c->parser);
     size_t used = pos ? (size_t)(pos - data) : len;
-    if (used < len) {
-      c->pending = malloc(len - used);
-      if (c->pending == NULL) {
-        conn_close(c);
-        return;
-      }
-      memcpy(c->pending, data + used, len - used);
-      c->pending_len = len - used;
-    }
+    if (used < len && keep_pending(c, data + used, len - used) != 0) return;
     if (err == HPE_PAUSED_UPGRADE) c->keep_alive = 0; /* we do not switch protocols */
-    uv_read_stop(c->stream);
     dispatch(c);
     return;
   }
@@ -550,22 +570,20 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
   if (c->shutting_down) return; /* an error answer is on its way; the rest is dropped */
   if (len > take && !c->closing && c->ex == NULL && c->pending == NULL)
     execute(c, data + take, len - take);
-  else if (len > take && !c->closing) { /* paused on a message inside the held bytes */
-    char *p = realloc(c->pending, c->pending_len + (len - take));
-    if (p == NULL) {
-      conn_close(c);
-      return;
-    }
-    memcpy(p + c->pending_len, data + take, len - take);
-    c->pending = p;
-    c->pending_len += len - take;
-  }
+  else if (len > take && !c->closing) /* paused on a message inside the held bytes */
+    keep_pending(c, data + take, len - take);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   isv__conn *c = s->data;
   if (nread == 0) return;
   if (nread < 0) {
+    /* A half-close after a request still wants its answer (HTTP/1.0 clients, `nc -q`). */
+    if (nread == UV_EOF && c->h2 == NULL && c->ex != NULL) {
+      c->peer_eof = 1;
+      read_stop(c);
+      return;
+    }
     conn_close(c);
     return;
   }
@@ -575,6 +593,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   if (!c->sniffed) {
     sniff(c, buf->base, (size_t)nread);
+    return;
+  }
+  if (c->ex != NULL) { /* pipelined behind the request being answered */
+    keep_pending(c, buf->base, (size_t)nread);
     return;
   }
   if (c->in_message && c->headers_done) timer_start(c, c->t->opts->header_timeout_ms);
@@ -656,6 +678,7 @@ void isv__h1_conn_start(isv__conn *c) {
   if (c->stream->type == UV_TCP) uv_tcp_nodelay((uv_tcp_t *)c->stream, 1);
   timer_start(c, c->t->opts->idle_timeout_ms);
   if (uv_read_start(c->stream, on_alloc, on_read) != 0) conn_close(c);
+  else c->reading = 1;
 }
 
 void isv__conn_close(isv__conn *c) { conn_close(c); }
