@@ -133,8 +133,8 @@ static int input_param(isv_request *r, isv__json_reader *rd, const isv__json_tok
   return 0; /* other input parameters are accepted and ignored */
 }
 
-static int parse_input(isv_request *r, isv__json_reader *rd, char *body, size_t len,
-                       unsigned depth, size_t index) {
+static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigned depth,
+                       size_t index) {
   isv__json_token t;
   if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "each element of 'inputs' must be an object"))
     return r->status;
@@ -214,7 +214,6 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, size_t 
     snprintf(what, sizeof what, "input '%s'", name);
     return reader_fail(r, &sub, what);
   }
-  (void)len;
   in->name = name;
   in->dt = dt;
   in->shape = sh;
@@ -251,8 +250,6 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
   char label[32];
   snprintf(label, sizeof label, "#%zu", index);
   o->name = NULL;
-  size_t params_at = 0;
-  int have_params = 0;
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
@@ -264,16 +261,12 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
     } else if (keyis(&t, "parameters")) {
       if (!o->name) o->name = label;
       if (parse_params(r, rd, output_param, o)) return r->status;
-      have_params = 1;
-      params_at = t.offset;
     } else {
       isv__json_token v;
       if (isv__json_next(rd, &v) == ISV__JSON_ERROR || isv__json_skip(rd, &v, NULL) != 0)
         return reader_fail(r, rd, NULL);
     }
   }
-  (void)params_at;
-  (void)have_params;
   if (o->name == NULL || o->name == label)
     return isv__request_fail(r, ISV_EBADREQ, "requested output %s has no 'name'", label);
   return 0;
@@ -326,7 +319,7 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, unsigned max_
         if (ty == ISV__JSON_ARRAY_END) break;
         if (ty == ISV__JSON_ERROR) return reader_fail(r, &rd, "malformed JSON");
         rd = save;
-        if (inputs ? parse_input(r, &rd, body, len, max_depth, i) : parse_output(r, &rd, i))
+        if (inputs ? parse_input(r, &rd, body, max_depth, i) : parse_output(r, &rd, i))
           return r->status;
       }
       if (inputs) have_inputs = 1;
