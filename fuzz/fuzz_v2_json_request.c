@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *body = malloc(size ? size : 1);
   if (size) memcpy(body, data, size);
   isv_request *r = isv_fuzz_request();
-  if (isv__v2_decode_request(r, body, size, 64) == 0) {
+  if (isv__v2_decode_request(r, body, size, size, 64) == 0) {
     if (r->errmsg == NULL) abort();
     isv__request_validate(r);
     /* Echo the decoded inputs as outputs: exercises the writer on every datatype, including
@@ -21,7 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r->n_outputs = r->n_inputs;
     isv__buf b;
     isv__buf_init(&b);
-    isv__v2_encode_response(r, &b);
+    isv__v2_binpart *parts;
+    size_t n_parts;
+    isv__v2_encode_response(r, &b, &parts, &n_parts);
     isv__buf_free(&b);
     r->outputs = NULL;
     r->n_outputs = 0;

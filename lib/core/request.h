@@ -70,6 +70,7 @@ struct isv_request {
   uint64_t start_ns;
   uint64_t run_ns;    /* when the backend started (0: never ran) */
   isv__proto protocol; /* which frontend, for the metrics */
+  uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
 };
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */

@@ -253,7 +253,7 @@ static void unary(gcall *g) {
     send_buf(g, &b);
     return;
   case RPC_SERVER_METADATA: {
-    static const char *const ext[] = {"classification"};
+    static const char *const ext[] = {"classification", "binary_tensor_data"}; /* as on REST, like Triton */
     isv__v2pb_encode_server_metadata(g->core->opts.server_name, g->core->opts.server_version, ext,
                                      1, &b);
     send_buf(g, &b);

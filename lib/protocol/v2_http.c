@@ -1,7 +1,10 @@
 #include "protocol/v2_http.h"
 
 #include <stdlib.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "codec/json_writer.h"
 #include "core/request.h"
@@ -31,7 +34,7 @@ static void server_metadata(isv__core *core, isv__exchange *ex) {
   isv__buf_puts(&b, ",\"version\":");
   write_str(&b, core->opts.server_version);
   /* Only what is really implemented. */
-  isv__buf_puts(&b, ",\"extensions\":[\"classification\"]}");
+  isv__buf_puts(&b, ",\"extensions\":[\"classification\",\"binary_tensor_data\"]}");
   isv__reply_json(ex, 200, &b);
 }
 
@@ -91,15 +94,107 @@ static void model_metadata(isv_model *m, isv__exchange *ex) {
 
 /* ---- infer ------------------------------------------------------------------------------- */
 
-/* JSON copies every value out of the request, so it is freed before the write. */
+/* A response with binary outputs references them where they are: the request lives until the
+ * transport has written the body. */
+typedef struct binary_reply {
+  isv_request *r;
+  char *json;
+} binary_reply;
+
+static void release_binary(void *p) {
+  binary_reply *br = p;
+  isv_request_free(br->r);
+  free(br->json);
+  free(br);
+}
+
 static void infer_done(isv_request *r, int status, void *data) {
   isv__exchange *ex = data;
   isv__buf b;
   isv__buf_init(&b);
-  if (status == 0) isv__v2_encode_response(r, &b);
-  else isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
-  isv_request_free(r);
-  isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
+  isv__v2_binpart *bin = NULL;
+  size_t n_bin = 0;
+  if (status == 0 && (status = isv__v2_encode_response(r, &b, &bin, &n_bin)) != 0) {
+    isv__buf_free(&b);
+    isv__buf_init(&b);
+  }
+  if (status != 0) isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
+  if (status != 0 || n_bin == 0 || b.failed) {
+    /* JSON copies every value out of the request, so it is freed before the write. */
+    isv_request_free(r);
+    isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
+    return;
+  }
+  size_t json_len;
+  binary_reply *br = malloc(sizeof *br);
+  uv_buf_t *parts = isv__arena_alloc(&r->arena, (n_bin + 1) * sizeof *parts);
+  if (br == NULL || parts == NULL) {
+    free(br);
+    isv__buf_free(&b);
+    isv_request_free(r);
+    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  br->r = r;
+  br->json = isv__buf_release(&b, &json_len);
+  parts[0] = uv_buf_init(br->json, (unsigned)json_len);
+  for (size_t i = 0; i < n_bin; i++) {
+    parts[i + 1].base = (char *)(uintptr_t)bin[i].ptr;
+    parts[i + 1].len = bin[i].len;
+  }
+  char hlen[24];
+  int hl = snprintf(hlen, sizeof hlen, "%zu", json_len);
+  isv__header h = {"Inference-Header-Content-Length", 31, hlen, (size_t)hl};
+  isv__response resp = {.status = 200,
+                        .content_type = "application/octet-stream",
+                        .headers = &h,
+                        .n_headers = 1,
+                        .parts = parts,
+                        .n_parts = n_bin + 1,
+                        .release = release_binary,
+                        .release_ctx = br};
+  isv__exchange_respond(ex, &resp);
+}
+
+static int media_is(const isv__header *ct, const char *type) {
+  size_t n = strlen(type);
+  if (ct->value_len < n || strncasecmp(ct->value, type, n) != 0) return 0;
+  return ct->value_len == n || ct->value[n] == ';' || ct->value[n] == ' ';
+}
+
+/* Where the JSON ends: the whole body, or Inference-Header-Content-Length bytes of it when the
+ * binary tensor data extension is in use. Nonzero with r failed on a bad header. */
+static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) {
+  const isv__header *ct = isv__exchange_header(ex, "content-type");
+  const isv__header *ih = isv__exchange_header(ex, "inference-header-content-length");
+  *json_len = ex->body_len;
+  if (ih) {
+    uint64_t v = 0;
+    size_t i = 0;
+    for (; i < ih->value_len && ih->value[i] >= '0' && ih->value[i] <= '9' && v < (1ull << 60); i++)
+      v = v * 10 + (uint64_t)(ih->value[i] - '0');
+    if (i == 0 || i != ih->value_len)
+      return isv__request_fail(r, ISV_EBADREQ, "Inference-Header-Content-Length '%.*s' is not a "
+                               "byte count", (int)(ih->value_len > 32 ? 32 : ih->value_len),
+                               ih->value);
+    if (v > ex->body_len)
+      return isv__request_fail(r, ISV_EBADREQ, "Inference-Header-Content-Length is %llu but the "
+                               "body has only %zu bytes", (unsigned long long)v, ex->body_len);
+    *json_len = (size_t)v;
+  }
+  if (ct == NULL || media_is(ct, "application/json") || media_is(ct, "text/plain") ||
+      media_is(ct, "application/x-www-form-urlencoded"))
+    return 0;
+  if (media_is(ct, "application/octet-stream")) {
+    if (ih == NULL)
+      return isv__request_fail(r, ISV_EBADREQ, "an application/octet-stream body needs the "
+                               "Inference-Header-Content-Length header (the JSON part's length)");
+    return 0;
+  }
+  return isv__request_fail(r, ISV_EMEDIATYPE, "unsupported Content-Type '%.*s': send "
+                           "application/json, or application/octet-stream with "
+                           "Inference-Header-Content-Length",
+                           (int)(ct->value_len > 64 ? 64 : ct->value_len), ct->value);
 }
 
 static void infer(isv__core *core, isv__exchange *ex, const isv__route *rt, int versioned) {
@@ -127,15 +222,9 @@ static void infer(isv__core *core, isv__exchange *ex, const isv__route *rt, int 
   }
   isv__model_ref(m);
   r->model = m;
-  const isv__header *ct = isv__exchange_header(ex, "content-type");
-  if (ct && !(ct->value_len >= 16 && strncmp(ct->value, "application/json", 16) == 0) &&
-      !(ct->value_len >= 10 && strncmp(ct->value, "text/plain", 10) == 0) &&
-      !(ct->value_len >= 33 && strncmp(ct->value, "application/x-www-form-urlencoded", 33) == 0)) {
-    isv__request_fail(r, ISV_EMEDIATYPE, "unsupported Content-Type '%.*s': send application/json",
-                      (int)(ct->value_len > 64 ? 64 : ct->value_len), ct->value);
-  } else {
-    isv__v2_decode_request(r, ex->body, ex->body_len, core->opts.max_json_depth);
-  }
+  size_t json_len;
+  if (json_part(r, ex, &json_len) == 0)
+    isv__v2_decode_request(r, ex->body, ex->body_len, json_len, core->opts.max_json_depth);
   isv__core_submit(core, r, infer_done, ex);
 }
 

@@ -1,9 +1,11 @@
 #include "protocol/v2_json.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "codec/json_reader.h"
+#include "codec/raw_bytes.h"
 #include "codec/json_writer.h"
 
 #define MAX_NDIM 32
@@ -122,19 +124,90 @@ static int parse_shape(isv_request *r, isv__json_reader *rd, int64_t *shape, siz
   return 0;
 }
 
+/* The binary part after the JSON (Triton's binary tensor data extension) and how much of it
+ * the inputs parsed so far have claimed. */
+typedef struct bin_tail {
+  char *p;
+  size_t n, used;
+} bin_tail;
+
+typedef struct input_info {
+  const char *label; /* the name, or "#i" while the name is not known yet */
+  int have_bin;
+  uint64_t bin_size;
+} input_info;
+
 static int input_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
                        const isv_param *v, void *data) {
+  input_info *in = data;
   (void)rd;
-  (void)v;
-  if (keyis(key, "binary_data_size"))
-    return isv__request_fail(r, ISV_EUNIMPL, "input '%s': binary_data_size needs the binary "
-                             "tensor data extension, which this server does not implement yet",
-                             (const char *)data);
+  if (keyis(key, "binary_data_size")) {
+    if (v->type == ISV_PARAM_INT64 && v->v.i64 >= 0) in->bin_size = (uint64_t)v->v.i64;
+    else if (v->type == ISV_PARAM_UINT64) in->bin_size = v->v.u64;
+    else return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size must be a "
+                                  "non-negative integer", in->label);
+    in->have_bin = 1;
+  }
   return 0; /* other input parameters are accepted and ignored */
 }
 
+/* Take the input's binary_data_size bytes from the binary part, in place when the bytes are
+ * aligned for the datatype (the transports try to place them so), else copied. */
+static int claim_binary(isv_request *r, bin_tail *tail, const char *name, isv_datatype dt,
+                        const int64_t *shape, size_t ndim, size_t count, size_t bytes,
+                        uint64_t size, isv_tensor *t) {
+  size_t left = tail->n - tail->used;
+  if (size > left)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size is %llu but only %zu "
+                             "bytes of binary data are left after the JSON header (%zu in all)",
+                             name, (unsigned long long)size, left, tail->n);
+  char *p = tail->p + tail->used;
+  tail->used += (size_t)size;
+  if (dt == ISV_BYTES) {
+    size_t n;
+    isv__rawbytes_err e;
+    if (isv__rawbytes_count(p, (size_t)size, &n, &e) != 0) {
+      if (e.in_prefix)
+        return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary data ends inside the 4-byte "
+                                 "length of BYTES element %zu", name, e.elem);
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s': BYTES element %zu of the binary data "
+                               "has length %zu but only %zu bytes remain", name, e.elem, e.len,
+                               e.left);
+    }
+    if (n != count)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary data holds %zu BYTES elements, "
+                               "the shape needs %zu", name, n, count);
+    isv_bytes *b = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *b);
+    if (b == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    isv__rawbytes_split(p, n, b);
+    t->data = b;
+    t->byte_size = isv__bytes_total(b, n);
+    return 0;
+  }
+  if (size != bytes) {
+    char sh[128];
+    size_t o = 0;
+    for (size_t i = 0; i < ndim && o < sizeof sh - 24; i++)
+      o += (size_t)snprintf(sh + o, sizeof sh - o, "%s%lld", i ? "," : "", (long long)shape[i]);
+    sh[o] = 0;
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size is %llu but shape [%s] "
+                             "of %s needs %zu bytes", name, (unsigned long long)size, sh,
+                             isv_datatype_name(dt), bytes);
+  }
+  size_t align = isv_datatype_size(dt);
+  if (align > 1 && (uintptr_t)p % align != 0) {
+    void *d = isv__arena_alloc(&r->arena, bytes);
+    if (d == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    memcpy(d, p, bytes);
+    p = d;
+  }
+  t->data = p;
+  t->byte_size = bytes;
+  return 0;
+}
+
 static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigned depth,
-                       size_t index) {
+                       size_t index, bin_tail *tail) {
   isv__json_token t;
   if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "each element of 'inputs' must be an object"))
     return r->status;
@@ -150,6 +223,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   int have_data = 0;
   char label[64];
   snprintf(label, sizeof label, "#%zu", index);
+  input_info info = {.label = label};
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
@@ -168,7 +242,8 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
       if (parse_shape(r, rd, shape, &ndim, name ? name : label)) return r->status;
       have_shape = 1;
     } else if (keyis(&t, "parameters")) {
-      if (parse_params(r, rd, input_param, (void *)(name ? name : label))) return r->status;
+      info.label = name ? name : label;
+      if (parse_params(r, rd, input_param, &info)) return r->status;
     } else if (keyis(&t, "data")) {
       if (isv__json_next(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
       if (isv__json_skip(rd, &data_tok, &data_end) != 0) return reader_fail(r, rd, NULL);
@@ -185,42 +260,56 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has unknown datatype '%.*s'", name,
                              (int)(dtlen > 32 ? 32 : dtlen), dtname);
   if (!have_shape) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'shape'", name);
-  if (!have_data) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'data'", name);
+  if (have_data && info.have_bin)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has both 'data' and a binary_data_size "
+                             "parameter: send one", name);
+  if (!have_data && !info.have_bin)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'data' (nor a binary_data_size "
+                             "parameter)", name);
   size_t count, bytes;
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape whose element count "
                              "overflows", name);
-  /* Every JSON element takes at least one byte: a shape promising more elements than the data
-   * has bytes is wrong, and must not make us allocate for it. */
-  size_t data_bytes = data_end - data_tok.offset;
-  if (count > data_bytes + 1)
-    return isv__request_fail(r, ISV_EBADREQ, "input '%s': shape needs %zu elements but 'data' "
-                             "holds fewer", name, count);
-  void *buf = isv__arena_alloc(&r->arena, bytes);
   int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
-  isv_tensor *in = buf && sh ? isv__request_push_input(r) : NULL;
-  if (in == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (sh == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
-  /* Parse the data now that datatype and shape are known, whatever the key order was: a
-   * second reader over exactly the data's bytes, positioned at its offset so errors carry
-   * offsets into the whole body. */
-  isv__json_reader sub;
-  isv__json_reader_init(&sub, body, data_end, depth);
-  sub.pos = data_tok.offset;
-  isv__json_token first;
-  if (isv__json_next(&sub, &first) == ISV__JSON_ERROR ||
-      isv__json_read_tensor(&sub, &first, dt, buf, count) != 0) {
-    char what[128];
-    snprintf(what, sizeof what, "input '%s'", name);
-    return reader_fail(r, &sub, what);
+  isv_tensor ten = {0};
+  if (info.have_bin) {
+    if (claim_binary(r, tail, name, dt, shape, ndim, count, bytes, info.bin_size, &ten))
+      return r->status;
+  } else {
+    /* Every JSON element takes at least one byte: a shape promising more elements than the
+     * data has bytes is wrong, and must not make us allocate for it. */
+    size_t data_bytes = data_end - data_tok.offset;
+    if (count > data_bytes + 1)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s': shape needs %zu elements but "
+                               "'data' holds fewer", name, count);
+    if ((ten.data = isv__arena_alloc(&r->arena, bytes)) == NULL)
+      return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    /* Parse the data now that datatype and shape are known, whatever the key order was: a
+     * second reader over exactly the data's bytes, positioned at its offset so errors carry
+     * offsets into the whole body. */
+    isv__json_reader sub;
+    isv__json_reader_init(&sub, body, data_end, depth);
+    sub.pos = data_tok.offset;
+    isv__json_token first;
+    if (isv__json_next(&sub, &first) == ISV__JSON_ERROR ||
+        isv__json_read_tensor(&sub, &first, dt, ten.data, count) != 0) {
+      char what[128];
+      snprintf(what, sizeof what, "input '%s'", name);
+      return reader_fail(r, &sub, what);
+    }
+    ten.byte_size = dt == ISV_BYTES ? isv__bytes_total(ten.data, count) : bytes;
   }
+  isv_tensor *in = isv__request_push_input(r);
+  if (in == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   in->name = name;
   in->dt = dt;
   in->shape = sh;
   in->ndim = ndim;
-  in->data = buf;
+  in->data = ten.data;
   in->count = count;
-  in->byte_size = dt == ISV_BYTES ? isv__bytes_total(buf, count) : bytes;
+  in->byte_size = ten.byte_size;
   return 0;
 }
 
@@ -234,9 +323,10 @@ static int output_param(isv_request *r, isv__json_reader *rd, const isv__json_to
                                "non-negative integer", o->name);
     o->classification = (uint32_t)v->v.i64;
   } else if (keyis(key, "binary_data")) {
-    if (v->type == ISV_PARAM_BOOL && v->v.b)
-      return isv__request_fail(r, ISV_EUNIMPL, "output '%s': binary_data needs the binary tensor "
-                               "data extension, which this server does not implement yet", o->name);
+    if (v->type != ISV_PARAM_BOOL)
+      return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'binary_data' must be true or false",
+                               o->name);
+    o->flags |= ISV__V2_OUT_BIN_SET | (v->v.b ? ISV__V2_OUT_BIN : 0);
   }
   return 0;
 }
@@ -276,18 +366,26 @@ static int request_param(isv_request *r, isv__json_reader *rd, const isv__json_t
                          const isv_param *v, void *data) {
   (void)rd;
   (void)data;
-  if (keyis(key, "binary_data_output") && v->type == ISV_PARAM_BOOL && v->v.b)
-    return isv__request_fail(r, ISV_EUNIMPL, "binary_data_output needs the binary tensor data "
-                             "extension, which this server does not implement yet");
+  if (keyis(key, "binary_data_output")) { /* the extension's own switch, not the model's */
+    if (v->type != ISV_PARAM_BOOL)
+      return isv__request_fail(r, ISV_EBADREQ, "'binary_data_output' must be true or false");
+    if (v->v.b) r->proto_flags |= ISV__V2_REQ_BIN;
+    else r->proto_flags &= ~ISV__V2_REQ_BIN;
+    return 0;
+  }
   isv__param_entry *e = isv__request_push_param(r, key->ptr, key->len);
   if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   e->val = *v;
   return 0;
 }
 
-int isv__v2_decode_request(isv_request *r, char *body, size_t len, unsigned max_depth) {
-  if (len == 0 || body == NULL)
+int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_len,
+                           unsigned max_depth) {
+  if (json_len == 0 || body == NULL)
     return isv__request_fail(r, ISV_EBADREQ, "empty request body: expected a JSON object");
+  if (json_len > len) json_len = len;
+  bin_tail tail = {body + json_len, len - json_len, 0};
+  len = json_len;
   isv__json_reader rd;
   isv__json_reader_init(&rd, body, len, max_depth);
   isv__json_token t;
@@ -319,7 +417,7 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, unsigned max_
         if (ty == ISV__JSON_ARRAY_END) break;
         if (ty == ISV__JSON_ERROR) return reader_fail(r, &rd, "malformed JSON");
         rd = save;
-        if (inputs ? parse_input(r, &rd, body, max_depth, i) : parse_output(r, &rd, i))
+        if (inputs ? parse_input(r, &rd, body, max_depth, i, &tail) : parse_output(r, &rd, i))
           return r->status;
       }
       if (inputs) have_inputs = 1;
@@ -331,6 +429,10 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, unsigned max_
   }
   if (isv__json_next(&rd, &t) != ISV__JSON_EOF) return reader_fail(r, &rd, "malformed JSON");
   if (!have_inputs) return isv__request_fail(r, ISV_EBADREQ, "request has no 'inputs'");
+  if (tail.used != tail.n)
+    return isv__request_fail(r, ISV_EBADREQ, "%zu bytes of binary data follow the JSON header but "
+                             "the inputs' binary_data_size parameters claim %zu", tail.n,
+                             tail.used);
   return 0;
 }
 
@@ -361,7 +463,21 @@ static void write_params(isv__buf *b, const isv__param_entry *ps, size_t n) {
   isv__buf_putc(b, '}');
 }
 
-void isv__v2_encode_response(const isv_request *r, isv__buf *b) {
+static int output_is_binary(const isv_request *r, const isv_tensor *t) {
+  if (t->flags & ISV__V2_OUT_BIN_SET) return (t->flags & ISV__V2_OUT_BIN) != 0;
+  return (r->proto_flags & ISV__V2_REQ_BIN) != 0;
+}
+
+int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts,
+                            size_t *n_parts) {
+  *parts = NULL;
+  *n_parts = 0;
+  size_t n_bin = 0;
+  for (size_t i = 0; i < r->n_outputs; i++) n_bin += output_is_binary(r, &r->outputs[i]);
+  if (n_bin) {
+    *parts = isv__arena_alloc(&r->arena, n_bin * sizeof **parts);
+    if (*parts == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  }
   isv__buf_puts(b, "{\"model_name\":");
   const char *mn = isv_request_model_name(r), *mv = isv_request_model_version(r);
   isv__json_write_string(b, mn, strlen(mn));
@@ -385,9 +501,29 @@ void isv__v2_encode_response(const isv_request *r, isv__buf *b) {
     isv__buf_puts(b, isv_datatype_name(t->dt));
     isv__buf_puts(b, "\",\"shape\":");
     write_shape(b, t->shape, t->ndim);
+    if (output_is_binary(r, t)) {
+      isv__v2_binpart *p = &(*parts)[(*n_parts)++];
+      if (t->dt == ISV_BYTES) {
+        size_t n = isv__rawbytes_size(t->data, t->count);
+        if (n == SIZE_MAX)
+          return isv__request_fail(r, ISV_EINTERNAL, "output '%s' has a BYTES element longer "
+                                   "than the binary form's 4-byte length allows", t->name);
+        void *d = isv__arena_alloc(&r->arena, n);
+        if (d == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+        isv__rawbytes_write(d, t->data, t->count);
+        *p = (isv__v2_binpart){d, n};
+      } else {
+        *p = (isv__v2_binpart){t->data, t->data ? t->byte_size : 0};
+      }
+      isv__buf_puts(b, ",\"parameters\":{\"binary_data_size\":");
+      isv__json_write_u64(b, p->len);
+      isv__buf_puts(b, "}}");
+      continue;
+    }
     isv__buf_puts(b, ",\"data\":");
     isv__json_write_tensor(b, t->dt, t->data, t->count);
     isv__buf_putc(b, '}');
   }
   isv__buf_puts(b, "]}");
+  return 0;
 }

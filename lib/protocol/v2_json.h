@@ -6,11 +6,33 @@
 #include "codec/buf.h"
 #include "core/request.h"
 
-/* Fill r's id, parameters, inputs and requested outputs from the body (mutable: strings are
- * unescaped in place and tensors may point into it, so it must outlive r). Returns 0, or the
- * ISV_E* code with r's status and message set (the message names the problem and, for syntax
- * errors, the byte offset). */
-int isv__v2_decode_request(isv_request *r, char *body, size_t len, unsigned max_depth);
-void isv__v2_encode_response(const isv_request *r, isv__buf *b);
+/* Fill r's id, parameters, inputs and requested outputs. body[0..json_len) is the JSON;
+ * body[json_len..len) is the binary part of Triton's binary tensor data extension (empty when
+ * json_len == len), claimed in input order by inputs with a "binary_data_size" parameter.
+ * The body is mutable (strings are unescaped in place) and tensors may point into it, so it
+ * must outlive r. Returns 0, or the ISV_E* code with r's status and message set (the message
+ * names the problem and, for syntax errors, the byte offset). */
+int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_len,
+                           unsigned max_depth);
+
+/* Requested-output flags (isv__req_output.flags / isv_tensor.flags) and request flags
+ * (isv_request.proto_flags) of the binary extension. */
+#define ISV__V2_OUT_BIN_SET 1u /* the output said "binary_data" */
+#define ISV__V2_OUT_BIN 2u     /* ... and it was true */
+#define ISV__V2_REQ_BIN 1u     /* "binary_data_output": true (default for every output) */
+
+/* One output's bytes in binary form. */
+typedef struct isv__v2_binpart {
+  const void *ptr;
+  size_t len;
+} isv__v2_binpart;
+
+/* The response's JSON into b. An output sent in binary gets "parameters":{"binary_data_size":N}
+ * instead of "data", and its bytes are listed in *parts (an array in r's arena, in output
+ * order; *n_parts = 0 when no output is binary): BYTES are serialised into r's arena, other
+ * types referenced where they are — r must outlive the parts. Returns 0 or an ISV_E* code
+ * (r's message set); b->failed reports the JSON's own allocation failure. */
+int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts,
+                            size_t *n_parts);
 
 #endif

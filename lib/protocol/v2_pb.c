@@ -25,6 +25,7 @@
 #include <pb_decode.h>
 #include <pb_encode.h>
 
+#include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
 #include "grpc_predict_v2.pb.h"
@@ -463,32 +464,22 @@ static int decode_raw(input_ctx *c, span raw, isv_tensor *t) {
     return 0;
   }
   /* BYTES: u32-LE length + bytes per element; the elements reference the buffer. */
-  size_t n = 0, off = 0;
-  while (off < raw.n) {
-    if (raw.n - off < 4)
+  size_t n;
+  isv__rawbytes_err e;
+  if (isv__rawbytes_count(raw.p, raw.n, &n, &e) != 0) {
+    if (e.in_prefix)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents ends inside the "
-                               "4-byte length of BYTES element %zu", c->name, n);
-    size_t len = (size_t)le_load(raw.p + off, 4);
-    off += 4;
-    if (len > raw.n - off)
-      return isv__request_fail(r, ISV_EBADREQ, "input '%s': BYTES element %zu in "
-                               "raw_input_contents has length %zu but only %zu bytes remain",
-                               c->name, n, len, raw.n - off);
-    off += len;
-    n++;
+                               "4-byte length of BYTES element %zu", c->name, e.elem);
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': BYTES element %zu in "
+                             "raw_input_contents has length %zu but only %zu bytes remain",
+                             c->name, e.elem, e.len, e.left);
   }
   if (n != c->count)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents holds %zu BYTES "
                              "elements, shape %s needs %zu", c->name, n, c->shape_txt, c->count);
-  isv_bytes *b = isv__arena_alloc(&r->arena, n * sizeof *b);
+  isv_bytes *b = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *b);
   if (b == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  off = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t len = (size_t)le_load(raw.p + off, 4);
-    b[i].ptr = (const char *)raw.p + off + 4;
-    b[i].len = len;
-    off += 4 + len;
-  }
+  isv__rawbytes_split(raw.p, n, b);
   t->data = b;
   t->byte_size = isv__bytes_total(b, n);
   return 0;
@@ -788,8 +779,6 @@ static size_t output_msg_size(const isv_tensor *t) {
   return n;
 }
 
-static size_t bytes_len(const isv_bytes *b) { return b->ptr ? b->len : 0; }
-
 /* The bytes of raw_output_contents[i]: the tensor itself, or BYTES serialised into the arena. */
 static int output_raw(isv_request *r, const isv_tensor *t, const void **p, size_t *n) {
   if (t->dt != ISV_BYTES) {
@@ -797,21 +786,11 @@ static int output_raw(isv_request *r, const isv_tensor *t, const void **p, size_
     *n = t->data ? t->byte_size : 0;
     return 0;
   }
-  const isv_bytes *b = t->data;
-  size_t total = 0;
-  for (size_t i = 0; b && i < t->count; i++) {
-    if (bytes_len(&b[i]) > UINT32_MAX) return ISV_EINTERNAL;
-    total += 4 + bytes_len(&b[i]);
-  }
-  uint8_t *out = isv__arena_alloc(&r->arena, total);
+  size_t total = isv__rawbytes_size(t->data, t->count);
+  if (total == SIZE_MAX) return ISV_EINTERNAL;
+  void *out = isv__arena_alloc(&r->arena, total);
   if (out == NULL) return ISV_ENOMEM;
-  uint8_t *q = out;
-  for (size_t i = 0; b && i < t->count; i++) {
-    uint32_t l = (uint32_t)bytes_len(&b[i]);
-    for (unsigned j = 0; j < 4; j++) *q++ = (uint8_t)(l >> (8 * j));
-    if (l) memcpy(q, b[i].ptr, l);
-    q += l;
-  }
+  isv__rawbytes_write(out, t->data, t->count);
   *p = out;
   *n = total;
   return 0;

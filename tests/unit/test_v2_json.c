@@ -31,7 +31,7 @@ static isv_request *decode(const char *text, int want) {
   size_t n = strlen(text);
   memcpy(body, text, n);
   isv_request *r = isv__request_new(&core);
-  int rc = isv__v2_decode_request(r, body, n, 64);
+  int rc = isv__v2_decode_request(r, body, n, n, 64);
   if (rc != want) fail_msg("decode(%s) = %d (%s), want %d", text, rc, r->errmsg, want);
   return r;
 }
@@ -96,7 +96,7 @@ static void every_error_names_the_problem(void **state) {
                "has no 'data'");
   expect_error("{\"inputs\":[{\"name\":\"A\",\"shape\":[1],\"datatype\":\"INT8\",\"data\":[1],"
                "\"parameters\":{\"binary_data_size\":1}}]}",
-               ISV_EUNIMPL, "binary tensor data");
+               ISV_EBADREQ, "input 'A' has both 'data' and a binary_data_size parameter");
   expect_error("{\"inputs\":[],\"outputs\":[{\"parameters\":{\"classification\":-1},\"name\":\"Y\"}]}",
                ISV_EBADREQ, "non-negative integer");
   expect_error("{\"inputs\":[],\"parameters\":{\"p\":[1]}}", ISV_EBADREQ,
@@ -116,11 +116,147 @@ static void bytes_that_are_not_utf8_become_b64(void **state) {
   r->n_outputs = 1;
   isv__buf b;
   isv__buf_init(&b);
-  isv__v2_encode_response(r, &b);
+  isv__v2_binpart *parts;
+  size_t n_parts;
+  assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n_parts), 0);
+  assert_int_equal(n_parts, 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":[{\"name\":"
                               "\"OUT\",\"datatype\":\"BYTES\",\"shape\":[2],\"data\":[\"ok\","
                               "{\"b64\":\"//4=\"}]}]}");
+  isv__buf_free(&b);
+  r->outputs = NULL;
+  r->n_outputs = 0;
+  isv_request_free(r);
+}
+
+/* ---- binary tensor data extension ------------------------------------------------------- */
+
+static _Alignas(64) char bin_body[8192];
+
+/* JSON then `bin` (binlen bytes), the JSON placed so the binary part starts at bin_body+64+shift. */
+static isv_request *decode_bin(const char *json, const void *bin, size_t binlen, size_t shift,
+                               int want, char **bin_at) {
+  size_t jl = strlen(json);
+  char *start = bin_body + 64 + shift - jl;
+  memcpy(start, json, jl);
+  memcpy(start + jl, bin, binlen);
+  *bin_at = start + jl;
+  isv_request *r = isv__request_new(&core);
+  int rc = isv__v2_decode_request(r, start, jl + binlen, jl, 64);
+  if (rc != want) fail_msg("decode(%s) = %d (%s), want %d", json, rc, r->errmsg, want);
+  return r;
+}
+
+static void expect_bin_error(const char *json, const void *bin, size_t binlen, const char *needle) {
+  char *at;
+  isv_request *r = decode_bin(json, bin, binlen, 0, ISV_EBADREQ, &at);
+  if (strstr(r->errmsg, needle) == NULL) fail_msg("'%s' lacks '%s'", r->errmsg, needle);
+  isv_request_free(r);
+}
+
+static void binary_inputs_are_taken_in_order_and_in_place(void **state) {
+  (void)state;
+  /* A: INT32 [2] (8 bytes), then S: BYTES [2] {"hi", ""} (4+2 + 4+0 = 10 bytes), then J: JSON. */
+  unsigned char bin[18] = {1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 2, 0, 0, 0, 'h', 'i', 0, 0, 0, 0};
+  const char *json =
+      "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":"
+      "{\"binary_data_size\":8}},{\"parameters\":{\"binary_data_size\":10},\"name\":\"S\","
+      "\"datatype\":\"BYTES\",\"shape\":[2]},{\"name\":\"J\",\"datatype\":\"INT8\",\"shape\":[1],"
+      "\"data\":[7]}]}";
+  char *at;
+  isv_request *r = decode_bin(json, bin, sizeof bin, 0, 0, &at);
+  assert_int_equal(r->n_inputs, 3);
+  assert_ptr_equal(r->inputs[0].data, at); /* aligned: referenced, not copied */
+  assert_int_equal(((int32_t *)r->inputs[0].data)[1], -2);
+  const isv_bytes *s = r->inputs[1].data;
+  assert_int_equal(r->inputs[1].count, 2);
+  assert_int_equal(s[0].len, 2);
+  assert_memory_equal(s[0].ptr, "hi", 2);
+  assert_int_equal(s[1].len, 0);
+  assert_int_equal(r->inputs[1].byte_size, 2);
+  assert_int_equal(((int8_t *)r->inputs[2].data)[0], 7);
+  isv_request_free(r);
+  /* Misaligned binary data is copied to an aligned place, same values. */
+  r = decode_bin(json, bin, sizeof bin, 1, 0, &at);
+  assert_ptr_not_equal(r->inputs[0].data, at);
+  assert_int_equal((uintptr_t)r->inputs[0].data % 4, 0);
+  assert_int_equal(((int32_t *)r->inputs[0].data)[0], 1);
+  isv_request_free(r);
+}
+
+static void binary_input_errors_name_the_problem(void **state) {
+  (void)state;
+  unsigned char z[16] = {0};
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"data\":[1,2],"
+                   "\"parameters\":{\"binary_data_size\":8}}]}", z, 8, "both 'data' and a binary_data_size");
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2]}]}", z, 0,
+                   "has no 'data' (nor a binary_data_size");
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":"
+                   "{\"binary_data_size\":4}}]}", z, 4, "binary_data_size is 4 but shape [2] of INT32 needs 8");
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":"
+                   "{\"binary_data_size\":8}}]}", z, 7, "only 7 bytes of binary data are left");
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":"
+                   "{\"binary_data_size\":8}}]}", z, 9, "9 bytes of binary data follow the JSON header but the inputs' binary_data_size parameters claim 8");
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":"
+                   "{\"binary_data_size\":-8}}]}", z, 8, "'A': binary_data_size must be a non-negative");
+  expect_bin_error("{\"inputs\":[{\"parameters\":{\"binary_data_size\":\"8\"},\"name\":\"A\"}]}", z, 8,
+                   "'#0': binary_data_size must be");
+  expect_bin_error("{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],\"data\":[1,2]}]}", z,
+                   3, "3 bytes of binary data follow the JSON header but the inputs' "
+                   "binary_data_size parameters claim 0");
+  unsigned char cut[6] = {5, 0, 0, 0, 'a', 'b'};
+  expect_bin_error("{\"inputs\":[{\"name\":\"S\",\"datatype\":\"BYTES\",\"shape\":[1],\"parameters\":"
+                   "{\"binary_data_size\":6}}]}", cut, 6, "element 0 of the binary data has length 5 "
+                   "but only 2 bytes remain");
+  expect_bin_error("{\"inputs\":[{\"name\":\"S\",\"datatype\":\"BYTES\",\"shape\":[1],\"parameters\":"
+                   "{\"binary_data_size\":2}}]}", cut, 2, "ends inside the 4-byte length of BYTES element 0");
+  unsigned char two[8] = {0};
+  expect_bin_error("{\"inputs\":[{\"name\":\"S\",\"datatype\":\"BYTES\",\"shape\":[1],\"parameters\":"
+                   "{\"binary_data_size\":8}}]}", two, 8, "holds 2 BYTES elements, the shape needs 1");
+  expect_bin_error("{\"inputs\":[],\"outputs\":[{\"name\":\"Y\",\"parameters\":{\"binary_data\":1}}]}", z,
+                   0, "output 'Y': 'binary_data' must be true or false");
+  expect_bin_error("{\"parameters\":{\"binary_data_output\":\"yes\"},\"inputs\":[]}", z, 0,
+                   "'binary_data_output' must be true or false");
+}
+
+static void binary_outputs_are_listed_after_the_json(void **state) {
+  (void)state;
+  char *at;
+  isv_request *r = decode_bin("{\"parameters\":{\"binary_data_output\":true,\"keep\":1},\"inputs\":[],"
+                              "\"outputs\":[{\"name\":\"X\"},{\"name\":\"S\"},{\"name\":\"J\","
+                              "\"parameters\":{\"binary_data\":false}}]}", "", 0, 0, 0, &at);
+  /* binary_data_output is the extension's switch, not a parameter for the model */
+  assert_int_equal(isv_request_param_count(r), 1);
+  r->model_name = "m";
+  r->version = "1";
+  int32_t x[2] = {1, -1};
+  isv_bytes els[2] = {{"ab", 2}, {NULL, 0}};
+  int8_t j = 5;
+  int64_t shape[] = {2}, one[] = {1};
+  isv_tensor t[3] = {
+      {.name = "X", .dt = ISV_INT32, .shape = shape, .ndim = 1, .data = x, .count = 2, .byte_size = 8},
+      {.name = "S", .dt = ISV_BYTES, .shape = shape, .ndim = 1, .data = els, .count = 2, .byte_size = 2},
+      {.name = "J", .dt = ISV_INT8, .shape = one, .ndim = 1, .data = &j, .count = 1, .byte_size = 1}};
+  for (int i = 0; i < 3; i++) t[i].flags = r->req_outputs[i].flags;
+  r->outputs = t;
+  r->n_outputs = 3;
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__v2_binpart *parts;
+  size_t n;
+  assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n), 0);
+  isv__buf_putc(&b, '\0');
+  assert_string_equal(b.data, "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":[{\"name\":"
+                              "\"X\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":{"
+                              "\"binary_data_size\":8}},{\"name\":\"S\",\"datatype\":\"BYTES\","
+                              "\"shape\":[2],\"parameters\":{\"binary_data_size\":10}},{\"name\":"
+                              "\"J\",\"datatype\":\"INT8\",\"shape\":[1],\"data\":[5]}]}");
+  assert_int_equal(n, 2);
+  assert_ptr_equal(parts[0].ptr, x); /* referenced, not copied */
+  assert_int_equal(parts[0].len, 8);
+  assert_int_equal(parts[1].len, 10);
+  assert_memory_equal(parts[1].ptr, "\2\0\0\0ab\0\0\0\0", 10);
   isv__buf_free(&b);
   r->outputs = NULL;
   r->n_outputs = 0;
@@ -132,6 +268,9 @@ int main(void) {
       cmocka_unit_test(decodes_everything_a_request_carries),
       cmocka_unit_test(every_error_names_the_problem),
       cmocka_unit_test(bytes_that_are_not_utf8_become_b64),
+      cmocka_unit_test(binary_inputs_are_taken_in_order_and_in_place),
+      cmocka_unit_test(binary_input_errors_name_the_problem),
+      cmocka_unit_test(binary_outputs_are_listed_after_the_json),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
