@@ -47,6 +47,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     return rc;
   }
   isv__transport_init(&s->transport, loop, &s->core.opts, on_exchange, &s->core);
+  s->transport.bufs = &s->core.bufs;
   s->transport.on_grpc = on_grpc;
   *out = s;
   return 0;

@@ -15,9 +15,9 @@ struct isv__arena_chunk {
  * big tensor never wastes the tail of a shared one. */
 #define ISV__ARENA_CHUNK 8192u
 
-static isv__arena_chunk *new_chunk(size_t cap) {
+static isv__arena_chunk *new_chunk(isv__arena *a, size_t cap) {
   if (cap > SIZE_MAX - sizeof(isv__arena_chunk)) return NULL;
-  isv__arena_chunk *c = malloc(sizeof *c + cap);
+  isv__arena_chunk *c = isv__bigbuf_alloc(a->bufs, sizeof *c + cap, 0);
   if (c == NULL) return NULL;
   c->cap = cap;
   c->used = 0;
@@ -36,7 +36,7 @@ void *isv__arena_alloc(isv__arena *a, size_t n) {
   }
   if (need > ISV__ARENA_CHUNK / 4) {
     /* Dedicated chunk, linked behind the head so the head keeps serving small allocations. */
-    isv__arena_chunk *c = new_chunk(need);
+    isv__arena_chunk *c = new_chunk(a, need);
     if (c == NULL) return NULL;
     c->used = need;
     if (h == NULL) {
@@ -48,7 +48,7 @@ void *isv__arena_alloc(isv__arena *a, size_t n) {
     }
     return c->data;
   }
-  isv__arena_chunk *c = new_chunk(ISV__ARENA_CHUNK);
+  isv__arena_chunk *c = new_chunk(a, ISV__ARENA_CHUNK);
   if (c == NULL) return NULL;
   c->next = h;
   a->head = c;
@@ -76,7 +76,7 @@ void isv__arena_free(isv__arena *a) {
   isv__arena_chunk *c = a->head;
   while (c != NULL) {
     isv__arena_chunk *next = c->next;
-    free(c);
+    isv__bigbuf_free(c);
     c = next;
   }
   a->head = NULL;

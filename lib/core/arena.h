@@ -5,13 +5,16 @@
 
 #include <stddef.h>
 
+#include "codec/bigbuf.h"
+
 typedef struct isv__arena_chunk isv__arena_chunk;
 
 typedef struct isv__arena {
   isv__arena_chunk *head;
+  isv__bigbuf_cache *bufs; /* where big chunks come from and go back to; may be NULL */
 } isv__arena;
 
-#define ISV__ARENA_INIT {NULL}
+#define ISV__ARENA_INIT {NULL, NULL}
 
 /* 16-byte aligned; NULL when out of memory or n overflows. n == 0 gives a valid pointer. */
 void *isv__arena_alloc(isv__arena *a, size_t n);

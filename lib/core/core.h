@@ -7,6 +7,7 @@
 
 #include <uv.h>
 
+#include "codec/bigbuf.h"
 #include "core/options.h"
 #include "core/registry.h"
 
@@ -17,6 +18,7 @@ struct isv__core {
   uv_thread_t loop_thread;
   isv_options opts;
   isv__registry reg;
+  isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   uv_async_t async;
   uv_mutex_t mu; /* guards the done queue and every request's completion flags */
   isv_request *done_head;

@@ -11,6 +11,7 @@ void isv__options_defaults(isv_options *o) {
   o->header_timeout_ms = 30000;
   o->max_connections = 10000;
   o->max_json_depth = 64;
+  o->buffer_cache_bytes = (size_t)64 << 20;
   strcpy(o->server_name, "libinferserve");
   strcpy(o->server_version, isv_version());
 }
@@ -62,6 +63,12 @@ ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n) {
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on) {
   if (o == NULL) return ISV_EINVAL;
   o->strict_readiness = on != 0;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
+  if (o == NULL) return ISV_EINVAL;
+  o->buffer_cache_bytes = n;
   return 0;
 }
 

@@ -14,6 +14,7 @@ struct isv_options {
   unsigned max_connections;
   unsigned max_json_depth;
   int strict_readiness;
+  size_t buffer_cache_bytes;
   char server_name[64];
   char server_version[32];
 };

@@ -11,6 +11,7 @@ isv_request *isv__request_new(isv__core *c) {
   isv_request *r = calloc(1, sizeof *r);
   if (r == NULL) return NULL;
   r->core = c;
+  r->arena.bufs = &c->bufs;
   r->id = "";
   r->errmsg = "";
   return r;

@@ -68,10 +68,13 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   int rc = isv__registry_init(&c->reg);
   if (rc) return rc;
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (uv_async_init(loop, &c->async, drain_queue) != 0) goto fail_mu;
+  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes) != 0) goto fail_mu;
+  if (uv_async_init(loop, &c->async, drain_queue) != 0) goto fail_bufs;
   c->async.data = c;
   uv_unref((uv_handle_t *)&c->async); /* referenced only while requests are in flight */
   return 0;
+fail_bufs:
+  isv__bigbuf_cache_destroy(&c->bufs);
 fail_mu:
   uv_mutex_destroy(&c->mu);
 fail_reg:
@@ -82,6 +85,7 @@ fail_reg:
 void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   isv__registry_clear(&c->reg);
   uv_mutex_destroy(&c->mu);
+  isv__bigbuf_cache_destroy(&c->bufs);
   uv_close((uv_handle_t *)&c->async, close_cb);
 }
 

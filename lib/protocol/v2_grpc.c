@@ -73,7 +73,7 @@ static void gcall_finish(gcall *g, int status, const char *msg) {
 
 static void gcall_maybe_free(gcall *g) {
   if (g->finished && g->inflight == 0 && g->busy == 0) {
-    free(g->msg);
+    isv__bigbuf_free(g->msg);
     free(g);
   }
 }
@@ -100,7 +100,7 @@ static void send_buf(gcall *g, isv__buf *b) {
 static void job_free(void *p) {
   job *j = p;
   isv_request_free(j->r);
-  free(j->msg);
+  isv__bigbuf_free(j->msg);
   free(j);
 }
 
@@ -165,7 +165,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   isv_request *r = isv__request_new(g->core);
   if (j == NULL || r == NULL) {
     free(j);
-    free(msg);
+    isv__bigbuf_free(msg);
     isv_request_free(r);
     finish_error(g, ISV_ENOMEM, "out of memory");
     return;
@@ -292,7 +292,7 @@ static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len) {
   if (g->id == RPC_MODEL_STREAM_INFER) {
     submit(g, msg, len);
   } else if (++g->n_msgs > 1) {
-    free(msg);
+    isv__bigbuf_free(msg);
     finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
   } else {
     g->msg = msg;

@@ -35,7 +35,8 @@ struct isv__conn {
   size_t url_len;
   hdr_span *hdrs;
   size_t n_hdrs, cap_hdrs;
-  isv__buf body;
+  isv__buf body; /* data from isv__bigbuf_alloc when body_big, else malloc'd */
+  int body_big;
   size_t body_expected; /* Content-Length, when known */
   int err_status;       /* a limit or syntax error found inside a callback */
   const char *err_msg;

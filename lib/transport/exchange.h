@@ -53,6 +53,7 @@ struct isv__exchange {
   void *conn;
   int (*respond)(isv__exchange *ex, const isv__response *resp);
   char *storage; /* path, query and header text */
+  int body_big;  /* body came from isv__bigbuf_alloc */
 };
 
 /* Case-insensitive lookup; NULL when absent. */

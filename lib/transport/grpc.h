@@ -34,7 +34,7 @@ struct isv__grpc_call {
 
   /* Set by the service when the call is handed to it (on_grpc). Each may be NULL. */
   void *app;
-  /* One whole message. msg is malloc'd and now the service's (free() it). */
+  /* One whole message, now the service's: free it with isv__bigbuf_free(). */
   void (*on_message)(isv__grpc_call *call, uint8_t *msg, size_t len);
   /* The client sent its last message. */
   void (*on_half_close)(isv__grpc_call *call);

@@ -79,7 +79,8 @@ const char *isv__http_reason(int status) {
 
 void isv__exchange_free(isv__exchange *ex) {
   free(ex->storage);
-  free(ex->body);
+  if (ex->body_big) isv__bigbuf_free(ex->body);
+  else free(ex->body);
   free(ex->headers);
   free(ex);
 }
@@ -289,6 +290,13 @@ static int head_append(isv__conn *c, const char *p, size_t n) {
   return c->head.failed ? fail(c, 500, "out of memory") : 0;
 }
 
+static void body_release(isv__conn *c) {
+  if (c->body_big) isv__bigbuf_free(c->body.data);
+  else isv__buf_free(&c->body);
+  isv__buf_init(&c->body);
+  c->body_big = 0;
+}
+
 static int on_message_begin(llhttp_t *p) {
   isv__conn *c = conn_of(p);
   c->in_message = 1;
@@ -374,9 +382,16 @@ static int on_headers_complete(llhttp_t *p) {
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > max) return fail(c, 413, "request body exceeds the server's limit");
     c->body_expected = (size_t)p->content_length;
-    c->body.len = 0;
-    if (c->body_expected > c->body.cap && isv__buf_reserve(&c->body, c->body_expected) == NULL)
-      return fail(c, 413, "request body too large to buffer");
+    body_release(c);
+    if (c->body_expected > 0) {
+      /* One block of exactly the announced size, END-aligned: tensors sit at the end of a
+       * body (the binary extension), so the last one lands aligned and is used in place.
+       * Large blocks come back from the server's cache already mapped. */
+      c->body.data = isv__bigbuf_alloc(c->t->bufs, c->body_expected, 1);
+      if (c->body.data == NULL) return fail(c, 413, "request body too large to buffer");
+      c->body.cap = c->body_expected;
+      c->body_big = 1;
+    }
   }
   size_t el;
   const char *e = find_header(c, "expect", &el);
@@ -399,6 +414,8 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
     c->body.len += n; /* read in place by on_alloc */
     return 0;
   }
+  if (c->body_big && n > c->body.cap - c->body.len) /* llhttp enforces Content-Length */
+    return fail(c, 400, "request body longer than its Content-Length");
   isv__buf_append(&c->body, at, n);
   return c->body.failed ? fail(c, 500, "out of memory") : 0;
 }
@@ -479,7 +496,9 @@ static int on_message_complete(llhttp_t *p) {
   ex->method_name = llhttp_method_name((llhttp_method_t)p->method);
   ex->body = c->body.data;
   ex->body_len = c->body.len;
+  ex->body_big = c->body_big;
   isv__buf_init(&c->body);
+  c->body_big = 0;
   ex->conn = c;
   ex->respond = h1_respond;
   c->ex = ex;
@@ -628,7 +647,7 @@ static void on_handle_closed(uv_handle_t *h) {
   if (c->next) c->next->prev = c->prev;
   t->n_conns--;
   isv__buf_free(&c->head);
-  isv__buf_free(&c->body);
+  body_release(c);
   free(c->hdrs);
   free(c->pending);
   if (c->adopted) free(c->stream);

@@ -474,7 +474,7 @@ static void stream_free(h2_stream *st) {
   }
   isv__buf_free(&st->head);
   isv__buf_free(&st->body);
-  free(st->msg);
+  isv__bigbuf_free(st->msg);
   free(st->hdrs);
   free(st->trailer_msg);
   free(st);
@@ -679,7 +679,7 @@ static void deliver_message(h2_stream *st) {
   st->msg_len = st->msg_got = 0;
   st->prefix_len = 0;
   if (st->call.on_message && !st->app_done && !st->cancelled) st->call.on_message(&st->call, m, len);
-  else free(m);
+  else isv__bigbuf_free(m);
 }
 
 /* gRPC framing: 1 byte compressed flag, 4 bytes big-endian length, message; any split. */
@@ -706,7 +706,9 @@ static void deframe(isv__h2 *h, h2_stream *st, const uint8_t *d, size_t n) {
         transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, msg);
         return;
       }
-      st->msg = malloc(len ? len : 1);
+      /* END-aligned: serializers write raw_input_contents last, so the (last) tensor lands
+       * aligned and is used in place; big messages reuse the server's mapped blocks. */
+      st->msg = isv__bigbuf_alloc(h->c->t->bufs, len, 1);
       if (st->msg == NULL) {
         transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;

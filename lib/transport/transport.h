@@ -5,6 +5,7 @@
 
 #include <uv.h>
 
+#include "codec/bigbuf.h"
 #include "core/options.h"
 #include "transport/exchange.h"
 #include "transport/grpc.h"
@@ -30,6 +31,7 @@ struct isv__transport {
   isv__exchange_cb on_exchange;
   isv__grpc_cb on_grpc;
   void *app;
+  isv__bigbuf_cache *bufs; /* large bodies and messages; may be NULL */
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;
   isv__conn *conns; /* doubly linked */
