@@ -78,17 +78,30 @@ struct isv__h2 {
   unsigned n_streams;
   size_t write_pending;
   int in_session; /* inside nghttp2 (mem_recv or mem_send): flushing now would re-enter it */
+  struct h2_write *cur; /* the write flush() is filling (for send_data) */
   int want_flush;
   int shutting_down;
   int dead;
 };
 
+/* One uv_write: the bytes nghttp2 serialised (copied into `copy`) interleaved with DATA
+ * payloads referenced where the service left them (NGHTTP2_DATA_FLAG_NO_COPY): a 16 MiB
+ * tensor goes from the response's memory to the socket without a copy of our own. The queue
+ * items whose memory is referenced are held until the write completes. */
+typedef struct seg {
+  const char *ref; /* NULL: `len` bytes at `off` in copy */
+  size_t off, len;
+} seg;
+
 typedef struct h2_write {
   uv_write_t req;
-  isv__h2 *h2;
   isv__conn *c;
-  size_t len;
-  char data[];
+  size_t len; /* all bytes of the write */
+  isv__buf copy;
+  seg *segs;
+  size_t n_segs, cap_segs;
+  out_item *held; /* released after the write */
+  int failed;
 } h2_write;
 
 static void flush(isv__h2 *h);
@@ -96,11 +109,61 @@ static void stream_maybe_free(h2_stream *st);
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
+static seg *push_seg(h2_write *w) {
+  if (w->n_segs == w->cap_segs) {
+    size_t cap = w->cap_segs ? 2 * w->cap_segs : 16;
+    seg *s = realloc(w->segs, cap * sizeof *s);
+    if (s == NULL) {
+      w->failed = 1;
+      return NULL;
+    }
+    w->segs = s;
+    w->cap_segs = cap;
+  }
+  return &w->segs[w->n_segs++];
+}
+
+static void w_copy(h2_write *w, const void *p, size_t n) {
+  size_t off = w->copy.len;
+  isv__buf_append(&w->copy, p, n);
+  if (w->copy.failed) {
+    w->failed = 1;
+    return;
+  }
+  seg *last = w->n_segs ? &w->segs[w->n_segs - 1] : NULL;
+  if (last && last->ref == NULL && last->off + last->len == off) {
+    last->len += n;
+  } else {
+    seg *s = push_seg(w);
+    if (s) *s = (seg){NULL, off, n};
+  }
+  w->len += n;
+}
+
+static void w_ref(h2_write *w, const char *p, size_t n) {
+  seg *s = push_seg(w);
+  if (s) *s = (seg){p, 0, n};
+  w->len += n;
+}
+
+static void write_free(h2_write *w) {
+  out_item *it = w->held;
+  while (it) {
+    out_item *next = it->next;
+    if (it->release) it->release(it->ctx);
+    free(it);
+    it = next;
+  }
+  isv__buf_free(&w->copy);
+  free(w->segs);
+  free(w);
+}
+
 static void after_write(uv_write_t *req, int status) {
   h2_write *w = (h2_write *)req;
   isv__conn *c = w->c;
   size_t len = w->len;
-  free(w);
+  write_free(w);
   isv__h2 *h = c->h2;
   if (h == NULL || c->closing) return;
   h->write_pending -= len;
@@ -111,6 +174,20 @@ static void after_write(uv_write_t *req, int status) {
   flush(h);
 }
 
+static int start_write(isv__h2 *h, h2_write *w) {
+  uv_buf_t small[64] = {{0}};
+  uv_buf_t *bufs = w->n_segs <= 64 ? small : malloc(w->n_segs * sizeof *bufs);
+  if (bufs == NULL) return -1;
+  for (size_t i = 0; i < w->n_segs; i++) {
+    const seg *s = &w->segs[i];
+    bufs[i].base = (char *)(s->ref ? s->ref : w->copy.data + s->off);
+    bufs[i].len = s->len;
+  }
+  int rc = uv_write(&w->req, h->c->stream, bufs, (unsigned)w->n_segs, after_write); /* copies bufs */
+  if (bufs != small) free(bufs);
+  return rc;
+}
+
 static void flush(isv__h2 *h) {
   if (h->dead || h->c->closing) return;
   if (h->in_session) {
@@ -118,44 +195,39 @@ static void flush(isv__h2 *h) {
     return;
   }
   h->want_flush = 0;
-  isv__buf out;
-  isv__buf_init(&out);
-  isv__buf_reserve(&out, sizeof(h2_write) + 16384);
-  out.len = sizeof(h2_write);
+  h2_write *w = calloc(1, sizeof *w);
+  if (w == NULL) {
+    isv__conn_close(h->c);
+    return;
+  }
+  w->c = h->c;
+  isv__buf_init(&w->copy);
+  h->cur = w;
   h->in_session = 1;
   ssize_t n = 0;
-  while (h->write_pending + out.len < ISV__H2_HIGH_WATER) {
+  while (h->write_pending + w->len < ISV__H2_HIGH_WATER && !w->failed) {
     const uint8_t *data;
     n = nghttp2_session_mem_send(h->s, &data);
     if (n <= 0) break;
-    isv__buf_append(&out, data, (size_t)n);
+    w_copy(w, data, (size_t)n);
   }
   h->in_session = 0;
-  if (n < 0) {
-    isv__buf_free(&out);
+  h->cur = NULL;
+  if (n < 0 || w->failed) {
+    write_free(w);
     isv__conn_close(h->c);
     return;
   }
-  if (out.failed) {
-    isv__buf_free(&out);
-    isv__conn_close(h->c);
-    return;
-  }
-  if (out.len > sizeof(h2_write)) {
-    size_t len;
-    h2_write *w = (h2_write *)isv__buf_release(&out, &len);
-    w->c = h->c;
-    w->h2 = h;
-    w->len = len - sizeof(h2_write);
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
-    if (uv_write(&w->req, h->c->stream, &b, 1, after_write) != 0) {
-      free(w);
+  if (w->len > 0) {
+    size_t len = w->len;
+    if (start_write(h, w) != 0) {
+      write_free(w);
       isv__conn_close(h->c);
       return;
     }
-    h->write_pending += w->len;
+    h->write_pending += len;
   } else {
-    isv__buf_free(&out);
+    write_free(w);
   }
   if (!nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s) &&
       h->write_pending == 0)
@@ -198,41 +270,39 @@ static void submit_trailers(h2_stream *st) {
   nghttp2_submit_trailer(st->h2->s, st->id, nv, st->trailer_msg && st->trailer_msg[0] ? 2 : 1);
 }
 
+/* Pieces smaller than this are copied next to their frame header rather than given an iovec
+ * of their own. */
+#define ISV__H2_REF_MIN 1024
+
+static void pop_item(h2_stream *st, out_item **held) {
+  out_item *it = st->q_head;
+  st->q_head = it->next;
+  if (st->q_head == NULL) st->q_tail = NULL;
+  if (held) { /* referenced by the write being built: released after it */
+    it->next = *held;
+    *held = it;
+  } else {
+    if (it->release) it->release(it->ctx);
+    free(it);
+  }
+}
+
+/* Says how much the next DATA frame carries; send_data() then writes it by reference. */
 static ssize_t read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *user) {
   (void)s;
   (void)id;
+  (void)buf;
   (void)user;
   h2_stream *st = src->ptr;
-  size_t n = 0;
-  while (n < length && st->q_head) {
-    out_item *it = st->q_head;
-    if (it->idx == it->n) { /* nothing (left) to copy from this item */
-      st->q_head = it->next;
-      if (st->q_head == NULL) st->q_tail = NULL;
-      if (it->release) it->release(it->ctx);
-      free(it);
-      continue;
-    }
-    uv_buf_t *p = &it->parts[it->idx];
-    size_t take = p->len - it->off;
-    if (take > length - n) take = length - n;
-    memcpy(buf + n, p->base + it->off, take);
-    n += take;
-    it->off += take;
-    if (it->off == p->len) {
-      it->idx++;
-      it->off = 0;
-      while (it->idx < it->n && it->parts[it->idx].len == 0) it->idx++;
-      if (it->idx == it->n) {
-        st->q_head = it->next;
-        if (st->q_head == NULL) st->q_tail = NULL;
-        if (it->release) it->release(it->ctx);
-        free(it);
-      }
-    }
-  }
-  if (st->q_head == NULL && st->eof) {
+  while (st->q_head && st->q_head->idx == st->q_head->n) pop_item(st, NULL); /* empty */
+  size_t avail = 0;
+  for (out_item *it = st->q_head; it && avail < length; it = it->next)
+    for (size_t i = it->idx; i < it->n && avail < length; i++)
+      avail += it->parts[i].len - (i == it->idx ? it->off : 0);
+  size_t n = avail < length ? avail : length;
+  if (n) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (n == avail && st->eof) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     if (st->is_grpc) {
       *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -242,6 +312,39 @@ static ssize_t read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
   }
   if (n == 0) return NGHTTP2_ERR_DEFERRED;
   return (ssize_t)n;
+}
+
+/* A DATA frame of `length` bytes from the stream's queue: its header copied, its payload
+ * referenced (small pieces copied). Runs inside flush()'s nghttp2_session_mem_send. */
+static int send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
+                     size_t length, nghttp2_data_source *src, void *user) {
+  (void)s;
+  isv__h2 *h = user;
+  h2_stream *st = src->ptr;
+  h2_write *w = h->cur;
+  if (w == NULL || frame->data.padlen > 0) return NGHTTP2_ERR_CALLBACK_FAILURE; /* never pads */
+  w_copy(w, framehd, 9);
+  while (length > 0) {
+    out_item *it = st->q_head;
+    if (it == NULL) return NGHTTP2_ERR_CALLBACK_FAILURE; /* read_data counted these bytes */
+    if (it->idx == it->n) {
+      pop_item(st, &w->held);
+      continue;
+    }
+    uv_buf_t *p = &it->parts[it->idx];
+    size_t take = p->len - it->off < length ? p->len - it->off : length;
+    if (take < ISV__H2_REF_MIN) w_copy(w, p->base + it->off, take);
+    else w_ref(w, p->base + it->off, take);
+    length -= take;
+    it->off += take;
+    if (it->off == p->len) {
+      it->idx++;
+      it->off = 0;
+      while (it->idx < it->n && it->parts[it->idx].len == 0) it->idx++;
+      if (it->idx == it->n) pop_item(st, &w->held);
+    }
+  }
+  return w->failed ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
 static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_prefix,
@@ -827,6 +930,7 @@ int isv__h2_start(isv__conn *c, const char *data, size_t len) {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
   nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+  nghttp2_session_callbacks_set_send_data_callback(cb, send_data);
   nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024);
   if (nghttp2_session_server_new2(&h->s, cb, h, opt) != 0) goto fail;
   nghttp2_session_callbacks_del(cb);
