@@ -60,10 +60,8 @@ static int seg_is(const isv__route *r, size_t i, const char *s) {
 
 void isv__router_dispatch(isv__core *core, isv__exchange *ex) {
   isv__route rt;
-  char shown[200];
-  snprintf(shown, sizeof shown, "%s", ex->path);
   if (isv__route_split(ex->path, ex->path_len, &rt) != 0) {
-    isv__reply_error(ex, ISV_EBADREQ, "malformed path '%s'", shown);
+    isv__reply_error(ex, ISV_EBADREQ, "malformed path '%.200s'", ex->path);
     return;
   }
   if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
@@ -72,8 +70,8 @@ void isv__router_dispatch(isv__core *core, isv__exchange *ex) {
     return;
   }
   if (seg_is(&rt, 0, "v2")) {
-    isv__v2_route(core, ex, &rt, shown);
+    isv__v2_route(core, ex, &rt);
     return;
   }
-  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%s'", shown);
+  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%.200s'", ex->path);
 }

@@ -236,7 +236,7 @@ static int want(isv__exchange *ex, isv__method m) {
   return 0;
 }
 
-void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt, const char *shown) {
+void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt) {
   if (rt->n == 1) {
     if (want(ex, ISV__M_GET)) server_metadata(core, ex);
     return;
@@ -267,5 +267,5 @@ void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt, con
       return;
     }
   }
-  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%s'", shown);
+  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%.200s'", ex->path);
 }

@@ -6,7 +6,7 @@
 #include "protocol/router.h"
 #include "transport/exchange.h"
 
-/* rt->seg[0] is "v2"; shown is the original path for messages. */
-void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt, const char *shown);
+/* rt->seg[0] is "v2" (of ex->path). */
+void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt);
 
 #endif

@@ -10,6 +10,19 @@
 
 #define MAX_NDIM 32
 
+/* "#<index>" for an element that has no name (yet); no snprintf on the path of every request. */
+static void index_label(char *out, size_t index) {
+  char digits[24];
+  size_t n = 0;
+  do {
+    digits[n++] = (char)('0' + index % 10);
+    index /= 10;
+  } while (index);
+  *out++ = '#';
+  while (n) *out++ = digits[--n];
+  *out = '\0';
+}
+
 static int keyis(const isv__json_token *t, const char *k) {
   return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
 }
@@ -221,8 +234,8 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   isv__json_token data_tok;
   size_t data_end = 0;
   int have_data = 0;
-  char label[64];
-  snprintf(label, sizeof label, "#%zu", index);
+  char label[32];
+  index_label(label, index);
   input_info info = {.label = label};
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);
@@ -338,7 +351,7 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
   isv__req_output *o = isv__request_push_output(r);
   if (o == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   char label[32];
-  snprintf(label, sizeof label, "#%zu", index);
+  index_label(label, index);
   o->name = NULL;
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);

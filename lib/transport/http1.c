@@ -197,31 +197,53 @@ static size_t head_size(const isv__response *r) {
   return n;
 }
 
+static char *put(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+#define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
+
+static char *put_uint(char *p, size_t v) {
+  char digits[24];
+  size_t n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n) *p++ = digits[--n];
+  return p;
+}
+
+/* The status line and headers. Every response goes through here: no snprintf. */
 static char *build_head(const isv__response *r, size_t body_len, int keep_alive, int http10,
                         size_t *len) {
-  size_t cap = head_size(r);
-  char *h = malloc(cap);
+  char *h = malloc(head_size(r));
   if (h == NULL) return NULL;
-  int n = snprintf(h, cap, "HTTP/1.1 %d %s\r\n", r->status, isv__http_reason(r->status));
-  if (r->content_type)
-    n += snprintf(h + n, cap - (size_t)n, "Content-Type: %s\r\n", r->content_type);
-  n += snprintf(h + n, cap - (size_t)n, "Content-Length: %zu\r\n", body_len);
-  if (!keep_alive) n += snprintf(h + n, cap - (size_t)n, "Connection: close\r\n");
-  else if (http10) n += snprintf(h + n, cap - (size_t)n, "Connection: keep-alive\r\n");
+  const char *reason = isv__http_reason(r->status);
+  char *p = PUT_LIT(h, "HTTP/1.1 ");
+  p = put_uint(p, (size_t)(r->status >= 100 && r->status <= 999 ? r->status : 500));
+  *p++ = ' ';
+  p = put(p, reason, strlen(reason));
+  p = PUT_LIT(p, "\r\n");
+  if (r->content_type) {
+    p = PUT_LIT(p, "Content-Type: ");
+    p = put(p, r->content_type, strlen(r->content_type));
+    p = PUT_LIT(p, "\r\n");
+  }
+  p = PUT_LIT(p, "Content-Length: ");
+  p = put_uint(p, body_len);
+  p = PUT_LIT(p, "\r\n");
+  if (!keep_alive) p = PUT_LIT(p, "Connection: close\r\n");
+  else if (http10) p = PUT_LIT(p, "Connection: keep-alive\r\n");
   for (size_t i = 0; i < r->n_headers; i++) {
     const isv__header *x = &r->headers[i];
-    memcpy(h + n, x->name, x->name_len);
-    n += (int)x->name_len;
-    h[n++] = ':';
-    h[n++] = ' ';
-    memcpy(h + n, x->value, x->value_len);
-    n += (int)x->value_len;
-    h[n++] = '\r';
-    h[n++] = '\n';
+    p = put(p, x->name, x->name_len);
+    p = PUT_LIT(p, ": ");
+    p = put(p, x->value, x->value_len);
+    p = PUT_LIT(p, "\r\n");
   }
-  h[n++] = '\r';
-  h[n++] = '\n';
-  *len = (size_t)n;
+  p = PUT_LIT(p, "\r\n");
+  *len = (size_t)(p - h);
   return h;
 }
 
