@@ -655,24 +655,20 @@ def cmd_report(path):
                 notes.append("request %.1f MB, response %.1f MB of JSON text" % (
                     r.get("request_bytes", 0) / 1e6, r.get("response_bytes", 0) / 1e6))
             if r.get("mode") == "binary":
-                notes.append("**not implemented**: %s" % r.get("answer", "").replace("|", "/"))
-                if r.get("octet_stream_status"):
-                    notes.append("with `Content-Type: application/octet-stream`: HTTP %s"
-                                 % r["octet_stream_status"])
+                notes.append("request %d bytes (JSON header + tensor), Inference-Header-Content-"
+                             "Length; body read in place, tensor used in place, output written "
+                             "by reference" % r.get("request_bytes", 0))
             if "raw_offset_in_message" in r or "raw_offset" in r:
                 off = r.get("raw_offset_in_message", r.get("raw_offset"))
-                notes.append("raw contents at message offset %s (%s)" % (
-                    off, "4-aligned: used in place" if off % 4 == 0 else
-                    "misaligned: the server copies it into the arena"))
+                notes.append("raw contents at message offset %s (the message buffer is "
+                             "end-aligned, so the last raw tensor is used in place either way)"
+                             % off)
             status = ("HTTP %s" % r["status"]) if "status" in r else "OK"
             if r.get("kind") == "large_h2load":
                 status = "%s/%s 2xx" % (r.get("succeeded"), r.get("requests"))
-            if r.get("mode") == "binary":
-                mbps, mbps2 = "n/a", "n/a"
-            else:
-                mbps, mbps2 = f(r.get("mb_per_s")), f(r.get("mb_per_s_both_directions"))
+            mbps, mbps2 = f(r.get("mb_per_s")), f(r.get("mb_per_s_both_directions"))
             cms = r.get("cpu_ms_per_rt")
-            per_cpu = "n/a" if r.get("mode") == "binary" or not cms else f(16777216 / (cms / 1000) / 1e6)
+            per_cpu = "n/a" if not cms else f(16777216 / (cms / 1000) / 1e6)
             P.append("| %s | %s | %s | %s ms | %s | %s | %s | %s | %s | %s |" % (
                 r.get("mode"), r.get("client", "python (%s)" % ("grpcio" if str(r.get("mode")).startswith("grpc") else "raw socket")),
                 status, f(r.get("median_s") and r["median_s"] * 1000, "%.1f"), mbps, mbps2,
