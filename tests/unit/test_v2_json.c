@@ -134,11 +134,12 @@ static void bytes_that_are_not_utf8_become_b64(void **state) {
 
 static _Alignas(64) char bin_body[8192];
 
-/* JSON then `bin` (binlen bytes), the JSON placed so the binary part starts at bin_body+64+shift. */
+/* JSON then `bin` (binlen bytes), placed so the binary part starts at bin_body+4096+shift. */
 static isv_request *decode_bin(const char *json, const void *bin, size_t binlen, size_t shift,
                                int want, char **bin_at) {
   size_t jl = strlen(json);
-  char *start = bin_body + 64 + shift - jl;
+  assert_true(jl <= 4096 && binlen + shift <= sizeof bin_body - 4096);
+  char *start = bin_body + 4096 + shift - jl;
   memcpy(start, json, jl);
   memcpy(start + jl, bin, binlen);
   *bin_at = start + jl;
