@@ -542,3 +542,23 @@ def test_stream_infer_cancelled_mid_responses(demo, protos):
         st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
                               end_stream=True))
         assert _grpc_ok(st, pb.ServerLiveResponse).live
+
+
+@pytest.mark.parametrize("max_frame", [None, 1 << 20])
+def test_data_frames_follow_the_peers_max_frame_size(demo, protos, max_frame):
+    """Response DATA frames are as large as the client allows (grpcio advertises 4 MiB), never
+    larger: 16 KiB by default."""
+    pb = protos.pb
+    n = 4 << 20
+    settings = {h2raw.INITIAL_WINDOW_SIZE: 16 << 20}
+    if max_frame:
+        settings[h2raw.MAX_FRAME_SIZE] = max_frame
+    with H2Conn(demo, settings=settings) as c:
+        c.window_update(0, 16 << 20)
+        sid = _infer_call(c, demo, _big_identity(pb, n, "frames"))
+        resp = _grpc_ok(c.wait(sid, timeout=10), pb.ModelInferResponse)
+        assert outputs_of(resp)["OUTPUT0"][2] == bytes(range(256)) * (n // 256)
+        sizes = [len(f[3]) for f in c.frames if f[0] == h2raw.DATA and f[2] == sid]
+        assert max(sizes) <= (max_frame or 16384), sizes[:20]
+        if max_frame:
+            assert max(sizes) > 16384, "16 KiB frames although the client takes %d" % max_frame
