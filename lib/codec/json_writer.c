@@ -342,6 +342,8 @@ static inline size_t fmt_i64(char *out, int64_t v) {
   return fmt_u64(out, (uint64_t)v);
 }
 
+size_t isv__json_format_u64(char out[20], uint64_t v) { return fmt_u64(out, v); }
+
 void isv__json_write_f32(isv__buf *b, float v) {
   char *p = isv__buf_reserve(b, 32);
   if (p) b->len += isv__json_format_f32(p, v);

@@ -23,6 +23,9 @@ size_t isv__json_format_f64(char out[32], double v);
 size_t isv__json_format_f16(char out[32], uint16_t bits);
 size_t isv__json_format_bf16(char out[32], uint16_t bits);
 
+/* The decimal digits of v (no NUL); returns how many. Also what HTTP heads use. */
+size_t isv__json_format_u64(char out[20], uint64_t v);
+
 void isv__json_write_f32(isv__buf *b, float v);
 void isv__json_write_f64(isv__buf *b, double v);
 void isv__json_write_i64(isv__buf *b, int64_t v);

@@ -89,6 +89,21 @@ int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *c
   return 0;
 }
 
+void isv__shape_text(char *out, size_t cap, const int64_t *shape, size_t ndim, int batch) {
+  size_t k = 0, n = ndim + (batch != 0);
+  out[k++] = '[';
+  for (size_t i = 0; i < n; i++) {
+    if (k + 21 + 6 > cap) { /* room for one more number, or for ",...]" */
+      k += (size_t)snprintf(out + k, cap - k, "%s...", i ? "," : "");
+      break;
+    }
+    long long v = batch ? (i ? (long long)shape[i - 1] : -1) : (long long)shape[i];
+    k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? "," : "", v);
+  }
+  out[k++] = ']';
+  out[k] = '\0';
+}
+
 size_t isv__bytes_total(const isv_bytes *b, size_t n) {
   size_t t = 0;
   for (size_t i = 0; i < n; i++) t += b[i].len;

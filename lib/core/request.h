@@ -89,6 +89,9 @@ isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_
 /* Element count of a shape with overflow and negativity checks: 0 ok, -1 bad. */
 int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *count,
                      size_t *bytes);
+/* "[d0,d1,...]" into out (cap >= 32), with a leading -1 when `batch` (a model's batched
+ * shape); dimensions that do not fit become "...". For error messages only. */
+void isv__shape_text(char *out, size_t cap, const int64_t *shape, size_t ndim, int batch);
 /* Sum of BYTES element lengths. */
 size_t isv__bytes_total(const isv_bytes *b, size_t n);
 

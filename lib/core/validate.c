@@ -6,27 +6,13 @@
 
 #include "core/request.h"
 
-static void shape_text(char *out, size_t n, const int64_t *s, size_t ndim, int batch) {
-  size_t k = 0;
-  out[k++] = '[';
-  if (batch && k < n) k += (size_t)snprintf(out + k, n - k, "-1%s", ndim ? "," : "");
-  for (size_t i = 0; i < ndim && k < n; i++)
-    k += (size_t)snprintf(out + k, n - k, "%lld%s", (long long)s[i], i + 1 < ndim ? "," : "");
-  if (k < n - 1) {
-    out[k++] = ']';
-    out[k] = '\0';
-  } else {
-    out[n - 1] = '\0';
-  }
-}
-
 /* The mismatch message, formatted only when there is one (it costs more than the check). */
 static int shape_error(isv_request *r, const isv_model_config *c, const isv_tensor *t,
                        const isv__io *io, int with_rank) {
   char want[160], got[160];
   size_t off = c->max_batch > 0;
-  shape_text(want, sizeof want, io->shape, io->ndim, (int)off);
-  shape_text(got, sizeof got, t->shape, t->ndim, 0);
+  isv__shape_text(want, sizeof want, io->shape, io->ndim, (int)off);
+  isv__shape_text(got, sizeof got, t->shape, t->ndim, 0);
   if (with_rank)
     return isv__request_fail(r, ISV_EBADREQ,
                              "input '%s' has shape %s, model '%s' expects %s (rank %zu)", t->name,

@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -142,9 +141,8 @@ static void infer_done(isv_request *r, int status, void *data) {
     parts[i + 1].base = (char *)(uintptr_t)bin[i].ptr;
     parts[i + 1].len = bin[i].len;
   }
-  char hlen[24];
-  int hl = snprintf(hlen, sizeof hlen, "%zu", json_len);
-  isv__header h = {"Inference-Header-Content-Length", 31, hlen, (size_t)hl};
+  char hlen[20];
+  isv__header h = {"Inference-Header-Content-Length", 31, hlen, isv__json_format_u64(hlen, json_len)};
   isv__response resp = {.status = 200,
                         .content_type = "application/octet-stream",
                         .headers = &h,

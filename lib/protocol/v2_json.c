@@ -11,16 +11,9 @@
 #define MAX_NDIM 32
 
 /* "#<index>" for an element that has no name (yet); no snprintf on the path of every request. */
-static void index_label(char *out, size_t index) {
-  char digits[24];
-  size_t n = 0;
-  do {
-    digits[n++] = (char)('0' + index % 10);
-    index /= 10;
-  } while (index);
-  *out++ = '#';
-  while (n) *out++ = digits[--n];
-  *out = '\0';
+static void index_label(char out[22], size_t index) {
+  out[0] = '#';
+  out[1 + isv__json_format_u64(out + 1, index)] = '\0';
 }
 
 static int keyis(const isv__json_token *t, const char *k) {
@@ -199,11 +192,8 @@ static int claim_binary(isv_request *r, bin_tail *tail, const char *name, isv_da
   }
   if (size != bytes) {
     char sh[128];
-    size_t o = 0;
-    for (size_t i = 0; i < ndim && o < sizeof sh - 24; i++)
-      o += (size_t)snprintf(sh + o, sizeof sh - o, "%s%lld", i ? "," : "", (long long)shape[i]);
-    sh[o] = 0;
-    return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size is %llu but shape [%s] "
+    isv__shape_text(sh, sizeof sh, shape, ndim, 0);
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size is %llu but shape %s "
                              "of %s needs %zu bytes", name, (unsigned long long)size, sh,
                              isv_datatype_name(dt), bytes);
   }

@@ -148,16 +148,6 @@ static const char *printable(char *buf, size_t cap, span s) {
   return buf;
 }
 
-static const char *shape_text(char *out, size_t cap, const int64_t *s, size_t ndim) {
-  size_t k = 0;
-  out[k++] = '[';
-  for (size_t i = 0; i < ndim && k + 24 < cap; i++)
-    k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? "," : "", (long long)s[i]);
-  if (k + 24 >= cap && ndim) k += (size_t)snprintf(out + k, cap - k, ",...");
-  snprintf(out + k, cap - k, "]");
-  return out;
-}
-
 /* InferParameter (oneof parameter_choice). type 0 = nothing set. String values reference the
  * message buffer. */
 static int parse_infer_parameter(isv_request *r, span s, const char *key, isv_param *out) {
@@ -569,7 +559,7 @@ static int parse_input(isv_request *r, span in, size_t index, const span *raw) {
   c.shape = shape;
   c.ndim = ndim;
   c.want = contents_field(dt);
-  shape_text(c.shape_txt, sizeof c.shape_txt, shape, ndim);
+  isv__shape_text(c.shape_txt, sizeof c.shape_txt, shape, ndim, 0);
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &c.count, NULL) != 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape %s whose size overflows",
                              name, c.shape_txt);

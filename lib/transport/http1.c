@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "codec/buf.h"
+#include "codec/json_writer.h" /* isv__json_format_u64 */
 #include "transport/conn.h"
 
 typedef struct write_req {
@@ -203,16 +204,7 @@ static char *put(char *p, const char *s, size_t n) {
 }
 #define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
 
-static char *put_uint(char *p, size_t v) {
-  char digits[24];
-  size_t n = 0;
-  do {
-    digits[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  while (n) *p++ = digits[--n];
-  return p;
-}
+static char *put_uint(char *p, size_t v) { return p + isv__json_format_u64(p, v); }
 
 /* The status line and headers. Every response goes through here: no snprintf. */
 static char *build_head(const isv__response *r, size_t body_len, int keep_alive, int http10,
