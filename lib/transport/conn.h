@@ -67,6 +67,8 @@ void isv__conn_timer_start(isv__conn *c, uint64_t ms);
 /* http2.c: take over a connection whose first bytes were the preface (data holds them). */
 int isv__h2_start(isv__conn *c, const char *data, size_t len);
 void isv__h2_on_read(isv__conn *c, const char *data, size_t len);
+/* the connection's timer fired: 1 when HTTP/2 used it (read batching), 0 = idle, close */
+int isv__h2_on_timer(isv__conn *c);
 /* graceful: GOAWAY, close when the last stream is done */
 void isv__h2_shutdown(isv__conn *c);
 /* the connection is closing: cancel every stream, free the session */

@@ -638,8 +638,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
-  if (c->h2) { /* an idle HTTP/2 connection (no open stream) */
-    conn_close(c);
+  if (c->h2) { /* idle (no open stream), or the read-batching watchdog */
+    if (!isv__h2_on_timer(c)) conn_close(c);
     return;
   }
   if (c->ex) return;

@@ -10,6 +10,14 @@
  * frames; the write callback resumes. Incoming windows are reopened by nghttp2 as data is
  * consumed (copied into its message or body buffer, both bounded by the size limit).
  *
+ * Large gRPC messages are read in batches: while a stream is in the middle of a message of
+ * which at least ISV__H2_LOWAT_MIN bytes are still to come, the socket's SO_RCVLOWAT asks the
+ * kernel to wake us only once that much (at most ISV__H2_LOWAT_MAX, never more than the
+ * client's flow-control windows allow it to send) is queued. Without it a 16 MiB upload wakes
+ * the loop (and costs the sender a wake-up) for every segment. A client can stop half-way
+ * (cancel, stall, send a PING and wait): the connection's timer, which only serves idleness
+ * while no stream is open, then puts the mark back to 1 after ISV__H2_LOWAT_WATCHDOG_MS.
+ *
  * nghttp2 must not be re-entered: calls that arrive from inside its callbacks (a service
  * answering synchronously, a stream closing during mem_send) only mark the session for a
  * flush, done when nghttp2 has returned. */
@@ -18,13 +26,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#ifndef _WIN32
+#include <sys/socket.h>
+#endif
 
 #include "transport/conn.h"
 
 #define ISV__H2_HIGH_WATER (1u << 20)
 #define ISV__H2_MAX_STREAMS 100
-#define ISV__H2_WINDOW (1 << 20)
-#define ISV__H2_CONN_WINDOW (16 << 20)
+#define ISV__H2_WINDOW (16 << 20)
+#define ISV__H2_CONN_WINDOW (64 << 20)
+#define ISV__H2_LOWAT_MIN (32u << 10)
+#define ISV__H2_LOWAT_MAX (512u << 10)
+#define ISV__H2_LOWAT_WATCHDOG_MS 5
 
 typedef struct out_item {
   struct out_item *next;
@@ -82,6 +96,9 @@ struct isv__h2 {
   int want_flush;
   int shutting_down;
   int dead;
+  h2_stream *rx;  /* the gRPC stream whose DATA came last (it decides the low-water mark) */
+  int lowat;      /* SO_RCVLOWAT in effect (0 or 1: the default) */
+  int lowat_off;  /* the stream is not a socket that takes it */
 };
 
 /* One uv_write: the bytes nghttp2 serialised (copied into `copy`) interleaved with DATA
@@ -573,6 +590,50 @@ static uint64_t parse_timeout(const char *v) {
   }
 }
 
+/* ---- read batching (SO_RCVLOWAT) ----------------------------------------------------------- */
+
+static void set_lowat(isv__h2 *h, int v) {
+  if (h->lowat_off || v == (h->lowat ? h->lowat : 1)) return;
+#if defined(SO_RCVLOWAT) && !defined(_WIN32)
+  uv_os_fd_t fd;
+  if (uv_fileno((const uv_handle_t *)h->c->stream, &fd) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
+    h->lowat = v;
+    return;
+  }
+#endif
+  h->lowat_off = 1; /* a pipe, or a platform without it: read as bytes come */
+}
+
+/* After each read: how much must be queued before the next wake-up. Only a gRPC message in
+ * progress makes it more than 1, and only by bytes the client must send to finish it and may
+ * send without waiting for us (its stream and connection windows as nghttp2 last granted). */
+static void update_lowat(isv__h2 *h) {
+  size_t want = 1;
+  h2_stream *st = h->rx;
+  if (st && st->msg && st->msg_got < st->msg_len && !h->shutting_down && !h->dead) {
+    size_t rem = st->msg_len - st->msg_got;
+    int32_t sw = nghttp2_session_get_stream_local_window_size(h->s, st->id);
+    int32_t cw = nghttp2_session_get_local_window_size(h->s);
+    if (sw > 0 && (size_t)sw < rem) rem = (size_t)sw;
+    if (cw > 0 && (size_t)cw < rem) rem = (size_t)cw;
+    if (sw <= 0 || cw <= 0) rem = 0;
+    if (rem > ISV__H2_LOWAT_MAX) rem = ISV__H2_LOWAT_MAX;
+    if (rem >= ISV__H2_LOWAT_MIN) want = rem;
+  }
+  int was = h->lowat > 1;
+  set_lowat(h, (int)want);
+  if (h->lowat > 1) isv__conn_timer_start(h->c, ISV__H2_LOWAT_WATCHDOG_MS); /* restarted */
+  else if (was && h->n_streams > 0) uv_timer_stop(&h->c->timer);
+}
+
+int isv__h2_on_timer(isv__conn *c) {
+  isv__h2 *h = c->h2;
+  if (h->n_streams == 0) return 0; /* idle */
+  set_lowat(h, 1); /* the client paused mid-message: take what it sent */
+  return 1;
+}
+
 /* ---- streams ----------------------------------------------------------------------------- */
 
 static void stream_free(h2_stream *st) {
@@ -582,6 +643,10 @@ static void stream_free(h2_stream *st) {
     else h->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     h->n_streams--;
+    if (h->rx == st) {
+      h->rx = NULL;
+      if (!h->dead) update_lowat(h);
+    }
     if (h->n_streams == 0 && !h->dead)
       isv__conn_timer_start(h->c, h->c->t->opts->idle_timeout_ms);
   }
@@ -855,7 +920,10 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
   h2_stream *st = stream_of(s, id);
   if (st == NULL) return 0;
   if (st->is_grpc) {
-    if (st->dispatched && !st->app_done && !st->cancelled) deframe(h, st, data, len);
+    if (st->dispatched && !st->app_done && !st->cancelled) {
+      h->rx = st;
+      deframe(h, st, data, len);
+    }
     return 0;
   }
   if (st->dispatched) return 0;
@@ -989,6 +1057,7 @@ void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
     return;
   }
   flush(h);
+  if (!h->dead && !c->closing) update_lowat(h);
 }
 
 /* Graceful: GOAWAY; requests being worked on finish, but a stream that only waits for its
@@ -1012,6 +1081,7 @@ void isv__h2_shutdown(isv__conn *c) {
     }
   }
   flush(h);
+  if (!h->dead && !c->closing) update_lowat(h);
 }
 
 void isv__h2_free(isv__conn *c) {

@@ -17,7 +17,7 @@ typedef void (*isv__exchange_cb)(void *app, isv__exchange *ex);
 typedef void (*isv__grpc_cb)(void *app, isv__grpc_call *call);
 
 #define ISV__MAX_LISTENERS 16
-#define ISV__READ_BUF (64u * 1024u)
+#define ISV__READ_BUF (256u * 1024u)
 
 typedef struct isv__listener {
   uv_tcp_t tcp;

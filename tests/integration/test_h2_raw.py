@@ -562,3 +562,71 @@ def test_data_frames_follow_the_peers_max_frame_size(demo, protos, max_frame):
         assert max(sizes) <= (max_frame or 16384), sizes[:20]
         if max_frame:
             assert max(sizes) > 16384, "16 KiB frames although the client takes %d" % max_frame
+
+
+# ------------------------------------------------------------------------------------------
+# Read batching: while a large message is half received the server asks the kernel to wake
+# it only for big batches (SO_RCVLOWAT); a client that pauses must still be heard.
+# ------------------------------------------------------------------------------------------
+def _half_sent_big_call(c, demo, pb, n, sent):
+    """Open a ModelInfer call whose message is n bytes of tensor and send only `sent` bytes of
+    it: the server now waits for far more than it has."""
+    framed = grpc_frame(_big_identity(pb, n, "half").SerializeToString())
+    sid = c.request(grpc_headers(demo, SERVICE + "ModelInfer"), body=framed[:sent],
+                    end_stream=False)
+    return sid, framed
+
+
+def _time_until(c, pred, timeout):
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    while not pred() and time.monotonic() < deadline:
+        c.read_frame(deadline - time.monotonic())
+    assert pred(), "nothing within %.1f s: %r" % (timeout, c.frames[-5:])
+    return time.monotonic() - t0
+
+
+def test_ping_answered_while_a_large_message_is_half_received(demo, protos):
+    """A PING that arrives behind half a 4 MiB message is answered (the batch it waits in is
+    cut short), and the message then completes intact."""
+    pb = protos.pb
+    n = 4 << 20
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        sid, framed = _half_sent_big_call(c, demo, pb, n, 128 << 10)
+        c.pump(0.05)
+        c.ping(b"midmessg")
+        _time_until(c, lambda: c.pings == [b"midmessg"], T)
+        c.send_data(sid, framed[128 << 10:], end_stream=True)
+        resp = _grpc_ok(c.wait(sid, timeout=10), pb.ModelInferResponse)
+        assert outputs_of(resp)["OUTPUT0"][2] == bytes(range(256)) * (n // 256)
+
+
+def test_new_call_answered_after_a_large_message_is_cancelled_half_way(demo, protos):
+    """RST_STREAM on a half-sent 4 MiB message, then a small call on the same connection: the
+    server reads the few bytes that follow and answers."""
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        sid, _ = _half_sent_big_call(c, demo, pb, 4 << 20, 200 << 10)
+        c.pump(0.05)
+        c.rst(sid)
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                              end_stream=True))
+        assert _grpc_ok(st, pb.ServerLiveResponse).live
+        assert c.goaway is None
+
+
+def test_slow_sender_of_a_large_message_is_served(demo, protos):
+    """A client that trickles a 1 MiB message in 32 KiB pieces with pauses between them (each
+    pause longer than the batching allows to wait) gets its complete answer."""
+    pb = protos.pb
+    n = 1 << 20
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        sid, framed = _half_sent_big_call(c, demo, pb, n, 0)
+        for i in range(0, len(framed), 32 << 10):
+            c.send_data(sid, framed[i:i + (32 << 10)], end_stream=i + (32 << 10) >= len(framed))
+            c.pump(0.02)
+        resp = _grpc_ok(c.wait(sid, timeout=10), pb.ModelInferResponse)
+        assert outputs_of(resp)["OUTPUT0"][2] == bytes(range(256)) * (n // 256)
