@@ -120,7 +120,8 @@ ISV_EXTERN isv_datatype isv_datatype_from_name(const char *name, size_t len);
 /* ---------------------------------------------------------------------------------------------
  * Buffers handed to the library (sqlite's contract)
  *  ISV_STATIC:    the caller keeps the memory alive and unchanged until the library is done
- *                 with it (for a request: until its done callback has returned).
+ *                 with it (for a request: until the request is freed — a backend may hand an
+ *                 input back as an output, see isv_request_set_output).
  *  ISV_TRANSIENT: the library copies the memory before the call returns.
  *  a destructor:  the library owns the memory and calls the destructor when done — even when
  *                 the call fails.
@@ -335,6 +336,21 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
  * (isv_request_alloc() memory, or its own). Any thread. */
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
+/* Set output `name` to memory the backend already holds, without a copy: a pass-through of an
+ * input, a tensor the model keeps, a buffer from the backend's own pool. Name, datatype and
+ * shape follow isv_request_output(). `data` follows the buffer contract above, where "done"
+ * means the request is freed (after its response was written, or by the in-process client):
+ *   ISV_STATIC     stays valid and unchanged until then — an input of this request
+ *                  (isv_tensor_data), isv_request_alloc() memory, or the backend's own;
+ *   ISV_TRANSIENT  copied before the call returns;
+ *   a destructor   called with `data` when the request is freed, or at once if this fails.
+ * Fixed-size types: byte_size must be element_count * size; memory not aligned to the element
+ * size is copied. BYTES: data is an isv_bytes array of element_count entries (byte_size is
+ * ignored) whose element memory lives as long as the array. ISV_EEXIST when the output is
+ * already set. Any thread (the one running the backend, before it completes). */
+ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_datatype dt,
+                                      const int64_t *shape, size_t ndim, const void *data,
+                                      size_t byte_size, isv_destructor del);
 /* Whether the client is gone (disconnect, RST_STREAM) or its deadline passed. A backend may
  * then stop early and complete with ISV_ECANCELED; whatever it completes with is dropped.
  * Any thread. */

@@ -251,21 +251,21 @@ static const struct {
     {"identity_fp64", ISV_FP64},   {"identity_bytes", ISV_BYTES},
 };
 
-/* user points at the model's datatype. For BYTES the output entries point at the input's
- * memory, which lives as long as the request. */
+/* user points at the model's datatype. The output IS the input (isv_request_set_output with
+ * ISV_STATIC: an input lives as long as its request), so a 16 MiB tensor is not copied. */
 static int identity_infer(isv_request *req, void *user) {
   isv_datatype dt = *(const isv_datatype *)user;
   const isv_tensor *in = input_or_fail(req, "INPUT0", dt);
   if (in == NULL)
     return 0;
-  size_t ndim, n = isv_tensor_element_count(in);
+  if (!isv_request_output_requested(req, "OUTPUT0"))
+    return isv_request_complete(req, 0, NULL);
+  size_t ndim;
   const int64_t *shape = isv_tensor_shape(in, &ndim);
-  void *out;
-  int k = make_output(req, "OUTPUT0", dt, shape, ndim, &out);
-  if (k < 0)
-    return 0;
-  if (k > 0 && n > 0)
-    memcpy(out, isv_tensor_data(in), n * isv_datatype_size(dt)); /* isv_bytes entries for BYTES */
+  int rc = isv_request_set_output(req, "OUTPUT0", dt, shape, ndim, isv_tensor_data(in),
+                                  isv_tensor_byte_size(in), ISV_STATIC);
+  if (rc < 0)
+    return fail(req, rc, "cannot set output OUTPUT0: %s", isv_strerror(rc));
   return isv_request_complete(req, 0, NULL);
 }
 

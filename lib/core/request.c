@@ -182,11 +182,11 @@ static int shape_fits(const isv_model_config *c, const isv__io *io, const int64_
   return 1;
 }
 
-ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
-                                  const int64_t *shape, size_t ndim, void **data) {
-  if (r == NULL || name == NULL || data == NULL || r->model == NULL || (ndim && !shape))
-    return ISV_EINVAL;
-  *data = NULL;
+/* Checks name, datatype and shape against the model and appends the output's tensor with its
+ * shape copied; data is left for the caller. */
+static int output_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
+                       size_t ndim, isv_tensor **out) {
+  if (r == NULL || name == NULL || r->model == NULL || (ndim && !shape)) return ISV_EINVAL;
   const isv__io *io = isv__config_output(r->model->cfg, name, strlen(name));
   if (io == NULL || io->dt != dt || !shape_fits(r->model->cfg, io, shape, ndim))
     return ISV_EINVAL;
@@ -195,24 +195,99 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
   size_t count, bytes;
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
     return ISV_EINVAL;
-  isv_tensor *t = grow(r, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t);
-  int64_t *sh = t ? isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh) : NULL;
-  void *buf = sh ? isv__arena_alloc(&r->arena, bytes) : NULL;
-  if (buf == NULL) {
-    if (t) r->n_outputs--;
-    return ISV_ENOMEM;
-  }
+  int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
+  isv_tensor *t = sh ? grow(r, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t)
+                     : NULL;
+  if (t == NULL) return ISV_ENOMEM;
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
-  if (dt == ISV_BYTES) memset(buf, 0, bytes);
   t->name = io->name; /* the config outlives the request (it holds a model reference) */
   t->dt = dt;
   t->shape = sh;
   t->ndim = ndim;
-  t->data = buf;
   t->count = count;
   t->byte_size = bytes;
+  *out = t;
+  return 0;
+}
+
+ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
+                                  const int64_t *shape, size_t ndim, void **data) {
+  if (data == NULL) return ISV_EINVAL;
+  *data = NULL;
+  isv_tensor *t;
+  int rc = output_slot(r, name, dt, shape, ndim, &t);
+  if (rc != 0) return rc;
+  void *buf = isv__arena_alloc(&r->arena, t->byte_size);
+  if (buf == NULL) {
+    r->n_outputs--;
+    return ISV_ENOMEM;
+  }
+  if (dt == ISV_BYTES) memset(buf, 0, t->byte_size);
+  t->data = buf;
   *data = buf;
   return 0;
+}
+
+/* A copy of a tensor's data in the arena; for BYTES the element array and every element's
+ * memory in one block. NULL when out of memory. */
+static void *copy_data(isv_request *r, isv_datatype dt, const void *data, size_t count,
+                       size_t bytes) {
+  size_t extra = dt == ISV_BYTES ? isv__bytes_total(data, count) : 0;
+  void *d = isv__arena_alloc(&r->arena, bytes + extra);
+  if (d == NULL) return NULL;
+  if (bytes) memcpy(d, data, bytes);
+  if (dt == ISV_BYTES) {
+    isv_bytes *b = d;
+    char *p = (char *)d + bytes;
+    for (size_t i = 0; i < count; i++) {
+      if (b[i].len) memcpy(p, b[i].ptr, b[i].len);
+      b[i].ptr = p;
+      p += b[i].len;
+    }
+  }
+  return d;
+}
+
+static int bytes_valid(const isv_bytes *b, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (b[i].len && b[i].ptr == NULL) return 0;
+  return 1;
+}
+
+ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_datatype dt,
+                                      const int64_t *shape, size_t ndim, const void *data,
+                                      size_t byte_size, isv_destructor del) {
+  int owned = del != ISV_STATIC && del != ISV_TRANSIENT && data != NULL;
+  isv_tensor *t = NULL;
+  int rc = output_slot(r, name, dt, shape, ndim, &t);
+  if (rc != 0) goto fail;
+  rc = ISV_EINVAL;
+  if ((t->byte_size && data == NULL) || (dt != ISV_BYTES && byte_size != t->byte_size) ||
+      (dt == ISV_BYTES && !bytes_valid(data, t->count)))
+    goto fail_slot;
+  rc = ISV_ENOMEM;
+  isv__owned *o = NULL;
+  if (owned && (o = isv__arena_alloc(&r->arena, sizeof *o)) == NULL) goto fail_slot;
+  size_t align = dt == ISV_BYTES ? _Alignof(isv_bytes) : isv_datatype_size(dt);
+  void *d = (void *)data;
+  /* misaligned memory is copied: backends and encoders read elements in place */
+  if (data && (del == ISV_TRANSIENT || (uintptr_t)data % align != 0) &&
+      (d = copy_data(r, dt, data, t->count, t->byte_size)) == NULL)
+    goto fail_slot;
+  if (o) {
+    o->p = (void *)data;
+    o->del = del;
+    o->next = r->owned;
+    r->owned = o;
+  }
+  t->data = d;
+  if (dt == ISV_BYTES) t->byte_size = isv__bytes_total(d, t->count);
+  return 0;
+fail_slot:
+  r->n_outputs--;
+fail:
+  if (owned) del((void *)data);
+  return rc;
 }
 
 /* ---- client side (in process) ------------------------------------------------------------ */
@@ -228,6 +303,7 @@ ISV_EXTERN void isv_request_free(isv_request *r) {
     isv_destructor d = r->inputs[i].del;
     if (d != ISV_STATIC && d != ISV_TRANSIENT) d(r->inputs[i].data);
   }
+  for (isv__owned *o = r->owned; o; o = o->next) o->del(o->p);
   if (r->model) isv__model_unref(r->model);
   isv__arena_free(&r->arena);
   free(r);
@@ -254,34 +330,16 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
       (bytes && data == NULL))
     goto fail;
   if (dt != ISV_BYTES && byte_size != bytes) goto fail;
-  if (dt == ISV_BYTES) {
-    const isv_bytes *b = data;
-    for (size_t i = 0; i < count; i++)
-      if (b[i].len && b[i].ptr == NULL) goto fail;
-  }
+  if (dt == ISV_BYTES && !bytes_valid(data, count)) goto fail;
   rc = ISV_ENOMEM;
   const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
   int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
   if (nm == NULL || sh == NULL || (t = isv__request_push_input(r)) == NULL) goto fail;
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
   void *d = (void *)data;
-  if (del == ISV_TRANSIENT) {
-    /* BYTES: copy the element array and the element memory into one arena block. */
-    size_t extra = dt == ISV_BYTES ? isv__bytes_total(data, count) : 0;
-    if ((d = isv__arena_alloc(&r->arena, bytes + extra)) == NULL) {
-      r->n_inputs--;
-      goto fail;
-    }
-    if (bytes) memcpy(d, data, bytes);
-    if (dt == ISV_BYTES) {
-      isv_bytes *b = d;
-      char *p = (char *)d + bytes;
-      for (size_t i = 0; i < count; i++) {
-        if (b[i].len) memcpy(p, b[i].ptr, b[i].len);
-        b[i].ptr = p;
-        p += b[i].len;
-      }
-    }
+  if (del == ISV_TRANSIENT && (d = copy_data(r, dt, data, count, bytes)) == NULL) {
+    r->n_inputs--;
+    goto fail;
   }
   t->name = nm;
   t->dt = dt;

@@ -28,6 +28,13 @@ typedef struct isv__req_output {
   uint32_t flags;          /* frontend-private */
 } isv__req_output;
 
+/* Backend memory an output refers to, released when the request is freed. */
+typedef struct isv__owned {
+  struct isv__owned *next;
+  void *p;
+  isv_destructor del;
+} isv__owned;
+
 typedef struct isv__param_entry {
   const char *key;
   isv_param val;
@@ -51,6 +58,7 @@ struct isv_request {
   size_t n_resp_params, cap_resp_params;
   isv_tensor *outputs;
   size_t n_outputs, cap_outputs;
+  isv__owned *owned; /* isv_request_set_output() memory with a destructor */
 
   int status;
   const char *errmsg;

@@ -44,6 +44,7 @@ typedef struct out_item {
   struct out_item *next;
   void (*release)(void *);
   void *ctx;
+  isv__exchange *ex; /* REST: the request, freed with the response (outputs may point into it) */
   size_t n, idx, off;
   unsigned char prefix[5];
   uv_buf_t parts[]; /* parts[0] is the prefix for gRPC messages */
@@ -163,12 +164,17 @@ static void w_ref(h2_write *w, const char *p, size_t n) {
   w->len += n;
 }
 
+static void item_free(out_item *it) {
+  if (it->release) it->release(it->ctx);
+  if (it->ex) isv__exchange_free(it->ex);
+  free(it);
+}
+
 static void write_free(h2_write *w) {
   out_item *it = w->held;
   while (it) {
     out_item *next = it->next;
-    if (it->release) it->release(it->ctx);
-    free(it);
+    item_free(it);
     it = next;
   }
   isv__buf_free(&w->copy);
@@ -260,8 +266,7 @@ static void release_items(h2_stream *st) {
   st->q_head = st->q_tail = NULL;
   while (it) {
     out_item *next = it->next;
-    if (it->release) it->release(it->ctx);
-    free(it);
+    item_free(it);
     it = next;
   }
 }
@@ -299,8 +304,7 @@ static void pop_item(h2_stream *st, out_item **held) {
     it->next = *held;
     *held = it;
   } else {
-    if (it->release) it->release(it->ctx);
-    free(it);
+    item_free(it);
   }
 }
 
@@ -392,6 +396,7 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
   it->next = NULL;
   it->release = release;
   it->ctx = ctx;
+  it->ex = NULL;
   it->idx = it->off = 0;
   size_t k = 0;
   if (grpc_prefix) {
@@ -432,7 +437,6 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
   isv__h2 *h = st->h2;
   st->ex = NULL;
   st->app_done = 1;
-  isv__exchange_free(ex);
   size_t body = 0;
   for (size_t i = 0; i < resp->n_parts; i++) body += resp->parts[i].len;
   char status[8], clen[24];
@@ -453,11 +457,14 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
   }
   if (st->method && strcmp(st->method, "HEAD") == 0) { /* headers only, END_STREAM on them */
     if (resp->release) resp->release(resp->release_ctx);
+    isv__exchange_free(ex);
     st->submitted = 1;
     nghttp2_submit_response(h->s, st->id, nv, n, NULL);
   } else if (enqueue(st, resp->parts, resp->n_parts, 0, resp->release, resp->release_ctx) != 0) {
+    isv__exchange_free(ex);
     nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
   } else {
+    st->q_tail->ex = ex; /* the body may hold tensors the response refers to */
     st->eof = 1;
     submit_or_resume(st, nv, n);
   }

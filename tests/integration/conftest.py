@@ -32,12 +32,13 @@ def demo(_session_demo):
 
 @pytest.fixture
 def start_demo():
-    """start_demo(*flags) -> a new Demo with extra command-line flags (limits). Every demo
-    still running at the end of the test is stopped with SIGTERM and must exit 0."""
+    """start_demo(*flags, env=None) -> a new Demo with extra command-line flags (limits) and
+    environment variables. Every demo still running at the end of the test is stopped with
+    SIGTERM and must exit 0."""
     started = []
 
-    def start(*flags):
-        d = Demo(extra_args=flags)
+    def start(*flags, env=None):
+        d = Demo(extra_args=flags, env=env)
         started.append(d)
         return d
 

@@ -37,7 +37,7 @@ class Demo:
     """One running inferserve-demo. stdout is drained by a thread (lines kept), stderr goes to
     a temporary file so that it can be shown when something fails."""
 
-    def __init__(self, extra_args=(), start_timeout=10.0):
+    def __init__(self, extra_args=(), start_timeout=10.0, env=None):
         path = demo_path()
         if not os.path.exists(path):
             raise RuntimeError(
@@ -46,7 +46,8 @@ class Demo:
         self.args = [path, "--listen", "127.0.0.1:0"] + list(extra_args)
         self.stderr_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.stderr_file,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, **env) if env else None)
         self.lines = []
         self._port_found = threading.Event()
         self.port = None

@@ -630,3 +630,31 @@ def test_slow_sender_of_a_large_message_is_served(demo, protos):
             c.pump(0.02)
         resp = _grpc_ok(c.wait(sid, timeout=10), pb.ModelInferResponse)
         assert outputs_of(resp)["OUTPUT0"][2] == bytes(range(256)) * (n // 256)
+
+
+# ------------------------------------------------------------------------------------------
+# Outputs by reference: identity_* hands its input back (isv_request_set_output, ISV_STATIC),
+# so the response refers to the request body until it is written.
+# ------------------------------------------------------------------------------------------
+def test_rest_binary_output_refers_to_the_request_body_over_h2(start_demo):
+    """REST over h2c, binary tensor extension: the input is used in place in the body and the
+    output is that same memory; the body must outlive the response. MALLOC_PERTURB_ makes glibc
+    overwrite freed memory, so a body freed too early shows as wrong bytes."""
+    d = start_demo(env={"MALLOC_PERTURB_": "165"})
+    n = 16384  # FP32 elements: 64 KiB, below glibc's mmap threshold
+    raw = struct.pack("<%df" % n, *[float(i % 1000) for i in range(n)])
+    head = ('{"inputs":[{"name":"INPUT0","shape":[1,%d],"datatype":"FP32","parameters":'
+            '{"binary_data_size":%d}}],"parameters":{"binary_data_output":true}}' % (n, len(raw)))
+    head = (head + " " * (-len(head) % 64)).encode()  # the tensor lands aligned: used in place
+    with H2Conn(d) as c:
+        for i in range(3):
+            sid = c.request(rest_headers(d, "POST", "/v2/models/identity_fp32/infer",
+                                         [("inference-header-content-length", str(len(head))),
+                                          ("content-type", "application/octet-stream")]),
+                            body=head + raw, end_stream=True)
+            st = c.wait(sid)
+            assert st.status == 200, st
+            hl = int(st.header("inference-header-content-length"))
+            assert json.loads(st.data[:hl])["outputs"][0]["parameters"]["binary_data_size"] == \
+                len(raw)
+            assert st.data[hl:] == raw, "round %d: the output bytes differ from the input" % i

@@ -182,6 +182,84 @@ static void output_allocation_checks_the_declaration(void **state) {
   isv_request_free(r);
 }
 
+static void set_output_ownership_contract(void **state) {
+  fixture *f = *state;
+  isv_request *r = req(f);
+  int64_t shape[] = {1, 16};
+  frees = 0;
+  /* by reference: the tensor IS the backend's memory, released when the request is freed */
+  int32_t *y = malloc(64);
+  for (int i = 0; i < 16; i++) y[i] = i * 3;
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, y, 64, count_free), 0);
+  const isv_tensor *t = isv_request_output_tensor(r, "Y");
+  assert_ptr_equal(isv_tensor_data(t), y);
+  assert_int_equal(isv_tensor_byte_size(t), 64);
+  assert_int_equal(frees, 0);
+  /* set twice: EEXIST, and a destructor passed with the failing call runs at once */
+  int32_t *y2 = malloc(64);
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, y2, 64, count_free),
+                   ISV_EEXIST);
+  assert_int_equal(frees, 1);
+  isv_request_free(r);
+  assert_int_equal(frees, 2);
+
+  /* failures that run the destructor: byte size, undeclared name, datatype, shape */
+  r = req(f);
+  frees = 0;
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, malloc(64), 60, count_free),
+                   ISV_EINVAL);
+  assert_int_equal(isv_request_set_output(r, "Q", ISV_INT32, shape, 2, malloc(64), 64, count_free),
+                   ISV_EINVAL);
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_FP32, shape, 2, malloc(64), 64, count_free),
+                   ISV_EINVAL);
+  int64_t wrong[] = {1, 15};
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, wrong, 2, malloc(60), 60, count_free),
+                   ISV_EINVAL);
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, NULL, 64, ISV_STATIC),
+                   ISV_EINVAL);
+  assert_int_equal(frees, 4);
+  assert_int_equal(isv_request_output_count(r), 0);
+
+  /* ISV_STATIC keeps the pointer; misaligned memory is copied (and still released later) */
+  static int32_t kept[16] = {7};
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, kept, 64, ISV_STATIC), 0);
+  assert_ptr_equal(isv_tensor_data(isv_request_output_tensor(r, "Y")), kept);
+  r->n_outputs = 0;
+  char *raw = malloc(65);
+  for (int i = 0; i < 65; i++) raw[i] = (char)i;
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, raw + 1, 64, ISV_STATIC), 0);
+  const void *got = isv_tensor_data(isv_request_output_tensor(r, "Y"));
+  assert_ptr_not_equal(got, raw + 1);
+  assert_int_equal((uintptr_t)got % 4, 0);
+  assert_memory_equal(got, raw + 1, 64);
+  free(raw);
+  r->n_outputs = 0;
+  /* TRANSIENT copies now */
+  int32_t tmp[16];
+  for (int i = 0; i < 16; i++) tmp[i] = 100 + i;
+  assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, tmp, 64, ISV_TRANSIENT), 0);
+  tmp[0] = -1;
+  assert_int_equal(((const int32_t *)isv_tensor_data(isv_request_output_tensor(r, "Y")))[0], 100);
+
+  /* BYTES: an isv_bytes array; TRANSIENT copies the elements too; NULL element pointers fail */
+  char text[] = "abc";
+  isv_bytes b[2] = {{text, 3}, {text, 1}};
+  int64_t bs[] = {2};
+  isv_bytes nul[1] = {{NULL, 2}};
+  int64_t one[] = {1};
+  assert_int_equal(isv_request_set_output(r, "S", ISV_BYTES, one, 1, nul, 0, ISV_STATIC),
+                   ISV_EINVAL);
+  assert_int_equal(isv_request_set_output(r, "S", ISV_BYTES, bs, 1, b, 0, ISV_TRANSIENT), 0);
+  text[0] = 'X';
+  const isv_tensor *s = isv_request_output_tensor(r, "S");
+  const isv_bytes *sb = isv_tensor_data(s);
+  assert_int_equal(isv_tensor_byte_size(s), 4);
+  assert_memory_equal(sb[0].ptr, "abc", 3);
+  assert_memory_equal(sb[1].ptr, "a", 1);
+  isv_request_free(r);
+  assert_int_equal(frees, 4);
+}
+
 static void params_replace_and_copy(void **state) {
   fixture *f = *state;
   isv_request *r = req(f);
@@ -207,6 +285,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(validation_names_each_problem, setup, teardown),
       cmocka_unit_test_setup_teardown(add_input_ownership_contract, setup, teardown),
       cmocka_unit_test_setup_teardown(output_allocation_checks_the_declaration, setup, teardown),
+      cmocka_unit_test_setup_teardown(set_output_ownership_contract, setup, teardown),
       cmocka_unit_test_setup_teardown(params_replace_and_copy, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
