@@ -36,6 +36,7 @@
 #define ISV__H2_MAX_STREAMS 100
 #define ISV__H2_WINDOW (16 << 20)
 #define ISV__H2_CONN_WINDOW (64 << 20)
+#define ISV__H2_MAX_FRAME (1u << 20) /* what clients may send: 16 frames for 16 MiB, not 1,024 */
 #define ISV__H2_LOWAT_MIN (32u << 10)
 #define ISV__H2_LOWAT_MAX (512u << 10)
 #define ISV__H2_LOWAT_WATCHDOG_MS 5
@@ -1033,8 +1034,9 @@ int isv__h2_start(isv__conn *c, const char *data, size_t len) {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, ISV__H2_MAX_STREAMS},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, ISV__H2_WINDOW},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)c->t->opts->max_header_bytes},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, ISV__H2_MAX_FRAME},
   };
-  if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 3) != 0 ||
+  if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 4) != 0 ||
       nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, ISV__H2_CONN_WINDOW) != 0)
     goto fail;
   c->h2 = h;

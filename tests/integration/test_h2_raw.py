@@ -658,3 +658,22 @@ def test_rest_binary_output_refers_to_the_request_body_over_h2(start_demo):
             assert json.loads(st.data[:hl])["outputs"][0]["parameters"]["binary_data_size"] == \
                 len(raw)
             assert st.data[hl:] == raw, "round %d: the output bytes differ from the input" % i
+
+
+def test_client_may_send_1mib_data_frames(demo, protos):
+    """The server advertises SETTINGS_MAX_FRAME_SIZE 1 MiB: a 3 MiB message in 1 MiB DATA frames
+    is taken whole; a frame one byte over the limit is a connection error (FRAME_SIZE_ERROR)."""
+    pb = protos.pb
+    n = 3 << 20
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        assert c.server_settings.get(h2raw.MAX_FRAME_SIZE) == 1 << 20, c.server_settings
+        sid = _infer_call(c, demo, _big_identity(pb, n, "bigframes"))
+        resp = _grpc_ok(c.wait(sid, timeout=10), pb.ModelInferResponse)
+        assert outputs_of(resp)["OUTPUT0"][2] == bytes(range(256)) * (n // 256)
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        sid = c.request(grpc_headers(demo, SERVICE + "ModelInfer"), body=None, end_stream=False)
+        c.send(h2raw.frame(h2raw.DATA, 0, sid, b"\0" * ((1 << 20) + 1)))
+        assert c.wait_closed(T), "the connection survived an oversized frame"
+        assert c.goaway is not None and c.goaway[1] == h2raw.FRAME_SIZE_ERROR, c.goaway
