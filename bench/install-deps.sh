@@ -11,11 +11,12 @@
 #   linux-perf        profiles of the missed targets (optional: run.sh works without it)
 #   python3-grpcio python3-protobuf protobuf-compiler   the gRPC clients and payload generator
 #   gcc libc6-dev     bench/memcpy_bw.c
+#   libnghttp2-dev    bench/grpc_rt.c (the lean gRPC client for the 16 MiB round trips)
 #   curl procps util-linux coreutils   curl, pgrep, taskset, timeout
 set -eu
 
 PKGS="wrk nghttp2-client nginx linux-perf python3-grpcio python3-protobuf protobuf-compiler
-gcc libc6-dev curl procps util-linux coreutils"
+gcc libc6-dev libnghttp2-dev curl procps util-linux coreutils"
 
 missing=""
 for p in $PKGS; do

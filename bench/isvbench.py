@@ -248,11 +248,15 @@ def cmd_large(port, d, mode, iters, pid):
     times = []
     cpu = [0]
 
+    ccpu = [0.0]  # this client's own CPU time (all its threads) during the timed calls
+
     def timed(fn):
         c0 = cpu_ns(pid) if pid else 0
+        p0 = time.process_time()
         t0 = time.perf_counter()
         r = fn()
         dt = time.perf_counter() - t0
+        ccpu[0] += time.process_time() - p0
         if pid:
             cpu[0] += cpu_ns(pid) - c0
         return r, dt
@@ -275,6 +279,7 @@ def cmd_large(port, d, mode, iters, pid):
                 die("json: status %d %r" % (st, bytes(resp[:300])))
             if i == 0:
                 cpu[0] = 0
+                ccpu[0] = 0.0
                 res["response_bytes"] = len(resp)
                 j = json.loads(bytes(resp))
                 back = j["outputs"][0]["data"]
@@ -302,6 +307,7 @@ def cmd_large(port, d, mode, iters, pid):
                 die("binary: status %d %r" % (st, bytes(resp[:300])))
             if i == 0:
                 cpu[0] = 0
+                ccpu[0] = 0.0
                 hl = int(h["inference-header-content-length"])
                 res["response_bytes"] = len(resp)
                 j = json.loads(bytes(resp[:hl]))
@@ -322,6 +328,7 @@ def cmd_large(port, d, mode, iters, pid):
             raw, dt = timed(lambda: call(msg, timeout=TIMEOUT))
             if i == 0:
                 cpu[0] = 0
+                ccpu[0] = 0.0
                 r = pb.ModelInferResponse.FromString(raw)
                 if r.raw_output_contents[0] != data:
                     die("grpc: the identity answer differs from the input")
@@ -336,6 +343,8 @@ def cmd_large(port, d, mode, iters, pid):
         res["hwm_kib"] = st.get("VmHWM")
     if pid and times:
         res["cpu_ms_per_rt"] = round(cpu[0] / len(times) / 1e6, 2)
+    if times:
+        res["client_cpu_ms_per_rt"] = round(ccpu[0] / len(times) * 1e3, 2)
     times.sort()
     res["seconds"] = [round(t, 5) for t in times]
     res["median_s"] = times[len(times) // 2]
@@ -647,8 +656,9 @@ def cmd_report(path):
         P.append("### Large tensors — 16 MiB FP32 `identity_fp32` [1, 4194304] round trip")
         P.append("")
         P.append("| path | client | answer | round trip (median) | MB/s (payload once) | MB/s (both "
-                 "directions) | demo CPU per round trip | payload / demo CPU time | demo VmHWM | notes |")
-        P.append("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+                 "directions) | demo CPU per round trip | payload / demo CPU time | client CPU per "
+                 "round trip | demo VmHWM | notes |")
+        P.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in L:
             notes = []
             if r.get("mode") == "json":
@@ -669,27 +679,32 @@ def cmd_report(path):
             mbps, mbps2 = f(r.get("mb_per_s")), f(r.get("mb_per_s_both_directions"))
             cms = r.get("cpu_ms_per_rt")
             per_cpu = "n/a" if not cms else f(16777216 / (cms / 1000) / 1e6)
-            P.append("| %s | %s | %s | %s ms | %s | %s | %s | %s | %s | %s |" % (
+            P.append("| %s | %s | %s | %s ms | %s | %s | %s | %s | %s | %s | %s |" % (
                 r.get("mode"), r.get("client", "python (%s)" % ("grpcio" if str(r.get("mode")).startswith("grpc") else "raw socket")),
                 status, f(r.get("median_s") and r["median_s"] * 1000, "%.1f"), mbps, mbps2,
-                f(cms, "%.1f ms"), per_cpu,
+                f(cms, "%.1f ms"), per_cpu, f(r.get("client_cpu_ms_per_rt"), "%.1f ms"),
                 f(r.get("hwm_kib") and r["hwm_kib"] / 1024, "%.1f MiB"), "; ".join(notes)))
         if mc:
-            P.append("| memcpy 16 MiB (reference) | bench/memcpy_bw.c | — | %.3f ms | %s | — | — | — | — | one "
+            P.append("| memcpy 16 MiB (reference) | bench/memcpy_bw.c | — | %.3f ms | %s | — | — | — | — | — | one "
                      "core, both buffers pre-faulted |" % (mc["ms_per_copy"], f(mc["gb_per_s"] * 1000)))
             if mc.get("fresh_ms_per_copy"):
                 P.append("| memcpy 16 MiB into fresh memory | bench/memcpy_bw.c | — | %.3f ms | %s | — | — "
-                         "| — | — | mmap + copy + munmap: 4 KiB page faults |" % (
+                         "| — | — | — | mmap + copy + munmap: 4 KiB page faults |" % (
                              mc["fresh_ms_per_copy"], f(mc["fresh_gb_per_s"] * 1000)))
             if mc.get("fresh_thp_ms_per_copy"):
                 P.append("| memcpy 16 MiB into fresh huge pages | bench/memcpy_bw.c | — | %.3f ms | %s | — "
-                         "| — | — | — | as above, 2 MiB-aligned + madvise(MADV_HUGEPAGE) |" % (
+                         "| — | — | — | — | as above, 2 MiB-aligned + madvise(MADV_HUGEPAGE) |" % (
                              mc["fresh_thp_ms_per_copy"], f(mc["fresh_thp_gb_per_s"] * 1000)))
         P.append("")
         P.append("MB/s = 16,777,216 tensor bytes / median round-trip time (10^6 bytes/s); 'both "
                  "directions' counts the tensor going up and coming back. 'demo CPU' is the demo's "
                  "CPU time per round trip (all threads, scheduler accounting); payload / that time "
-                 "is what the server side could sustain on a core of its own. VmHWM is reset "
+                 "is what the server side could sustain on a core of its own; 'client CPU' is the "
+                 "load generator's (when it is close to the round trip, the client is the "
+                 "bottleneck — h2load and grpcio are; bench/grpc_rt.c is a lean C client that "
+                 "is not). h2load rows: median from its --log-file; `-f 4M` makes h2load "
+                 "advertise SETTINGS_MAX_FRAME_SIZE 4 MiB as grpcio does (the answer then comes in "
+                 "1 MiB DATA frames; h2load still sends 16 KiB ones). VmHWM is reset "
                  "(`/proc/PID/clear_refs` = 5) before each path, so it is that path's peak.")
         P.append("")
     I = pick(rows, kind="idle")
