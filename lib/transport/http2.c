@@ -619,7 +619,8 @@ static void set_lowat(isv__h2 *h, int v) {
 static void update_lowat(isv__h2 *h) {
   size_t want = 1;
   h2_stream *st = h->rx;
-  if (st && st->msg && st->msg_got < st->msg_len && !h->shutting_down && !h->dead) {
+  if (st && st->msg && st->msg_got < st->msg_len && !st->app_done && !st->cancelled &&
+      !st->draining && !h->shutting_down && !h->dead) {
     size_t rem = st->msg_len - st->msg_got;
     int32_t sw = nghttp2_session_get_stream_local_window_size(h->s, st->id);
     int32_t cw = nghttp2_session_get_local_window_size(h->s);
