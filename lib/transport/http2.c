@@ -1067,7 +1067,7 @@ void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
     return;
   }
   flush(h);
-  if (!h->dead && !c->closing) update_lowat(h);
+  if (!c->closing && c->h2 == h) update_lowat(h); /* flush may have closed the connection */
 }
 
 /* Graceful: GOAWAY; requests being worked on finish, but a stream that only waits for its
@@ -1091,7 +1091,7 @@ void isv__h2_shutdown(isv__conn *c) {
     }
   }
   flush(h);
-  if (!h->dead && !c->closing) update_lowat(h);
+  if (!c->closing && c->h2 == h) update_lowat(h); /* flush may have closed the connection */
 }
 
 void isv__h2_free(isv__conn *c) {
