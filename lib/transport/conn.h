@@ -56,7 +56,20 @@ struct isv__conn {
   char sniff[ISV__H2_PREFACE_LEN];
   size_t sniff_len;
   isv__h2 *h2; /* non-NULL: this is an HTTP/2 connection */
+  int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
+  int lowat_off; /* the stream is not a socket that takes it */
 };
+
+/* Read batching: while a large body (HTTP/1.1, known length) or gRPC message (HTTP/2) is half
+ * received, SO_RCVLOWAT asks the kernel to wake the loop only once min(what must still come,
+ * ISV__LOWAT_MAX) is queued, instead of for every segment (which also costs the sender a
+ * wake-up on loopback). The mark is only ever set to bytes the client must send to finish what
+ * it started; a client that pauses anyway is heard after ISV__LOWAT_WATCHDOG_MS, when the
+ * connection's timer drops the mark back to 1. */
+#define ISV__LOWAT_MIN (32u << 10)
+#define ISV__LOWAT_MAX (512u << 10)
+#define ISV__LOWAT_WATCHDOG_MS 5
+void isv__conn_set_lowat(isv__conn *c, int bytes);
 
 
 

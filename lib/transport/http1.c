@@ -7,13 +7,18 @@
  *
  * Memory: reads land in the transport's shared buffer and are copied once into the request's
  * head (URL + headers) or body buffer — except a body with a known Content-Length, which
- * libuv reads straight into its final buffer (llhttp then reports the span in place).
+ * libuv reads straight into its final buffer (llhttp then reports the span in place), in
+ * batches when it is large (conn.h, "Read batching"; a paused client gets the mark dropped by
+ * the watchdog, after which the header timeout runs as before).
  * At dispatch the exchange takes both buffers; the connection starts afresh. */
 #include <llhttp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#ifndef _WIN32
+#include <sys/socket.h>
+#endif
 
 #include "codec/buf.h"
 #include "codec/json_writer.h" /* isv__json_format_u64 */
@@ -97,6 +102,35 @@ static void timer_start(isv__conn *c, uint64_t ms) {
 static void read_stop(isv__conn *c) {
   if (c->reading) uv_read_stop(c->stream);
   c->reading = 0;
+}
+
+void isv__conn_set_lowat(isv__conn *c, int v) {
+  if (c->lowat_off || v == (c->lowat ? c->lowat : 1)) return;
+#if defined(SO_RCVLOWAT) && !defined(_WIN32)
+  uv_os_fd_t fd;
+  if (uv_fileno((const uv_handle_t *)c->stream, &fd) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
+    c->lowat = v;
+    return;
+  }
+#endif
+  c->lowat_off = 1; /* a pipe, or a platform without it: read as bytes come */
+}
+
+/* The bytes still to come of a body being read in place (known length), else 0. */
+static size_t body_left(const isv__conn *c) {
+  if (c->in_message && c->headers_done && c->body_expected > c->body.len && c->body.data &&
+      c->body.cap >= c->body_expected)
+    return c->body_expected - c->body.len;
+  return 0;
+}
+
+/* After each read: batch the rest of a large body; otherwise wake for every byte. */
+static void batch_reads(isv__conn *c) {
+  size_t left = c->ex == NULL ? body_left(c) : 0;
+  if (left > ISV__LOWAT_MAX) left = ISV__LOWAT_MAX;
+  isv__conn_set_lowat(c, left >= ISV__LOWAT_MIN ? (int)left : 1);
+  if (c->lowat > 1) timer_start(c, ISV__LOWAT_WATCHDOG_MS);
 }
 
 /* Keep bytes that arrived behind the message being answered; 0, or -1 (connection closed). */
@@ -572,9 +606,8 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   (void)hint;
   isv__conn *c = h->data;
   /* A body of known length is read straight into its buffer (no copy). */
-  if (c->in_message && c->headers_done && c->body_expected > c->body.len && c->body.data &&
-      c->body.cap >= c->body_expected) {
-    size_t left = c->body_expected - c->body.len;
+  size_t left = body_left(c);
+  if (left) {
     *buf = uv_buf_init(c->body.data + c->body.len, (unsigned)(left > (1u << 30) ? 1u << 30 : left));
     return;
   }
@@ -626,6 +659,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   if (!c->sniffed) {
     sniff(c, buf->base, (size_t)nread);
+    if (!c->closing && c->h2 == NULL && c->sniffed) batch_reads(c);
     return;
   }
   if (c->ex != NULL) { /* pipelined behind the request being answered */
@@ -634,12 +668,18 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   if (c->in_message && c->headers_done) timer_start(c, c->t->opts->header_timeout_ms);
   execute(c, buf->base, (size_t)nread);
+  if (!c->closing) batch_reads(c);
 }
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
   if (c->h2) { /* idle (no open stream), or the read-batching watchdog */
     if (!isv__h2_on_timer(c)) conn_close(c);
+    return;
+  }
+  if (c->lowat > 1) { /* the client paused mid-body: take what it sent, then time it as ever */
+    isv__conn_set_lowat(c, 1);
+    timer_start(c, c->t->opts->header_timeout_ms);
     return;
   }
   if (c->ex) return;

@@ -10,13 +10,10 @@
  * frames; the write callback resumes. Incoming windows are reopened by nghttp2 as data is
  * consumed (copied into its message or body buffer, both bounded by the size limit).
  *
- * Large gRPC messages are read in batches: while a stream is in the middle of a message of
- * which at least ISV__H2_LOWAT_MIN bytes are still to come, the socket's SO_RCVLOWAT asks the
- * kernel to wake us only once that much (at most ISV__H2_LOWAT_MAX, never more than the
- * client's flow-control windows allow it to send) is queued. Without it a 16 MiB upload wakes
- * the loop (and costs the sender a wake-up) for every segment. A client can stop half-way
- * (cancel, stall, send a PING and wait): the connection's timer, which only serves idleness
- * while no stream is open, then puts the mark back to 1 after ISV__H2_LOWAT_WATCHDOG_MS.
+ * Large gRPC messages are read in batches (conn.h, "Read batching"): the low-water mark is
+ * what the stream whose DATA came last must still receive to complete its message, bounded by
+ * the client's stream and connection windows. The connection's timer, which serves idleness
+ * only while no stream is open, is the watchdog.
  *
  * nghttp2 must not be re-entered: calls that arrive from inside its callbacks (a service
  * answering synchronously, a stream closing during mem_send) only mark the session for a
@@ -26,9 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#ifndef _WIN32
-#include <sys/socket.h>
-#endif
 
 #include "transport/conn.h"
 
@@ -37,9 +31,6 @@
 #define ISV__H2_WINDOW (16 << 20)
 #define ISV__H2_CONN_WINDOW (64 << 20)
 #define ISV__H2_MAX_FRAME (1u << 20) /* what clients may send: 16 frames for 16 MiB, not 1,024 */
-#define ISV__H2_LOWAT_MIN (32u << 10)
-#define ISV__H2_LOWAT_MAX (512u << 10)
-#define ISV__H2_LOWAT_WATCHDOG_MS 5
 
 typedef struct out_item {
   struct out_item *next;
@@ -98,9 +89,7 @@ struct isv__h2 {
   int want_flush;
   int shutting_down;
   int dead;
-  h2_stream *rx;  /* the gRPC stream whose DATA came last (it decides the low-water mark) */
-  int lowat;      /* SO_RCVLOWAT in effect (0 or 1: the default) */
-  int lowat_off;  /* the stream is not a socket that takes it */
+  h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
 };
 
 /* One uv_write: the bytes nghttp2 serialised (copied into `copy`) interleaved with DATA
@@ -599,20 +588,6 @@ static uint64_t parse_timeout(const char *v) {
 }
 
 /* ---- read batching (SO_RCVLOWAT) ----------------------------------------------------------- */
-
-static void set_lowat(isv__h2 *h, int v) {
-  if (h->lowat_off || v == (h->lowat ? h->lowat : 1)) return;
-#if defined(SO_RCVLOWAT) && !defined(_WIN32)
-  uv_os_fd_t fd;
-  if (uv_fileno((const uv_handle_t *)h->c->stream, &fd) == 0 &&
-      setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
-    h->lowat = v;
-    return;
-  }
-#endif
-  h->lowat_off = 1; /* a pipe, or a platform without it: read as bytes come */
-}
-
 /* After each read: how much must be queued before the next wake-up. Only a gRPC message in
  * progress makes it more than 1, and only by bytes the client must send to finish it and may
  * send without waiting for us (its stream and connection windows as nghttp2 last granted). */
@@ -627,19 +602,19 @@ static void update_lowat(isv__h2 *h) {
     if (sw > 0 && (size_t)sw < rem) rem = (size_t)sw;
     if (cw > 0 && (size_t)cw < rem) rem = (size_t)cw;
     if (sw <= 0 || cw <= 0) rem = 0;
-    if (rem > ISV__H2_LOWAT_MAX) rem = ISV__H2_LOWAT_MAX;
-    if (rem >= ISV__H2_LOWAT_MIN) want = rem;
+    if (rem > ISV__LOWAT_MAX) rem = ISV__LOWAT_MAX;
+    if (rem >= ISV__LOWAT_MIN) want = rem;
   }
-  int was = h->lowat > 1;
-  set_lowat(h, (int)want);
-  if (h->lowat > 1) isv__conn_timer_start(h->c, ISV__H2_LOWAT_WATCHDOG_MS); /* restarted */
+  int was = h->c->lowat > 1;
+  isv__conn_set_lowat(h->c, (int)want);
+  if (h->c->lowat > 1) isv__conn_timer_start(h->c, ISV__LOWAT_WATCHDOG_MS); /* restarted */
   else if (was && h->n_streams > 0) uv_timer_stop(&h->c->timer);
 }
 
 int isv__h2_on_timer(isv__conn *c) {
   isv__h2 *h = c->h2;
   if (h->n_streams == 0) return 0; /* idle */
-  set_lowat(h, 1); /* the client paused mid-message: take what it sent */
+  isv__conn_set_lowat(c, 1); /* the client paused mid-message: take what it sent */
   return 1;
 }
 
