@@ -147,7 +147,8 @@ ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
 ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
 /* A request's line and headers must arrive within this long of its first byte (408 beyond,
  * against slow-header attacks); the body must then keep arriving within the same bound
- * between reads. Default 30000 ms. */
+ * between reads — on HTTP/2 too, per REST stream (408, then RST_STREAM). gRPC streams may
+ * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
 /* Connections open at once; further ones are accepted and closed at once. Default 10000. */
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);

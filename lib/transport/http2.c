@@ -75,7 +75,8 @@ typedef struct h2_stream {
   int eof;       /* no more data after the queue */
   int trailer_status;
   char *trailer_msg;
-  uv_timer_t *deadline;
+  uv_timer_t *deadline; /* gRPC: grpc-timeout; REST: the body must keep arriving (408) */
+  int rst_after_end;    /* answered before the client finished sending: RST once answered */
 } h2_stream;
 
 struct isv__h2 {
@@ -562,9 +563,33 @@ static void transport_end(h2_stream *st, int status, const char *message) {
   flush(h);
 }
 
+static void plain_reply(h2_stream *st, const char *status, const char *json);
+
 static void on_deadline(uv_timer_t *t) {
   h2_stream *st = t->data;
-  if (st) transport_end(st, ISV__GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+  if (st == NULL) return;
+  if (st->is_grpc) {
+    transport_end(st, ISV__GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+    return;
+  }
+  if (st->dispatched || st->h2 == NULL) return;
+  /* A REST request whose body stopped arriving, as HTTP/1.1 answers it; then RST_STREAM, so
+   * that neither side keeps the stream (and its half body) open. */
+  isv__buf_free(&st->body);
+  isv__buf_init(&st->body);
+  st->rst_after_end = 1;
+  plain_reply(st, "408", "{\"error\":\"request not received in time\"}");
+  flush(st->h2);
+}
+
+/* (Re)arm the stream's timer: `ms` from now. */
+static void arm_deadline(h2_stream *st, uint64_t ms) {
+  if (st->deadline == NULL) {
+    if ((st->deadline = malloc(sizeof *st->deadline)) == NULL) return;
+    uv_timer_init(st->h2->c->t->loop, st->deadline);
+    st->deadline->data = st;
+  }
+  uv_timer_start(st->deadline, on_deadline, ms, 0);
 }
 
 /* grpc-timeout: 1-8 digits and a unit (H M S m u n). 0 when absent or malformed. */
@@ -721,14 +746,7 @@ static void start_call(isv__h2 *h, h2_stream *st) {
   st->call.headers = st->hdrs;
   st->call.n_headers = st->n_headers;
   st->call.stream = st;
-  if (st->call.timeout_ms) {
-    st->deadline = malloc(sizeof *st->deadline);
-    if (st->deadline) {
-      uv_timer_init(h->c->t->loop, st->deadline);
-      st->deadline->data = st;
-      uv_timer_start(st->deadline, on_deadline, st->call.timeout_ms, 0);
-    }
-  }
+  if (st->call.timeout_ms) arm_deadline(st, st->call.timeout_ms);
   h->c->t->on_grpc(h->c->t->app, &st->call);
 }
 
@@ -748,6 +766,7 @@ static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *
 }
 
 static void rest_dispatch(isv__h2 *h, h2_stream *st) {
+  if (st->deadline) uv_timer_stop(st->deadline);
   isv__exchange *ex = calloc(1, sizeof *ex);
   const char *path = st->path ? st->path : "/";
   size_t plen = strlen(path);
@@ -799,6 +818,7 @@ static void plain_reply(h2_stream *st, const char *status, const char *json) {
   snprintf(clen, sizeof clen, "%zu", strlen(json));
   nghttp2_nv nv[] = {NV(":status", status), NV("content-type", ct), NV("content-length", clen)};
   uv_buf_t part = uv_buf_init((char *)json, (unsigned)strlen(json));
+  if (st->deadline) uv_timer_stop(st->deadline);
   st->dispatched = st->app_done = 1;
   if (enqueue(st, &part, 1, 0, NULL, NULL) == 0) {
     st->eof = 1;
@@ -911,6 +931,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     return 0;
   }
   if (st->dispatched) return 0;
+  if (st->deadline) arm_deadline(st, h->c->t->opts->header_timeout_ms); /* still arriving */
   if (st->body.len + len > h->c->t->opts->max_body_bytes) {
     isv__buf_free(&st->body);
     isv__buf_init(&st->body);
@@ -926,8 +947,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL) return 0;
-  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+      arm_deadline(st, h->c->t->opts->header_timeout_ms); /* its body must keep arriving */
+  }
   if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
     st->remote_closed = 1;
     if (st->is_grpc) {
@@ -967,7 +991,7 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user)
       !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;
   h2_stream *st = stream_of(s, f->hd.stream_id);
-  if (st && st->is_grpc && !st->remote_closed)
+  if (st && (st->is_grpc || st->rst_after_end) && !st->remote_closed)
     nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
   return 0;
 }

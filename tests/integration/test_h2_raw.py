@@ -677,3 +677,64 @@ def test_client_may_send_1mib_data_frames(demo, protos):
         c.send(h2raw.frame(h2raw.DATA, 0, sid, b"\0" * ((1 << 20) + 1)))
         assert c.wait_closed(T), "the connection survived an oversized frame"
         assert c.goaway is not None and c.goaway[1] == h2raw.FRAME_SIZE_ERROR, c.goaway
+
+
+# ------------------------------------------------------------------------------------------
+# A REST request's body must keep arriving over HTTP/2 too (the header timeout, as HTTP/1.1's
+# 408); gRPC streams may idle (streaming calls do), bounded only by grpc-timeout.
+# ------------------------------------------------------------------------------------------
+BODY_MS = 300
+
+
+def test_rest_body_stalled_over_h2_gets_408_then_rst(start_demo):
+    d = start_demo("--header-timeout-ms", str(BODY_MS))
+    with H2Conn(d) as c:
+        c.pump(0.05)
+        t0 = time.monotonic()
+        sid = c.request(rest_headers(d, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json")]),
+                        body=b'{"inputs": [', end_stream=False)
+        st = c.wait(sid, timeout=3)
+        elapsed = time.monotonic() - t0
+        assert st.status == 408, st
+        assert "not received in time" in json.loads(st.data)["error"], st
+        assert BODY_MS / 1000 * 0.8 <= elapsed < 2.0, "408 after %.2f s" % elapsed
+        c.pump(0.1)
+        assert any(f[0] == h2raw.RST_STREAM and f[2] == sid for f in c.frames), \
+            "no RST_STREAM after the 408: the stream stays open"
+        # the connection is fine
+        st2 = c.wait(c.request(rest_headers(d, "GET", "/v2/health/live")))
+        assert st2.status == 200, st2
+
+
+def test_rest_body_trickled_over_h2_within_the_timeout_is_served(start_demo):
+    """Each DATA frame restarts the timeout: a body sent in 10 pieces 100 ms apart (1 s in all,
+    each gap shorter than the 300 ms timeout) is answered."""
+    d = start_demo("--header-timeout-ms", str(BODY_MS))
+    body = json.dumps(simple_body(req_id="trickle")).encode()
+    step = len(body) // 10 + 1
+    with H2Conn(d) as c:
+        c.pump(0.05)
+        sid = c.request(rest_headers(d, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json")]),
+                        body=None, end_stream=False)
+        for i in range(0, len(body), step):
+            time.sleep(0.1)
+            c.send_data(sid, body[i:i + step], end_stream=i + step >= len(body))
+        st = c.wait(sid, timeout=5)
+        assert st.status == 200, st
+        assert json.loads(st.data)["id"] == "trickle"
+
+
+def test_grpc_stream_may_idle_longer_than_the_body_timeout(start_demo, protos):
+    """A gRPC call that opens and sends its message only after twice the timeout is served:
+    the REST body timeout does not apply to gRPC streams."""
+    d = start_demo("--header-timeout-ms", str(BODY_MS))
+    pb = protos.pb
+    with H2Conn(d) as c:
+        c.pump(0.05)
+        sid = c.request(grpc_headers(d, SERVICE + "ServerLive"), body=None, end_stream=False)
+        c.pump(2 * BODY_MS / 1000)
+        assert not c.streams[sid].done, c.streams[sid]
+        c.send_data(sid, grpc_frame(b""), end_stream=True)
+        assert _grpc_ok(c.wait(sid), pb.ServerLiveResponse).live
