@@ -71,8 +71,6 @@ struct isv__conn {
 #define ISV__LOWAT_WATCHDOG_MS 5
 void isv__conn_set_lowat(isv__conn *c, int bytes);
 
-
-
 void isv__conn_close(isv__conn *c);
 void isv__exchange_free(isv__exchange *ex);
 void isv__conn_timer_start(isv__conn *c, uint64_t ms);
