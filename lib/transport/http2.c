@@ -613,6 +613,7 @@ static uint64_t parse_timeout(const char *v) {
 }
 
 /* ---- read batching (SO_RCVLOWAT) ----------------------------------------------------------- */
+
 /* After each read: how much must be queued before the next wake-up. Only a gRPC message in
  * progress makes it more than 1, and only by bytes the client must send to finish it and may
  * send without waiting for us (its stream and connection windows as nghttp2 last granted). */
