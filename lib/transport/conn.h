@@ -70,6 +70,10 @@ struct isv__conn {
 #define ISV__LOWAT_MAX (512u << 10)
 #define ISV__LOWAT_WATCHDOG_MS 5
 void isv__conn_set_lowat(isv__conn *c, int bytes);
+/* After a read: `must_come` bytes are still owed by the client (0: nothing known). Sets the mark
+ * to min(must_come, ISV__LOWAT_MAX) when that is at least ISV__LOWAT_MIN, else 1, and (re)starts
+ * the watchdog on the connection's timer while it is above 1. */
+void isv__conn_batch_reads(isv__conn *c, size_t must_come);
 
 void isv__conn_close(isv__conn *c);
 void isv__exchange_free(isv__exchange *ex);

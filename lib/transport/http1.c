@@ -125,13 +125,14 @@ static size_t body_left(const isv__conn *c) {
   return 0;
 }
 
-/* After each read: batch the rest of a large body; otherwise wake for every byte. */
-static void batch_reads(isv__conn *c) {
-  size_t left = c->ex == NULL ? body_left(c) : 0;
-  if (left > ISV__LOWAT_MAX) left = ISV__LOWAT_MAX;
-  isv__conn_set_lowat(c, left >= ISV__LOWAT_MIN ? (int)left : 1);
+void isv__conn_batch_reads(isv__conn *c, size_t must_come) {
+  if (must_come > ISV__LOWAT_MAX) must_come = ISV__LOWAT_MAX;
+  isv__conn_set_lowat(c, must_come >= ISV__LOWAT_MIN ? (int)must_come : 1);
   if (c->lowat > 1) timer_start(c, ISV__LOWAT_WATCHDOG_MS);
 }
+
+/* After each read: batch the rest of a large body; otherwise wake for every byte. */
+static void batch_reads(isv__conn *c) { isv__conn_batch_reads(c, c->ex ? 0 : body_left(c)); }
 
 /* Keep bytes that arrived behind the message being answered; 0, or -1 (connection closed). */
 static int keep_pending(isv__conn *c, const char *data, size_t len) {

@@ -565,6 +565,13 @@ static void transport_end(h2_stream *st, int status, const char *message) {
 
 static void plain_reply(h2_stream *st, const char *status, const char *json);
 
+/* Answer a REST stream before its body is complete: the part received is dropped. */
+static void reply_early(h2_stream *st, const char *status, const char *json) {
+  isv__buf_free(&st->body);
+  isv__buf_init(&st->body);
+  plain_reply(st, status, json);
+}
+
 static void on_deadline(uv_timer_t *t) {
   h2_stream *st = t->data;
   if (st == NULL) return;
@@ -575,10 +582,8 @@ static void on_deadline(uv_timer_t *t) {
   if (st->dispatched || st->h2 == NULL) return;
   /* A REST request whose body stopped arriving, as HTTP/1.1 answers it; then RST_STREAM, so
    * that neither side keeps the stream (and its half body) open. */
-  isv__buf_free(&st->body);
-  isv__buf_init(&st->body);
   st->rst_after_end = 1;
-  plain_reply(st, "408", "{\"error\":\"request not received in time\"}");
+  reply_early(st, "408", "{\"error\":\"request not received in time\"}");
   flush(st->h2);
 }
 
@@ -618,23 +623,21 @@ static uint64_t parse_timeout(const char *v) {
  * progress makes it more than 1, and only by bytes the client must send to finish it and may
  * send without waiting for us (its stream and connection windows as nghttp2 last granted). */
 static void update_lowat(isv__h2 *h) {
-  size_t want = 1;
+  size_t owed = 0;
   h2_stream *st = h->rx;
   if (st && st->msg && st->msg_got < st->msg_len && !st->app_done && !st->cancelled &&
       !st->draining && !h->shutting_down && !h->dead) {
-    size_t rem = st->msg_len - st->msg_got;
     int32_t sw = nghttp2_session_get_stream_local_window_size(h->s, st->id);
     int32_t cw = nghttp2_session_get_local_window_size(h->s);
-    if (sw > 0 && (size_t)sw < rem) rem = (size_t)sw;
-    if (cw > 0 && (size_t)cw < rem) rem = (size_t)cw;
-    if (sw <= 0 || cw <= 0) rem = 0;
-    if (rem > ISV__LOWAT_MAX) rem = ISV__LOWAT_MAX;
-    if (rem >= ISV__LOWAT_MIN) want = rem;
+    int32_t w = sw < cw ? sw : cw;
+    owed = st->msg_len - st->msg_got;
+    if (w <= 0) owed = 0;
+    else if ((size_t)w < owed) owed = (size_t)w;
   }
   int was = h->c->lowat > 1;
-  isv__conn_set_lowat(h->c, (int)want);
-  if (h->c->lowat > 1) isv__conn_timer_start(h->c, ISV__LOWAT_WATCHDOG_MS); /* restarted */
-  else if (was && h->n_streams > 0) uv_timer_stop(&h->c->timer);
+  isv__conn_batch_reads(h->c, owed);
+  /* the timer serves no one else while a stream is open */
+  if (was && h->c->lowat <= 1 && h->n_streams > 0) uv_timer_stop(&h->c->timer);
 }
 
 int isv__h2_on_timer(isv__conn *c) {
@@ -934,9 +937,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
   if (st->dispatched) return 0;
   if (st->deadline) arm_deadline(st, h->c->t->opts->header_timeout_ms); /* still arriving */
   if (st->body.len + len > h->c->t->opts->max_body_bytes) {
-    isv__buf_free(&st->body);
-    isv__buf_init(&st->body);
-    plain_reply(st, "413", "{\"error\":\"request body exceeds the server's limit\"}");
+    reply_early(st, "413", "{\"error\":\"request body exceeds the server's limit\"}");
     return 0;
   }
   isv__buf_append(&st->body, data, len);
