@@ -25,6 +25,19 @@ static int add_one(isv_request *r, void *u) {
   return isv_request_complete(r, 0, NULL);
 }
 
+/* "e": the input handed back as the output by reference (isv_request_set_output), so the
+ * encoders write memory the request body or message still owns. */
+static int echo(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *x = isv_request_input(r, "INPUT0");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  int rc = isv_request_set_output(r, "OUTPUT0", ISV_INT32, shape, nd, isv_tensor_data(x),
+                                  isv_tensor_byte_size(x), ISV_STATIC);
+  if (rc) return rc;
+  return isv_request_complete(r, 0, NULL);
+}
+
 static void init(void) {
   uv_loop_init(&loop);
   isv_options *o = isv_options_new();
@@ -41,6 +54,13 @@ static void init(void) {
   isv_model_config_set_labels(c, labels, 2);
   isv_backend be = {sizeof be, add_one, NULL};
   isv_server_add_model(srv, c, "1", &be, NULL, NULL);
+  isv_model_config_free(c);
+  c = isv_model_config_new("e");
+  isv_model_config_add_input(c, "INPUT0", ISV_INT32, s, 1);
+  isv_model_config_add_output(c, "OUTPUT0", ISV_INT32, s, 1);
+  isv_model_config_set_max_batch(c, 2);
+  isv_backend eb = {sizeof eb, echo, NULL};
+  isv_server_add_model(srv, c, "1", &eb, NULL, NULL);
   isv_model_config_free(c);
 }
 
