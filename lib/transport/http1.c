@@ -425,6 +425,13 @@ static int host_count(isv__conn *c) {
 static int on_headers_complete(llhttp_t *p) {
   isv__conn *c = conn_of(p);
   c->headers_done = 1;
+  /* CONNECT asks for a tunnel: what follows is not HTTP, so answer and close. */
+  if (p->method == HTTP_CONNECT) return fail(c, 405, "CONNECT is not supported: this is not a proxy");
+  /* Upgrade (h2c, websocket, ...) is optional for a server (RFC 9110 §7.8): it is ignored, the
+   * request is answered over HTTP/1.1 and the connection stays HTTP/1.1 (h2c clients use prior
+   * knowledge; RFC 9113 deprecates the h2c upgrade). Clearing the flag here, before llhttp reads
+   * it, keeps llhttp from treating the bytes after this message as another protocol. */
+  p->upgrade = 0;
   if (p->http_major == 1 && p->http_minor >= 1 && host_count(c) != 1)
     return fail(c, 400, host_count(c) ? "more than one Host header" : "missing Host header");
   size_t max = c->t->opts->max_body_bytes;
@@ -581,11 +588,13 @@ static void dispatch(isv__conn *c) {
 static void execute(isv__conn *c, const char *data, size_t len) {
   llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
   if (err == HPE_OK) return;
-  if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
+  /* The one pause that dispatches: on_message_complete's, with its exchange built. Every other
+   * code — HPE_PAUSED_UPGRADE included, which on_headers_complete rules out — is answered as
+   * an error of the request and never reaches the router. */
+  if (err == HPE_PAUSED && c->ex != NULL) {
     const char *pos = llhttp_get_error_pos(&c->parser);
     size_t used = pos ? (size_t)(pos - data) : len;
     if (used < len && keep_pending(c, data + used, len - used) != 0) return;
-    if (err == HPE_PAUSED_UPGRADE) c->keep_alive = 0; /* we do not switch protocols */
     dispatch(c);
     return;
   }
