@@ -38,30 +38,73 @@ static int echo(isv_request *r, void *u) {
   return isv_request_complete(r, 0, NULL);
 }
 
+/* "d": add_one, completed on a later loop turn (an idle handle), as an asynchronous backend. */
+#define DEFERRED_MAX 64
+static isv_request *deferred[DEFERRED_MAX];
+static size_t n_deferred;
+static uv_idle_t deferred_idle;
+
+static void run_deferred(uv_idle_t *h) {
+  isv_request *batch[DEFERRED_MAX];
+  size_t n = n_deferred;
+  memcpy(batch, deferred, n * sizeof *batch);
+  n_deferred = 0;
+  uv_idle_stop(h);
+  for (size_t i = 0; i < n; i++) {
+    int rc = add_one(batch[i], NULL);
+    if (rc < 0) isv_request_complete(batch[i], rc, NULL);
+  }
+}
+
+static int defer(isv_request *r, void *u) {
+  (void)u;
+  if (n_deferred == DEFERRED_MAX) return add_one(r, NULL);
+  deferred[n_deferred++] = r;
+  uv_idle_start(&deferred_idle, run_deferred);
+  return 0;
+}
+
+static void add_model(const char *name, int (*infer)(isv_request *, void *), int labels) {
+  isv_model_config *c = isv_model_config_new(name);
+  int64_t s[] = {4};
+  isv_model_config_add_input(c, "INPUT0", ISV_INT32, s, 1);
+  isv_model_config_add_output(c, "OUTPUT0", ISV_INT32, s, 1);
+  isv_model_config_set_max_batch(c, 2);
+  if (labels) {
+    const char *l[] = {"a", "b"};
+    isv_model_config_set_labels(c, l, 2);
+  }
+  isv_backend be = {sizeof be, infer, NULL};
+  isv_server_add_model(srv, c, "1", &be, NULL, NULL);
+  isv_model_config_free(c);
+}
+
 static void init(void) {
   uv_loop_init(&loop);
+  uv_idle_init(&loop, &deferred_idle);
   isv_options *o = isv_options_new();
   isv_options_set_max_body_bytes(o, 1 << 16);
   isv_options_set_max_header_bytes(o, 4096);
   isv_server_new(&loop, o, &srv);
   isv_options_free(o);
-  isv_model_config *c = isv_model_config_new("m");
-  int64_t s[] = {4};
-  isv_model_config_add_input(c, "INPUT0", ISV_INT32, s, 1);
-  isv_model_config_add_output(c, "OUTPUT0", ISV_INT32, s, 1);
-  isv_model_config_set_max_batch(c, 2);
-  const char *labels[] = {"a", "b"};
-  isv_model_config_set_labels(c, labels, 2);
-  isv_backend be = {sizeof be, add_one, NULL};
-  isv_server_add_model(srv, c, "1", &be, NULL, NULL);
-  isv_model_config_free(c);
-  c = isv_model_config_new("e");
-  isv_model_config_add_input(c, "INPUT0", ISV_INT32, s, 1);
-  isv_model_config_add_output(c, "OUTPUT0", ISV_INT32, s, 1);
-  isv_model_config_set_max_batch(c, 2);
-  isv_backend eb = {sizeof eb, echo, NULL};
-  isv_server_add_model(srv, c, "1", &eb, NULL, NULL);
-  isv_model_config_free(c);
+  add_model("m", add_one, 1);
+  add_model("e", echo, 0);
+  add_model("d", defer, 0);
+}
+
+static const uint8_t *find_sep(const uint8_t *p, const uint8_t *end) {
+  for (; end - p >= ISV_FUZZ_SEP_LEN; p++)
+    if (memcmp(p, ISV_FUZZ_SEP, ISV_FUZZ_SEP_LEN) == 0) return p;
+  return NULL;
+}
+
+/* Read what the server wrote; 1 when it closed the connection. */
+static int drain(int fd, int *quiet) {
+  char buf[65536];
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n == 0 || (n < 0 && errno != EAGAIN)) return 1;
+  *quiet = n > 0 || n_deferred ? 0 : *quiet + 1;
+  return 0;
 }
 
 void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, size_t size) {
@@ -70,24 +113,40 @@ void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, 
     init();
     ready = 1;
   }
-  if (size > 60000) return; /* stays under the socket buffer: the write never blocks */
+  if (size > 60000) return; /* stays under the socket buffer: the writes never block */
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return;
+  fcntl(sv[1], F_SETFL, O_NONBLOCK);
   uv_pipe_t *p = malloc(sizeof *p);
   uv_pipe_init(&loop, p, 0);
   uv_pipe_open(p, sv[0]);
   if (prefix_len && write(sv[1], prefix, prefix_len) != (ssize_t)prefix_len) abort();
-  if (size && write(sv[1], data, size) != (ssize_t)size) abort();
-  shutdown(sv[1], SHUT_WR);
-  fcntl(sv[1], F_SETFL, O_NONBLOCK);
   if (isv_server_adopt(srv, (uv_stream_t *)p) != 0) abort();
-  char buf[65536];
-  for (int spins = 0; spins < 100000; spins++) {
+  int closed = 0;
+  const uint8_t *seg = data, *end = data + size;
+  while (!closed) {
+    const uint8_t *sep = find_sep(seg, end);
+    const uint8_t *seg_end = sep ? sep : end;
+    if (seg_end > seg &&
+        send(sv[1], seg, (size_t)(seg_end - seg), MSG_NOSIGNAL) != seg_end - seg) {
+      if (errno != EPIPE && errno != ECONNRESET) abort();
+      break; /* the server closed the connection before this segment */
+    }
+    if (sep == NULL) break;
+    seg = sep + ISV_FUZZ_SEP_LEN;
+    /* wait until the server is quiet: what it owes for this segment is written */
+    int quiet = 0;
+    for (int spins = 0; quiet < 4 && !closed; spins++) {
+      if (spins == 100000) abort(); /* a server that never goes quiet is a hang */
+      uv_run(&loop, UV_RUN_NOWAIT);
+      closed = drain(sv[1], &quiet);
+    }
+  }
+  shutdown(sv[1], SHUT_WR);
+  for (int spins = 0, quiet = 0; !closed; spins++) {
+    if (spins == 100000) abort(); /* a connection the server never closes is a hang */
     uv_run(&loop, UV_RUN_NOWAIT);
-    ssize_t n = read(sv[1], buf, sizeof buf);
-    if (n == 0) break; /* the server closed the connection */
-    if (n < 0 && errno != EAGAIN) break;
-    if (spins == 99999) abort(); /* a connection the server never closes is a hang */
+    closed = drain(sv[1], &quiet);
   }
   close(sv[1]);
   for (int i = 0; i < 4; i++) uv_run(&loop, UV_RUN_NOWAIT); /* let the close callbacks run */
