@@ -13,7 +13,9 @@
  *   fresh_thp_gb_per_s / ..._ms_...    the same, destination 2 MiB-aligned and
  *                                      madvise(MADV_HUGEPAGE): transparent huge pages fault 512
  *                                      times less often (THP "madvise" or "always") */
+#ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

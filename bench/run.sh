@@ -149,13 +149,17 @@ WATCHDOG=$!
 PIDS+=($WATCHDOG)
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
-  log "building ($BUILD_DIR)"
-  bounded 600 ninja -C "$BUILD_DIR" >"$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log" >&2; die "build failed"; }
+  log "building ($BUILD_DIR, with -Dbench=true)"
+  { [ -f "$BUILD_DIR/build.ninja" ] || meson setup "$BUILD_DIR"; } >"$WORK/build.log" 2>&1 &&
+    meson configure "$BUILD_DIR" -Dbench=true >>"$WORK/build.log" 2>&1 &&
+    bounded 600 ninja -C "$BUILD_DIR" >>"$WORK/build.log" 2>&1 ||
+    { tail -20 "$WORK/build.log" >&2; die "build failed"; }
 fi
 [ -x "$DEMO" ] || die "$DEMO not built (meson setup $BUILD_DIR && ninja -C $BUILD_DIR)"
-
-cc -O2 -std=c11 -Wall -Wextra -o "$WORK/memcpy_bw" "$HERE/memcpy_bw.c" || die "memcpy_bw does not compile"
-cc -O2 -std=c11 -Wall -Wextra -o "$WORK/grpc_rt" "$HERE/grpc_rt.c" -lnghttp2 || die "grpc_rt does not compile"
+for b in memcpy_bw grpc_rt; do
+  [ -x "$BUILD_DIR/bench/$b" ] || die "$BUILD_DIR/bench/$b not built (meson configure $BUILD_DIR -Dbench=true)"
+  cp "$BUILD_DIR/bench/$b" "$WORK/$b"
+done
 
 # perf usable? (cpu-clock is a software event: works without hardware counters, e.g. in VMs)
 PERF=0

@@ -7,16 +7,13 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${BUILD_DIR:-/tmp/isv-bench-json}
-mkdir -p "$out"
+# the meson build with the bench programs (-O2, as a user's default build)
+[ -f "$out/build.ninja" ] || meson setup "$out" "$root" -Dbench=true -Dtests=false >/dev/null
+meson configure "$out" -Dbench=true >/dev/null
+ninja -C "$out" bench/bench_json bench/check_all_f32 >/dev/null
 CC=${CC:-cc}
-CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -Wall -Wextra -I$root/include -I$root/lib"
-SRC="$root/lib/codec/buf.c $root/lib/codec/base64.c $root/lib/codec/half.c $root/lib/codec/utf8.c \
-     $root/lib/codec/json_reader.c $root/lib/codec/json_writer.c"
-$CC $CFLAGS -o "$out/bench_json" "$here/bench_json.c" "$here/bench_jsonc.c" $SRC \
-  $(pkg-config --cflags --libs yajl jansson) -ldl -lm
 echo "# $($CC --version | head -1); $(uname -m); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-"$out/bench_json"
+"$out/bench/bench_json"
 if [ "${1:-}" = "--all-f32" ]; then
-  $CC $CFLAGS -pthread -o "$out/check_all_f32" "$here/check_all_f32.c" $SRC -lm
-  "$out/check_all_f32" "$(nproc)"
+  "$out/bench/check_all_f32" "$(nproc)"
 fi

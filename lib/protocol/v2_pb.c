@@ -400,7 +400,7 @@ static int walk_contents(input_ctx *c, span input) {
   while (rd_field(&ri, &f) > 0) { /* framing already checked */
     if (f.num != 5) continue;
     rd rc = rd_of(f.s);
-    field g;
+    field g = {0};
     int k;
     while ((k = rd_field(&rc, &g)) > 0)
       if (contents_field_elems(c, &g)) return c->r->status;

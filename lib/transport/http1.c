@@ -36,7 +36,6 @@ typedef struct write_req {
 
 #define ISV__PIPELINE_MAX (64u * 1024u)
 
-static const llhttp_settings_t *settings(void);
 static void conn_close(isv__conn *c);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
@@ -563,22 +562,17 @@ static int on_message_complete(llhttp_t *p) {
   return HPE_PAUSED;
 }
 
-static const llhttp_settings_t *settings(void) {
-  static llhttp_settings_t s;
-  static int init;
-  if (!init) { /* set once; identical on every thread that could race here */
-    llhttp_settings_init(&s);
-    s.on_message_begin = on_message_begin;
-    s.on_url = on_url;
-    s.on_header_field = on_header_field;
-    s.on_header_value = on_header_value;
-    s.on_headers_complete = on_headers_complete;
-    s.on_body = on_body;
-    s.on_message_complete = on_message_complete;
-    init = 1;
-  }
-  return &s;
-}
+/* Const, no lazy initialisation: two servers may start on two threads at once. The callbacks
+ * this parser does not use stay NULL, as llhttp_settings_init() would leave them. */
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
 
 static void dispatch(isv__conn *c) {
   uv_timer_stop(&c->timer);
@@ -748,7 +742,7 @@ isv__conn *isv__h1_conn_new(isv__transport *t, uv_stream_t *stream, int adopted)
   c->handles_open = 2;
   isv__buf_init(&c->head);
   isv__buf_init(&c->body);
-  llhttp_init(&c->parser, HTTP_REQUEST, settings());
+  llhttp_init(&c->parser, HTTP_REQUEST, &settings);
   c->parser.data = c;
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;
