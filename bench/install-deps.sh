@@ -13,10 +13,12 @@
 #   gcc libc6-dev     bench/memcpy_bw.c
 #   libnghttp2-dev    bench/grpc_rt.c (the lean gRPC client for the 16 MiB round trips)
 #   curl procps util-linux coreutils   curl, pgrep, taskset, timeout
+#   libyajl-dev libjansson-dev libjson-c-dev   bench/json/run.sh (the JSON codec's references)
 set -eu
 
 PKGS="wrk nghttp2-client nginx linux-perf python3-grpcio python3-protobuf protobuf-compiler
-gcc libc6-dev libnghttp2-dev curl procps util-linux coreutils"
+gcc libc6-dev libnghttp2-dev curl procps util-linux coreutils libyajl-dev libjansson-dev
+libjson-c-dev"
 
 missing=""
 for p in $PKGS; do
