@@ -19,6 +19,7 @@
 #include "json_reader.h"
 
 #include "base64.h"
+#include "datatype.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -1732,10 +1733,8 @@ int isv__json_skip(isv__json_reader *r, const isv__json_token *first, size_t *en
  * Tensors
  * ------------------------------------------------------------------------------------------- */
 static const char *dt_name(isv_datatype dt) {
-  static const char *const names[] = {"INVALID", "BOOL",  "UINT8", "UINT16", "UINT32",
-                                      "UINT64",  "INT8",  "INT16", "INT32",  "INT64",
-                                      "FP16",    "BF16",  "FP32",  "FP64",   "BYTES"};
-  return (unsigned)dt < sizeof names / sizeof names[0] ? names[dt] : "INVALID";
+  const char *n = isv__dt_name(dt, ISV__DTN_V2);
+  return n ? n : "INVALID";
 }
 
 static const char *what_is(const char *p, const char *end) {

@@ -1,5 +1,7 @@
 #include "core/registry.h"
 
+#include "codec/datatype.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +50,7 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
 static int io_add(isv__io **v, size_t *n, const char *name, isv_datatype dt,
                   const int64_t *shape, size_t ndim) {
   if (name == NULL || name[0] == '\0' || isv_datatype_size(dt) == 0) return ISV_EINVAL;
-  if (ndim > 32 || (ndim > 0 && shape == NULL)) return ISV_EINVAL;
+  if (ndim > ISV__MAX_NDIM || (ndim > 0 && shape == NULL)) return ISV_EINVAL;
   for (size_t i = 0; i < ndim; i++)
     if (shape[i] < -1) return ISV_EINVAL;
   for (size_t i = 0; i < *n; i++)

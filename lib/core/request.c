@@ -2,6 +2,8 @@
  * backends, and output allocation. */
 #include "core/request.h"
 
+#include "codec/datatype.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,7 +327,7 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
   size_t count, bytes;
   isv_tensor *t = NULL;
   if (r == NULL || r->submitted || name == NULL || isv_datatype_size(dt) == 0 ||
-      (ndim && shape == NULL) || ndim > 32 ||
+      (ndim && shape == NULL) || ndim > ISV__MAX_NDIM ||
       isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0 ||
       (bytes && data == NULL))
     goto fail;

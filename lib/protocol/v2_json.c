@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec/datatype.h"
 #include "codec/json_reader.h"
 #include "codec/raw_bytes.h"
 #include "codec/json_writer.h"
 
-#define MAX_NDIM 32
 
 /* "#<index>" for an element that has no name (yet); no snprintf on the path of every request. */
 static void index_label(char out[22], size_t index) {
@@ -116,6 +116,9 @@ static int parse_shape(isv_request *r, isv__json_reader *rd, int64_t *shape, siz
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_ARRAY_END) break;
     if (ty == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
+    if (n == ISV__MAX_NDIM)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has more than %d dimensions", input,
+                               ISV__MAX_NDIM);
     if (ty != ISV__JSON_NUMBER || isv__json_to_int64(&t, &shape[n]) != 0) {
       isv__json_fail(rd, t.offset, "shape of input '%s' must hold integers", input);
       return reader_fail(r, rd, NULL);
@@ -123,8 +126,7 @@ static int parse_shape(isv_request *r, isv__json_reader *rd, int64_t *shape, siz
     if (shape[n] < 0)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a negative dimension %lld in its "
                                "shape", input, (long long)shape[n]);
-    if (++n == MAX_NDIM) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has more than %d "
-                                                  "dimensions", input, MAX_NDIM);
+    n++;
   }
   *ndim = n;
   return 0;
@@ -218,7 +220,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   isv_datatype dt = ISV_TYPE_INVALID;
   const char *dtname = NULL;
   size_t dtlen = 0;
-  int64_t shape[MAX_NDIM];
+  int64_t shape[ISV__MAX_NDIM];
   size_t ndim = 0;
   int have_shape = 0, have_dt = 0;
   isv__json_token data_tok;

@@ -25,13 +25,13 @@
 #include <pb_decode.h>
 #include <pb_encode.h>
 
+#include "codec/datatype.h"
 #include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
 #include "grpc_predict_v2.pb.h"
 #include "health.pb.h"
 
-#define MAX_NDIM 32 /* as the JSON frontend and isv_request_add_input */
 
 /* ============================================================================================
  * Wire format reader
@@ -530,9 +530,9 @@ static int parse_input(isv_request *r, span in, size_t index, const span *raw) {
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has unknown datatype '%s'", name,
                              printable(b, sizeof b, dtname));
   }
-  if (ndim > MAX_NDIM)
+  if (ndim > ISV__MAX_NDIM)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has %zu dimensions, at most %d allowed",
-                             name, ndim, MAX_NDIM);
+                             name, ndim, ISV__MAX_NDIM);
   int64_t *shape = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *shape);
   if (shape == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   size_t d = 0;

@@ -34,6 +34,10 @@ static void config_rejects_bad_declarations(void **state) {
   assert_int_equal(isv_model_config_add_input(c, "", ISV_FP32, NULL, 0), ISV_EINVAL);
   assert_null(isv_model_config_new(""));
   assert_int_equal(isv_model_config_set_exec_mode(c, (isv_exec_mode)7), ISV_EINVAL);
+  int64_t dims[33];
+  for (int i = 0; i < 33; i++) dims[i] = 1;
+  assert_int_equal(isv_model_config_add_input(c, "d33", ISV_FP32, dims, 33), ISV_EINVAL);
+  assert_int_equal(isv_model_config_add_input(c, "d32", ISV_FP32, dims, 32), 0); /* ISV__MAX_NDIM */
   isv_model_config_free(c);
 }
 

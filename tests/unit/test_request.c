@@ -158,6 +158,11 @@ static void add_input_ownership_contract(void **state) {
   int64_t huge[] = {INT64_MAX, 4};
   assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, neg, 1, d, 4, ISV_STATIC), ISV_EINVAL);
   assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, huge, 2, d, 4, ISV_STATIC), ISV_EINVAL);
+  /* at most ISV__MAX_NDIM (32) dimensions, as on every wire */
+  int64_t dims[33];
+  for (int i = 0; i < 33; i++) dims[i] = 1;
+  assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, dims, 33, d, 4, ISV_STATIC), ISV_EINVAL);
+  assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, dims, 32, d, 4, ISV_STATIC), 0);
   isv_request_free(r);
   assert_int_equal(frees, 2);
 }

@@ -1,6 +1,7 @@
 /* V2 JSON request decoding and response encoding, without sockets. */
 #include "cmocka_prelude.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,21 @@ static void decodes_everything_a_request_carries(void **state) {
   assert_int_equal(r->n_req_outputs, 2);
   assert_int_equal(r->req_outputs[0].classification, 3);
   isv_request_free(r);
+}
+
+/* At most ISV__MAX_NDIM = 32 dimensions: the same limit as gRPC and the in-process API. */
+static void shapes_of_32_dimensions_and_no_more(void **state) {
+  (void)state;
+  char text[512];
+  const char *ones = "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1";
+  snprintf(text, sizeof text, "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT8\",\"shape\":[%s],"
+           "\"data\":[5]}]}", ones);
+  isv_request *r = decode(text, 0);
+  assert_int_equal(r->inputs[0].ndim, 32);
+  isv_request_free(r);
+  snprintf(text, sizeof text, "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT8\",\"shape\":[%s,1],"
+           "\"data\":[5]}]}", ones);
+  expect_error(text, ISV_EBADREQ, "input 'A' has more than 32 dimensions");
 }
 
 static void every_error_names_the_problem(void **state) {
@@ -268,6 +284,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decodes_everything_a_request_carries),
       cmocka_unit_test(every_error_names_the_problem),
+      cmocka_unit_test(shapes_of_32_dimensions_and_no_more),
       cmocka_unit_test(bytes_that_are_not_utf8_become_b64),
       cmocka_unit_test(binary_inputs_are_taken_in_order_and_in_place),
       cmocka_unit_test(binary_input_errors_name_the_problem),

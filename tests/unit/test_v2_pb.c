@@ -652,6 +652,19 @@ static void every_error_names_the_problem(void **state) {
   w_input_hdr(&in, "INPUT0", "INT32", many, 40);
   w_sub(&m, 5, &in);
   expect_error(&m, "has 40 dimensions");
+  w_input_hdr(&in, "INPUT0", "INT32", many, 33);
+  w_sub(&m, 5, &in);
+  expect_error(&m, "has 33 dimensions, at most 32 allowed");
+  {
+    uint8_t one[4] = {7, 0, 0, 0}; /* 32 dimensions of 1: accepted, as on REST */
+    w_input_hdr(&in, "INPUT0", "INT32", many, 32);
+    w_sub(&m, 5, &in);
+    w_len(&m, 7, one, 4);
+    isv_request *r = decode_buf(m.p, m.n, 0);
+    assert_int_equal(r->inputs[0].ndim, 32);
+    isv_request_free(r);
+    w_free(&m);
+  }
 
   w_input_hdr(&in, NULL, "INT32", sh, 2);
   w_sub(&m, 5, &in);

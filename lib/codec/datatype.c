@@ -1,0 +1,51 @@
+/* See datatype.h. The public isv_datatype_* functions are this table too. */
+#include "datatype.h"
+
+#include <string.h>
+
+typedef struct dt_row {
+  size_t size;
+  const char *name[ISV__DTN_COUNT];
+  int grps_number;
+} dt_row;
+
+static const dt_row rows[] = {
+    [ISV_TYPE_INVALID] = {0, {NULL, NULL, NULL, NULL}, 0},
+#define ISV__DT_ROW(e, size, v2, tf, grps, grps_n, triton) [ISV_##e] = {size, {v2, tf, grps, triton}, grps_n},
+    ISV__DATATYPES(ISV__DT_ROW)
+#undef ISV__DT_ROW
+};
+
+#define N_ROWS (sizeof rows / sizeof rows[0])
+
+size_t isv__dt_size(isv_datatype dt) { return (unsigned)dt < N_ROWS ? rows[dt].size : 0; }
+
+const char *isv__dt_name(isv_datatype dt, isv__dt_naming naming) {
+  if ((unsigned)dt >= N_ROWS || (unsigned)naming >= ISV__DTN_COUNT) return NULL;
+  return rows[dt].name[naming];
+}
+
+isv_datatype isv__dt_from_name(isv__dt_naming naming, const char *name, size_t len) {
+  if (name == NULL || (unsigned)naming >= ISV__DTN_COUNT) return ISV_TYPE_INVALID;
+  for (size_t i = 1; i < N_ROWS; i++) {
+    const char *n = rows[i].name[naming];
+    if (n && strlen(n) == len && memcmp(n, name, len) == 0) return (isv_datatype)i;
+  }
+  return ISV_TYPE_INVALID;
+}
+
+int isv__dt_grps_number(isv_datatype dt) { return (unsigned)dt < N_ROWS ? rows[dt].grps_number : 0; }
+
+isv_datatype isv__dt_from_grps_number(int n) {
+  for (size_t i = 1; n > 0 && i < N_ROWS; i++)
+    if (rows[i].grps_number == n) return (isv_datatype)i;
+  return ISV_TYPE_INVALID;
+}
+
+ISV_EXTERN size_t isv_datatype_size(isv_datatype dt) { return isv__dt_size(dt); }
+
+ISV_EXTERN const char *isv_datatype_name(isv_datatype dt) { return isv__dt_name(dt, ISV__DTN_V2); }
+
+ISV_EXTERN isv_datatype isv_datatype_from_name(const char *name, size_t len) {
+  return isv__dt_from_name(ISV__DTN_V2, name, len);
+}
