@@ -13,6 +13,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/json_writer.h"
+#include "codec/numfmt.h"
 
 static int is_nan_bits(isv_datatype dt, const uint8_t *p) {
   switch (dt) {
@@ -88,14 +89,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       float f, g;
       memcpy(&f, a, 4);
       if (!isfinite(f)) continue;
-      txt[isv__json_format_f32(txt, f)] = 0;
+      txt[isv__fmt_f32(txt, f)] = 0;
       g = strtof(txt, NULL);
       if (memcmp(&f, &g, 4) != 0) abort();
     } else if (dt == ISV_FP64) {
       double f, g;
       memcpy(&f, a, 8);
       if (!isfinite(f)) continue;
-      txt[isv__json_format_f64(txt, f)] = 0;
+      txt[isv__fmt_f64(txt, f)] = 0;
       g = strtod(txt, NULL);
       if (memcmp(&f, &g, 8) != 0) abort();
     }

@@ -1,5 +1,5 @@
 /* Exhaustive FP32 check of the writer and reader: for ALL 2^32 bit patterns,
- *   1. isv__json_format_f32 text -> isv__json_to_float gives the same bits (NaN -> NaN);
+ *   1. isv__fmt_f32 text -> isv__json_to_float gives the same bits (NaN -> NaN);
  *   2. the same text -> strtof gives the same bits (libc oracle; finite values);
  *   3. no shorter text reads back: every decimal with one significant digit less near the
  *      value (4 candidates around the truncated digits) reads to a different float.
@@ -16,6 +16,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/json_writer.h"
+#include "codec/numfmt.h"
 
 typedef struct job {
   uint64_t from, to;
@@ -59,7 +60,7 @@ static void *run(void *arg) {
     uint32_t u = (uint32_t)b;
     float f, g;
     memcpy(&f, &u, 4);
-    size_t n = isv__json_format_f32(txt, f);
+    size_t n = isv__fmt_f32(txt, f);
     if (read_f32(txt, n, &g)) {
       j->failures++;
       continue;

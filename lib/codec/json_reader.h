@@ -117,10 +117,4 @@ int isv__json_to_bf16(const isv__json_token *t, uint16_t *out);
 int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
                           void *out, size_t count);
 
-/* Internal, shared with json_writer.c: floor(10^k * 2^(127 - floor(log2 10^k))) as
- * {high, low} 64-bit halves, for k in [ISV__POW10_KMIN, ISV__POW10_KMAX]. */
-#define ISV__POW10_KMIN (-343)
-#define ISV__POW10_KMAX 324
-extern const uint64_t isv__pow10_tab[ISV__POW10_KMAX - ISV__POW10_KMIN + 1][2];
-
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "codec/half.h"
-#include "codec/json_writer.h"
+#include "codec/numfmt.h"
 #include "core/request.h"
 
 typedef struct {
@@ -44,13 +44,13 @@ static double value_at(isv_datatype dt, const void *d, size_t i) {
 /* The value as text in its own type: integers exactly, floats shortest round-trip ("3.3"). */
 static size_t value_text(char out[32], isv_datatype dt, const void *d, size_t i) {
   switch (dt) {
-  case ISV_UINT64: return (size_t)snprintf(out, 32, "%llu", (unsigned long long)((const uint64_t *)d)[i]);
-  case ISV_INT64: return (size_t)snprintf(out, 32, "%lld", (long long)((const int64_t *)d)[i]);
-  case ISV_FP16: return isv__json_format_f16(out, ((const uint16_t *)d)[i]);
-  case ISV_BF16: return isv__json_format_bf16(out, ((const uint16_t *)d)[i]);
-  case ISV_FP32: return isv__json_format_f32(out, ((const float *)d)[i]);
-  case ISV_FP64: return isv__json_format_f64(out, ((const double *)d)[i]);
-  default: return (size_t)snprintf(out, 32, "%.0f", value_at(dt, d, i));
+  case ISV_UINT64: return isv__fmt_u64(out, ((const uint64_t *)d)[i]);
+  case ISV_INT64: return isv__fmt_i64(out, ((const int64_t *)d)[i]);
+  case ISV_FP16: return isv__fmt_f16(out, ((const uint16_t *)d)[i]);
+  case ISV_BF16: return isv__fmt_bf16(out, ((const uint16_t *)d)[i]);
+  case ISV_FP32: return isv__fmt_f32(out, ((const float *)d)[i]);
+  case ISV_FP64: return isv__fmt_f64(out, ((const double *)d)[i]);
+  default: return isv__fmt_i64(out, (int64_t)value_at(dt, d, i)); /* narrower: exact in a double */
   }
 }
 

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "codec/json_writer.h"
+#include "codec/numfmt.h"
 #include "core/request.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2_json.h"
@@ -142,7 +143,7 @@ static void infer_done(isv_request *r, int status, void *data) {
     parts[i + 1].len = bin[i].len;
   }
   char hlen[20];
-  isv__header h = {"Inference-Header-Content-Length", 31, hlen, isv__json_format_u64(hlen, json_len)};
+  isv__header h = {"Inference-Header-Content-Length", 31, hlen, isv__fmt_u64(hlen, json_len)};
   isv__response resp = {.status = 200,
                         .content_type = "application/octet-stream",
                         .headers = &h,

@@ -8,12 +8,13 @@
 #include "codec/json_reader.h"
 #include "codec/raw_bytes.h"
 #include "codec/json_writer.h"
+#include "codec/numfmt.h"
 
 
 /* "#<index>" for an element that has no name (yet); no snprintf on the path of every request. */
 static void index_label(char out[22], size_t index) {
   out[0] = '#';
-  out[1 + isv__json_format_u64(out + 1, index)] = '\0';
+  out[1 + isv__fmt_u64(out + 1, index)] = '\0';
 }
 
 static int keyis(const isv__json_token *t, const char *k) {

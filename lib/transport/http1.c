@@ -21,7 +21,7 @@
 #endif
 
 #include "codec/buf.h"
-#include "codec/json_writer.h" /* isv__json_format_u64 */
+#include "codec/numfmt.h"
 #include "transport/conn.h"
 
 typedef struct write_req {
@@ -238,7 +238,7 @@ static char *put(char *p, const char *s, size_t n) {
 }
 #define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
 
-static char *put_uint(char *p, size_t v) { return p + isv__json_format_u64(p, v); }
+static char *put_uint(char *p, size_t v) { return p + isv__fmt_u64(p, v); }
 
 /* The status line and headers. Every response goes through here: no snprintf. */
 static char *build_head(const isv__response *r, size_t body_len, int keep_alive, int http10,

@@ -15,6 +15,7 @@
 #include "codec/half.h"
 #include "codec/json_reader.h"
 #include "codec/json_writer.h"
+#include "codec/numfmt.h"
 
 static char *cstr(isv__buf *b) {
   isv__buf_putc(b, '\0');
@@ -25,14 +26,14 @@ static char *cstr(isv__buf *b) {
 
 static void check_f64(double v, const char *want) {
   char o[32];
-  size_t n = isv__json_format_f64(o, v);
+  size_t n = isv__fmt_f64(o, v);
   assert_true(n < 32);
   o[n] = 0;
   if (strcmp(o, want)) fail_msg("f64 %a: got %s want %s", v, o, want);
 }
 static void check_f32(float v, const char *want) {
   char o[32];
-  size_t n = isv__json_format_f32(o, v);
+  size_t n = isv__fmt_f32(o, v);
   o[n] = 0;
   if (strcmp(o, want)) fail_msg("f32 %a: got %s want %s", (double)v, o, want);
 }
@@ -255,7 +256,7 @@ static void test_half_exhaustive(void **state) {
   for (int bf = 0; bf < 2; bf++) {
     for (uint32_t h = 0; h < 65536; h++) {
       char o[40];
-      size_t n = bf ? isv__json_format_bf16(o, (uint16_t)h) : isv__json_format_f16(o, (uint16_t)h);
+      size_t n = bf ? isv__fmt_bf16(o, (uint16_t)h) : isv__fmt_f16(o, (uint16_t)h);
       o[n] = 0;
       int is_nan = bf ? ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) : ((h & 0x7C00) == 0x7C00 && (h & 0x3FF));
       if (is_nan) {
@@ -357,7 +358,7 @@ static void test_roundtrip_f64_and_shortest(void **state) {
     memcpy(&d, &in[i], 8);
     if (!isfinite(d)) continue;
     char o[32], c[40];
-    size_t n = isv__json_format_f64(o, d);
+    size_t n = isv__fmt_f64(o, d);
     o[n] = 0;
     int nd = sig_digits(o);
     for (int p = 1; p < nd; p++) {
@@ -378,7 +379,7 @@ static void test_roundtrip_f32_shortest_sample(void **state) {
     memcpy(&f, &u, 4);
     if (!isfinite(f)) continue;
     char o[32], c[40];
-    size_t n = isv__json_format_f32(o, f);
+    size_t n = isv__fmt_f32(o, f);
     o[n] = 0;
     if (strtof(o, NULL) != f) fail_msg("%s does not read back as %a", o, (double)f);
     int nd = sig_digits(o);
