@@ -26,88 +26,13 @@
 #include <pb_encode.h>
 
 #include "codec/datatype.h"
+#include "codec/pbwire.h"
 #include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
 #include "grpc_predict_v2.pb.h"
 #include "health.pb.h"
 
-
-/* ============================================================================================
- * Wire format reader
- * ========================================================================================== */
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-typedef struct span {
-  const uint8_t *p;
-  size_t n;
-} span;
-
-typedef struct rd {
-  const uint8_t *p, *end;
-} rd;
-
-typedef struct field {
-  uint32_t num;
-  int wt;
-  uint64_t v; /* WT_VARINT, WT_I64, WT_I32 */
-  span s;     /* WT_LEN (and the raw bytes of I32/I64) */
-} field;
-
-static rd rd_of(span s) {
-  rd r = {s.p, s.p + s.n};
-  return r;
-}
-
-static int rd_varint(rd *r, uint64_t *v) {
-  uint64_t x = 0;
-  for (unsigned shift = 0; shift < 64; shift += 7) {
-    if (r->p == r->end) return -1;
-    uint8_t b = *r->p++;
-    x |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *v = x;
-      return 0;
-    }
-  }
-  return -1; /* more than 10 bytes */
-}
-
-static uint64_t le_load(const uint8_t *p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-/* 1: a field was read; 0: end of the message; -1: malformed. */
-static int rd_field(rd *r, field *f) {
-  if (r->p == r->end) return 0;
-  uint64_t key, len;
-  if (rd_varint(r, &key) != 0 || key > UINT32_MAX || (key >> 3) == 0) return -1;
-  f->num = (uint32_t)(key >> 3);
-  f->wt = (int)(key & 7);
-  switch (f->wt) {
-  case WT_VARINT: return rd_varint(r, &f->v) == 0 ? 1 : -1;
-  case WT_I64:
-  case WT_I32: {
-    size_t n = f->wt == WT_I64 ? 8 : 4;
-    if ((size_t)(r->end - r->p) < n) return -1;
-    f->s.p = r->p;
-    f->s.n = n;
-    f->v = le_load(r->p, (unsigned)n);
-    r->p += n;
-    return 1;
-  }
-  case WT_LEN:
-    if (rd_varint(r, &len) != 0 || len > (uint64_t)(r->end - r->p)) return -1;
-    f->s.p = r->p;
-    f->s.n = (size_t)len;
-    r->p += len;
-    return 1;
-  default: return -1; /* groups (3, 4) and reserved types */
-  }
-}
 
 /* ============================================================================================
  * Infer request
@@ -118,19 +43,19 @@ static int malformed(isv_request *r, const char *where) {
                            "ModelInferRequest encoding", where);
 }
 
-static int wire_type(isv_request *r, const field *f, int want, const char *what) {
+static int wire_type(isv_request *r, const isv__pb_field *f, int want, const char *what) {
   if (f->wt == want) return 0;
   return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: %s has wire type %d, expected %d",
                            what, f->wt, want);
 }
 
-static int text_ok(span s) {
+static int text_ok(isv__pb_span s) {
   return memchr(s.p, 0, s.n) == NULL && isv__utf8_valid((const char *)s.p, s.n);
 }
 
 /* A string field copied NUL-terminated into the arena (names and ids must be C strings). */
-static int get_string(isv_request *r, const field *f, const char *what, const char **out) {
-  if (wire_type(r, f, WT_LEN, what)) return r->status;
+static int get_string(isv_request *r, const isv__pb_field *f, const char *what, const char **out) {
+  if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
   if (!text_ok(f->s))
     return isv__request_fail(r, ISV_EBADREQ, "%s is not valid UTF-8 text (or holds a NUL byte)",
                              what);
@@ -141,7 +66,7 @@ static int get_string(isv_request *r, const field *f, const char *what, const ch
 }
 
 /* Printable copy of untrusted bytes for an error message. */
-static const char *printable(char *buf, size_t cap, span s) {
+static const char *printable(char *buf, size_t cap, isv__pb_span s) {
   size_t n = s.n < cap - 1 ? s.n : cap - 1;
   for (size_t i = 0; i < n; i++) buf[i] = s.p[i] >= 0x20 && s.p[i] < 0x7f ? (char)s.p[i] : '?';
   buf[n] = '\0';
@@ -150,13 +75,13 @@ static const char *printable(char *buf, size_t cap, span s) {
 
 /* InferParameter (oneof parameter_choice). type 0 = nothing set. String values reference the
  * message buffer. */
-static int parse_infer_parameter(isv_request *r, span s, const char *key, isv_param *out) {
+static int parse_infer_parameter(isv_request *r, isv__pb_span s, const char *key, isv_param *out) {
   memset(out, 0, sizeof *out);
-  rd rr = rd_of(s);
-  field f;
+  isv__pb_reader rr = isv__pb_reader_of(s);
+  isv__pb_field f;
   int k;
-  while ((k = rd_field(&rr, &f)) > 0) {
-    int want = f.num == 3 ? WT_LEN : f.num == 4 ? WT_I64 : WT_VARINT;
+  while ((k = isv__pb_read_field(&rr, &f)) > 0) {
+    int want = f.num == 3 ? ISV__PB_LEN : f.num == 4 ? ISV__PB_I64 : ISV__PB_VARINT;
     if (f.num < 1 || f.num > 5) continue;
     if (f.wt != want)
       return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: parameter '%s' has field %u "
@@ -196,21 +121,21 @@ static int parse_infer_parameter(isv_request *r, span s, const char *key, isv_pa
 }
 
 /* A map<string, InferParameter> entry {key 1, value 2}. */
-static int parse_param_entry(isv_request *r, span s, const char *where, span *key,
+static int parse_param_entry(isv_request *r, isv__pb_span s, const char *where, isv__pb_span *key,
                              isv_param *val) {
-  rd rr = rd_of(s);
-  field f;
+  isv__pb_reader rr = isv__pb_reader_of(s);
+  isv__pb_field f;
   int k;
-  span value = {NULL, 0};
+  isv__pb_span value = {NULL, 0};
   int have_value = 0;
   key->p = (const uint8_t *)"";
   key->n = 0;
-  while ((k = rd_field(&rr, &f)) > 0) {
+  while ((k = isv__pb_read_field(&rr, &f)) > 0) {
     if (f.num == 1) {
-      if (wire_type(r, &f, WT_LEN, "a parameter name")) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, "a parameter name")) return r->status;
       *key = f.s;
     } else if (f.num == 2) {
-      if (wire_type(r, &f, WT_LEN, "a parameter value")) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, "a parameter value")) return r->status;
       value = f.s; /* the last one wins, as protobuf's map parsing does */
       have_value = 1;
     }
@@ -227,7 +152,7 @@ static int parse_param_entry(isv_request *r, span s, const char *where, span *ke
   return 0;
 }
 
-static int span_is(span s, const char *lit) {
+static int span_is(isv__pb_span s, const char *lit) {
   return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
 }
 
@@ -330,7 +255,7 @@ static int put_varint_elem(input_ctx *c, uint64_t v) {
 }
 
 /* One field of an InferTensorContents: count its elements (c->out == NULL) or store them. */
-static int contents_field_elems(input_ctx *c, const field *f) {
+static int contents_field_elems(input_ctx *c, const isv__pb_field *f) {
   isv_request *r = c->r;
   if (f->num < 1 || f->num > 8) return 0; /* unknown: skipped */
   if (f->num != c->want)
@@ -340,14 +265,14 @@ static int contents_field_elems(input_ctx *c, const field *f) {
   char what[64];
   snprintf(what, sizeof what, "%s of input", contents_names[f->num]);
   if (f->num <= 5) { /* varints, packed or not */
-    if (f->wt == WT_VARINT) {
+    if (f->wt == ISV__PB_VARINT) {
       if (c->out == NULL) {
         c->seen++;
         return 0;
       }
       return put_varint_elem(c, f->v);
     }
-    if (wire_type(r, f, WT_LEN, what)) return r->status;
+    if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
     if (c->out == NULL) {
       size_t n = 0;
       for (size_t i = 0; i < f->s.n; i++) n += !(f->s.p[i] & 0x80);
@@ -357,10 +282,10 @@ static int contents_field_elems(input_ctx *c, const field *f) {
       c->seen += n;
       return 0;
     }
-    rd rr = rd_of(f->s);
+    isv__pb_reader rr = isv__pb_reader_of(f->s);
     while (rr.p < rr.end) {
       uint64_t v;
-      if (rd_varint(&rr, &v) != 0)
+      if (isv__pb_read_varint(&rr, &v) != 0)
         return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: packed %s of input '%s' "
                                  "holds an invalid varint", contents_names[f->num], c->name);
       if (put_varint_elem(c, v)) return r->status;
@@ -369,9 +294,9 @@ static int contents_field_elems(input_ctx *c, const field *f) {
   }
   if (f->num == 6 || f->num == 7) { /* fixed32 float / fixed64 double, packed or not */
     size_t w = f->num == 6 ? 4 : 8;
-    int single = f->wt == (f->num == 6 ? WT_I32 : WT_I64);
+    int single = f->wt == (f->num == 6 ? ISV__PB_I32 : ISV__PB_I64);
     if (!single) {
-      if (wire_type(r, f, WT_LEN, what)) return r->status;
+      if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
       if (f->s.n % w)
         return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: packed %s of input '%s' has "
                                  "%zu bytes, not a multiple of %zu", contents_names[f->num],
@@ -383,7 +308,7 @@ static int contents_field_elems(input_ctx *c, const field *f) {
     return 0;
   }
   /* 8: bytes_contents, one element per field, referenced in place */
-  if (wire_type(r, f, WT_LEN, what)) return r->status;
+  if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
   if (c->out) {
     isv_bytes *b = (isv_bytes *)(void *)c->out;
     b[c->seen].ptr = (const char *)f->s.p;
@@ -394,15 +319,15 @@ static int contents_field_elems(input_ctx *c, const field *f) {
 }
 
 /* Walk every InferTensorContents (field 5, possibly repeated: merged) of the input message. */
-static int walk_contents(input_ctx *c, span input) {
-  rd ri = rd_of(input);
-  field f;
-  while (rd_field(&ri, &f) > 0) { /* framing already checked */
+static int walk_contents(input_ctx *c, isv__pb_span input) {
+  isv__pb_reader ri = isv__pb_reader_of(input);
+  isv__pb_field f;
+  while (isv__pb_read_field(&ri, &f) > 0) { /* framing already checked */
     if (f.num != 5) continue;
-    rd rc = rd_of(f.s);
-    field g = {0};
+    isv__pb_reader rc = isv__pb_reader_of(f.s);
+    isv__pb_field g = {0};
     int k;
-    while ((k = rd_field(&rc, &g)) > 0)
+    while ((k = isv__pb_read_field(&rc, &g)) > 0)
       if (contents_field_elems(c, &g)) return c->r->status;
     if (k < 0)
       return isv__request_fail(c->r, ISV_EBADREQ, "malformed protobuf: contents of input '%s'",
@@ -411,7 +336,7 @@ static int walk_contents(input_ctx *c, span input) {
   return 0;
 }
 
-static int decode_typed(input_ctx *c, span input, isv_tensor *t) {
+static int decode_typed(input_ctx *c, isv__pb_span input, isv_tensor *t) {
   isv_request *r = c->r;
   if (c->want == 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s data must be sent in "
@@ -433,7 +358,7 @@ static int decode_typed(input_ctx *c, span input, isv_tensor *t) {
   return 0;
 }
 
-static int decode_raw(input_ctx *c, span raw, isv_tensor *t) {
+static int decode_raw(input_ctx *c, isv__pb_span raw, isv_tensor *t) {
   isv_request *r = c->r;
   size_t elsize = isv_datatype_size(c->dt);
   if (c->dt != ISV_BYTES) {
@@ -476,44 +401,44 @@ static int decode_raw(input_ctx *c, span raw, isv_tensor *t) {
 }
 
 /* ModelInferRequest.InferInputTensor number `index`, with its raw data when given. */
-static int parse_input(isv_request *r, span in, size_t index, const span *raw) {
+static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv__pb_span *raw) {
   char label[32];
   snprintf(label, sizeof label, "input #%zu", index);
   const char *name = NULL;
-  span dtname = {NULL, 0};
+  isv__pb_span dtname = {NULL, 0};
   int have_dt = 0, have_contents = 0;
   size_t ndim = 0, contents_bytes = 0;
-  rd rr = rd_of(in);
-  field f;
+  isv__pb_reader rr = isv__pb_reader_of(in);
+  isv__pb_field f;
   int k;
-  while ((k = rd_field(&rr, &f)) > 0) {
+  while ((k = isv__pb_read_field(&rr, &f)) > 0) {
     switch (f.num) {
     case 1:
       if (get_string(r, &f, "an input name", &name)) return r->status;
       break;
     case 2:
-      if (wire_type(r, &f, WT_LEN, "an input datatype")) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, "an input datatype")) return r->status;
       dtname = f.s;
       have_dt = 1;
       break;
     case 3:
-      if (f.wt == WT_VARINT) {
+      if (f.wt == ISV__PB_VARINT) {
         ndim++;
       } else {
-        if (wire_type(r, &f, WT_LEN, "an input shape")) return r->status;
-        rd rs = rd_of(f.s);
+        if (wire_type(r, &f, ISV__PB_LEN, "an input shape")) return r->status;
+        isv__pb_reader rs = isv__pb_reader_of(f.s);
         uint64_t v;
         while (rs.p < rs.end) {
-          if (rd_varint(&rs, &v) != 0) return malformed(r, "an input shape");
+          if (isv__pb_read_varint(&rs, &v) != 0) return malformed(r, "an input shape");
           ndim++;
         }
       }
       break;
     case 4: /* input parameters: accepted and ignored (binary_data_size is REST-only) */
-      if (wire_type(r, &f, WT_LEN, "an input parameter")) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, "an input parameter")) return r->status;
       break;
     case 5:
-      if (wire_type(r, &f, WT_LEN, "input contents")) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, "input contents")) return r->status;
       have_contents = 1;
       contents_bytes += f.s.n;
       break;
@@ -536,15 +461,15 @@ static int parse_input(isv_request *r, span in, size_t index, const span *raw) {
   int64_t *shape = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *shape);
   if (shape == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   size_t d = 0;
-  rr = rd_of(in);
-  while (rd_field(&rr, &f) > 0) {
+  rr = isv__pb_reader_of(in);
+  while (isv__pb_read_field(&rr, &f) > 0) {
     if (f.num != 3) continue;
-    if (f.wt == WT_VARINT) {
+    if (f.wt == ISV__PB_VARINT) {
       shape[d++] = (int64_t)f.v;
     } else {
-      rd rs = rd_of(f.s);
+      isv__pb_reader rs = isv__pb_reader_of(f.s);
       uint64_t v;
-      while (rs.p < rs.end && rd_varint(&rs, &v) == 0) shape[d++] = (int64_t)v;
+      while (rs.p < rs.end && isv__pb_read_varint(&rs, &v) == 0) shape[d++] = (int64_t)v;
     }
   }
   for (size_t i = 0; i < ndim; i++)
@@ -593,18 +518,18 @@ static int parse_input(isv_request *r, span in, size_t index, const span *raw) {
 }
 
 /* ModelInferRequest.InferRequestedOutputTensor. */
-static int parse_output(isv_request *r, span s, size_t index) {
+static int parse_output(isv_request *r, isv__pb_span s, size_t index) {
   char label[48];
   snprintf(label, sizeof label, "requested output #%zu", index);
   const char *name = NULL;
-  rd rr = rd_of(s);
-  field f;
+  isv__pb_reader rr = isv__pb_reader_of(s);
+  isv__pb_field f;
   int k;
-  while ((k = rd_field(&rr, &f)) > 0) {
+  while ((k = isv__pb_read_field(&rr, &f)) > 0) {
     if (f.num == 1) {
       if (get_string(r, &f, "a requested output name", &name)) return r->status;
     } else if (f.num == 2) {
-      if (wire_type(r, &f, WT_LEN, "a requested output parameter")) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, "a requested output parameter")) return r->status;
     }
   }
   if (k < 0) return malformed(r, label);
@@ -614,10 +539,10 @@ static int parse_output(isv_request *r, span s, size_t index) {
   o->name = name;
   char where[96];
   snprintf(where, sizeof where, "output '%.60s'", name);
-  rr = rd_of(s);
-  while (rd_field(&rr, &f) > 0) {
+  rr = isv__pb_reader_of(s);
+  while (isv__pb_read_field(&rr, &f) > 0) {
     if (f.num != 2) continue;
-    span key;
+    isv__pb_span key;
     isv_param v;
     if (parse_param_entry(r, f.s, where, &key, &v)) return r->status;
     if (!span_is(key, "classification")) continue; /* binary_data etc.: ignored */
@@ -644,14 +569,14 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
     msg = empty;
     len = 0;
   }
-  span whole = {msg, len};
-  rd rr = rd_of(whole);
-  field f;
+  isv__pb_span whole = {msg, len};
+  isv__pb_reader rr = isv__pb_reader_of(whole);
+  isv__pb_field f;
   int k;
   size_t n_in = 0, n_out = 0, n_raw = 0;
   const char *model_name = "", *version = NULL;
   /* Pass 1: framing, the scalar fields, request parameters, and the counts. */
-  while ((k = rd_field(&rr, &f)) > 0) {
+  while ((k = isv__pb_read_field(&rr, &f)) > 0) {
     switch (f.num) {
     case 1:
       if (get_string(r, &f, "model_name", &model_name)) return r->status;
@@ -668,8 +593,8 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
       break;
     }
     case 4: {
-      if (wire_type(r, &f, WT_LEN, "a request parameter")) return r->status;
-      span key;
+      if (wire_type(r, &f, ISV__PB_LEN, "a request parameter")) return r->status;
+      isv__pb_span key;
       isv_param v;
       if (parse_param_entry(r, f.s, "the request", &key, &v)) return r->status;
       if (v.type == 0) break; /* a parameter without a value: nothing to pass on */
@@ -682,7 +607,7 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
     case 6:
     case 7: {
       static const char *const what[] = {"an input", "a requested output", "raw_input_contents"};
-      if (wire_type(r, &f, WT_LEN, what[f.num - 5])) return r->status;
+      if (wire_type(r, &f, ISV__PB_LEN, what[f.num - 5])) return r->status;
       if (f.num == 5) n_in++;
       else if (f.num == 6) n_out++;
       else n_raw++;
@@ -699,17 +624,17 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
     return isv__request_fail(r, ISV_EBADREQ, "request has %zu raw_input_contents but only %zu "
                              "inputs (raw_input_contents[i] holds the data of inputs[i])",
                              n_raw, n_in);
-  span *raw = isv__arena_alloc(&r->arena, (n_raw ? n_raw : 1) * sizeof *raw);
+  isv__pb_span *raw = isv__arena_alloc(&r->arena, (n_raw ? n_raw : 1) * sizeof *raw);
   if (raw == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   /* Pass 2: the raw contents, in order. */
   size_t i = 0;
-  rr = rd_of(whole);
-  while (rd_field(&rr, &f) > 0)
+  rr = isv__pb_reader_of(whole);
+  while (isv__pb_read_field(&rr, &f) > 0)
     if (f.num == 7) raw[i++] = f.s;
   /* Pass 3: inputs and requested outputs. */
   size_t ii = 0, oi = 0;
-  rr = rd_of(whole);
-  while (rd_field(&rr, &f) > 0) {
+  rr = isv__pb_reader_of(whole);
+  while (isv__pb_read_field(&rr, &f) > 0) {
     if (f.num == 5) {
       if (parse_input(r, f.s, ii, ii < n_raw ? &raw[ii] : NULL)) return r->status;
       ii++;
@@ -724,48 +649,16 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
  * Infer response (by hand: header bytes in the arena, tensors by reference)
  * ========================================================================================== */
 
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
-}
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = (uint8_t)v;
-  return p;
-}
-
-static uint8_t *put_key(uint8_t *p, uint32_t num, int wt) {
-  return put_varint(p, ((uint64_t)num << 3) | (uint64_t)wt);
-}
-
-/* A LEN field holding n bytes: its size on the wire. */
-static size_t len_field_size(size_t n) { return 1 + varint_len(n) + n; }
-
-static uint8_t *put_bytes(uint8_t *p, uint32_t num, const void *s, size_t n) {
-  p = put_key(p, num, WT_LEN);
-  p = put_varint(p, n);
-  if (n) memcpy(p, s, n);
-  return p + n;
-}
-
 static size_t packed_shape_size(const int64_t *shape, size_t ndim) {
   size_t n = 0;
-  for (size_t i = 0; i < ndim; i++) n += varint_len((uint64_t)shape[i]);
+  for (size_t i = 0; i < ndim; i++) n += isv__pb_varint_len((uint64_t)shape[i]);
   return n;
 }
 
 static size_t output_msg_size(const isv_tensor *t) {
   const char *dn = isv_datatype_name(t->dt);
-  size_t n = len_field_size(strlen(t->name)) + len_field_size(dn ? strlen(dn) : 0);
-  if (t->ndim) n += len_field_size(packed_shape_size(t->shape, t->ndim));
+  size_t n = isv__pb_len_field_size(strlen(t->name)) + isv__pb_len_field_size(dn ? strlen(dn) : 0);
+  if (t->ndim) n += isv__pb_len_field_size(packed_shape_size(t->shape, t->ndim));
   return n;
 }
 
@@ -790,46 +683,46 @@ static int output_raw(isv_request *r, const isv_tensor *t, const void **p, size_
 static size_t infer_param_size(const isv_param *v) {
   switch (v->type) {
   case ISV_PARAM_BOOL: return 2;
-  case ISV_PARAM_INT64: return 1 + varint_len((uint64_t)v->v.i64);
-  case ISV_PARAM_UINT64: return 1 + varint_len(v->v.u64);
+  case ISV_PARAM_INT64: return 1 + isv__pb_varint_len((uint64_t)v->v.i64);
+  case ISV_PARAM_UINT64: return 1 + isv__pb_varint_len(v->v.u64);
   case ISV_PARAM_DOUBLE: return 9;
-  case ISV_PARAM_STRING: return len_field_size(v->v.s.len);
+  case ISV_PARAM_STRING: return isv__pb_len_field_size(v->v.s.len);
   }
   return 0;
 }
 
 /* map<string, InferParameter> entry body: key 1, value 2 */
 static size_t param_entry_size(const isv__param_entry *e) {
-  return len_field_size(strlen(e->key)) + len_field_size(infer_param_size(&e->val));
+  return isv__pb_len_field_size(strlen(e->key)) + isv__pb_len_field_size(infer_param_size(&e->val));
 }
 
 static uint8_t *put_param_entry(uint8_t *p, uint32_t num, const isv__param_entry *e) {
   const isv_param *v = &e->val;
-  p = put_key(p, num, WT_LEN);
-  p = put_varint(p, param_entry_size(e));
-  p = put_bytes(p, 1, e->key, strlen(e->key));
-  p = put_key(p, 2, WT_LEN);
-  p = put_varint(p, infer_param_size(v));
+  p = isv__pb_put_key(p, num, ISV__PB_LEN);
+  p = isv__pb_put_varint(p, param_entry_size(e));
+  p = isv__pb_put_bytes(p, 1, e->key, strlen(e->key));
+  p = isv__pb_put_key(p, 2, ISV__PB_LEN);
+  p = isv__pb_put_varint(p, infer_param_size(v));
   switch (v->type) {
   case ISV_PARAM_BOOL:
-    p = put_key(p, 1, WT_VARINT);
-    p = put_varint(p, v->v.b ? 1 : 0);
+    p = isv__pb_put_key(p, 1, ISV__PB_VARINT);
+    p = isv__pb_put_varint(p, v->v.b ? 1 : 0);
     break;
   case ISV_PARAM_INT64:
-    p = put_key(p, 2, WT_VARINT);
-    p = put_varint(p, (uint64_t)v->v.i64);
+    p = isv__pb_put_key(p, 2, ISV__PB_VARINT);
+    p = isv__pb_put_varint(p, (uint64_t)v->v.i64);
     break;
-  case ISV_PARAM_STRING: p = put_bytes(p, 3, v->v.s.ptr, v->v.s.len); break;
+  case ISV_PARAM_STRING: p = isv__pb_put_bytes(p, 3, v->v.s.ptr, v->v.s.len); break;
   case ISV_PARAM_DOUBLE: {
     uint64_t bits;
     memcpy(&bits, &v->v.d, 8);
-    p = put_key(p, 4, WT_I64);
+    p = isv__pb_put_key(p, 4, ISV__PB_I64);
     for (int i = 0; i < 8; i++) *p++ = (uint8_t)(bits >> (8 * i));
     break;
   }
   case ISV_PARAM_UINT64:
-    p = put_key(p, 5, WT_VARINT);
-    p = put_varint(p, v->v.u64);
+    p = isv__pb_put_key(p, 5, ISV__PB_VARINT);
+    p = isv__pb_put_varint(p, v->v.u64);
     break;
   }
   return p;
@@ -847,49 +740,49 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
   if (data == NULL || dlen == NULL || v == NULL) return ISV_ENOMEM;
   /* Sizes: header = fields 1..5 + the key and length of every raw_output_contents entry. */
   size_t head = 0, total;
-  if (mn[0]) head += len_field_size(strlen(mn));
-  if (mv[0]) head += len_field_size(strlen(mv));
-  if (id[0]) head += len_field_size(strlen(id));
+  if (mn[0]) head += isv__pb_len_field_size(strlen(mn));
+  if (mv[0]) head += isv__pb_len_field_size(strlen(mv));
+  if (id[0]) head += isv__pb_len_field_size(strlen(id));
   for (size_t i = 0; i < r->n_resp_params; i++)
-    head += len_field_size(param_entry_size(&r->resp_params[i]));
+    head += isv__pb_len_field_size(param_entry_size(&r->resp_params[i]));
   for (size_t i = 0; i < n; i++) {
-    head += len_field_size(output_msg_size(&r->outputs[i]));
+    head += isv__pb_len_field_size(output_msg_size(&r->outputs[i]));
     int rc = output_raw(r, &r->outputs[i], &data[i], &dlen[i]);
     if (rc) return rc;
-    head += 1 + varint_len(dlen[i]);
+    head += 1 + isv__pb_varint_len(dlen[i]);
   }
   total = head;
   for (size_t i = 0; i < n; i++) total += dlen[i];
-  size_t prefix = stream ? 1 + varint_len(total) : 0;
+  size_t prefix = stream ? 1 + isv__pb_varint_len(total) : 0;
   uint8_t *h = isv__arena_alloc(&r->arena, prefix + head);
   if (h == NULL) return ISV_ENOMEM;
   uint8_t *p = h;
   if (stream) { /* ModelStreamInferResponse.infer_response (2) */
-    p = put_key(p, 2, WT_LEN);
-    p = put_varint(p, total);
+    p = isv__pb_put_key(p, 2, ISV__PB_LEN);
+    p = isv__pb_put_varint(p, total);
   }
-  if (mn[0]) p = put_bytes(p, 1, mn, strlen(mn));
-  if (mv[0]) p = put_bytes(p, 2, mv, strlen(mv));
-  if (id[0]) p = put_bytes(p, 3, id, strlen(id));
+  if (mn[0]) p = isv__pb_put_bytes(p, 1, mn, strlen(mn));
+  if (mv[0]) p = isv__pb_put_bytes(p, 2, mv, strlen(mv));
+  if (id[0]) p = isv__pb_put_bytes(p, 3, id, strlen(id));
   for (size_t i = 0; i < r->n_resp_params; i++) p = put_param_entry(p, 4, &r->resp_params[i]);
   for (size_t i = 0; i < n; i++) {
     const isv_tensor *t = &r->outputs[i];
     const char *dn = isv_datatype_name(t->dt);
-    p = put_key(p, 5, WT_LEN);
-    p = put_varint(p, output_msg_size(t));
-    p = put_bytes(p, 1, t->name, strlen(t->name));
-    p = put_bytes(p, 2, dn ? dn : "", dn ? strlen(dn) : 0);
+    p = isv__pb_put_key(p, 5, ISV__PB_LEN);
+    p = isv__pb_put_varint(p, output_msg_size(t));
+    p = isv__pb_put_bytes(p, 1, t->name, strlen(t->name));
+    p = isv__pb_put_bytes(p, 2, dn ? dn : "", dn ? strlen(dn) : 0);
     if (t->ndim) {
-      p = put_key(p, 3, WT_LEN);
-      p = put_varint(p, packed_shape_size(t->shape, t->ndim));
-      for (size_t d = 0; d < t->ndim; d++) p = put_varint(p, (uint64_t)t->shape[d]);
+      p = isv__pb_put_key(p, 3, ISV__PB_LEN);
+      p = isv__pb_put_varint(p, packed_shape_size(t->shape, t->ndim));
+      for (size_t d = 0; d < t->ndim; d++) p = isv__pb_put_varint(p, (uint64_t)t->shape[d]);
     }
   }
   size_t nv = 0;
   uint8_t *seg = h;
   for (size_t i = 0; i < n; i++) {
-    p = put_key(p, 6, WT_LEN);
-    p = put_varint(p, dlen[i]);
+    p = isv__pb_put_key(p, 6, ISV__PB_LEN);
+    p = isv__pb_put_varint(p, dlen[i]);
     if (dlen[i] == 0) continue;
     v[nv++] = uv_buf_init((char *)seg, (unsigned)(p - seg));
     v[nv++] = uv_buf_init((char *)(uintptr_t)data[i], 0);
@@ -1001,7 +894,7 @@ static bool enc_shape(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
   size_t sz = 0;
   for (size_t i = 0; i < ndim; i++) {
     int64_t d = a->batch ? (i == 0 ? -1 : a->io->shape[i - 1]) : a->io->shape[i];
-    sz += varint_len((uint64_t)d);
+    sz += isv__pb_varint_len((uint64_t)d);
   }
   if (!pb_encode_tag(s, PB_WT_STRING, f->tag) || !pb_encode_varint(s, sz)) return false;
   for (size_t i = 0; i < ndim; i++) {
