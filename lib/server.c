@@ -46,7 +46,10 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     free(s);
     return rc;
   }
-  isv__transport_init(&s->transport, loop, &s->core.opts, on_exchange, &s->core);
+  const isv_options *o = &s->core.opts;
+  isv__transport_limits limits = {o->max_body_bytes, o->max_header_bytes, o->idle_timeout_ms,
+                                  o->header_timeout_ms, o->max_connections};
+  isv__transport_init(&s->transport, loop, &limits, on_exchange, &s->core);
   s->transport.bufs = &s->core.bufs;
   s->transport.on_grpc = on_grpc;
   *out = s;

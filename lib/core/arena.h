@@ -3,6 +3,8 @@
 #ifndef ISV_CORE_ARENA_H
 #define ISV_CORE_ARENA_H
 
+#include "core/layer.h"
+
 #include <stddef.h>
 
 #include "codec/bigbuf.h"

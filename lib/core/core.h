@@ -5,6 +5,8 @@
 #ifndef ISV_CORE_CORE_H
 #define ISV_CORE_CORE_H
 
+#include "core/layer.h"
+
 #include <uv.h>
 
 #include "codec/bigbuf.h"

@@ -1,6 +1,8 @@
 #ifndef ISV_CORE_OPTIONS_H
 #define ISV_CORE_OPTIONS_H
 
+#include "core/layer.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -3,6 +3,8 @@
 #ifndef ISV_CORE_REGISTRY_H
 #define ISV_CORE_REGISTRY_H
 
+#include "core/layer.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -2,6 +2,8 @@
 #ifndef ISV_CORE_REQUEST_H
 #define ISV_CORE_REQUEST_H
 
+#include "core/layer.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>

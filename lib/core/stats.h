@@ -3,6 +3,8 @@
 #ifndef ISV_CORE_STATS_H
 #define ISV_CORE_STATS_H
 
+#include "core/layer.h"
+
 #include <stdint.h>
 
 /* Which frontend a request came through (the "protocol" label). */

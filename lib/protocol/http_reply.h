@@ -2,6 +2,8 @@
 #ifndef ISV_PROTOCOL_HTTP_REPLY_H
 #define ISV_PROTOCOL_HTTP_REPLY_H
 
+#include "protocol/layer.h"
+
 #include "codec/buf.h"
 #include "transport/exchange.h"
 

@@ -2,6 +2,8 @@
 #ifndef ISV_PROTOCOL_METRICS_HTTP_H
 #define ISV_PROTOCOL_METRICS_HTTP_H
 
+#include "protocol/layer.h"
+
 #include "codec/buf.h"
 #include "core/core.h"
 #include "transport/exchange.h"

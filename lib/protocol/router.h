@@ -2,6 +2,8 @@
 #ifndef ISV_PROTOCOL_ROUTER_H
 #define ISV_PROTOCOL_ROUTER_H
 
+#include "protocol/layer.h"
+
 #include "core/core.h"
 #include "transport/exchange.h"
 

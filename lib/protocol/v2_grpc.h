@@ -2,6 +2,8 @@
 #ifndef ISV_PROTOCOL_V2_GRPC_H
 #define ISV_PROTOCOL_V2_GRPC_H
 
+#include "protocol/layer.h"
+
 #include "core/request.h"
 #include "transport/grpc.h"
 

@@ -2,6 +2,8 @@
 #ifndef ISV_PROTOCOL_V2_HTTP_H
 #define ISV_PROTOCOL_V2_HTTP_H
 
+#include "protocol/layer.h"
+
 #include "core/core.h"
 #include "protocol/router.h"
 #include "transport/exchange.h"

@@ -3,6 +3,8 @@
 #ifndef ISV_PROTOCOL_V2_JSON_H
 #define ISV_PROTOCOL_V2_JSON_H
 
+#include "protocol/layer.h"
+
 #include "codec/buf.h"
 #include "core/request.h"
 

@@ -8,6 +8,8 @@
 #ifndef ISV_PROTOCOL_V2_PB_H
 #define ISV_PROTOCOL_V2_PB_H
 
+#include "protocol/layer.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>

@@ -4,6 +4,8 @@
 #ifndef ISV_TRANSPORT_CONN_H
 #define ISV_TRANSPORT_CONN_H
 
+#include "transport/layer.h"
+
 #include <llhttp.h>
 
 #include "codec/buf.h"

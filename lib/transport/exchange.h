@@ -5,6 +5,8 @@
 #ifndef ISV_TRANSPORT_EXCHANGE_H
 #define ISV_TRANSPORT_EXCHANGE_H
 
+#include "transport/layer.h"
+
 #include <stddef.h>
 #include <uv.h>
 

@@ -4,6 +4,8 @@
 #ifndef ISV_TRANSPORT_GRPC_H
 #define ISV_TRANSPORT_GRPC_H
 
+#include "transport/layer.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>

@@ -154,7 +154,7 @@ static void resume(isv__conn *c) {
   c->pending = NULL;
   c->pending_len = 0;
   llhttp_resume(&c->parser);
-  timer_start(c, c->t->opts->idle_timeout_ms);
+  timer_start(c, c->t->limits.idle_timeout_ms);
   if (n) execute(c, p, n);
   free(p);
   if (c->closing || c->shutting_down) return;
@@ -332,7 +332,7 @@ static int fail(isv__conn *c, int status, const char *msg) {
 }
 
 static int head_append(isv__conn *c, const char *p, size_t n) {
-  if (c->head.len + n > c->t->opts->max_header_bytes)
+  if (c->head.len + n > c->t->limits.max_header_bytes)
     return fail(c, 431, "request line and headers exceed the server's limit");
   isv__buf_append(&c->head, p, n);
   return c->head.failed ? fail(c, 500, "out of memory") : 0;
@@ -354,7 +354,7 @@ static int on_message_begin(llhttp_t *p) {
   c->url_len = 0;
   c->n_hdrs = 0;
   c->body_expected = 0;
-  timer_start(c, c->t->opts->header_timeout_ms);
+  timer_start(c, c->t->limits.header_timeout_ms);
   return 0;
 }
 
@@ -433,7 +433,7 @@ static int on_headers_complete(llhttp_t *p) {
   p->upgrade = 0;
   if (p->http_major == 1 && p->http_minor >= 1 && host_count(c) != 1)
     return fail(c, 400, host_count(c) ? "more than one Host header" : "missing Host header");
-  size_t max = c->t->opts->max_body_bytes;
+  size_t max = c->t->limits.max_body_bytes;
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > max) return fail(c, 413, "request body exceeds the server's limit");
     c->body_expected = (size_t)p->content_length;
@@ -457,13 +457,13 @@ static int on_headers_complete(llhttp_t *p) {
     if (w && uv_write(w, c->stream, &b, 1, on_continue_written) != 0) free(w);
   }
   /* From here the body must keep coming: each read re-arms the same bound. */
-  timer_start(c, c->t->opts->header_timeout_ms);
+  timer_start(c, c->t->limits.header_timeout_ms);
   return 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   isv__conn *c = conn_of(p);
-  if (c->body.len + n > c->t->opts->max_body_bytes)
+  if (c->body.len + n > c->t->limits.max_body_bytes)
     return fail(c, 413, "request body exceeds the server's limit");
   if (c->body.data && at == c->body.data + c->body.len && c->body.len + n <= c->body.cap) {
     c->body.len += n; /* read in place by on_alloc */
@@ -670,7 +670,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     keep_pending(c, buf->base, (size_t)nread);
     return;
   }
-  if (c->in_message && c->headers_done) timer_start(c, c->t->opts->header_timeout_ms);
+  if (c->in_message && c->headers_done) timer_start(c, c->t->limits.header_timeout_ms);
   execute(c, buf->base, (size_t)nread);
   if (!c->closing) batch_reads(c);
 }
@@ -683,7 +683,7 @@ static void on_timer(uv_timer_t *h) {
   }
   if (c->lowat > 1) { /* the client paused mid-body: take what it sent, then time it as ever */
     isv__conn_set_lowat(c, 1);
-    timer_start(c, c->t->opts->header_timeout_ms);
+    timer_start(c, c->t->limits.header_timeout_ms);
     return;
   }
   if (c->ex) return;
@@ -753,7 +753,7 @@ isv__conn *isv__h1_conn_new(isv__transport *t, uv_stream_t *stream, int adopted)
 
 void isv__h1_conn_start(isv__conn *c) {
   if (c->stream->type == UV_TCP) uv_tcp_nodelay((uv_tcp_t *)c->stream, 1);
-  timer_start(c, c->t->opts->idle_timeout_ms);
+  timer_start(c, c->t->limits.idle_timeout_ms);
   if (uv_read_start(c->stream, on_alloc, on_read) != 0) conn_close(c);
   else c->reading = 1;
 }

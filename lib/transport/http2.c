@@ -661,7 +661,7 @@ static void stream_free(h2_stream *st) {
       if (!h->dead) update_lowat(h);
     }
     if (h->n_streams == 0 && !h->dead)
-      isv__conn_timer_start(h->c, h->c->t->opts->idle_timeout_ms);
+      isv__conn_timer_start(h->c, h->c->t->limits.idle_timeout_ms);
   }
   int close_now = h && !h->dead && h->shutting_down && h->n_streams == 0;
   release_items(st);
@@ -713,7 +713,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
   if (st->headers_too_big) return 0;
-  if (st->head.len + nlen + vlen + 2 > h->c->t->opts->max_header_bytes || st->n_headers >= 100) {
+  if (st->head.len + nlen + vlen + 2 > h->c->t->limits.max_header_bytes || st->n_headers >= 100) {
     st->headers_too_big = 1; /* answered 431 once the header block is complete, as on HTTP/1.1 */
     return 0;
   }
@@ -891,10 +891,10 @@ static void deframe(isv__h2 *h, h2_stream *st, const uint8_t *d, size_t n) {
       }
       size_t len = ((size_t)st->prefix[1] << 24) | ((size_t)st->prefix[2] << 16) |
                    ((size_t)st->prefix[3] << 8) | st->prefix[4];
-      if (len > h->c->t->opts->max_body_bytes) { /* checked before allocating */
+      if (len > h->c->t->limits.max_body_bytes) { /* checked before allocating */
         char msg[128];
         snprintf(msg, sizeof msg, "message of %zu bytes exceeds the server's limit of %zu", len,
-                 h->c->t->opts->max_body_bytes);
+                 h->c->t->limits.max_body_bytes);
         transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, msg);
         return;
       }
@@ -935,8 +935,8 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     return 0;
   }
   if (st->dispatched) return 0;
-  if (st->deadline) arm_deadline(st, h->c->t->opts->header_timeout_ms); /* still arriving */
-  if (st->body.len + len > h->c->t->opts->max_body_bytes) {
+  if (st->deadline) arm_deadline(st, h->c->t->limits.header_timeout_ms); /* still arriving */
+  if (st->body.len + len > h->c->t->limits.max_body_bytes) {
     reply_early(st, "413", "{\"error\":\"request body exceeds the server's limit\"}");
     return 0;
   }
@@ -952,7 +952,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
-      arm_deadline(st, h->c->t->opts->header_timeout_ms); /* its body must keep arriving */
+      arm_deadline(st, h->c->t->limits.header_timeout_ms); /* its body must keep arriving */
   }
   if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
     st->remote_closed = 1;
@@ -1035,14 +1035,14 @@ int isv__h2_start(isv__conn *c, const char *data, size_t len) {
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, ISV__H2_MAX_STREAMS},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, ISV__H2_WINDOW},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)c->t->opts->max_header_bytes},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)c->t->limits.max_header_bytes},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, ISV__H2_MAX_FRAME},
   };
   if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 4) != 0 ||
       nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, ISV__H2_CONN_WINDOW) != 0)
     goto fail;
   c->h2 = h;
-  isv__conn_timer_start(c, c->t->opts->idle_timeout_ms);
+  isv__conn_timer_start(c, c->t->limits.idle_timeout_ms);
   isv__h2_on_read(c, data, len);
   return 0;
 fail:

@@ -5,11 +5,11 @@
 
 #include "transport/transport.h"
 
-void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv_options *opts,
+void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
                          isv__exchange_cb cb, void *app) {
   memset(t, 0, sizeof *t);
   t->loop = loop;
-  t->opts = opts;
+  t->limits = *limits;
   t->on_exchange = cb;
   t->app = app;
 }
@@ -31,7 +31,7 @@ static void on_connection(uv_stream_t *server, int status) {
   isv__conn *c = isv__h1_conn_new(t, NULL, 0);
   if (c == NULL) return; /* out of memory: the connection waits in the backlog */
   if (uv_accept(server, isv__conn_stream(c)) != 0 || t->closing ||
-      t->n_conns > t->opts->max_connections) {
+      t->n_conns > t->limits.max_connections) {
     isv__h1_conn_abort(c); /* over the limit: accepted and closed, costs that client only */
     return;
   }
@@ -86,7 +86,7 @@ int isv__transport_adopt(isv__transport *t, uv_stream_t *stream) {
     uv_close((uv_handle_t *)stream, (uv_close_cb)free);
     return ISV_ENOMEM;
   }
-  if (t->n_conns > t->opts->max_connections) {
+  if (t->n_conns > t->limits.max_connections) {
     isv__h1_conn_abort(c);
     return ISV_EOVERLOAD;
   }

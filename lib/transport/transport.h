@@ -3,14 +3,25 @@
 #ifndef ISV_TRANSPORT_TRANSPORT_H
 #define ISV_TRANSPORT_TRANSPORT_H
 
+#include "transport/layer.h"
+
 #include <uv.h>
 
 #include "codec/bigbuf.h"
-#include "core/options.h"
+#include "inferserve.h" /* the ISV_E* codes */
 #include "transport/exchange.h"
 #include "transport/grpc.h"
 
 typedef struct isv__transport isv__transport;
+
+/* What the transport enforces; the server fills it from its isv_options. */
+typedef struct isv__transport_limits {
+  size_t max_body_bytes;     /* HTTP body / gRPC message: 413 / RESOURCE_EXHAUSTED beyond */
+  size_t max_header_bytes;   /* request line + headers, or an HTTP/2 header block: 431 */
+  uint64_t idle_timeout_ms;  /* a connection with no request in progress */
+  uint64_t header_timeout_ms; /* a request's head, then each pause of its body: 408 */
+  unsigned max_connections;
+} isv__transport_limits;
 typedef struct isv__conn isv__conn;
 typedef void (*isv__exchange_cb)(void *app, isv__exchange *ex);
 /* A new gRPC call: the handler sets call->app and the callbacks, or finishes it at once. */
@@ -27,7 +38,7 @@ typedef struct isv__listener {
 
 struct isv__transport {
   uv_loop_t *loop;
-  const isv_options *opts;
+  isv__transport_limits limits;
   isv__exchange_cb on_exchange;
   isv__grpc_cb on_grpc;
   void *app;
@@ -43,7 +54,7 @@ struct isv__transport {
   char last_error[256];
 };
 
-void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv_options *opts,
+void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
                          isv__exchange_cb cb, void *app);
 int isv__transport_listen(isv__transport *t, const char *host, int port);
 int isv__transport_adopt(isv__transport *t, uv_stream_t *stream);
