@@ -157,6 +157,13 @@ ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
+/* Turn a protocol front end on or off by name. Every one is on by default:
+ *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
+ *   "grpc_health"  gRPC grpc.health.v1.Health/Check
+ *   "metrics"      GET /metrics (Prometheus)
+ * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
+ * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
+ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
 /* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
 /* Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)

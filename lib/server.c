@@ -1,5 +1,6 @@
-/* The public server: composes the transport (sockets), the protocol router and the core.
- * This file is the only place that knows all three; data flows transport → protocol → core. */
+/* The public server: composes the transport (sockets), the protocol front ends (a router and a
+ * gRPC method table built from their descriptors) and the core. This file is the only place
+ * that knows all three; data flows transport → protocol → core. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,13 +8,15 @@
 
 #include "core/core.h"
 #include "core/request.h"
-#include "protocol/router.h"
-#include "protocol/v2_grpc.h"
+#include "protocol/builtin.h"
+#include "server_internal.h"
 #include "transport/transport.h"
 
 struct isv_server {
   isv__core core; /* first: the core's callbacks get back to the server from it */
   isv__transport transport;
+  isv__router router;
+  isv__grpc_services grpc;
   isv_close_cb close_cb;
   void *close_data;
   int closing;
@@ -28,8 +31,57 @@ static void set_error(isv_server *s, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void on_exchange(void *app, isv__exchange *ex) { isv__router_dispatch(app, ex); }
-static void on_grpc(void *app, isv__grpc_call *call) { isv__grpc_dispatch(app, call); }
+static void on_exchange(void *app, isv__exchange *ex) {
+  isv__router_dispatch(&((isv_server *)app)->router, ex);
+}
+static void on_grpc(void *app, isv__grpc_call *call) {
+  isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
+}
+
+/* Take back what a front end added (a failed add, or one being removed). */
+static void remove_frontend(isv_server *s, const isv__frontend *fe) {
+  isv__router_remove(&s->router, fe);
+  for (const isv__grpc_method *m = fe->methods; m && m->path; m++)
+    isv__grpc_services_remove(&s->grpc, m);
+}
+
+int isv__server_add_frontend(isv_server *srv, const isv__frontend *fe) {
+  if (srv == NULL || fe == NULL || fe->name == NULL) return ISV_EINVAL;
+  int rc = 0;
+  for (const isv__http_route *r = fe->routes; rc == 0 && r && r->pattern; r++)
+    rc = isv__router_add(&srv->router, fe, r);
+  for (const isv__grpc_method *m = fe->methods; rc == 0 && m && m->path; m++)
+    rc = isv__grpc_services_add(&srv->grpc, m, fe->grpc_label ? fe->grpc_label : fe->name);
+  if (rc != 0) {
+    set_error(srv, "protocol '%s': %s", fe->name,
+              rc == ISV_EEXIST ? "a route or gRPC method is already served" : isv_strerror(rc));
+    remove_frontend(srv, fe);
+  }
+  return rc;
+}
+
+/* Every protocol the options switch is a built-in front end. */
+static int protocol_names_known(const isv_options *o) {
+  for (unsigned i = 0; i < o->n_protocols; i++) {
+    const isv__frontend *const *fe = isv__builtin_frontends;
+    while (*fe && strcmp((*fe)->name, o->protocols[i].name) != 0) fe++;
+    if (*fe == NULL) return 0;
+  }
+  return 1;
+}
+
+/* The built-in front ends the options enable. */
+static int add_builtins(isv_server *s, const isv_options *o) {
+  for (const isv__frontend *const *fe = isv__builtin_frontends; *fe; fe++) {
+    int on = isv__options_protocol(o, (*fe)->name);
+    if (on == 0 || (on < 0 && !(*fe)->enabled_by_default)) continue;
+    int rc = isv__server_add_frontend(s, *fe);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static void free_handle_data(uv_handle_t *h) { free(h->data); }
 
 ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out) {
   if (loop == NULL || out == NULL) return ISV_EINVAL;
@@ -41,15 +93,28 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     isv__options_defaults(&defaults);
     opts = &defaults;
   }
+  if (!protocol_names_known(opts)) {
+    free(s);
+    return ISV_ENOTFOUND;
+  }
   int rc = isv__core_init(&s->core, loop, opts);
   if (rc != 0) {
     free(s);
     return rc;
   }
+  isv__router_init(&s->router, &s->core);
+  isv__grpc_services_init(&s->grpc, &s->core);
+  if ((rc = add_builtins(s, &s->core.opts)) != 0) {
+    isv__router_free(&s->router);
+    isv__grpc_services_free(&s->grpc);
+    s->core.async.data = s;
+    isv__core_close(&s->core, free_handle_data); /* frees s on the next loop turn */
+    return rc;
+  }
   const isv_options *o = &s->core.opts;
   isv__transport_limits limits = {o->max_body_bytes, o->max_header_bytes, o->idle_timeout_ms,
                                   o->header_timeout_ms, o->max_connections};
-  isv__transport_init(&s->transport, loop, &limits, on_exchange, &s->core);
+  isv__transport_init(&s->transport, loop, &limits, on_exchange, s);
   s->transport.bufs = &s->core.bufs;
   s->transport.on_grpc = on_grpc;
   *out = s;
@@ -97,6 +162,8 @@ static void on_async_closed(uv_handle_t *h) {
   isv_server *s = (isv_server *)h->data; /* core is the first member */
   isv_close_cb cb = s->close_cb;
   void *data = s->close_data;
+  isv__router_free(&s->router);
+  isv__grpc_services_free(&s->grpc);
   if (cb) cb(s, data);
   free(s);
 }

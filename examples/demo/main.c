@@ -46,6 +46,8 @@ static void usage(FILE *f) {
           "  --max-connections N      connections beyond are closed (default 10000)\n"
           "  --buffer-cache-bytes N   freed large buffers kept mapped for reuse (default 64 MiB)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
+          "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
+          "                           grpc_health, metrics\n"
           "  --help                   show this help\n");
 }
 
@@ -177,6 +179,14 @@ int main(int argc, char **argv) {
       isv_options_set_strict_readiness(opts, 1);
       continue;
     }
+    if (strcmp(arg, "--disable-protocol") == 0) {
+      const char *name = i + 1 < argc ? argv[++i] : "";
+      if (isv_options_set_protocol(opts, name, 0) != 0) {
+        fprintf(stderr, "inferserve-demo: bad --disable-protocol '%s'\n", name);
+        return 2;
+      }
+      continue;
+    }
     if (strcmp(arg, "--listen") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "inferserve-demo: --listen needs HOST:PORT\n");
@@ -222,7 +232,8 @@ int main(int argc, char **argv) {
   rc = isv_server_new(&d.loop, opts, &d.srv);
   isv_options_free(opts);
   if (rc < 0) {
-    fprintf(stderr, "inferserve-demo: isv_server_new: %s\n", isv_strerror(rc));
+    fprintf(stderr, "inferserve-demo: isv_server_new: %s%s\n", isv_strerror(rc),
+            rc == ISV_ENOTFOUND ? " (--disable-protocol names no protocol)" : "");
     return 1;
   }
   if ((rc = demo_zoo_register(d.srv)) < 0) {

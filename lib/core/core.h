@@ -28,13 +28,43 @@ struct isv__core {
   size_t inflight;
   int online;
   int closing;
+  const char *protocols[ISV__MAX_PROTOCOLS]; /* labels; [0] = "inprocess" */
+  unsigned n_protocols;
   void (*on_idle)(isv__core *core); /* called when closing and the last request finished */
 };
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);
 /* Closes the async handle; close_cb gets the handle when it is closed. */
 void isv__core_close(isv__core *c, uv_close_cb close_cb);
+
+/* The index of a protocol label for requests and their statistics, added on first use (the
+ * label is not copied: a static string). 0 ("inprocess") when the table is full. */
+unsigned isv__core_protocol(isv__core *c, const char *label);
+
+/* ---- the queries every front end asks (core.c): one rule each, for every protocol ---- */
+
+/* Server readiness (PROTOCOLS.md section 1): online and not closing; with strict readiness,
+ * also every registered model version READY. */
 int isv__core_ready(const isv__core *c);
+/* A model version's readiness as reported to clients: READY, registered, and the server
+ * online and not closing. (Requests are served offline too: offline only drains.) */
+int isv__core_model_ready(const isv__core *c, const isv_model *m);
+
+/* A model named by a client: name and at most one of version or label (neither: the default
+ * version). Lengths are explicit: these may point into a request path. */
+typedef struct isv__model_spec {
+  const char *name;
+  size_t name_len;
+  const char *version; /* NULL: none */
+  size_t version_len;
+  const char *label;   /* NULL: none (TF Serving's /labels/{l}) */
+  size_t label_len;
+} isv__model_spec;
+
+/* 0 and *out, or ISV_ENOTFOUND with msg naming what is unknown (the model, its version, its
+ * label). The model is not referenced: use it before returning to the loop. */
+int isv__core_resolve(const isv__core *c, const isv__model_spec *spec, isv_model **out,
+                      char *msg, size_t msglen);
 
 /* Submit a request already filled by a frontend (or the in-process API). `done` runs on the
  * loop thread exactly once — possibly before this returns. Returns 0; never fails otherwise:
@@ -42,5 +72,8 @@ int isv__core_ready(const isv__core *c);
 void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data);
 
 int isv__on_loop_thread(const isv__core *c);
+/* The async handle's callback: finish the requests completed from other threads
+ * (scheduler.c). */
+void isv__core_drain_completions(uv_async_t *h);
 
 #endif

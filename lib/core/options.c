@@ -80,3 +80,23 @@ ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, con
   strcpy(o->server_version, version);
   return 0;
 }
+
+ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled) {
+  if (o == NULL || name == NULL || name[0] == '\0' || strlen(name) >= sizeof o->protocols[0].name)
+    return ISV_EINVAL;
+  unsigned i = 0;
+  while (i < o->n_protocols && strcmp(o->protocols[i].name, name) != 0) i++;
+  if (i == o->n_protocols) {
+    if (i == ISV__MAX_PROTOCOL_SWITCHES) return ISV_ENOMEM;
+    strcpy(o->protocols[i].name, name);
+    o->n_protocols++;
+  }
+  o->protocols[i].enabled = enabled != 0;
+  return 0;
+}
+
+int isv__options_protocol(const isv_options *o, const char *name) {
+  for (unsigned i = 0; i < o->n_protocols; i++)
+    if (strcmp(o->protocols[i].name, name) == 0) return o->protocols[i].enabled;
+  return -1;
+}

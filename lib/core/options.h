@@ -8,6 +8,8 @@
 
 #include "inferserve.h"
 
+#define ISV__MAX_PROTOCOL_SWITCHES 16
+
 struct isv_options {
   size_t max_body_bytes;
   size_t max_header_bytes;
@@ -19,7 +21,16 @@ struct isv_options {
   size_t buffer_cache_bytes;
   char server_name[64];
   char server_version[32];
+  /* protocol front ends turned on or off by name (the rest keep their default) */
+  struct {
+    char name[32];
+    int enabled;
+  } protocols[ISV__MAX_PROTOCOL_SWITCHES];
+  unsigned n_protocols;
 };
+
+/* 1 / 0 when o switches the protocol `name`, -1 when it leaves it at its default. */
+int isv__options_protocol(const isv_options *o, const char *name);
 
 void isv__options_defaults(isv_options *o);
 

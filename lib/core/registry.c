@@ -416,21 +416,3 @@ int isv__entry_set_default(isv__model_entry *e, const char *version) {
   e->default_version = v;
   return 0;
 }
-
-int isv__registry_resolve(const isv__registry *r, const char *name, size_t nlen,
-                          const char *version, size_t vlen, isv_model **out, char *msg,
-                          size_t msglen) {
-  isv__model_entry *e = isv__registry_entry(r, name, nlen);
-  if (e == NULL) {
-    snprintf(msg, msglen, "unknown model '%.*s'", (int)(nlen > 200 ? 200 : nlen), name);
-    return ISV_ENOTFOUND;
-  }
-  isv_model *m = version ? isv__entry_version(e, version, vlen) : isv__entry_default(e);
-  if (m == NULL) {
-    snprintf(msg, msglen, "unknown version '%.*s' of model '%s'", (int)(vlen > 200 ? 200 : vlen),
-             version, e->name);
-    return ISV_ENOTFOUND;
-  }
-  *out = m;
-  return 0;
-}

@@ -85,12 +85,6 @@ isv_model *isv__entry_default(const isv__model_entry *e);
 int isv__entry_set_label(isv__model_entry *e, const char *label, const char *version);
 int isv__entry_set_default(isv__model_entry *e, const char *version);
 
-/* Resolve (name, version-or-NULL) as the V2 paths do. Returns 0, or ISV_ENOTFOUND with a
- * message naming what was not found written into msg. */
-int isv__registry_resolve(const isv__registry *r, const char *name, size_t nlen,
-                          const char *version, size_t vlen, isv_model **out, char *msg,
-                          size_t msglen);
-
 /* Compare two version strings: numeric ones as numbers, numeric before non-numeric. */
 int isv__version_cmp(const char *a, const char *b);
 

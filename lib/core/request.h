@@ -47,6 +47,7 @@ struct isv_request {
   isv__arena arena;
   const char *model_name;
   const char *version; /* requested version; NULL = default */
+  const char *label;   /* requested label instead of a version; NULL = none */
   isv_model *model;    /* resolved; holds a reference */
   const char *id;
 
@@ -79,12 +80,17 @@ struct isv_request {
   uv_work_t work;
   uint64_t start_ns;
   uint64_t run_ns;    /* when the backend started (0: never ran) */
-  isv__proto protocol; /* which frontend, for the metrics */
+  uint8_t protocol;     /* the front end's label index (isv__core_protocol), for the metrics */
   uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
 };
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */
 isv_request *isv__request_new(isv__core *c);
+/* Resolve r's model_name / version / label and hold the model (core.c). 0, or r failed with
+ * ISV_ENOTFOUND (replacing any decode error: an unknown model is reported first) or with
+ * ISV_EBADREQ when no model is named. isv__core_submit binds; a front end may bind before
+ * decoding to skip the work for an unknown model, or because it needs the model to decode. */
+int isv__request_bind(isv_request *r);
 /* Record an error before submission (frontend decode errors); printf-style. */
 int isv__request_fail(isv_request *r, int status, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -1,5 +1,5 @@
-/* The request path in the core: resolve, validate, run the backend (inline or on libuv's
- * pool), collect the completion from whatever thread it comes, post-process, call back.
+/* The request path in the core: bind, validate, run the backend (inline or on libuv's pool),
+ * collect the completion from whatever thread it comes, post-process, call back.
  *
  * Completion protocol (all flags under core->mu):
  *  - whoever is running infer sets in_infer; a completion that arrives meanwhile only sets
@@ -46,7 +46,7 @@ static void finish(isv_request *r) {
   if (c->closing && c->inflight == 0 && c->on_idle) c->on_idle(c);
 }
 
-static void drain_queue(uv_async_t *h) {
+void isv__core_drain_completions(uv_async_t *h) {
   isv__core *c = h->data;
   uv_mutex_lock(&c->mu);
   isv_request *q = c->done_head;
@@ -57,49 +57,6 @@ static void drain_queue(uv_async_t *h) {
     finish(q);
     q = next;
   }
-}
-
-int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
-  memset(c, 0, sizeof *c);
-  c->loop = loop;
-  c->loop_thread = uv_thread_self();
-  c->opts = *opts;
-  c->online = 1;
-  int rc = isv__registry_init(&c->reg);
-  if (rc) return rc;
-  if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes) != 0) goto fail_mu;
-  if (uv_async_init(loop, &c->async, drain_queue) != 0) goto fail_bufs;
-  c->async.data = c;
-  uv_unref((uv_handle_t *)&c->async); /* referenced only while requests are in flight */
-  return 0;
-fail_bufs:
-  isv__bigbuf_cache_destroy(&c->bufs);
-fail_mu:
-  uv_mutex_destroy(&c->mu);
-fail_reg:
-  isv__registry_clear(&c->reg);
-  return ISV_ENOMEM;
-}
-
-void isv__core_close(isv__core *c, uv_close_cb close_cb) {
-  isv__registry_clear(&c->reg);
-  uv_mutex_destroy(&c->mu);
-  isv__bigbuf_cache_destroy(&c->bufs);
-  uv_close((uv_handle_t *)&c->async, close_cb);
-}
-
-static void ready_one(isv__model_entry *e, void *data) {
-  for (isv_model *m = e->versions; m; m = m->next)
-    if (m->state != ISV_MODEL_READY) *(int *)data = 0;
-}
-
-int isv__core_ready(const isv__core *c) {
-  if (!c->online || c->closing) return 0;
-  if (!c->opts.strict_readiness) return 1;
-  int ok = 1;
-  isv__registry_foreach(&c->reg, ready_one, &ok);
-  return ok;
 }
 
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message) {
@@ -181,22 +138,11 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   r->done_data = data;
   r->submitted = 1;
   r->start_ns = uv_hrtime();
-  if (r->status != 0) { /* the frontend already found an error */
+  /* The one order of errors for every protocol: an unknown model or version (404), then the
+   * front end's decode error (400...), then a model that is not ready (503), then validation. */
+  if (isv__request_bind(r) != 0 || r->status != 0) {
     finish(r);
     return;
-  }
-  if (r->model == NULL) {
-    char msg[512];
-    isv_model *m;
-    int rc = isv__registry_resolve(&c->reg, r->model_name, strlen(r->model_name), r->version,
-                                   r->version ? strlen(r->version) : 0, &m, msg, sizeof msg);
-    if (rc != 0) {
-      isv__request_fail(r, rc, "%s", msg);
-      finish(r);
-      return;
-    }
-    isv__model_ref(m);
-    r->model = m;
   }
   /* While requests run, the async handle keeps the loop alive for their completions. */
   if (c->inflight++ == 0) uv_ref((uv_handle_t *)&c->async);

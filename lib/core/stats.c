@@ -1,7 +1,5 @@
 #include "core/stats.h"
 
-const char *const isv__proto_names[ISV__PROTO_COUNT] = {"inprocess", "v2_http", "v2_grpc"};
-
 const double isv__lat_bounds[ISV__LAT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                   0.01,   0.025,   0.05,   0.1,   0.5,    1.0};
 const double isv__batch_bounds[ISV__BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128};

@@ -7,15 +7,9 @@
 
 #include <stdint.h>
 
-/* Which frontend a request came through (the "protocol" label). */
-typedef enum {
-  ISV__PROTO_INPROC = 0,
-  ISV__PROTO_V2_HTTP,
-  ISV__PROTO_V2_GRPC,
-  ISV__PROTO_COUNT
-} isv__proto;
-
-extern const char *const isv__proto_names[ISV__PROTO_COUNT];
+/* Protocol labels a server counts requests under ("inprocess", "v2_http", ...): the front ends
+ * name theirs when the server starts (isv__core_protocol). */
+#define ISV__MAX_PROTOCOLS 16
 
 /* Upper bounds, in seconds, of the latency and queue-time histogram buckets (+Inf implied). */
 #define ISV__LAT_BUCKETS 12
@@ -30,8 +24,8 @@ typedef struct isv__hist {
 } isv__hist;
 
 typedef struct isv__stats {
-  uint64_t success[ISV__PROTO_COUNT];
-  uint64_t failure[ISV__PROTO_COUNT];
+  uint64_t success[ISV__MAX_PROTOCOLS]; /* by protocol label index */
+  uint64_t failure[ISV__MAX_PROTOCOLS];
   isv__hist latency; /* submit → done, seconds */
   isv__hist queue;   /* submit → backend starts, seconds */
   isv__hist batch;   /* rows per request (uses the first ISV__BATCH_BUCKETS bounds) */

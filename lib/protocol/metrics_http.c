@@ -1,10 +1,13 @@
 #include "protocol/metrics_http.h"
 
+#include "protocol/builtin.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct render {
+  const isv__core *core;
   isv__buf *b;
   int pass; /* which metric family this walk over the registry writes */
 } render;
@@ -78,14 +81,14 @@ static void one_entry(isv__model_entry *e, void *data) {
     const isv__stats *s = &m->stats;
     switch (rd->pass) {
     case 0:
-      for (int p = 0; p < ISV__PROTO_COUNT; p++)
+      for (unsigned p = 0; p < rd->core->n_protocols; p++)
         for (int ok = 1; ok >= 0; ok--) {
           uint64_t v = ok ? s->success[p] : s->failure[p];
           if (v == 0) continue;
           isv__buf_puts(b, "isv_requests_total{");
           labels(b, m);
           isv__buf_puts(b, ",protocol=\"");
-          isv__buf_puts(b, isv__proto_names[p]);
+          label_value(b, rd->core->protocols[p]);
           isv__buf_puts(b, ok ? "\",outcome=\"success\"} " : "\",outcome=\"failure\"} ");
           u64(b, v);
           isv__buf_putc(b, '\n');
@@ -135,7 +138,7 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
                    "# TYPE isv_server_ready gauge\nisv_server_ready ");
   isv__buf_puts(b, isv__core_ready(core) ? "1\n" : "0\n");
   for (int pass = 0; pass < 6; pass++) {
-    render rd = {b, pass};
+    render rd = {core, b, pass};
     isv__buf_puts(b, head[pass]);
     isv__registry_foreach(&core->reg, one_entry, &rd);
   }
@@ -143,7 +146,9 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
 
 static void release(void *p) { free(p); }
 
-void isv__metrics_reply(const isv__core *core, isv__exchange *ex) {
+static void metrics(isv__http_req *q) {
+  const isv__core *core = q->core;
+  isv__exchange *ex = q->ex;
   isv__buf b;
   isv__buf_init(&b);
   isv__metrics_render(core, &b);
@@ -166,3 +171,14 @@ void isv__metrics_reply(const isv__core *core, isv__exchange *ex) {
                      .release_ctx = data};
   isv__exchange_respond(ex, &r);
 }
+
+static const isv__http_route routes[] = {
+    {ISV__ROUTE_GET, "/metrics", metrics, NULL},
+    {0},
+};
+
+const isv__frontend isv__metrics_frontend = {
+    .name = "metrics",
+    .enabled_by_default = 1,
+    .routes = routes,
+};

@@ -9,6 +9,5 @@
 #include "transport/exchange.h"
 
 void isv__metrics_render(const isv__core *core, isv__buf *b);
-void isv__metrics_reply(const isv__core *core, isv__exchange *ex);
 
 #endif

@@ -1,11 +1,155 @@
+/* See router.h. Matching never allocates: the request path is decoded once into the router's
+ * scratch buffer (reused by every request), split into segments, and compared with each
+ * route's compiled segments. */
 #include "protocol/router.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "protocol/frontend.h"
 #include "protocol/http_reply.h"
-#include "protocol/metrics_http.h"
-#include "protocol/v2_http.h"
+
+typedef enum { SEG_LITERAL, SEG_CAPTURE, SEG_REST } seg_kind;
+
+typedef struct pat_seg {
+  seg_kind kind;
+  const char *text; /* LITERAL: the segment; CAPTURE: the suffix after '}' ("" when none) */
+  size_t len;
+  const char *name; /* CAPTURE, REST: the capture's name */
+} pat_seg;
+
+struct isv__compiled_route {
+  isv__http_route route;
+  const isv__frontend *fe;
+  unsigned protocol;
+  char *pattern; /* owned copy; segs point into it */
+  pat_seg segs[ISV__ROUTE_MAX_SEGMENTS];
+  size_t n_segs;
+  size_t n_caps;
+};
+
+/* A request path split into percent-decoded segments (in the scratch buffer). */
+typedef struct path_segs {
+  const char *s[ISV__ROUTE_MAX_SEGMENTS];
+  size_t len[ISV__ROUTE_MAX_SEGMENTS];
+  size_t n;
+  const char *tail[ISV__ROUTE_MAX_SEGMENTS]; /* the decoded rest of the path from segment i */
+} path_segs;
+
+/* ---- patterns ---------------------------------------------------------------------------- */
+
+/* Compile c->pattern in place: segments are NUL-terminated within the copy. */
+static int compile(isv__compiled_route *c) {
+  char *p = c->pattern;
+  if (p[0] != '/') return ISV_EINVAL;
+  c->n_segs = c->n_caps = 0;
+  if (p[1] == '\0') return 0; /* "/" */
+  p++;
+  for (;;) {
+    char *end = strchr(p, '/');
+    if (end) *end = '\0';
+    if (c->n_segs == ISV__ROUTE_MAX_SEGMENTS) return ISV_EINVAL;
+    pat_seg *s = &c->segs[c->n_segs++];
+    size_t n = strlen(p);
+    if (p[0] == '{') {
+      char *close = strchr(p, '}');
+      if (close == NULL || close == p + 1 || c->n_caps == ISV__ROUTE_MAX_CAPTURES) return ISV_EINVAL;
+      *close = '\0';
+      if (p[1] == '*') { /* {*rest}: the last segment, no suffix */
+        if (end || close[1] != '\0' || p[2] == '\0') return ISV_EINVAL;
+        *s = (pat_seg){SEG_REST, "", 0, p + 2};
+      } else {
+        if (strchr(close + 1, '{') || strchr(close + 1, '}')) return ISV_EINVAL;
+        *s = (pat_seg){SEG_CAPTURE, close + 1, strlen(close + 1), p + 1};
+      }
+      c->n_caps++;
+    } else {
+      if (n == 0 || strchr(p, '{') || strchr(p, '}')) return ISV_EINVAL;
+      *s = (pat_seg){SEG_LITERAL, p, n, NULL};
+    }
+    if (end == NULL) break;
+    p = end + 1;
+    if (*p == '\0') return ISV_EINVAL; /* a trailing '/' in a pattern */
+  }
+  return 0;
+}
+
+static int same_pattern(const isv__compiled_route *a, const isv__compiled_route *b) {
+  if (a->n_segs != b->n_segs) return 0;
+  for (size_t i = 0; i < a->n_segs; i++) {
+    const pat_seg *x = &a->segs[i], *y = &b->segs[i];
+    if (x->kind != y->kind || x->len != y->len || memcmp(x->text, y->text, x->len) != 0) return 0;
+  }
+  return 1;
+}
+
+void isv__router_init(isv__router *r, isv__core *core) {
+  memset(r, 0, sizeof *r);
+  r->core = core;
+  isv__buf_init(&r->scratch);
+}
+
+void isv__router_free(isv__router *r) {
+  for (size_t i = 0; i < r->n_routes; i++) free(r->routes[i].pattern);
+  free(r->routes);
+  free(r->prefixes);
+  isv__buf_free(&r->scratch);
+  memset(r, 0, sizeof *r);
+}
+
+int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_route *route) {
+  if (route == NULL || route->pattern == NULL || route->handler == NULL || route->methods == 0)
+    return ISV_EINVAL;
+  isv__compiled_route c = {.route = *route, .fe = fe};
+  if ((c.pattern = strdup(route->pattern)) == NULL) return ISV_ENOMEM;
+  int rc = compile(&c);
+  for (size_t i = 0; rc == 0 && i < r->n_routes; i++)
+    if ((r->routes[i].route.methods & route->methods) && same_pattern(&r->routes[i], &c))
+      rc = ISV_EEXIST;
+  if (rc == 0 && r->n_routes == r->cap_routes) {
+    size_t cap = r->cap_routes ? 2 * r->cap_routes : 16;
+    isv__compiled_route *n = realloc(r->routes, cap * sizeof *n);
+    if (n == NULL) rc = ISV_ENOMEM;
+    else {
+      r->routes = n;
+      r->cap_routes = cap;
+    }
+  }
+  int known = 0; /* fe already listed for its path prefix */
+  for (size_t i = 0; i < r->n_prefixes; i++) known |= r->prefixes[i] == fe;
+  if (rc == 0 && fe && fe->path_prefix && !known) {
+    const isv__frontend **p = realloc(r->prefixes, (r->n_prefixes + 1) * sizeof *p);
+    if (p == NULL) rc = ISV_ENOMEM;
+    else {
+      r->prefixes = p;
+      r->prefixes[r->n_prefixes++] = fe;
+    }
+  }
+  if (rc != 0) {
+    free(c.pattern);
+    return rc;
+  }
+  c.protocol = fe && fe->http_label ? isv__core_protocol(r->core, fe->http_label) : 0;
+  /* segs point into c.pattern, which moves with the struct: it is a separate allocation */
+  r->routes[r->n_routes++] = c;
+  return 0;
+}
+
+void isv__router_remove(isv__router *r, const isv__frontend *fe) {
+  size_t k = 0;
+  for (size_t i = 0; i < r->n_routes; i++) {
+    if (r->routes[i].fe == fe) free(r->routes[i].pattern);
+    else r->routes[k++] = r->routes[i];
+  }
+  r->n_routes = k;
+  k = 0;
+  for (size_t i = 0; i < r->n_prefixes; i++)
+    if (r->prefixes[i] != fe) r->prefixes[k++] = r->prefixes[i];
+  r->n_prefixes = k;
+}
+
+/* ---- matching ---------------------------------------------------------------------------- */
 
 static int hexval(int c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -14,64 +158,185 @@ static int hexval(int c) {
   return -1;
 }
 
-int isv__route_split(char *path, size_t len, isv__route *out) {
+/* Decode and split ex's path into r->scratch. -1 when malformed (a bad escape, an escaped NUL,
+ * too many segments, not starting with '/'), -2 when out of memory. */
+static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
   out->n = 0;
   if (len == 0 || path[0] != '/') return -1;
+  /* the segments, each NUL-terminated (<= 2 * len), then joined again for {*rest} (<= len + 1) */
+  r->scratch.len = 0;
+  char *buf = isv__buf_reserve(&r->scratch, 3 * len + 2);
+  if (buf == NULL) return -2;
+  char *w = buf;
   size_t i = 1;
   while (i <= len) {
     size_t start = i;
     while (i < len && path[i] != '/') i++;
-    size_t end = i;
-    if (end == start && end == len) break; /* one trailing slash is ignored */
-    if (out->n == ISV__MAX_SEGMENTS) return -1;
-    /* decode in place: the decoded form is never longer */
-    size_t w = start;
-    for (size_t r = start; r < end; r++) {
-      if (path[r] == '%') {
-        if (r + 2 >= end) return -1;
-        int h = hexval((unsigned char)path[r + 1]), l = hexval((unsigned char)path[r + 2]);
-        if (h < 0 || l < 0 || (h | l) == 0) return -1; /* bad escape, or an embedded NUL */
-        path[w++] = (char)(h * 16 + l);
-        r += 2;
+    if (i == start && i == len) break; /* one trailing slash is ignored */
+    if (out->n == ISV__ROUTE_MAX_SEGMENTS) return -1;
+    out->s[out->n] = w;
+    for (size_t k = start; k < i; k++) {
+      if (path[k] == '%') {
+        int h = k + 2 < i ? hexval((unsigned char)path[k + 1]) : -1;
+        int l = k + 2 < i ? hexval((unsigned char)path[k + 2]) : -1;
+        if (h < 0 || l < 0 || (h | l) == 0) return -1; /* a bad escape, or an embedded NUL */
+        *w++ = (char)(h * 16 + l);
+        k += 2;
       } else {
-        path[w++] = path[r];
+        *w++ = path[k];
       }
     }
-    out->seg[out->n] = path + start;
-    out->len[out->n] = w - start;
+    out->len[out->n] = (size_t)(w - out->s[out->n]);
+    *w++ = '\0';
     out->n++;
-    path[w] = '\0'; /* safe: w <= end, and path[end] is '/' or the terminating NUL */
-    i = end + 1;
+    i++;
   }
+  /* the decoded segments again, joined with '/': tail[k] is the rest of the path from k */
+  for (size_t k = 0; k < out->n; k++) {
+    out->tail[k] = w;
+    memcpy(w, out->s[k], out->len[k]);
+    w += out->len[k];
+    if (k + 1 < out->n) *w++ = '/';
+  }
+  *w = '\0';
   return 0;
 }
 
-int isv__reply_method_not_allowed(isv__exchange *ex, const char *allowed) {
-  char msg[256];
-  snprintf(msg, sizeof msg, "method %s is not allowed on this path; use %s", ex->method_name,
-           allowed);
-  isv__header allow = {"Allow", 5, allowed, strlen(allowed)};
-  return isv__reply_error_msg(ex, 405, msg, &allow, 1);
+/* Does the route match the path? Fills the captures of q when it does. */
+static int match(const isv__compiled_route *c, const path_segs *p, isv__http_req *q) {
+  size_t n = c->n_segs;
+  int rest = n > 0 && c->segs[n - 1].kind == SEG_REST;
+  if (rest ? p->n < n - 1 : p->n != n) return 0;
+  q->n_caps = 0;
+  for (size_t i = 0; i < n; i++) {
+    const pat_seg *s = &c->segs[i];
+    if (s->kind == SEG_REST) {
+      q->cap_name[q->n_caps] = s->name;
+      q->cap[q->n_caps] = i < p->n ? p->tail[i] : "";
+      q->cap_len[q->n_caps] = i < p->n ? strlen(p->tail[i]) : 0;
+      q->n_caps++;
+      return 1;
+    }
+    if (s->kind == SEG_LITERAL) {
+      if (p->len[i] != s->len || memcmp(p->s[i], s->text, s->len) != 0) return 0;
+      continue;
+    }
+    /* capture, maybe with a literal suffix that the segment must end with */
+    if (p->len[i] < s->len || memcmp(p->s[i] + p->len[i] - s->len, s->text, s->len) != 0)
+      return 0;
+    q->cap_name[q->n_caps] = s->name;
+    q->cap[q->n_caps] = p->s[i];
+    q->cap_len[q->n_caps] = p->len[i] - s->len;
+    q->n_caps++;
+  }
+  return 1;
 }
 
-static int seg_is(const isv__route *r, size_t i, const char *s) {
-  return i < r->n && r->len[i] == strlen(s) && memcmp(r->seg[i], s, r->len[i]) == 0;
+const char *isv__http_capture(const isv__http_req *q, const char *name, size_t *len) {
+  for (size_t i = 0; i < q->n_caps; i++)
+    if (strcmp(q->cap_name[i], name) == 0) {
+      if (len) *len = q->cap_len[i];
+      return q->cap[i];
+    }
+  if (len) *len = 0;
+  return NULL;
 }
 
-void isv__router_dispatch(isv__core *core, isv__exchange *ex) {
-  isv__route rt;
-  if (isv__route_split(ex->path, ex->path_len, &rt) != 0) {
-    isv__reply_error(ex, ISV_EBADREQ, "malformed path '%.200s'", ex->path);
+static int method_bit(const isv__exchange *ex) {
+  return ex->method == ISV__M_HEAD ? ISV__M_GET : (int)ex->method;
+}
+
+/* The front end an unmatched path belongs to: the longest path_prefix it starts with. */
+static const isv__frontend *owner_by_prefix(const isv__router *r, const char *path, size_t len) {
+  const isv__frontend *best = NULL;
+  size_t best_len = 0;
+  for (size_t i = 0; i < r->n_prefixes; i++) {
+    const char *pre = r->prefixes[i]->path_prefix;
+    size_t n = strlen(pre);
+    if (n > best_len && len >= n && memcmp(path, pre, n) == 0 &&
+        (len == n || path[n] == '/' || path[n] == ':' || pre[n - 1] == '/')) {
+      best = r->prefixes[i];
+      best_len = n;
+    }
+  }
+  return best;
+}
+
+static void error_as(const isv__frontend *fe, isv__exchange *ex, int status, const char *msg,
+                     const isv__header *extra, size_t n_extra) {
+  if (fe && fe->http_error) fe->http_error(ex, status, msg, extra, n_extra);
+  else isv__reply_error_msg(ex, status, msg, extra, n_extra);
+}
+
+static void method_list(unsigned mask, char *out, size_t cap) {
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } names[] = {{ISV__ROUTE_GET, "GET"},
+               {ISV__ROUTE_POST, "POST"},
+               {ISV__ROUTE_PUT, "PUT"},
+               {ISV__ROUTE_DELETE, "DELETE"},
+               {1u << ISV__M_OPTIONS, "OPTIONS"}};
+  size_t k = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (mask & names[i].bit)
+      k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? ", " : "", names[i].name);
+}
+
+void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
+  path_segs p;
+  int rc = split(r, ex->path, ex->path_len, &p);
+  if (rc != 0) {
+    char msg[300];
+    snprintf(msg, sizeof msg, rc == -2 ? "out of memory" : "malformed path '%.200s'", ex->path);
+    error_as(owner_by_prefix(r, ex->path, ex->path_len), ex, rc == -2 ? 500 : 400, msg, NULL, 0);
     return;
   }
-  if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
-    if (ex->method == ISV__M_GET || ex->method == ISV__M_HEAD) isv__metrics_reply(core, ex);
-    else isv__reply_method_not_allowed(ex, "GET");
+  unsigned bit = 1u << method_bit(ex), allowed = 0;
+  const isv__frontend *owner = NULL;
+  isv__http_req q;
+  for (size_t i = 0; i < r->n_routes; i++) {
+    const isv__compiled_route *c = &r->routes[i];
+    if (!match(c, &p, &q)) continue;
+    if (!(c->route.methods & bit)) {
+      allowed |= c->route.methods;
+      if (owner == NULL) owner = c->fe;
+      continue;
+    }
+    for (size_t k = 0; k < q.n_caps; k++) /* end a suffixed capture before its suffix */
+      if (q.cap[k][q.cap_len[k]] != '\0') ((char *)q.cap[k])[q.cap_len[k]] = '\0';
+    q.core = r->core;
+    q.ex = ex;
+    q.fe = c->fe;
+    q.protocol = c->protocol;
+    q.data = c->route.data;
+    c->route.handler(&q);
     return;
   }
-  if (seg_is(&rt, 0, "v2")) {
-    isv__v2_route(core, ex, &rt);
+  char msg[300];
+  if (allowed) { /* the path exists, not with this method */
+    char list[64];
+    method_list(allowed, list, sizeof list);
+    snprintf(msg, sizeof msg, "method %.20s is not allowed on this path; use %s", ex->method_name,
+             list);
+    isv__header allow = {"Allow", 5, list, strlen(list)};
+    error_as(owner, ex, 405, msg, &allow, 1);
     return;
   }
-  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%.200s'", ex->path);
+  snprintf(msg, sizeof msg, "unknown path '%.200s'", ex->path);
+  error_as(owner_by_prefix(r, ex->path, ex->path_len), ex, 404, msg, NULL, 0);
+}
+
+void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const char *msg,
+                       const isv__header *extra, size_t n_extra) {
+  const isv__frontend *fe = NULL;
+  path_segs p;
+  if (ex->path && split(r, ex->path, ex->path_len, &p) == 0) {
+    isv__http_req q;
+    for (size_t i = 0; i < r->n_routes && fe == NULL; i++)
+      if (match(&r->routes[i], &p, &q)) fe = r->routes[i].fe;
+    if (fe == NULL) fe = owner_by_prefix(r, ex->path, ex->path_len);
+  }
+  error_as(fe, ex, http_status, msg, extra, n_extra);
 }

@@ -1,24 +1,89 @@
-/* Path → frontend handler. The protocol layer's entry point for every HTTP exchange. */
+/* HTTP routes as data: (methods, path pattern, handler) triples that front ends export and the
+ * server adds to its router when it starts — or later, at run time (a host's routes, Vertex's
+ * AIP_* routes). The router matches a request path against them, answers 404 and 405 itself,
+ * and hands a matched exchange to the handler with the path's captures.
+ *
+ * Patterns: segments separated by '/'. A segment is a literal ("models"), a capture
+ * ("{model}"), a capture with a literal suffix ("{model}:predict": the segment must end with
+ * ":predict"; what precedes it is captured), or, last, "{*rest}": the rest of the path, maybe
+ * empty. Request paths are percent-decoded segment by segment before matching (so "%2F" in a
+ * model name is a character of the name, not a separator); one trailing '/' is ignored.
+ * Routes are tried in the order they were added; the first whose pattern and method match wins.
+ * Loop thread only. */
 #ifndef ISV_PROTOCOL_ROUTER_H
 #define ISV_PROTOCOL_ROUTER_H
 
 #include "protocol/layer.h"
 
+#include "codec/buf.h"
 #include "core/core.h"
 #include "transport/exchange.h"
 
-#define ISV__MAX_SEGMENTS 16
+#define ISV__ROUTE_MAX_SEGMENTS 16
+#define ISV__ROUTE_MAX_CAPTURES 8
 
-typedef struct isv__route {
-  const char *seg[ISV__MAX_SEGMENTS]; /* percent-decoded, NUL-terminated */
-  size_t len[ISV__MAX_SEGMENTS];
-  size_t n;
-} isv__route;
+/* Method masks. A route that answers GET answers HEAD too (the transport drops the body). */
+#define ISV__ROUTE_GET (1u << ISV__M_GET)
+#define ISV__ROUTE_POST (1u << ISV__M_POST)
+#define ISV__ROUTE_PUT (1u << ISV__M_PUT)
+#define ISV__ROUTE_DELETE (1u << ISV__M_DELETE)
+#define ISV__ROUTE_ANY 0xffffffffu
 
-void isv__router_dispatch(isv__core *core, isv__exchange *ex);
-/* Split and percent-decode a path in place. -1 when malformed (bad escape, too deep). */
-int isv__route_split(char *path, size_t len, isv__route *out);
-/* 405 with an Allow header naming the method that works. */
-int isv__reply_method_not_allowed(isv__exchange *ex, const char *allowed);
+typedef struct isv__frontend isv__frontend;
+typedef struct isv__http_req isv__http_req;
+
+/* Answers q->ex exactly once, now or later (the exchange stays valid until answered). */
+typedef void (*isv__http_handler)(isv__http_req *q);
+
+typedef struct isv__http_route {
+  unsigned methods; /* ISV__ROUTE_* mask */
+  const char *pattern;
+  isv__http_handler handler;
+  void *data; /* handed to the handler as q->data */
+} isv__http_route;
+
+/* What a handler gets. The captures point into the router's scratch space: valid until the
+ * handler returns (copy what a later answer needs). */
+struct isv__http_req {
+  isv__core *core;
+  isv__exchange *ex;
+  const isv__frontend *fe; /* whose route this is: its error shape, its protocol label */
+  unsigned protocol;       /* fe's label index (isv__core_protocol) for the requests it makes */
+  void *data;
+  size_t n_caps;
+  const char *cap_name[ISV__ROUTE_MAX_CAPTURES]; /* "model" for "{model}" */
+  const char *cap[ISV__ROUTE_MAX_CAPTURES];      /* percent-decoded, NUL-terminated */
+  size_t cap_len[ISV__ROUTE_MAX_CAPTURES];
+};
+
+/* The capture named `name` (NULL when the route has none by that name); *len its length. */
+const char *isv__http_capture(const isv__http_req *q, const char *name, size_t *len);
+
+typedef struct isv__compiled_route isv__compiled_route;
+
+typedef struct isv__router {
+  isv__core *core;
+  isv__compiled_route *routes;
+  size_t n_routes, cap_routes;
+  const isv__frontend **prefixes; /* front ends with a path_prefix, for unmatched paths */
+  size_t n_prefixes;
+  isv__buf scratch; /* the decoded path of the request being routed */
+} isv__router;
+
+void isv__router_init(isv__router *r, isv__core *core);
+void isv__router_free(isv__router *r);
+/* Add route (copied; pattern compiled) on behalf of fe. ISV_EINVAL for a malformed pattern,
+ * ISV_EEXIST when a route with the same pattern already answers one of its methods (a host's
+ * route may not shadow a built-in one), ISV_ENOMEM. */
+int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_route *route);
+/* Remove every route fe added (and fe's path prefix). */
+void isv__router_remove(isv__router *r, const isv__frontend *fe);
+/* Route one exchange: its handler, or 400 (malformed path), 404 or 405 (with Allow). */
+void isv__router_dispatch(isv__router *r, isv__exchange *ex);
+/* Answer an error found before any handler ran — by the transport (408, 413, 431...) or the
+ * router — in the shape of the front end the path belongs to (the matched route's, else the
+ * longest path_prefix's, else {"error": msg}). */
+void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const char *msg,
+                       const isv__header *extra, size_t n_extra);
 
 #endif

@@ -1,5 +1,4 @@
-#include "protocol/v2_http.h"
-
+/* KServe V2 over HTTP/REST (PROTOCOLS.md section 1): the route table and its handlers. */
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -9,11 +8,8 @@
 #include "codec/numfmt.h"
 #include "core/request.h"
 #include "protocol/http_reply.h"
+#include "protocol/v2.h"
 #include "protocol/v2_json.h"
-
-static int seg_is(const isv__route *r, size_t i, const char *s) {
-  return i < r->n && r->len[i] == strlen(s) && memcmp(r->seg[i], s, r->len[i]) == 0;
-}
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 
@@ -24,30 +20,6 @@ static void reply_bool(isv__exchange *ex, const char *key, int v) {
   isv__buf_puts(&b, key);
   isv__buf_puts(&b, v ? "\":true}" : "\":false}");
   isv__reply_json(ex, v ? 200 : 503, &b);
-}
-
-static void server_metadata(isv__core *core, isv__exchange *ex) {
-  isv__buf b;
-  isv__buf_init(&b);
-  isv__buf_puts(&b, "{\"name\":");
-  write_str(&b, core->opts.server_name);
-  isv__buf_puts(&b, ",\"version\":");
-  write_str(&b, core->opts.server_version);
-  /* Only what is really implemented. */
-  isv__buf_puts(&b, ",\"extensions\":[\"classification\",\"binary_tensor_data\"]}");
-  isv__reply_json(ex, 200, &b);
-}
-
-/* Resolve the model of a /v2/models/{m}[/versions/{v}] path or answer 404. */
-static isv_model *resolve(isv__core *core, isv__exchange *ex, const isv__route *rt, int versioned) {
-  char msg[512];
-  isv_model *m;
-  if (isv__registry_resolve(&core->reg, rt->seg[2], rt->len[2], versioned ? rt->seg[4] : NULL,
-                            versioned ? rt->len[4] : 0, &m, msg, sizeof msg) != 0) {
-    isv__reply_error(ex, ISV_ENOTFOUND, "%s", msg);
-    return NULL;
-  }
-  return m;
 }
 
 static void write_io(isv__buf *b, const isv__io *io, size_t n, uint32_t max_batch) {
@@ -196,75 +168,88 @@ static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) 
                            (int)(ct->value_len > 64 ? 64 : ct->value_len), ct->value);
 }
 
-static void infer(isv__core *core, isv__exchange *ex, const isv__route *rt, int versioned) {
-  isv_request *r = isv__request_new(core);
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+static void server_metadata(isv__http_req *q) {
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__buf_puts(&b, "{\"name\":");
+  write_str(&b, q->core->opts.server_name);
+  isv__buf_puts(&b, ",\"version\":");
+  write_str(&b, q->core->opts.server_version);
+  isv__buf_puts(&b, ",\"extensions\":[");
+  for (size_t i = 0; i < isv__v2_n_extensions; i++) {
+    if (i) isv__buf_putc(&b, ',');
+    write_str(&b, isv__v2_extensions[i]);
+  }
+  isv__buf_puts(&b, "]}");
+  isv__reply_json(q->ex, 200, &b);
+}
+
+static void live(isv__http_req *q) { reply_bool(q->ex, "live", 1); }
+
+static void ready(isv__http_req *q) { reply_bool(q->ex, "ready", isv__core_ready(q->core)); }
+
+/* The model version a /v2/models/{model}[/versions/{version}] path names, or 404. */
+static isv_model *path_model(isv__http_req *q) {
+  isv__model_spec spec = {0};
+  spec.name = isv__http_capture(q, "model", &spec.name_len);
+  spec.version = isv__http_capture(q, "version", &spec.version_len);
+  char msg[512];
+  isv_model *m;
+  if (isv__core_resolve(q->core, &spec, &m, msg, sizeof msg) != 0) {
+    isv__reply_error(q->ex, ISV_ENOTFOUND, "%s", msg);
+    return NULL;
+  }
+  return m;
+}
+
+static void metadata(isv__http_req *q) {
+  isv_model *m = path_model(q);
+  if (m) model_metadata(m, q->ex);
+}
+
+static void model_ready(isv__http_req *q) {
+  isv_model *m = path_model(q);
+  if (m) reply_bool(q->ex, "ready", isv__core_model_ready(q->core, m));
+}
+
+static void infer(isv__http_req *q) {
+  isv__exchange *ex = q->ex;
+  isv_request *r = isv__request_new(q->core);
   if (r == NULL) {
     isv__reply_error(ex, ISV_ENOMEM, "out of memory");
     return;
   }
-  r->protocol = ISV__PROTO_V2_HTTP;
-  r->model_name = isv__arena_strndup(&r->arena, rt->seg[2], rt->len[2]);
-  r->version = versioned ? isv__arena_strndup(&r->arena, rt->seg[4], rt->len[4]) : NULL;
-  if (r->model_name == NULL || (versioned && r->version == NULL)) {
+  r->protocol = (uint8_t)q->protocol;
+  size_t nl, vl;
+  const char *name = isv__http_capture(q, "model", &nl);
+  const char *version = isv__http_capture(q, "version", &vl);
+  r->model_name = isv__arena_strndup(&r->arena, name, nl);
+  r->version = version ? isv__arena_strndup(&r->arena, version, vl) : NULL;
+  if (r->model_name == NULL || (version && r->version == NULL)) {
     isv_request_free(r);
     isv__reply_error(ex, ISV_ENOMEM, "out of memory");
     return;
   }
-  /* Unknown model or version first: 404 beats a body complaint. */
-  char msg[512];
-  isv_model *m;
-  if (isv__registry_resolve(&core->reg, rt->seg[2], rt->len[2], r->version,
-                            versioned ? rt->len[4] : 0, &m, msg, sizeof msg) != 0) {
-    isv_request_free(r);
-    isv__reply_error(ex, ISV_ENOTFOUND, "%s", msg);
-    return;
-  }
-  isv__model_ref(m);
-  r->model = m;
+  /* An unknown model is answered without reading the body (the core reports it first). */
   size_t json_len;
-  if (json_part(r, ex, &json_len) == 0)
-    isv__v2_decode_request(r, ex->body, ex->body_len, json_len, core->opts.max_json_depth);
-  isv__core_submit(core, r, infer_done, ex);
+  if (isv__request_bind(r) == 0 && json_part(r, ex, &json_len) == 0)
+    isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
+  isv__core_submit(q->core, r, infer_done, ex);
 }
 
 /* ---- routes ------------------------------------------------------------------------------ */
 
-static int want(isv__exchange *ex, isv__method m) {
-  if (ex->method == m || (m == ISV__M_GET && ex->method == ISV__M_HEAD)) return 1;
-  isv__reply_method_not_allowed(ex, m == ISV__M_GET ? "GET" : "POST");
-  return 0;
-}
-
-void isv__v2_route(isv__core *core, isv__exchange *ex, const isv__route *rt) {
-  if (rt->n == 1) {
-    if (want(ex, ISV__M_GET)) server_metadata(core, ex);
-    return;
-  }
-  if (seg_is(rt, 1, "health") && rt->n == 3 && (seg_is(rt, 2, "live") || seg_is(rt, 2, "ready"))) {
-    if (!want(ex, ISV__M_GET)) return;
-    if (seg_is(rt, 2, "live")) reply_bool(ex, "live", 1);
-    else reply_bool(ex, "ready", isv__core_ready(core));
-    return;
-  }
-  if (seg_is(rt, 1, "models") && rt->n >= 3) {
-    int versioned = seg_is(rt, 3, "versions") && rt->n >= 5;
-    size_t tail = versioned ? 5 : 3;
-    if (rt->n == tail) { /* metadata */
-      if (!want(ex, ISV__M_GET)) return;
-      isv_model *m = resolve(core, ex, rt, versioned);
-      if (m) model_metadata(m, ex);
-      return;
-    }
-    if (rt->n == tail + 1 && seg_is(rt, tail, "ready")) {
-      if (!want(ex, ISV__M_GET)) return;
-      isv_model *m = resolve(core, ex, rt, versioned);
-      if (m) reply_bool(ex, "ready", m->state == ISV_MODEL_READY && core->online && !core->closing);
-      return;
-    }
-    if (rt->n == tail + 1 && seg_is(rt, tail, "infer")) {
-      if (want(ex, ISV__M_POST)) infer(core, ex, rt, versioned);
-      return;
-    }
-  }
-  isv__reply_error(ex, ISV_ENOTFOUND, "unknown path '%.200s'", ex->path);
-}
+const isv__http_route isv__v2_routes[] = {
+    {ISV__ROUTE_GET, "/v2", server_metadata, NULL},
+    {ISV__ROUTE_GET, "/v2/health/live", live, NULL},
+    {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}", metadata, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}", metadata, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}/ready", model_ready, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/ready", model_ready, NULL},
+    {ISV__ROUTE_POST, "/v2/models/{model}/infer", infer, NULL},
+    {ISV__ROUTE_POST, "/v2/models/{model}/versions/{version}/infer", infer, NULL},
+    {0},
+};

@@ -22,16 +22,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <pb_decode.h>
-#include <pb_encode.h>
-
 #include "codec/datatype.h"
+#include "codec/nanopb_glue.h"
 #include "codec/pbwire.h"
 #include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
 #include "grpc_predict_v2.pb.h"
-#include "health.pb.h"
 
 
 /* ============================================================================================
@@ -808,43 +805,16 @@ int isv__v2pb_encode_stream_response(isv_request *r, isv__parts *out) {
  * Small messages through nanopb
  * ========================================================================================== */
 
-static bool buf_write(pb_ostream_t *s, const pb_byte_t *p, size_t n) {
-  isv__buf *b = s->state;
-  isv__buf_append(b, p, n);
-  return !b->failed;
-}
-
-static int encode_to_buf(const pb_msgdesc_t *fields, const void *msg, isv__buf *out) {
-  pb_ostream_t s;
-  memset(&s, 0, sizeof s);
-  s.callback = buf_write;
-  s.state = out;
-  s.max_size = SIZE_MAX;
-  if (out->failed) return ISV_ENOMEM;
-  return pb_encode(&s, fields, msg) && !out->failed ? 0 : ISV_ENOMEM;
-}
-
-static bool enc_cstr(pb_ostream_t *s, const pb_field_t *f, void *const *arg) {
-  const char *str = *arg;
-  if (str == NULL || str[0] == '\0') return true; /* proto3 default: not written */
-  return pb_encode_tag_for_field(s, f) && pb_encode_string(s, (const pb_byte_t *)str, strlen(str));
-}
-
-static void cstr_cb(pb_callback_t *cb, const char *s) {
-  cb->funcs.encode = enc_cstr;
-  cb->arg = (void *)(uintptr_t)s;
-}
-
 int isv__v2pb_encode_stream_error(const char *message, isv__buf *out) {
   inference_ModelStreamInferResponse m = inference_ModelStreamInferResponse_init_zero;
-  cstr_cb(&m.error_message, message);
-  return encode_to_buf(inference_ModelStreamInferResponse_fields, &m, out);
+  isv__nanopb_cstr(&m.error_message, message);
+  return isv__nanopb_encode(inference_ModelStreamInferResponse_fields, &m, out);
 }
 
 int isv__v2pb_encode_bool1(int v, isv__buf *out) {
   inference_ServerLiveResponse m = inference_ServerLiveResponse_init_zero;
   m.live = v != 0;
-  return encode_to_buf(inference_ServerLiveResponse_fields, &m, out);
+  return isv__nanopb_encode(inference_ServerLiveResponse_fields, &m, out);
 }
 
 typedef struct strlist {
@@ -867,11 +837,11 @@ int isv__v2pb_encode_server_metadata(const char *name, const char *version,
                                      const char *const *extensions, size_t n, isv__buf *out) {
   inference_ServerMetadataResponse m = inference_ServerMetadataResponse_init_zero;
   strlist l = {extensions, extensions ? n : 0};
-  cstr_cb(&m.name, name);
-  cstr_cb(&m.version, version);
+  isv__nanopb_cstr(&m.name, name);
+  isv__nanopb_cstr(&m.version, version);
   m.extensions.funcs.encode = enc_strlist;
   m.extensions.arg = &l;
-  return encode_to_buf(inference_ServerMetadataResponse_fields, &m, out);
+  return isv__nanopb_encode(inference_ServerMetadataResponse_fields, &m, out);
 }
 
 /* ModelMetadataResponse */
@@ -910,8 +880,8 @@ static bool enc_io_list(pb_ostream_t *s, const pb_field_t *f, void *const *arg) 
     inference_ModelMetadataResponse_TensorMetadata tm =
         inference_ModelMetadataResponse_TensorMetadata_init_zero;
     shape_arg sa = {&l->io[i], l->batch};
-    cstr_cb(&tm.name, l->io[i].name);
-    cstr_cb(&tm.datatype, isv_datatype_name(l->io[i].dt));
+    isv__nanopb_cstr(&tm.name, l->io[i].name);
+    isv__nanopb_cstr(&tm.datatype, isv_datatype_name(l->io[i].dt));
     tm.shape.funcs.encode = enc_shape;
     tm.shape.arg = &sa;
     if (!pb_encode_tag_for_field(s, f) ||
@@ -937,34 +907,18 @@ int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out) {
   inference_ModelMetadataResponse msg = inference_ModelMetadataResponse_init_zero;
   io_list in = {c->inputs, c->n_inputs, c->max_batch > 0};
   io_list outs = {c->outputs, c->n_outputs, c->max_batch > 0};
-  cstr_cb(&msg.name, c->name);
-  cstr_cb(&msg.platform, c->platform);
+  isv__nanopb_cstr(&msg.name, c->name);
+  isv__nanopb_cstr(&msg.platform, c->platform);
   msg.versions.funcs.encode = enc_versions;
   msg.versions.arg = (void *)(uintptr_t)m;
   msg.inputs.funcs.encode = enc_io_list;
   msg.inputs.arg = &in;
   msg.outputs.funcs.encode = enc_io_list;
   msg.outputs.arg = &outs;
-  return encode_to_buf(inference_ModelMetadataResponse_fields, &msg, out);
+  return isv__nanopb_encode(inference_ModelMetadataResponse_fields, &msg, out);
 }
 
 /* Decoding small messages: string callbacks copy into the caller's arrays. */
-
-typedef struct cstr_dst {
-  char *p;
-  size_t cap;
-} cstr_dst;
-
-static bool dec_cstr(pb_istream_t *s, const pb_field_t *f, void **arg) {
-  (void)f;
-  cstr_dst *d = *arg;
-  size_t n = s->bytes_left;
-  if (n >= d->cap) return false; /* too long */
-  if (!pb_read(s, (pb_byte_t *)d->p, n)) return false;
-  if (memchr(d->p, 0, n) != NULL) return false;
-  d->p[n] = '\0';
-  return true;
-}
 
 int isv__v2pb_decode_model_ref(const uint8_t *msg, size_t len, char *name, size_t name_cap,
                                char *version, size_t version_cap) {
@@ -973,29 +927,9 @@ int isv__v2pb_decode_model_ref(const uint8_t *msg, size_t len, char *name, size_
   version[0] = '\0';
   /* ModelReadyRequest and ModelMetadataRequest have the same fields */
   inference_ModelReadyRequest m = inference_ModelReadyRequest_init_zero;
-  cstr_dst dn = {name, name_cap}, dv = {version, version_cap};
-  m.name.funcs.decode = dec_cstr;
-  m.name.arg = &dn;
-  m.version.funcs.decode = dec_cstr;
-  m.version.arg = &dv;
+  isv__nanopb_cstr_dst dn = {name, name_cap}, dv = {version, version_cap};
+  isv__nanopb_read_cstr(&m.name, &dn);
+  isv__nanopb_read_cstr(&m.version, &dv);
   pb_istream_t s = pb_istream_from_buffer(msg ? msg : (const pb_byte_t *)"", msg ? len : 0);
   return pb_decode(&s, inference_ModelReadyRequest_fields, &m) ? 0 : -1;
-}
-
-int isv__health_decode_request(const uint8_t *msg, size_t len, char *service, size_t cap) {
-  if (service == NULL || cap == 0) return -1;
-  service[0] = '\0';
-  grpc_health_v1_HealthCheckRequest m = grpc_health_v1_HealthCheckRequest_init_zero;
-  cstr_dst d = {service, cap};
-  m.service.funcs.decode = dec_cstr;
-  m.service.arg = &d;
-  pb_istream_t s = pb_istream_from_buffer(msg ? msg : (const pb_byte_t *)"", msg ? len : 0);
-  return pb_decode(&s, grpc_health_v1_HealthCheckRequest_fields, &m) ? 0 : -1;
-}
-
-int isv__health_encode_response(int status, isv__buf *out) {
-  grpc_health_v1_HealthCheckResponse m = grpc_health_v1_HealthCheckResponse_init_zero;
-  if (status < 0 || status > 3) status = 0;
-  m.status = (grpc_health_v1_HealthCheckResponse_ServingStatus)status;
-  return encode_to_buf(grpc_health_v1_HealthCheckResponse_fields, &m, out);
 }

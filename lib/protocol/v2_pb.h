@@ -1,5 +1,5 @@
-/* KServe V2 gRPC messages (package inference) and grpc.health.v1 ⇄ the canonical request and
- * response, with nanopb. No I/O; the fuzz target drives these directly.
+/* KServe V2 gRPC messages (package inference) ⇄ the canonical request and response: by hand
+ * (codec/pbwire.h) for inference, with nanopb for the small messages. No I/O; the fuzz target drives these directly.
  *
  * Zero-copy contract: a decoded request references the message buffer (raw_input_contents and
  * bytes_contents are used in place), so the buffer must outlive the request. An encoded
@@ -16,13 +16,7 @@
 
 #include "codec/buf.h"
 #include "core/request.h"
-
-/* A message as a list of parts; parts[] and the non-tensor bytes live in the request arena. */
-typedef struct isv__parts {
-  uv_buf_t *v;
-  size_t n;
-  size_t total; /* sum of v[i].len */
-} isv__parts;
+#include "protocol/grpc_service.h" /* isv__parts */
 
 /* ModelInferRequest → r: model_name, version (NULL when empty), id (has_id when non-empty),
  * parameters, inputs (raw_input_contents[i] belongs to the i-th input; an input with both raw
@@ -52,10 +46,5 @@ int isv__v2pb_encode_server_metadata(const char *name, const char *version,
 /* ModelMetadataResponse of m: name, every version of its entry, platform, inputs, outputs
  * (shape with a leading -1 when max_batch > 0, as the REST metadata shows). */
 int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out);
-
-/* grpc.health.v1: HealthCheckRequest{service 1} (copied, "" when absent; -1 when malformed)
- * and HealthCheckResponse{status 1: 0 UNKNOWN, 1 SERVING, 2 NOT_SERVING, 3 SERVICE_UNKNOWN}. */
-int isv__health_decode_request(const uint8_t *msg, size_t len, char *service, size_t cap);
-int isv__health_encode_response(int status, isv__buf *out);
 
 #endif

@@ -52,7 +52,8 @@ def test_unknown_version_404(demo, method, path):
                                   "/v2/models/simple/versions/1/bogus",
                                   "/v2/models/simple/infer/extra"])
 def test_unknown_path_404(demo, path):
-    assert_error(get(demo, path), 404)
+    # the message names the whole path asked (it used to name only its first segment)
+    assert_error(get(demo, path), 404, "unknown path '%s'" % path)
 
 
 # --- method not allowed -------------------------------------------------------------------

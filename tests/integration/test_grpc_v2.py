@@ -55,6 +55,9 @@ def test_server_metadata_matches_rest(stub, protos, demo):
     rest = requests.get(demo.url("/v2"), timeout=T).json()
     r = stub.ServerMetadata(protos.pb.ServerMetadataRequest(), timeout=T)
     assert (r.name, r.version) == (rest["name"], rest["version"]), "%s vs %r" % (short(r), rest)
+    # one list for both (gRPC used to list only the first of REST's two)
+    assert list(r.extensions) == rest["extensions"], "%s vs %r" % (short(r), rest)
+    assert "binary_tensor_data" in rest["extensions"], rest
 
 
 def _tm(t):

@@ -25,8 +25,9 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   isv_model *m;
   assert_int_equal(isv__registry_add(&core.reg, c, "7", &be, NULL, &m), 0);
   isv_model_config_free(c);
-  m->stats.success[ISV__PROTO_V2_HTTP] = 3;
-  m->stats.failure[ISV__PROTO_V2_GRPC] = 1;
+  m->stats.success[isv__core_protocol(&core, "v2_http")] = 3;
+  m->stats.failure[isv__core_protocol(&core, "v2_grpc")] = 1;
+  assert_int_equal(isv__core_protocol(&core, "v2_http"), 1); /* found again, not added twice */
   isv__hist_add(&m->stats.latency, isv__lat_bounds, ISV__LAT_BUCKETS, 0.0002);
   isv__hist_add(&m->stats.latency, isv__lat_bounds, ISV__LAT_BUCKETS, 2.0);
   isv__buf b;

@@ -69,16 +69,6 @@ static void versions_labels_default_and_removal(void **state) {
   assert_int_equal(isv__entry_set_label(e, "stable", NULL), 0);
   assert_null(isv__entry_label(e, "stable", 6));
 
-  char msg[128];
-  isv_model *got;
-  assert_int_equal(isv__registry_resolve(&r, "nope", 4, NULL, 0, &got, msg, sizeof msg),
-                   ISV_ENOTFOUND);
-  assert_non_null(strstr(msg, "unknown model 'nope'"));
-  assert_int_equal(isv__registry_resolve(&r, "mv", 2, "7", 1, &got, msg, sizeof msg), ISV_ENOTFOUND);
-  assert_non_null(strstr(msg, "unknown version '7'"));
-  assert_int_equal(isv__registry_resolve(&r, "mv", 2, "10", 2, &got, msg, sizeof msg), 0);
-  assert_ptr_equal(got, m10);
-
   /* a version in use survives removal until its last reference goes */
   destroyed = 0;
   isv__model_ref(m2);

@@ -922,21 +922,6 @@ static void small_messages(void **state) {
   assert_int_equal(b.len, 6);
   isv__buf_free(&b);
 
-  assert_int_equal(isv__health_encode_response(1, &b), 0);
-  assert_memory_equal(b.data, "\x08\x01", 2);
-  isv__buf_free(&b);
-  assert_int_equal(isv__health_encode_response(3, &b), 0);
-  assert_memory_equal(b.data, "\x08\x03", 2);
-  isv__buf_free(&b);
-
-  char svc[16];
-  assert_int_equal(isv__health_decode_request((const uint8_t *)"\x0a\x03" "abc", 5, svc, 16), 0);
-  assert_string_equal(svc, "abc");
-  assert_int_equal(isv__health_decode_request(NULL, 0, svc, 16), 0);
-  assert_string_equal(svc, "");
-  assert_int_equal(isv__health_decode_request((const uint8_t *)"\x0a\x09" "abc", 5, svc, 16), -1);
-  assert_int_equal(isv__health_decode_request((const uint8_t *)"\x0a\x03" "abc", 5, svc, 3), -1);
-
   char name[16], ver[8];
   pbw m = {0};
   w_str(&m, 1, "simple");

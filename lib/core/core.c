@@ -1,0 +1,111 @@
+/* The core's life (init, close) and the queries every front end asks it: is the server ready,
+ * is this model ready, which model version does (name, version or label) mean. Written once
+ * here so that no protocol keeps a copy of a rule (they drifted when they did). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/request.h"
+
+int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
+  memset(c, 0, sizeof *c);
+  c->loop = loop;
+  c->loop_thread = uv_thread_self();
+  c->opts = *opts;
+  c->online = 1;
+  c->protocols[0] = "inprocess";
+  c->n_protocols = 1;
+  int rc = isv__registry_init(&c->reg);
+  if (rc) return rc;
+  if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
+  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes) != 0) goto fail_mu;
+  if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_bufs;
+  c->async.data = c;
+  uv_unref((uv_handle_t *)&c->async); /* referenced only while requests are in flight */
+  return 0;
+fail_bufs:
+  isv__bigbuf_cache_destroy(&c->bufs);
+fail_mu:
+  uv_mutex_destroy(&c->mu);
+fail_reg:
+  isv__registry_clear(&c->reg);
+  return ISV_ENOMEM;
+}
+
+void isv__core_close(isv__core *c, uv_close_cb close_cb) {
+  isv__registry_clear(&c->reg);
+  uv_mutex_destroy(&c->mu);
+  isv__bigbuf_cache_destroy(&c->bufs);
+  uv_close((uv_handle_t *)&c->async, close_cb);
+}
+
+static void ready_one(isv__model_entry *e, void *data) {
+  for (isv_model *m = e->versions; m; m = m->next)
+    if (m->state != ISV_MODEL_READY) *(int *)data = 0;
+}
+
+int isv__core_ready(const isv__core *c) {
+  if (!c->online || c->closing) return 0;
+  if (!c->opts.strict_readiness) return 1;
+  int ok = 1;
+  isv__registry_foreach(&c->reg, ready_one, &ok);
+  return ok;
+}
+
+unsigned isv__core_protocol(isv__core *c, const char *label) {
+  for (unsigned i = 0; i < c->n_protocols; i++)
+    if (strcmp(c->protocols[i], label) == 0) return i;
+  if (c->n_protocols == ISV__MAX_PROTOCOLS) return 0;
+  c->protocols[c->n_protocols] = label;
+  return c->n_protocols++;
+}
+
+int isv__core_model_ready(const isv__core *c, const isv_model *m) {
+  return m->state == ISV_MODEL_READY && !m->removed && c->online && !c->closing;
+}
+
+int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model **out, char *msg,
+                      size_t msglen) {
+  const isv__model_entry *e = isv__registry_entry(&c->reg, ref->name, ref->name_len);
+  int nl = (int)(ref->name_len > 200 ? 200 : ref->name_len);
+  if (e == NULL) {
+    snprintf(msg, msglen, "unknown model '%.*s'", nl, ref->name);
+    return ISV_ENOTFOUND;
+  }
+  isv_model *m;
+  if (ref->label) {
+    m = isv__entry_label(e, ref->label, ref->label_len);
+    if (m == NULL) {
+      snprintf(msg, msglen, "unknown label '%.*s' of model '%s'",
+               (int)(ref->label_len > 200 ? 200 : ref->label_len), ref->label, e->name);
+      return ISV_ENOTFOUND;
+    }
+  } else if (ref->version) {
+    m = isv__entry_version(e, ref->version, ref->version_len);
+    if (m == NULL) {
+      snprintf(msg, msglen, "unknown version '%.*s' of model '%s'",
+               (int)(ref->version_len > 200 ? 200 : ref->version_len), ref->version, e->name);
+      return ISV_ENOTFOUND;
+    }
+  } else {
+    m = isv__entry_default(e);
+  }
+  *out = m;
+  return 0;
+}
+
+int isv__request_bind(isv_request *r) {
+  if (r->model) return 0;
+  if (r->model_name == NULL || r->model_name[0] == '\0') {
+    if (r->status == 0) isv__request_fail(r, ISV_EBADREQ, "the request names no model");
+    return r->status;
+  }
+  isv__model_spec ref = {r->model_name, strlen(r->model_name), r->version,
+                        r->version ? strlen(r->version) : 0, r->label, r->label ? strlen(r->label) : 0};
+  char msg[512];
+  isv_model *m;
+  int rc = isv__core_resolve(r->core, &ref, &m, msg, sizeof msg);
+  if (rc != 0) return isv__request_fail(r, rc, "%s", msg); /* replaces a decode error */
+  isv__model_ref(m);
+  r->model = m;
+  return 0;
+}

@@ -1,0 +1,8 @@
+#include "protocol/builtin.h"
+
+const isv__frontend *const isv__builtin_frontends[] = {
+    &isv__v2_frontend,
+    &isv__grpc_health_frontend,
+    &isv__metrics_frontend,
+    NULL,
+};

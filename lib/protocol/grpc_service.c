@@ -1,0 +1,308 @@
+/* The gRPC call layer (grpc_service.h): one call's life, for every method of every front end.
+ *
+ * A call (gcall) lives from dispatch until it has finished AND no request of it is in flight
+ * AND none of its event callbacks is on the stack (`busy`: a backend that completes inline
+ * runs infer_done inside on_message, which must not free the call under its caller).
+ * Each request (job) owns the message its inputs point into; a job outlives its call when the
+ * call is cancelled (the request still runs to completion; its answer is dropped). */
+#include "protocol/grpc_service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct job job;
+
+typedef struct gcall {
+  isv__core *core;
+  const isv__grpc_services *svc;
+  const isv__grpc_method *m;
+  unsigned protocol;
+  isv__grpc_call *call;
+  uint8_t *msg; /* unary and server-streaming: the one message */
+  size_t len;
+  unsigned n_msgs;
+  int half_closed;
+  int cancelled;
+  int draining; /* server shutdown: end with UNAVAILABLE once in-flight work is answered */
+  int finished;
+  unsigned inflight;
+  unsigned busy;
+  job *jobs; /* requests in flight, to mark them cancelled */
+} gcall;
+
+struct job {
+  gcall *g;
+  job *prev, *next;
+  isv_request *r;
+  uint8_t *msg;
+};
+
+/* ---- the method table -------------------------------------------------------------------- */
+
+void isv__grpc_services_init(isv__grpc_services *s, isv__core *core) {
+  memset(s, 0, sizeof *s);
+  s->core = core;
+}
+
+void isv__grpc_services_free(isv__grpc_services *s) {
+  free(s->entries);
+  s->entries = NULL;
+  s->n = s->cap = 0;
+}
+
+static const isv__grpc_entry *find(const isv__grpc_services *s, const char *path) {
+  for (size_t i = 0; i < s->n; i++)
+    if (strcmp(s->entries[i].method->path, path) == 0) return &s->entries[i];
+  return NULL;
+}
+
+int isv__grpc_services_add(isv__grpc_services *s, const isv__grpc_method *m,
+                           const char *protocol_label) {
+  int codec = m->decode && m->encode;
+  if (m->path == NULL || m->path[0] != '/' || strchr(m->path + 1, '/') == NULL ||
+      (m->answer != NULL) == codec || (m->answer && m->kind != ISV__RPC_UNARY))
+    return ISV_EINVAL;
+  if (find(s, m->path)) return ISV_EEXIST;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    isv__grpc_entry *e = realloc(s->entries, cap * sizeof *e);
+    if (e == NULL) return ISV_ENOMEM;
+    s->entries = e;
+    s->cap = cap;
+  }
+  s->entries[s->n].method = m;
+  s->entries[s->n].protocol = isv__core_protocol(s->core, protocol_label);
+  s->n++;
+  return 0;
+}
+
+void isv__grpc_services_remove(isv__grpc_services *s, const isv__grpc_method *m) {
+  size_t k = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->entries[i].method != m) s->entries[k++] = s->entries[i];
+  s->n = k;
+}
+
+int isv__grpc_services_has(const isv__grpc_services *s, const char *service) {
+  size_t n = strlen(service);
+  for (size_t i = 0; i < s->n; i++) {
+    const char *p = s->entries[i].method->path;
+    if (strncmp(p + 1, service, n) == 0 && p[1 + n] == '/') return 1;
+  }
+  return 0;
+}
+
+/* ---- ending a call ----------------------------------------------------------------------- */
+
+static void gcall_finish(gcall *g, int status, const char *msg) {
+  if (g->finished) return;
+  g->finished = 1;
+  isv__grpc_finish(g->call, status, msg);
+}
+
+static void gcall_maybe_free(gcall *g) {
+  if (g->finished && g->inflight == 0 && g->busy == 0) {
+    isv__bigbuf_free(g->msg);
+    free(g);
+  }
+}
+
+static void finish_error(gcall *g, int err, const char *msg) {
+  gcall_finish(g, isv_err_grpc_status(err), msg && msg[0] ? msg : isv_strerror(err));
+}
+
+/* Send a buffer as one message; takes it. */
+static void send_buf(gcall *g, isv__buf *b) {
+  if (b->failed) {
+    isv__buf_free(b);
+    finish_error(g, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  size_t len;
+  char *data = isv__buf_release(b, &len);
+  uv_buf_t part = uv_buf_init(data, (unsigned)len);
+  isv__grpc_send(g->call, &part, 1, free, data);
+}
+
+/* A streaming call ends OK after the client's half-close, UNAVAILABLE when drained. */
+static void end_stream(gcall *g) {
+  if (g->draining) gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+  else gcall_finish(g, 0, NULL);
+}
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+static void job_free(void *p) {
+  job *j = p;
+  isv_request_free(j->r);
+  isv__bigbuf_free(j->msg);
+  free(j);
+}
+
+static void job_unlink(job *j) {
+  gcall *g = j->g;
+  if (j->prev) j->prev->next = j->next;
+  else g->jobs = j->next;
+  if (j->next) j->next->prev = j->prev;
+  g->inflight--;
+}
+
+static void infer_done(isv_request *r, int status, void *data) {
+  job *j = data;
+  gcall *g = j->g;
+  job_unlink(j);
+  if (g->cancelled || g->finished) {
+    job_free(j);
+    gcall_maybe_free(g);
+    return;
+  }
+  const isv__grpc_method *m = g->m;
+  isv__parts parts;
+  if (status == 0 && (status = m->encode(r, &parts)) != 0)
+    isv__request_fail(r, status, "out of memory while encoding the response");
+  if (status == 0) {
+    isv__grpc_send(g->call, parts.v, parts.n, job_free, j); /* tensors by reference */
+    if (m->kind != ISV__RPC_BIDI_STREAM) gcall_finish(g, 0, NULL);
+  } else if (m->kind == ISV__RPC_BIDI_STREAM && m->encode_error) {
+    isv__buf b; /* the stream goes on: this request's error travels in-stream */
+    isv__buf_init(&b);
+    m->encode_error(isv_request_error_message(r), &b);
+    job_free(j);
+    send_buf(g, &b);
+  } else {
+    finish_error(g, status, isv_request_error_message(r));
+    job_free(j);
+  }
+  if (m->kind == ISV__RPC_BIDI_STREAM && g->half_closed && g->inflight == 0) end_stream(g);
+  gcall_maybe_free(g);
+}
+
+/* Decode one message into a request and submit it; takes msg. */
+static void submit(gcall *g, uint8_t *msg, size_t len) {
+  job *j = calloc(1, sizeof *j);
+  isv_request *r = isv__request_new(g->core);
+  if (j == NULL || r == NULL) {
+    free(j);
+    isv__bigbuf_free(msg);
+    isv_request_free(r);
+    finish_error(g, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  j->g = g;
+  j->r = r;
+  j->msg = msg;
+  r->protocol = (uint8_t)g->protocol;
+  j->next = g->jobs;
+  if (g->jobs) g->jobs->prev = j;
+  g->jobs = j;
+  g->inflight++;
+  g->m->decode(r, msg, len); /* a decode error is the core's to order and report */
+  isv__core_submit(g->core, r, infer_done, j);
+}
+
+/* The one message of a unary or server-streaming call has come, and the client half-closed. */
+static void run_unary(gcall *g) {
+  if (g->m->answer) {
+    isv__buf b;
+    isv__buf_init(&b);
+    isv__grpc_unary u = {g->core, g->svc, g->msg, g->len, &b, ""};
+    int rc = g->m->answer(&u);
+    if (rc != 0) {
+      isv__buf_free(&b);
+      finish_error(g, rc, u.err);
+      return;
+    }
+    send_buf(g, &b);
+    gcall_finish(g, 0, NULL);
+    return;
+  }
+  uint8_t *msg = g->msg;
+  g->msg = NULL;
+  submit(g, msg, g->len);
+}
+
+/* ---- call events ------------------------------------------------------------------------- */
+
+static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len) {
+  gcall *g = call->app;
+  g->busy++;
+  if (g->m->kind == ISV__RPC_BIDI_STREAM) {
+    submit(g, msg, len);
+  } else if (++g->n_msgs > 1) {
+    isv__bigbuf_free(msg);
+    finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
+  } else {
+    g->msg = msg;
+    g->len = len;
+  }
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
+static void on_half_close(isv__grpc_call *call) {
+  gcall *g = call->app;
+  g->half_closed = 1;
+  if (g->finished) return;
+  g->busy++;
+  if (g->m->kind == ISV__RPC_BIDI_STREAM) {
+    if (g->inflight == 0) end_stream(g);
+  } else if (g->n_msgs != 1) {
+    finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
+  } else {
+    run_unary(g);
+  }
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
+static void on_cancel(isv__grpc_call *call) {
+  gcall *g = call->app;
+  g->cancelled = 1;
+  g->busy++;
+  for (job *j = g->jobs; j; j = j->next)
+    atomic_store_explicit(&j->r->cancelled, 1, memory_order_relaxed);
+  gcall_finish(g, ISV__GRPC_CANCELLED, "cancelled"); /* the transport drops it */
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
+static void on_drain(isv__grpc_call *call) {
+  gcall *g = call->app;
+  if (g->finished) return;
+  g->draining = 1;
+  g->busy++;
+  if (g->m->kind == ISV__RPC_BIDI_STREAM) {
+    g->half_closed = 1; /* nothing more will come */
+    if (g->inflight == 0) end_stream(g);
+  } else if (g->inflight == 0) { /* still waiting for its message: it will not come */
+    gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+  }
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
+void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
+  const isv__grpc_entry *e = find(s, call->path);
+  if (e == NULL) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "unknown method %.200s", call->path);
+    isv__grpc_finish(call, ISV__GRPC_UNIMPLEMENTED, msg);
+    return;
+  }
+  gcall *g = calloc(1, sizeof *g);
+  if (g == NULL) {
+    isv__grpc_finish(call, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  g->core = s->core;
+  g->svc = s;
+  g->m = e->method;
+  g->protocol = e->protocol;
+  g->call = call;
+  call->app = g;
+  call->on_message = on_message;
+  call->on_half_close = on_half_close;
+  call->on_cancel = on_cancel;
+  call->on_drain = on_drain;
+}

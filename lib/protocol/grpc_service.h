@@ -1,0 +1,91 @@
+/* gRPC services as data: a method table of {path, kind, answer | decode/encode/encode_error}
+ * that front ends export, and ONE call layer that runs every method of every front end — the
+ * call's life (collect the unary message, deliver each message of a stream), requests into the
+ * core and their answers back, cancellation (the backend sees it), deadlines (the transport's),
+ * and drain on shutdown. A front end writes codecs; it never sees a call's state.
+ *
+ * Kinds:
+ *  - UNARY with `answer`: one message in, one out, answered by the front end at once (health,
+ *    metadata). A nonzero ISV_E* code ends the call with its gRPC status and u->err.
+ *  - UNARY with decode/encode: one message → one inference request → its response message
+ *    then OK, or the request's error status (ModelInfer).
+ *  - SERVER_STREAM: one message → one request → each of its responses as a message, then OK.
+ *    (The core produces one response per request today; streaming backends add more.)
+ *  - BIDI_STREAM: every message is a request, answered in completion order; a failed one is
+ *    answered in-stream with encode_error when the method has one (ModelStreamInfer), else it
+ *    ends the call. The call ends OK once the client half-closed and every request answered.
+ * Loop thread only. */
+#ifndef ISV_PROTOCOL_GRPC_SERVICE_H
+#define ISV_PROTOCOL_GRPC_SERVICE_H
+
+#include "protocol/layer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/buf.h"
+#include "core/request.h"
+#include "transport/grpc.h"
+
+/* A message as a list of parts: parts[] and the non-tensor bytes live in the request's arena,
+ * tensors are referenced where they are (the request outlives the write). */
+typedef struct isv__parts {
+  uv_buf_t *v;
+  size_t n;
+  size_t total; /* sum of v[i].len */
+} isv__parts;
+
+typedef enum { ISV__RPC_UNARY, ISV__RPC_SERVER_STREAM, ISV__RPC_BIDI_STREAM } isv__rpc_kind;
+
+typedef struct isv__grpc_services isv__grpc_services;
+
+/* A unary call answered by the front end itself. */
+typedef struct isv__grpc_unary {
+  isv__core *core;
+  const isv__grpc_services *services; /* e.g. for grpc.health: which services exist */
+  const uint8_t *msg;                 /* the request message */
+  size_t len;
+  isv__buf *out;                      /* the response message */
+  char err[256];                      /* the status message of a nonzero answer */
+} isv__grpc_unary;
+
+typedef struct isv__grpc_method {
+  const char *path; /* "/package.Service/Method" */
+  isv__rpc_kind kind;
+  /* Either this (UNARY only): 0 with *u->out filled, or an ISV_E* code with u->err set. */
+  int (*answer)(isv__grpc_unary *u);
+  /* Or these: a message into a request (model named in it; 0 or the ISV_E* code with r
+   * failed — the core still reports an unknown model first), ... */
+  int (*decode)(isv_request *r, const uint8_t *msg, size_t len);
+  /* ... a finished request's response message (0 or ISV_ENOMEM), ... */
+  int (*encode)(isv_request *r, isv__parts *out);
+  /* ... and, for streams that carry errors in-stream, an error message. NULL: an error ends
+   * the call with its status. */
+  int (*encode_error)(const char *message, isv__buf *out);
+} isv__grpc_method;
+
+typedef struct isv__grpc_entry {
+  const isv__grpc_method *method;
+  unsigned protocol; /* label index of the requests it makes */
+} isv__grpc_entry;
+
+struct isv__grpc_services {
+  isv__core *core;
+  isv__grpc_entry *entries;
+  size_t n, cap;
+};
+
+void isv__grpc_services_init(isv__grpc_services *s, isv__core *core);
+void isv__grpc_services_free(isv__grpc_services *s);
+/* Serve m (not copied: a static table) with requests counted under `protocol_label`.
+ * ISV_EEXIST when its path is already served, ISV_EINVAL for an inconsistent method. */
+int isv__grpc_services_add(isv__grpc_services *s, const isv__grpc_method *m,
+                           const char *protocol_label);
+/* Stop serving m (calls already running go on). */
+void isv__grpc_services_remove(isv__grpc_services *s, const isv__grpc_method *m);
+/* Whether some method of `service` ("package.Service") is served. */
+int isv__grpc_services_has(const isv__grpc_services *s, const char *service);
+/* A new call from the transport: its method takes it, or it ends UNIMPLEMENTED. */
+void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call);
+
+#endif
