@@ -1,6 +1,7 @@
-/* gRPC calls over HTTP/2 (http2.c): the 5-byte message framing, trailers, deadlines and
- * cancellation. A protocol service sees whole messages and answers with messages and one
- * final status; it never sees frames. */
+/* The gRPC seam: a call is whole messages in, messages and one final status out. The HTTP/2
+ * transport (http2.c) carries calls over h2c — framing, trailers, deadlines, cancellation —
+ * and anything else that can deliver whole messages (a host's own gRPC stack, a test) can
+ * carry them too, by filling `send` and `finish`. A service never sees frames. */
 #ifndef ISV_TRANSPORT_GRPC_H
 #define ISV_TRANSPORT_GRPC_H
 
@@ -47,15 +48,22 @@ struct isv__grpc_call {
    * in flight is answered (UNAVAILABLE tells the client to go elsewhere). */
   void (*on_drain)(isv__grpc_call *call);
 
-  void *stream; /* transport-private */
+  /* Set by the carrier. send: queue one message made of parts; they stay referenced until
+   * release(ctx) runs — after they were written, or at once when the call is gone (then
+   * ISV_ECANCELED). finish: end the call with a status and message, exactly once; the call
+   * must not be used afterwards (the carrier may free it). */
+  int (*send)(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
+              void *ctx);
+  void (*finish)(isv__grpc_call *call, int status, const char *message);
+  void *carrier; /* the carrier's own state (http2.c: the stream) */
 };
 
-/* Queue one message made of parts (the 5-byte prefix is added). The parts stay referenced
- * until release(ctx) runs — after they were copied out, or when the call is gone. */
-int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
-                   void *ctx);
-/* End the call with a status and message (percent-encoded into grpc-message). Exactly once;
- * the call must not be used afterwards. Before any message it is a trailers-only response. */
-void isv__grpc_finish(isv__grpc_call *call, int status, const char *message);
+static inline int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
+                                 void (*release)(void *), void *ctx) {
+  return call->send(call, parts, n, release, ctx);
+}
+static inline void isv__grpc_finish(isv__grpc_call *call, int status, const char *message) {
+  call->finish(call, status, message);
+}
 
 #endif

@@ -465,9 +465,9 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
 
 /* ---- gRPC calls -------------------------------------------------------------------------- */
 
-int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
-                   void *ctx) {
-  h2_stream *st = call->stream;
+static int h2_grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
+                        void (*release)(void *), void *ctx) {
+  h2_stream *st = call->carrier;
   if (st->closed || st->cancelled || st->h2 == NULL) {
     if (release) release(ctx);
     return ISV_ECANCELED;
@@ -486,8 +486,8 @@ int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (
   return 0;
 }
 
-void isv__grpc_finish(isv__grpc_call *call, int status, const char *message) {
-  h2_stream *st = call->stream;
+static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message) {
+  h2_stream *st = call->carrier;
   if (st->app_done) return;
   st->app_done = 1;
   if (st->deadline) uv_timer_stop(st->deadline);
@@ -749,7 +749,9 @@ static void start_call(isv__h2 *h, h2_stream *st) {
   st->call.path_len = strlen(st->path);
   st->call.headers = st->hdrs;
   st->call.n_headers = st->n_headers;
-  st->call.stream = st;
+  st->call.carrier = st;
+  st->call.send = h2_grpc_send;
+  st->call.finish = h2_grpc_finish;
   if (st->call.timeout_ms) arm_deadline(st, st->call.timeout_ms);
   h->c->t->on_grpc(h->c->t->app, &st->call);
 }

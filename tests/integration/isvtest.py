@@ -20,7 +20,7 @@ import requests
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_DEMO = os.path.join(REPO_ROOT, "build", "examples", "demo", "inferserve-demo")
-LISTEN_RE = re.compile(r"inferserve-demo listening on (\S+):(\d+)")
+LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 
 # Short network timeouts keep a hung server from hanging the suite.
 TIMEOUT = 5.0
@@ -37,8 +37,8 @@ class Demo:
     """One running inferserve-demo. stdout is drained by a thread (lines kept), stderr goes to
     a temporary file so that it can be shown when something fails."""
 
-    def __init__(self, extra_args=(), start_timeout=10.0, env=None):
-        path = demo_path()
+    def __init__(self, extra_args=(), start_timeout=10.0, env=None, binary=None):
+        path = binary or demo_path()
         if not os.path.exists(path):
             raise RuntimeError(
                 "demo binary not found at %s (build it: meson setup build; ninja -C build, "

@@ -1,0 +1,304 @@
+/* protocol/grpc_service.c: the one gRPC call layer, driven through a fake carrier (the seam of
+ * transport/grpc.h) with a toy method table: answered unary calls, inference calls (unary,
+ * server-streaming, bidi with in-stream errors), message counts, unknown methods, cancellation
+ * of a request still running, and drain. ASan checks that nothing leaks. */
+#include "cmocka_prelude.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "protocol/grpc_service.h"
+
+static uv_loop_t loop;
+static isv__core core;
+static isv__grpc_services svc;
+
+/* ---- the fake carrier -------------------------------------------------------------------- */
+
+typedef struct fake {
+  isv__grpc_call call;
+  int finished, status;
+  char msg[256];
+  int n_sent;
+  char sent[8][64]; /* each message, NUL-terminated */
+} fake;
+
+static int fake_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
+                     void *ctx) {
+  fake *f = call->carrier;
+  assert_false(f->finished);
+  size_t k = 0;
+  char *out = f->sent[f->n_sent++];
+  for (size_t i = 0; i < n; i++) {
+    memcpy(out + k, parts[i].base, parts[i].len);
+    k += parts[i].len;
+  }
+  out[k] = '\0';
+  if (release) release(ctx);
+  return 0;
+}
+
+static void fake_finish(isv__grpc_call *call, int status, const char *message) {
+  fake *f = call->carrier;
+  assert_false(f->finished); /* exactly once */
+  f->finished = 1;
+  f->status = status;
+  snprintf(f->msg, sizeof f->msg, "%s", message ? message : "");
+}
+
+static void start(fake *f, const char *path) {
+  memset(f, 0, sizeof *f);
+  f->call.path = path;
+  f->call.path_len = strlen(path);
+  f->call.send = fake_send;
+  f->call.finish = fake_finish;
+  f->call.carrier = f;
+  isv__grpc_services_dispatch(&svc, &f->call);
+}
+
+static void message(fake *f, const char *text) {
+  size_t n = strlen(text);
+  uint8_t *m = isv__bigbuf_alloc(NULL, n, 0); /* the layer takes it */
+  memcpy(m, text, n);
+  f->call.on_message(&f->call, m, n);
+}
+
+/* ---- a toy front end: its messages are model names; answers are text -------------------- */
+
+static int answer(isv__grpc_unary *u) {
+  if (u->len == 4 && memcmp(u->msg, "fail", 4) == 0) {
+    strcpy(u->err, "asked to fail");
+    return ISV_EUNAVAIL;
+  }
+  isv__buf_append(u->out, "echo:", 5);
+  isv__buf_append(u->out, u->msg, u->len);
+  return 0;
+}
+
+static int decode(isv_request *r, const uint8_t *msg, size_t len) {
+  r->model_name = isv__arena_strndup(&r->arena, (const char *)msg, len);
+  if (len >= 3 && memcmp(msg, "bad", 3) == 0) return isv__request_fail(r, ISV_EBADREQ, "bad body");
+  static const int64_t shape[] = {1};
+  isv_tensor *t = isv__request_push_input(r);
+  int32_t *v = isv__arena_alloc(&r->arena, 4);
+  *v = 41;
+  *t = (isv_tensor){"x", ISV_INT32, (int64_t *)shape, 1, v, 1, 4, ISV_STATIC, 0};
+  return 0;
+}
+
+static int encode(isv_request *r, isv__parts *out) {
+  char *text = isv__arena_alloc(&r->arena, 32);
+  int n = snprintf(text, 32, "y=%d", *(const int32_t *)r->outputs[0].data);
+  out->v = isv__arena_alloc(&r->arena, sizeof *out->v);
+  out->v[0] = uv_buf_init(text, (unsigned)n);
+  out->n = 1;
+  out->total = (size_t)n;
+  return 0;
+}
+
+static int encode_error(const char *message, isv__buf *out) {
+  isv__buf_puts(out, "E:");
+  isv__buf_puts(out, message);
+  return 0;
+}
+
+static const isv__grpc_method methods[] = {
+    {"/toy.S/Answer", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
+    {"/toy.S/Infer", ISV__RPC_UNARY, NULL, decode, encode, NULL},
+    {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL},
+    {"/toy.S/Stream", ISV__RPC_BIDI_STREAM, NULL, decode, encode, encode_error},
+    {"/toy.S/StreamNoErr", ISV__RPC_BIDI_STREAM, NULL, decode, encode, NULL},
+    {0},
+};
+
+/* "m": y = x + 1 at once; "later": completed by the test (held in `held`). */
+static isv_request *held;
+static int plus_one(isv_request *r, void *u) {
+  (void)u;
+  int64_t shape[] = {1};
+  int32_t *y;
+  int rc = isv_request_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
+  if (rc) return rc;
+  *y = *(const int32_t *)isv_request_input(r, "x")->data + 1;
+  if (strcmp(isv_request_model_name(r), "later") == 0) {
+    held = r;
+    return 0;
+  }
+  return isv_request_complete(r, 0, NULL);
+}
+
+static int setup(void **state) {
+  (void)state;
+  uv_loop_init(&loop);
+  isv_options o;
+  isv__options_defaults(&o);
+  assert_int_equal(isv__core_init(&core, &loop, &o), 0);
+  isv__grpc_services_init(&svc, &core);
+  for (const isv__grpc_method *m = methods; m->path; m++)
+    assert_int_equal(isv__grpc_services_add(&svc, m, "toy_grpc"), 0);
+  int64_t one[] = {1};
+  isv_backend be = {sizeof be, plus_one, NULL};
+  for (int i = 0; i < 2; i++) {
+    isv_model_config *c = isv_model_config_new(i ? "later" : "m");
+    isv_model_config_add_input(c, "x", ISV_INT32, one, 1);
+    isv_model_config_add_output(c, "y", ISV_INT32, one, 1);
+    assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
+    isv_model_config_free(c);
+  }
+  held = NULL;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  isv__grpc_services_free(&svc);
+  isv__core_close(&core, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  return uv_loop_close(&loop);
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static void the_table_is_checked(void **state) {
+  (void)state;
+  assert_int_equal(isv__grpc_services_add(&svc, &methods[0], "x"), ISV_EEXIST);
+  isv__grpc_method bad[] = {
+      {"noslash", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
+      {"/toy.S", ISV__RPC_UNARY, answer, NULL, NULL, NULL},                 /* no method */
+      {"/toy.T/Both", ISV__RPC_UNARY, answer, decode, encode, NULL},      /* answer and codec */
+      {"/toy.T/None", ISV__RPC_UNARY, NULL, NULL, NULL, NULL},
+      {"/toy.T/StreamAnswer", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(isv__grpc_services_add(&svc, &bad[i], "x"), ISV_EINVAL);
+  assert_true(isv__grpc_services_has(&svc, "toy.S"));
+  assert_false(isv__grpc_services_has(&svc, "toy"));
+  assert_false(isv__grpc_services_has(&svc, "toy.S2"));
+  isv__grpc_services_remove(&svc, &methods[0]);
+  fake f;
+  start(&f, "/toy.S/Answer");
+  assert_true(f.finished);
+  assert_int_equal(f.status, ISV__GRPC_UNIMPLEMENTED);
+  assert_string_equal(f.msg, "unknown method /toy.S/Answer");
+}
+
+static void answered_unary_calls(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Answer");
+  message(&f, "hi");
+  assert_false(f.finished); /* unary: answered on half-close */
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.n_sent, 1);
+  assert_string_equal(f.sent[0], "echo:hi");
+  assert_int_equal(f.status, 0);
+  start(&f, "/toy.S/Answer");
+  message(&f, "fail");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.n_sent, 0);
+  assert_int_equal(f.status, ISV__GRPC_UNAVAILABLE);
+  assert_string_equal(f.msg, "asked to fail");
+  start(&f, "/toy.S/Answer"); /* no message at all */
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
+  assert_string_equal(f.msg, "a unary call takes exactly one request message");
+  start(&f, "/toy.S/Answer"); /* two: refused at the second */
+  message(&f, "a");
+  message(&f, "b");
+  assert_true(f.finished);
+  assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
+}
+
+static void inference_calls_and_the_order_of_errors(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Infer");
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.n_sent, 1);
+  assert_string_equal(f.sent[0], "y=42");
+  assert_int_equal(f.status, 0);
+  start(&f, "/toy.S/Infer");
+  message(&f, "bad-and-unknown"); /* the unknown model is reported before the decode error */
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
+  assert_string_equal(f.msg, "unknown model 'bad-and-unknown'");
+  start(&f, "/toy.S/Server");
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.n_sent, 1);
+  assert_string_equal(f.sent[0], "y=42");
+  assert_int_equal(f.status, 0);
+}
+
+static void bidi_streams_answer_each_and_carry_errors(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Stream");
+  message(&f, "m");
+  message(&f, "nope");
+  message(&f, "m");
+  assert_int_equal(f.n_sent, 3);
+  assert_string_equal(f.sent[0], "y=42");
+  assert_string_equal(f.sent[1], "E:unknown model 'nope'");
+  assert_string_equal(f.sent[2], "y=42");
+  assert_false(f.finished);
+  message(&f, "later"); /* in flight when the client half-closes */
+  f.call.on_half_close(&f.call);
+  assert_false(f.finished);
+  assert_non_null(held);
+  isv_request_complete(held, 0, NULL);
+  assert_int_equal(f.n_sent, 4);
+  assert_true(f.finished); /* half-closed and everything answered */
+  assert_int_equal(f.status, 0);
+  /* without encode_error an error ends the stream */
+  start(&f, "/toy.S/StreamNoErr");
+  message(&f, "nope");
+  assert_true(f.finished);
+  assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
+}
+
+static void a_cancelled_call_drops_its_answer(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Infer");
+  message(&f, "later");
+  f.call.on_half_close(&f.call);
+  assert_non_null(held);
+  assert_false(isv_request_cancelled(held));
+  f.call.on_cancel(&f.call); /* RST_STREAM, disconnect or deadline */
+  assert_true(isv_request_cancelled(held)); /* the backend can see it */
+  assert_true(f.finished);
+  assert_int_equal(f.status, ISV__GRPC_CANCELLED);
+  isv_request_complete(held, 0, NULL); /* the late answer is dropped, the job freed */
+  assert_int_equal(f.n_sent, 0);
+}
+
+static void drain_ends_what_waits_and_lets_work_finish(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Infer"); /* waiting for its message */
+  f.call.on_drain(&f.call);
+  assert_int_equal(f.status, ISV__GRPC_UNAVAILABLE);
+  start(&f, "/toy.S/Stream"); /* a stream with work in flight: ends once it is answered */
+  message(&f, "later");
+  f.call.on_drain(&f.call);
+  assert_false(f.finished);
+  isv_request_complete(held, 0, NULL);
+  assert_int_equal(f.n_sent, 1);
+  assert_true(f.finished);
+  assert_int_equal(f.status, ISV__GRPC_UNAVAILABLE);
+  assert_string_equal(f.msg, "server is shutting down");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(the_table_is_checked, setup, teardown),
+      cmocka_unit_test_setup_teardown(answered_unary_calls, setup, teardown),
+      cmocka_unit_test_setup_teardown(inference_calls_and_the_order_of_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(bidi_streams_answer_each_and_carry_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_cancelled_call_drops_its_answer, setup, teardown),
+      cmocka_unit_test_setup_teardown(drain_ends_what_waits_and_lets_work_finish, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
