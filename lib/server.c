@@ -34,6 +34,9 @@ static void set_error(isv_server *s, const char *fmt, ...) {
 static void on_exchange(void *app, isv__exchange *ex) {
   isv__router_dispatch(&((isv_server *)app)->router, ex);
 }
+static void on_transport_error(void *app, isv__exchange *ex, int status, const char *msg) {
+  isv__router_error(&((isv_server *)app)->router, ex, status, msg, NULL, 0);
+}
 static void on_grpc(void *app, isv__grpc_call *call) {
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
 }
@@ -114,9 +117,9 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
   const isv_options *o = &s->core.opts;
   isv__transport_limits limits = {o->max_body_bytes, o->max_header_bytes, o->idle_timeout_ms,
                                   o->header_timeout_ms, o->max_connections};
-  isv__transport_init(&s->transport, loop, &limits, on_exchange, s);
+  isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc};
+  isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;
-  s->transport.on_grpc = on_grpc;
   *out = s;
   return 0;
 }
@@ -142,7 +145,7 @@ ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream) {
     if (stream) uv_close((uv_handle_t *)stream, (uv_close_cb)free);
     return ISV_EINVAL;
   }
-  return isv__transport_adopt(&srv->transport, stream);
+  return isv__transport_adopt(&srv->transport, stream, (uv_close_cb)free);
 }
 
 ISV_EXTERN void isv_server_set_online(isv_server *srv, int online) {

@@ -1,24 +1,44 @@
-/* A client connection: the state shared by HTTP/1.1 (http1.c) and HTTP/2 (http2.c). The first
- * bytes decide which one serves it: the HTTP/2 connection preface goes to nghttp2, anything
- * else to llhttp (which would half-parse a partial preface, so it never sees one). */
+/* A client connection: the socket, its timer, its writes, read batching, and the choice of
+ * protocol. The first bytes decide: the HTTP/2 connection preface goes to the HTTP/2 engine
+ * (http2.c), anything else to the HTTP/1.1 engine (http1.c) — llhttp would half-parse a partial
+ * preface, so it never sees one. From then on the engine gets the bytes and events through
+ * isv__conn_proto and does its I/O only through the functions below: no engine calls libuv on
+ * the stream, and neither engine knows the other.
+ *
+ * Time: one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline)
+ * and the read-batching watchdog, armed at the earlier of the two. */
 #ifndef ISV_TRANSPORT_CONN_H
 #define ISV_TRANSPORT_CONN_H
 
 #include "transport/layer.h"
 
-#include <llhttp.h>
-
-#include "codec/buf.h"
 #include "transport/transport.h"
 
 #define ISV__H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define ISV__H2_PREFACE_LEN 24
 
-typedef struct isv__h2 isv__h2;
+/* What a protocol engine implements. Every callback runs on the loop thread; c->proto_state
+ * is the engine's. After isv__conn_close() no callback but free runs. */
+typedef struct isv__conn_proto {
+  const char *name;
+  /* Take over the connection; `data` holds the bytes read so far (the sniffed ones). 0, or
+   * nonzero after closing the connection. */
+  int (*start)(isv__conn *c, const char *data, size_t len);
+  /* Where the next read should land (a body read in place); NULL member: the shared buffer. */
+  void (*read_buf)(isv__conn *c, uv_buf_t *buf);
+  void (*on_read)(isv__conn *c, const char *data, size_t len);
+  /* The client half-closed (EOF): answer what it sent, or close. */
+  void (*on_eof)(isv__conn *c);
+  /* The engine's deadline (isv__conn_deadline) passed. */
+  void (*on_deadline)(isv__conn *c);
+  /* Graceful close: finish what is in flight, then isv__conn_close. */
+  void (*shutdown)(isv__conn *c);
+  /* The connection is closing: let go of everything (exchanges answer into the void). */
+  void (*free)(isv__conn *c);
+} isv__conn_proto;
 
-typedef struct hdr_span {
-  size_t no, nl, vo, vl;
-} hdr_span;
+extern const isv__conn_proto isv__http1_proto;
+extern const isv__conn_proto isv__http2_proto;
 
 struct isv__conn {
   isv__transport *t;
@@ -26,69 +46,62 @@ struct isv__conn {
   uv_stream_t *stream;
   uv_tcp_t tcp; /* the stream, when we accepted it ourselves */
   int adopted;
+  uv_close_cb adopted_closed; /* the host's, for an adopted stream */
+  void *adopted_data;         /* the stream's data before we took it */
   uv_timer_t timer;
-  llhttp_t parser;
-
-  /* the request being read */
-  int in_message;
-  int headers_done;
-  int last_span; /* 0 none, 1 url, 2 header field, 3 header value */
-  isv__buf head;
-  size_t url_len;
-  hdr_span *hdrs;
-  size_t n_hdrs, cap_hdrs;
-  isv__buf body; /* data from isv__bigbuf_alloc when body_big, else malloc'd */
-  int body_big;
-  size_t body_expected; /* Content-Length, when known */
-  int err_status;       /* a limit or syntax error found inside a callback */
-  const char *err_msg;
-
-  isv__exchange *ex; /* in flight: dispatched, response not yet written */
-  char *pending;     /* bytes read past the dispatched message */
-  size_t pending_len;
-  int keep_alive;
-  int reading;  /* uv_read_start is in effect */
-  int peer_eof; /* the client half-closed: answer what it sent, then close */
-  int shutting_down; /* close once the in-flight response is written */
+  const isv__conn_proto *proto; /* NULL until the first bytes chose it */
+  void *proto_state;
+  int reading;    /* uv_read_start is in effect */
   int closing;
   int handles_open;
-
-  /* protocol choice: until `sniffed`, the first bytes wait in sniff[] */
-  int sniffed;
-  char sniff[ISV__H2_PREFACE_LEN];
-  size_t sniff_len;
-  isv__h2 *h2; /* non-NULL: this is an HTTP/2 connection */
+  uint64_t deadline;      /* the engine's (uv_now ms), 0 = none */
+  uint64_t watchdog;      /* read batching, 0 = none */
+  size_t write_pending;   /* bytes handed to libuv and not yet written */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
+  char sniff[ISV__H2_PREFACE_LEN];
+  size_t sniff_len;
 };
+
+/* ---- for the engines ---------------------------------------------------------------------- */
+
+/* The engine's deadline: on_deadline runs `ms` from now (0: none). Replaces the previous one. */
+void isv__conn_deadline(isv__conn *c, uint64_t ms);
+
+/* Write bufs in order (the array is copied; the memory stays referenced until cb runs). cb runs
+ * once, on the loop thread, when the write completed or failed — also when the connection
+ * closes meanwhile (status < 0; c is still valid then, closing). 0, or a negative code and cb
+ * is NOT called. */
+typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
+int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+
+/* Reading: pause (pipelined work waits) and resume. */
+void isv__conn_read_stop(isv__conn *c);
+void isv__conn_read_start(isv__conn *c);
 
 /* Read batching: while a large body (HTTP/1.1, known length) or gRPC message (HTTP/2) is half
  * received, SO_RCVLOWAT asks the kernel to wake the loop only once min(what must still come,
  * ISV__LOWAT_MAX) is queued, instead of for every segment (which also costs the sender a
  * wake-up on loopback). The mark is only ever set to bytes the client must send to finish what
  * it started; a client that pauses anyway is heard after ISV__LOWAT_WATCHDOG_MS, when the
- * connection's timer drops the mark back to 1. */
+ * watchdog drops the mark back to 1. */
 #define ISV__LOWAT_MIN (32u << 10)
 #define ISV__LOWAT_MAX (512u << 10)
 #define ISV__LOWAT_WATCHDOG_MS 5
+/* The mark itself (1: wake for every byte). */
 void isv__conn_set_lowat(isv__conn *c, int bytes);
 /* After a read: `must_come` bytes are still owed by the client (0: nothing known). Sets the mark
- * to min(must_come, ISV__LOWAT_MAX) when that is at least ISV__LOWAT_MIN, else 1, and (re)starts
- * the watchdog on the connection's timer while it is above 1. */
+ * to min(must_come, ISV__LOWAT_MAX) when that is at least ISV__LOWAT_MIN, else 1, and (re)arms
+ * the watchdog while it is above 1. */
 void isv__conn_batch_reads(isv__conn *c, size_t must_come);
 
+/* Close now (idempotent): the engine's free runs, then the handles close. */
 void isv__conn_close(isv__conn *c);
-void isv__exchange_free(isv__exchange *ex);
-void isv__conn_timer_start(isv__conn *c, uint64_t ms);
 
-/* http2.c: take over a connection whose first bytes were the preface (data holds them). */
-int isv__h2_start(isv__conn *c, const char *data, size_t len);
-void isv__h2_on_read(isv__conn *c, const char *data, size_t len);
-/* the connection's timer fired: 1 when HTTP/2 used it (read batching), 0 = idle, close */
-int isv__h2_on_timer(isv__conn *c);
-/* graceful: GOAWAY, close when the last stream is done */
-void isv__h2_shutdown(isv__conn *c);
-/* the connection is closing: cancel every stream, free the session */
-void isv__h2_free(isv__conn *c);
+/* ---- for the transport (listener.c) -------------------------------------------------------- */
+
+isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted);
+void isv__conn_start(isv__conn *c);
+void isv__conn_shutdown(isv__conn *c); /* graceful */
 
 #endif

@@ -1,7 +1,8 @@
-/* One HTTP exchange (request in, one response out), the same type for HTTP/1.1 and, later,
- * HTTP/2. The transport fills it, a protocol handler answers it exactly once — at once or
- * later — with isv__exchange_respond(). The transport frees it after the response is written
- * or the connection is gone; the handler must not touch it after responding. */
+/* One HTTP exchange (request in, one response out), the same type for HTTP/1.1 and HTTP/2 —
+ * and for anything else that carries HTTP (a host's own server): whoever fills it sets
+ * `respond`. A protocol handler answers it exactly once — at once or later — with
+ * isv__exchange_respond(). The carrier frees it after the response is written or the
+ * connection is gone; the handler must not touch it after responding. */
 #ifndef ISV_TRANSPORT_EXCHANGE_H
 #define ISV_TRANSPORT_EXCHANGE_H
 
@@ -58,9 +59,13 @@ struct isv__exchange {
   int body_big;  /* body came from isv__bigbuf_alloc */
 };
 
+/* "GET" -> ISV__M_GET ...; ISV__M_OTHER for the rest. */
+isv__method isv__method_of(const char *name);
 /* Case-insensitive lookup; NULL when absent. */
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name);
 int isv__exchange_respond(isv__exchange *ex, const isv__response *resp);
 const char *isv__http_reason(int status);
+/* Free an exchange the HTTP engines built (storage, body, headers, itself). */
+void isv__exchange_free(isv__exchange *ex);
 
 #endif

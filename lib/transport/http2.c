@@ -5,15 +5,20 @@
  * HTTP/1.1) or a gRPC call (content-type application/grpc*: DATA is deframed into whole
  * messages as it arrives, so bidirectional streams work).
  *
- * Output: nghttp2 produces frames; we gather them into one buffer per flush and uv_write it.
+ * Output: nghttp2 produces frames; each flush gathers them into one write (isv__conn_write).
  * While more than ISV__H2_HIGH_WATER bytes are queued in libuv we stop asking nghttp2 for
  * frames; the write callback resumes. Incoming windows are reopened by nghttp2 as data is
  * consumed (copied into its message or body buffer, both bounded by the size limit).
  *
  * Large gRPC messages are read in batches (conn.h, "Read batching"): the low-water mark is
  * what the stream whose DATA came last must still receive to complete its message, bounded by
- * the client's stream and connection windows. The connection's timer, which serves idleness
- * only while no stream is open, is the watchdog.
+ * the client's stream and connection windows. The connection's deadline is the idle timeout
+ * while no stream is open; each stream has its own timer (grpc-timeout, or a REST body that
+ * must keep arriving).
+ *
+ * Errors found here before a REST request reaches its handler (431, 413, 408, a gRPC GET) are
+ * handed to the transport's error handler with the stream's path, so the protocol that path
+ * belongs to answers them in its own shape; gRPC calls end with a gRPC status.
  *
  * nghttp2 must not be re-entered: calls that arrive from inside its callbacks (a service
  * answering synchronously, a stream closing during mem_send) only mark the session for a
@@ -25,6 +30,7 @@
 #include <strings.h>
 
 #include "transport/conn.h"
+#include "transport/grpc_frame.h"
 
 #define ISV__H2_HIGH_WATER (1u << 20)
 #define ISV__H2_MAX_STREAMS 100
@@ -43,7 +49,7 @@ typedef struct out_item {
 } out_item;
 
 typedef struct h2_stream {
-  isv__h2 *h2;
+  struct h2 *h2;
   struct h2_stream *prev, *next;
   int32_t id;
   /* request headers: "name\0value\0" pairs */
@@ -53,11 +59,7 @@ typedef struct h2_stream {
   int is_grpc;
   int compressed; /* grpc-encoding other than identity */
   isv__buf body;  /* REST */
-  /* gRPC deframer */
-  unsigned char prefix[5];
-  size_t prefix_len;
-  uint8_t *msg;
-  size_t msg_len, msg_got;
+  isv__grpc_deframer df; /* gRPC */
   isv__grpc_call call;
   isv__header *hdrs; /* for the call / exchange */
   int dispatched;    /* handed to the service / handler */
@@ -79,19 +81,20 @@ typedef struct h2_stream {
   int rst_after_end;    /* answered before the client finished sending: RST once answered */
 } h2_stream;
 
-struct isv__h2 {
+typedef struct h2 {
   isv__conn *c;
   nghttp2_session *s;
   h2_stream *streams;
   unsigned n_streams;
-  size_t write_pending;
   int in_session; /* inside nghttp2 (mem_recv or mem_send): flushing now would re-enter it */
   struct h2_write *cur; /* the write flush() is filling (for send_data) */
   int want_flush;
   int shutting_down;
   int dead;
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
-};
+} h2;
+
+static h2 *h2_of(isv__conn *c) { return c->proto_state; }
 
 /* One uv_write: the bytes nghttp2 serialised (copied into `copy`) interleaved with DATA
  * payloads referenced where the service left them (NGHTTP2_DATA_FLAG_NO_COPY): a 16 MiB
@@ -103,7 +106,6 @@ typedef struct seg {
 } seg;
 
 typedef struct h2_write {
-  uv_write_t req;
   isv__conn *c;
   size_t len; /* all bytes of the write */
   isv__buf copy;
@@ -113,7 +115,7 @@ typedef struct h2_write {
   int failed;
 } h2_write;
 
-static void flush(isv__h2 *h);
+static void flush(h2 *h);
 static void stream_maybe_free(h2_stream *st);
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -173,22 +175,17 @@ static void write_free(h2_write *w) {
   free(w);
 }
 
-static void after_write(uv_write_t *req, int status) {
-  h2_write *w = (h2_write *)req;
-  isv__conn *c = w->c;
-  size_t len = w->len;
-  write_free(w);
-  isv__h2 *h = c->h2;
-  if (h == NULL || c->closing) return;
-  h->write_pending -= len;
+static void after_write(isv__conn *c, void *ctx, int status) {
+  write_free(ctx);
+  if (c->closing) return;
   if (status < 0) {
     isv__conn_close(c);
     return;
   }
-  flush(h);
+  flush(h2_of(c));
 }
 
-static int start_write(isv__h2 *h, h2_write *w) {
+static int start_write(h2 *h, h2_write *w) {
   uv_buf_t small[64] = {{0}};
   uv_buf_t *bufs = w->n_segs <= 64 ? small : malloc(w->n_segs * sizeof *bufs);
   if (bufs == NULL) return -1;
@@ -197,12 +194,12 @@ static int start_write(isv__h2 *h, h2_write *w) {
     bufs[i].base = (char *)(s->ref ? s->ref : w->copy.data + s->off);
     bufs[i].len = s->len;
   }
-  int rc = uv_write(&w->req, h->c->stream, bufs, (unsigned)w->n_segs, after_write); /* copies bufs */
+  int rc = isv__conn_write(h->c, bufs, w->n_segs, after_write, w); /* copies bufs */
   if (bufs != small) free(bufs);
   return rc;
 }
 
-static void flush(isv__h2 *h) {
+static void flush(h2 *h) {
   if (h->dead || h->c->closing) return;
   if (h->in_session) {
     h->want_flush = 1;
@@ -219,7 +216,7 @@ static void flush(isv__h2 *h) {
   h->cur = w;
   h->in_session = 1;
   ssize_t n = 0;
-  while (h->write_pending + w->len < ISV__H2_HIGH_WATER && !w->failed) {
+  while (h->c->write_pending + w->len < ISV__H2_HIGH_WATER && !w->failed) {
     const uint8_t *data;
     n = nghttp2_session_mem_send(h->s, &data);
     if (n <= 0) break;
@@ -233,20 +230,18 @@ static void flush(isv__h2 *h) {
     return;
   }
   if (w->len > 0) {
-    size_t len = w->len;
     if (start_write(h, w) != 0) {
       write_free(w);
       isv__conn_close(h->c);
       return;
     }
-    h->write_pending += len;
   } else {
     write_free(w);
   }
   if (!nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s) &&
-      h->write_pending == 0)
+      h->c->write_pending == 0)
     isv__conn_close(h->c);
-  else if (h->shutting_down && h->n_streams == 0 && h->write_pending == 0)
+  else if (h->shutting_down && h->n_streams == 0 && h->c->write_pending == 0)
     isv__conn_close(h->c);
 }
 
@@ -259,18 +254,6 @@ static void release_items(h2_stream *st) {
     out_item *next = it->next;
     item_free(it);
     it = next;
-  }
-}
-
-static void percent_encode(isv__buf *b, const char *s) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
-      isv__buf_putc(b, (char)*p);
-    } else {
-      char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-      isv__buf_append(b, e, 3);
-    }
   }
 }
 
@@ -347,7 +330,7 @@ static ssize_t data_length(nghttp2_session *s, uint8_t type, int32_t id, int32_t
 static int send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
                      size_t length, nghttp2_data_source *src, void *user) {
   (void)s;
-  isv__h2 *h = user;
+  h2 *h = user;
   h2_stream *st = src->ptr;
   h2_write *w = h->cur;
   if (w == NULL || frame->data.padlen > 0) return NGHTTP2_ERR_CALLBACK_FAILURE; /* never pads */
@@ -391,12 +374,8 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
   it->idx = it->off = 0;
   size_t k = 0;
   if (grpc_prefix) {
-    it->prefix[0] = 0;
-    it->prefix[1] = (unsigned char)(total >> 24);
-    it->prefix[2] = (unsigned char)(total >> 16);
-    it->prefix[3] = (unsigned char)(total >> 8);
-    it->prefix[4] = (unsigned char)total;
-    it->parts[k++] = uv_buf_init((char *)it->prefix, 5);
+    isv__grpc_prefix(it->prefix, total);
+    it->parts[k++] = uv_buf_init((char *)it->prefix, ISV__GRPC_PREFIX);
   }
   for (size_t i = 0; i < n; i++) it->parts[k++] = parts[i];
   it->n = k;
@@ -425,7 +404,7 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
     isv__exchange_free(ex);
     return 0;
   }
-  isv__h2 *h = st->h2;
+  h2 *h = st->h2;
   st->ex = NULL;
   st->app_done = 1;
   size_t body = 0;
@@ -495,10 +474,10 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
     if (!st->in_cancel) stream_maybe_free(st);
     return;
   }
-  isv__h2 *h = st->h2;
+  h2 *h = st->h2;
   isv__buf m;
   isv__buf_init(&m);
-  if (message) percent_encode(&m, message);
+  if (message) isv__grpc_percent_encode(&m, message);
   isv__buf_putc(&m, '\0');
   char status_s[16];
   snprintf(status_s, sizeof status_s, "%d", status);
@@ -533,11 +512,11 @@ static void notify_cancel(h2_stream *st) {
  * isv__grpc_finish once (which then only lets go of the stream). */
 static void transport_end(h2_stream *st, int status, const char *message) {
   if (st->app_done || st->closed || st->cancelled || st->h2 == NULL) return;
-  isv__h2 *h = st->h2;
+  h2 *h = st->h2;
   if (st->deadline) uv_timer_stop(st->deadline);
   isv__buf m;
   isv__buf_init(&m);
-  percent_encode(&m, message);
+  isv__grpc_percent_encode(&m, message);
   isv__buf_putc(&m, '\0');
   if (m.failed) {
     isv__buf_free(&m);
@@ -563,14 +542,7 @@ static void transport_end(h2_stream *st, int status, const char *message) {
   flush(h);
 }
 
-static void plain_reply(h2_stream *st, const char *status, const char *json);
-
-/* Answer a REST stream before its body is complete: the part received is dropped. */
-static void reply_early(h2_stream *st, const char *status, const char *json) {
-  isv__buf_free(&st->body);
-  isv__buf_init(&st->body);
-  plain_reply(st, status, json);
-}
+static void stream_error(h2_stream *st, int status, const char *msg);
 
 static void on_deadline(uv_timer_t *t) {
   h2_stream *st = t->data;
@@ -583,8 +555,7 @@ static void on_deadline(uv_timer_t *t) {
   /* A REST request whose body stopped arriving, as HTTP/1.1 answers it; then RST_STREAM, so
    * that neither side keeps the stream (and its half body) open. */
   st->rst_after_end = 1;
-  reply_early(st, "408", "{\"error\":\"request not received in time\"}");
-  flush(st->h2);
+  stream_error(st, 408, "request not received in time"); /* answered and flushed: st may be gone */
 }
 
 /* (Re)arm the stream's timer: `ms` from now. */
@@ -597,60 +568,30 @@ static void arm_deadline(h2_stream *st, uint64_t ms) {
   uv_timer_start(st->deadline, on_deadline, ms, 0);
 }
 
-/* grpc-timeout: 1-8 digits and a unit (H M S m u n). 0 when absent or malformed. */
-static uint64_t parse_timeout(const char *v) {
-  size_t n = strlen(v);
-  if (n < 2 || n > 9) return 0;
-  uint64_t x = 0;
-  for (size_t i = 0; i + 1 < n; i++) {
-    if (v[i] < '0' || v[i] > '9') return 0;
-    x = x * 10 + (uint64_t)(v[i] - '0');
-  }
-  switch (v[n - 1]) {
-  case 'H': return x * 3600000;
-  case 'M': return x * 60000;
-  case 'S': return x * 1000;
-  case 'm': return x ? x : 1;
-  case 'u': return x / 1000 ? x / 1000 : 1;
-  case 'n': return x / 1000000 ? x / 1000000 : 1;
-  default: return 0;
-  }
-}
-
 /* ---- read batching (SO_RCVLOWAT) ----------------------------------------------------------- */
 
 /* After each read: how much must be queued before the next wake-up. Only a gRPC message in
  * progress makes it more than 1, and only by bytes the client must send to finish it and may
  * send without waiting for us (its stream and connection windows as nghttp2 last granted). */
-static void update_lowat(isv__h2 *h) {
+static void update_lowat(h2 *h) {
   size_t owed = 0;
   h2_stream *st = h->rx;
-  if (st && st->msg && st->msg_got < st->msg_len && !st->app_done && !st->cancelled &&
+  if (st && isv__grpc_deframer_owed(&st->df) && !st->app_done && !st->cancelled &&
       !st->draining && !h->shutting_down && !h->dead) {
     int32_t sw = nghttp2_session_get_stream_local_window_size(h->s, st->id);
     int32_t cw = nghttp2_session_get_local_window_size(h->s);
     int32_t w = sw < cw ? sw : cw;
-    owed = st->msg_len - st->msg_got;
+    owed = isv__grpc_deframer_owed(&st->df);
     if (w <= 0) owed = 0;
     else if ((size_t)w < owed) owed = (size_t)w;
   }
-  int was = h->c->lowat > 1;
   isv__conn_batch_reads(h->c, owed);
-  /* the timer serves no one else while a stream is open */
-  if (was && h->c->lowat <= 1 && h->n_streams > 0) uv_timer_stop(&h->c->timer);
-}
-
-int isv__h2_on_timer(isv__conn *c) {
-  isv__h2 *h = c->h2;
-  if (h->n_streams == 0) return 0; /* idle */
-  isv__conn_set_lowat(c, 1); /* the client paused mid-message: take what it sent */
-  return 1;
 }
 
 /* ---- streams ----------------------------------------------------------------------------- */
 
 static void stream_free(h2_stream *st) {
-  isv__h2 *h = st->h2;
+  h2 *h = st->h2;
   if (h) {
     if (st->prev) st->prev->next = st->next;
     else h->streams = st->next;
@@ -660,8 +601,7 @@ static void stream_free(h2_stream *st) {
       h->rx = NULL;
       if (!h->dead) update_lowat(h);
     }
-    if (h->n_streams == 0 && !h->dead)
-      isv__conn_timer_start(h->c, h->c->t->limits.idle_timeout_ms);
+    if (h->n_streams == 0 && !h->dead) isv__conn_deadline(h->c, h->c->t->limits.idle_timeout_ms);
   }
   int close_now = h && !h->dead && h->shutting_down && h->n_streams == 0;
   release_items(st);
@@ -671,7 +611,7 @@ static void stream_free(h2_stream *st) {
   }
   isv__buf_free(&st->head);
   isv__buf_free(&st->body);
-  isv__bigbuf_free(st->msg);
+  isv__grpc_deframer_free(&st->df);
   free(st->hdrs);
   free(st->trailer_msg);
   free(st);
@@ -688,7 +628,7 @@ static h2_stream *stream_of(nghttp2_session *s, int32_t id) {
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user) {
-  isv__h2 *h = user;
+  h2 *h = user;
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   h2_stream *st = calloc(1, sizeof *st);
   if (st == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -696,11 +636,13 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   st->id = f->hd.stream_id;
   isv__buf_init(&st->head);
   isv__buf_init(&st->body);
+  st->df.max_len = h->c->t->limits.max_body_bytes;
+  st->df.bufs = h->c->t->bufs;
   st->next = h->streams;
   if (h->streams) h->streams->prev = st;
   h->streams = st;
   h->n_streams++;
-  uv_timer_stop(&h->c->timer);
+  isv__conn_deadline(h->c, 0); /* not idle: each stream keeps its own time */
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
 }
@@ -708,7 +650,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
                      const uint8_t *value, size_t vlen, uint8_t flags, void *user) {
   (void)flags;
-  isv__h2 *h = user;
+  h2 *h = user;
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
@@ -737,13 +679,13 @@ static int index_headers(h2_stream *st) {
     if (strcmp(n, ":path") == 0) st->path = v;
     else if (strcmp(n, ":method") == 0) st->method = v;
     else if (strcmp(n, "content-type") == 0) st->ctype = v;
-    else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = parse_timeout(v);
+    else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = isv__grpc_parse_timeout(v, strlen(v));
     else if (strcmp(n, "grpc-encoding") == 0 && strcmp(v, "identity") != 0) st->compressed = 1;
   }
   return 0;
 }
 
-static void start_call(isv__h2 *h, h2_stream *st) {
+static void start_call(h2 *h, h2_stream *st) {
   st->dispatched = 1;
   st->call.path = st->path;
   st->call.path_len = strlen(st->path);
@@ -753,7 +695,7 @@ static void start_call(isv__h2 *h, h2_stream *st) {
   st->call.send = h2_grpc_send;
   st->call.finish = h2_grpc_finish;
   if (st->call.timeout_ms) arm_deadline(st, st->call.timeout_ms);
-  h->c->t->on_grpc(h->c->t->app, &st->call);
+  h->c->t->h.grpc(h->c->t->h.app, &st->call);
 }
 
 static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *extra_name,
@@ -771,79 +713,87 @@ static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *
   nghttp2_submit_response(st->h2->s, st->id, nv, n, NULL);
 }
 
-static void rest_dispatch(isv__h2 *h, h2_stream *st) {
-  if (st->deadline) uv_timer_stop(st->deadline);
+/* The exchange of a REST stream: its path, method and headers (the exchange takes them), and
+ * its body when `with_body`. NULL when out of memory. */
+static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   isv__exchange *ex = calloc(1, sizeof *ex);
-  const char *path = st->path ? st->path : "/";
-  size_t plen = strlen(path);
-  char *copy = malloc(plen + 2);
+  size_t plen = st->path ? strlen(st->path) : 0;
+  char *copy = malloc(plen + 1);
   if (ex == NULL || copy == NULL) {
     free(ex);
     free(copy);
-    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
-    return;
+    return NULL;
   }
-  memcpy(copy, path, plen + 1);
-  char *q = strchr(copy, '?');
-  ex->path = copy;
-  if (q) {
-    *q = '\0';
-    ex->query = q + 1;
-    ex->query_len = strlen(q + 1);
-  } else {
-    ex->query = copy + plen;
+  if (st->path) {
+    memcpy(copy, st->path, plen + 1);
+    char *q = strchr(copy, '?');
+    ex->path = copy;
+    if (q) {
+      *q = '\0';
+      ex->query = q + 1;
+      ex->query_len = strlen(q + 1);
+    } else {
+      ex->query = copy + plen;
+    }
+    ex->path_len = strlen(copy);
   }
-  ex->path_len = strlen(copy);
-  const char *m = st->method ? st->method : "";
-  ex->method = strcmp(m, "GET") == 0    ? ISV__M_GET
-               : strcmp(m, "POST") == 0 ? ISV__M_POST
-               : strcmp(m, "HEAD") == 0 ? ISV__M_HEAD
-               : strcmp(m, "PUT") == 0  ? ISV__M_PUT
-               : strcmp(m, "DELETE") == 0 ? ISV__M_DELETE
-                                         : ISV__M_OTHER;
-  ex->method_name = m;
+  ex->method_name = st->method ? st->method : "";
+  ex->method = isv__method_of(ex->method_name);
   ex->headers = st->hdrs; /* the exchange frees them */
   st->hdrs = NULL;
   ex->n_headers = st->n_headers;
   ex->storage = copy;
-  ex->body = st->body.data;
-  ex->body_len = st->body.len;
-  isv__buf_init(&st->body);
+  if (with_body) {
+    ex->body = st->body.data;
+    ex->body_len = st->body.len;
+    isv__buf_init(&st->body);
+  }
   ex->conn = st;
   ex->respond = h2_respond;
   st->ex = ex;
   st->dispatched = 1;
-  h->c->t->on_exchange(h->c->t->app, ex);
+  return ex;
 }
 
-/* Request headers are complete: gRPC calls start now (streaming), REST waits for the body. */
-/* A plain HTTP answer that ends the stream (errors found before any handler). */
-static void plain_reply(h2_stream *st, const char *status, const char *json) {
-  static const char ct[] = "application/json";
-  char clen[24];
-  snprintf(clen, sizeof clen, "%zu", strlen(json));
-  nghttp2_nv nv[] = {NV(":status", status), NV("content-type", ct), NV("content-length", clen)};
-  uv_buf_t part = uv_buf_init((char *)json, (unsigned)strlen(json));
+static void rest_dispatch(h2 *h, h2_stream *st) {
   if (st->deadline) uv_timer_stop(st->deadline);
-  st->dispatched = st->app_done = 1;
-  if (enqueue(st, &part, 1, 0, NULL, NULL) == 0) {
-    st->eof = 1;
-    submit_or_resume(st, nv, 3);
+  isv__exchange *ex = make_exchange(st, 1);
+  if (ex == NULL) {
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    return;
   }
+  h->c->t->h.exchange(h->c->t->h.app, ex);
 }
 
-static int headers_done(isv__h2 *h, h2_stream *st) {
+/* A REST stream refused before its handler (a limit, a timeout, a gRPC GET): the app answers
+ * `status` in the shape of the path's protocol; what was received of the body is dropped. */
+static void stream_error(h2_stream *st, int status, const char *msg) {
+  h2 *h = st->h2;
+  if (st->deadline) uv_timer_stop(st->deadline);
+  isv__buf_free(&st->body);
+  isv__buf_init(&st->body);
+  if (st->hdrs == NULL && index_headers(st) != 0) st->hdrs = NULL;
+  isv__exchange *ex = make_exchange(st, 0);
+  if (ex == NULL) {
+    st->app_done = 1;
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  h->c->t->h.error(h->c->t->h.app, ex, status, msg);
+}
+
+static int headers_done(h2 *h, h2_stream *st) {
   if (index_headers(st) != 0) return -1;
   st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
   if (st->headers_too_big) {
     st->is_grpc = 0; /* whatever it was, it is answered here */
-    plain_reply(st, "431", "{\"error\":\"request headers exceed the server's limit\"}");
+    stream_error(st, 431, "request headers exceed the server's limit");
     return 0;
   }
   if (!st->is_grpc) return 0;
   if (st->method == NULL || strcmp(st->method, "POST") != 0) {
-    plain_reply(st, "405", "{\"error\":\"gRPC calls must use POST\"}");
     st->is_grpc = 0;
+    stream_error(st, 405, "gRPC calls must use POST");
     return 0;
   }
   if (h->shutting_down) {
@@ -866,80 +816,51 @@ static int headers_done(isv__h2 *h, h2_stream *st) {
   return 0;
 }
 
-static void deliver_message(h2_stream *st) {
-  uint8_t *m = st->msg;
-  size_t len = st->msg_len;
-  st->msg = NULL;
-  st->msg_len = st->msg_got = 0;
-  st->prefix_len = 0;
+static void deliver_message(h2_stream *st, uint8_t *m, size_t len) {
   if (st->call.on_message && !st->app_done && !st->cancelled) st->call.on_message(&st->call, m, len);
   else isv__bigbuf_free(m);
 }
 
-/* gRPC framing: 1 byte compressed flag, 4 bytes big-endian length, message; any split. */
-static void deframe(isv__h2 *h, h2_stream *st, const uint8_t *d, size_t n) {
+/* DATA of a gRPC stream: whole messages to the service as they complete (grpc_frame.h). */
+static void deframe(h2_stream *st, const uint8_t *d, size_t n) {
   while (n > 0 && !st->app_done && !st->cancelled && !st->draining) {
-    if (st->prefix_len < 5) {
-      size_t take = 5 - st->prefix_len < n ? 5 - st->prefix_len : n;
-      memcpy(st->prefix + st->prefix_len, d, take);
-      st->prefix_len += take;
-      d += take;
-      n -= take;
-      if (st->prefix_len < 5) return;
-      if (st->prefix[0] != 0) {
-        transport_end(st, ISV__GRPC_UNIMPLEMENTED,
-                      "compressed messages are not supported; use identity");
-        return;
-      }
-      size_t len = ((size_t)st->prefix[1] << 24) | ((size_t)st->prefix[2] << 16) |
-                   ((size_t)st->prefix[3] << 8) | st->prefix[4];
-      if (len > h->c->t->limits.max_body_bytes) { /* checked before allocating */
-        char msg[128];
-        snprintf(msg, sizeof msg, "message of %zu bytes exceeds the server's limit of %zu", len,
-                 h->c->t->limits.max_body_bytes);
-        transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, msg);
-        return;
-      }
-      /* END-aligned: serializers write raw_input_contents last, so the (last) tensor lands
-       * aligned and is used in place; big messages reuse the server's mapped blocks. */
-      st->msg = isv__bigbuf_alloc(h->c->t->bufs, len, 1);
-      if (st->msg == NULL) {
-        transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory");
-        return;
-      }
-      st->msg_len = len;
-      st->msg_got = 0;
-      if (len == 0) {
-        deliver_message(st);
-        continue;
-      }
+    uint8_t *msg;
+    size_t len;
+    switch (isv__grpc_deframe(&st->df, &d, &n, &msg, &len)) {
+    case ISV__DEFRAME_MORE: return;
+    case ISV__DEFRAME_MESSAGE: deliver_message(st, msg, len); break;
+    case ISV__DEFRAME_COMPRESSED:
+      transport_end(st, ISV__GRPC_UNIMPLEMENTED, "compressed messages are not supported; use identity");
+      return;
+    case ISV__DEFRAME_TOO_BIG: {
+      char text[128];
+      snprintf(text, sizeof text, "message of %zu bytes exceeds the server's limit of %zu", len,
+               st->df.max_len);
+      transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, text);
+      return;
     }
-    size_t take = st->msg_len - st->msg_got < n ? st->msg_len - st->msg_got : n;
-    memcpy(st->msg + st->msg_got, d, take);
-    st->msg_got += take;
-    d += take;
-    n -= take;
-    if (st->msg_got == st->msg_len) deliver_message(st);
+    case ISV__DEFRAME_NOMEM: transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory"); return;
+    }
   }
 }
 
 static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
                          size_t len, void *user) {
   (void)flags;
-  isv__h2 *h = user;
+  h2 *h = user;
   h2_stream *st = stream_of(s, id);
   if (st == NULL) return 0;
   if (st->is_grpc) {
     if (st->dispatched && !st->app_done && !st->cancelled) {
       h->rx = st;
-      deframe(h, st, data, len);
+      deframe(st, data, len);
     }
     return 0;
   }
   if (st->dispatched) return 0;
   if (st->deadline) arm_deadline(st, h->c->t->limits.header_timeout_ms); /* still arriving */
   if (st->body.len + len > h->c->t->limits.max_body_bytes) {
-    reply_early(st, "413", "{\"error\":\"request body exceeds the server's limit\"}");
+    stream_error(st, 413, "request body exceeds the server's limit");
     return 0;
   }
   isv__buf_append(&st->body, data, len);
@@ -947,7 +868,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 }
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user) {
-  isv__h2 *h = user;
+  h2 *h = user;
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL) return 0;
@@ -959,7 +880,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
     st->remote_closed = 1;
     if (st->is_grpc) {
-      if (st->prefix_len != 0 && st->dispatched) {
+      if (isv__grpc_deframer_partial(&st->df) && st->dispatched) {
         transport_end(st, ISV__GRPC_INTERNAL, "stream ended inside a message");
       } else if (st->call.on_half_close && !st->app_done && !st->cancelled) {
         st->call.on_half_close(&st->call);
@@ -1013,8 +934,10 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *u
 
 /* ---- connection -------------------------------------------------------------------------- */
 
-int isv__h2_start(isv__conn *c, const char *data, size_t len) {
-  isv__h2 *h = calloc(1, sizeof *h);
+static void h2_on_read(isv__conn *c, const char *data, size_t len);
+
+static int h2_start(isv__conn *c, const char *data, size_t len) {
+  h2 *h = calloc(1, sizeof *h);
   nghttp2_session_callbacks *cb = NULL;
   nghttp2_option *opt = NULL;
   if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
@@ -1043,9 +966,9 @@ int isv__h2_start(isv__conn *c, const char *data, size_t len) {
   if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 4) != 0 ||
       nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, ISV__H2_CONN_WINDOW) != 0)
     goto fail;
-  c->h2 = h;
-  isv__conn_timer_start(c, c->t->limits.idle_timeout_ms);
-  isv__h2_on_read(c, data, len);
+  c->proto_state = h;
+  isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
+  h2_on_read(c, data, len);
   return 0;
 fail:
   if (cb) nghttp2_session_callbacks_del(cb);
@@ -1056,8 +979,8 @@ fail:
   return -1;
 }
 
-void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
-  isv__h2 *h = c->h2;
+static void h2_on_read(isv__conn *c, const char *data, size_t len) {
+  h2 *h = h2_of(c);
   h->in_session = 1;
   ssize_t n = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
   h->in_session = 0;
@@ -1070,14 +993,22 @@ void isv__h2_on_read(isv__conn *c, const char *data, size_t len) {
     return;
   }
   flush(h);
-  if (!c->closing && c->h2 == h) update_lowat(h); /* flush may have closed the connection */
+  if (!c->closing) update_lowat(h); /* flush may have closed the connection */
+}
+
+/* The client half-closed its side: HTTP/2 has no use for the connection after that. */
+static void h2_on_eof(isv__conn *c) { isv__conn_close(c); }
+
+/* The connection's deadline is the idle timeout, armed while no stream is open. */
+static void h2_on_deadline(isv__conn *c) {
+  if (h2_of(c)->n_streams == 0) isv__conn_close(c);
 }
 
 /* Graceful: GOAWAY; requests being worked on finish, but a stream that only waits for its
  * client (still sending, or a gRPC stream the client keeps open) is ended now, so a client
  * cannot hold the server's shutdown open. */
-void isv__h2_shutdown(isv__conn *c) {
-  isv__h2 *h = c->h2;
+static void h2_shutdown(isv__conn *c) {
+  h2 *h = h2_of(c);
   if (h->shutting_down) return;
   h->shutting_down = 1;
   nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
@@ -1094,11 +1025,12 @@ void isv__h2_shutdown(isv__conn *c) {
     }
   }
   flush(h);
-  if (!c->closing && c->h2 == h) update_lowat(h); /* flush may have closed the connection */
+  if (!c->closing) update_lowat(h); /* flush may have closed the connection */
 }
 
-void isv__h2_free(isv__conn *c) {
-  isv__h2 *h = c->h2;
+static void h2_free(isv__conn *c) {
+  h2 *h = h2_of(c);
+  if (h == NULL) return;
   h->dead = 1;
   while (h->streams) {
     h2_stream *st = h->streams;
@@ -1112,6 +1044,16 @@ void isv__h2_free(isv__conn *c) {
     /* else: the service frees it in isv__grpc_finish */
   }
   nghttp2_session_del(h->s);
-  c->h2 = NULL;
+  c->proto_state = NULL;
   free(h);
 }
+
+const isv__conn_proto isv__http2_proto = {
+    .name = "h2c",
+    .start = h2_start,
+    .on_read = h2_on_read,
+    .on_eof = h2_on_eof,
+    .on_deadline = h2_on_deadline,
+    .shutdown = h2_shutdown,
+    .free = h2_free,
+};

@@ -3,15 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/transport.h"
+#include "transport/conn.h"
 
 void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
-                         isv__exchange_cb cb, void *app) {
+                         const isv__transport_handler *h) {
   memset(t, 0, sizeof *t);
   t->loop = loop;
   t->limits = *limits;
-  t->on_exchange = cb;
-  t->app = app;
+  t->h = *h;
 }
 
 static void maybe_closed(isv__transport *t) {
@@ -28,14 +27,13 @@ static void on_connection(uv_stream_t *server, int status) {
   isv__listener *l = server->data;
   isv__transport *t = l->t;
   if (status < 0) return;
-  isv__conn *c = isv__h1_conn_new(t, NULL, 0);
+  isv__conn *c = isv__conn_new(t, NULL, 0);
   if (c == NULL) return; /* out of memory: the connection waits in the backlog */
-  if (uv_accept(server, isv__conn_stream(c)) != 0 || t->closing ||
-      t->n_conns > t->limits.max_connections) {
-    isv__h1_conn_abort(c); /* over the limit: accepted and closed, costs that client only */
+  if (uv_accept(server, c->stream) != 0 || t->closing || t->n_conns > t->limits.max_connections) {
+    isv__conn_close(c); /* over the limit: accepted and closed, costs that client only */
     return;
   }
-  isv__h1_conn_start(c);
+  isv__conn_start(c);
 }
 
 int isv__transport_listen(isv__transport *t, const char *host, int port) {
@@ -74,23 +72,24 @@ int isv__transport_listen(isv__transport *t, const char *host, int port) {
   return 0;
 }
 
-int isv__transport_adopt(isv__transport *t, uv_stream_t *stream) {
+int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_closed) {
   if (stream == NULL) return ISV_EINVAL;
   if (t->closing || (stream->type != UV_TCP && stream->type != UV_NAMED_PIPE) ||
       stream->loop != t->loop) {
-    uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+    uv_close((uv_handle_t *)stream, on_closed);
     return t->closing ? ISV_ESTATE : ISV_EINVAL;
   }
-  isv__conn *c = isv__h1_conn_new(t, stream, 1);
+  isv__conn *c = isv__conn_new(t, stream, 1);
   if (c == NULL) {
-    uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+    uv_close((uv_handle_t *)stream, on_closed);
     return ISV_ENOMEM;
   }
+  c->adopted_closed = on_closed;
   if (t->n_conns > t->limits.max_connections) {
-    isv__h1_conn_abort(c);
+    isv__conn_close(c);
     return ISV_EOVERLOAD;
   }
-  isv__h1_conn_start(c);
+  isv__conn_start(c);
   return 0;
 }
 
@@ -112,8 +111,8 @@ void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t
   }
   t->n_listeners = 0;
   for (isv__conn *c = t->conns, *next; c; c = next) {
-    next = isv__conn_next(c);
-    isv__h1_conn_shutdown(c);
+    next = c->next;
+    isv__conn_shutdown(c);
   }
   maybe_closed(t);
 }

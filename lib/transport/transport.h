@@ -23,9 +23,19 @@ typedef struct isv__transport_limits {
   unsigned max_connections;
 } isv__transport_limits;
 typedef struct isv__conn isv__conn;
-typedef void (*isv__exchange_cb)(void *app, isv__exchange *ex);
-/* A new gRPC call: the handler sets call->app and the callbacks, or finishes it at once. */
-typedef void (*isv__grpc_cb)(void *app, isv__grpc_call *call);
+
+/* Where the transport hands its work, all on the loop thread: */
+typedef struct isv__transport_handler {
+  void *app;
+  /* A whole request to answer (isv__exchange_respond), now or later. */
+  void (*exchange)(void *app, isv__exchange *ex);
+  /* A request the transport refuses before handing it over — a limit (413, 431), a timeout
+   * (408), malformed HTTP (400, 505): the app answers ex with `status` and `msg` in the shape of
+   * the protocol ex's path belongs to. ex->path is NULL when the request line was not read. */
+  void (*error)(void *app, isv__exchange *ex, int status, const char *msg);
+  /* A new gRPC call: the handler sets call->app and the callbacks, or finishes it at once. */
+  void (*grpc)(void *app, isv__grpc_call *call);
+} isv__transport_handler;
 
 #define ISV__MAX_LISTENERS 16
 #define ISV__READ_BUF (256u * 1024u)
@@ -39,9 +49,7 @@ typedef struct isv__listener {
 struct isv__transport {
   uv_loop_t *loop;
   isv__transport_limits limits;
-  isv__exchange_cb on_exchange;
-  isv__grpc_cb on_grpc;
-  void *app;
+  isv__transport_handler h;
   isv__bigbuf_cache *bufs; /* large bodies and messages; may be NULL */
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;
@@ -55,20 +63,15 @@ struct isv__transport {
 };
 
 void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
-                         isv__exchange_cb cb, void *app);
+                         const isv__transport_handler *h);
 int isv__transport_listen(isv__transport *t, const char *host, int port);
-int isv__transport_adopt(isv__transport *t, uv_stream_t *stream);
+/* Serve a connection accepted elsewhere; on_closed(stream) runs once the library closed it
+ * (NULL: nothing runs), even when this fails. */
+int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_closed);
 /* Stop accepting; close idle connections now and busy ones after their response; then
  * on_closed (possibly before this returns). */
 void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t));
-
-/* http1.c */
-isv__conn *isv__h1_conn_new(isv__transport *t, uv_stream_t *stream, int adopted);
-void isv__h1_conn_start(isv__conn *c);
-void isv__h1_conn_shutdown(isv__conn *c); /* graceful: now if idle, else after response */
-isv__conn *isv__conn_next(isv__conn *c);
-uv_stream_t *isv__conn_stream(isv__conn *c);
-void isv__h1_conn_abort(isv__conn *c); /* close at once (not started yet) */
+/* conn.c: a connection is gone (its handles closed). */
 void isv__transport_conn_gone(isv__transport *t);
 
 #endif

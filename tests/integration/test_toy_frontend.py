@@ -83,3 +83,21 @@ def test_metrics_count_its_requests_under_its_label(toy):
         ch.close()
     text = requests.get(toy.url("/metrics"), timeout=TIMEOUT).text
     assert 'protocol="echo_grpc",outcome="success"} 1' in text, text[:3000]
+
+
+@pytest.mark.parametrize("http", ["--http1.1", "--http2-prior-knowledge"])
+def test_transport_limits_answer_in_its_shape(toy, http):
+    """A 413 found by the transport (HTTP/1.1 or h2c) is answered by the front end whose path
+    it is: the transport reports (status, message), it does not write a body of its own."""
+    out = subprocess.run(["curl", "-sS", http, "-o", "-", "-w", "\n%{http_code}",
+                          "--data-binary", "x" * 2000, toy.url("/echo/v1/big")],
+                         capture_output=True, text=True, timeout=15)
+    body, code = out.stdout.rsplit("\n", 1)
+    assert code == "413", out
+    assert body == '{"echo_error":{"code":413,"why":"request body exceeds the server\'s limit"}}'
+    # the same limit on a V2 path keeps V2's shape
+    out = subprocess.run(["curl", "-sS", http, "-o", "-", "-w", "\n%{http_code}",
+                          "--data-binary", "x" * 2000, toy.url("/v2/models/doubler/infer")],
+                         capture_output=True, text=True, timeout=15)
+    body, code = out.stdout.rsplit("\n", 1)
+    assert code == "413" and body == '{"error":"request body exceeds the server\'s limit"}', out

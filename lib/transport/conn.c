@@ -1,0 +1,235 @@
+/* The connection (conn.h): socket, timer, writes, read batching, protocol choice, life. */
+#include "transport/conn.h"
+
+#include <stdlib.h>
+#include <string.h>
+#ifndef _WIN32
+#include <sys/socket.h>
+#endif
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* ---- time --------------------------------------------------------------------------------- */
+
+static void on_timer(uv_timer_t *h);
+
+/* Arm the timer for the earlier of the deadline and the watchdog (or stop it). */
+static void arm(isv__conn *c) {
+  if (c->closing) return;
+  uint64_t at = c->deadline;
+  if (c->watchdog && (at == 0 || c->watchdog < at)) at = c->watchdog;
+  if (at == 0) {
+    uv_timer_stop(&c->timer);
+    return;
+  }
+  uint64_t now = uv_now(c->t->loop);
+  uv_timer_start(&c->timer, on_timer, at > now ? at - now : 0, 0);
+}
+
+void isv__conn_deadline(isv__conn *c, uint64_t ms) {
+  c->deadline = ms ? uv_now(c->t->loop) + ms : 0;
+  arm(c);
+}
+
+static void on_timer(uv_timer_t *h) {
+  isv__conn *c = h->data;
+  uint64_t now = uv_now(c->t->loop);
+  if (c->watchdog && c->watchdog <= now) {
+    /* the client paused mid-body or mid-message: take what it sent */
+    c->watchdog = 0;
+    isv__conn_set_lowat(c, 1);
+  }
+  if (c->deadline && c->deadline <= now) {
+    c->deadline = 0;
+    arm(c);
+    if (c->proto) c->proto->on_deadline(c); /* may close c */
+    else isv__conn_close(c);                /* silent since it connected: idle */
+    return;
+  }
+  arm(c);
+}
+
+/* ---- read batching ------------------------------------------------------------------------ */
+
+void isv__conn_set_lowat(isv__conn *c, int v) {
+  if (c->lowat_off || v == (c->lowat ? c->lowat : 1)) return;
+#if defined(SO_RCVLOWAT) && !defined(_WIN32)
+  uv_os_fd_t fd;
+  if (uv_fileno((const uv_handle_t *)c->stream, &fd) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
+    c->lowat = v;
+    return;
+  }
+#endif
+  c->lowat_off = 1; /* a pipe, or a platform without it: read as bytes come */
+}
+
+void isv__conn_batch_reads(isv__conn *c, size_t must_come) {
+  if (must_come > ISV__LOWAT_MAX) must_come = ISV__LOWAT_MAX;
+  isv__conn_set_lowat(c, must_come >= ISV__LOWAT_MIN ? (int)must_come : 1);
+  uint64_t w = c->lowat > 1 ? uv_now(c->t->loop) + ISV__LOWAT_WATCHDOG_MS : 0;
+  if (w != c->watchdog) {
+    c->watchdog = w;
+    arm(c);
+  }
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+typedef struct conn_write {
+  uv_write_t req;
+  isv__conn *c;
+  size_t len;
+  isv__write_cb cb;
+  void *ctx;
+} conn_write;
+
+static void on_write(uv_write_t *req, int status) {
+  conn_write *w = (conn_write *)req;
+  isv__conn *c = w->c;
+  c->write_pending -= w->len;
+  isv__write_cb cb = w->cb;
+  void *ctx = w->ctx;
+  free(w);
+  cb(c, ctx, status);
+}
+
+int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
+  if (c->closing) return ISV_ECANCELED;
+  conn_write *w = malloc(sizeof *w);
+  if (w == NULL) return ISV_ENOMEM;
+  w->c = c;
+  w->cb = cb;
+  w->ctx = ctx;
+  w->len = 0;
+  for (size_t i = 0; i < n; i++) w->len += bufs[i].len;
+  int rc = uv_write(&w->req, c->stream, bufs, (unsigned)n, on_write); /* copies bufs */
+  if (rc != 0) {
+    free(w);
+    return ISV_EIO;
+  }
+  c->write_pending += w->len;
+  return 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+void isv__conn_read_stop(isv__conn *c) {
+  if (c->reading) uv_read_stop(c->stream);
+  c->reading = 0;
+}
+
+void isv__conn_read_start(isv__conn *c) {
+  if (c->reading || c->closing) return;
+  if (uv_read_start(c->stream, on_alloc, on_read) == 0) c->reading = 1;
+  else isv__conn_close(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  (void)hint;
+  isv__conn *c = h->data;
+  buf->base = NULL;
+  if (c->proto && c->proto->read_buf) c->proto->read_buf(c, buf);
+  if (buf->base == NULL) *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
+}
+
+/* The first bytes choose the engine: the HTTP/2 preface is 24 bytes and may arrive split, so a
+ * prefix of it waits in c->sniff until it matches or stops matching. */
+static void sniff(isv__conn *c, const char *data, size_t len) {
+  size_t want = ISV__H2_PREFACE_LEN - c->sniff_len, take = len < want ? len : want;
+  memcpy(c->sniff + c->sniff_len, data, take);
+  c->sniff_len += take;
+  int is_prefix = memcmp(c->sniff, ISV__H2_PREFACE, c->sniff_len) == 0;
+  if (is_prefix && c->sniff_len < ISV__H2_PREFACE_LEN) return; /* need more */
+  c->proto = is_prefix ? &isv__http2_proto : &isv__http1_proto;
+  char held[ISV__H2_PREFACE_LEN];
+  size_t n = c->sniff_len;
+  memcpy(held, c->sniff, n);
+  if (c->proto->start(c, held, n) != 0 || c->closing) return;
+  if (len > take) c->proto->on_read(c, data + take, len - take);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  isv__conn *c = s->data;
+  if (nread == 0 || c->closing) return;
+  if (nread < 0) {
+    if (nread == UV_EOF && c->proto) {
+      isv__conn_read_stop(c);
+      c->proto->on_eof(c);
+    } else {
+      isv__conn_close(c);
+    }
+    return;
+  }
+  if (c->proto == NULL) sniff(c, buf->base, (size_t)nread);
+  else c->proto->on_read(c, buf->base, (size_t)nread);
+}
+
+/* ---- life --------------------------------------------------------------------------------- */
+
+static void handle_gone(isv__conn *c) {
+  if (--c->handles_open > 0) return;
+  isv__transport *t = c->t;
+  if (c->prev) c->prev->next = c->next;
+  else t->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  t->n_conns--;
+  free(c);
+  isv__transport_conn_gone(t);
+}
+
+static void on_timer_closed(uv_handle_t *h) { handle_gone(h->data); }
+
+static void on_stream_closed(uv_handle_t *h) {
+  isv__conn *c = h->data;
+  if (c->adopted) {
+    h->data = c->adopted_data; /* the host's again */
+    if (c->adopted_closed) c->adopted_closed(h);
+  }
+  handle_gone(c);
+}
+
+void isv__conn_close(isv__conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->proto) c->proto->free(c);
+  c->proto_state = NULL;
+  uv_close((uv_handle_t *)c->stream, on_stream_closed);
+  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
+  isv__conn *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->t = t;
+  c->adopted = adopted;
+  if (adopted) {
+    c->stream = stream;
+    c->adopted_data = stream->data;
+  } else {
+    uv_tcp_init(t->loop, &c->tcp);
+    c->stream = (uv_stream_t *)&c->tcp;
+  }
+  c->stream->data = c;
+  uv_timer_init(t->loop, &c->timer);
+  c->timer.data = c;
+  c->handles_open = 2;
+  c->next = t->conns;
+  if (t->conns) t->conns->prev = c;
+  t->conns = c;
+  t->n_conns++;
+  return c;
+}
+
+void isv__conn_start(isv__conn *c) {
+  if (c->stream->type == UV_TCP) uv_tcp_nodelay((uv_tcp_t *)c->stream, 1);
+  isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
+  isv__conn_read_start(c);
+}
+
+void isv__conn_shutdown(isv__conn *c) {
+  if (c->closing) return;
+  if (c->proto) c->proto->shutdown(c);
+  else isv__conn_close(c); /* not a byte yet */
+}

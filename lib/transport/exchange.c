@@ -1,0 +1,64 @@
+/* The exchange helpers both HTTP engines share (exchange.h). */
+#include "transport/exchange.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codec/bigbuf.h"
+
+const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < ex->n_headers; i++)
+    if (ex->headers[i].name_len == n && strncasecmp(ex->headers[i].name, name, n) == 0)
+      return &ex->headers[i];
+  return NULL;
+}
+
+int isv__exchange_respond(isv__exchange *ex, const isv__response *resp) {
+  return ex->respond(ex, resp);
+}
+
+const char *isv__http_reason(int status) {
+  switch (status) {
+  case 100: return "Continue";
+  case 200: return "OK";
+  case 204: return "No Content";
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 408: return "Request Timeout";
+  case 409: return "Conflict";
+  case 411: return "Length Required";
+  case 413: return "Payload Too Large";
+  case 415: return "Unsupported Media Type";
+  case 429: return "Too Many Requests";
+  case 431: return "Request Header Fields Too Large";
+  case 499: return "Client Closed Request";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  case 505: return "HTTP Version Not Supported";
+  default: return "Unknown";
+  }
+}
+
+isv__method isv__method_of(const char *name) {
+  static const struct {
+    const char *name;
+    isv__method m;
+  } known[] = {{"GET", ISV__M_GET},       {"HEAD", ISV__M_HEAD},   {"POST", ISV__M_POST},
+               {"PUT", ISV__M_PUT},       {"DELETE", ISV__M_DELETE}, {"OPTIONS", ISV__M_OPTIONS}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(name, known[i].name) == 0) return known[i].m;
+  return ISV__M_OTHER;
+}
+
+void isv__exchange_free(isv__exchange *ex) {
+  free(ex->storage);
+  if (ex->body_big) isv__bigbuf_free(ex->body);
+  else free(ex->body);
+  free(ex->headers);
+  free(ex);
+}
