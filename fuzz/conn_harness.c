@@ -65,7 +65,8 @@ static int defer(isv_request *r, void *u) {
 }
 
 static void add_model(const char *name, int (*infer)(isv_request *, void *), int labels) {
-  isv_model_config *c = isv_model_config_new(name);
+  isv_model_config *c;
+  isv_model_config_new(name, &c);
   int64_t s[] = {4};
   isv_model_config_add_input(c, "INPUT0", ISV_INT32, s, 1);
   isv_model_config_add_output(c, "OUTPUT0", ISV_INT32, s, 1);
@@ -82,7 +83,8 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
 static void init(void) {
   uv_loop_init(&loop);
   uv_idle_init(&loop, &deferred_idle);
-  isv_options *o = isv_options_new();
+  isv_options *o;
+  isv_options_new(&o);
   isv_options_set_max_body_bytes(o, 1 << 16);
   isv_options_set_max_header_bytes(o, 4096);
   isv_server_new(&loop, o, &srv);
@@ -121,7 +123,7 @@ void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, 
   uv_pipe_init(&loop, p, 0);
   uv_pipe_open(p, sv[0]);
   if (prefix_len && write(sv[1], prefix, prefix_len) != (ssize_t)prefix_len) abort();
-  if (isv_server_adopt(srv, (uv_stream_t *)p) != 0) abort();
+  if (isv_server_adopt(srv, (uv_stream_t *)p, (uv_close_cb)free) != 0) abort();
   int closed = 0;
   const uint8_t *seg = data, *end = data + size;
   while (!closed) {

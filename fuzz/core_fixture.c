@@ -16,7 +16,8 @@ static void init(void) {
   isv_options o;
   isv__options_defaults(&o);
   isv__core_init(&core, &loop, &o);
-  isv_model_config *c = isv_model_config_new("m");
+  isv_model_config *c;
+  isv_model_config_new("m", &c);
   int64_t any[] = {-1, -1};
   isv_model_config_add_input(c, "INPUT0", ISV_INT32, any, 2);
   isv_model_config_add_input(c, "INPUT1", ISV_BYTES, any, 1);

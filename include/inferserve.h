@@ -1,17 +1,19 @@
 /* libinferserve — an embeddable inference server on the host's libuv loop.
  *
  * The host links libinferserve, registers its models as C callbacks, and attaches the library
- * to its OWN uv_loop_t. The library then serves the models over KServe V2 REST (and, as they
- * land, the other protocols of PROTOCOLS.md).
+ * to its OWN uv_loop_t. The library then serves the models over KServe V2 (REST and gRPC,
+ * with Triton's binary-tensor and classification extensions) on the host's sockets.
  *
- * Conventions (see DESIGN.md):
+ * Conventions:
  *  - Every function that can fail returns 0 or a negative ISV_E* code; isv_strerror() and
- *    isv_err_name() describe it. Codes are never renumbered.
+ *    isv_err_name() describe it. The codes have a range of their own (-1001 and below): they
+ *    never collide with -errno or libuv's UV_E* codes. Codes are never renumbered.
+ *  - Constructors are `int isv_X_new(..., isv_X **out)`: 0 and *out, or a code and *out NULL.
  *  - Handles are opaque. Options are set through setters, so new features never change a
  *    struct layout. Structs that ARE public (isv_backend) start with struct_size.
- *  - Thread rule: every function must be called on the loop thread, EXCEPT those marked
- *    "any thread" (the backend-side request functions, which the thread running the backend
- *    or completing the request may call).
+ *  - Threads: every function says which thread may call it. "Loop thread": the thread that
+ *    runs the server's uv_loop_t. "Any thread": any, one thread at a time per object (a
+ *    request is touched by the thread running its backend, or completing it).
  *  - A call that fails never fires its callback.
  *  - Like any libuv program that writes to sockets, the host must ignore SIGPIPE
  *    (signal(SIGPIPE, SIG_IGN)): a client that disconnects mid-response must not kill it.
@@ -40,7 +42,8 @@ extern "C" {
 #define ISV_VERSION_PATCH 0
 #define ISV_VERSION_HEX ((ISV_VERSION_MAJOR << 16) | (ISV_VERSION_MINOR << 8) | ISV_VERSION_PATCH)
 
-/* "0.1.0" — the version of the library actually loaded. */
+/* "0.1.0" and ISV_VERSION_HEX of the library actually loaded (not of the header compiled
+ * against). Any thread. */
 ISV_EXTERN const char *isv_version(void);
 ISV_EXTERN unsigned isv_version_hex(void);
 
@@ -48,26 +51,26 @@ ISV_EXTERN unsigned isv_version_hex(void);
  * Errors. XX(name, value, http status, gRPC status code, message).
  * The HTTP and gRPC columns are the one mapping table every frontend uses.
  * ------------------------------------------------------------------------------------------- */
-#define ISV_ERRNO_MAP(XX)                                                                      \
-  XX(EINVAL, -1, 400, 3, "invalid argument")                                                   \
-  XX(ENOMEM, -2, 500, 8, "out of memory")                                                      \
-  XX(EBADREQ, -3, 400, 3, "bad request")                                                       \
-  XX(ENOTFOUND, -4, 404, 5, "not found")                                                       \
-  XX(EMETHOD, -5, 405, 12, "method not allowed")                                               \
-  XX(ETOOBIG, -6, 413, 8, "request too large")                                                 \
-  XX(EHDRTOOBIG, -7, 431, 8, "request header too large")                                       \
-  XX(EUNAVAIL, -8, 503, 14, "unavailable")                                                     \
-  XX(EOVERLOAD, -9, 429, 14, "overloaded")                                                     \
-  XX(EBACKEND, -10, 500, 13, "backend failure")                                                \
-  XX(EINTERNAL, -11, 500, 13, "internal error")                                                \
-  XX(EUNIMPL, -12, 501, 12, "unimplemented")                                                   \
-  XX(ETIMEDOUT, -13, 504, 4, "deadline exceeded")                                              \
-  XX(ECANCELED, -14, 499, 1, "cancelled")                                                      \
-  XX(EEXIST, -15, 409, 6, "already exists")                                                    \
-  XX(ESTATE, -16, 409, 9, "operation not allowed in the current state")                       \
-  XX(EMEDIATYPE, -17, 415, 3, "unsupported media type")                                        \
-  XX(EIO, -18, 500, 13, "i/o error")                                                           \
-  XX(ETIMEOUTREQ, -19, 408, 4, "request timeout")
+#define ISV_ERRNO_MAP(XX)                                                                          \
+  XX(EINVAL, -1001, 400, 3, "invalid argument")                                                    \
+  XX(ENOMEM, -1002, 500, 8, "out of memory")                                                       \
+  XX(EBADREQ, -1003, 400, 3, "bad request")                                                        \
+  XX(ENOTFOUND, -1004, 404, 5, "not found")                                                        \
+  XX(EMETHOD, -1005, 405, 12, "method not allowed")                                                \
+  XX(ETOOBIG, -1006, 413, 8, "request too large")                                                  \
+  XX(EHDRTOOBIG, -1007, 431, 8, "request header too large")                                        \
+  XX(EUNAVAIL, -1008, 503, 14, "unavailable")                                                      \
+  XX(EOVERLOAD, -1009, 429, 14, "overloaded")                                                      \
+  XX(EBACKEND, -1010, 500, 13, "backend failure")                                                  \
+  XX(EINTERNAL, -1011, 500, 13, "internal error")                                                  \
+  XX(EUNIMPL, -1012, 501, 12, "unimplemented")                                                     \
+  XX(ETIMEDOUT, -1013, 504, 4, "deadline exceeded")                                                \
+  XX(ECANCELED, -1014, 499, 1, "cancelled")                                                        \
+  XX(EEXIST, -1015, 409, 6, "already exists")                                                      \
+  XX(ESTATE, -1016, 409, 9, "operation not allowed in the current state")                          \
+  XX(EMEDIATYPE, -1017, 415, 3, "unsupported media type")                                          \
+  XX(EIO, -1018, 500, 13, "i/o error")                                                             \
+  XX(ETIMEOUTREQ, -1019, 408, 4, "request timeout")
 
 typedef enum {
 #define ISV__ERR_ENUM(name, val, http, grpc, msg) ISV_##name = (val),
@@ -76,10 +79,12 @@ typedef enum {
   ISV_OK = 0
 } isv_errno;
 
-/* Static strings; unknown codes give "unknown error" / "UNKNOWN". */
+/* The message ("out of memory") and the name ("ENOMEM") of a code: static strings; unknown
+ * codes give "unknown error" / "UNKNOWN". Any thread. */
 ISV_EXTERN const char *isv_strerror(int err);
 ISV_EXTERN const char *isv_err_name(int err);
-/* The HTTP status / gRPC status code a frontend answers for err (200 / 0 for ISV_OK). */
+/* The HTTP status / gRPC status code every front end answers for err (200 / 0 for ISV_OK; 500
+ * / 2 UNKNOWN for a code that is not an ISV_E* code). Any thread. */
 ISV_EXTERN int isv_err_http_status(int err);
 ISV_EXTERN int isv_err_grpc_status(int err);
 
@@ -110,11 +115,11 @@ typedef struct isv_bytes {
   size_t len;
 } isv_bytes;
 
-/* Element size in bytes (sizeof(isv_bytes) for ISV_BYTES), 0 for an invalid type. */
+/* Element size in bytes (sizeof(isv_bytes) for BYTES), 0 for an invalid type. Any thread. */
 ISV_EXTERN size_t isv_datatype_size(isv_datatype dt);
-/* "INT32", ... (the KServe V2 name); NULL for an invalid type. */
+/* "INT32", ... (the KServe V2 name); NULL for an invalid type. Any thread. */
 ISV_EXTERN const char *isv_datatype_name(isv_datatype dt);
-/* Parse a V2 name ("FP32"); ISV_TYPE_INVALID when unknown. Case-sensitive. */
+/* Parse a V2 name ("FP32"); ISV_TYPE_INVALID when unknown. Case-sensitive. Any thread. */
 ISV_EXTERN isv_datatype isv_datatype_from_name(const char *name, size_t len);
 
 /* ---------------------------------------------------------------------------------------------
@@ -131,12 +136,15 @@ typedef void (*isv_destructor)(void *p);
 #define ISV_TRANSIENT ((isv_destructor)-1)
 
 /* ---------------------------------------------------------------------------------------------
- * Options (copied by isv_server_new; free them afterwards).
+ * Options (copied by isv_server_new; free them afterwards). An isv_options belongs to its
+ * creator: any thread, one at a time. The setters return 0, or ISV_EINVAL for a value out of
+ * range (the option keeps its previous value).
  * ------------------------------------------------------------------------------------------- */
 typedef struct isv_options isv_options;
 
-ISV_EXTERN isv_options *isv_options_new(void); /* NULL when out of memory */
-ISV_EXTERN void isv_options_free(isv_options *o);
+/* Options holding every default. 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM. */
+ISV_EXTERN int isv_options_new(isv_options **out);
+ISV_EXTERN void isv_options_free(isv_options *o); /* NULL is a no-op */
 /* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
  * checked from the length prefix before anything is allocated). Default 64 MiB. */
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
@@ -179,29 +187,38 @@ typedef struct isv_server isv_server;
 typedef void (*isv_close_cb)(isv_server *srv, void *data);
 
 /* Create a server on the host's loop. Starts no thread and opens no socket. opts may be NULL
- * (defaults) and is not retained. The server starts ONLINE. */
+ * (defaults) and is not retained. The server starts ONLINE. ISV_ENOTFOUND when opts switches a
+ * protocol no front end has (isv_options_set_protocol). Call it on the thread that runs
+ * `loop`: it becomes the server's loop thread. */
 ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out);
 /* Listen on host:port (IPv4 or IPv6 literal, or "localhost"). May be called several times.
  * Port 0 picks a free port: see isv_server_bound_port(). Returns ISV_EIO when the address
- * cannot be bound (isv_server_last_error() says why). */
+ * cannot be bound (isv_server_last_error() says why). Loop thread. */
 ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port);
-/* The port of the index-th successful listen (0-based), or -1. */
+/* The port of the index-th successful listen (0-based), or -1. Loop thread. */
 ISV_EXTERN int isv_server_bound_port(const isv_server *srv, unsigned index);
-/* Serve a connection the host accepted itself. `stream` must be an initialised, connected
- * uv_tcp_t or uv_pipe_t on the server's loop, allocated with malloc(); the library takes
- * ownership (it closes and free()s it) even when the call fails. */
-ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream);
+/* Serve a connection the host accepted itself: `stream` is an initialised, connected uv_tcp_t
+ * or uv_pipe_t on the server's loop. The library takes it, even when the call fails: it
+ * closes it when the connection ends (at once on failure) and then calls close_cb(stream),
+ * with stream->data as the host left it: the host frees the memory there, whatever allocator
+ * it came from. close_cb may be NULL when the stream's memory outlives the server. Loop
+ * thread. */
+ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream, uv_close_cb close_cb);
 /* Online (the default) makes the server ready; offline makes every readiness endpoint answer
- * not-ready so that load balancers drain this replica. Requests are still served. */
+ * not-ready so that load balancers drain this replica. Requests are still served. Loop
+ * thread. */
 ISV_EXTERN void isv_server_set_online(isv_server *srv, int online);
-ISV_EXTERN int isv_server_is_online(const isv_server *srv);
-/* Ready per PROTOCOLS.md §1: online and (with strict readiness) every model version ready. */
+ISV_EXTERN int isv_server_is_online(const isv_server *srv); /* Loop thread. */
+/* Ready: online and not closing and, with strict readiness, every model version READY — what
+ * every protocol's readiness endpoint reports. Loop thread. */
 ISV_EXTERN int isv_server_is_ready(const isv_server *srv);
 /* Stop listening, stop reading new requests, let in-flight requests finish and their
  * responses be written, close every connection, unregister every model (destroy callbacks
- * run), then call cb on the loop thread. After cb the server is freed. */
+ * run), then call cb (may be NULL) on the loop thread; the server is freed after it.
+ * ISV_ESTATE when already closing. Loop thread. */
 ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data);
-/* The detail of the last failed call on this server (static until the next call). */
+/* The detail of the last failed call on this server (valid until the next call). Loop
+ * thread. */
 ISV_EXTERN const char *isv_server_last_error(const isv_server *srv);
 
 /* ---------------------------------------------------------------------------------------------
@@ -237,11 +254,14 @@ typedef struct isv_backend {
   void (*destroy)(void *user);
 } isv_backend;
 
-/* A model version's description; copied by isv_server_add_model. */
-ISV_EXTERN isv_model_config *isv_model_config_new(const char *name);
-ISV_EXTERN void isv_model_config_free(isv_model_config *c);
-/* Inputs and outputs: shape entries >= 0, or -1 for "any size". With max_batch > 0 the shape
- * EXCLUDES the batch dimension (Triton's convention) — metadata then shows it as -1 first. */
+/* A model version's description, copied by isv_server_add_model. It belongs to its creator:
+ * it and every isv_model_config_* function below, any thread, one at a time. Names are
+ * copied. 0, or ISV_EINVAL (a NULL or empty name, out NULL) / ISV_ENOMEM. */
+ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out);
+ISV_EXTERN void isv_model_config_free(isv_model_config *c); /* NULL is a no-op */
+/* Inputs and outputs: at most 32 dimensions, entries >= 0, or -1 for "any size". With
+ * max_batch > 0 the shape EXCLUDES the batch dimension (Triton's convention) — metadata then
+ * shows it as -1 first. ISV_EEXIST when the name is already an input or output. */
 ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name, isv_datatype dt,
                                           const int64_t *shape, size_t ndim);
 ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,
@@ -250,9 +270,11 @@ ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name
 ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_batch);
 /* Free text reported in metadata ("pytorch_libtorch", ...). Default "custom". */
 ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *platform);
-/* Class labels used by the classification extension: labels[i] names class index i. */
+/* Class labels used by the classification extension: labels[i] names class index i (copied;
+ * replaces earlier labels). */
 ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
                                            size_t n);
+/* Where infer runs: ISV_EXEC_INLINE (the default) or ISV_EXEC_POOL. */
 ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode);
 
 typedef struct isv_model isv_model; /* one registered (name, version) */
@@ -260,30 +282,37 @@ typedef struct isv_model isv_model; /* one registered (name, version) */
 /* Register version `version` of the model described by c. The name may already have other
  * versions. The version starts READY (see isv_server_set_model_state). `user` is passed to
  * every backend callback. On failure the backend's destroy is NOT called (nothing was taken).
- * *out (may be NULL) receives a handle valid until the version is removed. */
+ * *out (may be NULL) receives a handle valid until the version is removed. Loop thread. */
 ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
                                     const char *version, const isv_backend *backend, void *user,
                                     isv_model **out);
 /* Remove one version (version != NULL) or every version of a model. Requests in flight
- * finish; destroy runs when the last one is done. ISV_ENOTFOUND when nothing matches. */
+ * finish; destroy runs when the last one is done. ISV_ENOTFOUND when nothing matches. Loop
+ * thread. */
 ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const char *version);
+/* A version's state: only READY versions serve requests (the others answer 503), and
+ * readiness reports it. ISV_ENOTFOUND for an unknown version. Loop thread. */
 ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
                                           isv_model_state state);
-/* Point a label ("stable", "canary") at a version; version NULL removes the label. */
+/* Point a label ("stable", "canary") at a version; version NULL removes the label. Loop
+ * thread. */
 ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
                                     const char *version);
-/* The version used when a request names none. Default: the highest READY version (numeric
- * versions compare as numbers, others as strings), else the highest version. */
+/* The version used when a request names none (NULL: back to the rule). The rule: the highest
+ * READY version (numeric versions compare as numbers, others as strings), else the highest
+ * version. Loop thread. */
 ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
                                               const char *version);
 
 /* ---------------------------------------------------------------------------------------------
- * Tensors (read-only views; valid while their request is)
+ * Tensors (read-only views; valid while their request is). Any thread: the one that may touch
+ * the request. A NULL tensor gives NULL, 0 or ISV_TYPE_INVALID.
  * ------------------------------------------------------------------------------------------- */
 typedef struct isv_tensor isv_tensor;
 
 ISV_EXTERN const char *isv_tensor_name(const isv_tensor *t);
 ISV_EXTERN isv_datatype isv_tensor_datatype(const isv_tensor *t);
+/* The dimensions, row-major; *ndim (ndim may be NULL) says how many. */
 ISV_EXTERN const int64_t *isv_tensor_shape(const isv_tensor *t, size_t *ndim);
 ISV_EXTERN size_t isv_tensor_element_count(const isv_tensor *t);
 /* Fixed-size types: the row-major little-endian elements, aligned to at least the element
@@ -328,6 +357,7 @@ ISV_EXTERN const char *isv_request_model_version(const isv_request *r); /* any t
 /* The client's request id, "" when none. Any thread. */
 ISV_EXTERN const char *isv_request_id(const isv_request *r);
 ISV_EXTERN size_t isv_request_input_count(const isv_request *r); /* any thread */
+/* An input by position (NULL past the end) or by name (NULL when absent). Any thread. */
 ISV_EXTERN const isv_tensor *isv_request_input_at(const isv_request *r, size_t i);
 ISV_EXTERN const isv_tensor *isv_request_input(const isv_request *r, const char *name);
 /* Request parameters by key (NULL when absent) or by position. Any thread. */
@@ -339,9 +369,9 @@ ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, cons
 ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name);
 /* Allocate output `name` (declared in the model config, datatype must match, shape must fit
  * the declared one with its batch dimension) and return its buffer in *data (16-byte
- * aligned), owned by the library and written to the client in place. BYTES: *data is an isv_bytes array whose
- * entries the backend fills with memory that stays valid until the request completes
- * (isv_request_alloc() memory, or its own). Any thread. */
+ * aligned), owned by the library and written to the client in place. BYTES: *data is an
+ * isv_bytes array whose entries the backend fills with memory that stays valid until the
+ * request completes (isv_request_alloc() memory, or its own). Any thread. */
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
 /* Set output `name` to memory the backend already holds, without a copy: a pass-through of an
@@ -377,16 +407,19 @@ ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message);
 
 /* ---------------------------------------------------------------------------------------------
- * Requests — client side, in process (no sockets), through the same path as the network.
+ * Requests — client side, in process (no sockets), through the same path as the network. A
+ * request being built belongs to its creator: any thread, one at a time, until it is handed
+ * to isv_server_infer (loop thread); after its callback, the loop thread.
  * ------------------------------------------------------------------------------------------- */
 typedef void (*isv_infer_cb)(isv_request *r, int status, void *data);
 
-/* A new request for model `name`, version `version` (NULL = default version). */
+/* A new request for model `name`, version `version` (NULL = default version). Loop thread. */
 ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
                                isv_request **out);
 /* Free a request that was never submitted, or whose done callback has run (inside the callback
  * too). Every request must be freed before the server's close callback runs. */
 ISV_EXTERN void isv_request_free(isv_request *r);
+/* The request id echoed in responses (copied). */
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);
 /* Add an input; `data` follows the buffer contract above (for BYTES: an isv_bytes array whose
  * element memory follows the same rule as the array). */
@@ -402,13 +435,14 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
  * returns, when the backend completes inline. In cb, read the result with the functions below;
  * then free the request (in cb or later). */
 ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data);
-/* After completion: the error message ("" on success), and the outputs in the order the model
- * declares them (or that the client requested them). */
+/* After completion (in the callback or later, loop thread): the error message ("" on
+ * success), and the outputs in the order the model declares them (or that the client
+ * requested them). */
 ISV_EXTERN const char *isv_request_error_message(const isv_request *r);
 ISV_EXTERN size_t isv_request_output_count(const isv_request *r);
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i);
 ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name);
-/* The parameters the backend attached to the response. */
+/* The parameters the backend attached to the response (after completion, loop thread). */
 ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r);
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
                                                      const isv_param **v);

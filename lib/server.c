@@ -140,12 +140,12 @@ ISV_EXTERN int isv_server_bound_port(const isv_server *srv, unsigned index) {
   return srv->transport.listeners[index]->port;
 }
 
-ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream) {
+ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream, uv_close_cb close_cb) {
   if (srv == NULL) {
-    if (stream) uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+    if (stream) uv_close((uv_handle_t *)stream, close_cb);
     return ISV_EINVAL;
   }
-  return isv__transport_adopt(&srv->transport, stream, (uv_close_cb)free);
+  return isv__transport_adopt(&srv->transport, stream, close_cb);
 }
 
 ISV_EXTERN void isv_server_set_online(isv_server *srv, int online) {

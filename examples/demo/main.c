@@ -163,8 +163,8 @@ static int parse_limit(int argc, char **argv, int *i, isv_options *o) {
 int main(int argc, char **argv) {
   listen_addr addrs[MAX_LISTENERS];
   size_t naddrs = 0;
-  isv_options *opts = isv_options_new();
-  if (opts == NULL) return 1;
+  isv_options *opts;
+  if (isv_options_new(&opts) != 0) return 1;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *val = NULL;

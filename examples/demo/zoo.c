@@ -422,8 +422,8 @@ typedef struct {
 /* A config with the given inputs and outputs; NULL when out of memory or invalid. */
 static isv_model_config *make_config(const char *name, uint32_t max_batch, const io_spec *in,
                                      size_t nin, const io_spec *out, size_t nout) {
-  isv_model_config *c = isv_model_config_new(name);
-  if (c == NULL)
+  isv_model_config *c;
+  if (isv_model_config_new(name, &c) != 0)
     return NULL;
   int rc = isv_model_config_set_max_batch(c, max_batch);
   for (size_t i = 0; rc == 0 && i < nin; i++)

@@ -117,9 +117,9 @@ static int start_inference(int port) {
   int rc = isv_server_new(&loop, NULL, &inference);
   if (rc < 0)
     return rc;
-  isv_model_config *c = isv_model_config_new("doubler");
-  if (c == NULL)
-    return ISV_ENOMEM;
+  isv_model_config *c;
+  if ((rc = isv_model_config_new("doubler", &c)) != 0)
+    return rc;
   const int64_t any[] = {-1};
   isv_model_config_add_input(c, "INPUT0", ISV_FP32, any, 1);
   isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 1);

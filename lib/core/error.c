@@ -40,3 +40,13 @@ ISV_EXTERN int isv_err_grpc_status(int err) {
   default: return 2; /* UNKNOWN */
   }
 }
+
+int isv__err_known(int err) {
+  switch (err) {
+#define XX(name, val, http, grpc, msg) case ISV_##name:
+    ISV_ERRNO_MAP(XX)
+#undef XX
+    return 1;
+  default: return 0;
+  }
+}

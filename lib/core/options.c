@@ -16,10 +16,12 @@ void isv__options_defaults(isv_options *o) {
   strcpy(o->server_version, isv_version());
 }
 
-ISV_EXTERN isv_options *isv_options_new(void) {
-  isv_options *o = malloc(sizeof *o);
-  if (o != NULL) isv__options_defaults(o);
-  return o;
+ISV_EXTERN int isv_options_new(isv_options **out) {
+  if (out == NULL) return ISV_EINVAL;
+  *out = malloc(sizeof **out);
+  if (*out == NULL) return ISV_ENOMEM;
+  isv__options_defaults(*out);
+  return 0;
 }
 
 ISV_EXTERN void isv_options_free(isv_options *o) { free(o); }

@@ -23,17 +23,20 @@ static void io_free(isv__io *v, size_t n) {
   free(v);
 }
 
-ISV_EXTERN isv_model_config *isv_model_config_new(const char *name) {
-  if (name == NULL || name[0] == '\0') return NULL;
+ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out) {
+  if (out == NULL) return ISV_EINVAL;
+  *out = NULL;
+  if (name == NULL || name[0] == '\0') return ISV_EINVAL;
   isv_model_config *c = calloc(1, sizeof *c);
-  if (c == NULL) return NULL;
+  if (c == NULL) return ISV_ENOMEM;
   c->name = dupstr(name);
   c->platform = dupstr("custom");
   if (c->name == NULL || c->platform == NULL) {
     isv_model_config_free(c);
-    return NULL;
+    return ISV_ENOMEM;
   }
-  return c;
+  *out = c;
+  return 0;
 }
 
 ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
@@ -128,8 +131,8 @@ ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode
 }
 
 static isv_model_config *config_copy(const isv_model_config *c) {
-  isv_model_config *d = isv_model_config_new(c->name);
-  if (d == NULL) return NULL;
+  isv_model_config *d;
+  if (isv_model_config_new(c->name, &d) != 0) return NULL;
   int rc = isv_model_config_set_platform(d, c->platform);
   for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
     rc = io_add(&d->inputs, &d->n_inputs, c->inputs[i].name, c->inputs[i].dt, c->inputs[i].shape,

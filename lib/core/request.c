@@ -33,6 +33,20 @@ int isv__request_fail(isv_request *r, int status, const char *fmt, ...) {
   return status;
 }
 
+void isv__request_backend_failed(isv_request *r, int code, const char *message) {
+  if (isv__err_known(code)) {
+    const char *m = message && message[0] ? isv__arena_strndup(&r->arena, message, strlen(message))
+                                          : NULL;
+    r->status = code;
+    r->errmsg = m ? m : isv_strerror(code);
+  } else if (message && message[0]) {
+    isv__request_fail(r, ISV_EBACKEND, "%s (backend code %d, not an ISV_E* code)", message, code);
+  } else {
+    isv__request_fail(r, ISV_EBACKEND, "backend failed with code %d, which is not an ISV_E* code",
+                      code);
+  }
+}
+
 static void *grow(isv_request *r, void **arr, size_t *n, size_t *cap, size_t elsize) {
   if (*n == *cap) {
     size_t ncap = *cap ? *cap * 2 : 4;

@@ -102,6 +102,13 @@ isv_tensor *isv__request_push_input(isv_request *r);
 isv__req_output *isv__request_push_output(isv_request *r);
 isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen);
 
+/* Whether err is one of the ISV_E* codes (error.c). */
+int isv__err_known(int err);
+/* A backend's failure code (and message, may be NULL) as r's result: an ISV_E* code as it is;
+ * any other code — a -errno, a UV_E* — is the backend's fault: ISV_EBACKEND naming the code,
+ * never a status that blames the client. */
+void isv__request_backend_failed(isv_request *r, int code, const char *message);
+
 /* Element count of a shape with overflow and negativity checks: 0 ok, -1 bad. */
 int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *count,
                      size_t *bytes);

@@ -67,14 +67,7 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
-  if (status != 0) {
-    r->status = status;
-    r->errmsg = isv_strerror(status);
-    if (message && message[0]) {
-      const char *m = isv__arena_strndup(&r->arena, message, strlen(message));
-      if (m) r->errmsg = m;
-    }
-  }
+  if (status != 0) isv__request_backend_failed(r, status, message);
   r->completed = 1;
   if (r->in_infer) { /* the caller of infer finishes it */
     uv_mutex_unlock(&c->mu);
@@ -100,8 +93,7 @@ static void after_infer(isv_request *r, int rc) {
   r->in_infer = 0;
   int done = r->completed;
   if (!done && rc < 0) {
-    r->status = rc;
-    r->errmsg = isv_strerror(rc);
+    isv__request_backend_failed(r, rc, NULL);
     r->completed = done = 1;
   }
   uv_mutex_unlock(&c->mu);
@@ -114,8 +106,7 @@ static void pool_work(uv_work_t *w) {
   int rc = r->model->backend.infer(r, r->model->user);
   uv_mutex_lock(&r->core->mu);
   if (!r->completed && rc < 0) {
-    r->status = rc;
-    r->errmsg = isv_strerror(rc);
+    isv__request_backend_failed(r, rc, NULL);
     r->completed = 1;
   }
   uv_mutex_unlock(&r->core->mu);

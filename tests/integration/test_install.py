@@ -53,7 +53,8 @@ int main(void) {
   uv_loop_t loop; uv_loop_init(&loop);
   isv_server *srv;
   if (isv_server_new(&loop, NULL, &srv)) return 1;
-  isv_model_config *c = isv_model_config_new("m");
+  isv_model_config *c;
+  if (isv_model_config_new("m", &c)) return 1;
   int64_t any[] = {-1};
   isv_model_config_add_input(c, "x", ISV_INT32, any, 1);
   isv_model_config_add_output(c, "y", ISV_INT32, any, 1);

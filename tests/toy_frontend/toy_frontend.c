@@ -144,7 +144,8 @@ static void on_signal(uv_signal_t *h, int signum) {
 int main(int argc, char **argv) {
   const char *host = "127.0.0.1";
   int port = 0;
-  isv_options *o = isv_options_new();
+  isv_options *o;
+  isv_options_new(&o);
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--listen") == 0) {
       static char h[64];
@@ -165,7 +166,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "toy-frontend-server: %s\n", isv_server_last_error(srv));
     return 1;
   }
-  isv_model_config *c = isv_model_config_new("doubler");
+  isv_model_config *c;
+  isv_model_config_new("doubler", &c);
   isv_model_config_add_input(c, "INPUT0", ISV_INT32, (const int64_t[]){1}, 1);
   isv_model_config_add_output(c, "OUTPUT0", ISV_INT32, (const int64_t[]){1}, 1);
   isv_backend be = {.struct_size = sizeof be, .infer = doubler};

@@ -21,7 +21,8 @@ static int setup(void **state) {
   isv_options o;
   isv__options_defaults(&o);
   assert_int_equal(isv__core_init(&core, &loop, &o), 0);
-  isv_model_config *c = isv_model_config_new("mv");
+  isv_model_config *c;
+  isv_model_config_new("mv", &c);
   isv_backend be = {sizeof be, noop, NULL};
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, &v1), 0);
   assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &v2), 0);

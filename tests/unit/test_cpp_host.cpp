@@ -69,7 +69,8 @@ int main() {
   if (srv == nullptr)
     return 1;
 
-  isv_model_config *cfg = isv_model_config_new("cpp_model");
+  isv_model_config *cfg;
+  isv_model_config_new("cpp_model", &cfg);
   CHECK(cfg != nullptr);
   const int64_t any[] = {-1};
   CHECK(isv_model_config_add_input(cfg, "INPUT0", ISV_INT64, any, 1) == 0);

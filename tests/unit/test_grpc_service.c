@@ -139,7 +139,8 @@ static int setup(void **state) {
   int64_t one[] = {1};
   isv_backend be = {sizeof be, plus_one, NULL};
   for (int i = 0; i < 2; i++) {
-    isv_model_config *c = isv_model_config_new(i ? "later" : "m");
+    isv_model_config *c;
+    isv_model_config_new(i ? "later" : "m", &c);
     isv_model_config_add_input(c, "x", ISV_INT32, one, 1);
     isv_model_config_add_output(c, "y", ISV_INT32, one, 1);
     assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);

@@ -24,7 +24,8 @@ static int setup(void **state) {
   isv__grpc_services_init(&services, &core);
   for (const isv__grpc_method *m = isv__v2_frontend.methods; m->path; m++)
     assert_int_equal(isv__grpc_services_add(&services, m, "v2_grpc"), 0);
-  isv_model_config *c = isv_model_config_new("m");
+  isv_model_config *c;
+  isv_model_config_new("m", &c);
   isv_backend be = {sizeof be, noop, NULL};
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
   isv_model_config_free(c);

@@ -20,7 +20,8 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   isv__options_defaults(&o);
   isv__core core;
   assert_int_equal(isv__core_init(&core, &loop, &o), 0);
-  isv_model_config *c = isv_model_config_new("m\"q");
+  isv_model_config *c;
+  isv_model_config_new("m\"q", &c);
   isv_backend be = {sizeof be, noop, NULL};
   isv_model *m;
   assert_int_equal(isv__registry_add(&core.reg, c, "7", &be, NULL, &m), 0);

@@ -16,7 +16,8 @@ static void on_destroy(void *u) { destroyed += u == (void *)0x1 ? 1 : 100; }
 static const isv_backend be = {sizeof(isv_backend), noop_infer, on_destroy};
 
 static isv_model_config *cfg(const char *name) {
-  isv_model_config *c = isv_model_config_new(name);
+  isv_model_config *c;
+  isv_model_config_new(name, &c);
   int64_t s[] = {-1};
   assert_int_equal(isv_model_config_add_input(c, "x", ISV_FP32, s, 1), 0);
   assert_int_equal(isv_model_config_add_output(c, "y", ISV_FP32, s, 1), 0);
@@ -32,7 +33,11 @@ static void config_rejects_bad_declarations(void **state) {
   assert_int_equal(isv_model_config_add_output(c, "x", ISV_FP32, NULL, 0), ISV_EEXIST);
   assert_int_equal(isv_model_config_add_input(c, "q", ISV_TYPE_INVALID, NULL, 0), ISV_EINVAL);
   assert_int_equal(isv_model_config_add_input(c, "", ISV_FP32, NULL, 0), ISV_EINVAL);
-  assert_null(isv_model_config_new(""));
+  isv_model_config *none = (isv_model_config *)1;
+  assert_int_equal(isv_model_config_new("", &none), ISV_EINVAL);
+  assert_null(none);
+  assert_int_equal(isv_model_config_new(NULL, &none), ISV_EINVAL);
+  assert_int_equal(isv_model_config_new("x", NULL), ISV_EINVAL);
   assert_int_equal(isv_model_config_set_exec_mode(c, (isv_exec_mode)7), ISV_EINVAL);
   int64_t dims[33];
   for (int i = 0; i < 33; i++) dims[i] = 1;

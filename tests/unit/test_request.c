@@ -29,7 +29,8 @@ static int setup(void **state) {
   isv_options o;
   isv__options_defaults(&o);
   assert_int_equal(isv__core_init(&f->core, &f->loop, &o), 0);
-  isv_model_config *c = isv_model_config_new("m");
+  isv_model_config *c;
+  isv_model_config_new("m", &c);
   int64_t s16[] = {16};
   isv_model_config_add_input(c, "A", ISV_INT32, s16, 1);
   isv_model_config_add_input(c, "B", ISV_INT32, s16, 1);

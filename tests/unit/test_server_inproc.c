@@ -1,9 +1,13 @@
 /* The whole request path in process (no sockets): registry → validation → inline, pool and
- * cross-thread completion → post-processing → callback; and the server's draining close. */
+ * cross-thread completion → post-processing → callback; the server's draining close; adopting
+ * a host's stream. */
 #include "cmocka_prelude.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "inferserve.h"
 
@@ -48,6 +52,16 @@ static int returns_error(isv_request *r, void *u) {
   (void)u;
   return ISV_EUNAVAIL; /* without completing */
 }
+/* a habit from -errno code: "return -5" (-EIO) */
+static int returns_errno(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return -5;
+}
+static int completes_errno(isv_request *r, void *u) {
+  (void)u;
+  return isv_request_complete(r, -2, "no such file"); /* -ENOENT, with a message */
+}
 static int forgets_output(isv_request *r, void *u) {
   (void)u;
   return isv_request_complete(r, 0, NULL);
@@ -56,7 +70,8 @@ static void count_destroy(void *u) { ((world *)u)->destroyed++; }
 
 static void add(world *w, const char *name, int (*fn)(isv_request *, void *), void *user,
                 isv_exec_mode mode) {
-  isv_model_config *c = isv_model_config_new(name);
+  isv_model_config *c;
+  isv_model_config_new(name, &c);
   int64_t any[] = {-1};
   isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
   isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
@@ -77,6 +92,9 @@ static int setup(void **state) {
   add(w, "fails", fails, NULL, ISV_EXEC_INLINE);
   add(w, "returns_error", returns_error, NULL, ISV_EXEC_POOL);
   add(w, "forgets", forgets_output, NULL, ISV_EXEC_INLINE);
+  add(w, "errno", returns_errno, NULL, ISV_EXEC_INLINE);
+  add(w, "errno_pool", returns_errno, NULL, ISV_EXEC_POOL);
+  add(w, "completes_errno", completes_errno, NULL, ISV_EXEC_INLINE);
   *state = w;
   return 0;
 }
@@ -173,6 +191,15 @@ static void errors_reach_the_callback(void **state) {
   assert_int_equal(r.status, ISV_EUNAVAIL);
   assert_non_null(strstr(r.msg, "not ready"));
   isv_server_set_model_state(w->srv, "inline", "1", ISV_MODEL_READY);
+  /* codes outside ISV_E* blame the backend (500), never the client: -5 used to answer 405 */
+  r = run(w, "errno", x, 1, 0);
+  assert_int_equal(r.status, ISV_EBACKEND);
+  assert_string_equal(r.msg, "backend failed with code -5, which is not an ISV_E* code");
+  r = run(w, "errno_pool", x, 1, 0);
+  assert_int_equal(r.status, ISV_EBACKEND);
+  r = run(w, "completes_errno", x, 1, 0);
+  assert_int_equal(r.status, ISV_EBACKEND);
+  assert_string_equal(r.msg, "no such file (backend code -2, not an ISV_E* code)");
   r = run(w, "forgets", x, 1, 0); /* asked for every output, got none: allowed, empty */
   assert_int_equal(r.status, 0);
   assert_int_equal(r.n, 0);
@@ -224,10 +251,56 @@ static void close_drains_in_flight_requests(void **state) {
   assert_int_equal(res.status, 0);
   assert_true(res.y[0] == 6.0f);
   assert_true(w->closed);
-  assert_int_equal(w->destroyed, 6); /* every model's destroy ran */
+  assert_int_equal(w->destroyed, 9); /* every model's destroy ran */
   assert_int_equal(uv_loop_close(&w->loop), 0);
   free(w);
   *state = NULL;
+}
+
+/* ---- adopt: the host's stream, freed by the host's callback ---- */
+
+static int adopted_closed;
+static void on_adopted_closed(uv_handle_t *h) {
+  adopted_closed++;
+  assert_ptr_equal(h->data, (void *)0x5eed); /* the host's data, given back */
+}
+
+static void adopt_serves_and_hands_the_stream_back(void **state) {
+  world *w = *state;
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  static uv_pipe_t pipe_on_the_stack_of_the_host; /* not malloc'd: nothing frees it */
+  uv_pipe_init(&w->loop, &pipe_on_the_stack_of_the_host, 0);
+  uv_pipe_open(&pipe_on_the_stack_of_the_host, sv[0]);
+  pipe_on_the_stack_of_the_host.data = (void *)0x5eed;
+  adopted_closed = 0;
+  assert_int_equal(isv_server_adopt(w->srv, (uv_stream_t *)&pipe_on_the_stack_of_the_host,
+                                    on_adopted_closed), 0);
+  static const char req[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  assert_int_equal(write(sv[1], req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+  while (!adopted_closed) uv_run(&w->loop, UV_RUN_ONCE);
+  char resp[512];
+  ssize_t n = read(sv[1], resp, sizeof resp - 1);
+  assert_true(n > 0);
+  resp[n] = '\0';
+  assert_non_null(strstr(resp, "HTTP/1.1 200 OK"));
+  assert_non_null(strstr(resp, "{\"live\":true}"));
+  close(sv[1]);
+
+  /* refused (another loop's stream): still closed and handed back */
+  uv_loop_t other;
+  uv_loop_init(&other);
+  static uv_pipe_t foreign;
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  uv_pipe_init(&other, &foreign, 0);
+  uv_pipe_open(&foreign, sv[0]);
+  foreign.data = (void *)0x5eed;
+  assert_int_equal(isv_server_adopt(w->srv, (uv_stream_t *)&foreign, on_adopted_closed),
+                   ISV_EINVAL);
+  uv_run(&other, UV_RUN_DEFAULT);
+  assert_int_equal(adopted_closed, 2);
+  assert_int_equal(uv_loop_close(&other), 0);
+  close(sv[1]);
 }
 
 static int teardown_if_open(void **state) { return *state ? teardown(state) : 0; }
@@ -240,6 +313,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
+      cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

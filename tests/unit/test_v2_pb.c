@@ -947,7 +947,8 @@ static int noop(isv_request *r, void *u) {
 
 static void model_metadata(void **state) {
   (void)state;
-  isv_model_config *c = isv_model_config_new("mm");
+  isv_model_config *c;
+  isv_model_config_new("mm", &c);
   int64_t s_in[] = {16}, s_out[] = {-1, 4};
   isv_model_config_add_input(c, "IN", ISV_FP32, s_in, 1);
   isv_model_config_add_output(c, "OUT", ISV_BYTES, s_out, 2);
