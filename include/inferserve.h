@@ -162,6 +162,10 @@ ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
 /* Nesting depth allowed in JSON request bodies. Default 64. */
 ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
+/* Inputs, requested outputs and parameters one request may carry, each (400 beyond, on every
+ * protocol and in process): a body of a million tiny inputs would hold the loop and memory
+ * long before validation could refuse it. Default 1024. */
+ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);

@@ -44,6 +44,7 @@ static void usage(FILE *f) {
           "  --idle-timeout-ms N      close idle keep-alive connections (default 60000)\n"
           "  --header-timeout-ms N    408 when a request is not received in time (default 30000)\n"
           "  --max-connections N      connections beyond are closed (default 10000)\n"
+          "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
           "  --buffer-cache-bytes N   freed large buffers kept mapped for reuse (default 64 MiB)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
@@ -137,11 +138,15 @@ static int set_cache(isv_options *o, unsigned long long v) {
 static int set_conns(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_connections(o, (unsigned)v);
 }
+static int set_tensors(isv_options *o, unsigned long long v) {
+  return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_tensors(o, (unsigned)v);
+}
 
 static const limit_flag limit_flags[] = {
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
+    {"--max-tensors", set_tensors},
 };
 
 /* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */

@@ -11,6 +11,7 @@ void isv__options_defaults(isv_options *o) {
   o->header_timeout_ms = 30000;
   o->max_connections = 10000;
   o->max_json_depth = 64;
+  o->max_tensors = 1024;
   o->buffer_cache_bytes = (size_t)64 << 20;
   strcpy(o->server_name, "libinferserve");
   strcpy(o->server_version, isv_version());
@@ -59,6 +60,12 @@ ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n) {
 ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n) {
   if (o == NULL || n == 0 || n > 1024) return ISV_EINVAL;
   o->max_json_depth = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n) {
+  if (o == NULL || n == 0) return ISV_EINVAL;
+  o->max_tensors = n;
   return 0;
 }
 

@@ -17,6 +17,7 @@ struct isv_options {
   uint64_t header_timeout_ms;
   unsigned max_connections;
   unsigned max_json_depth;
+  unsigned max_tensors;
   int strict_readiness;
   size_t buffer_cache_bytes;
   char server_name[64];

@@ -61,13 +61,31 @@ static void *grow(isv_request *r, void **arr, size_t *n, size_t *cap, size_t els
   return e;
 }
 
+int isv__request_within_limit(isv_request *r, size_t count, const char *what) {
+  unsigned max = r->core->opts.max_tensors;
+  if (count <= max) return 0;
+  return isv__request_fail(r, ISV_EBADREQ, "more than %u %s in one request (the server's limit)",
+                           max, what);
+}
+
+static int room_for(isv_request *r, size_t n, const char *what) {
+  return isv__request_within_limit(r, n + 1, what) == 0;
+}
+
+static void *pushed(isv_request *r, void *e) {
+  if (e == NULL) isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  return e;
+}
+
 isv_tensor *isv__request_push_input(isv_request *r) {
-  return grow(r, (void **)&r->inputs, &r->n_inputs, &r->cap_inputs, sizeof(isv_tensor));
+  if (!room_for(r, r->n_inputs, "inputs")) return NULL;
+  return pushed(r, grow(r, (void **)&r->inputs, &r->n_inputs, &r->cap_inputs, sizeof(isv_tensor)));
 }
 
 isv__req_output *isv__request_push_output(isv_request *r) {
-  return grow(r, (void **)&r->req_outputs, &r->n_req_outputs, &r->cap_req_outputs,
-              sizeof(isv__req_output));
+  if (!room_for(r, r->n_req_outputs, "requested outputs")) return NULL;
+  return pushed(r, grow(r, (void **)&r->req_outputs, &r->n_req_outputs, &r->cap_req_outputs,
+                        sizeof(isv__req_output)));
 }
 
 /* The entry for key in a parameter list (found and cleared, or appended). */
@@ -86,7 +104,16 @@ static isv__param_entry *param_slot(isv_request *r, isv__param_entry **arr, size
 }
 
 isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen) {
-  return param_slot(r, &r->params, &r->n_params, &r->cap_params, key, klen);
+  if (!room_for(r, r->n_params, "parameters")) return NULL;
+  return pushed(r, param_slot(r, &r->params, &r->n_params, &r->cap_params, key, klen));
+}
+
+/* A push failed for a request the host is building: the call fails, the request does not. */
+static int call_failed(isv_request *r) {
+  int rc = r->status ? r->status : ISV_ENOMEM;
+  r->status = 0;
+  r->errmsg = "";
+  return rc;
 }
 
 int isv__shape_count(const int64_t *shape, size_t ndim, size_t elsize, size_t *count,
@@ -350,7 +377,11 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
   rc = ISV_ENOMEM;
   const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
   int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
-  if (nm == NULL || sh == NULL || (t = isv__request_push_input(r)) == NULL) goto fail;
+  if (nm == NULL || sh == NULL) goto fail;
+  if ((t = isv__request_push_input(r)) == NULL) {
+    rc = call_failed(r);
+    goto fail;
+  }
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
   void *d = (void *)data;
   if (del == ISV_TRANSIENT && (d = copy_data(r, dt, data, count, bytes)) == NULL) {
@@ -374,8 +405,9 @@ fail:
 ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification) {
   if (r == NULL || r->submitted || name == NULL) return ISV_EINVAL;
   const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
-  isv__req_output *o = nm ? isv__request_push_output(r) : NULL;
-  if (o == NULL) return ISV_ENOMEM;
+  if (nm == NULL) return ISV_ENOMEM;
+  isv__req_output *o = isv__request_push_output(r);
+  if (o == NULL) return call_failed(r);
   o->name = nm;
   o->classification = classification;
   return 0;

@@ -97,7 +97,13 @@ int isv__request_fail(isv_request *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-/* Arrays that grow in the arena. Return the new element (zeroed) or NULL. */
+/* 0 when a request may carry `count` inputs / requested outputs / parameters (`what`), else
+ * r failed with ISV_EBADREQ naming the server's max_tensors. A decoder that counts first
+ * refuses before it allocates. */
+int isv__request_within_limit(isv_request *r, size_t count, const char *what);
+/* Arrays that grow in the arena, each holding at most the server's max_tensors entries. The
+ * new element (zeroed; a repeated parameter key gives its entry back, cleared), or NULL with r
+ * failed: ISV_EBADREQ naming the limit, or ISV_ENOMEM. */
 isv_tensor *isv__request_push_input(isv_request *r);
 isv__req_output *isv__request_push_output(isv_request *r);
 isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen);

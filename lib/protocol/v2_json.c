@@ -101,7 +101,7 @@ static int parse_params(isv_request *r, isv__json_reader *rd, param_fn each, voi
       if (each(r, rd, &key, &v, data)) return r->status;
     } else {
       isv__param_entry *e = isv__request_push_param(r, key.ptr, key.len);
-      if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+      if (e == NULL) return r->status;
       e->val = v;
     }
   }
@@ -308,7 +308,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     ten.byte_size = dt == ISV_BYTES ? isv__bytes_total(ten.data, count) : bytes;
   }
   isv_tensor *in = isv__request_push_input(r);
-  if (in == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (in == NULL) return r->status;
   in->name = name;
   in->dt = dt;
   in->shape = sh;
@@ -342,7 +342,7 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
   if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "each element of 'outputs' must be an object"))
     return r->status;
   isv__req_output *o = isv__request_push_output(r);
-  if (o == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (o == NULL) return r->status;
   char label[32];
   index_label(label, index);
   o->name = NULL;
@@ -380,7 +380,7 @@ static int request_param(isv_request *r, isv__json_reader *rd, const isv__json_t
     return 0;
   }
   isv__param_entry *e = isv__request_push_param(r, key->ptr, key->len);
-  if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (e == NULL) return r->status;
   e->val = *v;
   return 0;
 }

@@ -502,7 +502,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
                              "raw_input_contents entry", name);
   }
   isv_tensor *in_t = isv__request_push_input(r);
-  if (in_t == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (in_t == NULL) return r->status;
   in_t->name = name;
   in_t->dt = dt;
   in_t->shape = shape;
@@ -532,7 +532,7 @@ static int parse_output(isv_request *r, isv__pb_span s, size_t index) {
   if (k < 0) return malformed(r, label);
   if (name == NULL) return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
   isv__req_output *o = isv__request_push_output(r);
-  if (o == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (o == NULL) return r->status;
   o->name = name;
   char where[96];
   snprintf(where, sizeof where, "output '%.60s'", name);
@@ -596,7 +596,7 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
       if (parse_param_entry(r, f.s, "the request", &key, &v)) return r->status;
       if (v.type == 0) break; /* a parameter without a value: nothing to pass on */
       isv__param_entry *e = isv__request_push_param(r, (const char *)key.p, key.n);
-      if (e == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+      if (e == NULL) return r->status;
       e->val = v;
       break;
     }
@@ -617,6 +617,9 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
   r->model_name = model_name;
   r->version = version;
   if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "request has no inputs");
+  if (isv__request_within_limit(r, n_in, "inputs") ||
+      isv__request_within_limit(r, n_out, "requested outputs"))
+    return r->status;
   if (n_raw > n_in)
     return isv__request_fail(r, ISV_EBADREQ, "request has %zu raw_input_contents but only %zu "
                              "inputs (raw_input_contents[i] holds the data of inputs[i])",

@@ -46,6 +46,7 @@ typedef struct h1 {
   size_t body_expected; /* Content-Length, when known */
   int err_status;       /* a limit or syntax error found inside a callback */
   const char *err_msg;
+  char err_text[160]; /* err_msg when it names what the client sent */
   /* the request being answered */
   isv__exchange *ex; /* dispatched, response not yet written */
   char *pending;     /* bytes read past it */
@@ -404,6 +405,20 @@ static const char *find_header(h1 *h, const char *name, size_t *len) {
   return NULL;
 }
 
+/* Content-Encoding: the body is parsed as it comes, so any coding but identity is refused (RFC
+ * 9110 §8.4: 415), rather than a gzip body read as JSON. */
+static int check_content_encoding(h1 *h) {
+  size_t n;
+  const char *v = find_header(h, "content-encoding", &n);
+  if (v == NULL || n == 0 || (n == 8 && strncasecmp(v, "identity", 8) == 0)) return 0;
+  snprintf(h->err_text, sizeof h->err_text,
+           "Content-Encoding '%.*s' is not supported: send the body uncompressed",
+           (int)(n > 40 ? 40 : n), v);
+  for (char *m = h->err_text; *m; m++)
+    if ((unsigned char)*m < 0x20 || (unsigned char)*m > 0x7e) *m = '?';
+  return fail(h, 415, h->err_text);
+}
+
 static void on_continue_written(isv__conn *c, void *ctx, int status) {
   (void)c;
   (void)ctx;
@@ -428,8 +443,13 @@ static int on_headers_complete(llhttp_t *p) {
    * knowledge; RFC 9113 deprecates the h2c upgrade). Clearing the flag here, before llhttp reads
    * it, keeps llhttp from treating the bytes after this message as another protocol. */
   p->upgrade = 0;
+  /* llhttp reads any one-digit version; this is an HTTP/1.x server (HTTP/2: prior knowledge) */
+  if (p->http_major != 1)
+    return fail(h, 505, "this server speaks HTTP/1.0 and HTTP/1.1 here (HTTP/2: with prior "
+                        "knowledge)");
   if (p->http_major == 1 && p->http_minor >= 1 && host_count(h) != 1)
     return fail(h, 400, host_count(h) ? "more than one Host header" : "missing Host header");
+  if (check_content_encoding(h) != 0) return -1;
   size_t max = h->c->t->limits.max_body_bytes;
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > max) return fail(h, 413, "request body exceeds the server's limit");
@@ -471,6 +491,15 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
   return h->body.failed ? fail(h, 500, "out of memory") : 0;
 }
 
+/* A chunk that would take the body past the limit is refused from its size line, before its
+ * data is waited for. */
+static int on_chunk_header(llhttp_t *p) {
+  h1 *h = h1_parser(p);
+  if (p->content_length > h->c->t->limits.max_body_bytes - h->body.len)
+    return fail(h, 413, "request body exceeds the server's limit");
+  return 0;
+}
+
 /* Build the exchange; it is dispatched once llhttp has returned (execute). */
 static int on_message_complete(llhttp_t *p) {
   h1 *h = h1_parser(p);
@@ -491,6 +520,7 @@ static const llhttp_settings_t settings = {
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_header = on_chunk_header,
     .on_message_complete = on_message_complete,
 };
 

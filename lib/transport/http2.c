@@ -37,6 +37,13 @@
 #define ISV__H2_WINDOW (16 << 20)
 #define ISV__H2_CONN_WINDOW (64 << 20)
 #define ISV__H2_MAX_FRAME (1u << 20) /* what clients may send: 16 frames for 16 MiB, not 1,024 */
+/* HPACK lets a few bytes name a large header again and again (a 4 KB table entry costs one
+ * byte per repeat), and nghttp2 validates every decoded byte. So: a header block stops being
+ * decoded once it passes twice the header limit (its stream is reset), a connection that does
+ * that ISV__H2_OVERSIZE_BLOCKS times is closed, and a connection may not make the server decode
+ * more than ISV__H2_HEADER_RATE bytes of headers a second (GOAWAY ENHANCE_YOUR_CALM). */
+#define ISV__H2_OVERSIZE_BLOCKS 4
+#define ISV__H2_HEADER_RATE (16u << 20)
 
 typedef struct out_item {
   struct out_item *next;
@@ -56,6 +63,7 @@ typedef struct h2_stream {
   isv__buf head;
   size_t n_headers;
   const char *path, *method, *ctype;
+  const char *cencoding; /* content-encoding, NULL when absent */
   int is_grpc;
   int compressed; /* grpc-encoding other than identity */
   isv__buf body;  /* REST */
@@ -70,6 +78,8 @@ typedef struct h2_stream {
   int remote_closed; /* the client sent END_STREAM */
   int draining;      /* shutting down: no more messages are delivered */
   int headers_too_big;
+  int headers_complete; /* the header block ended (END_HEADERS) */
+  size_t header_bytes;  /* decoded for this block */
   isv__exchange *ex;
   /* response */
   out_item *q_head, *q_tail;
@@ -92,6 +102,9 @@ typedef struct h2 {
   int shutting_down;
   int dead;
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
+  unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
+  uint64_t header_second;   /* uv_now() when the current second of header decoding began */
+  size_t header_second_bytes;
 } h2;
 
 static h2 *h2_of(isv__conn *c) { return c->proto_state; }
@@ -547,6 +560,18 @@ static void stream_error(h2_stream *st, int status, const char *msg);
 static void on_deadline(uv_timer_t *t) {
   h2_stream *st = t->data;
   if (st == NULL) return;
+  if (!st->headers_complete) {
+    /* A header block that never ends: HTTP/2 allows no other frame on the connection until
+     * it does, so the connection is held — end it. */
+    h2 *h = st->h2;
+    if (h == NULL) return;
+    nghttp2_session_terminate_session(h->s, NGHTTP2_ENHANCE_YOUR_CALM);
+    h->shutting_down = 1;
+    isv__conn *c = h->c;
+    flush(h); /* may free st */
+    if (!c->closing) isv__conn_close(c);
+    return;
+  }
   if (st->is_grpc) {
     transport_end(st, ISV__GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
     return;
@@ -638,6 +663,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   isv__buf_init(&st->body);
   st->df.max_len = h->c->t->limits.max_body_bytes;
   st->df.bufs = h->c->t->bufs;
+  arm_deadline(st, h->c->t->limits.header_timeout_ms); /* the header block must end */
   st->next = h->streams;
   if (h->streams) h->streams->prev = st;
   h->streams = st;
@@ -653,9 +679,30 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   h2 *h = user;
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
+  size_t limit = h->c->t->limits.max_header_bytes;
+  uint64_t now = uv_now(h->c->t->loop);
+  if (now - h->header_second >= 1000) {
+    h->header_second = now;
+    h->header_second_bytes = 0;
+  }
+  h->header_second_bytes += nlen + vlen;
+  st->header_bytes += nlen + vlen;
+  if (h->header_second_bytes > ISV__H2_HEADER_RATE) {
+    nghttp2_session_terminate_session(s, NGHTTP2_ENHANCE_YOUR_CALM);
+    return NGHTTP2_ERR_CALLBACK_FAILURE; /* mem_recv fails: the GOAWAY is flushed, then close */
+  }
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
-  if (st->headers_too_big) return 0;
-  if (st->head.len + nlen + vlen + 2 > h->c->t->limits.max_header_bytes || st->n_headers >= 100) {
+  if (st->headers_too_big) {
+    if (st->header_bytes <= 2 * limit) return 0;
+    /* far past the limit: nghttp2 resets the stream and inflates the rest of the block without
+     * validating or handing it over, which costs next to nothing */
+    if (++h->oversize_blocks >= ISV__H2_OVERSIZE_BLOCKS) {
+      nghttp2_session_terminate_session(s, NGHTTP2_ENHANCE_YOUR_CALM);
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  if (st->head.len + nlen + vlen + 2 > limit || st->n_headers >= 100) {
     st->headers_too_big = 1; /* answered 431 once the header block is complete, as on HTTP/1.1 */
     return 0;
   }
@@ -679,6 +726,7 @@ static int index_headers(h2_stream *st) {
     if (strcmp(n, ":path") == 0) st->path = v;
     else if (strcmp(n, ":method") == 0) st->method = v;
     else if (strcmp(n, "content-type") == 0) st->ctype = v;
+    else if (strcmp(n, "content-encoding") == 0) st->cencoding = v;
     else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = isv__grpc_parse_timeout(v, strlen(v));
     else if (strcmp(n, "grpc-encoding") == 0 && strcmp(v, "identity") != 0) st->compressed = 1;
   }
@@ -783,6 +831,8 @@ static void stream_error(h2_stream *st, int status, const char *msg) {
 }
 
 static int headers_done(h2 *h, h2_stream *st) {
+  st->headers_complete = 1;
+  if (st->deadline) uv_timer_stop(st->deadline); /* the header block's; a body re-arms it */
   if (index_headers(st) != 0) return -1;
   st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
   if (st->headers_too_big) {
@@ -790,7 +840,15 @@ static int headers_done(h2 *h, h2_stream *st) {
     stream_error(st, 431, "request headers exceed the server's limit");
     return 0;
   }
-  if (!st->is_grpc) return 0;
+  if (!st->is_grpc) {
+    if (st->cencoding && st->cencoding[0] && strcasecmp(st->cencoding, "identity") != 0) {
+      char msg[128]; /* as on HTTP/1.1: a coded body would be parsed as plain */
+      snprintf(msg, sizeof msg, "Content-Encoding '%.40s' is not supported: send the body "
+               "uncompressed", st->cencoding);
+      stream_error(st, 415, msg);
+    }
+    return 0;
+  }
   if (st->method == NULL || strcmp(st->method, "POST") != 0) {
     st->is_grpc = 0;
     stream_error(st, 405, "gRPC calls must use POST");

@@ -106,3 +106,176 @@ def test_curl_http2_upgrade_answered_over_http1(demo):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.replace('{"live":true}', "").split()
     assert lines == ["200", "1.1", "200", "1.1"], out.stdout
+
+
+# --- point 2: HPACK amplification ----------------------------------------------------------
+import h2raw  # noqa: E402
+from h2raw import H2Conn, rest_headers  # noqa: E402
+
+ENHANCE_YOUR_CALM = 0xb
+
+
+def _amplified_block(demo, path, refs):
+    """Pseudo-headers, one 4,000-byte header entered into the HPACK dynamic table (literal with
+    incremental indexing: it becomes index 62), then `refs` one-byte references to it: a few
+    bytes on the wire that decode to refs x 4 KB."""
+    block = h2raw.hpack_encode(rest_headers(demo, "GET", path))
+    name, value = b"x-big", b"v" * 4000
+    block += b"\x40" + h2raw.hpack_int(len(name), 7) + name + h2raw.hpack_int(len(value), 7) + value
+    return block + b"\xbe" * refs
+
+
+def test_hpack_amplification_is_reset_then_closed(demo):
+    with H2Conn(demo) as c:
+        # one block decoding to 4 MB from 5 KB: its stream is reset once it passes twice the
+        # 64 KiB header limit, without the server decoding (and validating) the rest
+        c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS | h2raw.END_STREAM, 1,
+                           _amplified_block(demo, "/v2/health/live", 1000)))
+        st = c.wait(1)
+        assert st.reset == h2raw.INTERNAL_ERROR, st
+        # the connection still serves ordinary requests
+        sid = c.request(rest_headers(demo, "GET", "/v2/health/live"), sid=3)
+        assert c.wait(sid).status == 200
+        # doing it again and again closes the connection
+        for sid in (5, 7, 9, 11):
+            try:
+                c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS | h2raw.END_STREAM, sid,
+                                   b"\xbe" * 1000 if sid > 5 else
+                                   _amplified_block(demo, "/v2/health/live", 1000)))
+            except OSError:
+                break
+        assert c.wait_closed(5.0)
+        assert c.goaway is not None and c.goaway[1] == ENHANCE_YOUR_CALM, c.goaway
+    # other clients were served meanwhile and still are
+    with RawConn(demo) as other:
+        _live(other)
+
+
+def test_headers_a_little_over_the_limit_still_get_431(demo):
+    with H2Conn(demo) as c:
+        extra = [("x-h%d" % i, "v" * 1000) for i in range(70)]  # ~70 KB: over 64 KiB, under 2x
+        sid = c.request(rest_headers(demo, "GET", "/v2/health/live", extra))
+        st = c.wait(sid)
+        assert st.status == 431, st
+
+
+def test_header_decoding_rate_is_bounded(start_demo):
+    """Blocks just under the limit, each a few bytes on the wire: past 16 MiB of decoded
+    headers in a second the connection is closed with ENHANCE_YOUR_CALM."""
+    d = start_demo()
+    with H2Conn(d) as c:
+        c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS | h2raw.END_STREAM, 1,
+                           _amplified_block(d, "/v2/nope", 10)))  # 40 KB: a 404, no reset
+        sid, closed = 3, False
+        try:
+            while sid < 2000 and not closed:  # up to ~40 MB decoded from ~20 KB sent
+                c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS | h2raw.END_STREAM, sid,
+                                   h2raw.hpack_encode(rest_headers(d, "GET", "/v2/nope")) +
+                                   b"\xbe" * 10))
+                sid += 2
+                c.pump(0.001)
+        except (OSError, h2raw.ConnectionClosed):
+            closed = True
+        assert closed or c.wait_closed(5.0)
+        assert c.goaway is not None and c.goaway[1] == ENHANCE_YOUR_CALM, c.goaway
+
+
+# --- point 3: a header block that never ends ----------------------------------------------
+def test_unfinished_header_block_times_out(start_demo):
+    d = start_demo("--header-timeout-ms", "300")
+    with H2Conn(d) as c:
+        c.pump(0.2)  # the SETTINGS exchange first: nothing may follow the open block
+        block = h2raw.hpack_encode(rest_headers(d, "GET", "/v2/health/live"))
+        c.send(h2raw.frame(h2raw.HEADERS, 0, 1, block))  # no END_HEADERS, then silence
+        assert c.wait_closed(5.0), "the connection was held open"
+        assert c.goaway is not None and c.goaway[1] == ENHANCE_YOUR_CALM, c.goaway
+
+
+# --- point 7: the smaller ones -------------------------------------------------------------
+def test_http2_version_on_an_http1_connection_is_505(demo):
+    with RawConn(demo) as c:
+        c.send(b"GET /v2/health/live HTTP/2.0\r\nHost: x\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 505 and "HTTP/1.1" in r.json()["error"], r
+        assert c.wait_closed(TIMEOUT)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_content_encoding_is_refused_not_parsed_as_plain(demo, coding):
+    body = json.dumps(simple_body()).encode()
+    with RawConn(demo) as c:
+        c.send(http_request("POST", "/v2/models/simple/infer", body,
+                            headers={"Content-Encoding": coding}))
+        r = c.read_response()
+        assert r.status == 415, r
+        assert "Content-Encoding '%s' is not supported" % coding in r.json()["error"], r
+    # identity is no coding at all
+    with RawConn(demo) as c:
+        c.send(http_request("POST", "/v2/models/simple/infer", body,
+                            headers={"Content-Encoding": "identity"}))
+        assert c.read_response().status == 200
+
+
+def test_content_encoding_over_h2c_is_refused(demo):
+    with H2Conn(demo) as c:
+        body = json.dumps(simple_body()).encode()
+        sid = c.request(rest_headers(demo, "POST", "/v2/models/simple/infer",
+                                     [("content-encoding", "gzip"),
+                                      ("content-type", "application/json")]), body=body)
+        st = c.wait(sid)
+        assert st.status == 415, st
+
+
+def test_oversized_chunk_is_refused_from_its_size_line(start_demo):
+    d = start_demo("--max-body-bytes", "1000")
+    with RawConn(d) as c:
+        c.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n10000\r\n")  # 64 KiB announced, none sent
+        r = c.read_response()  # at once: not after waiting for the data
+        assert r.status == 413, r
+
+
+def _many_inputs(n):
+    return json.dumps({"inputs": [{"name": "x%d" % i, "shape": [1], "datatype": "INT8",
+                                   "data": [1]} for i in range(n)]}).encode()
+
+
+def test_too_many_inputs_is_400_before_they_are_decoded(demo):
+    r = RawConn(demo)
+    with r as c:
+        c.send(http_request("POST", "/v2/models/simple/infer", _many_inputs(1025)))
+        resp = c.read_response()
+        assert resp.status == 400, resp
+        assert "more than 1024 inputs" in resp.json()["error"], resp
+    # 200,000 inputs (12 MB): refused at the 1,025th, the server does not stall on them
+    with RawConn(demo) as c:
+        c.send(http_request("POST", "/v2/models/simple/infer", _many_inputs(200000)))
+        resp = c.read_response(timeout=30)
+        assert resp.status == 400 and "more than 1024 inputs" in resp.json()["error"], resp
+
+
+def test_max_tensors_is_an_option(start_demo):
+    d = start_demo("--max-tensors", "2")
+    with RawConn(d) as c:
+        c.send(http_request("POST", "/v2/models/simple/infer", _many_inputs(3)))
+        resp = c.read_response()
+        assert resp.status == 400 and "more than 2 inputs" in resp.json()["error"], resp
+        c.send(http_request("POST", "/v2/models/simple/infer", json.dumps(simple_body())))
+        assert c.read_response().status == 200
+
+
+def test_too_many_inputs_over_grpc(start_demo):
+    import grpc
+    from grpc_stubs import add_input, expect_rpc_error, load_stubs, make_channel
+    protos = load_stubs()
+    d = start_demo()
+    req = protos.pb.ModelInferRequest(model_name="simple")
+    for i in range(1025):
+        add_input(req, "x%d" % i, "INT8", [1], raw=b"\x01")
+    ch = make_channel(d)
+    try:
+        stub = protos.pb_grpc.GRPCInferenceServiceStub(ch)
+        expect_rpc_error(stub.ModelInfer, grpc.StatusCode.INVALID_ARGUMENT,
+                         "more than 1024 inputs", request=req, timeout=TIMEOUT)
+    finally:
+        ch.close()

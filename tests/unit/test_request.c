@@ -164,6 +164,16 @@ static void add_input_ownership_contract(void **state) {
   for (int i = 0; i < 33; i++) dims[i] = 1;
   assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, dims, 33, d, 4, ISV_STATIC), ISV_EINVAL);
   assert_int_equal(isv_request_add_input(r, "X", ISV_INT32, dims, 32, d, 4, ISV_STATIC), 0);
+  /* at most max_tensors inputs: the call fails, the request does not */
+  f->core.opts.max_tensors = 3;
+  assert_int_equal(isv_request_add_input(r, "Y", ISV_INT32, shape, 0, d, 4, ISV_STATIC), ISV_EBADREQ);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(isv_request_add_output(r, "a", 0), 0);
+  assert_int_equal(isv_request_add_output(r, "b", 0), 0);
+  assert_int_equal(isv_request_add_output(r, "c", 0), 0);
+  assert_int_equal(isv_request_add_output(r, "d", 0), ISV_EBADREQ);
+  assert_int_equal(r->status, 0);
+  f->core.opts.max_tensors = 1024;
   isv_request_free(r);
   assert_int_equal(frees, 2);
 }
