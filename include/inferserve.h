@@ -158,7 +158,16 @@ ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
  * between reads — on HTTP/2 too, per REST stream (408, then RST_STREAM). gRPC streams may
  * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
-/* Connections open at once; further ones are accepted and closed at once. Default 10000. */
+/* A response that makes no progress for this long — the client stopped reading, or keeps an
+ * HTTP/2 window at 0 — is dropped with its memory: the connection is closed (the stream is
+ * reset on HTTP/2 when only it is stuck). Default 30000 ms. */
+ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
+/* isv_server_close lets in-flight responses finish for at most this long, then closes the
+ * connections still open (their requests are answered into the void). Default 30000 ms. */
+ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
+/* Connections open at once. At the limit, the oldest idle keep-alive connection is closed to
+ * make room; when every connection is busy, new ones are accepted and closed at once (logged
+ * once per episode). Default 10000. */
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
 /* Nesting depth allowed in JSON request bodies. Default 64. */
 ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
@@ -176,6 +185,12 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
  * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
 ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
+/* Messages the server has for the host: a limit reached, a client cut off for abuse... */
+typedef enum { ISV_LOG_ERROR = 1, ISV_LOG_WARN = 2, ISV_LOG_INFO = 3 } isv_log_level;
+typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message);
+/* Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
+ * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only. */
+ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
 /* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
 /* Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)

@@ -37,19 +37,18 @@ static void on_exchange(void *app, isv__exchange *ex) {
 static void on_transport_error(void *app, isv__exchange *ex, int status, const char *msg) {
   isv__router_error(&((isv_server *)app)->router, ex, status, msg, NULL, 0);
 }
+static void on_log(void *app, int level, const char *msg) {
+  isv__core_log(&((isv_server *)app)->core, (isv_log_level)level, "%s", msg);
+}
 static void on_grpc(void *app, isv__grpc_call *call) {
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
 }
 
-/* Take back what a front end added (a failed add, or one being removed). */
-static void remove_frontend(isv_server *s, const isv__frontend *fe) {
-  isv__router_remove(&s->router, fe);
-  for (const isv__grpc_method *m = fe->methods; m && m->path; m++)
-    isv__grpc_services_remove(&s->grpc, m);
-}
-
 int isv__server_add_frontend(isv_server *srv, const isv__frontend *fe) {
   if (srv == NULL || fe == NULL || fe->name == NULL) return ISV_EINVAL;
+  /* all or nothing: on failure, what this call added goes, and only that */
+  size_t n_routes = srv->router.n_routes, n_prefixes = srv->router.n_prefixes;
+  size_t n_methods = srv->grpc.n;
   int rc = 0;
   for (const isv__http_route *r = fe->routes; rc == 0 && r && r->pattern; r++)
     rc = isv__router_add(&srv->router, fe, r);
@@ -58,7 +57,8 @@ int isv__server_add_frontend(isv_server *srv, const isv__frontend *fe) {
   if (rc != 0) {
     set_error(srv, "protocol '%s': %s", fe->name,
               rc == ISV_EEXIST ? "a route or gRPC method is already served" : isv_strerror(rc));
-    remove_frontend(srv, fe);
+    isv__router_truncate(&srv->router, n_routes, n_prefixes);
+    srv->grpc.n = n_methods;
   }
   return rc;
 }
@@ -115,9 +115,11 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     return rc;
   }
   const isv_options *o = &s->core.opts;
-  isv__transport_limits limits = {o->max_body_bytes, o->max_header_bytes, o->idle_timeout_ms,
-                                  o->header_timeout_ms, o->max_connections};
-  isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc};
+  isv__transport_limits limits = {o->max_body_bytes,    o->max_header_bytes,
+                                  o->idle_timeout_ms,   o->header_timeout_ms,
+                                  o->send_timeout_ms,   o->drain_timeout_ms,
+                                  o->max_connections};
+  isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc, on_log};
   isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;
   *out = s;

@@ -43,7 +43,11 @@ static void usage(FILE *f) {
           "  --max-header-bytes N     431 beyond (default 64 KiB)\n"
           "  --idle-timeout-ms N      close idle keep-alive connections (default 60000)\n"
           "  --header-timeout-ms N    408 when a request is not received in time (default 30000)\n"
-          "  --max-connections N      connections beyond are closed (default 10000)\n"
+          "  --send-timeout-ms N      drop a response that makes no progress (default 30000)\n"
+          "  --drain-timeout-ms N     close connections still open this long after SIGTERM\n"
+          "                           (default 30000)\n"
+          "  --max-connections N      at the limit the oldest idle connection makes room\n"
+          "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
           "  --buffer-cache-bytes N   freed large buffers kept mapped for reuse (default 64 MiB)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
@@ -138,6 +142,12 @@ static int set_cache(isv_options *o, unsigned long long v) {
 static int set_conns(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_connections(o, (unsigned)v);
 }
+static int set_send_to(isv_options *o, unsigned long long v) {
+  return isv_options_set_send_timeout_ms(o, v);
+}
+static int set_drain_to(isv_options *o, unsigned long long v) {
+  return isv_options_set_drain_timeout_ms(o, v);
+}
 static int set_tensors(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_tensors(o, (unsigned)v);
 }
@@ -146,7 +156,8 @@ static const limit_flag limit_flags[] = {
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
-    {"--max-tensors", set_tensors},
+    {"--max-tensors", set_tensors},       {"--send-timeout-ms", set_send_to},
+    {"--drain-timeout-ms", set_drain_to},
 };
 
 /* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */

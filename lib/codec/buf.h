@@ -25,7 +25,7 @@ void isv__buf_append(isv__buf *b, const void *p, size_t n);
 char *isv__buf_release(isv__buf *b, size_t *len);
 
 static inline void isv__buf_putc(isv__buf *b, char c) {
-  if (b->len < b->cap) {
+  if (b->len < b->cap && !b->failed) {
     b->data[b->len++] = c;
     return;
   }

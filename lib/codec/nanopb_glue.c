@@ -45,7 +45,7 @@ static bool dec_cstr(pb_istream_t *s, const pb_field_t *f, void **arg) {
 }
 
 void isv__nanopb_read_cstr(pb_callback_t *cb, isv__nanopb_cstr_dst *dst) {
-  dst->p[0] = '\0';
+  if (dst->cap) dst->p[0] = '\0'; /* cap 0: any string fails to fit */
   cb->funcs.decode = dec_cstr;
   cb->arg = dst;
 }

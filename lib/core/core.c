@@ -1,6 +1,7 @@
 /* The core's life (init, close) and the queries every front end asks it: is the server ready,
  * is this model ready, which model version does (name, version or label) mean. Written once
  * here so that no protocol keeps a copy of a rule (they drifted when they did). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,16 @@ int isv__core_ready(const isv__core *c) {
   int ok = 1;
   isv__registry_foreach(&c->reg, ready_one, &ok);
   return ok;
+}
+
+void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...) {
+  if (c->opts.log == NULL) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c->opts.log(c->opts.log_user, level, msg);
 }
 
 unsigned isv__core_protocol(isv__core *c, const char *label) {

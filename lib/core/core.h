@@ -37,6 +37,13 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);
 /* Closes the async handle; close_cb gets the handle when it is closed. */
 void isv__core_close(isv__core *c, uv_close_cb close_cb);
 
+/* Tell the host (isv_options_set_log); printf-style. Loop thread. */
+void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* The index of a protocol label for requests and their statistics, added on first use (the
  * label is not copied: a static string). 0 ("inprocess") when the table is full. */
 unsigned isv__core_protocol(isv__core *c, const char *label);

@@ -1,7 +1,14 @@
 #include "core/options.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The default logger: warnings and errors to stderr. */
+static void log_stderr(void *user, isv_log_level level, const char *message) {
+  (void)user;
+  if (level <= ISV_LOG_WARN) fprintf(stderr, "libinferserve: %s\n", message);
+}
 
 void isv__options_defaults(isv_options *o) {
   memset(o, 0, sizeof *o);
@@ -9,10 +16,13 @@ void isv__options_defaults(isv_options *o) {
   o->max_header_bytes = 64u << 10;
   o->idle_timeout_ms = 60000;
   o->header_timeout_ms = 30000;
+  o->send_timeout_ms = 30000;
+  o->drain_timeout_ms = 30000;
   o->max_connections = 10000;
   o->max_json_depth = 64;
   o->max_tensors = 1024;
   o->buffer_cache_bytes = (size_t)64 << 20;
+  o->log = log_stderr;
   strcpy(o->server_name, "libinferserve");
   strcpy(o->server_version, isv_version());
 }
@@ -51,6 +61,18 @@ ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms) {
+  if (o == NULL || ms == 0) return ISV_EINVAL;
+  o->send_timeout_ms = ms;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms) {
+  if (o == NULL || ms == 0) return ISV_EINVAL;
+  o->drain_timeout_ms = ms;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n) {
   if (o == NULL || n == 0) return ISV_EINVAL;
   o->max_connections = n;
@@ -78,6 +100,13 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on) {
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
   if (o == NULL) return ISV_EINVAL;
   o->buffer_cache_bytes = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user) {
+  if (o == NULL) return ISV_EINVAL;
+  o->log = cb;
+  o->log_user = user;
   return 0;
 }
 

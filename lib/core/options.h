@@ -15,6 +15,8 @@ struct isv_options {
   size_t max_header_bytes;
   uint64_t idle_timeout_ms;
   uint64_t header_timeout_ms;
+  uint64_t send_timeout_ms;
+  uint64_t drain_timeout_ms;
   unsigned max_connections;
   unsigned max_json_depth;
   unsigned max_tensors;
@@ -28,6 +30,8 @@ struct isv_options {
     int enabled;
   } protocols[ISV__MAX_PROTOCOL_SWITCHES];
   unsigned n_protocols;
+  isv_log_cb log;   /* NULL: nowhere (isv__options_defaults sets the stderr logger) */
+  void *log_user;
 };
 
 /* 1 / 0 when o switches the protocol `name`, -1 when it leaves it at its default. */

@@ -11,11 +11,13 @@
 static void release_buf(void *p) { free(p); }
 
 int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
-  if (b->failed) {
+  if (b->failed) { /* from static memory: the heap just failed */
+    static const char oom[] = "{\"error\":\"out of memory\"}";
     isv__buf_free(b);
-    isv__buf_init(b);
-    isv__buf_puts(b, "{\"error\":\"out of memory\"}");
-    status = 500;
+    uv_buf_t part = uv_buf_init((char *)oom, sizeof oom - 1);
+    isv__response r = {.status = 500, .content_type = "application/json", .parts = &part,
+                       .n_parts = 1};
+    return isv__exchange_respond(ex, &r);
   }
   size_t len;
   char *data = isv__buf_release(b, &len);
@@ -52,10 +54,7 @@ int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
   isv__buf b;
   isv__buf_init(&b);
   isv__json_error_body(&b, msg);
-  if (b.failed) {
-    isv__buf_free(&b);
-    return isv__reply_json(ex, 500, &b);
-  }
+  if (b.failed) return isv__reply_json(ex, 500, &b); /* answers out of memory */
   size_t len;
   char *data = isv__buf_release(&b, &len);
   uv_buf_t part = uv_buf_init(data, (unsigned)len);

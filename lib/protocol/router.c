@@ -136,6 +136,12 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
   return 0;
 }
 
+void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes) {
+  for (size_t i = n_routes; i < r->n_routes; i++) free(r->routes[i].pattern);
+  if (n_routes < r->n_routes) r->n_routes = n_routes;
+  if (n_prefixes < r->n_prefixes) r->n_prefixes = n_prefixes;
+}
+
 void isv__router_remove(isv__router *r, const isv__frontend *fe) {
   size_t k = 0;
   for (size_t i = 0; i < r->n_routes; i++) {

@@ -76,6 +76,9 @@ void isv__router_free(isv__router *r);
  * ISV_EEXIST when a route with the same pattern already answers one of its methods (a host's
  * route may not shadow a built-in one), ISV_ENOMEM. */
 int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_route *route);
+/* Forget the routes added after the first n_routes (and the prefixes after n_prefixes): the
+ * all-or-nothing rollback of a front end that failed to be added. */
+void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes);
 /* Remove every route fe added (and fe's path prefix). */
 void isv__router_remove(isv__router *r, const isv__frontend *fe);
 /* Route one exchange: its handler, or 400 (malformed path), 404 or 405 (with Allow). */

@@ -19,6 +19,7 @@ static void arm(isv__conn *c) {
   if (c->closing) return;
   uint64_t at = c->deadline;
   if (c->watchdog && (at == 0 || c->watchdog < at)) at = c->watchdog;
+  if (c->write_check && (at == 0 || c->write_check < at)) at = c->write_check;
   if (at == 0) {
     uv_timer_stop(&c->timer);
     return;
@@ -32,9 +33,21 @@ void isv__conn_deadline(isv__conn *c, uint64_t ms) {
   arm(c);
 }
 
+/* Bytes libuv still holds for this connection (past what the kernel took). */
+static size_t queued(const isv__conn *c) { return uv_stream_get_write_queue_size(c->stream); }
+
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
   uint64_t now = uv_now(c->t->loop);
+  if (c->write_check && c->write_check <= now) {
+    size_t q = queued(c);
+    if (c->write_pending && q && q >= c->write_mark) { /* not a byte taken since the last look */
+      isv__conn_close(c);
+      return;
+    }
+    c->write_mark = q;
+    c->write_check = c->write_pending ? now + c->t->limits.send_timeout_ms : 0;
+  }
   if (c->watchdog && c->watchdog <= now) {
     /* the client paused mid-body or mid-message: take what it sent */
     c->watchdog = 0;
@@ -89,6 +102,10 @@ static void on_write(uv_write_t *req, int status) {
   conn_write *w = (conn_write *)req;
   isv__conn *c = w->c;
   c->write_pending -= w->len;
+  if (c->write_pending == 0 && c->write_check) {
+    c->write_check = 0;
+    arm(c);
+  }
   isv__write_cb cb = w->cb;
   void *ctx = w->ctx;
   free(w);
@@ -110,7 +127,17 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
     return ISV_EIO;
   }
   c->write_pending += w->len;
+  if (c->write_check == 0 && queued(c)) { /* the kernel did not take it all: watch progress */
+    c->write_mark = queued(c);
+    c->write_check = uv_now(c->t->loop) + c->t->limits.send_timeout_ms;
+    arm(c);
+  }
   return 0;
+}
+
+void isv__conn_idle(isv__conn *c, int idle) {
+  if (idle && !c->idle) c->idle_since = uv_now(c->t->loop);
+  c->idle = idle != 0;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
@@ -171,6 +198,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 static void handle_gone(isv__conn *c) {
   if (--c->handles_open > 0) return;
   isv__transport *t = c->t;
+  t->n_closing--;
   if (c->prev) c->prev->next = c->next;
   else t->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -193,6 +221,7 @@ static void on_stream_closed(uv_handle_t *h) {
 void isv__conn_close(isv__conn *c) {
   if (c->closing) return;
   c->closing = 1;
+  c->t->n_closing++;
   if (c->proto) c->proto->free(c);
   c->proto_state = NULL;
   uv_close((uv_handle_t *)c->stream, on_stream_closed);
@@ -215,6 +244,8 @@ isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   uv_timer_init(t->loop, &c->timer);
   c->timer.data = c;
   c->handles_open = 2;
+  c->idle = 1; /* nothing asked yet */
+  c->idle_since = uv_now(t->loop);
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;
   t->conns = c;

@@ -5,8 +5,9 @@
  * isv__conn_proto and does its I/O only through the functions below: no engine calls libuv on
  * the stream, and neither engine knows the other.
  *
- * Time: one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline)
- * and the read-batching watchdog, armed at the earlier of the two. */
+ * Time: one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline),
+ * the read-batching watchdog, and the write check (a connection whose writes make no progress
+ * for the send timeout — a client that stopped reading — is closed), armed at the earliest. */
 #ifndef ISV_TRANSPORT_CONN_H
 #define ISV_TRANSPORT_CONN_H
 
@@ -52,10 +53,14 @@ struct isv__conn {
   const isv__conn_proto *proto; /* NULL until the first bytes chose it */
   void *proto_state;
   int reading;    /* uv_read_start is in effect */
+  int idle;       /* no request in progress: may be closed to make room (isv__conn_idle) */
+  uint64_t idle_since;
   int closing;
   int handles_open;
   uint64_t deadline;      /* the engine's (uv_now ms), 0 = none */
   uint64_t watchdog;      /* read batching, 0 = none */
+  uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
+  size_t write_mark;      /* libuv's write queue size at the last look */
   size_t write_pending;   /* bytes handed to libuv and not yet written */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
@@ -74,6 +79,10 @@ void isv__conn_deadline(isv__conn *c, uint64_t ms);
  * is NOT called. */
 typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+
+/* The engine says whether a request is in progress (idle: between keep-alive requests, or an
+ * HTTP/2 connection with no stream open). */
+void isv__conn_idle(isv__conn *c, int idle);
 
 /* Reading: pause (pipelined work waits) and resume. */
 void isv__conn_read_stop(isv__conn *c);

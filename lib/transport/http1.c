@@ -78,6 +78,7 @@ static void resume(h1 *h) {
   h->pending_len = 0;
   llhttp_resume(&h->parser);
   isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
+  isv__conn_idle(c, 1); /* until the next message begins */
   if (n) execute(h, p, n);
   free(p);
   if (c->closing || h->shutting_down) return;
@@ -345,6 +346,7 @@ static void body_release(h1 *h) {
 static int on_message_begin(llhttp_t *p) {
   h1 *h = h1_parser(p);
   h->in_message = 1;
+  isv__conn_idle(h->c, 0);
   h->headers_done = 0;
   h->last_span = 0;
   h->head.len = 0;

@@ -89,6 +89,8 @@ typedef struct h2_stream {
   char *trailer_msg;
   uv_timer_t *deadline; /* gRPC: grpc-timeout; REST: the body must keep arriving (408) */
   int rst_after_end;    /* answered before the client finished sending: RST once answered */
+  size_t sent;          /* response DATA bytes handed to nghttp2 */
+  size_t sent_at_check; /* ... at the last send-progress check */
 } h2_stream;
 
 typedef struct h2 {
@@ -103,6 +105,7 @@ typedef struct h2 {
   int dead;
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
   unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
+  int send_check; /* the connection's deadline checks response progress (streams are open) */
   uint64_t header_second;   /* uv_now() when the current second of header decoding began */
   size_t header_second_bytes;
 } h2;
@@ -348,6 +351,7 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *fr
   h2_write *w = h->cur;
   if (w == NULL || frame->data.padlen > 0) return NGHTTP2_ERR_CALLBACK_FAILURE; /* never pads */
   w_copy(w, framehd, 9);
+  st->sent += length;
   while (length > 0) {
     out_item *it = st->q_head;
     if (it == NULL) return NGHTTP2_ERR_CALLBACK_FAILURE; /* read_data counted these bytes */
@@ -400,6 +404,11 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
 }
 
 static int submit_or_resume(h2_stream *st, const nghttp2_nv *nv, size_t nvlen) {
+  h2 *h = st->h2;
+  if (!h->send_check) { /* a response that stops moving is dropped (h2_on_deadline) */
+    h->send_check = 1;
+    isv__conn_deadline(h->c, h->c->t->limits.send_timeout_ms);
+  }
   if (!st->submitted) {
     nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_data};
     st->submitted = 1;
@@ -626,7 +635,11 @@ static void stream_free(h2_stream *st) {
       h->rx = NULL;
       if (!h->dead) update_lowat(h);
     }
-    if (h->n_streams == 0 && !h->dead) isv__conn_deadline(h->c, h->c->t->limits.idle_timeout_ms);
+    if (h->n_streams == 0 && !h->dead) {
+      h->send_check = 0;
+      isv__conn_deadline(h->c, h->c->t->limits.idle_timeout_ms);
+      isv__conn_idle(h->c, 1);
+    }
   }
   int close_now = h && !h->dead && h->shutting_down && h->n_streams == 0;
   release_items(st);
@@ -668,7 +681,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   if (h->streams) h->streams->prev = st;
   h->streams = st;
   h->n_streams++;
-  isv__conn_deadline(h->c, 0); /* not idle: each stream keeps its own time */
+  if (!h->send_check) isv__conn_deadline(h->c, 0); /* not idle: each stream keeps its own time */
+  isv__conn_idle(h->c, 0);
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
 }
@@ -1057,9 +1071,28 @@ static void h2_on_read(isv__conn *c, const char *data, size_t len) {
 /* The client half-closed its side: HTTP/2 has no use for the connection after that. */
 static void h2_on_eof(isv__conn *c) { isv__conn_close(c); }
 
-/* The connection's deadline is the idle timeout, armed while no stream is open. */
+/* The connection's deadline is the idle timeout while no stream is open, and the send check
+ * while responses are being sent: a stream whose response sent nothing since the last check
+ * (the client keeps its window at 0) is reset, which frees what it holds. */
 static void h2_on_deadline(isv__conn *c) {
-  if (h2_of(c)->n_streams == 0) isv__conn_close(c);
+  h2 *h = h2_of(c);
+  if (h->n_streams == 0) {
+    isv__conn_close(c);
+    return;
+  }
+  int pending = 0;
+  for (h2_stream *st = h->streams; st; st = st->next) {
+    if (!st->submitted || st->closed || st->q_head == NULL) continue;
+    if (st->sent == st->sent_at_check) {
+      nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+      continue;
+    }
+    st->sent_at_check = st->sent;
+    pending = 1;
+  }
+  h->send_check = pending;
+  if (pending) isv__conn_deadline(c, c->t->limits.send_timeout_ms);
+  flush(h);
 }
 
 /* Graceful: GOAWAY; requests being worked on finish, but a stream that only waits for its

@@ -13,7 +13,14 @@ void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transpor
   t->h = *h;
 }
 
+static void on_drain_closed(uv_handle_t *h);
+
 static void maybe_closed(isv__transport *t) {
+  if (t->closing && t->n_conns == 0 && t->drain_armed) { /* drained: its timer goes */
+    t->drain_armed = 0;
+    t->open_handles++;
+    uv_close((uv_handle_t *)&t->drain, on_drain_closed);
+  }
   if (t->closing && t->open_handles == 0 && t->n_conns == 0 && t->on_closed) {
     void (*cb)(isv__transport *) = t->on_closed;
     t->on_closed = NULL;
@@ -23,14 +30,37 @@ static void maybe_closed(isv__transport *t) {
 
 void isv__transport_conn_gone(isv__transport *t) { maybe_closed(t); }
 
+int isv__transport_make_room(isv__transport *t) {
+  if (t->n_conns - t->n_closing < t->limits.max_connections) {
+    t->at_limit = 0;
+    return 0;
+  }
+  if (!t->at_limit && t->h.log) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "the connection limit (%u) is reached: idle keep-alive "
+             "connections are closed to make room, then new ones refused",
+             t->limits.max_connections);
+    t->h.log(t->h.app, ISV_LOG_WARN, msg);
+  }
+  t->at_limit = 1;
+  isv__conn *oldest = NULL; /* the list is newest first: on a tie the later one is older */
+  for (isv__conn *c = t->conns; c; c = c->next)
+    if (c->idle && !c->closing && c->proto && (oldest == NULL || c->idle_since <= oldest->idle_since))
+      oldest = c;
+  if (oldest == NULL) return -1;
+  isv__conn_close(oldest);
+  return 0;
+}
+
 static void on_connection(uv_stream_t *server, int status) {
   isv__listener *l = server->data;
   isv__transport *t = l->t;
   if (status < 0) return;
+  int room = t->closing ? -1 : isv__transport_make_room(t);
   isv__conn *c = isv__conn_new(t, NULL, 0);
   if (c == NULL) return; /* out of memory: the connection waits in the backlog */
-  if (uv_accept(server, c->stream) != 0 || t->closing || t->n_conns > t->limits.max_connections) {
-    isv__conn_close(c); /* over the limit: accepted and closed, costs that client only */
+  if (uv_accept(server, c->stream) != 0 || room != 0) {
+    isv__conn_close(c); /* every connection busy: accepted and closed, costs that client only */
     return;
   }
   isv__conn_start(c);
@@ -79,13 +109,14 @@ int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_
     uv_close((uv_handle_t *)stream, on_closed);
     return t->closing ? ISV_ESTATE : ISV_EINVAL;
   }
+  int room = isv__transport_make_room(t);
   isv__conn *c = isv__conn_new(t, stream, 1);
   if (c == NULL) {
     uv_close((uv_handle_t *)stream, on_closed);
     return ISV_ENOMEM;
   }
   c->adopted_closed = on_closed;
-  if (t->n_conns > t->limits.max_connections) {
+  if (room != 0) {
     isv__conn_close(c);
     return ISV_EOVERLOAD;
   }
@@ -101,9 +132,31 @@ static void on_listener_closed(uv_handle_t *h) {
   maybe_closed(t);
 }
 
+static void on_drain_closed(uv_handle_t *h) {
+  isv__transport *t = h->data;
+  t->open_handles--;
+  maybe_closed(t);
+}
+
+/* The drain deadline: whoever is still connected is cut off. */
+static void on_drain_deadline(uv_timer_t *h) {
+  isv__transport *t = h->data;
+  if (t->h.log && t->conns)
+    t->h.log(t->h.app, ISV_LOG_WARN, "drain deadline: closing the connections still open");
+  for (isv__conn *c = t->conns, *next; c; c = next) {
+    next = c->next;
+    isv__conn_close(c);
+  }
+}
+
 void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t)) {
   t->closing = 1;
   t->on_closed = on_closed;
+  uv_timer_init(t->loop, &t->drain);
+  t->drain.data = t;
+  uv_timer_start(&t->drain, on_drain_deadline, t->limits.drain_timeout_ms, 0);
+  uv_unref((uv_handle_t *)&t->drain); /* it never keeps the host's loop alive by itself */
+  t->drain_armed = 1;
   for (unsigned i = 0; i < t->n_listeners; i++) {
     t->open_handles++;
     uv_close((uv_handle_t *)&t->listeners[i]->tcp, on_listener_closed);

@@ -20,6 +20,8 @@ typedef struct isv__transport_limits {
   size_t max_header_bytes;   /* request line + headers, or an HTTP/2 header block: 431 */
   uint64_t idle_timeout_ms;  /* a connection with no request in progress */
   uint64_t header_timeout_ms; /* a request's head, then each pause of its body: 408 */
+  uint64_t send_timeout_ms;  /* a response that makes no progress this long is dropped */
+  uint64_t drain_timeout_ms; /* isv__transport_close: connections still open after it closed */
   unsigned max_connections;
 } isv__transport_limits;
 typedef struct isv__conn isv__conn;
@@ -35,6 +37,8 @@ typedef struct isv__transport_handler {
   void (*error)(void *app, isv__exchange *ex, int status, const char *msg);
   /* A new gRPC call: the handler sets call->app and the callbacks, or finishes it at once. */
   void (*grpc)(void *app, isv__grpc_call *call);
+  /* Something the host should know (a limit reached): level is an isv_log_level. */
+  void (*log)(void *app, int level, const char *msg);
 } isv__transport_handler;
 
 #define ISV__MAX_LISTENERS 16
@@ -55,7 +59,11 @@ struct isv__transport {
   unsigned n_listeners;
   isv__conn *conns; /* doubly linked */
   unsigned n_conns;
-  unsigned open_handles; /* listeners being closed */
+  unsigned n_closing;  /* of n_conns: closed, their handles not yet */
+  int at_limit;        /* the connection limit was reached (logged once until it is not) */
+  unsigned open_handles; /* listeners (and the drain timer) being closed */
+  uv_timer_t drain;       /* isv__transport_close's deadline */
+  int drain_armed;
   int closing;
   void (*on_closed)(isv__transport *t);
   char rbuf[ISV__READ_BUF]; /* shared: libuv reads into it and we consume it at once */
@@ -68,9 +76,13 @@ int isv__transport_listen(isv__transport *t, const char *host, int port);
 /* Serve a connection accepted elsewhere; on_closed(stream) runs once the library closed it
  * (NULL: nothing runs), even when this fails. */
 int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_closed);
-/* Stop accepting; close idle connections now and busy ones after their response; then
- * on_closed (possibly before this returns). */
+/* Stop accepting; close idle connections now and busy ones after their response — or at the
+ * drain deadline, whichever comes first; then on_closed (possibly before this returns). */
 void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t));
+/* Make room for one more connection under max_connections: close the oldest idle keep-alive
+ * connection when the limit is reached (nginx's reuse of keep-alive connections), so that idle
+ * clients cannot lock new ones out. 0, or -1 when every connection is busy. */
+int isv__transport_make_room(isv__transport *t);
 /* conn.c: a connection is gone (its handles closed). */
 void isv__transport_conn_gone(isv__transport *t);
 

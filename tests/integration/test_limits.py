@@ -206,6 +206,8 @@ def test_body_timeout_stalled_body(limited):
 
 # --- max connections ----------------------------------------------------------------------
 def test_max_connections(start_demo):
+    """With every connection busy, one more is accepted and closed (test_security.py: idle
+    keep-alive connections make room instead)."""
     d = start_demo("--max-connections", "2")
     keep = []
     try:
@@ -214,6 +216,12 @@ def test_max_connections(start_demo):
             c.send(http_request("GET", "/v2/health/live"))
             assert c.read_response().status == 200, "connection %d refused" % i
             keep.append(c)
+        busy = []
+        for c in keep:  # both busy: a 600 ms request in flight on each
+            c.send(http_request("POST", "/v2/models/slow/infer", json.dumps(
+                {"inputs": [{"name": "INPUT0", "shape": [1], "datatype": "INT32", "data": [600]}]})))
+            busy.append(c)
+        time.sleep(0.1)
         extra = RawConn(d)
         keep.append(extra)
         try:
@@ -223,6 +231,8 @@ def test_max_connections(start_demo):
         assert extra.wait_closed(2.0), "a third connection was served with max-connections 2"
         assert b" 200 " not in extra.buf, "the third connection got an answer: %r" % extra.buf
         # the first two are still fine
+        for c in busy:
+            assert c.read_response().status == 200
         for c in keep[:2]:
             c.send(http_request("GET", "/v2/health/ready"))
             assert c.read_response().status == 200

@@ -7,6 +7,8 @@ request). The server ignores Upgrade (RFC 9110 §7.8: optional), answers over HT
 parsing HTTP/1.1; CONNECT asks for a tunnel and gets 405, then the connection closes.
 """
 import json
+import signal
+import socket
 import subprocess
 import time
 
@@ -279,3 +281,92 @@ def test_too_many_inputs_over_grpc(start_demo):
                          "more than 1024 inputs", request=req, timeout=TIMEOUT)
     finally:
         ch.close()
+
+
+# --- point 6: the connection limit --------------------------------------------------------
+def test_idle_keep_alive_connections_make_room_for_new_clients(start_demo):
+    d = start_demo("--max-connections", "4")
+    idle = []
+    for _ in range(4):  # 4 clients each make one request and keep the connection open
+        c = RawConn(d)
+        _live(c)
+        idle.append(c)
+    try:
+        for _ in range(3):  # new clients are served: the oldest idle connections make room
+            with RawConn(d) as newcomer:
+                _live(newcomer)
+        assert idle[0].wait_closed(TIMEOUT), "the oldest idle connection was kept"
+        # a connection with a request in flight is never the one closed
+        busy = RawConn(d)
+        busy.send(http_request("POST", "/v2/models/slow/infer",
+                               json.dumps({"inputs": [{"name": "INPUT0", "shape": [1],
+                                                       "datatype": "INT32", "data": [400]}]})))
+        time.sleep(0.1)
+        for _ in range(4):
+            with RawConn(d) as newcomer:
+                _live(newcomer)
+        r = busy.read_response()
+        assert r.status == 200, r
+        busy.close()
+    finally:
+        for c in idle:
+            c.close()
+    assert "connection limit (4) is reached" in d.stderr_tail(), d.stderr_tail()
+    assert d.stderr_tail().count("connection limit (4) is reached") <= 2  # once per episode
+
+
+# --- point 5: a client that never reads --------------------------------------------------
+def _binary_identity_request(n):
+    head = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, n], "datatype": "UINT8",
+                                   "parameters": {"binary_data_size": n}}],
+                       "parameters": {"binary_data_output": True}}).encode()
+    return http_request("POST", "/v2/models/identity_uint8/infer", head + b"\x07" * n,
+                        headers={"Inference-Header-Content-Length": str(len(head)),
+                                 "Content-Type": "application/octet-stream"})
+
+
+def test_response_never_read_is_dropped_after_the_send_timeout(start_demo):
+    d = start_demo("--send-timeout-ms", "300")
+    n = 32 << 20  # more than the socket buffers of both ends hold
+    s = socket.create_connection((d.host, d.port))
+    s.sendall(_binary_identity_request(n))  # and it does not read
+    time.sleep(2.0)  # several send timeouts
+    got = b""
+    s.settimeout(5.0)
+    try:
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got += chunk
+    except (ConnectionResetError, socket.timeout):
+        pass
+    s.close()
+    assert len(got) < n, "the whole 32 MiB answer waited for a client that does not read"
+    with RawConn(d) as c:
+        _live(c)
+
+
+def test_h2_window_kept_at_zero_resets_the_stream(start_demo):
+    d = start_demo("--send-timeout-ms", "300")
+    with H2Conn(d, settings={h2raw.INITIAL_WINDOW_SIZE: 0}, auto_window=False) as c:
+        sid = c.request(rest_headers(d, "GET", "/v2"))  # a response with a body it cannot send
+        st = c.wait(sid, timeout=5.0)
+        assert st.reset == h2raw.CANCEL, st
+        sid = c.request(rest_headers(d, "GET", "/v2/health/live"), sid=3)
+        c.window_update(0, 1 << 20)
+        c.window_update(sid, 1 << 20)
+        assert c.wait(sid).status == 200  # the connection is fine
+
+
+def test_drain_has_a_deadline(start_demo):
+    d = start_demo("--send-timeout-ms", "60000", "--drain-timeout-ms", "500")
+    s = socket.create_connection((d.host, d.port))
+    s.sendall(_binary_identity_request(32 << 20))  # an answer stuck on a client that never reads
+    time.sleep(0.3)
+    try:
+        rc = d.stop(signal.SIGTERM, timeout=10.0)  # the client is still connected
+        assert rc == 0, d.describe_exit(rc)
+        assert "drain deadline" in d.stderr_tail()
+    finally:
+        s.close()
