@@ -1,0 +1,463 @@
+/* protocol/v2_http.c: KServe V2 over REST, through a router holding every route of the V2 front
+ * end's descriptor, on a core with a few models — server metadata and its extensions, health,
+ * model metadata and readiness (with and without a version), inference with a JSON body and
+ * with the binary tensor data extension, Content-Type checks, and the order of errors (an
+ * unknown model before a broken body). Exchanges are built by hand; their respond function
+ * records the answer and releases its body (ASan checks that nothing leaks). */
+#include "cmocka_prelude.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/request.h"
+#include "protocol/v2.h"
+
+static uv_loop_t loop;
+static isv__core core;
+static isv__router router;
+
+/* ---- a fake exchange --------------------------------------------------------------------- */
+
+typedef struct answer {
+  int calls;
+  int status;
+  char type[64];
+  char ihcl[32]; /* Inference-Header-Content-Length, "" when absent */
+  char allow[64];
+  char *body; /* every part, then a NUL */
+  size_t len;
+} answer;
+
+static answer got;
+
+static int fake_respond(isv__exchange *ex, const isv__response *r) {
+  (void)ex;
+  got.calls++;
+  got.status = r->status;
+  snprintf(got.type, sizeof got.type, "%s", r->content_type ? r->content_type : "");
+  for (size_t i = 0; i < r->n_headers; i++) {
+    const isv__header *h = &r->headers[i];
+    char *dst = h->name_len == 31 && memcmp(h->name, "Inference-Header-Content-Length", 31) == 0
+                    ? got.ihcl
+                    : h->name_len == 5 && memcmp(h->name, "Allow", 5) == 0 ? got.allow : NULL;
+    if (dst) snprintf(dst, 32, "%.*s", (int)h->value_len, h->value);
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_parts; i++) n += r->parts[i].len;
+  free(got.body);
+  got.body = malloc(n + 1);
+  assert_non_null(got.body);
+  got.len = 0;
+  for (size_t i = 0; i < r->n_parts; i++) {
+    if (r->parts[i].len) memcpy(got.body + got.len, r->parts[i].base, r->parts[i].len);
+    got.len += r->parts[i].len;
+  }
+  got.body[got.len] = '\0';
+  if (r->release) r->release(r->release_ctx); /* the body was "written" */
+  return 0;
+}
+
+/* One request: method, path, optional Content-Type and Inference-Header-Content-Length, and a
+ * body of len bytes (copied: decoders unescape in place). Runs the loop until it is answered. */
+static void call(isv__method method, const char *path, const char *ctype, const char *ihcl,
+                 const char *body, size_t len) {
+  static const char *names[] = {"OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"};
+  char path_copy[512];
+  snprintf(path_copy, sizeof path_copy, "%s", path);
+  isv__header headers[2];
+  size_t nh = 0;
+  if (ctype) headers[nh++] = (isv__header){"content-type", 12, ctype, strlen(ctype)};
+  if (ihcl)
+    headers[nh++] = (isv__header){"Inference-Header-Content-Length", 31, ihcl, strlen(ihcl)};
+  char *copy = len ? malloc(len) : NULL;
+  if (len) memcpy(copy, body, len);
+  isv__exchange ex = {0};
+  ex.method = method;
+  ex.method_name = names[method];
+  ex.path = path_copy;
+  ex.path_len = strlen(path_copy);
+  ex.query = path_copy + ex.path_len;
+  ex.headers = headers;
+  ex.n_headers = nh;
+  ex.body = copy;
+  ex.body_len = len;
+  ex.respond = fake_respond;
+  free(got.body);
+  memset(&got, 0, sizeof got);
+  isv__router_dispatch(&router, &ex);
+  /* inline backends answer before dispatch returns; a pool backend needs the loop */
+  for (int i = 0; got.calls == 0 && i < 1000; i++) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(got.calls, 1); /* exactly once */
+  free(copy);
+}
+
+static void get(const char *path) { call(ISV__M_GET, path, NULL, NULL, NULL, 0); }
+
+static void post(const char *path, const char *ctype, const char *json) {
+  call(ISV__M_POST, path, ctype, NULL, json, strlen(json));
+}
+
+static void expect(int status, const char *body) {
+  if (got.status != status || strcmp(got.body, body) != 0)
+    fail_msg("answered %d %s\n  want %d %s", got.status, got.body, status, body);
+  assert_string_equal(got.type, "application/json");
+}
+
+/* ---- models ------------------------------------------------------------------------------ */
+
+/* "add" (versions 1 and 2, batched): Y = A + version. "plain" (unbatched, on the pool):
+ * y = 2x. "fails": a backend error. */
+static int add_one(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *a = isv_request_input(r, "A");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(a, &nd);
+  float *y;
+  int rc = isv_request_output(r, "Y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc) return rc;
+  const float *x = isv_tensor_data(a);
+  float plus = (float)atoi(isv_request_model_version(r));
+  for (size_t i = 0; i < isv_tensor_element_count(a); i++) y[i] = x[i] + plus;
+  return isv_request_complete(r, 0, NULL);
+}
+
+static int twice(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *x = isv_request_input(r, "x");
+  int64_t shape[] = {3};
+  int32_t *y;
+  int rc = isv_request_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
+  if (rc) return rc;
+  for (int i = 0; i < 3; i++) y[i] = 2 * ((const int32_t *)isv_tensor_data(x))[i];
+  return isv_request_complete(r, 0, NULL);
+}
+
+static int fails(isv_request *r, void *u) {
+  (void)u;
+  return isv_request_complete(r, ISV_EBACKEND, "the model \"fails\" failed");
+}
+
+static isv_model *add_v1, *add_v2;
+
+static int setup(void **state) {
+  (void)state;
+  uv_loop_init(&loop);
+  isv_options o;
+  isv__options_defaults(&o);
+  assert_int_equal(isv__core_init(&core, &loop, &o), 0);
+  isv__router_init(&router, &core);
+  size_t n = 0;
+  for (const isv__http_route *r = isv__v2_frontend.routes; r->pattern; r++, n++)
+    assert_int_equal(isv__router_add(&router, &isv__v2_frontend, r), 0);
+  assert_true(n >= 9);
+
+  int64_t four[] = {4}, three[] = {3};
+  isv_model_config *c;
+  isv_model_config_new("add", &c);
+  isv_model_config_add_input(c, "A", ISV_FP32, four, 1);
+  isv_model_config_add_output(c, "Y", ISV_FP32, four, 1);
+  isv_model_config_add_output(c, "N", ISV_INT64, NULL, 0); /* a scalar per batch entry */
+  isv_model_config_set_max_batch(c, 8);
+  isv_model_config_set_platform(c, "onnxruntime_onnx");
+  isv_backend be = {sizeof be, add_one, NULL};
+  assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, &add_v1), 0);
+  assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &add_v2), 0);
+  isv_model_config_free(c);
+
+  isv_model_config_new("plain", &c);
+  isv_model_config_add_input(c, "x", ISV_INT32, three, 1);
+  isv_model_config_add_output(c, "y", ISV_INT32, three, 1);
+  isv_model_config_set_exec_mode(c, ISV_EXEC_POOL);
+  be.infer = twice;
+  assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
+  isv_model_config_free(c);
+
+  isv_model_config_new("fails", &c);
+  be.infer = fails;
+  assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
+  isv_model_config_free(c);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  free(got.body);
+  memset(&got, 0, sizeof got);
+  isv__router_free(&router);
+  isv__core_close(&core, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  return uv_loop_close(&loop);
+}
+
+/* ---- server ------------------------------------------------------------------------------ */
+
+static void server_metadata_names_the_server_and_its_extensions(void **state) {
+  (void)state;
+  get("/v2");
+  char want[512];
+  size_t k = (size_t)snprintf(want, sizeof want, "{\"name\":\"libinferserve\",\"version\":\"%s\","
+                              "\"extensions\":[", isv_version());
+  for (size_t i = 0; i < isv__v2_n_extensions; i++)
+    k += (size_t)snprintf(want + k, sizeof want - k, "%s\"%s\"", i ? "," : "",
+                          isv__v2_extensions[i]);
+  snprintf(want + k, sizeof want - k, "]}");
+  expect(200, want);
+  /* only what is implemented, and both of them */
+  assert_int_equal(isv__v2_n_extensions, 2);
+  assert_non_null(strstr(got.body, "\"classification\""));
+  assert_non_null(strstr(got.body, "\"binary_tensor_data\""));
+  /* the host's name and version, escaped */
+  snprintf(core.opts.server_name, sizeof core.opts.server_name, "my \"srv\"");
+  snprintf(core.opts.server_version, sizeof core.opts.server_version, "9.8");
+  get("/v2/"); /* one trailing slash is the same path */
+  assert_int_equal(got.status, 200);
+  const char prefix[] = "{\"name\":\"my \\\"srv\\\"\",\"version\":\"9.8\",\"extensions\":[";
+  assert_int_equal(strncmp(got.body, prefix, strlen(prefix)), 0);
+}
+
+static void health_live_and_ready_follow_online(void **state) {
+  (void)state;
+  get("/v2/health/live");
+  expect(200, "{\"live\":true}");
+  get("/v2/health/ready");
+  expect(200, "{\"ready\":true}");
+  core.online = 0; /* draining: not ready, still live */
+  get("/v2/health/ready");
+  expect(503, "{\"ready\":false}");
+  get("/v2/health/live");
+  expect(200, "{\"live\":true}");
+  core.online = 1;
+  get("/v2/health/ready");
+  expect(200, "{\"ready\":true}");
+  call(ISV__M_HEAD, "/v2/health/ready", NULL, NULL, NULL, 0); /* HEAD is GET */
+  assert_int_equal(got.status, 200);
+  call(ISV__M_POST, "/v2/health/ready", NULL, NULL, "", 0);
+  assert_int_equal(got.status, 405);
+  assert_string_equal(got.allow, "GET");
+}
+
+/* ---- models ------------------------------------------------------------------------------ */
+
+static const char add_metadata[] =
+    "{\"name\":\"add\",\"versions\":[\"1\",\"2\"],\"platform\":\"onnxruntime_onnx\","
+    "\"inputs\":[{\"name\":\"A\",\"datatype\":\"FP32\",\"shape\":[-1,4]}],"
+    "\"outputs\":[{\"name\":\"Y\",\"datatype\":\"FP32\",\"shape\":[-1,4]},"
+    "{\"name\":\"N\",\"datatype\":\"INT64\",\"shape\":[-1]}]}";
+
+static void model_metadata_with_and_without_a_version(void **state) {
+  (void)state;
+  get("/v2/models/add"); /* batched: the batch dimension shows as -1 first */
+  expect(200, add_metadata);
+  get("/v2/models/add/versions/1"); /* every version is listed, whichever is named */
+  expect(200, add_metadata);
+  get("/v2/models/add/versions/2");
+  expect(200, add_metadata);
+  get("/v2/models/plain"); /* unbatched: the shape as declared */
+  expect(200, "{\"name\":\"plain\",\"versions\":[\"1\"],\"platform\":\"custom\","
+              "\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT32\",\"shape\":[3]}],"
+              "\"outputs\":[{\"name\":\"y\",\"datatype\":\"INT32\",\"shape\":[3]}]}");
+  get("/v2/models/fails"); /* no inputs, no outputs */
+  expect(200, "{\"name\":\"fails\",\"versions\":[\"1\"],\"platform\":\"custom\",\"inputs\":[],"
+              "\"outputs\":[]}");
+}
+
+static void unknown_models_and_versions_are_named_in_the_404(void **state) {
+  (void)state;
+  get("/v2/models/nope");
+  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  get("/v2/models/add/versions/7");
+  expect(404, "{\"error\":\"unknown version '7' of model 'add'\"}");
+  get("/v2/models/nope/versions/7/ready");
+  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  get("/v2/models/add/versions/3/ready");
+  expect(404, "{\"error\":\"unknown version '3' of model 'add'\"}");
+  get("/v2/models/no%20pe%22"); /* named as decoded, escaped in JSON */
+  expect(404, "{\"error\":\"unknown model 'no pe\\\"'\"}");
+  get("/v2/models/%FFbad"); /* not UTF-8: replaced, never sent raw */
+  expect(404, "{\"error\":\"unknown model '?bad'\"}");
+  get("/v2/models/add/nothing");
+  expect(404, "{\"error\":\"unknown path '/v2/models/add/nothing'\"}");
+}
+
+static void model_ready_for_ready_and_loading_versions(void **state) {
+  (void)state;
+  get("/v2/models/add/ready");
+  expect(200, "{\"ready\":true}");
+  get("/v2/models/add/versions/1/ready");
+  expect(200, "{\"ready\":true}");
+  add_v2->state = ISV_MODEL_LOADING;
+  get("/v2/models/add/versions/2/ready");
+  expect(503, "{\"ready\":false}");
+  get("/v2/models/add/versions/1/ready");
+  expect(200, "{\"ready\":true}");
+  get("/v2/models/add/ready"); /* the default is the highest READY version: 1 */
+  expect(200, "{\"ready\":true}");
+  add_v1->state = ISV_MODEL_LOADING; /* none READY: the highest version, not ready */
+  get("/v2/models/add/ready");
+  expect(503, "{\"ready\":false}");
+  get("/v2/models/add/versions/2"); /* metadata is there while loading */
+  expect(200, add_metadata);
+  add_v1->state = add_v2->state = ISV_MODEL_READY;
+  core.online = 0; /* offline: nothing is reported ready */
+  get("/v2/models/add/versions/1/ready");
+  expect(503, "{\"ready\":false}");
+  core.online = 1;
+}
+
+/* ---- inference --------------------------------------------------------------------------- */
+
+static const char add_request[] =
+    "{\"id\":\"r-1\",\"inputs\":[{\"name\":\"A\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+    "\"data\":[1,2.5,-3,0]}],\"outputs\":[{\"name\":\"Y\"}]}";
+
+static void infer_with_a_json_body(void **state) {
+  (void)state;
+  post("/v2/models/add/infer", "application/json", add_request);
+  expect(200, "{\"model_name\":\"add\",\"model_version\":\"2\",\"id\":\"r-1\",\"outputs\":["
+              "{\"name\":\"Y\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+              "\"data\":[3.0,4.5,-1.0,2.0]}]}");
+  assert_string_equal(got.ihcl, "");
+  post("/v2/models/add/versions/1/infer", "application/json; charset=utf-8", add_request);
+  expect(200, "{\"model_name\":\"add\",\"model_version\":\"1\",\"id\":\"r-1\",\"outputs\":["
+              "{\"name\":\"Y\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+              "\"data\":[2.0,3.5,-2.0,1.0]}]}");
+  post("/v2/models/add/infer", NULL, add_request); /* no Content-Type: JSON */
+  assert_int_equal(got.status, 200);
+  /* a backend on the thread pool: answered on a later turn of the loop */
+  post("/v2/models/plain/infer", "application/json",
+       "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT32\",\"shape\":[3],\"data\":[1,-2,3]}]}");
+  expect(200, "{\"model_name\":\"plain\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"y\","
+              "\"datatype\":\"INT32\",\"shape\":[3],\"data\":[2,-4,6]}]}");
+  post("/v2/models/fails/infer", "application/json", "{\"inputs\":[]}");
+  expect(500, "{\"error\":\"the model \\\"fails\\\" failed\"}");
+  call(ISV__M_GET, "/v2/models/add/infer", NULL, NULL, NULL, 0);
+  assert_int_equal(got.status, 405);
+  assert_string_equal(got.allow, "POST");
+}
+
+static void infer_with_binary_tensor_data(void **state) {
+  (void)state;
+  const char json[] = "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                      "\"parameters\":{\"binary_data_size\":16}}],"
+                      "\"outputs\":[{\"name\":\"Y\",\"parameters\":{\"binary_data\":true}}]}";
+  const float a[4] = {1, 2, 3, 4.5f};
+  char body[512];
+  size_t jl = strlen(json);
+  memcpy(body, json, jl);
+  memcpy(body + jl, a, sizeof a);
+  char hl[16];
+  snprintf(hl, sizeof hl, "%zu", jl);
+  for (int with_ctype = 0; with_ctype < 2; with_ctype++) {
+    call(ISV__M_POST, "/v2/models/add/infer", with_ctype ? "application/octet-stream" : NULL, hl,
+         body, jl + sizeof a);
+    assert_int_equal(got.status, 200);
+    assert_string_equal(got.type, "application/octet-stream");
+    const char want_json[] = "{\"model_name\":\"add\",\"model_version\":\"2\",\"outputs\":["
+                             "{\"name\":\"Y\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                             "\"parameters\":{\"binary_data_size\":16}}]}";
+    char want_hl[16];
+    snprintf(want_hl, sizeof want_hl, "%zu", strlen(want_json));
+    assert_string_equal(got.ihcl, want_hl); /* the JSON part's length */
+    assert_int_equal(got.len, strlen(want_json) + 16);
+    assert_memory_equal(got.body, want_json, strlen(want_json));
+    const float y[4] = {3, 4, 5, 6.5f};
+    assert_memory_equal(got.body + strlen(want_json), y, 16);
+  }
+  /* the binary output extension without binary inputs: JSON in, binary out */
+  post("/v2/models/add/infer", "application/json",
+       "{\"parameters\":{\"binary_data_output\":true},\"inputs\":[{\"name\":\"A\",\"datatype\":"
+       "\"FP32\",\"shape\":[1,4],\"data\":[0,0,0,1]}]}");
+  assert_int_equal(got.status, 200);
+  assert_string_equal(got.type, "application/octet-stream");
+  size_t jlen = (size_t)atoi(got.ihcl);
+  assert_true(jlen > 0 && jlen + 16 == got.len);
+  const float y[4] = {2, 2, 2, 3};
+  assert_memory_equal(got.body + jlen, y, 16);
+}
+
+static void binary_header_errors(void **state) {
+  (void)state;
+  const char json[] = "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                      "\"parameters\":{\"binary_data_size\":16}}]}";
+  char body[256] = {0};
+  size_t jl = strlen(json);
+  memcpy(body, json, jl);
+  call(ISV__M_POST, "/v2/models/add/infer", "application/octet-stream", NULL, body, jl + 16);
+  assert_int_equal(got.status, 400);
+  assert_non_null(strstr(got.body, "needs the Inference-Header-Content-Length header"));
+  call(ISV__M_POST, "/v2/models/add/infer", "application/octet-stream", "12x", body, jl + 16);
+  assert_int_equal(got.status, 400);
+  assert_string_equal(got.body, "{\"error\":\"Inference-Header-Content-Length '12x' is not a "
+                                "byte count\"}");
+  call(ISV__M_POST, "/v2/models/add/infer", "application/octet-stream", "", body, jl + 16);
+  assert_int_equal(got.status, 400);
+  call(ISV__M_POST, "/v2/models/add/infer", "application/octet-stream", "999", body, jl + 16);
+  assert_int_equal(got.status, 400);
+  char want[160];
+  snprintf(want, sizeof want, "{\"error\":\"Inference-Header-Content-Length is 999 but the body "
+           "has only %zu bytes\"}", jl + 16);
+  assert_string_equal(got.body, want);
+  assert_string_equal(got.type, "application/json");
+}
+
+static void unsupported_content_type_is_415(void **state) {
+  (void)state;
+  post("/v2/models/add/infer", "text/xml", add_request);
+  expect(415, "{\"error\":\"unsupported Content-Type 'text/xml': send application/json, or "
+              "application/octet-stream with Inference-Header-Content-Length\"}");
+  post("/v2/models/add/infer", "application/jsonx", add_request); /* a prefix is not the type */
+  assert_int_equal(got.status, 415);
+  post("/v2/models/add/infer", "APPLICATION/JSON", add_request); /* media types ignore case */
+  assert_int_equal(got.status, 200);
+  post("/v2/models/add/infer", "text/plain", add_request); /* curl's habits are accepted */
+  assert_int_equal(got.status, 200);
+  post("/v2/models/add/infer", "application/x-www-form-urlencoded", add_request);
+  assert_int_equal(got.status, 200);
+}
+
+/* One order for every protocol: unknown model (or version), then the body, then readiness. */
+static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
+  (void)state;
+  post("/v2/models/nope/infer", "application/json", "{broken");
+  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  post("/v2/models/nope/infer", "text/xml", "<x/>"); /* before the Content-Type too */
+  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  post("/v2/models/add/versions/9/infer", "application/json", "{broken");
+  expect(404, "{\"error\":\"unknown version '9' of model 'add'\"}");
+  call(ISV__M_POST, "/v2/models/nope/infer", "application/octet-stream", "1000", "{}", 2);
+  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  post("/v2/models/add/infer", "application/json", "{broken"); /* a known model: the body */
+  assert_int_equal(got.status, 400);
+  assert_non_null(strstr(got.body, "offset"));
+  add_v2->state = ISV_MODEL_LOADING;
+  post("/v2/models/add/versions/2/infer", "application/json", "{broken"); /* body, then ready */
+  assert_int_equal(got.status, 400);
+  post("/v2/models/add/versions/2/infer", "application/json", add_request);
+  assert_int_equal(got.status, 503);
+  assert_non_null(strstr(got.body, "not ready"));
+  add_v2->state = ISV_MODEL_READY;
+  post("/v2/models/add/infer", "application/json", "{\"inputs\":[{\"name\":\"B\",\"datatype\":"
+       "\"FP32\",\"shape\":[1],\"data\":[1]}]}"); /* validated against the model */
+  assert_int_equal(got.status, 400);
+  assert_non_null(strstr(got.body, "'B'"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(server_metadata_names_the_server_and_its_extensions, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(health_live_and_ready_follow_online, setup, teardown),
+      cmocka_unit_test_setup_teardown(model_metadata_with_and_without_a_version, setup, teardown),
+      cmocka_unit_test_setup_teardown(unknown_models_and_versions_are_named_in_the_404, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(model_ready_for_ready_and_loading_versions, setup, teardown),
+      cmocka_unit_test_setup_teardown(infer_with_a_json_body, setup, teardown),
+      cmocka_unit_test_setup_teardown(infer_with_binary_tensor_data, setup, teardown),
+      cmocka_unit_test_setup_teardown(binary_header_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(unsupported_content_type_is_415, setup, teardown),
+      cmocka_unit_test_setup_teardown(an_unknown_model_is_reported_before_a_broken_body, setup,
+                                      teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
