@@ -11,7 +11,8 @@
 #include "core/request.h"
 
 typedef struct {
-  double v;
+  double v;     /* the value, for every type but the 64-bit integers */
+  uint64_t key; /* INT64 / UINT64: the value's order, exactly (a double holds 2^53 + 1 as 2^53) */
   size_t idx;
 } scored;
 
@@ -23,16 +24,28 @@ static int by_value_desc(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+static int by_key_desc(const void *a, const void *b) {
+  const scored *x = a, *y = b;
+  if (x->key != y->key) return x->key > y->key ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The order of a 64-bit integer as an unsigned key (INT64: its sign bit flipped). */
+static uint64_t key_at(isv_datatype dt, const void *d, size_t i) {
+  if (dt == ISV_UINT64) return ((const uint64_t *)d)[i];
+  return (uint64_t)((const int64_t *)d)[i] ^ (UINT64_C(1) << 63);
+}
+
 static double value_at(isv_datatype dt, const void *d, size_t i) {
   switch (dt) {
   case ISV_UINT8: return ((const uint8_t *)d)[i];
   case ISV_UINT16: return ((const uint16_t *)d)[i];
   case ISV_UINT32: return ((const uint32_t *)d)[i];
-  case ISV_UINT64: return (double)((const uint64_t *)d)[i];
+
   case ISV_INT8: return ((const int8_t *)d)[i];
   case ISV_INT16: return ((const int16_t *)d)[i];
   case ISV_INT32: return ((const int32_t *)d)[i];
-  case ISV_INT64: return (double)((const int64_t *)d)[i];
+
   case ISV_FP16: return isv__f16_to_f32(((const uint16_t *)d)[i]);
   case ISV_BF16: return isv__bf16_to_f32(((const uint16_t *)d)[i]);
   case ISV_FP32: return ((const float *)d)[i];
@@ -70,11 +83,13 @@ int isv__classify(isv_request *r, isv_tensor *t, uint32_t k) {
   if (s == NULL || out == NULL || shape == NULL)
     return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   for (size_t row = 0; row < rows; row++) {
+    int exact = t->dt == ISV_INT64 || t->dt == ISV_UINT64;
     for (size_t j = 0; j < classes; j++) {
-      s[j].v = value_at(t->dt, t->data, row * classes + j);
+      if (exact) s[j].key = key_at(t->dt, t->data, row * classes + j);
+      else s[j].v = value_at(t->dt, t->data, row * classes + j);
       s[j].idx = j;
     }
-    qsort(s, classes, sizeof *s, by_value_desc);
+    qsort(s, classes, sizeof *s, exact ? by_key_desc : by_value_desc);
     for (size_t j = 0; j < kk; j++) {
       char num[32];
       size_t nl = value_text(num, t->dt, t->data, row * classes + s[j].idx);

@@ -171,6 +171,8 @@ static void an_impossible_reservation_sets_failed(void **state) {
   assert_int_equal(b.failed, 1);
   assert_int_equal(b.len, 3);
   assert_memory_equal(b.data, "abc", 3); /* the data already written survives */
+  isv__buf_putc(&b, 'x'); /* room left in the block: still nothing is written */
+  assert_int_equal(b.len, 3);
   /* sticky: even a tiny append that would fit is refused now */
   isv__buf_append(&b, "d", 1);
   isv__buf_puts(&b, "ef");

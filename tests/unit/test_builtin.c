@@ -175,6 +175,21 @@ static void a_default_server_serves_every_builtin(void **state) {
   destroy(w);
 }
 
+/* All or nothing: adding a front end that is already served fails and changes nothing (its
+ * rollback used to remove the front end that was there). */
+static void adding_a_served_front_end_again_changes_nothing(void **state) {
+  (void)state;
+  world *w = make(NULL, NULL, 0);
+  assert_int_equal(isv__server_add_frontend(w->srv, &isv__v2_frontend), ISV_EEXIST);
+  assert_int_equal(isv__server_add_frontend(w->srv, &isv__metrics_frontend), ISV_EEXIST);
+  char body[512];
+  assert_int_equal(http_get(w, "/v2/health/live", body, sizeof body), 200);
+  assert_int_equal(http_get(w, "/metrics", body, sizeof body), 200);
+  size_t total, n = served(w, &isv__v2_frontend, &total);
+  assert_int_equal(n, total);
+  destroy(w);
+}
+
 static void switched_on_by_name_is_the_default(void **state) {
   (void)state;
   const char *names[8] = {0};
@@ -280,6 +295,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(names_are_unique_and_each_serves_something),
       cmocka_unit_test(a_default_server_serves_every_builtin),
+      cmocka_unit_test(adding_a_served_front_end_again_changes_nothing),
       cmocka_unit_test(switched_on_by_name_is_the_default),
       cmocka_unit_test(each_can_be_switched_off_alone),
       cmocka_unit_test(a_switched_off_front_ends_paths_answer_404),

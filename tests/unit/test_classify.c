@@ -275,6 +275,22 @@ static void integer_values_are_written_exactly(void **state) {
   expect_pair(f, ISV_UINT64, ubig, "9223372036854775809:1:dog", "1:0:cat");
 }
 
+/* 64-bit integers are ranked exactly: as doubles, 2^53 and 2^53 + 1 (or UINT64_MAX - 1 and
+ * UINT64_MAX) are equal, and the lower index won with the wrong class. */
+static void sixty_four_bit_integers_rank_exactly(void **state) {
+  fixture *f = *state;
+  const int64_t i53[] = {9007199254740992, 9007199254740993};
+  expect_pair(f, ISV_INT64, i53, "9007199254740993:1:dog", "9007199254740992:0:cat");
+  const uint64_t umax[] = {UINT64_MAX - 1, UINT64_MAX};
+  expect_pair(f, ISV_UINT64, umax, "18446744073709551615:1:dog", "18446744073709551614:0:cat");
+  const int64_t imax[] = {INT64_MAX - 1, INT64_MAX};
+  expect_pair(f, ISV_INT64, imax, "9223372036854775807:1:dog", "9223372036854775806:0:cat");
+  const int64_t neg[] = {-2, -1}; /* signed order, not the bits' */
+  expect_pair(f, ISV_INT64, neg, "-1:1:dog", "-2:0:cat");
+  const int64_t tie[] = {5, 5};
+  expect_pair(f, ISV_INT64, tie, "5:0:cat", "5:1:dog");
+}
+
 static void float_values_are_the_shortest_text_of_their_type(void **state) {
   fixture *f = *state;
   /* FP16 3.140625 (0x4248) reads back from "3.14", 65504 (the largest) from "65500.0" */
@@ -346,6 +362,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(unbatched_rank_2_outputs_rank_all_elements, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(integer_values_are_written_exactly, setup, teardown),
+      cmocka_unit_test_setup_teardown(sixty_four_bit_integers_rank_exactly, setup, teardown),
       cmocka_unit_test_setup_teardown(float_values_are_the_shortest_text_of_their_type, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(infinities_rank_as_values, setup, teardown),
