@@ -162,6 +162,17 @@ ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
  * HTTP/2 window at 0 — is dropped with its memory: the connection is closed (the stream is
  * reset on HTTP/2 when only it is stuck). Default 30000 ms. */
 ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
+/* A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
+ * received, or it is answered 408 (Apache mod_reqtimeout's MinRate): one byte every 20 s no
+ * longer holds a connection and its buffer forever. 0 bytes_per_s: no minimum. Default 1024
+ * bytes/s after a grace of 10000 ms. */
+ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
+                                             uint64_t grace_ms);
+/* Request bytes the server buffers while they arrive, all connections together: a body or a
+ * gRPC message reserves its size (announced, or as it grows) until it is complete. Beyond it,
+ * a new one is refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with
+ * the number of slow uploads. One max_body_bytes request always fits. Default 256 MiB. */
+ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
 /* isv_server_close lets in-flight responses finish for at most this long, then closes the
  * connections still open (their requests are answered into the void). Default 30000 ms. */
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);

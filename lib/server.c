@@ -115,10 +115,18 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     return rc;
   }
   const isv_options *o = &s->core.opts;
-  isv__transport_limits limits = {o->max_body_bytes,    o->max_header_bytes,
-                                  o->idle_timeout_ms,   o->header_timeout_ms,
-                                  o->send_timeout_ms,   o->drain_timeout_ms,
-                                  o->max_connections};
+  isv__transport_limits limits = {
+      .max_body_bytes = o->max_body_bytes,
+      .max_header_bytes = o->max_header_bytes,
+      .idle_timeout_ms = o->idle_timeout_ms,
+      .header_timeout_ms = o->header_timeout_ms,
+      .send_timeout_ms = o->send_timeout_ms,
+      .drain_timeout_ms = o->drain_timeout_ms,
+      .min_body_rate = o->min_body_rate,
+      .min_rate_grace_ms = o->min_rate_grace_ms,
+      .max_receiving = o->max_receiving > o->max_body_bytes ? o->max_receiving : o->max_body_bytes,
+      .max_connections = o->max_connections,
+  };
   isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc, on_log};
   isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;

@@ -46,6 +46,10 @@ static void usage(FILE *f) {
           "  --send-timeout-ms N      drop a response that makes no progress (default 30000)\n"
           "  --drain-timeout-ms N     close connections still open this long after SIGTERM\n"
           "                           (default 30000)\n"
+          "  --max-receiving-bytes N  request bytes buffered while arriving, all clients\n"
+          "                           together: 503 beyond (default 256 MiB)\n"
+          "  --min-body-rate B/S:MS   a body must average B bytes/s after MS ms (408 below;\n"
+          "                           default 1024:10000, 0:0 for none)\n"
           "  --max-connections N      at the limit the oldest idle connection makes room\n"
           "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
@@ -148,6 +152,9 @@ static int set_send_to(isv_options *o, unsigned long long v) {
 static int set_drain_to(isv_options *o, unsigned long long v) {
   return isv_options_set_drain_timeout_ms(o, v);
 }
+static int set_receiving(isv_options *o, unsigned long long v) {
+  return isv_options_set_max_receiving_bytes(o, (size_t)v);
+}
 static int set_tensors(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_tensors(o, (unsigned)v);
 }
@@ -157,7 +164,7 @@ static const limit_flag limit_flags[] = {
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
     {"--max-tensors", set_tensors},       {"--send-timeout-ms", set_send_to},
-    {"--drain-timeout-ms", set_drain_to},
+    {"--drain-timeout-ms", set_drain_to}, {"--max-receiving-bytes", set_receiving},
 };
 
 /* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */
@@ -193,6 +200,18 @@ int main(int argc, char **argv) {
     if (lim > 0) continue;
     if (strcmp(arg, "--strict-readiness") == 0) {
       isv_options_set_strict_readiness(opts, 1);
+      continue;
+    }
+    if (strcmp(arg, "--min-body-rate") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      char *end;
+      unsigned long long rate = strtoull(v, &end, 10), grace = 0;
+      if (*end == ':') grace = strtoull(end + 1, &end, 10);
+      if (*v == '\0' || *end != '\0' ||
+          isv_options_set_min_body_rate(opts, (size_t)rate, grace) != 0) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --min-body-rate (B/S:MS)\n", v);
+        return 2;
+      }
       continue;
     }
     if (strcmp(arg, "--disable-protocol") == 0) {

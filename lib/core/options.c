@@ -18,6 +18,9 @@ void isv__options_defaults(isv_options *o) {
   o->header_timeout_ms = 30000;
   o->send_timeout_ms = 30000;
   o->drain_timeout_ms = 30000;
+  o->min_body_rate = 1024;
+  o->min_rate_grace_ms = 10000;
+  o->max_receiving = (size_t)256 << 20;
   o->max_connections = 10000;
   o->max_json_depth = 64;
   o->max_tensors = 1024;
@@ -70,6 +73,20 @@ ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms) {
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms) {
   if (o == NULL || ms == 0) return ISV_EINVAL;
   o->drain_timeout_ms = ms;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
+                                             uint64_t grace_ms) {
+  if (o == NULL) return ISV_EINVAL;
+  o->min_body_rate = bytes_per_s;
+  o->min_rate_grace_ms = grace_ms;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n) {
+  if (o == NULL || n == 0) return ISV_EINVAL;
+  o->max_receiving = n;
   return 0;
 }
 

@@ -17,6 +17,9 @@ struct isv_options {
   uint64_t header_timeout_ms;
   uint64_t send_timeout_ms;
   uint64_t drain_timeout_ms;
+  size_t min_body_rate;
+  uint64_t min_rate_grace_ms;
+  size_t max_receiving;
   unsigned max_connections;
   unsigned max_json_depth;
   unsigned max_tensors;

@@ -127,7 +127,8 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
     return ISV_EIO;
   }
   c->write_pending += w->len;
-  if (c->write_check == 0 && queued(c)) { /* the kernel did not take it all: watch progress */
+  if (c->write_check == 0 && queued(c) && c->t->limits.send_timeout_ms) {
+    /* the kernel did not take it all: watch its progress */
     c->write_mark = queued(c);
     c->write_check = uv_now(c->t->loop) + c->t->limits.send_timeout_ms;
     arm(c);
@@ -138,6 +139,28 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
 void isv__conn_idle(isv__conn *c, int idle) {
   if (idle && !c->idle) c->idle_since = uv_now(c->t->loop);
   c->idle = idle != 0;
+}
+
+int isv__conn_reserve(isv__conn *c, size_t n) {
+  isv__transport *t = c->t;
+  if (t->limits.max_receiving && n > t->limits.max_receiving - t->receiving) {
+    if (t->h.log)
+      t->h.log(t->h.app, ISV_LOG_INFO, "request refused: the request bytes being received "
+                                       "would exceed the server's budget");
+    return -1;
+  }
+  t->receiving += n;
+  return 0;
+}
+
+void isv__conn_release(isv__conn *c, size_t n) { c->t->receiving -= n; }
+
+int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got) {
+  const isv__transport_limits *l = &c->t->limits;
+  if (l->min_body_rate == 0) return 0;
+  /* mod_reqtimeout's MinRate: the grace, plus one second per min_body_rate bytes received */
+  double allowed_ms = (double)l->min_rate_grace_ms + (double)got * 1000.0 / (double)l->min_body_rate;
+  return (double)elapsed_ms > allowed_ms ? -1 : 0;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */

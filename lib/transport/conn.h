@@ -84,6 +84,18 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
  * HTTP/2 connection with no stream open). */
 void isv__conn_idle(isv__conn *c, int idle);
 
+/* Request bytes being received count against the server's budget (limits.max_receiving): a
+ * body or message reserves its size (announced, or as it grows) and releases it once complete
+ * or dropped, so that slow uploads cannot hold the server's memory. 0, or -1 when the budget
+ * would be exceeded (nothing reserved: answer 503 / UNAVAILABLE). */
+int isv__conn_reserve(isv__conn *c, size_t n);
+void isv__conn_release(isv__conn *c, size_t n);
+
+/* A body that has been arriving for `elapsed_ms` with `got` bytes so far: 0 while it keeps the
+ * minimum rate — it may take the grace period plus one second per min_body_rate bytes received
+ * (Apache mod_reqtimeout's MinRate) — or -1 when it is too slow (answer 408). */
+int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got);
+
 /* Reading: pause (pipelined work waits) and resume. */
 void isv__conn_read_stop(isv__conn *c);
 void isv__conn_read_start(isv__conn *c);

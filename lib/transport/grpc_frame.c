@@ -20,6 +20,10 @@ isv__deframe_status isv__grpc_deframe(isv__grpc_deframer *df, const uint8_t **da
         *len = l;
         return ISV__DEFRAME_TOO_BIG;
       }
+      if (df->admit && df->admit(df->admit_ctx, l) != 0) {
+        *len = l;
+        return ISV__DEFRAME_REFUSED;
+      }
       df->msg = isv__bigbuf_alloc(df->bufs, l, 1);
       if (df->msg == NULL) return ISV__DEFRAME_NOMEM;
       df->msg_len = l;

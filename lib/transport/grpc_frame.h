@@ -20,6 +20,10 @@
 typedef struct isv__grpc_deframer {
   size_t max_len;
   isv__bigbuf_cache *bufs; /* where message buffers come from; may be NULL */
+  /* May this message of len bytes be buffered? Nonzero: no (ISV__DEFRAME_REFUSED). Asked once
+   * per message, after its prefix and before its buffer is allocated. NULL: always. */
+  int (*admit)(void *ctx, size_t len);
+  void *admit_ctx;
   unsigned char prefix[ISV__GRPC_PREFIX];
   size_t prefix_len;
   uint8_t *msg; /* the message being filled */
@@ -31,6 +35,7 @@ typedef enum {
   ISV__DEFRAME_MESSAGE,     /* a whole message: *msg (the caller's, isv__bigbuf_free), *len */
   ISV__DEFRAME_COMPRESSED,  /* its flag says compressed: not supported (identity only) */
   ISV__DEFRAME_TOO_BIG,     /* its prefix says more than max_len (*len says how much) */
+  ISV__DEFRAME_REFUSED,     /* admit said no (*len says how much) */
   ISV__DEFRAME_NOMEM
 } isv__deframe_status;
 

@@ -44,6 +44,8 @@ typedef struct h1 {
   isv__buf body; /* from isv__bigbuf_alloc when body_big, else malloc'd */
   int body_big;
   size_t body_expected; /* Content-Length, when known */
+  size_t reserved;      /* of the server's receiving budget (isv__conn_reserve) */
+  uint64_t body_start;  /* uv_now() when the headers were complete */
   int err_status;       /* a limit or syntax error found inside a callback */
   const char *err_msg;
   char err_text[160]; /* err_msg when it names what the client sent */
@@ -58,6 +60,7 @@ typedef struct h1 {
 
 static h1 *h1_of(isv__conn *c) { return c->proto_state; }
 static void execute(h1 *h, const char *data, size_t len);
+static void unreserve(h1 *h);
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
@@ -283,6 +286,11 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
     hs[i].name_len = h->hdrs[i].nl;
     hs[i].value = st + h->hdrs[i].vo;
     hs[i].value_len = h->hdrs[i].vl;
+    /* RFC 9110 §5.5: a field value excludes the whitespace around it (llhttp drops the
+     * leading) */
+    while (hs[i].value_len &&
+           (hs[i].value[hs[i].value_len - 1] == ' ' || hs[i].value[hs[i].value_len - 1] == '\t'))
+      hs[i].value_len--;
   }
   ex->headers = hs;
   ex->n_headers = n_hdrs;
@@ -307,6 +315,7 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
  * then the connection closes. */
 static void early_error(h1 *h, int status, const char *msg) {
   isv__conn *c = h->c;
+  unreserve(h);
   isv__conn_read_stop(c);
   isv__conn_deadline(c, 0);
   h->shutting_down = 1;
@@ -334,6 +343,19 @@ static int head_append(h1 *h, const char *p, size_t n) {
     return fail(h, 431, "request line and headers exceed the server's limit");
   isv__buf_append(&h->head, p, n);
   return h->head.failed ? fail(h, 500, "out of memory") : 0;
+}
+
+/* The receiving budget this request holds goes back: it is complete, or dropped. */
+static void unreserve(h1 *h) {
+  isv__conn_release(h->c, h->reserved);
+  h->reserved = 0;
+}
+
+static int reserve(h1 *h, size_t n) {
+  if (isv__conn_reserve(h->c, n) != 0)
+    return fail(h, 503, "the server is receiving too much request data at once; retry later");
+  h->reserved += n;
+  return 0;
 }
 
 static void body_release(h1 *h) {
@@ -453,8 +475,10 @@ static int on_headers_complete(llhttp_t *p) {
     return fail(h, 400, host_count(h) ? "more than one Host header" : "missing Host header");
   if (check_content_encoding(h) != 0) return -1;
   size_t max = h->c->t->limits.max_body_bytes;
+  h->body_start = uv_now(h->c->t->loop);
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > max) return fail(h, 413, "request body exceeds the server's limit");
+    if (reserve(h, (size_t)p->content_length) != 0) return -1;
     h->body_expected = (size_t)p->content_length;
     body_release(h);
     if (h->body_expected > 0) {
@@ -499,7 +523,7 @@ static int on_chunk_header(llhttp_t *p) {
   h1 *h = h1_parser(p);
   if (p->content_length > h->c->t->limits.max_body_bytes - h->body.len)
     return fail(h, 413, "request body exceeds the server's limit");
-  return 0;
+  return reserve(h, (size_t)p->content_length);
 }
 
 /* Build the exchange; it is dispatched once llhttp has returned (execute). */
@@ -507,6 +531,7 @@ static int on_message_complete(llhttp_t *p) {
   h1 *h = h1_parser(p);
   isv__exchange *ex = build_exchange(h, 1);
   if (ex == NULL) return fail(h, 500, "out of memory");
+  unreserve(h); /* received: from here the body is the request's */
   h->ex = ex;
   h->in_message = 0;
   h->keep_alive = llhttp_should_keep_alive(p);
@@ -587,8 +612,13 @@ static void h1_on_read(isv__conn *c, const char *data, size_t len) {
     keep_pending(h, data, len);
     return;
   }
-  if (h->in_message && h->headers_done)
-    isv__conn_deadline(c, c->t->limits.header_timeout_ms); /* the body keeps coming */
+  if (h->in_message && h->headers_done) {
+    isv__conn_deadline(c, c->t->limits.header_timeout_ms); /* the body keeps coming... */
+    if (isv__conn_body_too_slow(c, uv_now(c->t->loop) - h->body_start, h->body.len + len)) {
+      early_error(h, 408, "request body arriving too slowly (under the server's minimum rate)");
+      return; /* ...fast enough */
+    }
+  }
   execute(h, data, len);
   if (!c->closing) isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
 }
@@ -633,6 +663,7 @@ static void h1_free(isv__conn *c) {
   h1 *h = h1_of(c);
   if (h == NULL) return;
   if (h->ex) h->ex->conn = NULL; /* its handler will answer into the void */
+  unreserve(h);
   isv__buf_free(&h->head);
   body_release(h);
   free(h->hdrs);

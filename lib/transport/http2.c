@@ -89,6 +89,8 @@ typedef struct h2_stream {
   char *trailer_msg;
   uv_timer_t *deadline; /* gRPC: grpc-timeout; REST: the body must keep arriving (408) */
   int rst_after_end;    /* answered before the client finished sending: RST once answered */
+  size_t reserved;      /* of the server's receiving budget: a REST body, a gRPC message */
+  uint64_t body_start;  /* REST: uv_now() when the headers were complete */
   size_t sent;          /* response DATA bytes handed to nghttp2 */
   size_t sent_at_check; /* ... at the last send-progress check */
 } h2_stream;
@@ -133,6 +135,8 @@ typedef struct h2_write {
 
 static void flush(h2 *h);
 static void stream_maybe_free(h2_stream *st);
+static void stream_unreserve(h2_stream *st);
+static int admit_message(void *ctx, size_t len);
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
@@ -434,18 +438,37 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
   char status[8], clen[24];
   snprintf(status, sizeof status, "%d", resp->status);
   snprintf(clen, sizeof clen, "%zu", body);
-  nghttp2_nv nv[3 + 16];
+  /* HTTP/2 field names are lower case; nghttp2 copies them, so they may live on the stack */
+  size_t names = 0;
+  for (size_t i = 0; i < resp->n_headers; i++) names += resp->headers[i].name_len;
+  nghttp2_nv nv_small[3 + 16];
+  char lower_small[1024];
+  int small = resp->n_headers <= 16 && names <= sizeof lower_small;
+  nghttp2_nv *nv = small ? nv_small : malloc((3 + resp->n_headers) * sizeof *nv);
+  char *lower = small ? lower_small : malloc(names ? names : 1);
+  if (nv == NULL || lower == NULL) {
+    if (!small) {
+      free(nv);
+      free(lower);
+    }
+    if (resp->release) resp->release(resp->release_ctx);
+    isv__exchange_free(ex);
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    flush(h);
+    return ISV_ENOMEM;
+  }
   size_t n = 0;
   nv[n++] = (nghttp2_nv)NV(":status", status);
   nv[n++] = (nghttp2_nv)NV("content-length", clen);
   if (resp->content_type) nv[n++] = (nghttp2_nv)NV("content-type", resp->content_type);
-  char lower[16][64];
-  for (size_t i = 0; i < resp->n_headers && i < 16; i++) {
+  char *lp = lower;
+  for (size_t i = 0; i < resp->n_headers; i++) {
     const isv__header *x = &resp->headers[i];
-    size_t l = x->name_len < 63 ? x->name_len : 63;
-    for (size_t k = 0; k < l; k++) lower[i][k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ? x->name[k] + 32 : x->name[k]);
-    nv[n++] = (nghttp2_nv){(uint8_t *)lower[i], (uint8_t *)x->value, l, x->value_len,
+    for (size_t k = 0; k < x->name_len; k++)
+      lp[k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ? x->name[k] + 32 : x->name[k]);
+    nv[n++] = (nghttp2_nv){(uint8_t *)lp, (uint8_t *)x->value, x->name_len, x->value_len,
                            NGHTTP2_NV_FLAG_NONE};
+    lp += x->name_len;
   }
   if (st->method && strcmp(st->method, "HEAD") == 0) { /* headers only, END_STREAM on them */
     if (resp->release) resp->release(resp->release_ctx);
@@ -459,6 +482,10 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
     st->q_tail->ex = ex; /* the body may hold tensors the response refers to */
     st->eof = 1;
     submit_or_resume(st, nv, n);
+  }
+  if (!small) {
+    free(nv);
+    free(lower);
   }
   flush(h);
   return 0;
@@ -642,6 +669,7 @@ static void stream_free(h2_stream *st) {
     }
   }
   int close_now = h && !h->dead && h->shutting_down && h->n_streams == 0;
+  stream_unreserve(st);
   release_items(st);
   if (st->deadline) {
     st->deadline->data = NULL;
@@ -676,6 +704,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   isv__buf_init(&st->body);
   st->df.max_len = h->c->t->limits.max_body_bytes;
   st->df.bufs = h->c->t->bufs;
+  st->df.admit = admit_message;
+  st->df.admit_ctx = st;
   arm_deadline(st, h->c->t->limits.header_timeout_ms); /* the header block must end */
   st->next = h->streams;
   if (h->streams) h->streams->prev = st;
@@ -819,6 +849,7 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
 
 static void rest_dispatch(h2 *h, h2_stream *st) {
   if (st->deadline) uv_timer_stop(st->deadline);
+  stream_unreserve(st);
   isv__exchange *ex = make_exchange(st, 1);
   if (ex == NULL) {
     nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
@@ -832,6 +863,7 @@ static void rest_dispatch(h2 *h, h2_stream *st) {
 static void stream_error(h2_stream *st, int status, const char *msg) {
   h2 *h = st->h2;
   if (st->deadline) uv_timer_stop(st->deadline);
+  stream_unreserve(st);
   isv__buf_free(&st->body);
   isv__buf_init(&st->body);
   if (st->hdrs == NULL && index_headers(st) != 0) st->hdrs = NULL;
@@ -888,7 +920,22 @@ static int headers_done(h2 *h, h2_stream *st) {
   return 0;
 }
 
+/* The receiving budget (conn.h): what a stream holds while its body or message arrives. */
+static int stream_reserve(h2_stream *st, size_t n) {
+  if (isv__conn_reserve(st->h2->c, n) != 0) return -1;
+  st->reserved += n;
+  return 0;
+}
+
+static void stream_unreserve(h2_stream *st) {
+  if (st->reserved && st->h2) isv__conn_release(st->h2->c, st->reserved);
+  st->reserved = 0;
+}
+
+static int admit_message(void *ctx, size_t len) { return stream_reserve(ctx, len); }
+
 static void deliver_message(h2_stream *st, uint8_t *m, size_t len) {
+  stream_unreserve(st); /* received: the message is the service's now */
   if (st->call.on_message && !st->app_done && !st->cancelled) st->call.on_message(&st->call, m, len);
   else isv__bigbuf_free(m);
 }
@@ -911,6 +958,10 @@ static void deframe(h2_stream *st, const uint8_t *d, size_t n) {
       transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, text);
       return;
     }
+    case ISV__DEFRAME_REFUSED:
+      transport_end(st, ISV__GRPC_UNAVAILABLE,
+                    "the server is receiving too much request data at once; retry later");
+      return;
     case ISV__DEFRAME_NOMEM: transport_end(st, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory"); return;
     }
   }
@@ -935,6 +986,16 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     stream_error(st, 413, "request body exceeds the server's limit");
     return 0;
   }
+  if (isv__conn_body_too_slow(h->c, uv_now(h->c->t->loop) - st->body_start, st->body.len + len)) {
+    st->rst_after_end = 1;
+    stream_error(st, 408, "request body arriving too slowly (under the server's minimum rate)");
+    return 0;
+  }
+  if (stream_reserve(st, len) != 0) {
+    st->rst_after_end = 1;
+    stream_error(st, 503, "the server is receiving too much request data at once; retry later");
+    return 0;
+  }
   isv__buf_append(&st->body, data, len);
   return st->body.failed ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
 }
@@ -946,8 +1007,10 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (st == NULL) return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
       arm_deadline(st, h->c->t->limits.header_timeout_ms); /* its body must keep arriving */
+      st->body_start = uv_now(h->c->t->loop);
+    }
   }
   if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
     st->remote_closed = 1;
@@ -971,7 +1034,7 @@ static void cancel_stream(h2_stream *st) {
     st->ex = NULL;
     st->app_done = 1;
   }
-  if (st->dispatched && st->is_grpc && !st->app_done) {
+  if (st->dispatched && st->is_grpc && !st->app_done && !st->cancelled) { /* once */
     st->cancelled = 1;
     notify_cancel(st);
   }

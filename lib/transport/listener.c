@@ -152,11 +152,13 @@ static void on_drain_deadline(uv_timer_t *h) {
 void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t)) {
   t->closing = 1;
   t->on_closed = on_closed;
-  uv_timer_init(t->loop, &t->drain);
-  t->drain.data = t;
-  uv_timer_start(&t->drain, on_drain_deadline, t->limits.drain_timeout_ms, 0);
-  uv_unref((uv_handle_t *)&t->drain); /* it never keeps the host's loop alive by itself */
-  t->drain_armed = 1;
+  if (t->limits.drain_timeout_ms) {
+    uv_timer_init(t->loop, &t->drain);
+    t->drain.data = t;
+    uv_timer_start(&t->drain, on_drain_deadline, t->limits.drain_timeout_ms, 0);
+    uv_unref((uv_handle_t *)&t->drain); /* it never keeps the host's loop alive by itself */
+    t->drain_armed = 1;
+  }
   for (unsigned i = 0; i < t->n_listeners; i++) {
     t->open_handles++;
     uv_close((uv_handle_t *)&t->listeners[i]->tcp, on_listener_closed);

@@ -20,8 +20,12 @@ typedef struct isv__transport_limits {
   size_t max_header_bytes;   /* request line + headers, or an HTTP/2 header block: 431 */
   uint64_t idle_timeout_ms;  /* a connection with no request in progress */
   uint64_t header_timeout_ms; /* a request's head, then each pause of its body: 408 */
+  /* 0 in any of the following: no such limit */
   uint64_t send_timeout_ms;  /* a response that makes no progress this long is dropped */
   uint64_t drain_timeout_ms; /* isv__transport_close: connections still open after it closed */
+  size_t min_body_rate;      /* bytes/s a body must average once min_rate_grace_ms passed */
+  uint64_t min_rate_grace_ms;
+  size_t max_receiving;      /* request bytes being received, all connections together */
   unsigned max_connections;
 } isv__transport_limits;
 typedef struct isv__conn isv__conn;
@@ -61,6 +65,7 @@ struct isv__transport {
   unsigned n_conns;
   unsigned n_closing;  /* of n_conns: closed, their handles not yet */
   int at_limit;        /* the connection limit was reached (logged once until it is not) */
+  size_t receiving;    /* request bytes reserved by bodies and messages still arriving */
   unsigned open_handles; /* listeners (and the drain timer) being closed */
   uv_timer_t drain;       /* isv__transport_close's deadline */
   int drain_armed;

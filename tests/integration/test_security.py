@@ -370,3 +370,79 @@ def test_drain_has_a_deadline(start_demo):
         assert "drain deadline" in d.stderr_tail()
     finally:
         s.close()
+
+
+# --- point 4: slow bodies and the memory they hold -----------------------------------------
+def test_body_trickling_under_the_minimum_rate_gets_408(start_demo):
+    d = start_demo("--min-body-rate", "1000:300")  # 1000 bytes/s once 300 ms have passed
+    with RawConn(d) as c:
+        c.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n")
+        got = None
+        for _ in range(50):  # one byte every 100 ms: each read re-arms the header timeout
+            try:
+                c.send(b"{")
+            except OSError:
+                break
+            time.sleep(0.1)
+            if c.wait_closed(0.01) or b"HTTP/1.1" in c.buf:
+                break
+        got = c.buf
+        assert b"408" in got.split(b"\r\n")[0], got
+        assert b"arriving too slowly" in got, got
+
+
+def test_h2_body_trickling_under_the_minimum_rate_gets_408(start_demo):
+    d = start_demo("--min-body-rate", "1000:300")
+    with H2Conn(d) as c:
+        sid = c.request(rest_headers(d, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json")]), end_stream=False)
+        st = c.streams[sid]
+        for _ in range(50):
+            c.send_data(sid, b"{")
+            c.pump(0.1)
+            if st.done:
+                break
+        assert st.status == 408 and b"arriving too slowly" in st.data, st
+
+
+def test_a_fast_body_is_not_limited_by_the_rate(start_demo):
+    d = start_demo("--min-body-rate", "1000:300")
+    body = json.dumps(simple_body()).encode()
+    with RawConn(d) as c:
+        head, rest = http_request("POST", "/v2/models/simple/infer", body).split(b"\r\n\r\n", 1)
+        c.send(head + b"\r\n\r\n")
+        time.sleep(0.5)  # a pause before the body is within the grace and the rate
+        c.send(rest)
+        assert c.read_response().status == 200
+
+
+def test_bodies_in_flight_share_a_budget(start_demo):
+    d = start_demo("--max-body-bytes", "1000000", "--max-receiving-bytes", "1000000")
+    holder = RawConn(d)  # announces 900 kB and sends them slowly: they are reserved
+    holder.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")
+    time.sleep(0.1)
+    try:
+        with RawConn(d) as c:
+            c.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\n"
+                   b"Content-Length: 200000\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 503 and "receiving too much request data" in r.json()["error"], r
+        # HTTP/2 REST and gRPC share the same budget
+        with H2Conn(d) as c:
+            sid = c.request(rest_headers(d, "POST", "/v2/models/simple/infer",
+                                         [("content-type", "application/json")]),
+                            body=b"x" * 200000)
+            assert c.wait(sid).status == 503
+        from grpc_stubs import grpc_frame
+        with H2Conn(d) as c:
+            sid = c.request(h2raw.grpc_headers(d, "/inference.GRPCInferenceService/ModelInfer"),
+                            body=grpc_frame(b"\x0a" * 200000)[:1000], end_stream=False)
+            st = c.wait(sid)
+            assert st.grpc("grpc-status") == "14", st  # UNAVAILABLE: retry later
+    finally:
+        holder.close()
+    time.sleep(0.2)  # the holder is gone: its reservation with it
+    with RawConn(d) as c:
+        body = json.dumps(simple_body()).encode()
+        c.send(http_request("POST", "/v2/models/simple/infer", body))
+        assert c.read_response().status == 200

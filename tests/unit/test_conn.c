@@ -230,6 +230,7 @@ static void the_adopted_stream_is_handed_back_with_its_own_data(void **state) {
   assert_int_equal(w->t.n_conns, 0);
 }
 
+/* At the limit, one more is refused only while no connection is idle between requests. */
 static void max_connections_refuses_one_more(void **state) {
   tf_world *w = *state;
   w->t.limits.max_connections = 2;
@@ -256,7 +257,14 @@ static void max_connections_refuses_one_more(void **state) {
   tf_wait_responses(c, 1);
   assert_int_equal(tf_h1_responses(c, resps, 8), 1);
   assert_string_equal(resps[0].body, "GET /c");
-  tf_connect_rc(w, ISV_EOVERLOAD);
+  /* at the limit again, with b and c idle between requests: the oldest idle one (b) makes
+   * room (nginx's reuse of keep-alive connections); a silent new connection is never the one */
+  tf_client *d = tf_connect(w);
+  tf_wait_eof(b);
+  tf_write_str(d, "GET /d HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(d, 1);
+  tf_write_str(c, "GET /c2 HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(c, 2);
 }
 
 int main(void) {

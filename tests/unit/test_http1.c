@@ -35,7 +35,7 @@ static void request_as_the_handler_sees_it(void **state) {
   tf_client *c = tf_connect(w);
   tf_write_str(c, "POST /v2/models/m/infer?x=1&y=%20 HTTP/1.1\r\n"
                   "Host: example.org\r\n"
-                  "X-Custom:  spaced value\r\n"
+                  "X-Custom:  spaced value \t\r\n"
                   "content-length: 5\r\n"
                   "\r\n"
                   "hello");
