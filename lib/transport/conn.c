@@ -203,6 +203,10 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   isv__conn *c = s->data;
   if (nread == 0 || c->closing) return;
+  if (c->lingering) { /* the answer is out: what the client still sends is dropped */
+    if (nread < 0 || (c->linger_bytes += (size_t)nread) > ISV__LINGER_BYTES) isv__conn_close(c);
+    return;
+  }
   if (nread < 0) {
     if (nread == UV_EOF && c->proto) {
       isv__conn_read_stop(c);
@@ -249,6 +253,29 @@ void isv__conn_close(isv__conn *c) {
   c->proto_state = NULL;
   uv_close((uv_handle_t *)c->stream, on_stream_closed);
   uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  (void)status;
+  free(req);
+}
+
+void isv__conn_linger_close(isv__conn *c) {
+  if (c->closing || c->lingering) return;
+  if (c->proto) c->proto->free(c);
+  c->proto = NULL;
+  c->proto_state = NULL;
+  c->lingering = 1;
+  c->watchdog = c->write_check = 0;
+  isv__conn_set_lowat(c, 1);
+  uv_shutdown_t *req = malloc(sizeof *req);
+  if (req == NULL || uv_shutdown(req, c->stream, on_shutdown) != 0) {
+    free(req);
+    isv__conn_close(c);
+    return;
+  }
+  isv__conn_deadline(c, ISV__LINGER_MS); /* no engine: the deadline closes (on_timer) */
+  isv__conn_read_start(c);
 }
 
 isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {

@@ -56,6 +56,8 @@ struct isv__conn {
   int idle;       /* no request in progress: may be closed to make room (isv__conn_idle) */
   uint64_t idle_since;
   int closing;
+  int lingering;        /* isv__conn_linger_close: reading only to discard */
+  size_t linger_bytes;
   int handles_open;
   uint64_t deadline;      /* the engine's (uv_now ms), 0 = none */
   uint64_t watchdog;      /* read batching, 0 = none */
@@ -118,6 +120,14 @@ void isv__conn_batch_reads(isv__conn *c, size_t must_come);
 
 /* Close now (idempotent): the engine's free runs, then the handles close. */
 void isv__conn_close(isv__conn *c);
+/* Close after the last response when the client may still be sending (an error answered
+ * before its body was read): shut down writing (FIN), then read and discard for up to
+ * ISV__LINGER_MS or ISV__LINGER_BYTES before closing — nginx's lingering close. Closing at once
+ * with unread input makes the kernel send a reset, and the client may lose the answer. The
+ * engine's free runs first. */
+#define ISV__LINGER_MS 2000
+#define ISV__LINGER_BYTES (1u << 20)
+void isv__conn_linger_close(isv__conn *c);
 
 /* ---- for the transport (listener.c) -------------------------------------------------------- */
 

@@ -104,8 +104,13 @@ static void on_written(isv__conn *c, void *ctx, int status) {
   int close_after = w->close_after;
   free(w);
   if (h == NULL) return;
-  if (status < 0 || close_after || h->shutting_down) {
+  if (status < 0) {
     isv__conn_close(c);
+    return;
+  }
+  if (close_after || h->shutting_down) {
+    if (h->peer_eof) isv__conn_close(c); /* it sends nothing more */
+    else isv__conn_linger_close(c);      /* it may still be sending: let it read the answer */
     return;
   }
   if (h->ex == NULL) resume(h);

@@ -446,3 +446,29 @@ def test_bodies_in_flight_share_a_budget(start_demo):
         body = json.dumps(simple_body()).encode()
         c.send(http_request("POST", "/v2/models/simple/infer", body))
         assert c.read_response().status == 200
+
+
+# --- point 7: the answer reaches a client still sending ------------------------------------
+def test_413_reaches_a_client_that_keeps_sending(start_demo):
+    """The server answers 413 from the headers while the client is still uploading: closing at
+    once with unread input resets the connection and a client still writing loses the answer
+    (requests raises ConnectionError); a lingering close (FIN, then reading and dropping for a
+    while) lets it finish its upload and read the 413."""
+    import requests
+    d = start_demo("--max-body-bytes", "1000")
+    for attempt in range(5):
+        r = requests.post(d.url("/v2/models/simple/infer"), data=b"x" * 800000, timeout=10)
+        assert r.status_code == 413, "attempt %d: %r" % (attempt, r.text)
+    # and the connection ends with a FIN, not a reset
+    s = socket.create_connection((d.host, d.port))
+    s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 800000\r\n\r\n")
+    s.sendall(b"x" * 800000)
+    s.settimeout(5.0)
+    got = b""
+    while True:
+        chunk = s.recv(65536)  # a reset would raise ConnectionResetError here
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    assert got.startswith(b"HTTP/1.1 413"), got[:200]
