@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""h2o's layout, checked (run by the unit suite): every lib/[<layer>/]<x>.c has its
+tests/unit/test_<x>.c, or is listed below with where it is tested instead; every
+tests/unit/test_*.c belongs to a module (or is listed); and every one of them is built and run
+by tests/meson.build — a test file that is never compiled is a gap nobody sees."""
+import os
+import re
+import sys
+
+# lib source -> the tests that cover it, when they are not named after it (and why)
+COVERED_ELSEWHERE = {
+    "codec/pow10.c": "generated table: test 'pow10_table_generated' checks it against "
+                     "gen_pow10.py; its values through test_numparse.c and test_numfmt.c",
+    "protocol/v2.c": "the V2 front end's descriptor only: its routes in test_v2_http.c, its "
+                     "methods in test_v2_grpc.c, its registration in test_builtin.c",
+    "server.c": "the public API over a real loop: test_server_inproc.c",
+}
+# tests/unit files that are not one module's mirror
+NOT_A_MIRROR = {
+    "test_server_inproc.c": "lib/server.c and the public API as a host uses it",
+    "test_cpp_host.cpp": "include/inferserve.h compiled and linked as C++17",
+}
+
+root = sys.argv[1] if len(sys.argv) > 1 else "."
+lib, unit = os.path.join(root, "lib"), os.path.join(root, "tests", "unit")
+problems = []
+
+modules = {}
+for dirpath, _, files in os.walk(lib):
+    for f in files:
+        if f.endswith(".c"):
+            rel = os.path.relpath(os.path.join(dirpath, f), lib)
+            modules[rel] = f[:-2]
+tests = sorted(f for f in os.listdir(unit) if f.startswith("test_"))
+
+for rel, name in sorted(modules.items()):
+    if rel in COVERED_ELSEWHERE:
+        if os.path.exists(os.path.join(unit, "test_%s.c" % name)):
+            problems.append("%s: has test_%s.c now; drop it from COVERED_ELSEWHERE" % (rel, name))
+    elif not os.path.exists(os.path.join(unit, "test_%s.c" % name)):
+        problems.append("lib/%s: no tests/unit/test_%s.c (or a reason in check_mirror.py)"
+                        % (rel, name))
+for rel in COVERED_ELSEWHERE:
+    if rel not in modules:
+        problems.append("COVERED_ELSEWHERE names lib/%s, which does not exist" % rel)
+
+names = set(modules.values())
+for t in tests:
+    stem = os.path.splitext(t)[0][len("test_"):]
+    if stem not in names and t not in NOT_A_MIRROR:
+        problems.append("tests/unit/%s: mirrors no lib/ module (or a reason in check_mirror.py)" % t)
+
+build = open(os.path.join(root, "tests", "meson.build"), encoding="utf-8").read()
+built = set(re.findall(r"'(test_[a-z0-9_]+)'", build)) | set(
+    re.findall(r"'unit/(test_[a-z0-9_]+)\.c(?:pp)?'", build))
+for t in tests:
+    if os.path.splitext(t)[0] not in built:
+        problems.append("tests/unit/%s is not built by tests/meson.build" % t)
+
+for p in problems:
+    print(p)
+print("%d modules, %d unit test files: %s" % (len(modules), len(tests),
+                                              "ok" if not problems else "%d problems" % len(problems)))
+sys.exit(1 if problems else 0)
