@@ -10,6 +10,7 @@ PKGS=(
   clang libclang-rt-14-dev
   curl python3 python3-requests python3-pytest
   python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
+  wrk
 )
 
 missing=()

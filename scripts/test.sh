@@ -2,12 +2,15 @@
 # Install dependencies, build, and run every test:
 #   1. unit tests (cmocka) and integration tests (pytest + curl against the demo server);
 #   2. the same again on an ASan+UBSan build (leaks fail the run: LeakSanitizer is on);
-#   3. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
+#   3. a short soak of the ASan demo under mixed load and attacks (scripts/soak.sh; SOAK_SECONDS,
+#      default 45; skip: SOAK_SECONDS=0);
+#   4. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
 # Ends with one line "N passed, N failed" and exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+SOAK_SECONDS=${SOAK_SECONDS:-45}
 PY=/usr/bin/python3 # Debian's python3-* packages are for this interpreter
 passed=0
 failed=0
@@ -66,9 +69,17 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 if build_or_fail build-asan "asan build" -Dwerror=true -Db_sanitize=address,undefined \
     -Db_lundef=false; then
   run_suite build-asan "asan"
+  # 3. the soak: counts as one test
+  if [ "$SOAK_SECONDS" != 0 ]; then
+    if BUILD_DIR=build-asan scripts/soak.sh "$SOAK_SECONDS"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1)); failures+=("soak")
+    fi
+  fi
 fi
 
-# 3. fuzz targets, a short while each on their seed corpora
+# 4. fuzz targets, a short while each on their seed corpora
 if [ "$FUZZ_SECONDS" != 0 ]; then
   if CC=clang build_or_fail build-fuzz "fuzz build" -Dwerror=true -Dfuzz=true -Dtests=false \
       -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; then
