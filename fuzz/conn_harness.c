@@ -75,7 +75,7 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
     const char *l[] = {"a", "b"};
     isv_model_config_set_labels(c, l, 2);
   }
-  isv_backend be = {sizeof be, infer, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = infer};
   isv_server_add_model(srv, c, "1", &be, NULL, NULL);
   isv_model_config_free(c);
 }

@@ -22,7 +22,7 @@ static void init(void) {
   isv_model_config_add_input(c, "INPUT0", ISV_INT32, any, 2);
   isv_model_config_add_input(c, "INPUT1", ISV_BYTES, any, 1);
   isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 2);
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   isv__registry_add(&core.reg, c, "1", &be, NULL, &model);
   isv_model_config_free(c);
 }

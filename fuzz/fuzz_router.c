@@ -102,7 +102,7 @@ static void init(void) {
   int64_t any[] = {-1};
   isv_model_config_add_input(c, "x", ISV_INT32, any, 1);
   isv_model_config_add_output(c, "y", ISV_INT32, any, 1);
-  isv_backend be = {sizeof be, echo, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = echo};
   if (isv__registry_add(&core.reg, c, "1", &be, NULL, NULL) != 0) abort();
   isv_model_config_free(c);
 }

@@ -17,8 +17,8 @@
  *  - A call that fails never fires its callback.
  *  - Like any libuv program that writes to sockets, the host must ignore SIGPIPE
  *    (signal(SIGPIPE, SIG_IGN)): a client that disconnects mid-response must not kill it.
- *  - ISV_EXEC_POOL backends run on libuv's thread pool, shared with the host's fs and DNS
- *    work: UV_THREADPOOL_SIZE (default 4) bounds how many run at once.
+ *  - ISV_EXEC_POOL backends run on the server's own worker threads, never on libuv's pool
+ *    (which the host's fs and DNS work need): see isv_options_set_worker_threads.
  */
 #ifndef INFERSERVE_H
 #define INFERSERVE_H
@@ -196,6 +196,17 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
  * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
 ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
+/* Worker threads the server keeps for ISV_EXEC_POOL backends. Its own threads, not libuv's
+ * pool: that pool is shared with the host's file system and DNS work and sized once per
+ * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
+ * the host. Started when a POOL backend first needs one, joined when the server closes.
+ * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1. */
+ISV_EXTERN int isv_options_set_worker_threads(isv_options *o, unsigned n);
+/* Inference requests accepted at once — queued or running, every model together. Beyond it a
+ * request is refused at once (HTTP 503, gRPC UNAVAILABLE: retry later or elsewhere) instead of
+ * queueing without bound. 0: no limit. Default 0 (each model's queue bound still holds:
+ * isv_model_config_set_max_queue). */
+ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n);
 /* Messages the server has for the host: a limit reached, a client cut off for abuse... */
 typedef enum { ISV_LOG_ERROR = 1, ISV_LOG_WARN = 2, ISV_LOG_INFO = 3 } isv_log_level;
 typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message);
@@ -262,10 +273,23 @@ typedef enum {
   ISV_MODEL_UNAVAILABLE
 } isv_model_state;
 
+/* Where infer runs. Whatever the mode, one model version runs at most `instances` requests at
+ * once (isv_model_config_set_instances); the others wait in its queue. */
 typedef enum {
-  ISV_EXEC_INLINE = 0, /* infer runs on the loop thread: must not block */
-  ISV_EXEC_POOL = 1    /* infer runs on libuv's thread pool (uv_queue_work) */
+  ISV_EXEC_INLINE = 0, /* on the loop thread, completing before it returns: it must not block */
+  ISV_EXEC_POOL = 1,   /* on one of the server's worker threads (isv_options_set_worker_threads) */
+  ISV_EXEC_ASYNC = 2   /* on the loop thread, where it only starts the work and returns; the
+                        * backend completes later from a thread of its own (a GPU stream's
+                        * callback, a remote call). The instance stays taken until then. */
 } isv_exec_mode;
+
+/* Why a sequence ended (isv_backend.sequence_end). */
+typedef enum {
+  ISV_SEQUENCE_ENDED = 1, /* its request with sequence_end ran */
+  ISV_SEQUENCE_IDLE,      /* no request came for the model's idle timeout */
+  ISV_SEQUENCE_RESTARTED, /* a new request with sequence_start took its id */
+  ISV_SEQUENCE_CLOSED     /* the model version was removed or the server closed */
+} isv_sequence_end_reason;
 
 typedef struct isv_model_config isv_model_config;
 typedef struct isv_request isv_request;
@@ -282,6 +306,12 @@ typedef struct isv_backend {
   /* Called once when the model version is unregistered and no request uses it any more
    * (on the loop thread). May be NULL. */
   void (*destroy)(void *user);
+  /* Sequence batching: a sequence is over — free what the backend kept in its state slot
+   * (isv_request_sequence_state). id_str is the string id, or NULL when the id is numeric (id).
+   * Called once per sequence, after its last request finished, on the loop thread. May be
+   * NULL. */
+  void (*sequence_end)(void *user, uint64_t id, const char *id_str, void *state,
+                       isv_sequence_end_reason reason);
 } isv_backend;
 
 /* A model version's description, copied by isv_server_add_model. It belongs to its creator:
@@ -304,8 +334,52 @@ ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *pl
  * replaces earlier labels). */
 ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
                                            size_t n);
-/* Where infer runs: ISV_EXEC_INLINE (the default) or ISV_EXEC_POOL. */
+/* Where infer runs: ISV_EXEC_INLINE (the default), ISV_EXEC_POOL or ISV_EXEC_ASYNC. */
 ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode);
+/* Executions of this model version that may run at once (Triton's instance count); requests
+ * beyond them wait in the version's queue, in arrival order. A backend learns which instance
+ * runs a request from isv_request_instance() (0..n-1), for state kept per instance. Default 1:
+ * a backend is never called concurrently unless it says it may be. n >= 1. */
+ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
+/* Requests that may wait in this version's queue; one more is refused (HTTP 503, gRPC
+ * UNAVAILABLE) naming the model. 0 (the default): no bound but isv_options_set_max_inflight. */
+ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
+/* The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
+ * theirs with the request parameter "timeout" (microseconds, as Triton) or gRPC's grpc-timeout;
+ * the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
+ * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_cancelled) and
+ * answered 504 once its backend completes, whatever it completed with. */
+ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint64_t us);
+/* Dynamic batching (the model needs max_batch > 0): waiting requests whose inputs agree beyond
+ * dimension 0 (same names, datatypes and other dimensions) and whose parameters are equal run
+ * as ONE backend call, their inputs concatenated along dimension 0, at most max_batch rows.
+ * Each request gets its own rows of every output back, with its own requested outputs, id,
+ * deadline and response parameters (those the backend sets go to every request of the batch).
+ * A batch that reaches neither max_batch nor a preferred size waits up to max_delay_us after
+ * its oldest request for more; a request that cannot join waits for a later batch, in order,
+ * never starved. preferred: batch sizes worth sending at once (may be NULL, n 0). Not with a
+ * decoupled model or sequence batching (isv_server_add_model: ISV_EINVAL). */
+ISV_EXTERN int isv_model_config_set_dynamic_batching(isv_model_config *c, uint64_t max_delay_us,
+                                                     const uint32_t *preferred, size_t n);
+/* A decoupled model sends any number of responses to one request (isv_request_send_response)
+ * before completing it. Only streaming endpoints carry them — gRPC ModelStreamInfer, REST
+ * .../generate_stream, isv_request_set_response_cb in process; the others answer 400 naming
+ * the model as decoupled. Default off. */
+ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on);
+/* Sequence batching (Triton's sequence extension, "direct" strategy), for stateful models.
+ * Requests carry the parameters "sequence_id" (a uint64 > 0, or a non-empty string),
+ * "sequence_start" and "sequence_end" (bools). A sequence begins with a request that sets
+ * sequence_start; all its requests then run in arrival order on one instance, one at a time;
+ * the backend reads the id and flags (isv_request_sequence) and keeps its state in the slot
+ * isv_request_sequence_state gives it, handed back through isv_backend.sequence_end when the
+ * sequence is over. A request for a sequence that is not live without sequence_start: 400. A
+ * start beyond max_sequences live ones: 503. A start for a live id ends the old sequence
+ * (ISV_SEQUENCE_RESTARTED; its requests already queued still run). idle_timeout_us: a
+ * sequence with no request for this long ends (0: 1 s, Triton's default); max_sequences: 0
+ * means 1024. */
+ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
+                                                      uint64_t idle_timeout_us,
+                                                      uint32_t max_sequences);
 
 typedef struct isv_model isv_model; /* one registered (name, version) */
 
@@ -419,15 +493,35 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
 ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_datatype dt,
                                       const int64_t *shape, size_t ndim, const void *data,
                                       size_t byte_size, isv_destructor del);
-/* Whether the client is gone (disconnect, RST_STREAM) or its deadline passed. A backend may
- * then stop early and complete with ISV_ECANCELED; whatever it completes with is dropped.
- * Any thread. */
+/* Whether the client is gone (disconnect, RST_STREAM, gRPC cancel, isv_request_cancel) or
+ * the request's deadline passed. A backend may then stop early and complete with
+ * ISV_ECANCELED; the answer goes nowhere when the client is gone, and is 504 when the deadline
+ * passed. Any thread. */
 ISV_EXTERN int isv_request_cancelled(const isv_request *r);
 /* Attach a parameter to the response (V2 REST "parameters", ModelInferResponse.parameters).
  * Key and string values are copied; a repeated key replaces the earlier value. Any thread
  * (the one running the backend, before it completes). */
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value);
+/* Which instance of the model runs r: 0..instances-1 (isv_model_config_set_instances). Any
+ * thread (the one running the backend). */
+ISV_EXTERN unsigned isv_request_instance(const isv_request *r);
+#define ISV_SEQUENCE_START 1u
+#define ISV_SEQUENCE_END 2u
+/* Sequence batching: r's flags (ISV_SEQUENCE_START and/or ISV_SEQUENCE_END, or 0 in between)
+ * and its sequence's id — numeric in *id (*id_str NULL) or a string in *id_str (*id 0); id and
+ * id_str may be NULL. -1 when r belongs to no sequence. Any thread (the one running the
+ * backend). */
+ISV_EXTERN int isv_request_sequence(const isv_request *r, uint64_t *id, const char **id_str);
+/* The state slot of r's sequence: NULL at its start; what the backend stores there is handed
+ * back by isv_backend.sequence_end. NULL when r belongs to no sequence. Any thread (the one
+ * running the backend: a sequence's requests never run at once). */
+ISV_EXTERN void **isv_request_sequence_state(isv_request *r);
+/* Decoupled models: send the outputs and response parameters set so far as one response,
+ * now, and start the next one empty. isv_request_complete() ends the stream (outputs set then
+ * form a last response). ISV_ESTATE when the model is not decoupled or r is complete. Any
+ * thread (the one running the backend). */
+ISV_EXTERN int isv_request_send_response(isv_request *r);
 /* Memory that lives as long as the request (freed with it). NULL when out of memory.
  * Any thread (the one running the backend). */
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
@@ -447,7 +541,8 @@ typedef void (*isv_infer_cb)(isv_request *r, int status, void *data);
 ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
                                isv_request **out);
 /* Free a request that was never submitted, or whose done callback has run (inside the callback
- * too). Every request must be freed before the server's close callback runs. */
+ * too) — and a response handed to a response callback. Every request must be freed before the
+ * server's close callback runs. */
 ISV_EXTERN void isv_request_free(isv_request *r);
 /* The request id echoed in responses (copied). */
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);
@@ -461,6 +556,16 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
 ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification);
 /* Copies key and value (string values too). A repeated key replaces the earlier value. */
 ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value);
+/* For a decoupled model: cb runs on the loop thread for each response the backend sends
+ * (isv_request_send_response), in order, all before the request's done callback. Its first
+ * argument is a new object holding that one response: read it with isv_request_output_* and
+ * isv_request_response_param_*, then free it with isv_request_free (in cb or later). Without
+ * it, a request to a decoupled model fails 400. Before isv_server_infer. */
+ISV_EXTERN int isv_request_set_response_cb(isv_request *r, isv_infer_cb cb, void *data);
+/* Cancel a submitted request: if it still waits it never runs and completes ISV_ECANCELED at
+ * once; if it runs, the backend sees isv_request_cancelled(). 0, or ISV_ESTATE when it is not
+ * in flight. Loop thread. */
+ISV_EXTERN int isv_request_cancel(isv_request *r);
 /* Run it. cb runs on the loop thread once the request is done — possibly before this function
  * returns, when the backend completes inline. In cb, read the result with the functions below;
  * then free the request (in cb or later). */

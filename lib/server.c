@@ -202,8 +202,8 @@ ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data) {
   srv->closing = 1;
   srv->close_cb = cb;
   srv->close_data = data;
-  srv->core.closing = 1;
   srv->core.on_idle = on_core_idle;
+  isv__core_begin_close(&srv->core, srv->core.opts.drain_timeout_ms);
   isv__transport_close(&srv->transport, on_transport_closed);
   return 0;
 }

@@ -4,7 +4,8 @@
 #   2. the same again on an ASan+UBSan build (leaks fail the run: LeakSanitizer is on);
 #   3. a short soak of the ASan demo under mixed load and attacks (scripts/soak.sh; SOAK_SECONDS,
 #      default 45; skip: SOAK_SECONDS=0);
-#   4. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
+#   4. the unit tests on a ThreadSanitizer build (worker threads, completions from any thread);
+#   5. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
 # Ends with one line "N passed, N failed" and exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -79,7 +80,18 @@ if build_or_fail build-asan "asan build" -Dwerror=true -Db_sanitize=address,unde
   fi
 fi
 
-# 4. fuzz targets, a short while each on their seed corpora
+# 4. ThreadSanitizer: the unit tests (the scheduler's drive worker threads and completions from
+#    threads of their own through a real core)
+unset ASAN_OPTIONS UBSAN_OPTIONS
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+if build_or_fail build-tsan "tsan build" -Dwerror=true -Db_sanitize=thread -Db_lundef=false; then
+  meson test -C build-tsan --suite unit --print-errorlogs --num-processes 2 || true
+  count_meson build-tsan "tsan"
+fi
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+# 5. fuzz targets, a short while each on their seed corpora
 if [ "$FUZZ_SECONDS" != 0 ]; then
   if CC=clang build_or_fail build-fuzz "fuzz build" -Dwerror=true -Dfuzz=true -Dtests=false \
       -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; then

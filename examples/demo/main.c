@@ -54,6 +54,10 @@ static void usage(FILE *f) {
           "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
           "  --buffer-cache-bytes N   freed large buffers kept mapped for reuse (default 64 MiB)\n"
+          "  --worker-threads N       threads for the pool models (default 8: the zoo's pool\n"
+          "                           models mostly sleep)\n"
+          "  --max-inflight N         requests queued or running at once, 503 beyond\n"
+          "                           (default 0: no limit)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
           "                           grpc_health, metrics\n"
@@ -159,12 +163,20 @@ static int set_tensors(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_tensors(o, (unsigned)v);
 }
 
+static int set_workers(isv_options *o, unsigned long long v) {
+  return v > UINT_MAX ? ISV_EINVAL : isv_options_set_worker_threads(o, (unsigned)v);
+}
+static int set_inflight(isv_options *o, unsigned long long v) {
+  return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_inflight(o, (unsigned)v);
+}
+
 static const limit_flag limit_flags[] = {
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
     {"--max-tensors", set_tensors},       {"--send-timeout-ms", set_send_to},
     {"--drain-timeout-ms", set_drain_to}, {"--max-receiving-bytes", set_receiving},
+    {"--worker-threads", set_workers},    {"--max-inflight", set_inflight},
 };
 
 /* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */
@@ -188,6 +200,7 @@ int main(int argc, char **argv) {
   size_t naddrs = 0;
   isv_options *opts;
   if (isv_options_new(&opts) != 0) return 1;
+  isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *val = NULL;

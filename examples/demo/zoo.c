@@ -448,18 +448,29 @@ static int add_version(isv_server *srv, const isv_model_config *c, const char *v
 }
 
 /* Register a one-version model whose config is built from the specs. */
-static int add_simple_model(isv_server *srv, const char *name, const char *version,
-                            uint32_t max_batch, const io_spec *in, size_t nin, const io_spec *out,
-                            size_t nout, isv_exec_mode mode,
-                            int (*infer)(isv_request *, void *), const void *user) {
+static int add_simple_model_n(isv_server *srv, const char *name, const char *version,
+                              uint32_t max_batch, const io_spec *in, size_t nin,
+                              const io_spec *out, size_t nout, isv_exec_mode mode,
+                              uint32_t instances, int (*infer)(isv_request *, void *),
+                              const void *user) {
   isv_model_config *c = make_config(name, max_batch, in, nin, out, nout);
   if (c == NULL)
     return ISV_ENOMEM;
   int rc = isv_model_config_set_exec_mode(c, mode);
   if (rc == 0)
+    rc = isv_model_config_set_instances(c, instances);
+  if (rc == 0)
     rc = add_version(srv, c, version, infer, user);
   isv_model_config_free(c);
   return rc;
+}
+
+static int add_simple_model(isv_server *srv, const char *name, const char *version,
+                            uint32_t max_batch, const io_spec *in, size_t nin, const io_spec *out,
+                            size_t nout, isv_exec_mode mode,
+                            int (*infer)(isv_request *, void *), const void *user) {
+  return add_simple_model_n(srv, name, version, max_batch, in, nin, out, nout, mode, 1, infer,
+                            user);
 }
 
 #define TRY(expr)                                                                                \
@@ -532,8 +543,9 @@ int demo_zoo_register(isv_server *srv) {
                        half_plus_three_infer, NULL));
   TRY(isv_server_set_label(srv, "half_plus_three", "stable", "123"));
 
-  TRY(add_simple_model(srv, "slow", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL, slow_infer,
-                       NULL));
+  /* eight instances: slow requests run side by side (on the demo's 8 worker threads) */
+  TRY(add_simple_model_n(srv, "slow", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL, 8,
+                         slow_infer, NULL));
   TRY(add_simple_model(srv, "failing", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        failing_infer, NULL));
   TRY(add_simple_model(srv, "params_echo", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,

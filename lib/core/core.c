@@ -15,14 +15,21 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->online = 1;
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
-  int rc = isv__registry_init(&c->reg);
+  int rc = isv__registry_init(&c->reg, c);
   if (rc) return rc;
+  isv__timeheap_init(&c->timers);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
   if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes) != 0) goto fail_mu;
-  if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_bufs;
+  if (isv__pool_init(&c->pool, opts->worker_threads) != 0) goto fail_bufs;
+  if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;
   c->async.data = c;
   uv_unref((uv_handle_t *)&c->async); /* referenced only while requests are in flight */
+  uv_timer_init(loop, &c->timer);
+  c->timer.data = c;
+  uv_unref((uv_handle_t *)&c->timer); /* deadlines never keep the host's loop alive */
   return 0;
+fail_pool:
+  isv__pool_destroy(&c->pool);
 fail_bufs:
   isv__bigbuf_cache_destroy(&c->bufs);
 fail_mu:
@@ -32,11 +39,21 @@ fail_reg:
   return ISV_ENOMEM;
 }
 
+/* The timer is closed first; the async handle's close callback is the caller's, and may free
+ * the memory both handles live in. */
+static void on_timer_closed(uv_handle_t *h) {
+  isv__core *c = h->data;
+  uv_close((uv_handle_t *)&c->async, c->close_cb);
+}
+
 void isv__core_close(isv__core *c, uv_close_cb close_cb) {
+  isv__pool_destroy(&c->pool); /* nothing is in flight: the workers are idle */
   isv__registry_clear(&c->reg);
+  isv__timeheap_free(&c->timers);
   uv_mutex_destroy(&c->mu);
   isv__bigbuf_cache_destroy(&c->bufs);
-  uv_close((uv_handle_t *)&c->async, close_cb);
+  c->close_cb = close_cb;
+  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
 }
 
 static void ready_one(isv__model_entry *e, void *data) {

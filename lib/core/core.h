@@ -11,7 +11,9 @@
 
 #include "codec/bigbuf.h"
 #include "core/options.h"
+#include "core/pool.h"
 #include "core/registry.h"
+#include "core/timeheap.h"
 
 typedef struct isv__core isv__core;
 
@@ -22,10 +24,21 @@ struct isv__core {
   isv__registry reg;
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   uv_async_t async;
-  uv_mutex_t mu; /* guards the done queue and every request's completion flags */
+  uv_mutex_t mu; /* guards the done queue, the responses to deliver, and every request's
+                  * completion flags */
   isv_request *done_head;
   isv_request *done_tail;
-  size_t inflight;
+  isv_request *resp_head; /* requests with responses sent from other threads (decoupled) */
+  isv_request *resp_tail;
+  size_t inflight; /* requests submitted and counted, not yet done: queued or running */
+  uv_timer_t timer;       /* armed at the time heap's earliest entry; never keeps the loop alive */
+  isv__timeheap timers;   /* deadlines, batching delays, sequence idle timeouts, the drain */
+  isv__timed drain;       /* isv__core_begin_close's deadline */
+  isv__pool pool;         /* ISV_EXEC_POOL backends */
+  isv_model *waiting;     /* model versions with requests waiting */
+  isv_request *running;   /* executions running */
+  int cut;                /* the drain deadline passed: nothing new starts */
+  uv_close_cb close_cb;   /* isv__core_close's, once both handles are closed */
   int online;
   int closing;
   const char *protocols[ISV__MAX_PROTOCOLS]; /* labels; [0] = "inprocess" */
@@ -34,7 +47,12 @@ struct isv__core {
 };
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);
-/* Closes the async handle; close_cb gets the handle when it is closed. */
+/* The server is closing: requests queued or running may finish for drain_ms (0: no limit);
+ * then the queued ones are answered 503 without running and the running ones cancelled.
+ * on_idle runs once nothing is in flight. */
+void isv__core_begin_close(isv__core *c, uint64_t drain_ms);
+/* Joins the worker threads, clears the registry, closes the handles; close_cb gets the async
+ * handle when both are closed. Nothing may be in flight. */
 void isv__core_close(isv__core *c, uv_close_cb close_cb);
 
 /* Tell the host (isv_options_set_log); printf-style. Loop thread. */
@@ -77,6 +95,11 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *spec, isv_model
  * loop thread exactly once — possibly before this returns. Returns 0; never fails otherwise:
  * every request-level error reaches `done`. */
 void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data);
+
+/* A request's client is gone (disconnect, RST_STREAM, gRPC cancel): one still queued is taken
+ * out and finished ISV_ECANCELED without running (its done callback runs before this
+ * returns); one running is marked cancelled for its backend. Nothing for a finished one. */
+void isv__core_cancel(isv_request *r);
 
 int isv__on_loop_thread(const isv__core *c);
 /* The async handle's callback: finish the requests completed from other threads

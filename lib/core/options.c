@@ -24,6 +24,8 @@ void isv__options_defaults(isv_options *o) {
   o->max_connections = 10000;
   o->max_json_depth = 64;
   o->max_tensors = 1024;
+  unsigned cpus = uv_available_parallelism();
+  o->worker_threads = cpus ? cpus : 1;
   o->buffer_cache_bytes = (size_t)64 << 20;
   o->log = log_stderr;
   strcpy(o->server_name, "libinferserve");
@@ -105,6 +107,18 @@ ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n) {
 ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n) {
   if (o == NULL || n == 0) return ISV_EINVAL;
   o->max_tensors = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_worker_threads(isv_options *o, unsigned n) {
+  if (o == NULL || n == 0 || n > 4096) return ISV_EINVAL;
+  o->worker_threads = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n) {
+  if (o == NULL) return ISV_EINVAL;
+  o->max_inflight = n;
   return 0;
 }
 

@@ -23,6 +23,8 @@ struct isv_options {
   unsigned max_connections;
   unsigned max_json_depth;
   unsigned max_tensors;
+  unsigned worker_threads;
+  unsigned max_inflight; /* 0: none */
   int strict_readiness;
   size_t buffer_cache_bytes;
   char server_name[64];

@@ -31,6 +31,7 @@ ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out) {
   if (c == NULL) return ISV_ENOMEM;
   c->name = dupstr(name);
   c->platform = dupstr("custom");
+  c->instances = 1;
   if (c->name == NULL || c->platform == NULL) {
     isv_model_config_free(c);
     return ISV_ENOMEM;
@@ -47,6 +48,7 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
   io_free(c->outputs, c->n_outputs);
   for (size_t i = 0; i < c->n_labels; i++) free(c->labels[i]);
   free(c->labels);
+  free(c->preferred);
   free(c);
 }
 
@@ -125,8 +127,75 @@ ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *cons
 }
 
 ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode) {
-  if (c == NULL || (mode != ISV_EXEC_INLINE && mode != ISV_EXEC_POOL)) return ISV_EINVAL;
+  if (c == NULL || (mode != ISV_EXEC_INLINE && mode != ISV_EXEC_POOL && mode != ISV_EXEC_ASYNC))
+    return ISV_EINVAL;
   c->exec_mode = mode;
+  return 0;
+}
+
+/* Instances, queue and sequence bounds: far beyond any real need, low enough that the
+ * per-instance arrays stay small. */
+#define MAX_INSTANCES 4096u
+
+ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n) {
+  if (c == NULL || n == 0 || n > MAX_INSTANCES) return ISV_EINVAL;
+  c->instances = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n) {
+  if (c == NULL) return ISV_EINVAL;
+  c->max_queue = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint64_t us) {
+  if (c == NULL || us > UINT64_MAX / 1000) return ISV_EINVAL;
+  c->default_timeout_us = us;
+  return 0;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+ISV_EXTERN int isv_model_config_set_dynamic_batching(isv_model_config *c, uint64_t max_delay_us,
+                                                     const uint32_t *preferred, size_t n) {
+  if (c == NULL || (n && preferred == NULL) || n > 64 || max_delay_us > UINT64_MAX / 1000)
+    return ISV_EINVAL;
+  uint32_t *p = NULL;
+  if (n) {
+    if ((p = malloc(n * sizeof *p)) == NULL) return ISV_ENOMEM;
+    memcpy(p, preferred, n * sizeof *p);
+    qsort(p, n, sizeof *p, cmp_u32);
+    for (size_t i = 0; i < n; i++)
+      if (p[i] == 0 || (i && p[i] == p[i - 1])) {
+        free(p);
+        return ISV_EINVAL;
+      }
+  }
+  free(c->preferred);
+  c->preferred = p;
+  c->n_preferred = n;
+  c->batching = 1;
+  c->batch_delay_us = max_delay_us;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on) {
+  if (c == NULL) return ISV_EINVAL;
+  c->decoupled = on != 0;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
+                                                      uint64_t idle_timeout_us,
+                                                      uint32_t max_sequences) {
+  if (c == NULL || idle_timeout_us > UINT64_MAX / 1000) return ISV_EINVAL;
+  c->sequences = 1;
+  c->seq_idle_us = idle_timeout_us ? idle_timeout_us : 1000000;
+  c->max_sequences = max_sequences ? max_sequences : 1024;
   return 0;
 }
 
@@ -145,8 +214,22 @@ static isv_model_config *config_copy(const isv_model_config *c) {
     isv_model_config_free(d);
     return NULL;
   }
+  if (c->n_preferred &&
+      isv_model_config_set_dynamic_batching(d, c->batch_delay_us, c->preferred, c->n_preferred)) {
+    isv_model_config_free(d);
+    return NULL;
+  }
   d->max_batch = c->max_batch;
   d->exec_mode = c->exec_mode;
+  d->instances = c->instances;
+  d->max_queue = c->max_queue;
+  d->default_timeout_us = c->default_timeout_us;
+  d->batching = c->batching;
+  d->batch_delay_us = c->batch_delay_us;
+  d->decoupled = c->decoupled;
+  d->sequences = c->sequences;
+  d->seq_idle_us = c->seq_idle_us;
+  d->max_sequences = c->max_sequences;
   return d;
 }
 
@@ -188,6 +271,7 @@ int isv__version_cmp(const char *a, const char *b) {
 /* ---- refcounts --------------------------------------------------------------------------- */
 
 static void model_free(isv_model *m) {
+  isv__sched_free(m); /* ends its live sequences: before destroy */
   if (m->backend.destroy) m->backend.destroy(m->user);
   isv_model_config_free(m->cfg);
   free(m->version);
@@ -208,7 +292,8 @@ static size_t hash(const char *s, size_t n) {
   return h;
 }
 
-int isv__registry_init(isv__registry *r) {
+int isv__registry_init(isv__registry *r, struct isv__core *core) {
+  r->core = core;
   r->n_buckets = 64;
   r->n_entries = 0;
   r->buckets = calloc(r->n_buckets, sizeof *r->buckets);
@@ -272,6 +357,8 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
       be->struct_size < offsetof(isv_backend, destroy) + sizeof be->destroy || be->infer == NULL)
     return ISV_EINVAL;
   if (strchr(version, '/') != NULL) return ISV_EINVAL;
+  /* combinations the scheduler does not run */
+  if (c->batching && (c->max_batch == 0 || c->decoupled || c->sequences)) return ISV_EINVAL;
   isv__model_entry *e = isv__registry_entry(r, c->name, strlen(c->name));
   if (e && isv__entry_version(e, version, strlen(version))) return ISV_EEXIST;
 
@@ -285,6 +372,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   m->user = user;
   m->state = ISV_MODEL_READY;
   m->refs = 1;
+  if (isv__sched_init(m, r->core) != 0) goto oom;
 
   if (e == NULL) {
     e = calloc(1, sizeof *e);
@@ -305,6 +393,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   if (out) *out = m;
   return 0;
 oom:
+  isv__sched_free(m);
   isv_model_config_free(m->cfg);
   free(m->version);
   free(m);

@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/sequence.h"
 #include "core/stats.h"
+#include "core/timeheap.h"
 #include "inferserve.h"
 
 typedef struct isv__io {
@@ -29,7 +31,37 @@ struct isv_model_config {
   char **labels;
   size_t n_labels;
   isv_exec_mode exec_mode;
+  uint32_t instances;          /* >= 1 */
+  uint32_t max_queue;          /* 0: unbounded */
+  uint64_t default_timeout_us; /* 0: none */
+  int batching;                /* dynamic batching */
+  uint64_t batch_delay_us;
+  uint32_t *preferred;         /* preferred batch sizes, ascending */
+  size_t n_preferred;
+  int decoupled;
+  int sequences;               /* sequence batching */
+  uint64_t seq_idle_us;
+  uint32_t max_sequences;
 };
+
+typedef struct isv__reqq isv__reqq; /* core/request.h */
+struct isv__core;
+
+/* A model version's scheduling state (core/scheduler.c). */
+typedef struct isv__sched {
+  struct isv__core *core;
+  unsigned busy;        /* instances running an execution */
+  uint8_t *inst_busy;   /* per instance */
+  unsigned *inst_seqs;  /* live sequences bound to each instance */
+  isv__reqq *queues;    /* one queue; or, with sequence batching, one per instance */
+  unsigned n_queues;
+  size_t queued;        /* requests waiting, all queues */
+  isv__timed wake;      /* dynamic batching: when the oldest request's delay runs out */
+  isv__seqtab seqs;
+  uint64_t *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] */
+  int scheduling, again;  /* schedule() is running / must go round again */
+  struct isv_model *qm_prev, *qm_next; /* in the core's list of versions with waiting requests */
+} isv__sched;
 
 typedef struct isv__model_entry isv__model_entry;
 
@@ -44,6 +76,7 @@ struct isv_model {
   unsigned refs;   /* the registry's own reference + one per request using it */
   int removed;
   isv__stats stats; /* loop thread only */
+  isv__sched sched;
 };
 
 typedef struct isv__label {
@@ -61,12 +94,13 @@ struct isv__model_entry {
 };
 
 typedef struct isv__registry {
+  struct isv__core *core;
   isv__model_entry **buckets;
   size_t n_buckets;
   size_t n_entries;
 } isv__registry;
 
-int isv__registry_init(isv__registry *r);
+int isv__registry_init(isv__registry *r, struct isv__core *core);
 /* Removes every model (destroy callbacks run when their last reference goes). */
 void isv__registry_clear(isv__registry *r);
 
@@ -87,6 +121,11 @@ int isv__entry_set_default(isv__model_entry *e, const char *version);
 
 /* Compare two version strings: numeric ones as numbers, numeric before non-numeric. */
 int isv__version_cmp(const char *a, const char *b);
+
+/* The scheduling state of a new model version, and its end (core/scheduler.c): a model that
+ * goes ends its live sequences (the backend's sequence_end) and leaves the time heap. */
+int isv__sched_init(isv_model *m, struct isv__core *core);
+void isv__sched_free(isv_model *m);
 
 void isv__model_ref(isv_model *m);
 void isv__model_unref(isv_model *m);

@@ -14,6 +14,7 @@ isv_request *isv__request_new(isv__core *c) {
   if (r == NULL) return NULL;
   r->core = c;
   r->arena.bufs = &c->bufs;
+  r->out_arena.bufs = &c->bufs;
   r->id = "";
   r->errmsg = "";
   return r;
@@ -47,10 +48,10 @@ void isv__request_backend_failed(isv_request *r, int code, const char *message) 
   }
 }
 
-static void *grow(isv_request *r, void **arr, size_t *n, size_t *cap, size_t elsize) {
+static void *grow_in(isv__arena *a, void **arr, size_t *n, size_t *cap, size_t elsize) {
   if (*n == *cap) {
     size_t ncap = *cap ? *cap * 2 : 4;
-    void *na = isv__arena_alloc(&r->arena, ncap * elsize);
+    void *na = isv__arena_alloc(a, ncap * elsize);
     if (na == NULL) return NULL;
     if (*n) memcpy(na, *arr, *n * elsize);
     *arr = na;
@@ -59,6 +60,10 @@ static void *grow(isv_request *r, void **arr, size_t *n, size_t *cap, size_t els
   void *e = (char *)*arr + (*n)++ * elsize;
   memset(e, 0, elsize);
   return e;
+}
+
+static void *grow(isv_request *r, void **arr, size_t *n, size_t *cap, size_t elsize) {
+  return grow_in(&r->arena, arr, n, cap, elsize);
 }
 
 int isv__request_within_limit(isv_request *r, size_t count, const char *what) {
@@ -89,23 +94,23 @@ isv__req_output *isv__request_push_output(isv_request *r) {
 }
 
 /* The entry for key in a parameter list (found and cleared, or appended). */
-static isv__param_entry *param_slot(isv_request *r, isv__param_entry **arr, size_t *n, size_t *cap,
-                                    const char *key, size_t klen) {
+static isv__param_entry *param_slot(isv__arena *a, isv__param_entry **arr, size_t *n,
+                                    size_t *cap, const char *key, size_t klen) {
   for (size_t i = 0; i < *n; i++)
     if (strlen((*arr)[i].key) == klen && memcmp((*arr)[i].key, key, klen) == 0) {
       memset(&(*arr)[i].val, 0, sizeof(*arr)[i].val);
       return &(*arr)[i];
     }
-  char *k = isv__arena_strndup(&r->arena, key, klen);
+  char *k = isv__arena_strndup(a, key, klen);
   if (k == NULL) return NULL;
-  isv__param_entry *p = grow(r, (void **)arr, n, cap, sizeof(isv__param_entry));
+  isv__param_entry *p = grow_in(a, (void **)arr, n, cap, sizeof(isv__param_entry));
   if (p) p->key = k;
   return p;
 }
 
 isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen) {
   if (!room_for(r, r->n_params, "parameters")) return NULL;
-  return pushed(r, param_slot(r, &r->params, &r->n_params, &r->cap_params, key, klen));
+  return pushed(r, param_slot(&r->arena, &r->params, &r->n_params, &r->cap_params, key, klen));
 }
 
 /* A push failed for a request the host is building: the call fails, the request does not. */
@@ -206,6 +211,26 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
   return 0;
 }
 
+ISV_EXTERN unsigned isv_request_instance(const isv_request *r) { return r ? r->instance : 0; }
+
+ISV_EXTERN int isv_request_sequence(const isv_request *r, uint64_t *id, const char **id_str) {
+  const isv__seq *q = r ? r->seq : NULL;
+  if (id) *id = q ? q->id : 0;
+  if (id_str) *id_str = q ? q->id_str : NULL;
+  return q ? (int)r->seq_flags : -1;
+}
+
+ISV_EXTERN void **isv_request_sequence_state(isv_request *r) {
+  return r && r->seq ? &r->seq->state : NULL;
+}
+
+ISV_EXTERN int isv_request_set_response_cb(isv_request *r, isv_infer_cb cb, void *data) {
+  if (r == NULL || cb == NULL || r->submitted) return ISV_EINVAL;
+  r->on_response = cb;
+  r->on_response_data = data;
+  return 0;
+}
+
 ISV_EXTERN int isv_request_cancelled(const isv_request *r) {
   return r ? atomic_load_explicit(&((isv_request *)r)->cancelled, memory_order_relaxed) : 0;
 }
@@ -238,8 +263,9 @@ static int output_slot(isv_request *r, const char *name, isv_datatype dt, const 
   size_t count, bytes;
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
     return ISV_EINVAL;
-  int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
-  isv_tensor *t = sh ? grow(r, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t)
+  isv__arena *a = isv__out_arena(r);
+  int64_t *sh = isv__arena_alloc(a, (ndim ? ndim : 1) * sizeof *sh);
+  isv_tensor *t = sh ? grow_in(a, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t)
                      : NULL;
   if (t == NULL) return ISV_ENOMEM;
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
@@ -260,7 +286,7 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
   isv_tensor *t;
   int rc = output_slot(r, name, dt, shape, ndim, &t);
   if (rc != 0) return rc;
-  void *buf = isv__arena_alloc(&r->arena, t->byte_size);
+  void *buf = isv__arena_alloc(isv__out_arena(r), t->byte_size);
   if (buf == NULL) {
     r->n_outputs--;
     return ISV_ENOMEM;
@@ -273,10 +299,10 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
 
 /* A copy of a tensor's data in the arena; for BYTES the element array and every element's
  * memory in one block. NULL when out of memory. */
-static void *copy_data(isv_request *r, isv_datatype dt, const void *data, size_t count,
+static void *copy_data(isv__arena *a, isv_datatype dt, const void *data, size_t count,
                        size_t bytes) {
   size_t extra = dt == ISV_BYTES ? isv__bytes_total(data, count) : 0;
-  void *d = isv__arena_alloc(&r->arena, bytes + extra);
+  void *d = isv__arena_alloc(a, bytes + extra);
   if (d == NULL) return NULL;
   if (bytes) memcpy(d, data, bytes);
   if (dt == ISV_BYTES) {
@@ -310,12 +336,12 @@ ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_data
     goto fail_slot;
   rc = ISV_ENOMEM;
   isv__owned *o = NULL;
-  if (owned && (o = isv__arena_alloc(&r->arena, sizeof *o)) == NULL) goto fail_slot;
+  if (owned && (o = isv__arena_alloc(isv__out_arena(r), sizeof *o)) == NULL) goto fail_slot;
   size_t align = dt == ISV_BYTES ? _Alignof(isv_bytes) : isv_datatype_size(dt);
   void *d = (void *)data;
   /* misaligned memory is copied: backends and encoders read elements in place */
   if (data && (del == ISV_TRANSIENT || (uintptr_t)data % align != 0) &&
-      (d = copy_data(r, dt, data, t->count, t->byte_size)) == NULL)
+      (d = copy_data(isv__out_arena(r), dt, data, t->count, t->byte_size)) == NULL)
     goto fail_slot;
   if (o) {
     o->p = (void *)data;
@@ -339,17 +365,40 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
                                isv_request **out);
 /* isv_request_new is defined in server.c: it needs the server's core. */
 
-ISV_EXTERN void isv_request_free(isv_request *r) {
-  if (r == NULL) return;
-  if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
+static void request_release(isv_request *r) {
   for (size_t i = 0; i < r->n_inputs; i++) {
     isv_destructor d = r->inputs[i].del;
     if (d != ISV_STATIC && d != ISV_TRANSIENT) d(r->inputs[i].data);
   }
   for (isv__owned *o = r->owned; o; o = o->next) o->del(o->p);
-  if (r->model) isv__model_unref(r->model);
+  if (r->model && r->parent == NULL) isv__model_unref(r->model); /* a response borrows it */
+  isv__arena_free(&r->out_arena);
   isv__arena_free(&r->arena);
   free(r);
+}
+
+ISV_EXTERN void isv_request_free(isv_request *r) {
+  if (r == NULL) return;
+  if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
+  isv_request *parent = r->parent;
+  if (parent == NULL && r->on_response == NULL) { /* no response can borrow from it */
+    request_release(r);
+    return;
+  }
+  if (parent == NULL) {
+    /* responses of a decoupled model borrow its model, id and memory: the last one frees it */
+    uv_mutex_lock(&r->core->mu);
+    int later = r->children > 0;
+    if (later) r->free_pending = 1;
+    uv_mutex_unlock(&r->core->mu);
+    if (!later) request_release(r);
+    return;
+  }
+  request_release(r);
+  uv_mutex_lock(&parent->core->mu);
+  int last = --parent->children == 0 && parent->free_pending;
+  uv_mutex_unlock(&parent->core->mu);
+  if (last) request_release(parent);
 }
 
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id) {
@@ -384,7 +433,7 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
   }
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
   void *d = (void *)data;
-  if (del == ISV_TRANSIENT && (d = copy_data(r, dt, data, count, bytes)) == NULL) {
+  if (del == ISV_TRANSIENT && (d = copy_data(&r->arena, dt, data, count, bytes)) == NULL) {
     r->n_inputs--;
     goto fail;
   }
@@ -414,7 +463,7 @@ ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t
 }
 
 /* Copy (key, value) into a parameter list of r. */
-static int set_param(isv_request *r, isv__param_entry **arr, size_t *n, size_t *cap,
+static int set_param(isv__arena *a, isv__param_entry **arr, size_t *n, size_t *cap,
                      const char *key, const isv_param *value) {
   if (key == NULL || value == NULL || value->type < ISV_PARAM_BOOL ||
       value->type > ISV_PARAM_STRING)
@@ -422,11 +471,11 @@ static int set_param(isv_request *r, isv__param_entry **arr, size_t *n, size_t *
   isv_param v = *value;
   if (v.type == ISV_PARAM_STRING) {
     if (v.v.s.len && v.v.s.ptr == NULL) return ISV_EINVAL;
-    char *s = isv__arena_strndup(&r->arena, v.v.s.ptr ? v.v.s.ptr : "", v.v.s.len);
+    char *s = isv__arena_strndup(a, v.v.s.ptr ? v.v.s.ptr : "", v.v.s.len);
     if (s == NULL) return ISV_ENOMEM;
     v.v.s.ptr = s;
   }
-  isv__param_entry *p = param_slot(r, arr, n, cap, key, strlen(key));
+  isv__param_entry *p = param_slot(a, arr, n, cap, key, strlen(key));
   if (p == NULL) return ISV_ENOMEM;
   p->val = v;
   return 0;
@@ -434,13 +483,33 @@ static int set_param(isv_request *r, isv__param_entry **arr, size_t *n, size_t *
 
 ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value) {
   if (r == NULL || r->submitted) return ISV_EINVAL;
-  return set_param(r, &r->params, &r->n_params, &r->cap_params, key, value);
+  return set_param(&r->arena, &r->params, &r->n_params, &r->cap_params, key, value);
 }
 
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value) {
   if (r == NULL || !r->submitted || r->completed) return ISV_EINVAL;
-  return set_param(r, &r->resp_params, &r->n_resp_params, &r->cap_resp_params, key, value);
+  return isv__request_add_resp_param(r, key, value);
+}
+
+int isv__request_add_resp_param(isv_request *r, const char *key, const isv_param *value) {
+  return set_param(isv__out_arena(r), &r->resp_params, &r->n_resp_params, &r->cap_resp_params,
+                   key, value);
+}
+
+isv_tensor *isv__request_push_output_slot(isv_request *r) {
+  return grow_in(isv__out_arena(r), (void **)&r->outputs, &r->n_outputs, &r->cap_outputs,
+                 sizeof(isv_tensor));
+}
+
+int isv__request_keep(isv_request *r, void *p, isv_destructor del) {
+  isv__owned *o = isv__arena_alloc(isv__out_arena(r), sizeof *o);
+  if (o == NULL) return ISV_ENOMEM;
+  o->p = p;
+  o->del = del;
+  o->next = r->owned;
+  r->owned = o;
+  return 0;
 }
 
 ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r) {

@@ -11,6 +11,8 @@
 
 #include "core/arena.h"
 #include "core/core.h"
+#include "core/pool.h"
+#include "core/timeheap.h"
 
 struct isv_tensor {
   const char *name;
@@ -41,6 +43,12 @@ typedef struct isv__param_entry {
   const char *key;
   isv_param val;
 } isv__param_entry;
+
+/* A FIFO of requests, linked through their sq_prev / sq_next. */
+typedef struct isv__reqq {
+  isv_request *head, *tail;
+  size_t n;
+} isv__reqq;
 
 struct isv_request {
   isv__core *core;
@@ -73,15 +81,45 @@ struct isv_request {
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
   int has_id;   /* the client sent an id (echo it, even "") */
-  atomic_int cancelled; /* set by the frontend on the loop thread, read by backends anywhere */
+  atomic_int cancelled; /* set on the loop thread (isv__core_cancel), read by backends anywhere */
   isv_infer_cb done;
   void *done_data;
-  isv_request *qnext;
-  uv_work_t work;
+  isv_request *qnext; /* in the core's queue of completions */
   uint64_t start_ns;
-  uint64_t run_ns;    /* when the backend started (0: never ran) */
+  uint64_t run_ns;      /* when its execution started (0: never ran) */
+  uint64_t infer_ns;    /* when infer was called */
+  uint64_t complete_ns; /* when the backend completed it (any thread) */
   uint8_t protocol;     /* the front end's label index (isv__core_protocol), for the metrics */
   uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
+
+  /* scheduling (scheduler.c; loop thread) */
+  uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */
+  isv__timed deadline;     /* the request's deadline in the core's time heap */
+  int timed_out;           /* the deadline passed: it ends ETIMEDOUT whatever it completes with */
+  isv_request *sq_prev, *sq_next; /* in a model's queue */
+  isv__reqq *queue;        /* the queue it waits in; NULL when not queued */
+  isv_request *exec;       /* the execution it runs in (itself, or a batch); NULL before */
+  unsigned instance;       /* of the model, running it */
+  isv__pool_job job;       /* ISV_EXEC_POOL: the worker thread's job */
+  isv_request *live_prev, *live_next; /* an execution, in the core's running list */
+  /* a batch (dynamic batching): an execution of several requests' rows at once */
+  isv_request **members;
+  size_t n_members;
+  unsigned batch_refs; /* members whose outputs point into it, + 1 while it runs */
+  /* sequence batching */
+  struct isv__seq *seq;
+  unsigned seq_flags; /* ISV_SEQUENCE_START / END as the request said */
+  /* decoupled models: responses sent before completion (isv_request_send_response) */
+  isv_infer_cb on_response;
+  void *on_response_data;
+  isv__arena out_arena;        /* where the next response's outputs are allocated */
+  isv_request *resp_head, *resp_tail; /* sent, not yet delivered; under core->mu */
+  isv_request *resp_next;      /* in that list (a response), or in the core's list of requests
+                                * with responses to deliver (a request); under core->mu */
+  int resp_listed;             /* in the core's list; under core->mu */
+  isv_request *parent;         /* a response: the request that sent it */
+  unsigned children;           /* responses not yet freed; under core->mu */
+  int free_pending;            /* freed by its owner while responses still live */
 };
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */
@@ -108,6 +146,13 @@ isv_tensor *isv__request_push_input(isv_request *r);
 isv__req_output *isv__request_push_output(isv_request *r);
 isv__param_entry *isv__request_push_param(isv_request *r, const char *key, size_t klen);
 
+/* A response parameter (copied), as isv_request_set_response_param without its state checks. */
+int isv__request_add_resp_param(isv_request *r, const char *key, const isv_param *value);
+/* A new zeroed output tensor of r, its fields for the caller to fill; NULL when out of memory. */
+isv_tensor *isv__request_push_output_slot(isv_request *r);
+/* Call del(p) when r is freed (memory r's outputs point into). 0, or ISV_ENOMEM. */
+int isv__request_keep(isv_request *r, void *p, isv_destructor del);
+
 /* Whether err is one of the ISV_E* codes (error.c). */
 int isv__err_known(int err);
 /* A backend's failure code (and message, may be NULL) as r's result: an ISV_E* code as it is;
@@ -126,9 +171,15 @@ size_t isv__bytes_total(const isv_bytes *b, size_t n);
 
 /* Validation against the resolved model (core/validate.c). On error: status + message set. */
 int isv__request_validate(isv_request *r);
-/* After a successful backend run: drop unrequested outputs, check requested ones exist,
- * classification, order outputs (core/postprocess.c). */
-int isv__request_postprocess(isv_request *r);
+/* After a successful backend run: drop unrequested outputs, check requested ones exist (unless
+ * `partial`: a decoupled model's response may carry some of them), classification, order
+ * outputs (core/validate.c). */
+int isv__request_postprocess(isv_request *r, int partial);
+/* The arena a backend's outputs and response parameters go to: the request's, or for a
+ * decoupled model the next response's. */
+static inline isv__arena *isv__out_arena(isv_request *r) {
+  return r->on_response ? &r->out_arena : &r->arena;
+}
 /* Top-k classification of one output tensor, replacing it (core/classify.c). */
 int isv__classify(isv_request *r, isv_tensor *t, uint32_t k);
 

@@ -1,22 +1,246 @@
-/* The request path in the core: bind, validate, run the backend (inline or on libuv's pool),
- * collect the completion from whatever thread it comes, post-process, call back.
+/* The request path in the core, after a front end (or the in-process API) submitted a request:
+ * bind, validate, admit (limits, deadline, sequence), queue, dispatch executions onto the
+ * model's instances — alone or as a dynamic batch — run the backend (on the loop thread or a
+ * worker thread), collect its completion from whatever thread it comes, hand each request its
+ * result, and call back.
  *
- * Completion protocol (all flags under core->mu):
+ * Scheduling (loop thread only). A model version has `instances` slots; an execution takes one
+ * from dispatch until its backend completed. Requests wait in the version's FIFO queue — with
+ * sequence batching, in the queue of the instance their sequence is bound to, so a sequence's
+ * requests run in arrival order, one at a time. schedule() starts executions while a slot is
+ * free and a request waits; with dynamic batching it takes the head and every later request
+ * that can join it, and holds them back while the batch is short and the head's delay has not
+ * run out. It never recurses: a completion inside it only asks it to go round again.
+ *
+ * Completion protocol (an execution's flags, under core->mu):
  *  - whoever is running infer sets in_infer; a completion that arrives meanwhile only sets
- *    `completed`, and the code that called infer finishes the request once infer returned
- *    (inline: right after the call; pool: in after_work_cb, so the uv_work_t is never freed
- *    while libuv still owns it);
+ *    `completed`, and the code that called infer finishes the execution once infer returned
+ *    (loop thread: right after the call; worker thread: the worker hands it to the loop);
  *  - a completion after that point is queued and the loop is woken with uv_async_send, unless
- *    it already runs on the loop thread, where the request finishes at once. */
+ *    it already runs on the loop thread, where the execution finishes at once.
+ *
+ * Time: one uv_timer for the whole core, armed at the earliest entry of the time heap
+ * (request deadlines, batching delays, sequence idle timeouts, the drain deadline). */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/batch.h"
 #include "core/request.h"
+
+enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN };
+
+#define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define US 1000ull /* ns */
+#define MAX_TIMEOUT_US (1000000ull * 86400 * 365) /* a year: no overflow in ns */
 
 int isv__on_loop_thread(const isv__core *c) {
   uv_thread_t self = uv_thread_self();
   return uv_thread_equal(&self, &c->loop_thread);
 }
+
+static void schedule(isv_model *m);
+static void finish_request(isv_request *r);
+
+/* ---- queues ------------------------------------------------------------------------------ */
+
+/* The core's list of model versions with requests waiting (for the drain deadline). */
+static void models_link(isv__core *c, isv_model *m) {
+  m->sched.qm_prev = NULL;
+  m->sched.qm_next = c->waiting;
+  if (c->waiting) c->waiting->sched.qm_prev = m;
+  c->waiting = m;
+}
+
+static void models_unlink(isv__core *c, isv_model *m) {
+  isv__sched *s = &m->sched;
+  if (s->qm_prev) s->qm_prev->sched.qm_next = s->qm_next;
+  else c->waiting = s->qm_next;
+  if (s->qm_next) s->qm_next->sched.qm_prev = s->qm_prev;
+  s->qm_prev = s->qm_next = NULL;
+}
+
+/* The core's list of executions running (for the drain deadline). */
+static void running_link(isv__core *c, isv_request *x) {
+  x->live_prev = NULL;
+  x->live_next = c->running;
+  if (c->running) c->running->live_prev = x;
+  c->running = x;
+}
+
+static void running_unlink(isv__core *c, isv_request *x) {
+  if (x->live_prev) x->live_prev->live_next = x->live_next;
+  else c->running = x->live_next;
+  if (x->live_next) x->live_next->live_prev = x->live_prev;
+  x->live_prev = x->live_next = NULL;
+}
+
+static void q_push(isv__reqq *q, isv_request *r) {
+  r->sq_next = NULL;
+  r->sq_prev = q->tail;
+  if (q->tail) q->tail->sq_next = r;
+  else q->head = r;
+  q->tail = r;
+  q->n++;
+  r->queue = q;
+}
+
+static void q_remove(isv_request *r) {
+  isv__reqq *q = r->queue;
+  if (r->sq_prev) r->sq_prev->sq_next = r->sq_next;
+  else q->head = r->sq_next;
+  if (r->sq_next) r->sq_next->sq_prev = r->sq_prev;
+  else q->tail = r->sq_prev;
+  q->n--;
+  r->queue = NULL;
+  r->sq_prev = r->sq_next = NULL;
+  isv_model *m = r->model;
+  isv__sched *s = &m->sched;
+  if (--s->queued == 0 && s->core) {
+    isv__timeheap_remove(&s->core->timers, &s->wake);
+    models_unlink(s->core, m);
+  }
+}
+
+/* ---- the time heap's timer --------------------------------------------------------------- */
+
+static void on_timer(uv_timer_t *t);
+
+static void arm_timer(isv__core *c) {
+  isv__timed *top = isv__timeheap_top(&c->timers);
+  if (top == NULL) {
+    uv_timer_stop(&c->timer);
+    return;
+  }
+  uint64_t now = uv_hrtime();
+  uint64_t ms = top->when > now ? (top->when - now + 999999) / 1000000 : 0;
+  uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+/* Put e in the heap at `when`; re-arm when it became the earliest. 0, or ISV_ENOMEM. */
+static int set_timed(isv__core *c, isv__timed *e, int kind, uint64_t when) {
+  e->kind = kind;
+  if (isv__timeheap_set(&c->timers, e, when) != 0) return ISV_ENOMEM;
+  if (isv__timeheap_top(&c->timers) == e) arm_timer(c);
+  return 0;
+}
+
+/* ---- sequences --------------------------------------------------------------------------- */
+
+static void seq_finalize(isv_model *m, isv__seq *q) {
+  if (m->sched.core) isv__timeheap_remove(&m->sched.core->timers, &q->idle);
+  m->sched.inst_seqs[q->instance]--;
+  if (m->backend.sequence_end)
+    m->backend.sequence_end(m->user, q->id, q->id_str, q->state,
+                            (isv_sequence_end_reason)q->end_reason);
+  isv__seq_free(q);
+}
+
+/* The sequence leaves the table (no request may join it any more); it ends once its last
+ * pending request is done. */
+static void seq_end(isv_model *m, isv__seq *q, int reason) {
+  isv__seqtab_remove(&m->sched.seqs, q);
+  q->ended = 1;
+  q->end_reason = reason;
+  if (q->pending == 0) seq_finalize(m, q);
+}
+
+static void seq_request_done(isv_request *r) {
+  isv__seq *q = r->seq;
+  isv_model *m = r->model;
+  r->seq = NULL;
+  if (--q->pending > 0) return;
+  if (q->ended) {
+    seq_finalize(m, q);
+  } else if (set_timed(m->sched.core, &q->idle, T_SEQ_IDLE,
+                       uv_hrtime() + m->cfg->seq_idle_us * US) != 0) {
+    seq_end(m, q, ISV_SEQUENCE_IDLE); /* no memory for its timer: do not let it leak */
+  }
+}
+
+static unsigned least_loaded(const isv__sched *s, unsigned n) {
+  unsigned best = 0;
+  for (unsigned i = 1; i < n; i++)
+    if (s->inst_seqs[i] < s->inst_seqs[best]) best = i;
+  return best;
+}
+
+static void seq_text(char *out, size_t cap, uint64_t id, const char *s, size_t len) {
+  if (s) snprintf(out, cap, "'%.*s'", (int)(len > 100 ? 100 : len), s);
+  else snprintf(out, cap, "%" PRIu64, id);
+}
+
+/* The request's sequence, found or started; 0, or r failed. */
+static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len, unsigned flags) {
+  isv_model *m = r->model;
+  const isv_model_config *c = m->cfg;
+  isv__sched *s = &m->sched;
+  char idt[128];
+  if (id == 0 && id_str == NULL)
+    return isv__request_fail(r, ISV_EBADREQ, "model '%s' is stateful: every request needs a "
+                             "'sequence_id' parameter (a uint64 > 0 or a string)", c->name);
+  isv__seq *q = isv__seqtab_find(&s->seqs, id, id_str, len);
+  if (flags & ISV_SEQUENCE_START) {
+    if (q) seq_end(m, q, ISV_SEQUENCE_RESTARTED);
+    if (s->seqs.n >= c->max_sequences)
+      return isv__request_fail(r, ISV_EUNAVAIL, "model '%s' already runs %zu sequences, its "
+                               "maximum", c->name, s->seqs.n);
+    q = isv__seqtab_add(&s->seqs, id, id_str, len, least_loaded(s, c->instances));
+    if (q == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    q->model = m;
+    s->inst_seqs[q->instance]++;
+  } else if (q == NULL) {
+    seq_text(idt, sizeof idt, id, id_str, len);
+    return isv__request_fail(r, ISV_EBADREQ, "sequence %s of model '%s' is not live: its first "
+                             "request must set 'sequence_start'", idt, c->name);
+  }
+  isv__timeheap_remove(&s->core->timers, &q->idle);
+  q->pending++;
+  r->seq = q;
+  r->seq_flags = flags;
+  if (flags & ISV_SEQUENCE_END) seq_end(m, q, ISV_SEQUENCE_ENDED);
+  return 0;
+}
+
+/* ---- the model's scheduling state -------------------------------------------------------- */
+
+int isv__sched_init(isv_model *m, struct isv__core *core) {
+  isv__sched *s = &m->sched;
+  const isv_model_config *c = m->cfg;
+  memset(s, 0, sizeof *s);
+  s->core = core;
+  s->n_queues = c->sequences ? c->instances : 1;
+  s->inst_busy = calloc(c->instances, sizeof *s->inst_busy);
+  s->inst_seqs = calloc(c->instances, sizeof *s->inst_seqs);
+  s->queues = calloc(s->n_queues, sizeof *s->queues);
+  s->batch_execs = calloc((size_t)(c->max_batch ? c->max_batch : 1) + 1, sizeof *s->batch_execs);
+  isv__seqtab_init(&s->seqs);
+  return s->inst_busy && s->inst_seqs && s->queues && s->batch_execs ? 0 : ISV_ENOMEM;
+}
+
+void isv__sched_free(isv_model *m) {
+  isv__sched *s = &m->sched;
+  isv__seq *q;
+  while ((q = isv__seqtab_pop(&s->seqs)) != NULL) {
+    q->ended = 1;
+    q->end_reason = ISV_SEQUENCE_CLOSED;
+    seq_finalize(m, q); /* nothing is pending: requests hold the model */
+  }
+  isv__seqtab_free(&s->seqs);
+  if (s->core) isv__timeheap_remove(&s->core->timers, &s->wake);
+  free(s->inst_busy);
+  free(s->inst_seqs);
+  free(s->queues);
+  free(s->batch_execs);
+  s->inst_busy = NULL;
+  s->inst_seqs = NULL;
+  s->queues = NULL;
+  s->batch_execs = NULL;
+}
+
+/* ---- finishing requests ------------------------------------------------------------------ */
 
 static void record(isv_request *r) {
   isv__stats *s = &r->model->stats;
@@ -32,95 +256,375 @@ static void record(isv_request *r) {
   if (r->model->cfg->max_batch > 0 && r->n_inputs > 0 && r->inputs[0].ndim > 0)
     rows = (double)r->inputs[0].shape[0];
   isv__hist_add(&s->batch, isv__batch_bounds, ISV__BATCH_BUCKETS, rows);
+  const isv_request *x = r->exec;
+  if (r->status == 0 && x && x->complete_ns >= x->infer_ns && x->infer_ns >= r->run_ns) {
+    s->queue_ns += r->run_ns - r->start_ns;
+    s->compute_input_ns += x->infer_ns - r->run_ns;
+    s->compute_infer_ns += x->complete_ns - x->infer_ns;
+    s->compute_output_ns += now > x->complete_ns ? now - x->complete_ns : 0;
+  }
 }
 
-static void finish(isv_request *r) {
+/* A decoupled model's responses sent so far, to the request's response callback, in order. */
+static void deliver_responses(isv_request *r) {
   isv__core *c = r->core;
-  if (r->status == 0 && isv__request_postprocess(r) != 0 && r->errmsg[0] == '\0')
+  uv_mutex_lock(&c->mu);
+  isv_request *q = r->resp_head;
+  r->resp_head = r->resp_tail = NULL;
+  if (r->resp_listed) { /* it is done with the core's list: unlink it */
+    isv_request **pp = &c->resp_head, *prev = NULL;
+    while (*pp != r) {
+      prev = *pp;
+      pp = &(*pp)->resp_next;
+    }
+    *pp = r->resp_next;
+    if (c->resp_tail == r) c->resp_tail = prev;
+    r->resp_listed = 0;
+    r->resp_next = NULL;
+  }
+  uv_mutex_unlock(&c->mu);
+  while (q) {
+    isv_request *next = q->resp_next;
+    q->resp_next = NULL;
+    if (isv__request_postprocess(q, 1) != 0) q->n_outputs = 0;
+    r->on_response(q, q->status, r->on_response_data); /* the callee frees q */
+    q = next;
+  }
+}
+
+static void finish_request(isv_request *r) {
+  isv__core *c = r->core;
+  if (r->on_response) deliver_responses(r);
+  if (r->counted) isv__timeheap_remove(&c->timers, &r->deadline);
+  if (r->timed_out)
+    isv__request_fail(r, ISV_ETIMEDOUT, "request to model '%s' passed its deadline while it %s",
+                      r->model->cfg->name, r->run_ns ? "ran" : "waited");
+  if (r->status == 0 && isv__request_postprocess(r, 0) != 0 && r->errmsg[0] == '\0')
     r->errmsg = isv_strerror(r->status);
   if (r->status != 0) r->n_outputs = 0; /* a failed request shows no partial outputs */
-  if (r->counted) record(r);
-  if (r->counted && --c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+  if (r->seq) seq_request_done(r);
+  if (r->counted) {
+    record(r);
+    if (--c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+  }
   r->finished = 1;
   r->done(r, r->status, r->done_data); /* may free r */
   if (c->closing && c->inflight == 0 && c->on_idle) c->on_idle(c);
 }
 
+/* An execution's backend completed (loop thread): its slot is free, its requests get their
+ * results, and the model may start the next. */
+static void exec_done(isv_request *x) {
+  isv_model *m = x->model;
+  isv__sched *s = &m->sched;
+  isv__model_ref(m); /* the requests' done callbacks may drop the last other reference */
+  running_unlink(x->core, x);
+  s->inst_busy[x->instance] = 0;
+  s->busy--;
+  uint64_t rows = x->members || m->cfg->max_batch ? isv__batch_rows(x) : 1;
+  m->stats.exec_count++;
+  m->stats.inference_count += rows;
+  if (rows <= (m->cfg->max_batch ? m->cfg->max_batch : 1)) s->batch_execs[rows]++;
+  if (x->members) {
+    isv__batch_split(x);
+    for (size_t i = 0; i < x->n_members; i++) finish_request(x->members[i]);
+    isv__batch_release(x); /* the scheduler's reference; members keep theirs */
+  } else {
+    finish_request(x);
+  }
+  schedule(m);
+  isv__model_unref(m);
+}
+
+/* Completions that came from other threads, and responses sent from them. */
 void isv__core_drain_completions(uv_async_t *h) {
   isv__core *c = h->data;
+  for (;;) {
+    uv_mutex_lock(&c->mu);
+    isv_request *r = c->resp_head;
+    uv_mutex_unlock(&c->mu);
+    if (r == NULL) break;
+    deliver_responses(r); /* unlinks r */
+  }
   uv_mutex_lock(&c->mu);
   isv_request *q = c->done_head;
   c->done_head = c->done_tail = NULL;
   uv_mutex_unlock(&c->mu);
   while (q) {
     isv_request *next = q->qnext;
-    finish(q);
+    exec_done(q);
     q = next;
   }
+}
+
+/* Under core->mu: x completed off the loop thread; the loop will finish it. */
+static void post_done(isv__core *c, isv_request *x) {
+  x->qnext = NULL;
+  if (c->done_tail) c->done_tail->qnext = x;
+  else c->done_head = x;
+  c->done_tail = x;
 }
 
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message) {
   if (r == NULL || status > 0) return ISV_EINVAL;
   isv__core *c = r->core;
+  uint64_t now = uv_hrtime();
   uv_mutex_lock(&c->mu);
-  if (r->completed || !r->submitted) {
+  if (r->completed || !r->submitted || r->exec != r) { /* not an execution being run */
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
   if (status != 0) isv__request_backend_failed(r, status, message);
   r->completed = 1;
+  r->complete_ns = now;
   if (r->in_infer) { /* the caller of infer finishes it */
     uv_mutex_unlock(&c->mu);
     return 0;
   }
   int on_loop = isv__on_loop_thread(c);
-  if (!on_loop) {
-    r->qnext = NULL;
-    if (c->done_tail) c->done_tail->qnext = r;
-    else c->done_head = r;
-    c->done_tail = r;
-  }
+  if (!on_loop) post_done(c, r);
   uv_mutex_unlock(&c->mu);
-  if (on_loop) finish(r);
+  if (on_loop) exec_done(r);
   else uv_async_send(&c->async);
   return 0;
 }
 
-/* After infer returned: finish now if it completed, or fail it if it returned an error. */
-static void after_infer(isv_request *r, int rc) {
-  isv__core *c = r->core;
+/* After infer returned on the loop thread: finish now if it completed, or fail it if it
+ * returned an error. */
+static void after_infer(isv_request *x, int rc) {
+  isv__core *c = x->core;
   uv_mutex_lock(&c->mu);
-  r->in_infer = 0;
-  int done = r->completed;
+  x->in_infer = 0;
+  int done = x->completed;
   if (!done && rc < 0) {
-    isv__request_backend_failed(r, rc, NULL);
-    r->completed = done = 1;
+    isv__request_backend_failed(x, rc, NULL);
+    x->completed = done = 1;
+    x->complete_ns = uv_hrtime();
   }
   uv_mutex_unlock(&c->mu);
-  if (done) finish(r);
+  if (done) exec_done(x);
 }
 
-static void pool_work(uv_work_t *w) {
-  isv_request *r = w->data;
-  r->run_ns = uv_hrtime();
-  int rc = r->model->backend.infer(r, r->model->user);
-  uv_mutex_lock(&r->core->mu);
-  if (!r->completed && rc < 0) {
-    isv__request_backend_failed(r, rc, NULL);
-    r->completed = 1;
+/* A worker thread runs the backend; a completed execution goes back to the loop. */
+static void pool_run(isv__pool_job *job) {
+  isv_request *x = OWNER(job, isv_request, job);
+  isv__core *c = x->core;
+  x->infer_ns = uv_hrtime();
+  int rc = x->model->backend.infer(x, x->model->user);
+  uv_mutex_lock(&c->mu);
+  x->in_infer = 0;
+  if (!x->completed && rc < 0) {
+    isv__request_backend_failed(x, rc, NULL);
+    x->completed = 1;
+    x->complete_ns = uv_hrtime();
   }
-  uv_mutex_unlock(&r->core->mu);
+  int done = x->completed;
+  if (done) post_done(c, x);
+  uv_mutex_unlock(&c->mu);
+  if (done) uv_async_send(&c->async); /* x may be gone once the loop has it */
 }
 
-static void pool_after(uv_work_t *w, int status) {
-  isv_request *r = w->data;
-  if (status == UV_ECANCELED) {
-    isv__request_fail(r, ISV_ECANCELED, "request cancelled before it ran");
-    uv_mutex_lock(&r->core->mu);
-    r->completed = 1;
-    uv_mutex_unlock(&r->core->mu);
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+static void start_exec(isv_model *m, isv_request *x, unsigned instance) {
+  isv__sched *s = &m->sched;
+  isv__core *c = x->core;
+  s->inst_busy[instance] = 1;
+  s->busy++;
+  running_link(c, x);
+  x->exec = x;
+  x->instance = instance;
+  x->run_ns = uv_hrtime();
+  x->in_infer = 1; /* before any other thread can see x */
+  if (m->cfg->exec_mode == ISV_EXEC_POOL) {
+    x->job.run = pool_run;
+    if (isv__pool_submit(&c->pool, &x->job) != 0) {
+      x->in_infer = 0;
+      x->completed = 1;
+      x->complete_ns = x->run_ns;
+      isv__request_fail(x, ISV_EINTERNAL, "no worker thread could be started for model '%s'",
+                        m->cfg->name);
+      exec_done(x);
+    }
+    return;
   }
-  after_infer(r, 0);
+  x->infer_ns = x->run_ns;
+  int rc = m->backend.infer(x, m->user);
+  after_infer(x, rc);
+}
+
+static unsigned free_instance(const isv__sched *s, unsigned n) {
+  unsigned i = 0;
+  while (i < n && s->inst_busy[i]) i++;
+  return i;
+}
+
+/* Dynamic batching: start one execution from the head of the queue, or wait for more.
+ * 1 when an execution started, 0 when the batch waits (the wake-up is armed). */
+static int dispatch_batch(isv_model *m, unsigned instance) {
+  const isv_model_config *c = m->cfg;
+  isv__sched *s = &m->sched;
+  isv__core *core = s->core;
+  isv_request *picked[64], **members = picked;
+  size_t cap = c->max_batch < 64 ? 64 : c->max_batch;
+  if (cap > 64 && (members = malloc(cap * sizeof *members)) == NULL) {
+    members = picked; /* out of memory: batches of at most 64 requests */
+    cap = 64;
+  }
+  uint64_t rows;
+  size_t n = isv__batch_pick(&s->queues[0], c->max_batch, members, cap, &rows);
+  isv_request *head = members[0];
+  int full = rows >= c->max_batch || isv__batch_preferred(c, rows);
+  uint64_t due = head->start_ns + c->batch_delay_us * US;
+  int started = 1;
+  if (!full && c->batch_delay_us && uv_hrtime() < due &&
+      set_timed(core, &s->wake, T_WAKE, due) == 0) {
+    started = 0; /* short and early: wait for more */
+    goto out;
+  }
+  if (!full && c->n_preferred) { /* the longest start of the batch that is a preferred size */
+    uint64_t acc = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+      acc += isv__batch_rows(members[i]);
+      if (isv__batch_preferred(c, acc)) best = i + 1;
+    }
+    if (best) n = best;
+  }
+  for (size_t i = 0; i < n; i++) q_remove(members[i]);
+  if (n == 1) { /* alone: it runs as it is, no copy */
+    start_exec(m, head, instance);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) members[i]->run_ns = uv_hrtime(); /* input work starts */
+  isv_request *b = isv__request_new(core);
+  if (b == NULL || isv__batch_build(b, members, n) != 0) {
+    if (b) isv_request_free(b);
+    for (size_t i = 0; i < n; i++) {
+      isv__request_fail(members[i], ISV_ENOMEM, "out of memory while batching");
+      finish_request(members[i]);
+    }
+    goto out;
+  }
+  b->model = m;
+  isv__model_ref(m);
+  b->submitted = 1;
+  b->finished = 1; /* freed by its last reference, never called back */
+  b->batch_refs = 1;
+  for (size_t i = 0; i < n; i++) members[i]->exec = b;
+  start_exec(m, b, instance);
+out:
+  if (members != picked) free(members);
+  return started;
+}
+
+/* Start what can start. */
+static void schedule_once(isv_model *m) {
+  const isv_model_config *c = m->cfg;
+  isv__sched *s = &m->sched;
+  if (s->core && s->core->cut) return; /* the drain deadline passed: nothing new runs */
+  if (c->sequences) { /* each instance runs its own sequences' queue */
+    for (unsigned i = 0; i < c->instances; i++)
+      if (!s->inst_busy[i] && s->queues[i].n) {
+        isv_request *r = s->queues[i].head;
+        q_remove(r);
+        start_exec(m, r, i);
+      }
+    return;
+  }
+  while (s->busy < c->instances && s->queued > 0) {
+    unsigned i = free_instance(s, c->instances);
+    if (c->batching) {
+      if (!dispatch_batch(m, i)) return;
+      continue;
+    }
+    isv_request *r = s->queues[0].head;
+    q_remove(r);
+    start_exec(m, r, i);
+  }
+}
+
+static void schedule(isv_model *m) {
+  isv__sched *s = &m->sched;
+  if (s->scheduling) { /* a completion inside a dispatch: the outer loop goes round again */
+    s->again = 1;
+    return;
+  }
+  s->scheduling = 1;
+  isv__model_ref(m);
+  do {
+    s->again = 0;
+    schedule_once(m);
+  } while (s->again);
+  s->scheduling = 0;
+  isv__model_unref(m);
+}
+
+/* ---- admission --------------------------------------------------------------------------- */
+
+/* The parameters the core reads itself: "timeout" (µs) and the sequence's. 0, or r failed. */
+static int core_params(isv_request *r, uint64_t *timeout_us, uint64_t *seq_id, const char **seq_s,
+                       size_t *seq_len, unsigned *flags) {
+  const isv_param *p = isv_request_param(r, "timeout");
+  if (p) {
+    if (p->type == ISV_PARAM_INT64 && p->v.i64 >= 0) *timeout_us = (uint64_t)p->v.i64;
+    else if (p->type == ISV_PARAM_UINT64) *timeout_us = p->v.u64;
+    else
+      return isv__request_fail(r, ISV_EBADREQ, "parameter 'timeout' must be a non-negative "
+                               "integer (microseconds)");
+  }
+  if ((p = isv_request_param(r, "sequence_id")) != NULL) {
+    if (p->type == ISV_PARAM_INT64 && p->v.i64 >= 0) *seq_id = (uint64_t)p->v.i64;
+    else if (p->type == ISV_PARAM_UINT64) *seq_id = p->v.u64;
+    else if (p->type == ISV_PARAM_STRING && p->v.s.len) {
+      *seq_s = p->v.s.ptr;
+      *seq_len = p->v.s.len;
+    } else if (p->type != ISV_PARAM_STRING) {
+      return isv__request_fail(r, ISV_EBADREQ, "parameter 'sequence_id' must be an unsigned "
+                               "integer or a string");
+    }
+  }
+  static const char *const names[2] = {"sequence_start", "sequence_end"};
+  for (unsigned i = 0; i < 2; i++) {
+    if ((p = isv_request_param(r, names[i])) == NULL) continue;
+    if (p->type != ISV_PARAM_BOOL)
+      return isv__request_fail(r, ISV_EBADREQ, "parameter '%s' must be true or false", names[i]);
+    if (p->v.b) *flags |= 1u << i;
+  }
+  return 0;
+}
+
+static uint64_t earliest(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 || a < b ? a : b; }
+
+/* Admit a bound, valid request: limits, deadline, sequence, queue. 0, or r failed. */
+static int admit(isv__core *c, isv_request *r) {
+  isv_model *m = r->model;
+  const isv_model_config *cfg = m->cfg;
+  isv__sched *s = &m->sched;
+  uint64_t timeout_us = 0, seq_id = 0;
+  const char *seq_s = NULL;
+  size_t seq_len = 0;
+  unsigned flags = 0;
+  if (core_params(r, &timeout_us, &seq_id, &seq_s, &seq_len, &flags) != 0) return r->status;
+  if (cfg->decoupled && r->on_response == NULL)
+    return isv__request_fail(r, ISV_EBADREQ, "model '%s' is decoupled (it streams any number "
+                             "of responses): this endpoint answers once, use a streaming one",
+                             cfg->name);
+  if (cfg->max_queue && s->queued >= cfg->max_queue)
+    return isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' has %zu requests waiting, "
+                             "its queue limit: retry later", cfg->name, m->version, s->queued);
+  uint64_t us = earliest(earliest(timeout_us, r->timeout_us), cfg->default_timeout_us);
+  if (us > MAX_TIMEOUT_US) us = MAX_TIMEOUT_US;
+  if (us && set_timed(c, &r->deadline, T_DEADLINE, r->start_ns + us * US) != 0)
+    return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  unsigned q = 0;
+  if (cfg->sequences) {
+    if (seq_admit(r, seq_id, seq_s, seq_len, flags) != 0) return r->status;
+    q = r->seq->instance;
+  }
+  q_push(&s->queues[q], r);
+  if (s->queued++ == 0) models_link(c, m);
+  return 0;
 }
 
 void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data) {
@@ -130,12 +634,13 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   r->submitted = 1;
   r->start_ns = uv_hrtime();
   /* The one order of errors for every protocol: an unknown model or version (404), then the
-   * front end's decode error (400...), then a model that is not ready (503), then validation. */
+   * front end's decode error (400...), then a model that is not ready (503), then validation,
+   * then admission (limits, parameters the core reads, sequences). */
   if (isv__request_bind(r) != 0 || r->status != 0) {
-    finish(r);
+    finish_request(r);
     return;
   }
-  /* While requests run, the async handle keeps the loop alive for their completions. */
+  /* While requests are in flight, the async handle keeps the loop alive for their completions. */
   if (c->inflight++ == 0) uv_ref((uv_handle_t *)&c->async);
   r->counted = 1;
   isv_model *m = r->model;
@@ -143,24 +648,164 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   if (m->removed || m->state != ISV_MODEL_READY) {
     isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
                       m->version);
-    finish(r);
+    finish_request(r);
     return;
   }
   if (isv__request_validate(r) != 0) {
-    finish(r);
+    finish_request(r);
     return;
   }
-  r->in_infer = 1;
-  if (m->cfg->exec_mode == ISV_EXEC_POOL) {
-    r->work.data = r;
-    if (uv_queue_work(c->loop, &r->work, pool_work, pool_after) != 0) {
-      r->in_infer = 0;
-      isv__request_fail(r, ISV_EINTERNAL, "could not queue the request on the thread pool");
-      finish(r);
+  if (c->opts.max_inflight && c->inflight > c->opts.max_inflight) {
+    isv__request_fail(r, ISV_EUNAVAIL, "the server has %zu requests in flight, its limit: retry "
+                      "later", c->inflight - 1);
+    finish_request(r);
+    return;
+  }
+  if (admit(c, r) != 0) {
+    finish_request(r);
+    return;
+  }
+  schedule(m);
+}
+
+/* ---- cancellation, deadlines, drain ------------------------------------------------------ */
+
+/* A running member of a batch was cancelled: the batch is, once every member is. */
+static void batch_cancelled(isv_request *b) {
+  for (size_t i = 0; i < b->n_members; i++)
+    if (!atomic_load_explicit(&b->members[i]->cancelled, memory_order_relaxed)) return;
+  atomic_store_explicit(&b->cancelled, 1, memory_order_relaxed);
+}
+
+/* r leaves its queue and finishes with (status, msg) without running. */
+static void unqueue_fail(isv_request *r, int status, const char *msg) {
+  isv_model *m = r->model;
+  isv__model_ref(m);
+  q_remove(r);
+  isv__request_fail(r, status, "%s", msg);
+  finish_request(r);
+  schedule(m); /* a batch waiting on it may now be complete */
+  isv__model_unref(m);
+}
+
+void isv__core_cancel(isv_request *r) {
+  if (r == NULL || !r->submitted || r->finished || r->parent) return;
+  atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
+  if (r->queue) unqueue_fail(r, ISV_ECANCELED, "request cancelled before it ran");
+  else if (r->exec && r->exec != r) batch_cancelled(r->exec);
+}
+
+ISV_EXTERN int isv_request_cancel(isv_request *r) {
+  if (r == NULL) return ISV_EINVAL;
+  if (!r->submitted || r->finished || r->parent) return ISV_ESTATE;
+  isv__core_cancel(r);
+  return 0;
+}
+
+static void deadline_passed(isv_request *r) {
+  r->timed_out = 1;
+  if (r->queue) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "request to model '%s' passed its deadline while it waited",
+             r->model->cfg->name);
+    r->timed_out = 0; /* the message says it all */
+    unqueue_fail(r, ISV_ETIMEDOUT, msg);
+    return;
+  }
+  atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
+  if (r->exec && r->exec != r) batch_cancelled(r->exec);
+}
+
+/* The drain deadline: queued requests are answered without running, running ones cancelled. */
+static void drain_passed(isv__core *c) {
+  c->cut = 1; /* schedule() starts nothing from now on */
+  while (c->waiting) {
+    isv__sched *s = &c->waiting->sched;
+    unsigned q = 0;
+    while (s->queues[q].head == NULL) q++;
+    unqueue_fail(s->queues[q].head, ISV_EUNAVAIL, "the server closed before the request ran");
+  }
+  for (isv_request *x = c->running; x; x = x->live_next) {
+    atomic_store_explicit(&x->cancelled, 1, memory_order_relaxed);
+    for (size_t i = 0; i < x->n_members; i++)
+      atomic_store_explicit(&x->members[i]->cancelled, 1, memory_order_relaxed);
+  }
+}
+
+void isv__core_begin_close(isv__core *c, uint64_t drain_ms) {
+  c->closing = 1;
+  if (drain_ms) set_timed(c, &c->drain, T_DRAIN, uv_hrtime() + drain_ms * 1000000ull);
+}
+
+static void on_timer(uv_timer_t *t) {
+  isv__core *c = t->data;
+  isv__timed *e;
+  while ((e = isv__timeheap_top(&c->timers)) != NULL && e->when <= uv_hrtime()) {
+    isv__timeheap_remove(&c->timers, e);
+    switch (e->kind) {
+    case T_DEADLINE: deadline_passed(OWNER(e, isv_request, deadline)); break;
+    case T_WAKE: schedule(OWNER(e, isv_model, sched.wake)); break;
+    case T_SEQ_IDLE: {
+      isv__seq *q = OWNER(e, isv__seq, idle);
+      seq_end(q->model, q, ISV_SEQUENCE_IDLE);
+      break;
     }
-    return;
+    case T_DRAIN: drain_passed(c); break;
+    }
   }
-  r->run_ns = uv_hrtime();
-  int rc = m->backend.infer(r, m->user);
-  after_infer(r, rc);
+  arm_timer(c);
+}
+
+/* ---- decoupled responses ----------------------------------------------------------------- */
+
+ISV_EXTERN int isv_request_send_response(isv_request *r) {
+  if (r == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
+  if (!r->model->cfg->decoupled) return ISV_ESTATE;
+  isv__core *c = r->core;
+  isv_request *q = isv__request_new(c);
+  if (q == NULL) return ISV_ENOMEM;
+  /* the response takes what the backend set since the last one; the request starts empty */
+  q->parent = r;
+  q->model = r->model; /* borrowed, like id and requested outputs: r outlives q */
+  q->id = r->id;
+  q->has_id = r->has_id;
+  q->protocol = r->protocol;
+  q->proto_flags = r->proto_flags;
+  q->req_outputs = r->req_outputs;
+  q->n_req_outputs = r->n_req_outputs;
+  q->submitted = q->completed = q->finished = 1;
+  q->outputs = r->outputs;
+  q->n_outputs = r->n_outputs;
+  q->cap_outputs = r->cap_outputs;
+  q->resp_params = r->resp_params;
+  q->n_resp_params = r->n_resp_params;
+  q->cap_resp_params = r->cap_resp_params;
+  q->owned = r->owned;
+  q->arena = r->out_arena;
+  uv_mutex_lock(&c->mu);
+  if (r->completed) {
+    uv_mutex_unlock(&c->mu);
+    free(q); /* took nothing yet */
+    return ISV_ESTATE;
+  }
+  r->outputs = NULL;
+  r->n_outputs = r->cap_outputs = 0;
+  r->resp_params = NULL;
+  r->n_resp_params = r->cap_resp_params = 0;
+  r->owned = NULL;
+  r->out_arena = (isv__arena){NULL, &c->bufs};
+  r->children++;
+  if (r->resp_tail) r->resp_tail->resp_next = q;
+  else r->resp_head = q;
+  r->resp_tail = q;
+  if (!r->resp_listed) {
+    r->resp_listed = 1;
+    r->resp_next = NULL;
+    if (c->resp_tail) c->resp_tail->resp_next = r;
+    else c->resp_head = r;
+    c->resp_tail = r;
+  }
+  uv_mutex_unlock(&c->mu);
+  uv_async_send(&c->async); /* delivered from the loop, even when sent on it: in order */
+  return 0;
 }

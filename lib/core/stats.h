@@ -29,7 +29,14 @@ typedef struct isv__stats {
   isv__hist latency; /* submit → done, seconds */
   isv__hist queue;   /* submit → backend starts, seconds */
   isv__hist batch;   /* rows per request (uses the first ISV__BATCH_BUCKETS bounds) */
-  int64_t inflight;
+  int64_t inflight;  /* submitted, not yet done: queued or running */
+  /* Triton's statistics extension: executions of the backend and the rows they ran, and the
+   * time successful requests spent in each stage, summed (ns): waiting in the queue, having
+   * their inputs prepared (a batch's concatenation), in the backend, and having their outputs
+   * handed back (a batch's split, output selection, classification). */
+  uint64_t exec_count;
+  uint64_t inference_count;
+  uint64_t queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
 } isv__stats;
 
 void isv__hist_add(isv__hist *h, const double *bounds, unsigned n_bounds, double v);

@@ -86,7 +86,7 @@ int isv__request_validate(isv_request *r) {
 
 /* Output selection and order: requested order when outputs were named, else declaration
  * order; a requested output the backend did not produce is the backend's fault. */
-int isv__request_postprocess(isv_request *r) {
+int isv__request_postprocess(isv_request *r, int partial) {
   const isv_model_config *c = r->model->cfg;
   size_t n_want = r->n_req_outputs ? r->n_req_outputs : c->n_outputs;
   isv_tensor *sel = isv__arena_alloc(&r->arena, (n_want ? n_want : 1) * sizeof *sel);
@@ -98,7 +98,8 @@ int isv__request_postprocess(isv_request *r) {
     for (size_t j = 0; j < r->n_outputs; j++)
       if (strcmp(r->outputs[j].name, name) == 0) t = &r->outputs[j];
     if (t == NULL) {
-      if (r->n_req_outputs == 0) continue; /* a backend may omit outputs nobody named */
+      /* a backend may omit outputs nobody named, and a decoupled model's response any */
+      if (r->n_req_outputs == 0 || partial) continue;
       return isv__request_fail(r, ISV_EBACKEND, "model '%s' did not produce output '%s'", c->name,
                                name);
     }

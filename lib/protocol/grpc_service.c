@@ -193,6 +193,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   j->r = r;
   j->msg = msg;
   r->protocol = (uint8_t)g->protocol;
+  r->timeout_us = g->call->timeout_ms * 1000; /* grpc-timeout: the core's deadline too */
   j->next = g->jobs;
   if (g->jobs) g->jobs->prev = j;
   g->jobs = j;
@@ -260,8 +261,17 @@ static void on_cancel(isv__grpc_call *call) {
   gcall *g = call->app;
   g->cancelled = 1;
   g->busy++;
+  /* A running request sees the flag; a waiting one leaves its queue and never runs. Each of
+   * those finishes at once (infer_done frees its job), and the scheduler may then start and
+   * finish others of this call: look for the next waiting one from the start each time. */
   for (job *j = g->jobs; j; j = j->next)
-    atomic_store_explicit(&j->r->cancelled, 1, memory_order_relaxed);
+    if (j->r->queue == NULL) isv__core_cancel(j->r); /* running: only flagged */
+  for (;;) {
+    job *w = g->jobs;
+    while (w && w->r->queue == NULL) w = w->next;
+    if (w == NULL) break;
+    isv__core_cancel(w->r);
+  }
   gcall_finish(g, ISV__GRPC_CANCELLED, "cancelled"); /* the transport drops it */
   g->busy--;
   gcall_maybe_free(g);

@@ -74,6 +74,15 @@ static void histogram(isv__buf *b, const char *name, const isv_model *m, const i
   isv__buf_putc(b, '\n');
 }
 
+static void model_value(isv__buf *b, const char *name, const isv_model *m, uint64_t v) {
+  isv__buf_puts(b, name);
+  isv__buf_putc(b, '{');
+  labels(b, m);
+  isv__buf_puts(b, "} ");
+  u64(b, v);
+  isv__buf_putc(b, '\n');
+}
+
 static void one_entry(isv__model_entry *e, void *data) {
   render *rd = data;
   isv__buf *b = rd->b;
@@ -115,6 +124,45 @@ static void one_entry(isv__model_entry *e, void *data) {
       labels(b, m);
       isv__buf_puts(b, m->state == ISV_MODEL_READY ? "} 1\n" : "} 0\n");
       break;
+    case 6:
+      model_value(b, "isv_queued_requests", m, m->sched.queued);
+      break;
+    case 7:
+      model_value(b, "isv_executions_total", m, s->exec_count);
+      break;
+    case 8:
+      model_value(b, "isv_inferences_total", m, s->inference_count);
+      break;
+    case 9: {
+      static const char *const stage[4] = {"queue", "compute_input", "compute_infer",
+                                           "compute_output"};
+      const uint64_t ns[4] = {s->queue_ns, s->compute_input_ns, s->compute_infer_ns,
+                              s->compute_output_ns};
+      for (int i = 0; i < 4; i++) {
+        isv__buf_puts(b, "isv_stage_duration_seconds_total{");
+        labels(b, m);
+        isv__buf_puts(b, ",stage=\"");
+        isv__buf_puts(b, stage[i]);
+        isv__buf_puts(b, "\"} ");
+        num(b, "%.9g", (double)ns[i] / 1e9);
+        isv__buf_putc(b, '\n');
+      }
+      break;
+    }
+    case 10: {
+      uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
+      for (uint32_t k = 0; m->sched.batch_execs && k <= max; k++) {
+        if (m->sched.batch_execs[k] == 0) continue;
+        isv__buf_puts(b, "isv_batch_executions_total{");
+        labels(b, m);
+        isv__buf_puts(b, ",batch_size=\"");
+        u64(b, k);
+        isv__buf_puts(b, "\"} ");
+        u64(b, m->sched.batch_execs[k]);
+        isv__buf_putc(b, '\n');
+      }
+      break;
+    }
     }
   }
 }
@@ -123,7 +171,7 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
   static const char *const head[] = {
       "# HELP isv_requests_total Inference requests finished, by protocol and outcome.\n"
       "# TYPE isv_requests_total counter\n",
-      "# HELP isv_inflight_requests Inference requests running now.\n"
+      "# HELP isv_inflight_requests Inference requests in flight now: waiting or running.\n"
       "# TYPE isv_inflight_requests gauge\n",
       "# HELP isv_request_duration_seconds Time from a request's arrival to its result.\n"
       "# TYPE isv_request_duration_seconds histogram\n",
@@ -133,11 +181,22 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
       "# TYPE isv_batch_size histogram\n",
       "# HELP isv_model_ready 1 when the model version is READY.\n"
       "# TYPE isv_model_ready gauge\n",
+      "# HELP isv_queued_requests Inference requests waiting for an instance of the model.\n"
+      "# TYPE isv_queued_requests gauge\n",
+      "# HELP isv_executions_total Backend calls (a dynamic batch is one).\n"
+      "# TYPE isv_executions_total counter\n",
+      "# HELP isv_inferences_total Rows the backend calls ran (the batch sizes summed).\n"
+      "# TYPE isv_inferences_total counter\n",
+      "# HELP isv_stage_duration_seconds_total Time successful requests spent in each stage: "
+      "waiting, inputs prepared, in the backend, outputs handed back.\n"
+      "# TYPE isv_stage_duration_seconds_total counter\n",
+      "# HELP isv_batch_executions_total Backend calls by batch size (rows).\n"
+      "# TYPE isv_batch_executions_total counter\n",
   };
   isv__buf_puts(b, "# HELP isv_server_ready 1 when the server is ready (online).\n"
                    "# TYPE isv_server_ready gauge\nisv_server_ready ");
   isv__buf_puts(b, isv__core_ready(core) ? "1\n" : "0\n");
-  for (int pass = 0; pass < 6; pass++) {
+  for (int pass = 0; pass < (int)(sizeof head / sizeof head[0]); pass++) {
     render rd = {core, b, pass};
     isv__buf_puts(b, head[pass]);
     isv__registry_foreach(&core->reg, one_entry, &rd);

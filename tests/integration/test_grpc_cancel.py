@@ -1,9 +1,9 @@
 """A client's cancel reaches the backend (isv_request_cancelled): the demo's `slow` model stops
-early when its request is cancelled, so cancelled calls give libuv's pool workers back.
+early when its request is cancelled, so cancelled calls give its instances back.
 
-With 4 pool workers (libuv's default), 4 cancelled 3-second calls would otherwise keep every
-worker busy for 3 s and a following short call could not finish within 1.5 s."""
-import os
+`slow` has 8 instances (on the demo's 8 worker threads): 8 cancelled 3-second calls would
+otherwise keep every instance busy for 3 s and a following short call could not finish within
+1.5 s."""
 import time
 
 import grpc
@@ -11,9 +11,11 @@ import grpc
 from grpc_stubs import slow_request
 from grpc_stubs import _grpc_channels, channel, protos, stub  # noqa: F401 (fixtures)
 
+SLOW_INSTANCES = 8  # examples/demo/zoo.c
+
 
 def test_cancelled_calls_free_their_workers(stub, protos):
-    pool = int(os.environ.get("UV_THREADPOOL_SIZE", "4"))
+    pool = SLOW_INSTANCES
     futures = [stub.ModelInfer.future(slow_request(protos.pb, 3000), timeout=10)
                for _ in range(pool)]
     time.sleep(0.3)  # every worker is now sleeping in `slow`
@@ -26,7 +28,7 @@ def test_cancelled_calls_free_their_workers(stub, protos):
 
 
 def test_deadline_cancels_the_backend_too(stub, protos):
-    pool = int(os.environ.get("UV_THREADPOOL_SIZE", "4"))
+    pool = SLOW_INSTANCES
     futures = [stub.ModelInfer.future(slow_request(protos.pb, 3000), timeout=0.2)
                for _ in range(pool)]
     for f in futures:

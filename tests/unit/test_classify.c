@@ -48,7 +48,7 @@ static isv_model *add_model(fixture *f, const char *name, int all_types, uint32_
   const char *labels[] = {"cat", "dog", "eel"};
   assert_int_equal(isv_model_config_set_labels(c, labels, n_labels), 0);
   assert_int_equal(isv_model_config_set_max_batch(c, max_batch), 0);
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   isv_model *m;
   assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, NULL, &m), 0);
   isv_model_config_free(c);

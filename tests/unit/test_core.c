@@ -23,7 +23,7 @@ static int setup(void **state) {
   assert_int_equal(isv__core_init(&core, &loop, &o), 0);
   isv_model_config *c;
   isv_model_config_new("mv", &c);
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, &v1), 0);
   assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &v2), 0);
   assert_int_equal(isv__registry_add(&core.reg, c, "10", &be, NULL, &v10), 0);

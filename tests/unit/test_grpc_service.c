@@ -113,8 +113,10 @@ static const isv__grpc_method methods[] = {
 
 /* "m": y = x + 1 at once; "later": completed by the test (held in `held`). */
 static isv_request *held;
+static int infer_calls;
 static int plus_one(isv_request *r, void *u) {
   (void)u;
+  infer_calls++;
   int64_t shape[] = {1};
   int32_t *y;
   int rc = isv_request_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
@@ -137,7 +139,7 @@ static int setup(void **state) {
   for (const isv__grpc_method *m = methods; m->path; m++)
     assert_int_equal(isv__grpc_services_add(&svc, m, "toy_grpc"), 0);
   int64_t one[] = {1};
-  isv_backend be = {sizeof be, plus_one, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = plus_one};
   for (int i = 0; i < 2; i++) {
     isv_model_config *c;
     isv_model_config_new(i ? "later" : "m", &c);
@@ -147,6 +149,7 @@ static int setup(void **state) {
     isv_model_config_free(c);
   }
   held = NULL;
+  infer_calls = 0;
   return 0;
 }
 
@@ -275,6 +278,27 @@ static void a_cancelled_call_drops_its_answer(void **state) {
   assert_int_equal(f.n_sent, 0);
 }
 
+/* "later" has one instance: the second request of a stream waits behind the first. A cancel
+ * flags the running one and takes the waiting one out of its queue: it never runs. */
+static void a_cancelled_stream_never_runs_what_still_waits(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Stream");
+  f.call.timeout_ms = 250; /* grpc-timeout: the core's deadline for its requests too */
+  message(&f, "later");
+  message(&f, "later");
+  assert_int_equal(infer_calls, 1);
+  assert_non_null(held);
+  assert_true(held->timeout_us == 250000);
+  f.call.on_cancel(&f.call);
+  assert_true(isv_request_cancelled(held));
+  assert_int_equal(f.status, ISV__GRPC_CANCELLED);
+  isv_request_complete(held, 0, NULL); /* the instance is free: nothing waits any more */
+  assert_int_equal(infer_calls, 1);
+  assert_int_equal(f.n_sent, 0);
+  assert_int_equal(core.inflight, 0);
+}
+
 static void drain_ends_what_waits_and_lets_work_finish(void **state) {
   (void)state;
   fake f;
@@ -299,6 +323,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(inference_calls_and_the_order_of_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(bidi_streams_answer_each_and_carry_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(a_cancelled_call_drops_its_answer, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_cancelled_stream_never_runs_what_still_waits, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(drain_ends_what_waits_and_lets_work_finish, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,7 +26,7 @@ static int setup(void **state) {
     assert_int_equal(isv__grpc_services_add(&services, m, "v2_grpc"), 0);
   isv_model_config *c;
   isv_model_config_new("m", &c);
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
   isv_model_config_free(c);
   return 0;

@@ -22,7 +22,7 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   assert_int_equal(isv__core_init(&core, &loop, &o), 0);
   isv_model_config *c;
   isv_model_config_new("m\"q", &c);
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   isv_model *m;
   assert_int_equal(isv__registry_add(&core.reg, c, "7", &be, NULL, &m), 0);
   isv_model_config_free(c);
@@ -31,6 +31,11 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   assert_int_equal(isv__core_protocol(&core, "v2_http"), 1); /* found again, not added twice */
   isv__hist_add(&m->stats.latency, isv__lat_bounds, ISV__LAT_BUCKETS, 0.0002);
   isv__hist_add(&m->stats.latency, isv__lat_bounds, ISV__LAT_BUCKETS, 2.0);
+  m->stats.exec_count = 5;
+  m->stats.inference_count = 9;
+  m->stats.compute_infer_ns = 1500000000;
+  m->sched.queued = 4;
+  m->sched.batch_execs[1] = 5;
   isv__buf b;
   isv__buf_init(&b);
   isv__metrics_render(&core, &b);
@@ -48,6 +53,17 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   assert_non_null(strstr(t, "isv_request_duration_seconds_count{model=\"m\\\"q\",version=\"7\"} 2\n"));
   assert_non_null(strstr(t, "# TYPE isv_batch_size histogram\n"));
   assert_non_null(strstr(t, "isv_server_ready 1\n"));
+  /* the scheduler's numbers */
+  assert_non_null(strstr(t, "isv_queued_requests{model=\"m\\\"q\",version=\"7\"} 4\n"));
+  assert_non_null(strstr(t, "isv_executions_total{model=\"m\\\"q\",version=\"7\"} 5\n"));
+  assert_non_null(strstr(t, "isv_inferences_total{model=\"m\\\"q\",version=\"7\"} 9\n"));
+  assert_non_null(strstr(t, "isv_stage_duration_seconds_total{model=\"m\\\"q\",version=\"7\","
+                            "stage=\"compute_infer\"} 1.5\n"));
+  assert_non_null(strstr(t, "stage=\"queue\"} 0\n"));
+  assert_non_null(strstr(t, "isv_batch_executions_total{model=\"m\\\"q\",version=\"7\","
+                            "batch_size=\"1\"} 5\n"));
+  assert_non_null(strstr(t, "# TYPE isv_executions_total counter\n"));
+  m->sched.queued = 0; /* nothing really waits: the core must close */
   isv__buf_free(&b);
   isv__core_close(&core, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);

@@ -13,7 +13,7 @@ static int noop_infer(isv_request *r, void *u) {
 }
 static void on_destroy(void *u) { destroyed += u == (void *)0x1 ? 1 : 100; }
 
-static const isv_backend be = {sizeof(isv_backend), noop_infer, on_destroy};
+static const isv_backend be = {.struct_size = sizeof(isv_backend), .infer = noop_infer, .destroy = on_destroy};
 
 static isv_model_config *cfg(const char *name) {
   isv_model_config *c;
@@ -49,7 +49,7 @@ static void config_rejects_bad_declarations(void **state) {
 static void versions_labels_default_and_removal(void **state) {
   (void)state;
   isv__registry r;
-  assert_int_equal(isv__registry_init(&r), 0);
+  assert_int_equal(isv__registry_init(&r, NULL), 0);
   isv_model_config *c = cfg("mv");
   isv_model *m1, *m2, *m10;
   assert_int_equal(isv__registry_add(&r, c, "1", &be, (void *)0x1, &m1), 0);
@@ -92,7 +92,7 @@ static void versions_labels_default_and_removal(void **state) {
 static void many_models_grow_the_table(void **state) {
   (void)state;
   isv__registry r;
-  isv__registry_init(&r);
+  isv__registry_init(&r, NULL);
   destroyed = 0;
   for (int i = 0; i < 500; i++) {
     char name[32];
@@ -113,10 +113,10 @@ static void many_models_grow_the_table(void **state) {
 static void backend_table_is_checked(void **state) {
   (void)state;
   isv__registry r;
-  isv__registry_init(&r);
+  isv__registry_init(&r, NULL);
   isv_model_config *c = cfg("b");
-  isv_backend small = {4, noop_infer, NULL};
-  isv_backend noinfer = {sizeof(isv_backend), NULL, NULL};
+  isv_backend small = {.struct_size = 4, .infer = noop_infer};
+  isv_backend noinfer = {.struct_size = sizeof(isv_backend)};
   assert_int_equal(isv__registry_add(&r, c, "1", &small, NULL, NULL), ISV_EINVAL);
   assert_int_equal(isv__registry_add(&r, c, "1", &noinfer, NULL, NULL), ISV_EINVAL);
   assert_int_equal(isv__registry_add(&r, c, "a/b", &be, NULL, NULL), ISV_EINVAL);

@@ -37,7 +37,7 @@ static int setup(void **state) {
   isv_model_config_add_output(c, "Y", ISV_INT32, s16, 1);
   isv_model_config_add_output(c, "S", ISV_BYTES, NULL, 0);
   isv_model_config_set_max_batch(c, 4);
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, NULL, &f->m), 0);
   isv_model_config_free(c);
   *state = f;

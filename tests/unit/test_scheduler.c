@@ -1,7 +1,10 @@
-/* core/scheduler.c: the request path after submission — the backend run inline or on libuv's
- * pool, its completion from whatever thread (at most once), the async wake-up of the loop, the
- * in-flight count that keeps the loop alive only while needed, the closing hook, the
- * cancellation flag, and the statistics every finished request records. */
+/* core/scheduler.c: the request path after submission — the backend run inline, on a worker
+ * thread or asynchronously, its completion from whatever thread (at most once), the async
+ * wake-up of the loop, the in-flight count that keeps the loop alive only while needed, the
+ * closing hook, cancellation, and the statistics every finished request records; then (with
+ * tests/unit/core_fixture.c) instances and their queue, the queue and in-flight limits,
+ * deadlines, decoupled responses and the drain deadline. Dynamic batching is in test_batch.c,
+ * sequences in test_sequence.c. */
 #include "cmocka_prelude.h"
 
 #include <stdatomic.h>
@@ -10,6 +13,7 @@
 #include <string.h>
 
 #include "core/request.h"
+#include "core_fixture.h"
 
 /* What the backends share with the tests. Backends never assert: they may run on other
  * threads, where cmocka cannot fail a test. */
@@ -25,29 +29,16 @@ static struct {
   isv_request *pending; /* a request whose backend returned without completing */
 } ctl;
 
-/* y = 2x, then complete. */
-static int twice(isv_request *r) {
-  const isv_tensor *x = isv_request_input(r, "x");
-  size_t nd;
-  const int64_t *shape = isv_tensor_shape(x, &nd);
-  float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
-  if (rc) return rc;
-  const float *in = isv_tensor_data(x);
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
-  return isv_request_complete(r, 0, NULL);
-}
-
 static int be_twice(isv_request *r, void *u) {
   (void)u;
   atomic_fetch_add(&ctl.infer_calls, 1);
-  return twice(r);
+  return cf_scale(r, 2);
 }
 
 /* Completes from a thread of its own once the test says go (after infer returned). */
 static void later_main(void *arg) {
   uv_sem_wait(&ctl.go);
-  ctl.complete_rc[0] = twice(arg);
+  ctl.complete_rc[0] = cf_scale(arg, 2);
 }
 static int be_other_thread(isv_request *r, void *u) {
   (void)u;
@@ -58,7 +49,7 @@ static int be_other_thread(isv_request *r, void *u) {
 }
 
 /* Completes from another thread while infer is still running (it joins that thread). */
-static void now_main(void *arg) { ctl.complete_rc[0] = twice(arg); }
+static void now_main(void *arg) { ctl.complete_rc[0] = cf_scale(arg, 2); }
 static int be_other_thread_joined(isv_request *r, void *u) {
   (void)u;
   uv_thread_t t;
@@ -69,7 +60,7 @@ static int be_other_thread_joined(isv_request *r, void *u) {
 
 static int be_complete_twice(isv_request *r, void *u) {
   (void)u;
-  ctl.complete_rc[0] = twice(r);
+  ctl.complete_rc[0] = cf_scale(r, 2);
   ctl.complete_rc[1] = isv_request_complete(r, ISV_EBACKEND, "second");
   return 0;
 }
@@ -84,7 +75,7 @@ static int be_return_code(isv_request *r, void *u) {
 /* Completes, then returns an error: the return value is ignored. */
 static int be_complete_then_error(isv_request *r, void *u) {
   (void)u;
-  twice(r);
+  cf_scale(r, 2);
   return ISV_EINTERNAL;
 }
 
@@ -104,42 +95,32 @@ static int be_watch_cancel(isv_request *r, void *u) {
   uv_sem_wait(&ctl.go);
   ctl.cancelled_after = isv_request_cancelled(r);
   if (ctl.cancelled_after) return isv_request_complete(r, ISV_ECANCELED, "stopped early");
-  return twice(r);
+  return cf_scale(r, 2);
 }
 
 static const int code_unavail = ISV_EUNAVAIL;
 static const int code_errno = -5;
 
-typedef struct fixture {
-  uv_loop_t loop;
-  isv__core core;
-} fixture;
+typedef cf_world fixture;
 
-static isv_model *add_model(fixture *f, const char *name, int (*infer)(isv_request *, void *),
-                            const void *user, isv_exec_mode mode, uint32_t max_batch) {
-  isv_model_config *c;
-  assert_int_equal(isv_model_config_new(name, &c), 0);
-  int64_t any[] = {-1};
-  assert_int_equal(isv_model_config_add_input(c, "x", ISV_FP32, any, 1), 0);
-  assert_int_equal(isv_model_config_add_output(c, "y", ISV_FP32, any, 1), 0);
-  assert_int_equal(isv_model_config_set_exec_mode(c, mode), 0);
-  assert_int_equal(isv_model_config_set_max_batch(c, max_batch), 0);
-  isv_backend be = {sizeof be, infer, NULL};
-  isv_model *m;
-  assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, (void *)user, &m), 0);
-  isv_model_config_free(c);
-  return m;
+static void add_model_n(fixture *f, const char *name, int (*infer)(isv_request *, void *),
+                        const void *user, isv_exec_mode mode, uint32_t max_batch,
+                        uint32_t instances) {
+  cf_model m = {.name = name, .infer = infer, .user = user, .mode = mode, .max_batch = max_batch,
+                .instances = instances};
+  cf_add(f, &m);
+}
+
+static void add_model(fixture *f, const char *name, int (*infer)(isv_request *, void *),
+                      const void *user, isv_exec_mode mode, uint32_t max_batch) {
+  add_model_n(f, name, infer, user, mode, max_batch, 1);
 }
 
 static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
   memset(&ctl, 0, sizeof ctl);
   assert_int_equal(uv_sem_init(&ctl.go, 0), 0);
   assert_int_equal(uv_sem_init(&ctl.started, 0), 0);
-  assert_int_equal(uv_loop_init(&f->loop), 0);
-  isv_options o;
-  isv__options_defaults(&o);
-  assert_int_equal(isv__core_init(&f->core, &f->loop, &o), 0);
+  fixture *f = cf_world_new(NULL);
   add_model(f, "inline", be_twice, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "pool", be_twice, NULL, ISV_EXEC_POOL, 0);
   add_model(f, "thread", be_other_thread, NULL, ISV_EXEC_INLINE, 0);
@@ -151,7 +132,7 @@ static int setup(void **state) {
   add_model(f, "errno_pool", be_return_code, &code_errno, ISV_EXEC_POOL, 0);
   add_model(f, "done_then_error", be_complete_then_error, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "done_then_error_pool", be_complete_then_error, NULL, ISV_EXEC_POOL, 0);
-  add_model(f, "deferred", be_deferred, NULL, ISV_EXEC_INLINE, 0);
+  add_model_n(f, "deferred", be_deferred, NULL, ISV_EXEC_ASYNC, 0, 2);
   add_model(f, "watch", be_watch_cancel, NULL, ISV_EXEC_POOL, 0);
   add_model(f, "batched", be_twice, NULL, ISV_EXEC_INLINE, 8);
   *state = f;
@@ -161,67 +142,24 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture *f = *state;
   if (ctl.thread_made) uv_thread_join(&ctl.thread);
-  assert_int_equal(f->core.inflight, 0);
-  isv__core_close(&f->core, NULL);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&f->loop), 0);
+  cf_world_free(f);
   uv_sem_destroy(&ctl.go);
   uv_sem_destroy(&ctl.started);
-  free(f);
   return 0;
 }
 
-static isv_model *model(fixture *f, const char *name) {
-  isv__model_entry *e = isv__registry_entry(&f->core.reg, name, strlen(name));
-  assert_non_null(e);
-  return e->versions;
-}
+static isv_model *model(fixture *f, const char *name) { return cf_find(f, name); }
 
-typedef struct result {
-  int calls;
-  int status;
-  char msg[128];
-  float y[8];
-  size_t n;
-  int keep;        /* do not free the request in the callback */
-  int *sequence;   /* where to note the order of events, may be NULL */
-  int seq_no;      /* this callback's place in that order */
-} result;
-
-static void on_done(isv_request *r, int status, void *data) {
-  result *res = data;
-  res->calls++;
-  res->status = status;
-  if (res->sequence) res->seq_no = ++*res->sequence;
-  snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
-  const isv_tensor *y = isv_request_output_tensor(r, "y");
-  if (y) {
-    res->n = isv_tensor_element_count(y);
-    if (res->n <= 8) memcpy(res->y, isv_tensor_data(y), res->n * sizeof(float));
-  }
-  if (!res->keep) isv_request_free(r);
-}
+typedef cf_result result;
 
 static const float x3[] = {1, 2.5f, -3};
 
 /* Submit x (n elements, with a batch dimension of `batch` rows when batch > 0). */
 static isv_request *submit_x(fixture *f, const char *name, const float *x, int64_t n,
                              int64_t batch, unsigned protocol, result *res) {
-  isv_request *r = isv__request_new(&f->core);
-  assert_non_null(r);
-  r->model_name = name;
+  isv_request *r = cf_request(f, name, x, batch > 0 ? batch * n : n, batch);
   r->protocol = (uint8_t)protocol;
-  int64_t shape[] = {batch, n};
-  if (batch > 0)
-    assert_int_equal(isv_request_add_input(r, "x", ISV_FP32, shape, 2, x,
-                                           (size_t)(batch * n) * sizeof(float), ISV_TRANSIENT),
-                     0);
-  else
-    assert_int_equal(isv_request_add_input(r, "x", ISV_FP32, &n, 1, x, (size_t)n * sizeof(float),
-                                           ISV_TRANSIENT),
-                     0);
-  isv__core_submit(&f->core, r, on_done, res);
-  return r;
+  return cf_submit(f, r, res);
 }
 
 static isv_request *submit(fixture *f, const char *name, result *res) {
@@ -412,7 +350,7 @@ static void inflight_count_and_the_idle_hook_when_closing(void **state) {
   assert_int_equal(idle_calls, 0);
 
   result r1 = {0}, r2 = {0};
-  r1.sequence = r2.sequence = &sequence;
+  r1.order = r2.order = &sequence;
   isv_request *q1 = submit(f, "deferred", &r1);
   isv_request *q2 = submit(f, "deferred", &r2);
   assert_int_equal(f->core.inflight, 2);
@@ -428,7 +366,7 @@ static void inflight_count_and_the_idle_hook_when_closing(void **state) {
   assert_int_equal(f->core.inflight, 0);
   assert_int_equal(idle_calls, 1);
   assert_int_equal(idle_inflight, 0);
-  assert_true(r2.seq_no < r1.seq_no && r1.seq_no < idle_seq); /* after the last callback */
+  assert_true(r2.order_no < r1.order_no && r1.order_no < idle_seq); /* after the last callback */
   assert_false(uv_loop_alive(&f->loop));
   idle_sequence = NULL;
   f->core.on_idle = NULL;
@@ -461,7 +399,7 @@ static void the_cancellation_flag_reaches_a_pool_backend(void **state) {
   assert_int_equal(ctl.cancelled_before, 0);
   assert_int_equal(isv_request_cancelled(r), 0);
   /* what a front end does on the loop thread when the client goes away */
-  atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
+  isv__core_cancel(r);
   assert_int_equal(isv_request_cancelled(r), 1);
   uv_sem_post(&ctl.go);
   uv_run(&f->loop, UV_RUN_DEFAULT);
@@ -482,16 +420,22 @@ static void the_cancellation_flag_reaches_a_pool_backend(void **state) {
   expect_twice_x3(&ok);
 }
 
-/* UV_THREADPOOL_SIZE is 1 in this binary (main): a pool request queued behind a running one
- * can still be taken off the queue, and then fails without its backend running. */
-static void a_pool_request_cancelled_before_it_ran(void **state) {
+/* "watch" has one instance: a second request waits in its queue behind the running one; once
+ * cancelled it leaves the queue and fails at once, without its backend running. */
+static void a_queued_request_cancelled_never_runs(void **state) {
   fixture *f = *state;
   isv_model *m = model(f, "watch");
   result first = {0}, second = {0};
   submit(f, "watch", &first);
-  uv_sem_wait(&ctl.started); /* the only pool thread is busy */
+  uv_sem_wait(&ctl.started); /* the only instance is busy */
   isv_request *r2 = submit(f, "watch", &second);
-  assert_int_equal(uv_cancel((uv_req_t *)&r2->work), 0);
+  second.keep = 1;
+  assert_int_equal(m->sched.queued, 1);
+  assert_int_equal(isv_request_cancel(r2), 0);
+  assert_int_equal(second.calls, 1); /* at once */
+  assert_int_equal(m->sched.queued, 0);
+  assert_int_equal(isv_request_cancel(r2), ISV_ESTATE); /* finished */
+  isv_request_free(r2);
   uv_sem_post(&ctl.go);
   uv_run(&f->loop, UV_RUN_DEFAULT);
   expect_twice_x3(&first);
@@ -544,7 +488,7 @@ static void statistics_per_protocol_label(void **state) {
   r->model_name = "inline";
   r->protocol = (uint8_t)grpc;
   result b = {0};
-  isv__core_submit(&f->core, r, on_done, &b);
+  isv__core_submit(&f->core, r, cf_on_done, &b);
   assert_int_equal(b.status, ISV_EBADREQ);
   assert_int_equal(m->stats.failure[grpc], 1);
   assert_int_equal(m->stats.success[grpc], 0);
@@ -608,9 +552,382 @@ static void the_batch_histogram_counts_rows(void **state) {
   assert_int_equal(m->stats.success[0], 3);
 }
 
+
+/* ---- instances, queue, limits ------------------------------------------------------------ */
+
+/* Blocks on its own semaphore until the test lets it go, noting its instance. */
+static struct {
+  uv_sem_t go, started;
+  atomic_int running, max_running, calls;
+  unsigned instance[16];
+  isv_request *held[16];
+  atomic_int n_held;
+} gate;
+
+static int be_gated(isv_request *r, void *u) {
+  (void)u;
+  int now = atomic_fetch_add(&gate.running, 1) + 1;
+  int max = atomic_load(&gate.max_running);
+  while (now > max && !atomic_compare_exchange_weak(&gate.max_running, &max, now)) {
+  }
+  int k = atomic_fetch_add(&gate.calls, 1);
+  if (k < 16) gate.instance[k] = isv_request_instance(r);
+  uv_sem_post(&gate.started);
+  uv_sem_wait(&gate.go);
+  atomic_fetch_sub(&gate.running, 1);
+  return cf_scale(r, 2);
+}
+
+/* Holds the request for the test to complete (loop thread, ASYNC mode). */
+static int be_hold(isv_request *r, void *u) {
+  (void)u;
+  int k = atomic_fetch_add(&gate.n_held, 1);
+  if (k < 16) gate.held[k] = r;
+  gate.instance[k & 15] = isv_request_instance(r);
+  return 0;
+}
+
+static int setup2(void **state) {
+  memset(&gate, 0, sizeof gate);
+  uv_sem_init(&gate.go, 0);
+  uv_sem_init(&gate.started, 0);
+  isv_options o;
+  isv__options_defaults(&o);
+  o.max_inflight = 4;
+  cf_world *w = cf_world_new(&o);
+  cf_model two = {.name = "two", .infer = be_gated, .mode = ISV_EXEC_POOL, .instances = 2};
+  cf_add(w, &two);
+  cf_model hold = {.name = "hold", .infer = be_hold, .mode = ISV_EXEC_ASYNC, .max_queue = 2};
+  cf_add(w, &hold);
+  cf_model dl = {.name = "deadline", .infer = be_hold, .mode = ISV_EXEC_ASYNC,
+                 .default_timeout_us = 3000};
+  cf_add(w, &dl);
+  *state = w;
+  return 0;
+}
+
+static int teardown2(void **state) {
+  cf_world_free(*state);
+  uv_sem_destroy(&gate.go);
+  uv_sem_destroy(&gate.started);
+  return 0;
+}
+
+static void two_instances_run_two_at_once_the_third_waits(void **state) {
+  cf_world *w = *state;
+  isv_model *m = cf_find(w, "two");
+  float x = 1;
+  cf_result r[3] = {{0}};
+  for (int i = 0; i < 3; i++) cf_submit(w, cf_request(w, "two", &x, 1, 0), &r[i]);
+  uv_sem_wait(&gate.started);
+  uv_sem_wait(&gate.started);
+  assert_int_equal(m->sched.busy, 2);
+  assert_int_equal(m->sched.queued, 1);
+  assert_int_not_equal(gate.instance[0], gate.instance[1]);
+  for (int i = 0; i < 3; i++) uv_sem_post(&gate.go);
+  for (int i = 0; i < 3; i++) cf_wait(w, &r[i], 1);
+  for (int i = 0; i < 3; i++) assert_true(r[i].status == 0 && r[i].y[0] == 2);
+  assert_int_equal(atomic_load(&gate.max_running), 2); /* never three */
+  assert_int_equal(gate.calls, 3);
+  assert_true(gate.instance[2] < 2);
+  assert_int_equal(m->stats.exec_count, 3);
+}
+
+static void one_instance_runs_its_queue_in_order(void **state) {
+  cf_world *w = *state;
+  isv_model *m = cf_find(w, "hold");
+  float x[3] = {1, 2, 3};
+  cf_result r[3] = {{0}};
+  int order = 0;
+  for (int i = 0; i < 3; i++) {
+    r[i].order = &order;
+    cf_submit(w, cf_request(w, "hold", &x[i], 1, 0), &r[i]);
+  }
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(gate.n_held, i + 1); /* the next starts only when the last completed */
+    assert_int_equal(m->sched.queued, (size_t)(2 - i));
+    assert_int_equal(cf_scale(gate.held[i], 1), 0);
+    assert_int_equal(r[i].order_no, i + 1);
+    assert_true(r[i].y[0] == x[i]);
+  }
+}
+
+static void a_full_queue_refuses_with_503(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result r[4] = {{0}};
+  for (int i = 0; i < 4; i++) cf_submit(w, cf_request(w, "hold", &x, 1, 0), &r[i]);
+  /* one runs, two wait (max_queue 2), the fourth is refused */
+  assert_int_equal(r[3].calls, 1);
+  assert_int_equal(r[3].status, ISV_EUNAVAIL);
+  assert_string_equal(r[3].msg, "model 'hold' version '1' has 2 requests waiting, its queue "
+                                "limit: retry later");
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(r[i].calls, 0);
+    cf_scale(gate.held[i], 1);
+    assert_int_equal(r[i].status, 0);
+  }
+}
+
+static void the_in_flight_limit_refuses_with_503(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result r[4] = {{0}}, over = {0};
+  for (int i = 0; i < 3; i++) cf_submit(w, cf_request(w, "hold", &x, 1, 0), &r[i]);
+  cf_submit(w, cf_request(w, "two", &x, 1, 0), &r[3]);
+  assert_int_equal(w->core.inflight, 4); /* the limit (setup2) */
+  cf_submit(w, cf_request(w, "two", &x, 1, 0), &over);
+  assert_int_equal(over.calls, 1);
+  assert_int_equal(over.status, ISV_EUNAVAIL);
+  assert_string_equal(over.msg, "the server has 4 requests in flight, its limit: retry later");
+  assert_int_equal(cf_find(w, "two")->stats.failure[0], 1); /* counted against its model */
+  uv_sem_wait(&gate.started);
+  uv_sem_post(&gate.go);
+  cf_wait(w, &r[3], 1);
+  for (int i = 0; i < 3; i++) cf_scale(gate.held[i], 1);
+  for (int i = 0; i < 4; i++) assert_int_equal(r[i].status, 0);
+}
+
+/* ---- deadlines --------------------------------------------------------------------------- */
+
+static void a_request_past_its_deadline_in_the_queue_never_runs(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result first = {0}, late = {0};
+  cf_submit(w, cf_request(w, "hold", &x, 1, 0), &first); /* takes the one instance */
+  isv_request *r = cf_request(w, "hold", &x, 1, 0);
+  cf_param_i64(r, "timeout", 2000); /* µs */
+  cf_submit(w, r, &late);
+  cf_wait(w, &late, 1);
+  assert_int_equal(late.status, ISV_ETIMEDOUT);
+  assert_string_equal(late.msg, "request to model 'hold' passed its deadline while it waited");
+  assert_int_equal(gate.n_held, 1); /* it never ran */
+  assert_int_equal(cf_find(w, "hold")->sched.queued, 0);
+  cf_scale(gate.held[0], 1);
+  assert_int_equal(first.status, 0);
+}
+
+static void a_running_request_past_its_deadline_is_cancelled_then_504(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result res = {0};
+  cf_submit(w, cf_request(w, "deadline", &x, 1, 0), &res); /* the model's 3 ms default */
+  isv_request *r = gate.held[0];
+  assert_false(isv_request_cancelled(r));
+  for (int i = 0; i < 1000 && !isv_request_cancelled(r); i++) cf_run_for(w, 1);
+  assert_true(isv_request_cancelled(r));
+  assert_int_equal(res.calls, 0); /* it waits for its backend */
+  assert_int_equal(cf_scale(r, 1), 0); /* a success, too late */
+  assert_int_equal(res.status, ISV_ETIMEDOUT);
+  assert_string_equal(res.msg, "request to model 'deadline' passed its deadline while it ran");
+  assert_int_equal(res.n, 0);
+}
+
+static void the_earliest_deadline_wins_and_bad_timeouts_are_400(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result a = {0}, b = {0}, c = {0};
+  /* a front end's deadline (gRPC's) earlier than the model's default */
+  isv_request *r = cf_request(w, "hold", &x, 1, 0);
+  r->timeout_us = 1000;
+  cf_submit(w, r, &a);
+  for (int i = 0; i < 1000 && !isv_request_cancelled(gate.held[0]); i++) cf_run_for(w, 1);
+  assert_true(isv_request_cancelled(gate.held[0]));
+  cf_scale(gate.held[0], 1);
+  assert_int_equal(a.status, ISV_ETIMEDOUT);
+  r = cf_request(w, "hold", &x, 1, 0);
+  cf_param_i64(r, "timeout", -5);
+  cf_submit(w, r, &b);
+  assert_int_equal(b.status, ISV_EBADREQ);
+  assert_string_equal(b.msg, "parameter 'timeout' must be a non-negative integer (microseconds)");
+  r = cf_request(w, "hold", &x, 1, 0);
+  cf_param_str(r, "timeout", "100");
+  cf_submit(w, r, &c);
+  assert_int_equal(c.status, ISV_EBADREQ);
+  assert_int_equal(gate.n_held, 1);
+}
+
+/* ---- cancellation and the drain ---------------------------------------------------------- */
+
+static void cancelling_a_running_request_marks_it_only(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result res = {0};
+  res.keep = 1;
+  isv_request *r = cf_submit(w, cf_request(w, "hold", &x, 1, 0), &res);
+  assert_int_equal(isv_request_cancel(r), 0);
+  assert_true(isv_request_cancelled(gate.held[0]));
+  assert_int_equal(res.calls, 0);
+  assert_int_equal(isv_request_complete(r, ISV_ECANCELED, "stopped"), 0);
+  assert_int_equal(res.status, ISV_ECANCELED);
+  assert_int_equal(isv_request_cancel(r), ISV_ESTATE);
+  isv_request_free(r);
+  isv_request *fresh = isv__request_new(&w->core);
+  assert_int_equal(isv_request_cancel(fresh), ISV_ESTATE); /* never submitted */
+  assert_int_equal(isv_request_cancel(NULL), ISV_EINVAL);
+  isv_request_free(fresh);
+}
+
+static int idle_hits;
+static void count_idle(isv__core *c) {
+  (void)c;
+  idle_hits++;
+}
+
+static void the_drain_deadline_answers_the_queue_and_cancels_the_running(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result run = {0}, q1 = {0}, q2 = {0};
+  cf_submit(w, cf_request(w, "hold", &x, 1, 0), &run);
+  cf_submit(w, cf_request(w, "hold", &x, 1, 0), &q1);
+  cf_submit(w, cf_request(w, "hold", &x, 1, 0), &q2);
+  idle_hits = 0;
+  w->core.on_idle = count_idle;
+  isv__core_begin_close(&w->core, 2);
+  assert_true(w->core.closing);
+  cf_wait(w, &q2, 1);
+  assert_int_equal(q1.status, ISV_EUNAVAIL);
+  assert_string_equal(q1.msg, "the server closed before the request ran");
+  assert_int_equal(q2.status, ISV_EUNAVAIL);
+  assert_true(isv_request_cancelled(gate.held[0]));
+  assert_int_equal(gate.n_held, 1); /* nothing new started */
+  assert_int_equal(idle_hits, 0);
+  cf_scale(gate.held[0], 1); /* the running one still answers */
+  assert_int_equal(run.status, 0);
+  assert_int_equal(idle_hits, 1);
+  w->core.on_idle = NULL;
+}
+
+static void queued_work_runs_during_the_drain(void **state) {
+  cf_world *w = *state;
+  float x = 1;
+  cf_result a = {0}, b = {0};
+  cf_submit(w, cf_request(w, "hold", &x, 1, 0), &a);
+  cf_submit(w, cf_request(w, "hold", &x, 1, 0), &b);
+  isv__core_begin_close(&w->core, 0); /* no deadline */
+  cf_scale(gate.held[0], 1);
+  assert_int_equal(gate.n_held, 2); /* the queued one still starts */
+  cf_scale(gate.held[1], 1);
+  assert_true(a.status == 0 && b.status == 0);
+}
+
+/* ---- decoupled responses ----------------------------------------------------------------- */
+
+static struct {
+  cf_result resp[8];
+  int n;
+  int order;
+} dec;
+
+static void on_response(isv_request *r, int status, void *data) {
+  (void)data;
+  if (dec.n < 8) {
+    dec.resp[dec.n].order = &dec.order;
+    cf_on_done(r, status, &dec.resp[dec.n]); /* frees r */
+  } else {
+    isv_request_free(r);
+  }
+  dec.n++;
+}
+
+/* Three responses (y = x, 2x, 3x) from a thread of its own, then completes with y = 10x. */
+static void stream_main(void *arg) {
+  isv_request *r = arg;
+  const isv_tensor *x = isv_request_input(r, "x");
+  for (int k = 1; k <= 4; k++) {
+    float *y;
+    if (isv_request_output(r, "y", ISV_FP32, isv_tensor_shape(x, NULL), 1, (void **)&y) != 0)
+      break;
+    *y = *(const float *)isv_tensor_data(x) * (k == 4 ? 10 : (float)k);
+    if (k < 4) isv_request_send_response(r);
+  }
+  isv_request_complete(r, 0, NULL);
+}
+
+static uv_thread_t stream_thread;
+static int be_stream(isv_request *r, void *u) {
+  (void)u;
+  return uv_thread_create(&stream_thread, stream_main, r) == 0 ? 0 : ISV_EINTERNAL;
+}
+
+static int setup3(void **state) {
+  memset(&dec, 0, sizeof dec);
+  cf_world *w = cf_world_new(NULL);
+  cf_model m = {.name = "stream", .infer = be_stream, .mode = ISV_EXEC_ASYNC, .decoupled = 1};
+  cf_add(w, &m);
+  cf_model plain = {.name = "plain", .infer = be_hold, .mode = ISV_EXEC_ASYNC};
+  cf_add(w, &plain);
+  memset(&gate, 0, sizeof gate);
+  *state = w;
+  return 0;
+}
+
+static void a_decoupled_model_streams_its_responses_in_order(void **state) {
+  cf_world *w = *state;
+  float x = 2;
+  cf_result done = {0};
+  done.order = &dec.order;
+  isv_request *r = cf_request(w, "stream", &x, 1, 0);
+  assert_int_equal(isv_request_set_response_cb(r, on_response, NULL), 0);
+  cf_submit(w, r, &done);
+  cf_wait(w, &done, 1);
+  uv_thread_join(&stream_thread);
+  assert_int_equal(dec.n, 3);
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(dec.resp[k].status, 0);
+    assert_int_equal(dec.resp[k].order_no, k + 1); /* in order, all before the final */
+    assert_true(dec.resp[k].y[0] == 2.0f * (float)(k + 1));
+  }
+  assert_int_equal(done.order_no, 4);
+  assert_int_equal(done.status, 0);
+  assert_true(done.n == 1 && done.y[0] == 20);
+}
+
+static void a_decoupled_model_needs_a_streaming_client(void **state) {
+  cf_world *w = *state;
+  float x = 2;
+  cf_result res = {0};
+  cf_submit(w, cf_request(w, "stream", &x, 1, 0), &res);
+  assert_int_equal(res.status, ISV_EBADREQ);
+  assert_string_equal(res.msg, "model 'stream' is decoupled (it streams any number of "
+                               "responses): this endpoint answers once, use a streaming one");
+  /* and a model that is not decoupled sends no response before completing */
+  cf_result p = {0};
+  cf_submit(w, cf_request(w, "plain", &x, 1, 0), &p);
+  assert_int_equal(isv_request_send_response(gate.held[0]), ISV_ESTATE);
+  cf_scale(gate.held[0], 1);
+  assert_int_equal(p.status, 0);
+}
+
+static isv_request *kept[8];
+static int n_kept;
+static void keep_response(isv_request *r, int status, void *data) {
+  (void)status;
+  (void)data;
+  if (n_kept < 8) kept[n_kept++] = r;
+}
+
+static void a_response_outlives_the_request_that_sent_it(void **state) {
+  cf_world *w = *state;
+  float x = 3;
+  cf_result done = {0};
+  n_kept = 0;
+  isv_request *r = cf_request(w, "stream", &x, 1, 0);
+  isv_request_set_response_cb(r, keep_response, NULL);
+  cf_submit(w, r, &done); /* cf_on_done frees the request while its responses are kept */
+  cf_wait(w, &done, 1);
+  uv_thread_join(&stream_thread);
+  assert_int_equal(n_kept, 3);
+  for (int k = 0; k < 3; k++) {
+    const isv_tensor *y = isv_request_output_tensor(kept[k], "y");
+    assert_non_null(y);
+    assert_true(*(const float *)isv_tensor_data(y) == 3.0f * (float)(k + 1));
+    assert_string_equal(isv_request_model_name(kept[k]), "stream");
+    isv_request_free(kept[k]); /* the last one frees the request (LeakSanitizer checks) */
+  }
+}
+
 int main(void) {
-  /* one pool thread: a_pool_request_cancelled_before_it_ran needs a request left queued */
-  setenv("UV_THREADPOOL_SIZE", "1", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(inline_pool_and_other_thread_give_the_same_result, setup,
                                       teardown),
@@ -631,9 +948,31 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(the_cancellation_flag_reaches_a_pool_backend, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(a_pool_request_cancelled_before_it_ran, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_queued_request_cancelled_never_runs, setup, teardown),
       cmocka_unit_test_setup_teardown(statistics_per_protocol_label, setup, teardown),
       cmocka_unit_test_setup_teardown(the_batch_histogram_counts_rows, setup, teardown),
+      cmocka_unit_test_setup_teardown(two_instances_run_two_at_once_the_third_waits, setup2,
+                                      teardown2),
+      cmocka_unit_test_setup_teardown(one_instance_runs_its_queue_in_order, setup2, teardown2),
+      cmocka_unit_test_setup_teardown(a_full_queue_refuses_with_503, setup2, teardown2),
+      cmocka_unit_test_setup_teardown(the_in_flight_limit_refuses_with_503, setup2, teardown2),
+      cmocka_unit_test_setup_teardown(a_request_past_its_deadline_in_the_queue_never_runs, setup2,
+                                      teardown2),
+      cmocka_unit_test_setup_teardown(a_running_request_past_its_deadline_is_cancelled_then_504,
+                                      setup2, teardown2),
+      cmocka_unit_test_setup_teardown(the_earliest_deadline_wins_and_bad_timeouts_are_400,
+                                      setup2, teardown2),
+      cmocka_unit_test_setup_teardown(cancelling_a_running_request_marks_it_only, setup2,
+                                      teardown2),
+      cmocka_unit_test_setup_teardown(the_drain_deadline_answers_the_queue_and_cancels_the_running,
+                                      setup2, teardown2),
+      cmocka_unit_test_setup_teardown(queued_work_runs_during_the_drain, setup2, teardown2),
+      cmocka_unit_test_setup_teardown(a_decoupled_model_streams_its_responses_in_order, setup3,
+                                      teardown2),
+      cmocka_unit_test_setup_teardown(a_decoupled_model_needs_a_streaming_client, setup3,
+                                      teardown2),
+      cmocka_unit_test_setup_teardown(a_response_outlives_the_request_that_sent_it, setup3,
+                                      teardown2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

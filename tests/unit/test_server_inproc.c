@@ -78,7 +78,7 @@ static void add(world *w, const char *name, int (*fn)(isv_request *, void *), vo
   isv_model_config_set_exec_mode(c, mode);
   const char *labels[] = {"a", "b", "c"};
   isv_model_config_set_labels(c, labels, 3);
-  isv_backend be = {sizeof be, fn, count_destroy};
+  isv_backend be = {.struct_size = sizeof be, .infer = fn, .destroy = count_destroy};
   assert_int_equal(isv_server_add_model(w->srv, c, "1", &be, user ? user : w, NULL), 0);
   isv_model_config_free(c);
 }

@@ -321,7 +321,7 @@ static int setup(void **state) {
   isv_model_config_add_output(c, "Y", ISV_FP32, four, 1);
   isv_model_config_set_max_batch(c, 8);
   isv_model_config_set_platform(c, "plat");
-  isv_backend be = {sizeof be, add_version, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = add_version};
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
   assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &add_v2), 0);
   isv_model_config_free(c);

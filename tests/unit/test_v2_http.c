@@ -160,7 +160,7 @@ static int setup(void **state) {
   isv_model_config_add_output(c, "N", ISV_INT64, NULL, 0); /* a scalar per batch entry */
   isv_model_config_set_max_batch(c, 8);
   isv_model_config_set_platform(c, "onnxruntime_onnx");
-  isv_backend be = {sizeof be, add_one, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = add_one};
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, &add_v1), 0);
   assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &add_v2), 0);
   isv_model_config_free(c);

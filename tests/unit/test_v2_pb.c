@@ -954,7 +954,7 @@ static void model_metadata(void **state) {
   isv_model_config_add_output(c, "OUT", ISV_BYTES, s_out, 2);
   isv_model_config_set_max_batch(c, 8);
   isv_model_config_set_platform(c, "plat");
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   isv_model *m1, *m2;
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, &m1), 0);
   assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &m2), 0);

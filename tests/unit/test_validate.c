@@ -23,7 +23,7 @@ typedef struct fixture {
 } fixture;
 
 static isv_model *reg(fixture *f, isv_model_config *c) {
-  isv_backend be = {sizeof be, noop, NULL};
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
   isv_model *m;
   assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, NULL, &m), 0);
   isv_model_config_free(c);
@@ -361,7 +361,7 @@ static void produce(isv_request *r, const char *which) {
 }
 
 static void expect_outputs(isv_request *r, const char *names) {
-  assert_int_equal(isv__request_postprocess(r), 0);
+  assert_int_equal(isv__request_postprocess(r, 0), 0);
   assert_int_equal(r->status, 0);
   assert_int_equal(isv_request_output_count(r), strlen(names));
   for (size_t i = 0; names[i]; i++) {
@@ -418,13 +418,13 @@ static void a_requested_output_not_produced_is_the_backends_fault(void **state) 
   isv_request_add_output(r, "Q", 0);
   isv_request_add_output(r, "P", 0);
   produce(r, "Q");
-  assert_int_equal(isv__request_postprocess(r), ISV_EBACKEND);
+  assert_int_equal(isv__request_postprocess(r, 0), ISV_EBACKEND);
   assert_int_equal(r->status, ISV_EBACKEND);
   assert_string_equal(r->errmsg, "model 'nb' did not produce output 'P'");
   isv_request_free(r);
   r = req(f, f->nb);
   isv_request_add_output(r, "P", 0);
-  assert_int_equal(isv__request_postprocess(r), ISV_EBACKEND);
+  assert_int_equal(isv__request_postprocess(r, 0), ISV_EBACKEND);
   assert_string_equal(r->errmsg, "model 'nb' did not produce output 'P'");
   isv_request_free(r);
 }
@@ -437,7 +437,7 @@ static void requested_flags_and_classification_are_applied(void **state) {
   r->req_outputs[0].flags = 0x5; /* a front end's private bits reach the output tensor */
   r->req_outputs[1].flags = 0x2;
   produce(r, "PQ");
-  assert_int_equal(isv__request_postprocess(r), 0);
+  assert_int_equal(isv__request_postprocess(r, 0), 0);
   assert_int_equal(isv_request_output_count(r), 2);
   const isv_tensor *q = isv_request_output_at(r, 0), *p = isv_request_output_at(r, 1);
   assert_string_equal(isv_tensor_name(q), "Q");

@@ -1,0 +1,80 @@
+#include "core/pool.h"
+
+#include <stdlib.h>
+
+#include "inferserve.h"
+
+int isv__pool_init(isv__pool *p, unsigned max_threads) {
+  p->head = p->tail = NULL;
+  p->n_threads = p->idle = p->n_queued = 0;
+  p->max_threads = max_threads ? max_threads : 1;
+  p->stopping = 0;
+  p->threads = calloc(p->max_threads, sizeof *p->threads);
+  if (p->threads == NULL) return ISV_ENOMEM;
+  if (uv_mutex_init(&p->mu) != 0) goto fail;
+  if (uv_cond_init(&p->wake) != 0) {
+    uv_mutex_destroy(&p->mu);
+    goto fail;
+  }
+  return 0;
+fail:
+  free(p->threads);
+  p->threads = NULL;
+  return ISV_ENOMEM;
+}
+
+static void worker(void *arg) {
+  isv__pool *p = arg;
+  uv_mutex_lock(&p->mu);
+  for (;;) {
+    while (p->head == NULL && !p->stopping) {
+      p->idle++;
+      uv_cond_wait(&p->wake, &p->mu);
+      p->idle--;
+    }
+    isv__pool_job *j = p->head;
+    if (j == NULL) break; /* stopping, and nothing left to run */
+    p->head = j->next;
+    if (p->head == NULL) p->tail = NULL;
+    p->n_queued--;
+    uv_mutex_unlock(&p->mu);
+    j->run(j);
+    uv_mutex_lock(&p->mu);
+  }
+  uv_mutex_unlock(&p->mu);
+}
+
+int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
+  job->next = NULL;
+  uv_mutex_lock(&p->mu);
+  /* One idle thread per queued job: a new thread only when every idle one is already spoken
+   * for (the queue is as long as the idle count). */
+  if (p->n_queued >= p->idle && p->n_threads < p->max_threads &&
+      uv_thread_create(&p->threads[p->n_threads], worker, p) == 0)
+    p->n_threads++;
+  if (p->n_threads == 0) {
+    uv_mutex_unlock(&p->mu);
+    return ISV_ENOMEM;
+  }
+  if (p->tail) p->tail->next = job;
+  else p->head = job;
+  p->tail = job;
+  p->n_queued++;
+  uv_cond_signal(&p->wake);
+  uv_mutex_unlock(&p->mu);
+  return 0;
+}
+
+void isv__pool_destroy(isv__pool *p) {
+  if (p->threads == NULL) return;
+  uv_mutex_lock(&p->mu);
+  p->stopping = 1;
+  uv_cond_broadcast(&p->wake);
+  uv_mutex_unlock(&p->mu);
+  for (unsigned i = 0; i < p->n_threads; i++) uv_thread_join(&p->threads[i]);
+  uv_cond_destroy(&p->wake);
+  uv_mutex_destroy(&p->mu);
+  free(p->threads);
+  p->threads = NULL;
+  p->n_threads = 0;
+}

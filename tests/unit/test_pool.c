@@ -1,0 +1,152 @@
+/* core/pool.c: no thread before the first job; threads started only as jobs need them, up to
+ * the maximum; every job runs once, in FIFO order on a single thread; jobs queued behind busy
+ * threads run when those free up; destroy runs what is queued, then joins. */
+#include "cmocka_prelude.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/pool.h"
+
+typedef struct tjob {
+  isv__pool_job job;
+  int id;
+  uv_sem_t *gate;    /* wait on it before finishing, when set */
+  uv_sem_t *started; /* posted when it starts, when set */
+} tjob;
+
+static atomic_int ran;
+static int order[64];
+static atomic_int order_n;
+static uv_thread_t threads_seen[8];
+static atomic_int n_threads_seen;
+static uv_mutex_t seen_mu;
+
+static void note_thread(void) {
+  uv_thread_t self = uv_thread_self();
+  uv_mutex_lock(&seen_mu);
+  int n = atomic_load(&n_threads_seen);
+  for (int i = 0; i < n; i++)
+    if (uv_thread_equal(&threads_seen[i], &self)) {
+      uv_mutex_unlock(&seen_mu);
+      return;
+    }
+  if (n < 8) threads_seen[n] = self;
+  atomic_store(&n_threads_seen, n + 1);
+  uv_mutex_unlock(&seen_mu);
+}
+
+static void run(isv__pool_job *j) {
+  tjob *t = (tjob *)j;
+  note_thread();
+  if (t->started) uv_sem_post(t->started);
+  if (t->gate) uv_sem_wait(t->gate);
+  order[atomic_fetch_add(&order_n, 1)] = t->id;
+  atomic_fetch_add(&ran, 1);
+}
+
+/* The pool's counters, read under its lock (the workers change them). */
+static unsigned threads_of(isv__pool *p) {
+  uv_mutex_lock(&p->mu);
+  unsigned n = p->n_threads;
+  uv_mutex_unlock(&p->mu);
+  return n;
+}
+static unsigned idle_of(isv__pool *p) {
+  uv_mutex_lock(&p->mu);
+  unsigned n = p->idle;
+  uv_mutex_unlock(&p->mu);
+  return n;
+}
+
+static int setup(void **state) {
+  (void)state;
+  atomic_store(&ran, 0);
+  atomic_store(&order_n, 0);
+  atomic_store(&n_threads_seen, 0);
+  memset(order, 0, sizeof order);
+  return uv_mutex_init(&seen_mu);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  uv_mutex_destroy(&seen_mu);
+  return 0;
+}
+
+static void one_thread_runs_jobs_in_order(void **state) {
+  (void)state;
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, 1), 0);
+  assert_int_equal(p.n_threads, 0); /* none until needed (no thread yet to race with) */
+  uv_sem_t gate;
+  uv_sem_init(&gate, 0);
+  tjob jobs[10];
+  for (int i = 0; i < 10; i++) {
+    jobs[i] = (tjob){{NULL, run}, i, i == 0 ? &gate : NULL, NULL};
+    assert_int_equal(isv__pool_submit(&p, &jobs[i].job), 0);
+  }
+  assert_int_equal(threads_of(&p), 1); /* never more than the maximum */
+  uv_sem_post(&gate);
+  isv__pool_destroy(&p); /* runs what is queued, then joins */
+  assert_int_equal(atomic_load(&ran), 10);
+  for (int i = 0; i < 10; i++) assert_int_equal(order[i], i);
+  assert_int_equal(atomic_load(&n_threads_seen), 1);
+  uv_sem_destroy(&gate);
+}
+
+static void threads_start_only_as_jobs_need_them(void **state) {
+  (void)state;
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, 4), 0);
+  uv_sem_t gate, started;
+  uv_sem_init(&gate, 0);
+  uv_sem_init(&started, 0);
+  tjob a = {{NULL, run}, 1, NULL, &started};
+  assert_int_equal(isv__pool_submit(&p, &a.job), 0);
+  uv_sem_wait(&started);
+  /* a is done, its thread idle again (or about to be): waiting lets it park */
+  while (atomic_load(&ran) < 1) uv_sleep(1);
+  for (int i = 0; i < 2000 && idle_of(&p) < 1; i++) uv_sleep(1);
+  tjob b = {{NULL, run}, 2, NULL, NULL};
+  assert_int_equal(isv__pool_submit(&p, &b.job), 0);
+  assert_int_equal(threads_of(&p), 1); /* the idle thread took it */
+  /* three jobs that block at once need three threads */
+  tjob blocked[3];
+  for (int i = 0; i < 3; i++) {
+    blocked[i] = (tjob){{NULL, run}, 10 + i, &gate, &started};
+    assert_int_equal(isv__pool_submit(&p, &blocked[i].job), 0);
+  }
+  for (int i = 0; i < 3; i++) uv_sem_wait(&started);
+  assert_true(threads_of(&p) >= 3 && threads_of(&p) <= 4);
+  /* at the maximum, more jobs wait for a thread */
+  tjob more[3];
+  for (int i = 0; i < 3; i++) {
+    more[i] = (tjob){{NULL, run}, 20 + i, NULL, NULL};
+    assert_int_equal(isv__pool_submit(&p, &more[i].job), 0);
+  }
+  assert_int_equal(threads_of(&p), 4);
+  for (int i = 0; i < 3; i++) uv_sem_post(&gate);
+  isv__pool_destroy(&p);
+  assert_int_equal(atomic_load(&ran), 8);
+  uv_sem_destroy(&gate);
+  uv_sem_destroy(&started);
+}
+
+static void destroy_without_jobs_is_fine(void **state) {
+  (void)state;
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, 3), 0);
+  isv__pool_destroy(&p);
+  isv__pool_destroy(&p); /* twice: nothing */
+  assert_int_equal(p.n_threads, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(one_thread_runs_jobs_in_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(threads_start_only_as_jobs_need_them, setup, teardown),
+      cmocka_unit_test_setup_teardown(destroy_without_jobs_is_fine, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
