@@ -365,7 +365,7 @@ static int half_plus_three_infer(isv_request *req, void *user) {
 
 #define SLOW_MAX_MS 60000
 
-static int slow_infer(isv_request *req, void *user) {
+int demo_slow_infer(isv_request *req, void *user) {
   (void)user;
   const isv_tensor *in = input_or_fail(req, "INPUT0", ISV_INT32);
   if (in == NULL)
@@ -545,12 +545,13 @@ int demo_zoo_register(isv_server *srv) {
 
   /* eight instances: slow requests run side by side (on the demo's 8 worker threads) */
   TRY(add_simple_model_n(srv, "slow", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL, 8,
-                         slow_infer, NULL));
+                         demo_slow_infer, NULL));
   TRY(add_simple_model(srv, "failing", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        failing_infer, NULL));
   TRY(add_simple_model(srv, "params_echo", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        params_echo_infer, NULL));
   TRY(add_simple_model(srv, "loading", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        copy_infer, NULL));
-  return isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING);
+  TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
+  return demo_zoo_register_scheduling(srv);
 }

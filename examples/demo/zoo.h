@@ -10,6 +10,16 @@
  *   slow                sleeps INPUT0 ms on the thread pool, echoes it
  *   failing             always fails with ISV_EBACKEND
  *   loading             registered in state LOADING
+ * The scheduler's (zoo_sched.c):
+ *   batched             INPUT0 FP32 [-1,4] -> OUTPUT0 = 2 x INPUT0, OUTPUT1 INT32 [-1,1] = the
+ *                       rows of the execution that served it (dynamic batching: max batch 32,
+ *                       2 ms, worker threads)
+ *   accumulate          stateful (sequence batching, 2 instances): INPUT0 INT32 [1] -> OUTPUT0
+ *                       INT64 [1], the running sum of the sequence
+ *   repeat              decoupled: IN INT32 [-1] -> one response per element (OUT = IN[i], IDX =
+ *                       i), "delay_ms" parameter between them, then an empty completion
+ *   tokens              decoupled: text_input BYTES [1] -> one response per word (text_output)
+ *   queue1              like slow, one instance, one waiting request at most (503 beyond)
  */
 #ifndef INFERSERVE_DEMO_ZOO_H
 #define INFERSERVE_DEMO_ZOO_H
@@ -23,6 +33,10 @@ extern "C" {
 /* Register every model of the zoo on srv. 0, or the negative ISV_E* code of the first failure
  * (isv_server_last_error(srv) says more). */
 int demo_zoo_register(isv_server *srv);
+/* The scheduler's models (called by demo_zoo_register). */
+int demo_zoo_register_scheduling(isv_server *srv);
+/* slow's backend (zoo.c): sleeps INPUT0 ms on a worker thread, stops early when cancelled. */
+int demo_slow_infer(isv_request *req, void *user);
 
 #ifdef __cplusplus
 }

@@ -148,6 +148,22 @@ static void job_unlink(job *j) {
   g->inflight--;
 }
 
+static void release_response(void *p) { isv_request_free(p); }
+
+/* A decoupled model's response before its request completes (streaming methods only): one
+ * message, the response kept until it is written. */
+static void stream_response(isv_request *resp, int status, void *data) {
+  job *j = data;
+  gcall *g = j->g;
+  isv__parts parts;
+  if (g->cancelled || g->finished || status != 0 || g->m->encode(resp, &parts) != 0 ||
+      parts.n == 0) {
+    isv_request_free(resp);
+    return;
+  }
+  isv__grpc_send(g->call, parts.v, parts.n, release_response, resp);
+}
+
 static void infer_done(isv_request *r, int status, void *data) {
   job *j = data;
   gcall *g = j->g;
@@ -162,7 +178,8 @@ static void infer_done(isv_request *r, int status, void *data) {
   if (status == 0 && (status = m->encode(r, &parts)) != 0)
     isv__request_fail(r, status, "out of memory while encoding the response");
   if (status == 0) {
-    isv__grpc_send(g->call, parts.v, parts.n, job_free, j); /* tensors by reference */
+    if (parts.n) isv__grpc_send(g->call, parts.v, parts.n, job_free, j); /* by reference */
+    else job_free(j); /* nothing to say (a decoupled model's empty last response) */
     if (m->kind != ISV__RPC_BIDI_STREAM) gcall_finish(g, 0, NULL);
   } else if (m->kind == ISV__RPC_BIDI_STREAM && m->encode_error) {
     isv__buf b; /* the stream goes on: this request's error travels in-stream */
@@ -194,6 +211,10 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   j->msg = msg;
   r->protocol = (uint8_t)g->protocol;
   r->timeout_us = g->call->timeout_ms * 1000; /* grpc-timeout: the core's deadline too */
+  if (g->m->kind != ISV__RPC_UNARY) { /* streams carry a decoupled model's responses */
+    r->on_response = stream_response;
+    r->on_response_data = j;
+  }
   j->next = g->jobs;
   if (g->jobs) g->jobs->prev = j;
   g->jobs = j;

@@ -9,8 +9,8 @@
  *    metadata). A nonzero ISV_E* code ends the call with its gRPC status and u->err.
  *  - UNARY with decode/encode: one message → one inference request → its response message
  *    then OK, or the request's error status (ModelInfer).
- *  - SERVER_STREAM: one message → one request → each of its responses as a message, then OK.
- *    (The core produces one response per request today; streaming backends add more.)
+ *  - SERVER_STREAM: one message → one request → each of its responses as a message (a
+ *    decoupled model's, as the backend sends them), then OK.
  *  - BIDI_STREAM: every message is a request, answered in completion order; a failed one is
  *    answered in-stream with encode_error when the method has one (ModelStreamInfer), else it
  *    ends the call. The call ends OK once the client half-closed and every request answered.
@@ -57,7 +57,9 @@ typedef struct isv__grpc_method {
   /* Or these: a message into a request (model named in it; 0 or the ISV_E* code with r
    * failed — the core still reports an unknown model first), ... */
   int (*decode)(isv_request *r, const uint8_t *msg, size_t len);
-  /* ... a finished request's response message (0 or ISV_ENOMEM), ... */
+  /* ... a finished request's response message, or one response of a decoupled model (a
+   * request whose parent is set) on a stream: 0 (parts->n 0: nothing to send), or
+   * ISV_ENOMEM, ... */
   int (*encode)(isv_request *r, isv__parts *out);
   /* ... and, for streams that carry errors in-stream, an error message. NULL: an error ends
    * the call with its status. */

@@ -800,7 +800,23 @@ int isv__v2pb_encode_infer_response(isv_request *r, isv__parts *out) {
   return encode_response(r, out, 0);
 }
 
+/* ModelStreamInfer, Triton's decoupled semantics: a decoupled model's responses as they come;
+ * its completion is a last response only when it carries outputs, or when the client asked
+ * for an empty final one ("triton_enable_empty_final_response"), which also marks every
+ * response with "triton_final_response". */
 int isv__v2pb_encode_stream_response(isv_request *r, isv__parts *out) {
+  const isv_request *req = r->parent ? r->parent : r;
+  const isv_param *p = isv_request_param(req, "triton_enable_empty_final_response");
+  int flag = p && p->type == ISV_PARAM_BOOL && p->v.b;
+  if (!flag && r->parent == NULL && r->n_outputs == 0 && r->model && r->model->cfg->decoupled) {
+    out->n = out->total = 0;
+    return 0;
+  }
+  if (flag) {
+    isv_param fin = {.type = ISV_PARAM_BOOL, .v.b = r->parent == NULL};
+    int rc = isv__request_add_resp_param(r, "triton_final_response", &fin);
+    if (rc) return rc;
+  }
   return encode_response(r, out, 1);
 }
 
