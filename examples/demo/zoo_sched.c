@@ -6,6 +6,8 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,30 @@ static int batched_infer(isv_request *req, void *user) {
   }
   for (int64_t i = 0; i < rows; i++) bs[i] = (int32_t)rows; /* the execution's rows */
   return isv_request_complete(req, 0, NULL);
+}
+
+/* ---- cost / cost_batched: a fixed price per call, for bench/batching.sh -------------------- */
+
+/* 200 µs per call + 1 µs per row, waited like a GPU call is (the worker sleeps, the cores stay
+ * free for the server and the load generator); then OUTPUT0 = INPUT0. */
+static int cost_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *x = isv_request_input(req, "INPUT0");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  if (x == NULL || isv_tensor_datatype(x) != ISV_FP32 || nd != 2)
+    return failf(req, ISV_EBADREQ, "INPUT0 must be FP32 [-1,4]");
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* µs waits: no 50 µs of default slack */
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  long ns = t.tv_nsec + (200 + (long)shape[0]) * 1000;
+  t.tv_sec += ns / 1000000000;
+  t.tv_nsec = ns % 1000000000;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {
+  }
+  int rc = isv_request_set_output(req, "OUTPUT0", ISV_FP32, shape, nd, isv_tensor_data(x),
+                                  isv_tensor_byte_size(x), ISV_STATIC);
+  return rc ? rc : isv_request_complete(req, 0, NULL);
 }
 
 /* ---- accumulate: the running sum of a sequence -------------------------------------------- */
@@ -176,6 +202,12 @@ static int add(isv_server *srv, isv_model_config *c, int (*infer)(isv_request *,
   return rc;
 }
 
+/* A setter on c failed before add() took it. */
+static int dropped(isv_model_config *c, int rc) {
+  isv_model_config_free(c);
+  return rc;
+}
+
 int demo_zoo_register_scheduling(isv_server *srv) {
   static const spec b_in[] = {{"INPUT0", ISV_FP32, {4}, 1}};
   static const spec b_out[] = {{"OUTPUT0", ISV_FP32, {4}, 1}, {"OUTPUT1", ISV_INT32, {1}, 1}};
@@ -191,29 +223,33 @@ int demo_zoo_register_scheduling(isv_server *srv) {
 
   isv_model_config *c = config("batched", 32, b_in, 1, b_out, 2, ISV_EXEC_POOL, 1);
   if (c == NULL) return ISV_ENOMEM;
-  if ((rc = isv_model_config_set_dynamic_batching(c, 2000, NULL, 0)) != 0 ||
-      (rc = add(srv, c, batched_infer, NULL)) != 0)
-    return rc;
+  if ((rc = isv_model_config_set_dynamic_batching(c, 2000, NULL, 0)) != 0) return dropped(c, rc);
+  if ((rc = add(srv, c, batched_infer, NULL)) != 0) return rc;
 
   if ((c = config("accumulate", 0, a_in, 1, a_out, 1, ISV_EXEC_INLINE, 2)) == NULL)
     return ISV_ENOMEM;
-  if ((rc = isv_model_config_set_sequence_batching(c, 10000000, 256)) != 0 ||
-      (rc = add(srv, c, accumulate_infer, accumulate_end)) != 0)
-    return rc;
+  if ((rc = isv_model_config_set_sequence_batching(c, 10000000, 256)) != 0) return dropped(c, rc);
+  if ((rc = add(srv, c, accumulate_infer, accumulate_end)) != 0) return rc;
 
   if ((c = config("repeat", 0, r_in, 1, r_out, 2, ISV_EXEC_POOL, 4)) == NULL) return ISV_ENOMEM;
-  if ((rc = isv_model_config_set_decoupled(c, 1)) != 0 || (rc = add(srv, c, repeat_infer, NULL)))
-    return rc;
+  if ((rc = isv_model_config_set_decoupled(c, 1)) != 0) return dropped(c, rc);
+  if ((rc = add(srv, c, repeat_infer, NULL)) != 0) return rc;
 
   if ((c = config("tokens", 0, t_in, 1, t_out, 1, ISV_EXEC_POOL, 4)) == NULL) return ISV_ENOMEM;
-  if ((rc = isv_model_config_set_decoupled(c, 1)) != 0 || (rc = add(srv, c, tokens_infer, NULL)))
-    return rc;
+  if ((rc = isv_model_config_set_decoupled(c, 1)) != 0) return dropped(c, rc);
+  if ((rc = add(srv, c, tokens_infer, NULL)) != 0) return rc;
+
+  /* the same fixed cost per call, one instance, without and with dynamic batching */
+  static const spec c_out[] = {{"OUTPUT0", ISV_FP32, {4}, 1}};
+  if ((c = config("cost", 32, b_in, 1, c_out, 1, ISV_EXEC_POOL, 1)) == NULL) return ISV_ENOMEM;
+  if ((rc = add(srv, c, cost_infer, NULL)) != 0) return rc;
+  if ((c = config("cost_batched", 32, b_in, 1, c_out, 1, ISV_EXEC_POOL, 1)) == NULL)
+    return ISV_ENOMEM;
+  if ((rc = isv_model_config_set_dynamic_batching(c, 500, NULL, 0)) != 0) return dropped(c, rc);
+  if ((rc = add(srv, c, cost_infer, NULL)) != 0) return rc;
 
   /* one instance and room for one waiting request: the third at once is refused */
   if ((c = config("queue1", 0, q_in, 1, q_out, 1, ISV_EXEC_POOL, 1)) == NULL) return ISV_ENOMEM;
-  if ((rc = isv_model_config_set_max_queue(c, 1)) != 0) {
-    isv_model_config_free(c);
-    return rc;
-  }
+  if ((rc = isv_model_config_set_max_queue(c, 1)) != 0) return dropped(c, rc);
   return add(srv, c, demo_slow_infer, NULL);
 }
