@@ -9,6 +9,7 @@
 #include "core/request.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2.h"
+#include "protocol/v2_generate.h"
 #include "protocol/v2_json.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
@@ -214,12 +215,13 @@ static void model_ready(isv__http_req *q) {
   if (m) reply_bool(q->ex, "ready", isv__core_model_ready(q->core, m));
 }
 
-static void infer(isv__http_req *q) {
-  isv__exchange *ex = q->ex;
+/* A request for the model the path names, bound to it when it exists; NULL (answered 500)
+ * when out of memory. */
+static isv_request *path_request(isv__http_req *q) {
   isv_request *r = isv__request_new(q->core);
   if (r == NULL) {
-    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
-    return;
+    isv__reply_error(q->ex, ISV_ENOMEM, "out of memory");
+    return NULL;
   }
   r->protocol = (uint8_t)q->protocol;
   size_t nl, vl;
@@ -229,14 +231,41 @@ static void infer(isv__http_req *q) {
   r->version = version ? isv__arena_strndup(&r->arena, version, vl) : NULL;
   if (r->model_name == NULL || (version && r->version == NULL)) {
     isv_request_free(r);
-    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
-    return;
+    isv__reply_error(q->ex, ISV_ENOMEM, "out of memory");
+    return NULL;
   }
-  /* An unknown model is answered without reading the body (the core reports it first). */
+  isv__request_bind(r); /* an unknown model: the core reports it first, the body is not read */
+  return r;
+}
+
+static void infer(isv__http_req *q) {
+  isv__exchange *ex = q->ex;
+  isv_request *r = path_request(q);
+  if (r == NULL) return;
   size_t json_len;
-  if (isv__request_bind(r) == 0 && json_part(r, ex, &json_len) == 0)
+  if (r->model && json_part(r, ex, &json_len) == 0)
     isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
   isv__core_submit(q->core, r, infer_done, ex);
+}
+
+/* ---- generate (Triton's generate extension: v2_generate.h) ------------------------------- */
+
+static void generate_done(isv_request *r, int status, void *data) {
+  isv__exchange *ex = data;
+  isv__buf b;
+  isv__buf_init(&b);
+  if (status == 0) isv__v2gen_encode_response(r, &b);
+  else isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
+  isv_request_free(r); /* the JSON holds copies */
+  isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
+}
+
+static void generate(isv__http_req *q) {
+  isv_request *r = path_request(q);
+  if (r == NULL) return;
+  if (r->model)
+    isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  isv__core_submit(q->core, r, generate_done, q->ex);
 }
 
 /* ---- routes ------------------------------------------------------------------------------ */
@@ -251,5 +280,7 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/ready", model_ready, NULL},
     {ISV__ROUTE_POST, "/v2/models/{model}/infer", infer, NULL},
     {ISV__ROUTE_POST, "/v2/models/{model}/versions/{version}/infer", infer, NULL},
+    {ISV__ROUTE_POST, "/v2/models/{model}/generate", generate, NULL},
+    {ISV__ROUTE_POST, "/v2/models/{model}/versions/{version}/generate", generate, NULL},
     {0},
 };
