@@ -258,8 +258,9 @@ ISV_EXTERN int isv_server_is_ready(const isv_server *srv);
  * run), then call cb (may be NULL) on the loop thread; the server is freed after it.
  * ISV_ESTATE when already closing. Loop thread. */
 ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data);
-/* The detail of the last failed call on this server (valid until the next call). Loop
- * thread. */
+/* What the last call on this server said: every isv_server_* call (and isv_request_new,
+ * isv_server_infer) resets it, and one that fails names its problem here ("" after a success).
+ * Valid until the next call. Loop thread. */
 ISV_EXTERN const char *isv_server_last_error(const isv_server *srv);
 
 /* ---------------------------------------------------------------------------------------------
@@ -300,8 +301,10 @@ typedef struct isv_backend {
   size_t struct_size;
   /* Run one request: read inputs, allocate outputs with isv_request_output(), then call
    * isv_request_complete() — before returning or later, from any thread. The return value is
-   * ignored when the request was completed; a negative return WITHOUT completing completes
-   * the request with that code. Never called concurrently for one request. */
+   * ignored when the request was completed; a nonzero return WITHOUT completing completes the
+   * request as isv_request_complete(req, rc, NULL) would (so returning what a failed library
+   * call returned is fine: the client gets 500 naming the rule that call found broken). Never
+   * called concurrently for one request. */
   int (*infer)(isv_request *req, void *user);
   /* Called once when the model version is unregistered and no request uses it any more
    * (on the loop thread). May be NULL. */
@@ -475,7 +478,9 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
  * the declared one with its batch dimension) and return its buffer in *data (16-byte
  * aligned), owned by the library and written to the client in place. BYTES: *data is an
  * isv_bytes array whose entries the backend fills with memory that stays valid until the
- * request completes (isv_request_alloc() memory, or its own). Any thread. */
+ * request completes (isv_request_alloc() memory, or its own). ISV_EINVAL when a rule is broken
+ * (the request keeps which one, for the 500 its client gets if the backend returns the code),
+ * ISV_EEXIST when the output is already set, ISV_ENOMEM. Any thread. */
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
 /* Set output `name` to memory the backend already holds, without a copy: a pass-through of an
@@ -525,9 +530,13 @@ ISV_EXTERN int isv_request_send_response(isv_request *r);
 /* Memory that lives as long as the request (freed with it). NULL when out of memory.
  * Any thread (the one running the backend). */
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
-/* Finish the request: status 0, or a negative ISV_E* code with a message (copied; may be
- * NULL) that the client sees. From ANY thread, exactly once; the backend must not touch r
- * afterwards. ISV_EBACKEND is the usual code for a model failure (HTTP 500). */
+/* Finish the request: status 0, or an error with a message (copied; may be NULL) that the
+ * client sees. ISV_EBACKEND is the usual code for a model failure (HTTP 500); ISV_EBADREQ says
+ * the client's data was wrong (400). ISV_EINVAL and ISV_EEXIST — what the library's own calls
+ * return when a backend breaks their rules — and any code that is not an ISV_E* code (a
+ * -errno, an HTTP-like 500) are the backend's fault: the client gets ISV_EBACKEND with the
+ * message (or the rule the failed call found broken), and the host's log a WARN line. From ANY
+ * thread, exactly once; the backend must not touch r afterwards. */
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message);
 
 /* ---------------------------------------------------------------------------------------------
@@ -537,7 +546,9 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
  * ------------------------------------------------------------------------------------------- */
 typedef void (*isv_infer_cb)(isv_request *r, int status, void *data);
 
-/* A new request for model `name`, version `version` (NULL = default version). Loop thread. */
+/* A new request for model `name`, version `version` (NULL = default version). ISV_ENOTFOUND
+ * (and isv_server_last_error naming it) when no such model or version is registered. Loop
+ * thread. */
 ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
                                isv_request **out);
 /* Free a request that was never submitted, or whose done callback has run (inside the callback

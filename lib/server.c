@@ -24,11 +24,50 @@ struct isv_server {
   char last_error[256];
 };
 
+static void set_error(isv_server *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 static void set_error(isv_server *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(s->last_error, sizeof s->last_error, fmt, ap);
   va_end(ap);
+}
+
+/* Every fallible call starts with a clean slate: isv_server_last_error() describes THIS call. */
+static void begin(isv_server *s) { s->last_error[0] = '\0'; }
+
+/* The closing error every call after isv_server_close gives. */
+static int closing(isv_server *s) {
+  set_error(s, "the server is closing");
+  return ISV_ESTATE;
+}
+
+/* "model 'm'", or "model 'm' version 'v'", into buf. */
+static const char *model_text(char *buf, size_t cap, const char *name, const char *version) {
+  if (version) snprintf(buf, cap, "model '%.100s' version '%.60s'", name, version);
+  else snprintf(buf, cap, "model '%.100s'", name);
+  return buf;
+}
+
+/* The version a call names: 0, or ISV_ENOTFOUND with the message set. *m may be NULL when
+ * version is NULL (the model as a whole). */
+static int find_model(isv_server *s, const char *name, const char *version,
+                      isv__model_entry **e, isv_model **m) {
+  char t[200];
+  *e = isv__registry_entry(&s->core.reg, name, strlen(name));
+  *m = NULL;
+  if (*e == NULL) {
+    set_error(s, "no %s is registered", model_text(t, sizeof t, name, NULL));
+    return ISV_ENOTFOUND;
+  }
+  if (version && (*m = isv__entry_version(*e, version, strlen(version))) == NULL) {
+    set_error(s, "%s has no version '%.60s'", model_text(t, sizeof t, name, NULL), version);
+    return ISV_ENOTFOUND;
+  }
+  return 0;
 }
 
 static void on_exchange(void *app, isv__exchange *ex) {
@@ -136,7 +175,8 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
 
 ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port) {
   if (srv == NULL) return ISV_EINVAL;
-  if (srv->closing) return ISV_ESTATE;
+  begin(srv);
+  if (srv->closing) return closing(srv);
   int rc = isv__transport_listen(&srv->transport, host, port);
   if (rc != 0) {
     if (srv->transport.last_error[0]) set_error(srv, "%s", srv->transport.last_error);
@@ -155,7 +195,17 @@ ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream, uv_close_c
     if (stream) uv_close((uv_handle_t *)stream, close_cb);
     return ISV_EINVAL;
   }
-  return isv__transport_adopt(&srv->transport, stream, close_cb);
+  begin(srv);
+  int rc = isv__transport_adopt(&srv->transport, stream, close_cb);
+  if (rc == ISV_ESTATE) closing(srv);
+  else if (rc == ISV_EINVAL)
+    set_error(srv, stream ? "the stream is not a TCP or pipe stream of the server's loop"
+                          : "no stream");
+  else if (rc == ISV_EOVERLOAD)
+    set_error(srv, "every connection is busy (max_connections): the stream was closed");
+  else if (rc != 0)
+    set_error(srv, "adopt: %s", isv_strerror(rc));
+  return rc;
 }
 
 ISV_EXTERN void isv_server_set_online(isv_server *srv, int online) {
@@ -198,7 +248,8 @@ static void on_transport_closed(isv__transport *t) {
 
 ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data) {
   if (srv == NULL) return ISV_EINVAL;
-  if (srv->closing) return ISV_ESTATE;
+  begin(srv);
+  if (srv->closing) return closing(srv);
   srv->closing = 1;
   srv->close_cb = cb;
   srv->close_data = data;
@@ -214,55 +265,106 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
                                     const char *version, const isv_backend *backend, void *user,
                                     isv_model **out) {
   if (srv == NULL) return ISV_EINVAL;
-  if (srv->closing) return ISV_ESTATE;
-  int rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
-  if (rc == ISV_EEXIST) set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
-  else if (rc != 0) set_error(srv, "add model: %s", isv_strerror(rc));
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  char why[200];
+  int rc = isv__registry_check(c, version, backend, why, sizeof why);
+  if (rc == 0) rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
+  if (rc == ISV_EEXIST)
+    set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
+  else if (rc == ISV_EINVAL)
+    set_error(srv, "add model: %s", why);
+  else if (rc != 0)
+    set_error(srv, "add model: %s", isv_strerror(rc));
   return rc;
 }
 
 ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const char *version) {
   if (srv == NULL) return ISV_EINVAL;
-  return isv__registry_remove(&srv->core.reg, name, version);
+  begin(srv);
+  if (name == NULL) {
+    set_error(srv, "remove model: no name");
+    return ISV_EINVAL;
+  }
+  isv__model_entry *e;
+  isv_model *m;
+  int rc = find_model(srv, name, version, &e, &m);
+  return rc ? rc : isv__registry_remove(&srv->core.reg, name, version);
 }
 
 ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
                                           isv_model_state state) {
-  if (srv == NULL || name == NULL || version == NULL || state < ISV_MODEL_UNKNOWN ||
-      state > ISV_MODEL_UNAVAILABLE)
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (name == NULL || version == NULL || state < ISV_MODEL_UNKNOWN ||
+      state > ISV_MODEL_UNAVAILABLE) {
+    set_error(srv, "set model state: %s", name == NULL || version == NULL
+                                              ? "a name and a version are needed"
+                                              : "not an isv_model_state");
     return ISV_EINVAL;
-  isv__model_entry *e = isv__registry_entry(&srv->core.reg, name, strlen(name));
-  isv_model *m = e ? isv__entry_version(e, version, strlen(version)) : NULL;
-  if (m == NULL) return ISV_ENOTFOUND;
-  m->state = state;
-  return 0;
+  }
+  isv__model_entry *e;
+  isv_model *m;
+  int rc = find_model(srv, name, version, &e, &m);
+  if (rc == 0) m->state = state;
+  return rc;
 }
 
 ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
                                     const char *version) {
-  if (srv == NULL || name == NULL || label == NULL || label[0] == '\0') return ISV_EINVAL;
-  isv__model_entry *e = isv__registry_entry(&srv->core.reg, name, strlen(name));
-  if (e == NULL) return ISV_ENOTFOUND;
-  if (version && isv__entry_version(e, version, strlen(version)) == NULL) return ISV_ENOTFOUND;
-  return isv__entry_set_label(e, label, version);
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (name == NULL || label == NULL || label[0] == '\0') {
+    set_error(srv, "set label: a name and a non-empty label are needed");
+    return ISV_EINVAL;
+  }
+  isv__model_entry *e;
+  isv_model *m;
+  int rc = find_model(srv, name, version, &e, &m);
+  if (rc == 0 && (rc = isv__entry_set_label(e, label, version)) == ISV_ENOTFOUND)
+    set_error(srv, "model '%.100s' has no label '%.60s'", name, label);
+  else if (rc == ISV_ENOMEM)
+    set_error(srv, "set label: out of memory");
+  return rc;
 }
 
 ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
                                               const char *version) {
-  if (srv == NULL || name == NULL) return ISV_EINVAL;
-  isv__model_entry *e = isv__registry_entry(&srv->core.reg, name, strlen(name));
-  if (e == NULL) return ISV_ENOTFOUND;
-  if (version && isv__entry_version(e, version, strlen(version)) == NULL) return ISV_ENOTFOUND;
-  return isv__entry_set_default(e, version);
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (name == NULL) {
+    set_error(srv, "set default version: no name");
+    return ISV_EINVAL;
+  }
+  isv__model_entry *e;
+  isv_model *m;
+  int rc = find_model(srv, name, version, &e, &m);
+  if (rc == 0 && (rc = isv__entry_set_default(e, version)) != 0)
+    set_error(srv, "set default version: out of memory");
+  return rc;
 }
 
 /* ---- in-process requests ----------------------------------------------------------------- */
 
 ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
                                isv_request **out) {
-  if (srv == NULL || name == NULL || out == NULL) return ISV_EINVAL;
+  if (out) *out = NULL;
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (name == NULL || out == NULL) {
+    set_error(srv, "request new: %s", name == NULL ? "no model name" : "out is NULL");
+    return ISV_EINVAL;
+  }
+  /* an unknown model is said now, not only in the callback */
+  isv__model_entry *e;
+  isv_model *m;
+  int rc = find_model(srv, name, version, &e, &m);
+  if (rc != 0) return rc;
   isv_request *r = isv__request_new(&srv->core);
-  if (r == NULL) return ISV_ENOMEM;
+  if (r == NULL) {
+    set_error(srv, "request new: out of memory");
+    return ISV_ENOMEM;
+  }
   r->model_name = isv__arena_strndup(&r->arena, name, strlen(name));
   r->version = version ? isv__arena_strndup(&r->arena, version, strlen(version)) : NULL;
   if (r->model_name == NULL || (version && r->version == NULL)) {
@@ -274,9 +376,15 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
 }
 
 ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data) {
-  if (srv == NULL || r == NULL || cb == NULL || r->submitted || r->core != &srv->core)
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (r == NULL || cb == NULL || r->submitted || r->core != &srv->core) {
+    set_error(srv, "infer: %s", r == NULL || cb == NULL ? "a request and a callback are needed"
+                                : r->submitted ? "the request was already submitted"
+                                               : "the request belongs to another server");
     return ISV_EINVAL;
-  if (srv->closing) return ISV_ESTATE;
+  }
+  if (srv->closing) return closing(srv);
   isv__core_submit(&srv->core, r, cb, data);
   return 0;
 }

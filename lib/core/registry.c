@@ -351,14 +351,34 @@ void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *
     }
 }
 
+static int invalid(char *why, size_t cap, const char *msg) {
+  if (why && cap) snprintf(why, cap, "%s", msg);
+  return ISV_EINVAL;
+}
+
+int isv__registry_check(const isv_model_config *c, const char *version, const isv_backend *be,
+                        char *why, size_t cap) {
+  if (c == NULL) return invalid(why, cap, "no model config");
+  if (version == NULL || version[0] == '\0') return invalid(why, cap, "no version");
+  if (strchr(version, '/') != NULL) return invalid(why, cap, "a version may not contain '/'");
+  if (be == NULL) return invalid(why, cap, "no backend");
+  if (be->struct_size < offsetof(isv_backend, destroy) + sizeof be->destroy)
+    return invalid(why, cap, "the backend's struct_size is too small (set it to "
+                             "sizeof(isv_backend))");
+  if (be->infer == NULL) return invalid(why, cap, "the backend has no infer callback");
+  /* combinations the scheduler does not run */
+  if (c->batching && c->max_batch == 0)
+    return invalid(why, cap, "dynamic batching needs max_batch > 0");
+  if (c->batching && (c->decoupled || c->sequences))
+    return invalid(why, cap, "dynamic batching does not combine with a decoupled model or "
+                             "sequence batching");
+  return 0;
+}
+
 int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *version,
                       const isv_backend *be, void *user, isv_model **out) {
-  if (c == NULL || version == NULL || version[0] == '\0' || be == NULL ||
-      be->struct_size < offsetof(isv_backend, destroy) + sizeof be->destroy || be->infer == NULL)
-    return ISV_EINVAL;
-  if (strchr(version, '/') != NULL) return ISV_EINVAL;
-  /* combinations the scheduler does not run */
-  if (c->batching && (c->max_batch == 0 || c->decoupled || c->sequences)) return ISV_EINVAL;
+  int rc = isv__registry_check(c, version, be, NULL, 0);
+  if (rc != 0) return rc;
   isv__model_entry *e = isv__registry_entry(r, c->name, strlen(c->name));
   if (e && isv__entry_version(e, version, strlen(version))) return ISV_EEXIST;
 

@@ -104,6 +104,9 @@ int isv__registry_init(isv__registry *r, struct isv__core *core);
 /* Removes every model (destroy callbacks run when their last reference goes). */
 void isv__registry_clear(isv__registry *r);
 
+/* What isv__registry_add would refuse with ISV_EINVAL, with the reason in why (may be NULL). */
+int isv__registry_check(const isv_model_config *c, const char *version, const isv_backend *be,
+                        char *why, size_t cap);
 int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *version,
                       const isv_backend *be, void *user, isv_model **out);
 int isv__registry_remove(isv__registry *r, const char *name, const char *version);

@@ -35,11 +35,23 @@ int isv__request_fail(isv_request *r, int status, const char *fmt, ...) {
 }
 
 void isv__request_backend_failed(isv_request *r, int code, const char *message) {
-  if (isv__err_known(code)) {
+  if (isv__err_known(code) && code != ISV_EINVAL && code != ISV_EEXIST) {
     const char *m = message && message[0] ? isv__arena_strndup(&r->arena, message, strlen(message))
                                           : NULL;
     r->status = code;
     r->errmsg = m ? m : isv_strerror(code);
+    return;
+  }
+  /* A bug of the backend's, not the client's fault: 500, and a line in the host's log. */
+  r->backend_fault = 1;
+  if (code == ISV_EINVAL || code == ISV_EEXIST) { /* a library call's rule was broken */
+    if (message && message[0])
+      isv__request_fail(r, ISV_EBACKEND, "%s (%s)", message, isv_err_name(code));
+    else if (r->misuse)
+      isv__request_fail(r, ISV_EBACKEND, "%s", r->misuse);
+    else
+      isv__request_fail(r, ISV_EBACKEND, "the backend failed with %s (%s)", isv_err_name(code),
+                        isv_strerror(code));
   } else if (message && message[0]) {
     isv__request_fail(r, ISV_EBACKEND, "%s (backend code %d, not an ISV_E* code)", message, code);
   } else {
@@ -250,19 +262,54 @@ static int shape_fits(const isv_model_config *c, const isv__io *io, const int64_
   return 1;
 }
 
+/* A backend's call on r broke a rule: why, kept for the request's error should the backend
+ * fail it with this code (isv__request_backend_failed), and returned. */
+static int misuse(isv_request *r, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static int misuse(isv_request *r, int code, const char *fmt, ...) {
+  char msg[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *m = isv__arena_strndup(&r->arena, msg, strlen(msg));
+  if (m) r->misuse = m;
+  return code;
+}
+
 /* Checks name, datatype and shape against the model and appends the output's tensor with its
  * shape copied; data is left for the caller. */
 static int output_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
                        size_t ndim, isv_tensor **out) {
-  if (r == NULL || name == NULL || r->model == NULL || (ndim && !shape)) return ISV_EINVAL;
-  const isv__io *io = isv__config_output(r->model->cfg, name, strlen(name));
-  if (io == NULL || io->dt != dt || !shape_fits(r->model->cfg, io, shape, ndim))
-    return ISV_EINVAL;
+  if (r == NULL) return ISV_EINVAL;
+  if (name == NULL || r->model == NULL || (ndim && !shape))
+    return misuse(r, ISV_EINVAL, "an output needs a name%s", ndim && !shape ? " and a shape" : "");
+  const isv_model_config *c = r->model->cfg;
+  const isv__io *io = isv__config_output(c, name, strlen(name));
+  if (io == NULL)
+    return misuse(r, ISV_EINVAL, "model '%s' declares no output '%.100s'", c->name, name);
+  if (io->dt != dt)
+    return misuse(r, ISV_EINVAL, "output '%s' of model '%s' is %s, not %s", io->name, c->name,
+                  isv_datatype_name(io->dt), isv_datatype_name(dt) ? isv_datatype_name(dt)
+                                                                   : "a valid datatype");
+  if (!shape_fits(c, io, shape, ndim)) {
+    char want[160], got[160];
+    isv__shape_text(want, sizeof want, io->shape, io->ndim, c->max_batch > 0);
+    isv__shape_text(got, sizeof got, shape, ndim, 0);
+    return misuse(r, ISV_EINVAL, "output '%s' of model '%s' has shape %s, the model declares %s%s",
+                  io->name, c->name, got, want,
+                  c->max_batch ? " (the first dimension at most max_batch)" : "");
+  }
   for (size_t i = 0; i < r->n_outputs; i++)
-    if (r->outputs[i].name == io->name) return ISV_EEXIST;
+    if (r->outputs[i].name == io->name)
+      return misuse(r, ISV_EEXIST, "output '%s' of model '%s' was already set", io->name, c->name);
   size_t count, bytes;
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
-    return ISV_EINVAL;
+    return misuse(r, ISV_EINVAL, "output '%s' of model '%s': its shape overflows", io->name,
+                  c->name);
   isv__arena *a = isv__out_arena(r);
   int64_t *sh = isv__arena_alloc(a, (ndim ? ndim : 1) * sizeof *sh);
   isv_tensor *t = sh ? grow_in(a, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t)
@@ -331,9 +378,19 @@ ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_data
   int rc = output_slot(r, name, dt, shape, ndim, &t);
   if (rc != 0) goto fail;
   rc = ISV_EINVAL;
-  if ((t->byte_size && data == NULL) || (dt != ISV_BYTES && byte_size != t->byte_size) ||
-      (dt == ISV_BYTES && !bytes_valid(data, t->count)))
+  if (t->byte_size && data == NULL) {
+    misuse(r, rc, "output '%s': no data for %zu bytes", t->name, t->byte_size);
     goto fail_slot;
+  }
+  if (dt != ISV_BYTES && byte_size != t->byte_size) {
+    misuse(r, rc, "output '%s': %zu bytes given, its shape holds %zu", t->name, byte_size,
+           t->byte_size);
+    goto fail_slot;
+  }
+  if (dt == ISV_BYTES && !bytes_valid(data, t->count)) {
+    misuse(r, rc, "output '%s': a BYTES element with a length and no pointer", t->name);
+    goto fail_slot;
+  }
   rc = ISV_ENOMEM;
   isv__owned *o = NULL;
   if (owned && (o = isv__arena_alloc(isv__out_arena(r), sizeof *o)) == NULL) goto fail_slot;

@@ -81,6 +81,8 @@ struct isv_request {
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
   int has_id;   /* the client sent an id (echo it, even "") */
+  int backend_fault;    /* its error is the backend's: logged for the host (scheduler.c) */
+  const char *misuse;   /* why the backend's last refused call on it was refused */
   atomic_int cancelled; /* set on the loop thread (isv__core_cancel), read by backends anywhere */
   isv_infer_cb done;
   void *done_data;
@@ -155,9 +157,11 @@ int isv__request_keep(isv_request *r, void *p, isv_destructor del);
 
 /* Whether err is one of the ISV_E* codes (error.c). */
 int isv__err_known(int err);
-/* A backend's failure code (and message, may be NULL) as r's result: an ISV_E* code as it is;
- * any other code — a -errno, a UV_E* — is the backend's fault: ISV_EBACKEND naming the code,
- * never a status that blames the client. */
+/* A backend's failure code (and message, may be NULL) as r's result: an ISV_E* code as it is,
+ * but ISV_EINVAL and ISV_EEXIST — what the library's calls return when a backend breaks their
+ * rules — become ISV_EBACKEND with the rule that was broken; any other code (a -errno, a UV_E*,
+ * a positive HTTP-like status) is the backend's fault too: ISV_EBACKEND naming the code, never
+ * a status that blames the client. */
 void isv__request_backend_failed(isv_request *r, int code, const char *message);
 
 /* Element count of a shape with overflow and negativity checks: 0 ok, -1 bad. */

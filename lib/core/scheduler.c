@@ -303,6 +303,9 @@ static void finish_request(isv_request *r) {
     r->errmsg = isv_strerror(r->status);
   if (r->status != 0) r->n_outputs = 0; /* a failed request shows no partial outputs */
   if (r->seq) seq_request_done(r);
+  if (r->backend_fault)
+    isv__core_log(c, ISV_LOG_WARN, "model '%s' version '%s': %s", r->model->cfg->name,
+                  r->model->version, r->errmsg);
   if (r->counted) {
     record(r);
     if (--c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
@@ -366,7 +369,7 @@ static void post_done(isv__core *c, isv_request *x) {
 }
 
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message) {
-  if (r == NULL || status > 0) return ISV_EINVAL;
+  if (r == NULL) return ISV_EINVAL;
   isv__core *c = r->core;
   uint64_t now = uv_hrtime();
   uv_mutex_lock(&c->mu);
@@ -396,8 +399,9 @@ static void after_infer(isv_request *x, int rc) {
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
   int done = x->completed;
-  if (!done && rc < 0) {
-    isv__request_backend_failed(x, rc, NULL);
+  if (!done && rc != 0) { /* an error returned instead of completing */
+    isv__request_backend_failed(x, rc, rc > 0 ? "the backend returned a positive value without "
+                                                "completing the request" : NULL);
     x->completed = done = 1;
     x->complete_ns = uv_hrtime();
   }
@@ -413,8 +417,9 @@ static void pool_run(isv__pool_job *job) {
   int rc = x->model->backend.infer(x, x->model->user);
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
-  if (!x->completed && rc < 0) {
-    isv__request_backend_failed(x, rc, NULL);
+  if (!x->completed && rc != 0) {
+    isv__request_backend_failed(x, rc, rc > 0 ? "the backend returned a positive value without "
+                                                "completing the request" : NULL);
     x->completed = 1;
     x->complete_ns = uv_hrtime();
   }

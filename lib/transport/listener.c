@@ -67,8 +67,16 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 int isv__transport_listen(isv__transport *t, const char *host, int port) {
+  t->last_error[0] = '\0';
   if (t->closing) return ISV_ESTATE;
-  if (host == NULL || port < 0 || port > 65535) return ISV_EINVAL;
+  if (host == NULL) {
+    snprintf(t->last_error, sizeof t->last_error, "no host to listen on");
+    return ISV_EINVAL;
+  }
+  if (port < 0 || port > 65535) {
+    snprintf(t->last_error, sizeof t->last_error, "port %d is out of range (0 to 65535)", port);
+    return ISV_EINVAL;
+  }
   if (t->n_listeners == ISV__MAX_LISTENERS) {
     snprintf(t->last_error, sizeof t->last_error, "at most %d listeners", ISV__MAX_LISTENERS);
     return ISV_EINVAL;

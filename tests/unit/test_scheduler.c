@@ -236,14 +236,84 @@ static void completing_twice_is_estate(void **state) {
   r = submit(f, "deferred", &d);
   assert_ptr_equal(ctl.pending, r);
   assert_int_equal(d.calls, 0);
-  assert_int_equal(isv_request_complete(r, 1, NULL), ISV_EINVAL);
-  assert_int_equal(d.calls, 0);
-  assert_int_equal(isv_request_complete(r, ISV_EBACKEND, "model exploded"), 0);
+  /* an HTTP-like status is the backend's failure: 500, its message passed through */
+  assert_int_equal(isv_request_complete(r, 500, "model exploded"), 0);
   assert_int_equal(d.calls, 1);
   assert_int_equal(d.status, ISV_EBACKEND);
-  assert_string_equal(d.msg, "model exploded");
+  assert_string_equal(d.msg, "model exploded (backend code 500, not an ISV_E* code)");
   assert_int_equal(isv_request_complete(r, 0, NULL), ISV_ESTATE);
   assert_int_equal(d.calls, 1);
+  isv_request_free(r);
+}
+
+/* A backend that breaks a rule of the library's calls is the backend's fault: 500 naming the
+ * rule, and a line in the host's log — never the client's 400. */
+static int be_misuse(isv_request *r, void *u) {
+  const char *how = u;
+  int64_t shape[] = {3};
+  void *p;
+  if (strcmp(how, "name") == 0) return isv_request_output(r, "nope", ISV_FP32, shape, 1, &p);
+  if (strcmp(how, "type") == 0) return isv_request_output(r, "y", ISV_INT32, shape, 1, &p);
+  if (strcmp(how, "rank") == 0) {
+    int64_t two[] = {3, 1};
+    return isv_request_output(r, "y", ISV_FP32, two, 2, &p);
+  }
+  if (strcmp(how, "twice") == 0) {
+    isv_request_output(r, "y", ISV_FP32, shape, 1, &p);
+    return isv_request_output(r, "y", ISV_FP32, shape, 1, &p);
+  }
+  if (strcmp(how, "bytes") == 0) {
+    float y[3] = {0};
+    return isv_request_set_output(r, "y", ISV_FP32, shape, 1, y, 8, ISV_TRANSIENT);
+  }
+  return 7; /* "positive": neither an error code nor a completion */
+}
+
+static char logged[512];
+static int n_logged;
+static void capture_log(void *user, isv_log_level level, const char *msg) {
+  (void)user;
+  if (level == ISV_LOG_WARN) snprintf(logged, sizeof logged, "%s", msg);
+  n_logged++;
+}
+
+static void a_backends_mistake_is_a_500_naming_the_rule(void **state) {
+  fixture *f = *state;
+  static const struct {
+    const char *how, *msg;
+  } cases[] = {
+      {"name", "model 'misuse_name' declares no output 'nope'"},
+      {"type", "output 'y' of model 'misuse_type' is FP32, not INT32"},
+      {"rank", "output 'y' of model 'misuse_rank' has shape [3,1], the model declares [-1]"},
+      {"twice", "output 'y' of model 'misuse_twice' was already set"},
+      {"bytes", "output 'y': 8 bytes given, its shape holds 12"},
+      {"positive", "the backend returned a positive value without completing the request "
+                   "(backend code 7, not an ISV_E* code)"},
+  };
+  f->core.opts.log = capture_log;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "misuse_%s", cases[i].how);
+    add_model(f, name, be_misuse, cases[i].how, ISV_EXEC_INLINE, 0);
+    result res = {0};
+    n_logged = 0;
+    submit(f, name, &res);
+    assert_int_equal(res.calls, 1);
+    assert_int_equal(res.status, ISV_EBACKEND);
+    assert_string_equal(res.msg, cases[i].msg);
+    assert_int_equal(n_logged, 1);
+    char want[512];
+    snprintf(want, sizeof want, "model '%s' version '1': %s", name, cases[i].msg);
+    assert_string_equal(logged, want);
+  }
+  /* a backend's deliberate ISV_EBACKEND is its answer, not a bug: nothing logged */
+  n_logged = 0;
+  result d = {0};
+  d.keep = 1;
+  isv_request *r = submit(f, "deferred", &d);
+  isv_request_complete(r, ISV_EBACKEND, "model exploded");
+  assert_string_equal(d.msg, "model exploded");
+  assert_int_equal(n_logged, 0);
   isv_request_free(r);
 }
 
@@ -934,6 +1004,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(completion_from_another_thread_during_infer, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(completing_twice_is_estate, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_backends_mistake_is_a_500_naming_the_rule, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(a_negative_return_without_completing_fails_the_request,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(the_return_value_is_ignored_once_completed, setup,

@@ -175,6 +175,37 @@ static void completion_from_another_thread(void **state) {
   assert_true(r.y[0] == 8.0f);
 }
 
+/* isv_server_last_error describes the last call: every failure its own message, a success
+ * none. */
+static void the_last_error_is_the_last_calls(void **state) {
+  world *w = *state;
+  assert_int_equal(isv_server_listen(w->srv, "not-an-ip", 0), ISV_EINVAL);
+  assert_string_equal(isv_server_last_error(w->srv), "'not-an-ip' is not an IPv4 or IPv6 address");
+  assert_int_equal(isv_server_listen(w->srv, "127.0.0.1", 70000), ISV_EINVAL);
+  assert_string_equal(isv_server_last_error(w->srv), "port 70000 is out of range (0 to 65535)");
+  assert_int_equal(isv_server_remove_model(w->srv, "absent", NULL), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(w->srv), "no model 'absent' is registered");
+  assert_int_equal(isv_server_set_label(w->srv, "inline", "stable", "9"), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(w->srv), "model 'inline' has no version '9'");
+  assert_int_equal(isv_server_set_label(w->srv, "inline", "nolabel", NULL), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(w->srv), "model 'inline' has no label 'nolabel'");
+  assert_int_equal(isv_server_set_model_state(w->srv, "inline", "1", (isv_model_state)42),
+                   ISV_EINVAL);
+  assert_string_equal(isv_server_last_error(w->srv), "set model state: not an isv_model_state");
+  isv_model_config *c;
+  isv_model_config_new("bad", &c);
+  isv_model_config_set_dynamic_batching(c, 100, NULL, 0);
+  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  assert_int_equal(isv_server_add_model(w->srv, c, "1", &be, NULL, NULL), ISV_EINVAL);
+  assert_string_equal(isv_server_last_error(w->srv), "add model: dynamic batching needs max_batch > 0");
+  assert_int_equal(isv_server_add_model(w->srv, c, "a/b", &be, NULL, NULL), ISV_EINVAL);
+  assert_string_equal(isv_server_last_error(w->srv), "add model: a version may not contain '/'");
+  isv_model_config_free(c);
+  /* a success leaves nothing behind */
+  assert_int_equal(isv_server_set_model_state(w->srv, "inline", "1", ISV_MODEL_READY), 0);
+  assert_string_equal(isv_server_last_error(w->srv), "");
+}
+
 static void errors_reach_the_callback(void **state) {
   world *w = *state;
   float x[] = {1};
@@ -183,9 +214,24 @@ static void errors_reach_the_callback(void **state) {
   assert_string_equal(r.msg, "intentional failure");
   r = run(w, "returns_error", x, 1, 0);
   assert_int_equal(r.status, ISV_EUNAVAIL);
-  r = run(w, "nope", x, 1, 0);
+  /* an unknown model is said by isv_request_new, not only in the callback */
+  isv_request *req = (isv_request *)&w; /* not NULL: it must be reset */
+  assert_int_equal(isv_request_new(w->srv, "nope", NULL, &req), ISV_ENOTFOUND);
+  assert_null(req);
+  assert_string_equal(isv_server_last_error(w->srv), "no model 'nope' is registered");
+  assert_int_equal(isv_request_new(w->srv, "inline", "7", &req), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(w->srv), "model 'inline' has no version '7'");
+  /* ... and a model removed after the request was made, in the callback */
+  add(w, "gone", twice, NULL, ISV_EXEC_INLINE);
+  assert_int_equal(isv_request_new(w->srv, "gone", NULL, &req), 0);
+  assert_string_equal(isv_server_last_error(w->srv), "");
+  int64_t one = 1;
+  isv_request_add_input(req, "x", ISV_FP32, &one, 1, x, 4, ISV_TRANSIENT);
+  assert_int_equal(isv_server_remove_model(w->srv, "gone", NULL), 0);
+  memset(&r, 0, sizeof r);
+  assert_int_equal(isv_server_infer(w->srv, req, on_done, &r), 0);
   assert_int_equal(r.status, ISV_ENOTFOUND);
-  assert_non_null(strstr(r.msg, "unknown model 'nope'"));
+  assert_non_null(strstr(r.msg, "unknown model 'gone'"));
   assert_int_equal(isv_server_set_model_state(w->srv, "inline", "1", ISV_MODEL_LOADING), 0);
   r = run(w, "inline", x, 1, 0);
   assert_int_equal(r.status, ISV_EUNAVAIL);
@@ -309,6 +355,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, teardown),
       cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(the_last_error_is_the_last_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, teardown),
       cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
