@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "codec/bigbuf.h"
+#include "inferserve.h" /* the ISV_E* codes */
 
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
   size_t n = strlen(name);
@@ -16,7 +17,34 @@ const isv__header *isv__exchange_header(const isv__exchange *ex, const char *nam
 }
 
 int isv__exchange_respond(isv__exchange *ex, const isv__response *resp) {
+  if (resp->more && (ex->write == NULL || ex->end == NULL)) return ISV_EUNIMPL;
   return ex->respond(ex, resp);
+}
+
+int isv__exchange_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
+                        void (*release)(void *), void *ctx) {
+  if (ex->phase != ISV__EX_STREAMING) {
+    if (release) release(ctx);
+    return ISV_ESTATE;
+  }
+  return ex->write(ex, parts, n, release, ctx);
+}
+
+int isv__exchange_end(isv__exchange *ex) {
+  if (ex->phase != ISV__EX_STREAMING) return ISV_ESTATE;
+  return ex->end(ex);
+}
+
+void isv__exchange_cancel(isv__exchange *ex) {
+  if (ex->phase == ISV__EX_DONE || ex->cancelled) return;
+  ex->cancelled = 1;
+  if (ex->on_cancel) ex->on_cancel(ex);
+}
+
+int isv__exchange_collect(isv__exchange *ex) {
+  if (ex->phase != ISV__EX_DONE || ex->conn != NULL || ex->refs != 0) return 0;
+  isv__exchange_free(ex);
+  return 1;
 }
 
 const char *isv__http_reason(int status) {

@@ -1,8 +1,32 @@
 /* One HTTP exchange (request in, one response out), the same type for HTTP/1.1 and HTTP/2 —
  * and for anything else that carries HTTP (a host's own server): whoever fills it sets
- * `respond`. A protocol handler answers it exactly once — at once or later — with
- * isv__exchange_respond(). The carrier frees it after the response is written or the
- * connection is gone; the handler must not touch it after responding. */
+ * `respond`, and `write` and `end` when it can stream. All of it runs on the loop thread.
+ *
+ * A protocol handler answers it exactly once — at once or later — in one of two ways:
+ *  - whole: isv__exchange_respond() with `more` = 0. The handler must not touch ex afterwards.
+ *  - streamed (Server-Sent Events, a long answer made as it goes): isv__exchange_respond() with
+ *    `more` = 1 sends the status and headers (and the first piece of the body, maybe none);
+ *    then any number of isv__exchange_write(), each piece sent as soon as the connection takes
+ *    it; then isv__exchange_end() exactly once, whatever the calls before it returned. The
+ *    handler must not touch ex after end. HTTP/1.1 frames the pieces as chunks
+ *    (Transfer-Encoding: chunked); an HTTP/1.0 client gets a body that ends when the connection
+ *    closes. A HEAD request gets the head only: its pieces are dropped (written
+ *    "successfully"), and the connection goes on with the next request as soon as the head is
+ *    out. (HTTP/2 does not stream yet: ISV_EUNIMPL.)
+ *
+ * The client may go away first (it closed or reset the connection, half-closed an HTTP/1.1
+ * connection; or the connection was dropped: a send timeout, the drain deadline — HTTP/2 does
+ * not tell yet): while ex is pending (not yet answered) or streaming (not yet ended), the
+ * carrier then calls ex->on_cancel once, if the handler set it — never after the handler
+ * ended its answer (respond without `more`, or end). The handler still answers it exactly once
+ * as above. What it answers is still written while the connection takes it (a client that only
+ * half-closed may read on); once the carrier let go of ex it is dropped: bodies are released at
+ * once, writes return ISV_ECANCELED. on_cancel may run inside one of the handler's own calls to
+ * isv__exchange_* (for this exchange or another) when that call is what finds the connection
+ * broken. HTTP/1.1 hears a client leave while it reads, which it stops doing after 64 KiB of
+ * pipelined requests; past that, only a failed write tells.
+ *
+ * The carrier frees ex once it is answered (or ended) and written, or dropped. */
 #ifndef ISV_TRANSPORT_EXCHANGE_H
 #define ISV_TRANSPORT_EXCHANGE_H
 
@@ -35,11 +59,15 @@ typedef struct isv__response {
   const char *content_type;   /* NULL = no Content-Type */
   const isv__header *headers; /* extra headers, copied before respond returns */
   size_t n_headers;
-  const uv_buf_t *parts; /* the body: referenced until release runs */
+  const uv_buf_t *parts; /* the body (with `more`: its first piece): referenced until release */
   size_t n_parts;
   void (*release)(void *ctx); /* called once the body was written or dropped; may be NULL */
   void *release_ctx;
+  int more; /* 1: the body goes on with isv__exchange_write, until isv__exchange_end */
 } isv__response;
+
+/* Where an answer stands (isv__exchange.phase). */
+enum { ISV__EX_PENDING = 0, ISV__EX_STREAMING, ISV__EX_DONE };
 
 struct isv__exchange {
   isv__method method;
@@ -52,18 +80,52 @@ struct isv__exchange {
   size_t n_headers;
   char *body; /* mutable: decoders unescape strings in place */
   size_t body_len;
+  /* Set by the handler; each may stay NULL. on_cancel: the client is gone (see the top). */
+  void (*on_cancel)(isv__exchange *ex);
+  void *app;
   /* transport-private */
-  void *conn;
+  void *conn; /* the carrier's; NULL once it let go of ex (the client is gone, or HEAD's head
+               * is out): what is answered then goes into the void */
   int (*respond)(isv__exchange *ex, const isv__response *resp);
-  char *storage; /* path, query and header text */
-  int body_big;  /* body came from isv__bigbuf_alloc */
+  /* NULL when the carrier cannot stream (respond with `more` is then ISV_EUNIMPL) */
+  int (*write)(isv__exchange *ex, const uv_buf_t *parts, size_t n, void (*release)(void *),
+               void *ctx);
+  int (*end)(isv__exchange *ex);
+  int phase;      /* ISV__EX_*: the carrier moves it as the handler answers */
+  int cancelled;  /* the carrier let go of it while it was pending or streaming */
+  unsigned refs;  /* the carrier's writes and queued pieces that still point into it */
+  char *storage;  /* path, query and header text */
+  int body_big;   /* body came from isv__bigbuf_alloc */
 };
 
 /* "GET" -> ISV__M_GET ...; ISV__M_OTHER for the rest. */
 isv__method isv__method_of(const char *name);
 /* Case-insensitive lookup; NULL when absent. */
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name);
+/* Answer ex (see the top). The parts are referenced until release(ctx) runs: once written, or
+ * at once when they are dropped. 0 — also when the client is gone and the answer is dropped —
+ * or a negative ISV_E* code when the carrier failed (the connection is then closed: a streamed
+ * answer still needs its end); ISV_EUNIMPL for `more` on a carrier that cannot stream (ex is
+ * still pending: answer it whole). */
 int isv__exchange_respond(isv__exchange *ex, const isv__response *resp);
+/* A streamed answer's next piece, sent as soon as the connection takes it (an empty one sends
+ * nothing). The parts are referenced until release(ctx) runs: once written, or at once when the
+ * piece is dropped — 0 for HEAD (no body), ISV_ECANCELED once the carrier let go of ex (the
+ * client is gone, see the top) or the connection failed. Before a respond with `more`:
+ * ISV_ESTATE (release runs too). After the end, ex must not be used at all. */
+int isv__exchange_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
+                        void (*release)(void *), void *ctx);
+/* The end of a streamed answer, exactly once — also after failed writes or on_cancel; ex must
+ * not be used afterwards. 0; ISV_ESTATE before a respond with `more` (nothing happened). */
+int isv__exchange_end(isv__exchange *ex);
+/* For carriers: the client is gone while ex is pending or streaming — on_cancel, at most once
+ * and never after the answer ended. ex may be freed when it returns (the handler may answer it
+ * inside on_cancel). */
+void isv__exchange_cancel(isv__exchange *ex);
+/* For carriers: free ex once nothing holds it any more — its answer ended (ISV__EX_DONE), its
+ * carrier let go of it (conn NULL) and none of the carrier's writes points into it (refs 0).
+ * 1 when it was freed. */
+int isv__exchange_collect(isv__exchange *ex);
 const char *isv__http_reason(int status);
 /* Free an exchange the HTTP engines built (storage, body, headers, itself). */
 void isv__exchange_free(isv__exchange *ex);

@@ -4,6 +4,14 @@
  * its response is written, so pipelined responses leave in order. Reading goes on meanwhile
  * (no epoll_ctl per request): what arrives is kept in `pending`, parsed once the response is
  * out; past ISV__PIPELINE_MAX bytes reading stops, so a client cannot queue unbounded work.
+ * Reading on also hears a client that goes away while its request is answered: EOF (a
+ * half-close counts as gone, as nginx takes it) or an error cancels the exchange (exchange.h);
+ * past ISV__PIPELINE_MAX that is heard only when a write fails.
+ *
+ * A streamed answer (exchange.h) goes out piece by piece as the handler writes them: chunks for
+ * an HTTP/1.1 client, the raw body for HTTP/1.0 (which then ends with the connection). The
+ * next pipelined request waits for its end. While it waits for the handler no deadline runs (the
+ * handler's time, not the client's); conn.c's send timeout watches what was written.
  *
  * Memory: reads land in the transport's shared buffer and are copied once into the request's
  * head (URL + headers) or body buffer — except a body with a known Content-Length, which
@@ -50,7 +58,10 @@ typedef struct h1 {
   const char *err_msg;
   char err_text[160]; /* err_msg when it names what the client sent */
   /* the request being answered */
-  isv__exchange *ex; /* dispatched, response not yet written */
+  isv__exchange *ex; /* dispatched, its answer not yet all written */
+  int wire_done;     /* ex's answer is complete on our side: once written, the next request */
+  int chunked;       /* ex's streamed body goes as chunks */
+  int close_after;   /* close once ex's answer is written */
   char *pending;     /* bytes read past it */
   size_t pending_len;
   int keep_alive;
@@ -66,11 +77,14 @@ static void unreserve(h1 *h);
 
 typedef struct write_ctx {
   isv__exchange *ex;
-  char *head;
-  int close_after;
+  char *head; /* the status line and headers (malloc'd), or NULL */
   void (*release)(void *);
   void *release_ctx;
+  char size_line[24]; /* a chunk's "<hex size>\r\n" */
 } write_ctx;
+
+static const char crlf[] = "\r\n";
+static const char last_chunk[] = "0\r\n\r\n";
 
 /* The response is written: parse what came meanwhile, then go on reading. */
 static void resume(h1 *h) {
@@ -92,55 +106,87 @@ static void resume(h1 *h) {
   if (!h->peer_eof && h->pending_len < ISV__PIPELINE_MAX) isv__conn_read_start(c);
 }
 
-static void on_written(isv__conn *c, void *ctx, int status) {
-  write_ctx *w = ctx;
-  if (w->release) w->release(w->release_ctx);
-  free(w->head);
-  h1 *h = c->closing ? NULL : h1_of(c);
-  if (w->ex) {
-    if (h && h->ex == w->ex) h->ex = NULL;
-    isv__exchange_free(w->ex);
-  }
-  int close_after = w->close_after;
-  free(w);
-  if (h == NULL) return;
-  if (status < 0) {
-    isv__conn_close(c);
-    return;
-  }
-  if (close_after || h->shutting_down) {
+/* ex's answer is all written: let go of it, then the next request — or close. Never called
+ * from inside a handler's call unless it closes (no request is dispatched from under it). */
+static void answered(h1 *h) {
+  isv__conn *c = h->c;
+  isv__exchange *ex = h->ex;
+  h->ex = NULL;
+  h->wire_done = 0;
+  ex->conn = NULL;
+  isv__exchange_collect(ex); /* a HEAD's streamed answer stays the handler's until its end */
+  if (h->close_after || h->shutting_down) {
     if (h->peer_eof) isv__conn_close(c); /* it sends nothing more */
     else isv__conn_linger_close(c);      /* it may still be sending: let it read the answer */
     return;
   }
-  if (h->ex == NULL) resume(h);
+  resume(h);
 }
 
-/* Queue head + parts. Takes `head` (malloc'd) and calls release in every case. */
+static void on_written(isv__conn *c, void *ctx, int status) {
+  write_ctx *w = ctx;
+  isv__exchange *ex = w->ex;
+  if (w->release) w->release(w->release_ctx);
+  free(w->head);
+  free(w);
+  ex->refs--;
+  h1 *h = c->closing ? NULL : h1_of(c);
+  if (h == NULL || h->ex != ex) { /* the connection let go of it */
+    isv__exchange_collect(ex);
+    return;
+  }
+  if (status < 0) isv__conn_close(c); /* the exchange, if still streaming, is cancelled */
+  else if (h->wire_done && ex->refs == 0) answered(h);
+}
+
+static size_t fmt_hex(char *p, size_t v) {
+  char tmp[sizeof(size_t) * 2];
+  size_t n = 0;
+  do {
+    tmp[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  for (size_t i = 0; i < n; i++) p[i] = tmp[n - 1 - i];
+  return n;
+}
+
+/* Queue head (malloc'd, or NULL) + parts, the parts framed as one chunk when `chunk` and they are
+ * not empty. Frees head and calls release in every case. 0, or -1 after closing the connection
+ * (ex may be gone then). */
 static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
-                       const uv_buf_t *parts, size_t n_parts, int close_after,
+                       const uv_buf_t *parts, size_t n_parts, int chunk,
                        void (*release)(void *), void *ctx) {
+  size_t body = 0;
+  for (size_t i = 0; i < n_parts; i++) body += parts[i].len;
+  chunk = chunk && body > 0;
   write_ctx *w = calloc(1, sizeof *w);
   uv_buf_t stackbufs[8];
-  uv_buf_t *bufs = n_parts + 1 <= 8 ? stackbufs : malloc((n_parts + 1) * sizeof *bufs);
+  uv_buf_t *bufs = n_parts + 3 <= 8 ? stackbufs : malloc((n_parts + 3) * sizeof *bufs);
   int rc = ISV_ENOMEM;
   if (w != NULL && bufs != NULL) {
-    *w = (write_ctx){ex, head, close_after, release, ctx};
-    bufs[0] = uv_buf_init(head, (unsigned)head_len);
-    size_t nb = 1;
+    w->ex = ex;
+    w->head = head;
+    w->release = release;
+    w->release_ctx = ctx;
+    size_t nb = 0;
+    if (head) bufs[nb++] = uv_buf_init(head, (unsigned)head_len);
+    if (chunk) {
+      size_t k = fmt_hex(w->size_line, body);
+      memcpy(w->size_line + k, crlf, 2);
+      bufs[nb++] = uv_buf_init(w->size_line, (unsigned)k + 2);
+    }
     for (size_t i = 0; i < n_parts; i++)
       if (parts[i].len) bufs[nb++] = parts[i];
+    if (chunk) bufs[nb++] = uv_buf_init((char *)crlf, 2);
+    ex->refs++;
     rc = isv__conn_write(h->c, bufs, nb, on_written, w);
+    if (rc != 0) ex->refs--;
   }
   if (bufs != stackbufs) free(bufs);
   if (rc == 0) return 0;
   free(w);
   if (release) release(ctx);
   free(head);
-  if (ex) {
-    if (h->ex == ex) h->ex = NULL;
-    isv__exchange_free(ex);
-  }
   isv__conn_close(h->c);
   return -1;
 }
@@ -157,9 +203,12 @@ static char *put(char *p, const char *s, size_t n) {
 }
 #define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
 
+/* How the body's end is told: its length, the last chunk, or the connection's close. */
+enum { BODY_LENGTH, BODY_CHUNKED, BODY_TO_CLOSE };
+
 /* The status line and headers. Every response goes through here: no snprintf. */
-static char *build_head(const isv__response *r, size_t body_len, int keep_alive, int http10,
-                        size_t *len) {
+static char *build_head(const isv__response *r, int framing, size_t body_len, int keep_alive,
+                        int http10, size_t *len) {
   char *h = malloc(head_size(r));
   if (h == NULL) return NULL;
   const char *reason = isv__http_reason(r->status);
@@ -173,9 +222,13 @@ static char *build_head(const isv__response *r, size_t body_len, int keep_alive,
     p = put(p, r->content_type, strlen(r->content_type));
     p = PUT_LIT(p, "\r\n");
   }
-  p = PUT_LIT(p, "Content-Length: ");
-  p += isv__fmt_u64(p, body_len);
-  p = PUT_LIT(p, "\r\n");
+  if (framing == BODY_LENGTH) {
+    p = PUT_LIT(p, "Content-Length: ");
+    p += isv__fmt_u64(p, body_len);
+    p = PUT_LIT(p, "\r\n");
+  } else if (framing == BODY_CHUNKED) {
+    p = PUT_LIT(p, "Transfer-Encoding: chunked\r\n");
+  }
   if (!keep_alive) p = PUT_LIT(p, "Connection: close\r\n");
   else if (http10) p = PUT_LIT(p, "Connection: keep-alive\r\n");
   for (size_t i = 0; i < r->n_headers; i++) {
@@ -192,28 +245,68 @@ static char *build_head(const isv__response *r, size_t body_len, int keep_alive,
 
 static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   isv__conn *c = ex->conn;
+  ex->phase = resp->more ? ISV__EX_STREAMING : ISV__EX_DONE;
   if (c == NULL) { /* the connection is gone: drop the response */
     if (resp->release) resp->release(resp->release_ctx);
-    isv__exchange_free(ex);
+    isv__exchange_collect(ex);
     return 0;
   }
   h1 *h = h1_of(c);
   size_t body_len = 0;
   for (size_t i = 0; i < resp->n_parts; i++) body_len += resp->parts[i].len;
-  int keep = h->keep_alive && !h->shutting_down;
+  int http10 = h->parser.http_major == 1 && h->parser.http_minor == 0;
+  int is_head = ex->method == ISV__M_HEAD;
+  int framing = !resp->more ? BODY_LENGTH : http10 ? BODY_TO_CLOSE : BODY_CHUNKED;
+  /* an HTTP/1.0 body of unknown length ends when the connection does */
+  h->close_after = !h->keep_alive || h->shutting_down || (framing == BODY_TO_CLOSE && !is_head);
+  h->chunked = framing == BODY_CHUNKED && !is_head;
+  h->wire_done = !resp->more || is_head; /* HEAD: the head is the whole answer */
   size_t hl;
-  char *head = build_head(resp, body_len, keep,
-                          h->parser.http_major == 1 && h->parser.http_minor == 0, &hl);
+  char *head = build_head(resp, framing, body_len, !h->close_after, http10, &hl);
   if (head == NULL) {
     if (resp->release) resp->release(resp->release_ctx);
-    h->ex = NULL;
-    isv__exchange_free(ex);
-    isv__conn_close(c);
-    return -1;
+    isv__conn_close(c); /* lets go of ex */
+    return ISV_ENOMEM;
   }
-  int is_head = ex->method == ISV__M_HEAD;
-  return write_parts(h, ex, head, hl, is_head ? NULL : resp->parts, is_head ? 0 : resp->n_parts,
-                     !keep, resp->release, resp->release_ctx);
+  if (is_head) {
+    if (resp->release) resp->release(resp->release_ctx);
+    return write_parts(h, ex, head, hl, NULL, 0, 0, NULL, NULL) ? ISV_EIO : 0;
+  }
+  return write_parts(h, ex, head, hl, resp->parts, resp->n_parts, h->chunked, resp->release,
+                     resp->release_ctx)
+             ? ISV_EIO
+             : 0;
+}
+
+static int h1_write(isv__exchange *ex, const uv_buf_t *parts, size_t n, void (*release)(void *),
+                    void *ctx) {
+  isv__conn *c = ex->conn;
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) len += parts[i].len;
+  if (c == NULL || len == 0 || ex->method == ISV__M_HEAD) {
+    if (release) release(ctx);
+    return c == NULL && ex->cancelled ? ISV_ECANCELED : 0;
+  }
+  h1 *h = h1_of(c);
+  return write_parts(h, ex, NULL, 0, parts, n, h->chunked, release, ctx) ? ISV_ECANCELED : 0;
+}
+
+static int h1_end(isv__exchange *ex) {
+  isv__conn *c = ex->conn;
+  ex->phase = ISV__EX_DONE;
+  if (c == NULL) {
+    isv__exchange_collect(ex);
+    return 0;
+  }
+  h1 *h = h1_of(c);
+  h->wire_done = 1;
+  if (h->chunked) {
+    uv_buf_t last = uv_buf_init((char *)last_chunk, sizeof last_chunk - 1);
+    write_parts(h, ex, NULL, 0, &last, 1, 0, NULL, NULL);
+  } else if (ex->refs == 0) {
+    answered(h); /* the body ends with the connection (HTTP/1.0): it closes now */
+  }
+  return 0;
 }
 
 /* ---- the exchange ------------------------------------------------------------------------ */
@@ -313,6 +406,8 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
   }
   ex->conn = h->c;
   ex->respond = h1_respond;
+  ex->write = h1_write;
+  ex->end = h1_end;
   return ex;
 }
 
@@ -580,8 +675,12 @@ static void execute(h1 *h, const char *data, size_t len) {
     const char *pos = llhttp_get_error_pos(&h->parser);
     size_t used = pos ? (size_t)(pos - data) : len;
     if (used < len && keep_pending(h, data + used, len - used) != 0) return;
-    isv__conn_deadline(h->c, 0);
-    h->c->t->h.exchange(h->c->t->h.app, h->ex);
+    isv__conn *c = h->c;
+    isv__exchange *ex = h->ex;
+    isv__conn_deadline(c, 0);
+    c->t->h.exchange(c->t->h.app, ex);
+    /* read before the client half-closed: it is gone too (h1_on_eof) */
+    if (!c->closing && c->proto_state == h && h->peer_eof && h->ex == ex) isv__exchange_cancel(ex);
     return;
   }
   if (h->err_status) {
@@ -646,9 +745,15 @@ static int h1_start(isv__conn *c, const char *data, size_t len) {
 
 static void h1_on_eof(isv__conn *c) {
   h1 *h = h1_of(c);
-  /* A half-close after a request still wants its answer (HTTP/1.0 clients, `nc -q`). */
-  if (h->ex != NULL) h->peer_eof = 1;
-  else isv__conn_close(c);
+  if (h->ex == NULL) {
+    isv__conn_close(c);
+    return;
+  }
+  /* A client that half-closes while it is answered is taken to have gone (nginx): the handler
+   * hears it, and what it still answers is written if the socket takes it, with the answers to
+   * what the client sent before; then the connection closes. */
+  h->peer_eof = 1;
+  isv__exchange_cancel(h->ex);
 }
 
 static void h1_on_deadline(isv__conn *c) {
@@ -667,13 +772,18 @@ static void h1_shutdown(isv__conn *c) {
 static void h1_free(isv__conn *c) {
   h1 *h = h1_of(c);
   if (h == NULL) return;
-  if (h->ex) h->ex->conn = NULL; /* its handler will answer into the void */
+  isv__exchange *ex = h->ex;
   unreserve(h);
   isv__buf_free(&h->head);
   body_release(h);
   free(h->hdrs);
   free(h->pending);
   free(h);
+  c->proto_state = NULL; /* on_cancel below must find no engine through c */
+  if (ex) { /* its handler answers (or ends) into the void */
+    ex->conn = NULL;
+    if (!isv__exchange_collect(ex)) isv__exchange_cancel(ex);
+  }
 }
 
 const isv__conn_proto isv__http1_proto = {

@@ -1,10 +1,14 @@
 /* transport/exchange.c: the helpers both HTTP engines share — the case-insensitive header
  * lookup (exact length: header names are not NUL-terminated), method names to isv__method,
- * and the reason phrase of every status the library answers with. */
+ * the reason phrase of every status the library answers with, and the streamed-answer and
+ * cancellation rules every carrier relies on (a fake carrier here; the real ones are in
+ * test_http1 and test_http2). */
 #include "cmocka_prelude.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "inferserve.h"
 #include "transport/exchange.h"
 
 /* Header names and values point into one text, as the engines build them: nothing after a
@@ -138,6 +142,137 @@ static void other_statuses_are_unknown(void **state) {
     assert_string_equal(isv__http_reason(other[i]), "Unknown");
 }
 
+/* ---- a fake carrier: counts what reaches it -------------------------------------------- */
+
+static int responds, writes, ends, cancels, releases;
+
+static int fake_respond(isv__exchange *ex, const isv__response *r) {
+  responds++;
+  ex->phase = r->more ? ISV__EX_STREAMING : ISV__EX_DONE;
+  return 0;
+}
+static int fake_write(isv__exchange *ex, const uv_buf_t *parts, size_t n, void (*release)(void *),
+                      void *ctx) {
+  (void)ex;
+  (void)parts;
+  (void)n;
+  writes++;
+  if (release) release(ctx);
+  return 0;
+}
+static int fake_end(isv__exchange *ex) {
+  ends++;
+  ex->phase = ISV__EX_DONE;
+  return 0;
+}
+static void count_release(void *ctx) {
+  (void)ctx;
+  releases++;
+}
+static void count_cancel(isv__exchange *ex) {
+  (void)ex;
+  cancels++;
+}
+
+static isv__exchange fake(int can_stream) {
+  isv__exchange ex;
+  memset(&ex, 0, sizeof ex);
+  responds = writes = ends = cancels = releases = 0;
+  ex.respond = fake_respond;
+  if (can_stream) {
+    ex.write = fake_write;
+    ex.end = fake_end;
+  }
+  ex.on_cancel = count_cancel;
+  return ex;
+}
+
+static void a_carrier_that_cannot_stream_refuses_more(void **state) {
+  (void)state;
+  isv__exchange ex = fake(0);
+  isv__response r = {.status = 200, .more = 1};
+  assert_int_equal(isv__exchange_respond(&ex, &r), ISV_EUNIMPL);
+  assert_int_equal(responds, 0);
+  assert_int_equal(ex.phase, ISV__EX_PENDING); /* still to answer, whole */
+  r.more = 0;
+  assert_int_equal(isv__exchange_respond(&ex, &r), 0);
+  assert_int_equal(responds, 1);
+}
+
+static void writes_and_the_end_need_a_streaming_answer(void **state) {
+  (void)state;
+  isv__exchange ex = fake(1);
+  uv_buf_t b = uv_buf_init("x", 1);
+  /* before the answer began: refused, the piece released all the same */
+  assert_int_equal(isv__exchange_write(&ex, &b, 1, count_release, NULL), ISV_ESTATE);
+  assert_int_equal(releases, 1);
+  assert_int_equal(isv__exchange_end(&ex), ISV_ESTATE);
+  assert_int_equal(writes + ends, 0);
+  isv__response r = {.status = 200, .more = 1};
+  assert_int_equal(isv__exchange_respond(&ex, &r), 0);
+  assert_int_equal(isv__exchange_write(&ex, &b, 1, count_release, NULL), 0);
+  assert_int_equal(writes, 1);
+  assert_int_equal(releases, 2);
+  assert_int_equal(isv__exchange_end(&ex), 0);
+  assert_int_equal(ends, 1);
+  /* ended: nothing more reaches the carrier */
+  assert_int_equal(isv__exchange_write(&ex, &b, 1, count_release, NULL), ISV_ESTATE);
+  assert_int_equal(releases, 3);
+  assert_int_equal(isv__exchange_end(&ex), ISV_ESTATE);
+  assert_int_equal(writes, 1);
+  assert_int_equal(ends, 1);
+}
+
+static void cancel_runs_once_and_never_after_the_end(void **state) {
+  (void)state;
+  isv__exchange ex = fake(1);
+  isv__exchange_cancel(&ex); /* pending */
+  isv__exchange_cancel(&ex);
+  assert_int_equal(cancels, 1);
+  assert_true(ex.cancelled);
+
+  ex = fake(1);
+  isv__response r = {.status = 200, .more = 1};
+  isv__exchange_respond(&ex, &r);
+  isv__exchange_cancel(&ex); /* streaming */
+  assert_int_equal(cancels, 1);
+
+  ex = fake(1);
+  isv__exchange_respond(&ex, &r);
+  isv__exchange_end(&ex);
+  isv__exchange_cancel(&ex); /* ended */
+  assert_int_equal(cancels, 0);
+  assert_false(ex.cancelled);
+
+  ex = fake(1);
+  r.more = 0;
+  isv__exchange_respond(&ex, &r);
+  isv__exchange_cancel(&ex); /* answered whole */
+  assert_int_equal(cancels, 0);
+
+  ex = fake(1);
+  ex.on_cancel = NULL; /* the handler did not ask: marked all the same */
+  isv__exchange_cancel(&ex);
+  assert_true(ex.cancelled);
+}
+
+static void an_exchange_is_collected_only_when_nothing_holds_it(void **state) {
+  (void)state;
+  isv__exchange *ex = calloc(1, sizeof *ex);
+  assert_non_null(ex);
+  int anchor;
+  ex->phase = ISV__EX_STREAMING; /* the handler holds it */
+  assert_int_equal(isv__exchange_collect(ex), 0);
+  ex->phase = ISV__EX_DONE;
+  ex->conn = &anchor; /* its carrier does */
+  assert_int_equal(isv__exchange_collect(ex), 0);
+  ex->conn = NULL;
+  ex->refs = 1; /* a write points into it */
+  assert_int_equal(isv__exchange_collect(ex), 0);
+  ex->refs = 0;
+  assert_int_equal(isv__exchange_collect(ex), 1); /* freed (ASan: no leak) */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(headers_are_found_whatever_their_case),
@@ -147,6 +282,10 @@ int main(void) {
       cmocka_unit_test(method_names_map_to_methods),
       cmocka_unit_test(every_status_the_library_answers_has_its_reason),
       cmocka_unit_test(other_statuses_are_unknown),
+      cmocka_unit_test(a_carrier_that_cannot_stream_refuses_more),
+      cmocka_unit_test(writes_and_the_end_need_a_streaming_answer),
+      cmocka_unit_test(cancel_runs_once_and_never_after_the_end),
+      cmocka_unit_test(an_exchange_is_collected_only_when_nothing_holds_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,10 @@
  * pipelining with a late answer, chunked bodies, absolute-form targets, 100-continue, the
  * limits (413, 431) and malformed requests (400) through the error callback, Upgrade: h2c
  * ignored, CONNECT refused (405), HTTP/1.0 and Connection: close, a client half-close, and the
- * deadlines (408, idle). */
+ * deadlines (408, idle). Streamed answers: chunks exactly as written, each piece on the socket
+ * before the next, HTTP/1.0's close-delimited body, HEAD, pipelining after a stream, no deadline
+ * while the handler is slow, the send timeout; on_cancel when
+ * the client closes, half-closes or stops reading — and never after the answer ended. */
 #include "cmocka_prelude.h"
 
 #include <stdio.h>
@@ -29,6 +32,15 @@ static const char *header(int i, const char *name) {
   static char v[256];
   return tf_resp_header(&resps[i], name, v, sizeof v);
 }
+
+static int int_set(tf_world *w, void *p) {
+  (void)w;
+  return *(int *)p != 0;
+}
+
+#define HEAD_CHUNKED                                                                             \
+  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"             \
+  "X-Test: yes\r\n\r\n"
 
 static void request_as_the_handler_sees_it(void **state) {
   tf_world *w = *state;
@@ -549,6 +561,249 @@ static void a_slow_handler_is_not_timed_out(void **state) {
   assert_string_equal(resps[0].body, "GET /hold/long");
 }
 
+
+/* ---- streamed answers -------------------------------------------------------------------- */
+
+static void a_streamed_answer_goes_out_as_chunks_as_written(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/a?q=1"));
+  tf_wait_in(c, "\r\n0\r\n\r\n");
+  /* the first piece with the head, then one chunk per write; the empty write wrote nothing */
+  assert_string_equal(c->in, HEAD_CHUNKED "e\r\nGET /stream/a\n\r\n"
+                                          "8\r\npiece 0\n\r\n"
+                                          "8\r\npiece 1\n\r\n"
+                                          "8\r\npiece 2\n\r\n"
+                                          "0\r\n\r\n");
+  assert_int_equal(responses(c), 1);
+  assert_int_equal(resps[0].chunks, 4);
+  assert_string_equal(resps[0].body, "GET /stream/a\npiece 0\npiece 1\npiece 2\n");
+  assert_int_equal(w->streamed[0].handed, 5); /* the first, the empty one and three */
+  /* kept alive */
+  tf_write_str(c, REQ("GET /after"));
+  wait_responses(c, 2);
+  assert_string_equal(resps[1].body, "GET /after");
+  assert_false(c->eof);
+  assert_int_equal(w->recs[0].cancels, 0);
+}
+
+static void each_piece_reaches_the_client_before_the_next_is_written(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/sse"));
+  tf_wait_in(c, "\r\n\r\n");
+  tf_settle(w);
+  assert_string_equal(c->in, HEAD_CHUNKED); /* no first piece: no chunk */
+  assert_int_equal(tf_stream_write_str(w, 0, "data: 1\n\n"), 0);
+  tf_wait_in(c, "data: 1\n\n\r\n");
+  assert_int_equal(tf_stream_write_str(w, 0, "data: 2\n\n"), 0);
+  tf_wait_in(c, "data: 2\n\n\r\n");
+  assert_string_equal(c->in, HEAD_CHUNKED "9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n");
+  /* a piece of several parts (empty ones among them) is one chunk */
+  uv_buf_t parts[] = {uv_buf_init("ab", 2), uv_buf_init("", 0), uv_buf_init("cde", 3)};
+  assert_int_equal(isv__exchange_write(w->streamed[0].ex, parts, 3, NULL, NULL), 0);
+  tf_wait_in(c, "5\r\nabcde\r\n");
+  /* a larger one, still one chunk */
+  static char big[3000];
+  memset(big, 'z', sizeof big);
+  assert_int_equal(tf_stream_write(w, 0, big, sizeof big), 0);
+  tf_stream_end(w, 0);
+  wait_responses(c, 1);
+  assert_int_equal(resps[0].chunks, 4);
+  assert_int_equal(resps[0].body_len, 18 + 5 + sizeof big);
+  assert_non_null(strstr(c->in, "\r\nbb8\r\nzzz"));
+  tf_run_until(w, int_set, &w->streamed[0].released);
+  assert_int_equal(w->streamed[0].released, 3);
+}
+
+static void a_streamed_answer_to_http10_ends_with_the_connection(void **state) {
+  tf_world *w = *state;
+  /* keep-alive asked for, but a body of unknown length can only end with the connection */
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "GET /stream/old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  tf_wait_eof(c);
+  assert_false(c->reset);
+  assert_string_equal(c->in, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                             "X-Test: yes\r\n\r\nGET /stream/old\npiece 0\npiece 1\npiece 2\n");
+  assert_int_equal(responses(c), 1);
+  assert_string_equal(resps[0].body, "GET /stream/old\npiece 0\npiece 1\npiece 2\n");
+
+  /* ended when every piece is already written: it closes then */
+  tf_client *d = tf_connect(w);
+  tf_write_str(d, "GET /stream/manual/old HTTP/1.0\r\n\r\n");
+  tf_wait_recs(w, 2);
+  assert_int_equal(tf_stream_write_str(w, 1, "all"), 0);
+  tf_wait_in(d, "\r\n\r\nall");
+  tf_settle(w);
+  assert_false(d->eof);
+  tf_stream_end(w, 1);
+  tf_wait_eof(d);
+  assert_false(d->reset);
+  assert_int_equal(tf_h1_responses(d, resps, 16), 1);
+  assert_string_equal(resps[0].body, "all");
+  tf_wait_stream_closed(d);
+}
+
+static void a_streamed_answer_to_head_is_its_head_and_the_connection_goes_on(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "HEAD /stream/manual/h HTTP/1.1\r\nHost: h\r\n\r\n" REQ("GET /next"));
+  /* the next request is answered while the HEAD's stream is still open: its head was all */
+  tf_wait_in(c, "GET /next");
+  assert_string_equal(c->in, HEAD_CHUNKED "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                                          "Content-Length: 9\r\nX-Test: yes\r\n\r\nGET /next");
+  assert_false(w->streamed[0].ended);
+  assert_int_equal(tf_stream_write_str(w, 0, "dropped"), 0); /* released, never written */
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+  /* its client gone: no cancel, the answer was complete */
+  tf_close_client(c);
+  tf_wait_stream_closed(c);
+  assert_int_equal(tf_stream_write_str(w, 0, "dropped too"), 0);
+  tf_stream_end(w, 0);
+  assert_int_equal(w->recs[0].cancels, 0);
+
+  /* timer-driven: head only, then the next one */
+  tf_client *d = tf_connect(w);
+  tf_write_str(d, "HEAD /stream/t HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_in(d, "\r\n\r\n");
+  tf_run_until(w, int_set, &w->streamed[1].ended);
+  tf_write_str(d, REQ("GET /then"));
+  tf_wait_in(d, "GET /then");
+  assert_true(strncmp(d->in, HEAD_CHUNKED "HTTP/1.1 200 OK\r\n", strlen(HEAD_CHUNKED) + 17) == 0);
+}
+
+static void a_request_pipelined_behind_a_stream_is_served_after_its_end(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/p") REQ("GET /next") REQ("GET /stream/third"));
+  tf_wait_recs(w, 1);
+  assert_int_equal(tf_stream_write_str(w, 0, "one"), 0);
+  tf_wait_in(c, "one\r\n");
+  tf_settle(w);
+  assert_int_equal(w->n_recs, 1); /* the next waits for the end */
+  assert_int_equal(tf_stream_write_str(w, 0, "two"), 0);
+  tf_stream_end(w, 0);
+  wait_responses(c, 3);
+  assert_string_equal(resps[0].body, "onetwo");
+  assert_string_equal(resps[1].body, "GET /next");
+  assert_string_equal(resps[2].body, "GET /stream/third\npiece 0\npiece 1\npiece 2\n");
+  assert_true(tf_event_pos(w, "end /stream/manual/p") < tf_event_pos(w, "exchange /next"));
+  assert_true(tf_event_pos(w, "answer /next") < tf_event_pos(w, "exchange /stream/third"));
+  assert_false(c->eof);
+}
+
+static void a_stream_waiting_for_its_handler_outlives_the_idle_and_header_deadlines(
+    void **state) {
+  tf_world *w = *state;
+  w->t.limits.idle_timeout_ms = 30;
+  w->t.limits.header_timeout_ms = 30;
+  w->t.limits.send_timeout_ms = 30;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/long"));
+  tf_wait_in(c, "\r\n\r\n");
+  tf_run_for(w, 150); /* the handler's time, not the client's */
+  assert_false(c->eof);
+  assert_int_equal(tf_stream_write_str(w, 0, "late"), 0);
+  tf_wait_in(c, "late\r\n");
+  tf_run_for(w, 150);
+  assert_false(c->eof);
+  tf_stream_end(w, 0);
+  wait_responses(c, 1);
+  assert_string_equal(resps[0].body, "late");
+  assert_int_equal(w->recs[0].cancels, 0);
+  tf_wait_eof(c); /* then idle: the deadline is back */
+}
+
+static void a_stream_its_client_does_not_read_is_dropped_after_the_send_timeout(void **state) {
+  tf_world *w = *state;
+  w->t.limits.send_timeout_ms = 50;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/big"));
+  tf_wait_in(c, "\r\n\r\n");
+  tf_pause_reading(c, 1);
+  static char big[256 * 1024];
+  memset(big, 'b', sizeof big);
+  /* more than the socket holds: the rest waits in the server, and never moves */
+  assert_int_equal(tf_stream_write(w, 0, big, sizeof big), 0);
+  assert_int_equal(tf_stream_write(w, 0, big, sizeof big), 0);
+  tf_wait_cancelled(w, 0);
+  tf_wait_stream_closed(c);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed); /* the queued ones too */
+  /* the handler goes on into the void */
+  assert_int_equal(tf_stream_write_str(w, 0, "more"), ISV_ECANCELED);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+  tf_stream_end(w, 0);
+  assert_int_equal(w->recs[0].cancels, 1);
+}
+
+static void a_client_that_goes_away_while_answered_cancels_its_exchange(void **state) {
+  tf_world *w = *state;
+  /* closes while its request is pending */
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /hold/gone"));
+  tf_wait_recs(w, 1);
+  tf_close_client(c);
+  tf_wait_cancelled(w, 0);
+  tf_answer_held(w); /* into the void */
+  tf_wait_stream_closed(c);
+  assert_int_equal(w->recs[0].cancels, 1);
+
+  /* half-closes while pending: cancelled, and the answer that still comes is written */
+  tf_client *d = tf_connect(w);
+  tf_write_str(d, REQ("GET /hold/half"));
+  tf_wait_recs(w, 2);
+  tf_shutdown_write(d);
+  tf_wait_cancelled(w, 1);
+  assert_false(d->eof);
+  tf_answer_held(w);
+  tf_wait_eof(d);
+  assert_int_equal(tf_h1_responses(d, resps, 16), 1);
+  assert_string_equal(resps[0].body, "GET /hold/half");
+
+  /* closes during a stream */
+  tf_client *e = tf_connect(w);
+  tf_write_str(e, REQ("GET /stream/manual/x"));
+  tf_wait_recs(w, 3);
+  assert_int_equal(tf_stream_write_str(w, 0, "a"), 0);
+  tf_wait_in(e, "a\r\n");
+  tf_close_client(e);
+  tf_wait_cancelled(w, 2);
+  tf_stream_write_str(w, 0, "b"); /* written if the socket takes it: it does not */
+  tf_wait_stream_closed(e);
+  assert_int_equal(tf_stream_write_str(w, 0, "c"), ISV_ECANCELED);
+  tf_stream_end(w, 0);
+  assert_int_equal(w->recs[2].cancels, 1);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+}
+
+static void no_cancel_once_the_answer_ended(void **state) {
+  tf_world *w = *state;
+  /* ended, written, then the client goes */
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/done") REQ("GET /plain"));
+  tf_wait_recs(w, 1);
+  tf_stream_end(w, 0);
+  wait_responses(c, 2);
+  tf_close_client(c);
+  tf_wait_stream_closed(c);
+
+  /* ended while its pieces are still queued in the server, then the client goes: the writes
+   * fail, and still no cancel */
+  tf_client *d = tf_connect(w);
+  tf_write_str(d, REQ("GET /stream/manual/queued"));
+  tf_wait_recs(w, 3);
+  tf_pause_reading(d, 1);
+  static char big[256 * 1024];
+  memset(big, 'q', sizeof big);
+  assert_int_equal(tf_stream_write(w, 1, big, sizeof big), 0);
+  assert_int_equal(tf_stream_write(w, 1, big, sizeof big), 0);
+  tf_stream_end(w, 1);
+  tf_close_client(d);
+  tf_wait_stream_closed(d);
+  for (int i = 0; i < w->n_recs; i++) assert_int_equal(w->recs[i].cancels, 0);
+  assert_int_equal(w->streamed[1].released, w->streamed[1].handed);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
   const struct CMUnitTest tests[] = {
@@ -575,6 +830,15 @@ int main(void) {
       T(the_idle_deadline_closes_a_silent_connection),
       T(a_request_that_stops_arriving_gets_408),
       T(a_slow_handler_is_not_timed_out),
+      T(a_streamed_answer_goes_out_as_chunks_as_written),
+      T(each_piece_reaches_the_client_before_the_next_is_written),
+      T(a_streamed_answer_to_http10_ends_with_the_connection),
+      T(a_streamed_answer_to_head_is_its_head_and_the_connection_goes_on),
+      T(a_request_pipelined_behind_a_stream_is_served_after_its_end),
+      T(a_stream_waiting_for_its_handler_outlives_the_idle_and_header_deadlines),
+      T(a_stream_its_client_does_not_read_is_dropped_after_the_send_timeout),
+      T(a_client_that_goes_away_while_answered_cancels_its_exchange),
+      T(no_cancel_once_the_answer_ended),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,7 @@ static tf_rec *new_rec(tf_world *w, int kind) {
   assert_true(w->n_recs < TF_MAX_RECS);
   tf_rec *r = &w->recs[w->n_recs++];
   memset(r, 0, sizeof *r);
+  r->w = w;
   r->kind = kind;
   return r;
 }
@@ -123,8 +125,129 @@ static void answer(tf_world *w, isv__exchange *ex) {
                         .release = free,
                         .release_ctx = body};
   tf_log(w, "answer %s", path);
+  tf_rec *r = ex->app;
+  if (r) r->answered = 1;
   assert_int_equal(isv__exchange_respond(ex, &resp), 0);
 }
+
+/* -- streamed answers -- */
+
+typedef struct tf_piece {
+  tf_streamed *s;
+  char data[];
+} tf_piece;
+
+static void piece_release(void *p) {
+  tf_piece *pc = p;
+  pc->s->released++;
+  free(pc);
+}
+
+/* A copy of data as one piece, counted when handed and when released. */
+static tf_piece *new_piece(tf_streamed *s, const void *data, size_t len, uv_buf_t *b) {
+  tf_piece *pc = malloc(sizeof *pc + len + 1);
+  assert_non_null(pc);
+  pc->s = s;
+  if (len) memcpy(pc->data, data, len);
+  *b = uv_buf_init(pc->data, (unsigned)len);
+  s->handed++;
+  return pc;
+}
+
+static int stream_write(tf_streamed *s, const void *data, size_t len) {
+  assert_false(s->ended);
+  uv_buf_t b;
+  tf_piece *pc = new_piece(s, data, len, &b);
+  s->last_rc = isv__exchange_write(s->ex, &b, 1, piece_release, pc);
+  return s->last_rc;
+}
+
+static void stream_end(tf_streamed *s) {
+  assert_false(s->ended);
+  s->ended = 1;
+  tf_rec *r = &s->w->recs[s->rec];
+  r->answered = 1;
+  if (s->timer_open) uv_timer_stop(&s->timer);
+  tf_log(s->w, "end %s", r->path);
+  isv__exchange *ex = s->ex;
+  s->ex = NULL;
+  assert_int_equal(isv__exchange_end(ex), 0);
+}
+
+static void on_stream_tick(uv_timer_t *t) {
+  tf_streamed *s = t->data;
+  int i = s->next++;
+  if (i == 1) { /* an empty write: nothing goes out */
+    uv_buf_t b;
+    tf_piece *pc = new_piece(s, "", 0, &b);
+    s->last_rc = isv__exchange_write(s->ex, &b, 1, piece_release, pc);
+  }
+  if (i < TF_STREAM_PIECES) {
+    char text[32];
+    int k = snprintf(text, sizeof text, "piece %d\n", i);
+    stream_write(s, text, (size_t)k);
+  } else {
+    stream_end(s);
+  }
+}
+
+static void start_stream(tf_world *w, isv__exchange *ex, tf_rec *r) {
+  assert_true(w->n_streamed < TF_MAX_STREAMED);
+  tf_streamed *s = &w->streamed[w->n_streamed++];
+  memset(s, 0, sizeof *s);
+  s->w = w;
+  s->ex = ex;
+  s->rec = (int)(r - w->recs);
+  s->manual = strncmp(r->path, "/stream/manual", 14) == 0;
+  uv_buf_t first;
+  tf_piece *pc = NULL;
+  if (!s->manual) {
+    char text[300];
+    int k = snprintf(text, sizeof text, "%s %s\n", r->method_name, r->path);
+    pc = new_piece(s, text, (size_t)k, &first);
+  }
+  isv__response resp = {.status = 200,
+                        .content_type = "text/plain",
+                        .headers = &extra_header,
+                        .n_headers = 1,
+                        .parts = pc ? &first : NULL,
+                        .n_parts = pc ? 1 : 0,
+                        .release = pc ? piece_release : NULL,
+                        .release_ctx = pc,
+                        .more = 1};
+  tf_log(w, "stream %s", r->path);
+  assert_int_equal(isv__exchange_respond(ex, &resp), 0);
+  if (s->manual) return;
+  uv_timer_init(&w->loop, &s->timer);
+  s->timer.data = s;
+  s->timer_open = 1;
+  uv_timer_start(&s->timer, on_stream_tick, 1, 1);
+}
+
+int tf_stream_write(tf_world *w, int i, const void *data, size_t len) {
+  assert_true(i < w->n_streamed);
+  return stream_write(&w->streamed[i], data, len);
+}
+
+int tf_stream_write_str(tf_world *w, int i, const char *text) {
+  return tf_stream_write(w, i, text, strlen(text));
+}
+
+void tf_stream_end(tf_world *w, int i) {
+  assert_true(i < w->n_streamed);
+  stream_end(&w->streamed[i]);
+}
+
+static void on_ex_cancel(isv__exchange *ex) {
+  tf_rec *r = ex->app;
+  assert_false(r->answered);       /* never after the answer ended */
+  assert_int_equal(r->cancels, 0); /* once */
+  r->cancels++;
+  tf_log(r->w, "cancel %s", r->path);
+}
+
+static int rec_cancelled(tf_world *w, void *arg) { return w->recs[*(int *)arg].cancels > 0; }
+void tf_wait_cancelled(tf_world *w, int rec) { tf_run_until(w, rec_cancelled, &rec); }
 
 static void on_slow_timer(uv_timer_t *t) {
   tf_world *w = t->data;
@@ -140,7 +263,11 @@ static void on_exchange(void *app, isv__exchange *ex) {
   tf_rec *r = new_rec(w, TF_EXCHANGE);
   record_exchange(r, ex);
   tf_log(w, "exchange %s", r->path);
-  if (strncmp(r->path, "/hold", 5) == 0) {
+  ex->on_cancel = on_ex_cancel;
+  ex->app = r;
+  if (strncmp(r->path, "/stream", 7) == 0) {
+    start_stream(w, ex, r);
+  } else if (strncmp(r->path, "/hold", 5) == 0) {
     assert_true(w->n_held < 8);
     w->held[w->n_held++] = ex;
   } else if (strncmp(r->path, "/slow", 5) == 0) {
@@ -284,6 +411,7 @@ void tf_default_limits(isv__transport_limits *l) {
 static void on_guard(uv_timer_t *t) { ((tf_world *)t->data)->guard_fired = 1; }
 
 int tf_setup(void **state) {
+  signal(SIGPIPE, SIG_IGN); /* as a host does: a client that hangs up mid-answer is no signal */
   tf_world *w = calloc(1, sizeof *w);
   assert_non_null(w);
   assert_int_equal(uv_loop_init(&w->loop), 0);
@@ -330,6 +458,8 @@ void tf_close_transport(tf_world *w) { isv__transport_close(&w->t, on_transport_
 int tf_teardown(void **state) {
   tf_world *w = *state;
   tf_answer_held(w);
+  for (int i = 0; i < w->n_streamed; i++)
+    if (!w->streamed[i].ended) stream_end(&w->streamed[i]);
   for (int i = 0; i < w->n_clients; i++) tf_close_client(&w->clients[i]);
   tf_run_until(w, all_streams_closed, NULL);
   tf_run_until(w, all_calls_finished, NULL); /* cancelled ones finish from a timer */
@@ -341,6 +471,11 @@ int tf_teardown(void **state) {
   for (int i = 0; i < w->n_calls; i++)
     if (w->calls[i].timer_open)
       uv_close((uv_handle_t *)&w->calls[i].finish_timer, close_cb_nothing);
+  for (int i = 0; i < w->n_streamed; i++) {
+    tf_streamed *s = &w->streamed[i];
+    assert_int_equal(s->released, s->handed); /* every piece let go of, once */
+    if (s->timer_open) uv_close((uv_handle_t *)&s->timer, close_cb_nothing);
+  }
   for (int i = 0; i < w->n_clients; i++) {
     tf_client *c = &w->clients[i];
     if (c->poll_open) uv_close((uv_handle_t *)&c->poll, close_cb_nothing);
@@ -455,13 +590,12 @@ static void on_poll(uv_poll_t *p, int status, int events);
 
 /* Watch for what the client waits for: bytes to read, and room to write what is queued. */
 static void update_poll(tf_client *c) {
-  if (c->fd < 0 || c->eof) {
-    if (c->poll_events) uv_poll_stop(&c->poll);
-    c->poll_events = 0;
-    return;
-  }
-  int ev = UV_READABLE | (c->out_len > c->out_off ? UV_WRITABLE : 0);
-  if (ev != c->poll_events) assert_int_equal(uv_poll_start(&c->poll, ev, on_poll), 0);
+  int ev = 0;
+  if (c->fd >= 0 && !c->eof)
+    ev = (c->paused ? 0 : UV_READABLE) | (c->out_len > c->out_off ? UV_WRITABLE : 0);
+  if (ev == c->poll_events) return;
+  if (ev == 0) uv_poll_stop(&c->poll);
+  else assert_int_equal(uv_poll_start(&c->poll, ev, on_poll), 0);
   c->poll_events = ev;
 }
 
@@ -489,16 +623,16 @@ static void write_out(tf_client *c) {
   update_poll(c);
 }
 
-static void on_poll(uv_poll_t *p, int status, int events) {
-  tf_client *c = p->data;
-  if (status < 0) return;
-  if (events & UV_WRITABLE) write_out(c);
-  if (!(events & UV_READABLE)) return;
-  for (;;) {
+/* Read what is there, at most max bytes; the bytes read. */
+static size_t read_in(tf_client *c, size_t max) {
+  size_t got = 0;
+  while (got < max) {
     char buf[65536];
-    ssize_t n = read(c->fd, buf, sizeof buf);
+    size_t want = max - got < sizeof buf ? max - got : sizeof buf;
+    ssize_t n = read(c->fd, buf, want);
     if (n > 0) {
       append_in(c, buf, (size_t)n);
+      got += (size_t)n;
       if (c->h2) {
         ssize_t rc = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf, (size_t)n);
         if (rc < 0) fail_msg("client nghttp2_session_mem_recv: %s", nghttp2_strerror((int)rc));
@@ -513,6 +647,24 @@ static void on_poll(uv_poll_t *p, int status, int events) {
     break;
   }
   if (c->h2 && !c->eof) tf_h2_flush(c);
+  return got;
+}
+
+static void on_poll(uv_poll_t *p, int status, int events) {
+  tf_client *c = p->data;
+  if (status < 0) return;
+  if (events & UV_WRITABLE) write_out(c);
+  if ((events & UV_READABLE) && !c->paused && c->fd >= 0) read_in(c, (size_t)-1);
+}
+
+void tf_pause_reading(tf_client *c, int paused) {
+  c->paused = paused;
+  update_poll(c);
+}
+
+size_t tf_read_some(tf_client *c, size_t max) {
+  assert_true(c->fd >= 0);
+  return read_in(c, max);
 }
 
 static void on_stream_closed(uv_handle_t *h) {
@@ -612,6 +764,32 @@ const char *tf_resp_header(const tf_resp *r, const char *name, char *buf, size_t
   return NULL;
 }
 
+/* A chunked body at p: decoded into r; the bytes it took, or 0 when it is not complete. */
+static size_t dechunk(tf_resp *r, const char *p, size_t n) {
+  size_t off = 0;
+  for (;;) {
+    const char *eol = find(p + off, n - off, "\r\n");
+    if (eol == NULL) return 0;
+    char *endp;
+    size_t size = (size_t)strtoul(p + off, &endp, 16);
+    assert_ptr_equal(endp, eol); /* no extensions: the server writes none */
+    off = (size_t)(eol - p) + 2;
+    if (size == 0) { /* no trailers either */
+      if (n - off < 2) return 0;
+      assert_memory_equal(p + off, "\r\n", 2);
+      r->body[r->body_len] = '\0';
+      return off + 2;
+    }
+    if (n - off < size + 2) return 0;
+    assert_true(r->body_len + size < sizeof r->body);
+    memcpy(r->body + r->body_len, p + off, size);
+    r->body_len += size;
+    r->chunks++;
+    assert_memory_equal(p + off + size, "\r\n", 2);
+    off += size + 2;
+  }
+}
+
 int tf_h1_responses(const tf_client *c, tf_resp *out, int max) {
   size_t pos = 0;
   int n = 0;
@@ -629,12 +807,26 @@ int tf_h1_responses(const tf_client *c, tf_resp *out, int max) {
     r->status = atoi(r->head + 9);
     size_t body = 0;
     char v[32];
+    const char *b = start + head_len + 2;
+    size_t avail = c->in_len - pos - head_len - 2;
+    if (r->status >= 200 && tf_resp_header(r, "Transfer-Encoding", v, sizeof v)) {
+      assert_string_equal(v, "chunked");
+      size_t used = dechunk(r, b, avail);
+      if (used == 0) break; /* not all here yet */
+      pos += head_len + 2 + used;
+      n++;
+      continue;
+    }
     if (r->status >= 200 && tf_resp_header(r, "Content-Length", v, sizeof v))
       body = (size_t)strtoul(v, NULL, 10);
+    else if (r->status >= 200) { /* delimited by the close */
+      if (!c->eof) break;
+      body = avail;
+    }
     size_t total = head_len + 2 + body;
     if (pos + total > c->in_len) break;
     assert_true(body < sizeof r->body);
-    memcpy(r->body, start + head_len + 2, body);
+    memcpy(r->body, b, body);
     r->body[body] = '\0';
     r->body_len = body;
     pos += total;
@@ -661,6 +853,7 @@ static int cli_on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8
   char v[256];
   copy_text(v, sizeof v, (const char *)value, vlen);
   if (nlen == 7 && memcmp(name, ":status", 7) == 0) st->status = atoi(v);
+  else if (nlen == 14 && memcmp(name, "content-length", 14) == 0) st->has_clen = 1;
   else if (nlen == 12 && memcmp(name, "content-type", 12) == 0)
     copy_text(st->ctype, sizeof st->ctype, v, strlen(v));
   else if (nlen == 11 && memcmp(name, "grpc-status", 11) == 0) {
@@ -677,9 +870,10 @@ static int cli_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint
   (void)flags;
   tf_h2_stream *st = h2_stream(user, id);
   if (st == NULL) return 0;
-  assert_true(st->body_len + len <= sizeof st->body);
-  memcpy(st->body + st->body_len, data, len);
-  st->body_len += len;
+  st->data_len += len;
+  size_t keep = sizeof st->body - st->body_len < len ? sizeof st->body - st->body_len : len;
+  memcpy(st->body + st->body_len, data, keep);
+  st->body_len += keep;
   return 0;
 }
 
@@ -697,6 +891,13 @@ static int cli_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *user) 
   (void)s;
   tf_client *c = user;
   if (f->hd.type == NGHTTP2_GOAWAY) c->goaway_received = 1;
+  if (f->hd.type == NGHTTP2_DATA) {
+    tf_h2_stream *st = h2_stream(c, f->hd.stream_id);
+    if (st) {
+      st->data_frames++;
+      if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) st->data_end_stream = 1;
+    }
+  }
   if (f->hd.type == NGHTTP2_RST_STREAM) {
     tf_h2_stream *st = h2_stream(c, f->hd.stream_id);
     if (st) st->rst_received = 1;

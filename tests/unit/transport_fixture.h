@@ -9,7 +9,13 @@
  *   exchange — recorded; answered 200 text/plain "<METHOD> <path>[?<query>][ <body>]" (a body
  *              over TF_ECHO_MAX bytes as "<N bytes HASH>"): at once, from a 5 ms uv_timer when
  *              the path starts with "/slow", or when the test calls tf_answer_held() when it
- *              starts with "/hold";
+ *              starts with "/hold". A path that starts with "/stream" is answered streamed
+ *              (isv__exchange_write, tf_streamed): "/stream/manual..." with no first piece,
+ *              then what the test writes (tf_stream_write) until it ends it (tf_stream_end);
+ *              any other "/stream..." with "<METHOD> <path>\n" first, then from a 1 ms
+ *              repeating timer an empty write and TF_STREAM_PIECES pieces "piece <i>\n", then
+ *              the end. Every exchange's on_cancel is recorded in its tf_rec (and asserted to
+ *              come at most once, and never after the answer ended); the answer still comes.
  *   error    — recorded; answered with the status and the message as a text/plain body;
  *   grpc     — recorded; "/test.Echo/Unary" answers "pong:" + the messages joined with ','
  *              (large ones as "<N bytes HASH>") and OK ("all good")
@@ -37,11 +43,16 @@
 #define TF_MAX_CLIENTS 8
 #define TF_MAX_STREAMS 8
 #define TF_MAX_CALLS 8
+#define TF_MAX_STREAMED 8
+#define TF_STREAM_PIECES 3
 
 enum { TF_EXCHANGE = 1, TF_ERROR, TF_GRPC };
 
 /* What the handler was handed, copied. */
+typedef struct tf_world tf_world;
+
 typedef struct tf_rec {
+  tf_world *w;
   int kind;
   int status; /* TF_ERROR */
   char msg[256];
@@ -58,9 +69,23 @@ typedef struct tf_rec {
   size_t body_len;
   uint32_t body_hash; /* tf_hash of the whole body */
   uint64_t timeout_ms; /* TF_GRPC */
+  int cancels;  /* TF_EXCHANGE: on_cancel calls */
+  int answered; /* TF_EXCHANGE: responded whole, or its streamed answer ended */
 } tf_rec;
 
-typedef struct tf_world tf_world;
+/* A streamed answer as the test handler holds it. */
+typedef struct tf_streamed {
+  tf_world *w;
+  isv__exchange *ex; /* NULL once ended */
+  int rec;
+  int manual;
+  int next; /* timer-driven: the next piece */
+  int ended;
+  int handed, released; /* pieces given to the exchange, and released by it */
+  int last_rc;          /* of the last isv__exchange_write */
+  uv_timer_t timer;
+  int timer_open;
+} tf_streamed;
 
 /* A gRPC call as the test service holds it. */
 typedef struct tf_call {
@@ -84,8 +109,12 @@ typedef struct tf_h2_stream {
   char grpc_message[256];
   int grpc_in_trailers; /* grpc-status came in trailers (else trailers-only) */
   char body[8192];
-  size_t body_len;
+  size_t body_len; /* of body: what fits of the DATA */
+  size_t data_len; /* all of the DATA */
   int closed;
+  int has_clen;       /* a content-length header came */
+  int data_frames;    /* DATA frames received */
+  int data_end_stream; /* END_STREAM came on a DATA frame */
   uint32_t error_code; /* of its close: NGHTTP2_NO_ERROR, ... */
   int rst_received;
   /* the request body the data provider sends */
@@ -105,6 +134,7 @@ typedef struct tf_client {
   uv_poll_t poll;
   int poll_open;
   int poll_events; /* what the poll handle waits for now */
+  int paused;      /* tf_pause_reading: the client reads nothing */
   char *out; /* written by the client, not yet taken by the socket */
   size_t out_len, out_off, out_cap;
   int shut_pending; /* SHUT_WR once out is written */
@@ -135,6 +165,8 @@ struct tf_world {
   isv__exchange *slow[8];
   int n_slow;
   uv_timer_t slow_timer;
+  tf_streamed streamed[TF_MAX_STREAMED];
+  int n_streamed;
   tf_call calls[TF_MAX_CALLS];
   int n_calls;
   tf_client clients[TF_MAX_CLIENTS];
@@ -164,6 +196,10 @@ void tf_write_str(tf_client *c, const char *s);
 /* The client half-closes (SHUT_WR) / closes its end. */
 void tf_shutdown_write(tf_client *c);
 void tf_close_client(tf_client *c);
+/* Stop (1) or go on (0) reading what the server writes: its writes then back up. */
+void tf_pause_reading(tf_client *c, int paused);
+/* While paused: read at most max bytes now (what is there). */
+size_t tf_read_some(tf_client *c, size_t max);
 
 /* Run the loop until pred(w, arg) holds; fails the test after 10 s. */
 typedef int (*tf_pred)(tf_world *w, void *arg);
@@ -179,6 +215,13 @@ void tf_wait_in(tf_client *c, const char *needle);   /* the server wrote this */
 
 /* Answer the exchanges held by "/hold" paths, oldest first. */
 void tf_answer_held(tf_world *w);
+/* Streamed answers, by the order they began: the next piece (a copy of len bytes of data, or
+ * of text) and its isv__exchange_write's code; the end. */
+int tf_stream_write(tf_world *w, int i, const void *data, size_t len);
+int tf_stream_write_str(tf_world *w, int i, const char *text);
+void tf_stream_end(tf_world *w, int i);
+/* Until recs[rec] heard on_cancel. */
+void tf_wait_cancelled(tf_world *w, int rec);
 /* Does the event log contain `line` (a whole line)? Its position, or -1. */
 int tf_event_pos(const tf_world *w, const char *line);
 
@@ -187,11 +230,14 @@ int tf_event_pos(const tf_world *w, const char *line);
 typedef struct tf_resp {
   int status;
   char head[1024]; /* status line and headers */
-  char body[4096];
+  char body[4096]; /* chunked: decoded */
   size_t body_len;
+  int chunks; /* chunked: the chunks of data (the last, empty one not counted) */
 } tf_resp;
 
-/* The complete responses in c->in (interim 1xx ones included), at most max. */
+/* The complete responses in c->in (interim 1xx ones included), at most max. The body is
+ * Content-Length bytes, chunked, or (neither) what came until the server closed. Not for HEAD
+ * answers (their head announces a body that does not come). */
 int tf_h1_responses(const tf_client *c, tf_resp *out, int max);
 /* A header's value ("" when empty), NUL-terminated into buf; NULL when absent. */
 const char *tf_resp_header(const tf_resp *r, const char *name, char *buf, size_t cap);
