@@ -10,13 +10,13 @@
  *    it; then isv__exchange_end() exactly once, whatever the calls before it returned. The
  *    handler must not touch ex after end. HTTP/1.1 frames the pieces as chunks
  *    (Transfer-Encoding: chunked); an HTTP/1.0 client gets a body that ends when the connection
- *    closes. A HEAD request gets the head only: its pieces are dropped (written
- *    "successfully"), and the connection goes on with the next request as soon as the head is
- *    out. (HTTP/2 does not stream yet: ISV_EUNIMPL.)
+ *    closes; HTTP/2 sends them as DATA frames, END_STREAM at the end. A HEAD request gets the
+ *    head only: its pieces are dropped (written "successfully"), and the connection goes on
+ *    with the next request as soon as the head is out.
  *
  * The client may go away first (it closed or reset the connection, half-closed an HTTP/1.1
- * connection; or the connection was dropped: a send timeout, the drain deadline — HTTP/2 does
- * not tell yet): while ex is pending (not yet answered) or streaming (not yet ended), the
+ * connection, reset its HTTP/2 stream; or the connection was dropped: a send timeout, the
+ * drain deadline): while ex is pending (not yet answered) or streaming (not yet ended), the
  * carrier then calls ex->on_cancel once, if the handler set it — never after the handler
  * ended its answer (respond without `more`, or end). The handler still answers it exactly once
  * as above. What it answers is still written while the connection takes it (a client that only

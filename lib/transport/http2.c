@@ -3,7 +3,10 @@
  *
  * Each stream is either a REST exchange (body collected, then the same isv__exchange as
  * HTTP/1.1) or a gRPC call (content-type application/grpc*: DATA is deframed into whole
- * messages as it arrives, so bidirectional streams work).
+ * messages as it arrives, so bidirectional streams work). A REST answer may be streamed
+ * (exchange.h): its pieces are queued as they come and leave as DATA frames within the
+ * client's windows (read_data defers while the queue is empty), END_STREAM at its end. A
+ * RST_STREAM, or the connection's end, cancels an exchange still pending or streaming.
  *
  * Output: nghttp2 produces frames; each flush gathers them into one write (isv__conn_write).
  * While more than ISV__H2_HIGH_WATER bytes are queued in libuv we stop asking nghttp2 for
@@ -179,7 +182,10 @@ static void w_ref(h2_write *w, const char *p, size_t n) {
 
 static void item_free(out_item *it) {
   if (it->release) it->release(it->ctx);
-  if (it->ex) isv__exchange_free(it->ex);
+  if (it->ex) {
+    it->ex->refs--;
+    isv__exchange_collect(it->ex);
+  }
   free(it);
 }
 
@@ -414,6 +420,7 @@ static int submit_or_resume(h2_stream *st, const nghttp2_nv *nv, size_t nvlen) {
     isv__conn_deadline(h->c, h->c->t->limits.send_timeout_ms);
   }
   if (!st->submitted) {
+    if (nv == NULL) return 0; /* a resume for a response never submitted (its stream is reset) */
     nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_data};
     st->submitted = 1;
     return nghttp2_submit_response(st->h2->s, st->id, nv, nvlen, &prd);
@@ -423,18 +430,41 @@ static int submit_or_resume(h2_stream *st, const nghttp2_nv *nv, size_t nvlen) {
 
 /* ---- REST over h2c ----------------------------------------------------------------------- */
 
+/* A REST answer's piece: queued behind the others, ex kept until it is written. */
+static int enqueue_piece(h2_stream *st, isv__exchange *ex, const uv_buf_t *parts, size_t n,
+                         void (*release)(void *), void *ctx) {
+  int rc = enqueue(st, parts, n, 0, release, ctx);
+  if (rc == 0) {
+    st->q_tail->ex = ex; /* the body may hold tensors the response refers to */
+    ex->refs++;
+  }
+  return rc;
+}
+
+static size_t parts_len(const uv_buf_t *parts, size_t n) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) len += parts[i].len;
+  return len;
+}
+
+/* A whole answer, or the head and first piece of a streamed one: its DATA frames follow as
+ * the pieces come (read_data defers while the queue is empty), END_STREAM at the end. */
 static int h2_respond(isv__exchange *ex, const isv__response *resp) {
   h2_stream *st = ex->conn;
+  ex->phase = resp->more ? ISV__EX_STREAMING : ISV__EX_DONE;
   if (st == NULL) { /* stream or connection gone */
     if (resp->release) resp->release(resp->release_ctx);
-    isv__exchange_free(ex);
+    isv__exchange_collect(ex);
     return 0;
   }
   h2 *h = st->h2;
-  st->ex = NULL;
-  st->app_done = 1;
-  size_t body = 0;
-  for (size_t i = 0; i < resp->n_parts; i++) body += resp->parts[i].len;
+  int is_head = ex->method == ISV__M_HEAD;
+  if (!resp->more || is_head) { /* complete on the wire once sent: the stream lets go of ex */
+    st->ex = NULL;
+    st->app_done = 1;
+    ex->conn = NULL;
+  }
+  size_t body = parts_len(resp->parts, resp->n_parts);
   char status[8], clen[24];
   snprintf(status, sizeof status, "%d", resp->status);
   snprintf(clen, sizeof clen, "%zu", body);
@@ -452,14 +482,14 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
       free(lower);
     }
     if (resp->release) resp->release(resp->release_ctx);
-    isv__exchange_free(ex);
+    isv__exchange_collect(ex); /* streaming: its stream's reset lets go of it */
     nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
     flush(h);
     return ISV_ENOMEM;
   }
   size_t n = 0;
   nv[n++] = (nghttp2_nv)NV(":status", status);
-  nv[n++] = (nghttp2_nv)NV("content-length", clen);
+  if (!resp->more) nv[n++] = (nghttp2_nv)NV("content-length", clen);
   if (resp->content_type) nv[n++] = (nghttp2_nv)NV("content-type", resp->content_type);
   char *lp = lower;
   for (size_t i = 0; i < resp->n_headers; i++) {
@@ -470,24 +500,63 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
                            NGHTTP2_NV_FLAG_NONE};
     lp += x->name_len;
   }
-  if (st->method && strcmp(st->method, "HEAD") == 0) { /* headers only, END_STREAM on them */
+  int rc = 0;
+  if (is_head) { /* headers only, END_STREAM on them; a streamed body is dropped as it comes */
     if (resp->release) resp->release(resp->release_ctx);
-    isv__exchange_free(ex);
     st->submitted = 1;
     nghttp2_submit_response(h->s, st->id, nv, n, NULL);
-  } else if (enqueue(st, resp->parts, resp->n_parts, 0, resp->release, resp->release_ctx) != 0) {
-    isv__exchange_free(ex);
+  } else if (body == 0) {
+    if (resp->release) resp->release(resp->release_ctx);
+    st->eof = !resp->more;
+    submit_or_resume(st, nv, n);
+  } else if ((rc = enqueue_piece(st, ex, resp->parts, resp->n_parts, resp->release,
+                                 resp->release_ctx)) != 0) {
     nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
   } else {
-    st->q_tail->ex = ex; /* the body may hold tensors the response refers to */
-    st->eof = 1;
+    st->eof = !resp->more;
     submit_or_resume(st, nv, n);
   }
+  isv__exchange_collect(ex);
   if (!small) {
     free(nv);
     free(lower);
   }
+  flush(h); /* ex is not touched after this: on_cancel may end it from inside */
+  return rc;
+}
+
+static int h2_rest_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
+                         void (*release)(void *), void *ctx) {
+  h2_stream *st = ex->conn;
+  if (st == NULL || parts_len(parts, n) == 0) {
+    if (release) release(ctx);
+    return st == NULL && ex->cancelled ? ISV_ECANCELED : 0;
+  }
+  h2 *h = st->h2;
+  int rc = enqueue_piece(st, ex, parts, n, release, ctx);
+  if (rc != 0) /* a piece lost: the rest would make no sense */
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+  else
+    submit_or_resume(st, NULL, 0);
+  ex->refs++; /* held across flush: on_cancel may end ex from inside it */
   flush(h);
+  ex->refs--;
+  if (rc == 0 && ex->conn == NULL) rc = ISV_ECANCELED; /* the flush found the stream gone */
+  isv__exchange_collect(ex);
+  return rc;
+}
+
+static int h2_rest_end(isv__exchange *ex) {
+  h2_stream *st = ex->conn;
+  ex->phase = ISV__EX_DONE;
+  ex->conn = NULL;
+  isv__exchange_collect(ex); /* unless pieces still point into it */
+  if (st == NULL) return 0;
+  st->ex = NULL;
+  st->app_done = 1;
+  st->eof = 1;
+  submit_or_resume(st, NULL, 0); /* the last DATA frame carries END_STREAM */
+  flush(st->h2);
   return 0;
 }
 
@@ -842,6 +911,8 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   }
   ex->conn = st;
   ex->respond = h2_respond;
+  ex->write = h2_rest_write;
+  ex->end = h2_rest_end;
   st->ex = ex;
   st->dispatched = 1;
   return ex;
@@ -1029,8 +1100,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
 
 static void cancel_stream(h2_stream *st) {
   st->closed = 1;
-  if (st->ex) { /* the handler will respond into the void */
-    st->ex->conn = NULL;
+  isv__exchange *ex = st->ex; /* pending or streaming: its handler answers into the void */
+  if (ex) {
+    ex->conn = NULL;
     st->ex = NULL;
     st->app_done = 1;
   }
@@ -1039,6 +1111,7 @@ static void cancel_stream(h2_stream *st) {
     notify_cancel(st);
   }
   release_items(st);
+  if (ex) isv__exchange_cancel(ex); /* last: it may end ex */
 }
 
 /* We ended a gRPC stream the client is still sending on (an early error, a drained call):

@@ -3,7 +3,10 @@
  * responses come back; gRPC calls reach the grpc handler with whole messages, and the
  * service's messages and status come back (with trailers, or trailers-only); the limits and a
  * gRPC GET go to the error callback; RST_STREAM, an oversized message and the grpc-timeout
- * cancel a call; the idle deadline and a graceful close. */
+ * cancel a call; the idle deadline and a graceful close. Streamed REST answers: DATA frames as
+ * the pieces come and END_STREAM at the end, flow control, HEAD, no deadline while the handler
+ * is slow, a stream the client does not read reset after the send timeout; on_cancel on
+ * RST_STREAM and on the connection going away — and never after the answer ended. */
 #include "cmocka_prelude.h"
 
 #include <stdio.h>
@@ -48,6 +51,33 @@ static tf_h2_stream *grpc_call(tf_client *c, const char *path, const uint8_t *bo
   tf_h2_stream *st = tf_h2_request(c, nv, 7, body, len, keep_open);
   tf_h2_flush(c);
   return st;
+}
+
+
+static tf_h2_stream *rest(tf_client *c, const char *method, const char *path) {
+  nghttp2_nv nv[] = {
+      {(uint8_t *)":method", (uint8_t *)method, 7, strlen(method), NGHTTP2_NV_FLAG_NONE},
+      TF_NV(":scheme", "http"),
+      TF_NV(":authority", "localhost"),
+      {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), NGHTTP2_NV_FLAG_NONE}};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, NULL, 0, 0);
+  tf_h2_flush(c);
+  return st;
+}
+
+typedef struct body_arg {
+  tf_h2_stream *st;
+  size_t n;
+} body_arg;
+static int body_reached(tf_world *w, void *arg) {
+  (void)w;
+  body_arg *a = arg;
+  return a->st->body_len >= a->n;
+}
+/* Until st's body has n bytes. */
+static void wait_body(tf_world *w, tf_h2_stream *st, size_t n) {
+  body_arg a = {st, n};
+  tf_run_until(w, body_reached, &a);
 }
 
 static void a_rest_get_reaches_the_exchange_handler(void **state) {
@@ -457,6 +487,202 @@ static void closing_the_transport_lets_a_stream_in_flight_finish(void **state) {
   tf_wait_stream_closed(c);
 }
 
+
+/* ---- streamed REST answers --------------------------------------------------------------- */
+
+static void a_streamed_answer_comes_as_data_frames_then_end_stream(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/sse");
+  tf_run_until(w, int_set, &st->status); /* the headers, before any piece */
+  assert_int_equal(st->status, 200);
+  assert_string_equal(st->ctype, "text/plain");
+  assert_false(st->has_clen);
+  assert_int_equal(st->data_frames, 0);
+  assert_int_equal(tf_stream_write_str(w, 0, "data: 1\n\n"), 0);
+  wait_body(w, st, 9);
+  assert_int_equal(st->data_frames, 1);
+  assert_int_equal(tf_stream_write_str(w, 0, "data: 2\n\n"), 0);
+  wait_body(w, st, 18);
+  assert_int_equal(st->data_frames, 2);
+  assert_false(st->closed);
+  tf_stream_end(w, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_true(st->data_end_stream);
+  assert_int_equal(st->data_frames, 3); /* the last one empty, with END_STREAM */
+  assert_memory_equal(st->body, "data: 1\n\ndata: 2\n\n", 18);
+  assert_int_equal(st->body_len, 18);
+
+  /* timer-driven, on the same connection */
+  tf_h2_stream *t = rest(c, "GET", "/stream/t?x");
+  tf_h2_wait_closed(c, t);
+  static const char want[] = "GET /stream/t\npiece 0\npiece 1\npiece 2\n";
+  assert_int_equal(t->body_len, sizeof want - 1);
+  assert_memory_equal(t->body, want, sizeof want - 1);
+  assert_false(t->has_clen);
+  assert_true(t->data_end_stream);
+  assert_int_equal(w->recs[0].cancels + w->recs[1].cancels, 0);
+  assert_false(c->eof);
+}
+
+static void a_streamed_answer_keeps_to_the_client_s_flow_control_window(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_h2_start(c);
+  nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 16}};
+  assert_int_equal(nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 1), 0);
+  tf_h2_flush(c);
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/fc");
+  tf_wait_recs(w, 1);
+  char piece[100];
+  for (size_t i = 0; i < sizeof piece; i++) piece[i] = (char)('a' + i % 26);
+  assert_int_equal(tf_stream_write(w, 0, piece, sizeof piece), 0);
+  tf_stream_end(w, 0);
+  tf_h2_wait_closed(c, st); /* the client's window updates let it through, 16 bytes at a time */
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_int_equal(st->body_len, sizeof piece);
+  assert_memory_equal(st->body, piece, sizeof piece);
+  assert_true(st->data_frames >= 7);
+}
+
+static void a_streamed_answer_to_head_is_headers_only(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  tf_h2_stream *st = rest(c, "HEAD", "/stream/manual/h");
+  tf_h2_wait_closed(c, st); /* before the stream's end: the headers were all */
+  assert_int_equal(st->status, 200);
+  assert_int_equal(st->data_frames, 0);
+  assert_false(w->streamed[0].ended);
+  assert_int_equal(tf_stream_write_str(w, 0, "dropped"), 0);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+  tf_stream_end(w, 0);
+  assert_int_equal(w->recs[0].cancels, 0);
+  tf_h2_stream *ok = rest(c, "GET", "/ok");
+  tf_h2_wait_closed(c, ok);
+  assert_int_equal(ok->status, 200);
+}
+
+static void a_stream_waiting_for_its_handler_outlives_the_deadlines(void **state) {
+  tf_world *w = *state;
+  w->t.limits.idle_timeout_ms = 30;
+  w->t.limits.header_timeout_ms = 30;
+  w->t.limits.send_timeout_ms = 30;
+  tf_client *c = h2_client(w);
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/long");
+  tf_run_until(w, int_set, &st->status);
+  tf_run_for(w, 150);
+  assert_false(st->closed);
+  assert_false(c->eof);
+  assert_int_equal(tf_stream_write_str(w, 0, "late"), 0);
+  wait_body(w, st, 4);
+  tf_run_for(w, 150);
+  assert_false(st->closed);
+  tf_stream_end(w, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_memory_equal(st->body, "late", 4);
+  assert_int_equal(w->recs[0].cancels, 0);
+  tf_wait_eof(c); /* then idle: the deadline is back */
+}
+
+static void a_stream_its_client_does_not_read_is_reset_after_the_send_timeout(void **state) {
+  tf_world *w = *state;
+  w->t.limits.send_timeout_ms = 50;
+  tf_client *c = h2_client(w);
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/stuck");
+  tf_run_until(w, int_set, &st->status);
+  tf_pause_reading(c, 1); /* and so never opens its window again */
+  static char big[200 * 1024];
+  memset(big, 'b', sizeof big);
+  assert_int_equal(tf_stream_write(w, 0, big, sizeof big), 0);
+  tf_wait_cancelled(w, 0);
+  assert_int_equal(tf_stream_write_str(w, 0, "more"), ISV_ECANCELED);
+  tf_stream_end(w, 0);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+  tf_pause_reading(c, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->error_code, NGHTTP2_CANCEL);
+  assert_true(st->rst_received);
+  /* the stream only: the connection goes on */
+  tf_h2_stream *ok = rest(c, "GET", "/ok");
+  tf_h2_wait_closed(c, ok);
+  assert_int_equal(ok->status, 200);
+  assert_int_equal(w->recs[0].cancels, 1);
+}
+
+static void rst_stream_from_the_client_cancels_a_rest_exchange(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  /* streaming */
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/r");
+  tf_wait_recs(w, 1);
+  assert_int_equal(tf_stream_write_str(w, 0, "a"), 0);
+  wait_body(w, st, 1);
+  assert_int_equal(nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL),
+                   0);
+  tf_h2_flush(c);
+  tf_wait_cancelled(w, 0);
+  assert_int_equal(tf_stream_write_str(w, 0, "b"), ISV_ECANCELED);
+  tf_stream_end(w, 0);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+  /* pending */
+  tf_h2_stream *p = rest(c, "POST", "/hold/r");
+  tf_wait_recs(w, 2);
+  assert_int_equal(nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, p->id, NGHTTP2_CANCEL), 0);
+  tf_h2_flush(c);
+  tf_wait_cancelled(w, 1);
+  tf_answer_held(w); /* into the void */
+  /* the connection goes on */
+  tf_h2_stream *ok = rest(c, "GET", "/ok");
+  tf_h2_wait_closed(c, ok);
+  assert_int_equal(ok->status, 200);
+  assert_int_equal(w->recs[0].cancels, 1);
+  assert_int_equal(w->recs[1].cancels, 1);
+  assert_int_equal(w->recs[2].cancels, 0);
+}
+
+static void the_connection_going_away_cancels_its_exchanges(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  rest(c, "GET", "/hold/a");
+  tf_h2_stream *b = rest(c, "GET", "/stream/manual/b");
+  tf_h2_stream *done = rest(c, "GET", "/stream/manual/done");
+  tf_wait_recs(w, 3);
+  assert_int_equal(tf_stream_write_str(w, 0, "x"), 0);
+  wait_body(w, b, 1);
+  tf_stream_end(w, 1); /* ended: not cancelled */
+  tf_h2_wait_closed(c, done);
+  tf_close_client(c);
+  tf_wait_cancelled(w, 0);
+  tf_wait_cancelled(w, 1);
+  tf_wait_stream_closed(c);
+  assert_int_equal(tf_stream_write_str(w, 0, "y"), ISV_ECANCELED);
+  tf_stream_end(w, 0);
+  tf_answer_held(w);
+  assert_int_equal(w->recs[2].cancels, 0);
+}
+
+static void no_cancel_once_the_answer_ended(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/e");
+  tf_run_until(w, int_set, &st->status);
+  tf_pause_reading(c, 1); /* what follows stays queued in the server */
+  static char big[200 * 1024];
+  memset(big, 'e', sizeof big);
+  assert_int_equal(tf_stream_write(w, 0, big, sizeof big), 0);
+  tf_stream_end(w, 0);
+  rest(c, "GET", "/slow/whole"); /* answered whole, its DATA queued too */
+  tf_run_until(w, int_set, &w->recs[1].answered);
+  tf_settle(w);
+  tf_close_client(c);
+  tf_wait_stream_closed(c);
+  assert_int_equal(w->recs[0].cancels, 0);
+  assert_int_equal(w->recs[1].cancels, 0);
+  assert_int_equal(w->streamed[0].released, w->streamed[0].handed);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
   const struct CMUnitTest tests[] = {
@@ -477,6 +703,14 @@ int main(void) {
       T(closing_the_transport_ends_a_call_still_waiting_for_its_client),
       T(the_idle_deadline_closes_a_connection_without_streams),
       T(closing_the_transport_lets_a_stream_in_flight_finish),
+      T(a_streamed_answer_comes_as_data_frames_then_end_stream),
+      T(a_streamed_answer_keeps_to_the_client_s_flow_control_window),
+      T(a_streamed_answer_to_head_is_headers_only),
+      T(a_stream_waiting_for_its_handler_outlives_the_deadlines),
+      T(a_stream_its_client_does_not_read_is_reset_after_the_send_timeout),
+      T(rst_stream_from_the_client_cancels_a_rest_exchange),
+      T(the_connection_going_away_cancels_its_exchanges),
+      T(no_cancel_once_the_answer_ended),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
