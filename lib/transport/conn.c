@@ -40,12 +40,14 @@ static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
   uint64_t now = uv_now(c->t->loop);
   if (c->write_check && c->write_check <= now) {
-    size_t q = queued(c);
-    if (c->write_pending && q && q >= c->write_mark) { /* not a byte taken since the last look */
+    /* Progress is what the kernel took, not a shorter queue: a stream's pieces keep joining the
+     * queue while a slow client reads. */
+    size_t q = queued(c), taken = c->write_total - q;
+    if (c->write_pending && q && taken == c->write_mark) { /* nothing taken since the last look */
       isv__conn_close(c);
       return;
     }
-    c->write_mark = q;
+    c->write_mark = taken;
     c->write_check = c->write_pending ? now + c->t->limits.send_timeout_ms : 0;
   }
   if (c->watchdog && c->watchdog <= now) {
@@ -127,9 +129,10 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
     return ISV_EIO;
   }
   c->write_pending += w->len;
+  c->write_total += w->len;
   if (c->write_check == 0 && queued(c) && c->t->limits.send_timeout_ms) {
     /* the kernel did not take it all: watch its progress */
-    c->write_mark = queued(c);
+    c->write_mark = c->write_total - queued(c);
     c->write_check = uv_now(c->t->loop) + c->t->limits.send_timeout_ms;
     arm(c);
   }

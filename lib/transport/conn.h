@@ -62,8 +62,9 @@ struct isv__conn {
   uint64_t deadline;      /* the engine's (uv_now ms), 0 = none */
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
-  size_t write_mark;      /* libuv's write queue size at the last look */
+  size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
   size_t write_pending;   /* bytes handed to libuv and not yet written */
+  size_t write_total;     /* bytes ever handed to libuv (modulo SIZE_MAX + 1) */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
   char sniff[ISV__H2_PREFACE_LEN];

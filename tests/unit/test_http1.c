@@ -6,7 +6,7 @@
  * ignored, CONNECT refused (405), HTTP/1.0 and Connection: close, a client half-close, and the
  * deadlines (408, idle). Streamed answers: chunks exactly as written, each piece on the socket
  * before the next, HTTP/1.0's close-delimited body, HEAD, pipelining after a stream, no deadline
- * while the handler is slow, the send timeout; on_cancel when
+ * while the handler is slow, the send timeout (and a slow reader that keeps up); on_cancel when
  * the client closes, half-closes or stops reading — and never after the answer ended. */
 #include "cmocka_prelude.h"
 
@@ -736,6 +736,30 @@ static void a_stream_its_client_does_not_read_is_dropped_after_the_send_timeout(
   assert_int_equal(w->recs[0].cancels, 1);
 }
 
+/* Progress is bytes the client takes: a reader slower than the stream but never stopped is not
+ * cut off, though the backlog grows; once it stops, the send timeout drops it. The timeout is
+ * long next to the reader's pauses (100 ms), so that a loaded machine does not fail this. */
+static void a_slow_reader_that_keeps_reading_is_not_dropped(void **state) {
+  tf_world *w = *state;
+  w->t.limits.send_timeout_ms = 1000;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/slow"));
+  tf_wait_in(c, "\r\n\r\n");
+  tf_pause_reading(c, 1);
+  static char piece[128 * 1024];
+  memset(piece, 's', sizeof piece);
+  for (int i = 0; i < 4; i++) assert_int_equal(tf_stream_write(w, 0, piece, sizeof piece), 0);
+  for (int round = 0; round < 14; round++) { /* well past one send timeout */
+    tf_run_for(w, 100);
+    assert_true(tf_read_some(c, 32 * 1024) > 0);
+    assert_int_equal(tf_stream_write(w, 0, piece, sizeof piece), 0); /* more than it read */
+  }
+  assert_int_equal(w->recs[0].cancels, 0);
+  assert_false(c->stream_closed);
+  tf_wait_cancelled(w, 0); /* stopped reading: dropped */
+  tf_stream_end(w, 0);
+}
+
 static void a_client_that_goes_away_while_answered_cancels_its_exchange(void **state) {
   tf_world *w = *state;
   /* closes while its request is pending */
@@ -837,6 +861,7 @@ int main(void) {
       T(a_request_pipelined_behind_a_stream_is_served_after_its_end),
       T(a_stream_waiting_for_its_handler_outlives_the_idle_and_header_deadlines),
       T(a_stream_its_client_does_not_read_is_dropped_after_the_send_timeout),
+      T(a_slow_reader_that_keeps_reading_is_not_dropped),
       T(a_client_that_goes_away_while_answered_cancels_its_exchange),
       T(no_cancel_once_the_answer_ended),
   };
