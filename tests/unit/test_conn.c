@@ -3,7 +3,8 @@
  * over several writes, near-prefaces that diverge and must reach the HTTP/1.1 engine whole),
  * the idle deadline of a connection that never spoke, the transport's graceful close (idle
  * connections now, busy ones after their answer), adopted streams handed back to their close
- * callback with their own data, and max_connections. */
+ * callback with their own data, and max_connections. A graceful close waits for a streamed
+ * answer (HTTP/1.1 and HTTP/2) until it ends; the drain deadline cuts it off, cancelling it. */
 #include "cmocka_prelude.h"
 
 #include <string.h>
@@ -267,6 +268,86 @@ static void max_connections_refuses_one_more(void **state) {
   tf_wait_responses(c, 2);
 }
 
+
+static int int_set(tf_world *w, void *p) {
+  (void)w;
+  return *(int *)p != 0;
+}
+
+static tf_h2_stream *h2_get(tf_client *c, const char *path) {
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"),
+                     {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), NGHTTP2_NV_FLAG_NONE}};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, NULL, 0, 0);
+  tf_h2_flush(c);
+  return st;
+}
+
+static void closing_the_transport_waits_for_a_streamed_answer_to_end(void **state) {
+  tf_world *w = *state;
+  tf_client *a = tf_connect(w);
+  tf_write_str(a, "GET /stream/manual/a HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_in(a, "\r\n\r\n");
+  tf_client *b = tf_connect(w);
+  tf_h2_start(b);
+  tf_h2_flush(b);
+  tf_h2_stream *st = h2_get(b, "/stream/manual/b");
+  tf_run_until(w, int_set, &st->status);
+
+  tf_close_transport(w);
+  tf_settle(w);
+  assert_int_equal(w->transport_closed, 0);
+  assert_false(a->eof);
+  assert_true(b->goaway_received);
+  assert_false(st->closed);
+  /* the streams go on */
+  assert_int_equal(tf_stream_write_str(w, 0, "x"), 0);
+  assert_int_equal(tf_stream_write_str(w, 1, "y"), 0);
+  tf_wait_in(a, "x\r\n");
+  tf_run_until(w, int_set, &st->data_frames);
+  tf_stream_end(w, 0);
+  tf_wait_eof(a); /* the last chunk, then closed */
+  assert_int_equal(tf_h1_responses(a, resps, 8), 1);
+  assert_string_equal(resps[0].body, "x");
+  assert_int_equal(w->transport_closed, 0); /* b's still open */
+  tf_stream_end(w, 1);
+  tf_h2_wait_closed(b, st);
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_memory_equal(st->body, "y", 1);
+  tf_run_until(w, int_set, &w->transport_closed);
+  assert_int_equal(w->recs[0].cancels + w->recs[1].cancels, 0);
+}
+
+static void the_drain_deadline_cuts_streamed_answers_off(void **state) {
+  tf_world *w = *state;
+  w->t.limits.drain_timeout_ms = 50;
+  tf_client *a = tf_connect(w);
+  tf_write_str(a, "GET /stream/manual/a HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_in(a, "\r\n\r\n");
+  tf_client *b = tf_connect(w);
+  tf_h2_start(b);
+  tf_h2_flush(b);
+  tf_h2_stream *st = h2_get(b, "/stream/manual/b");
+  tf_run_until(w, int_set, &st->status);
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "GET /hold/c HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_recs(w, 3);
+
+  tf_close_transport(w);
+  tf_run_until(w, int_set, &w->transport_closed);
+  for (int i = 0; i < 3; i++) assert_int_equal(w->recs[i].cancels, 1);
+  /* their handlers answer into the void */
+  assert_int_equal(tf_stream_write_str(w, 0, "late"), ISV_ECANCELED);
+  assert_int_equal(tf_stream_write_str(w, 1, "late"), ISV_ECANCELED);
+  tf_stream_end(w, 0);
+  tf_stream_end(w, 1);
+  tf_answer_held(w);
+  tf_wait_eof(a);
+  tf_wait_eof(b);
+  tf_wait_eof(c);
+  assert_int_equal(tf_h1_responses(c, resps, 8), 0);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
   const struct CMUnitTest tests[] = {
@@ -280,6 +361,8 @@ int main(void) {
       T(closing_a_transport_without_connections_calls_back_at_once),
       T(the_adopted_stream_is_handed_back_with_its_own_data),
       T(max_connections_refuses_one_more),
+      T(closing_the_transport_waits_for_a_streamed_answer_to_end),
+      T(the_drain_deadline_cuts_streamed_answers_off),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
