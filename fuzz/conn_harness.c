@@ -1,6 +1,7 @@
 /* See conn_harness.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -8,6 +9,7 @@
 
 #include "conn_harness.h"
 #include "inferserve.h"
+#include "server_internal.h"
 
 static uv_loop_t loop;
 static isv_server *srv;
@@ -64,6 +66,83 @@ static int defer(isv_request *r, void *u) {
   return 0;
 }
 
+/* "/fuzz/stream": a streamed answer, as Server-Sent Events are (isv__exchange_write, _end):
+ * the head and a first piece now, then one piece per loop turn — some empty, each in two
+ * parts — then the end. The body's length sets the number of pieces (0: ended at once, from
+ * inside the handler). A client that goes away cancels it (on_cancel): one more piece goes
+ * into the void, then the end. */
+#define STREAMS_MAX 64
+typedef struct fuzz_stream {
+  isv__exchange *ex;
+  int left;
+  int cancelled;
+} fuzz_stream;
+static fuzz_stream *streams[STREAMS_MAX];
+static size_t n_streams;
+static uv_idle_t stream_idle;
+
+static void stream_cancelled(isv__exchange *ex) { ((fuzz_stream *)ex->app)->cancelled = 1; }
+
+static void stream_piece(fuzz_stream *s) {
+  char *text = malloc(32);
+  if (text == NULL) return;
+  int k = snprintf(text, 32, "data: %d\n\n", s->left);
+  uv_buf_t parts[2] = {uv_buf_init(text, (unsigned)k / 2),
+                       uv_buf_init(text + k / 2, (unsigned)(k - k / 2))};
+  isv__exchange_write(s->ex, parts, s->left % 3 == 1 ? 0 : 2, free, text);
+}
+
+static void stream_end(fuzz_stream *s) {
+  isv__exchange_end(s->ex);
+  free(s);
+}
+
+static void run_streams(uv_idle_t *h) {
+  fuzz_stream *batch[STREAMS_MAX];
+  size_t n = n_streams;
+  memcpy(batch, streams, n * sizeof *batch);
+  n_streams = 0;
+  uv_idle_stop(h);
+  for (size_t i = 0; i < n; i++) {
+    fuzz_stream *s = batch[i];
+    if (s->left-- > 0) stream_piece(s);
+    if (s->left <= 0 || s->cancelled) {
+      stream_end(s);
+      continue;
+    }
+    streams[n_streams++] = s;
+    uv_idle_start(h, run_streams);
+  }
+}
+
+static void stream_route(isv__http_req *q) {
+  isv__exchange *ex = q->ex;
+  fuzz_stream *s = n_streams < STREAMS_MAX ? calloc(1, sizeof *s) : NULL;
+  static const char first[] = "event: start\n\n";
+  uv_buf_t part = uv_buf_init((char *)first, sizeof first - 1);
+  isv__response r = {.status = 200, .content_type = "text/event-stream", .parts = &part,
+                     .n_parts = 1, .more = s != NULL};
+  isv__exchange_respond(ex, &r);
+  if (s == NULL) return; /* answered whole */
+  s->ex = ex;
+  s->left = (int)(ex->body_len % 5);
+  ex->on_cancel = stream_cancelled;
+  ex->app = s;
+  if (s->left == 0) {
+    stream_end(s);
+    return;
+  }
+  streams[n_streams++] = s;
+  uv_idle_start(&stream_idle, run_streams);
+}
+
+static const isv__http_route stream_routes[] = {
+    {ISV__ROUTE_GET | ISV__ROUTE_POST, "/fuzz/stream", stream_route, NULL},
+    {0},
+};
+static const isv__frontend stream_frontend = {
+    .name = "fuzz_stream", .path_prefix = "/fuzz", .routes = stream_routes};
+
 static void add_model(const char *name, int (*infer)(isv_request *, void *), int labels) {
   isv_model_config *c;
   isv_model_config_new(name, &c);
@@ -83,6 +162,7 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
 static void init(void) {
   uv_loop_init(&loop);
   uv_idle_init(&loop, &deferred_idle);
+  uv_idle_init(&loop, &stream_idle);
   isv_options *o;
   isv_options_new(&o);
   isv_options_set_max_body_bytes(o, 1 << 16);
@@ -92,6 +172,7 @@ static void init(void) {
   add_model("m", add_one, 1);
   add_model("e", echo, 0);
   add_model("d", defer, 0);
+  if (isv__server_add_frontend(srv, &stream_frontend) != 0) abort();
 }
 
 static const uint8_t *find_sep(const uint8_t *p, const uint8_t *end) {
@@ -105,7 +186,7 @@ static int drain(int fd, int *quiet) {
   char buf[65536];
   ssize_t n = read(fd, buf, sizeof buf);
   if (n == 0 || (n < 0 && errno != EAGAIN)) return 1;
-  *quiet = n > 0 || n_deferred ? 0 : *quiet + 1;
+  *quiet = n > 0 || n_deferred || n_streams ? 0 : *quiet + 1;
   return 0;
 }
 

@@ -8,7 +8,9 @@
  * written, deferred completions done) before it writes the next. So bytes arrive both
  * pipelined behind a request in flight (inside a segment) and after its response (the next
  * segment: llhttp's pause/resume, a stream reused after an answer). Model "d" completes on a
- * later loop turn, so bytes also arrive while a response is pending. */
+ * later loop turn, so bytes also arrive while a response is pending; "/fuzz/stream" answers
+ * streamed (isv__exchange_write, one piece per loop turn, then _end), so they also arrive while
+ * a streamed answer is open, and the client's half-close cancels it. */
 #ifndef ISV_FUZZ_CONN_HARNESS_H
 #define ISV_FUZZ_CONN_HARNESS_H
 
