@@ -878,13 +878,18 @@ static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *
  * its body when `with_body`. NULL when out of memory. */
 static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   isv__exchange *ex = calloc(1, sizeof *ex);
-  size_t plen = st->path ? strlen(st->path) : 0;
-  char *copy = malloc(plen + 1);
-  if (ex == NULL || copy == NULL) {
+  size_t plen = st->path ? strlen(st->path) : 0, hlen = st->head.len;
+  /* The exchange owns its text — the header block its headers point into, then a copy of the
+   * path to cut at '?' — for it may outlive its stream (a reset, a connection gone). */
+  char *text = malloc(hlen + plen + 1);
+  if (ex == NULL || text == NULL) {
     free(ex);
-    free(copy);
+    free(text);
     return NULL;
   }
+  if (hlen) memcpy(text, st->head.data, hlen);
+  char *copy = text + hlen;
+  copy[0] = '\0';
   if (st->path) {
     memcpy(copy, st->path, plen + 1);
     char *q = strchr(copy, '?');
@@ -898,12 +903,16 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
     }
     ex->path_len = strlen(copy);
   }
-  ex->method_name = st->method ? st->method : "";
+  ex->method_name = st->method ? text + (st->method - st->head.data) : "";
   ex->method = isv__method_of(ex->method_name);
   ex->headers = st->hdrs; /* the exchange frees them */
+  ex->n_headers = st->hdrs ? st->n_headers : 0;
+  for (size_t i = 0; i < ex->n_headers; i++) {
+    ex->headers[i].name = text + (ex->headers[i].name - st->head.data);
+    ex->headers[i].value = text + (ex->headers[i].value - st->head.data);
+  }
   st->hdrs = NULL;
-  ex->n_headers = st->n_headers;
-  ex->storage = copy;
+  ex->storage = text;
   if (with_body) {
     ex->body = st->body.data;
     ex->body_len = st->body.len;

@@ -361,6 +361,43 @@ static void rst_stream_from_the_client_cancels_the_call(void **state) {
   assert_memory_equal(st2->body, "\0\0\0\0\x09pong:wait", 14);
 }
 
+static int conn_idle(tf_world *w, void *arg) {
+  (void)arg;
+  return w->t.conns && w->t.conns->idle;
+}
+
+/* The exchange outlives its stream: what the handler reads of it stays valid (ASan). */
+static void a_rest_exchange_reset_by_its_client_is_answered_into_the_void(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "PUT"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/hold/reset?q=1"),
+                     TF_NV("x-kept", "value")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 5, "body", 4, 0);
+  tf_h2_flush(c);
+  tf_wait_recs(w, 1);
+  assert_int_equal(nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL),
+                   0);
+  tf_h2_flush(c);
+  tf_run_until(w, conn_idle, NULL); /* the server let go of the stream */
+  isv__exchange *ex = w->held[0];
+  assert_string_equal(ex->method_name, "PUT");
+  assert_string_equal(ex->path, "/hold/reset");
+  assert_string_equal(ex->query, "q=1");
+  const isv__header *h = isv__exchange_header(ex, "x-kept");
+  assert_non_null(h);
+  assert_memory_equal(h->value, "value", 5);
+  assert_memory_equal(ex->body, "body", 4);
+  tf_answer_held(w); /* into the void */
+  /* the connection goes on */
+  nghttp2_nv nv2[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                      TF_NV(":authority", "localhost"), TF_NV(":path", "/ok")};
+  tf_h2_stream *ok = tf_h2_request(c, nv2, 4, NULL, 0, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, ok);
+  assert_int_equal(ok->status, 200);
+}
+
 static void a_message_over_the_limit_ends_the_call_with_resource_exhausted(void **state) {
   tf_world *w = *state;
   w->t.limits.max_body_bytes = 16;
@@ -696,6 +733,7 @@ int main(void) {
       T(a_header_block_over_the_limit_gets_431),
       T(a_grpc_get_goes_to_the_error_callback_with_405),
       T(rst_stream_from_the_client_cancels_the_call),
+      T(a_rest_exchange_reset_by_its_client_is_answered_into_the_void),
       T(a_message_over_the_limit_ends_the_call_with_resource_exhausted),
       T(a_compressed_message_is_refused_with_unimplemented),
       T(the_grpc_timeout_cancels_a_call_that_runs_over),
