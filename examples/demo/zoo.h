@@ -18,7 +18,8 @@
  *                       INT64 [1], the running sum of the sequence
  *   repeat              decoupled: IN INT32 [-1] -> one response per element (OUT = IN[i], IDX =
  *                       i), "delay_ms" parameter between them, then an empty completion
- *   tokens              decoupled: text_input BYTES [1] -> one response per word (text_output)
+ *   tokens              decoupled: text_input BYTES [1] -> one response per word (text_output);
+ *                       the word FAIL fails the request there (an error after some responses)
  *   queue1              like slow, one instance, one waiting request at most (503 beyond)
  *   cost, cost_batched  INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 after 200 µs + 1 µs per row, one
  *                       instance; cost_batched with dynamic batching (max 32, 500 µs): the pair

@@ -153,6 +153,8 @@ static int tokens_infer(isv_request *req, void *user) {
     if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
     if (delay) uv_sleep(delay);
     isv_bytes word = {text->ptr + start, i - start}; /* the input lives as long as the request */
+    if (word.len == 4 && memcmp(word.ptr, "FAIL", 4) == 0) /* for the tests: an error mid-stream */
+      return failf(req, ISV_EBACKEND, "asked to fail at byte %zu", start);
     int rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, &word, 0,
                                     ISV_TRANSIENT);
     if (rc == 0) rc = isv_request_send_response(req);

@@ -215,8 +215,12 @@ static void model_ready(isv__http_req *q) {
   if (m) reply_bool(q->ex, "ready", isv__core_model_ready(q->core, m));
 }
 
+/* The client of a request still being answered is gone (disconnect, half-close, RST_STREAM):
+ * a request still waiting never runs, a running one is flagged for its backend. */
+static void client_gone(isv__exchange *ex) { isv__core_cancel(ex->app); }
+
 /* A request for the model the path names, bound to it when it exists; NULL (answered 500)
- * when out of memory. */
+ * when out of memory. Its exchange tells the core when the client goes away. */
 static isv_request *path_request(isv__http_req *q) {
   isv_request *r = isv__request_new(q->core);
   if (r == NULL) {
@@ -235,6 +239,8 @@ static isv_request *path_request(isv__http_req *q) {
     return NULL;
   }
   isv__request_bind(r); /* an unknown model: the core reports it first, the body is not read */
+  q->ex->app = r;
+  q->ex->on_cancel = client_gone;
   return r;
 }
 
@@ -268,6 +274,91 @@ static void generate(isv__http_req *q) {
   isv__core_submit(q->core, r, generate_done, q->ex);
 }
 
+/* generate_stream: Server-Sent Events, one "data:" event per response. The 200 and its headers
+ * go out with the first response; a request that fails before any is answered as /generate
+ * would be (a JSON error with its status), one that fails after ends the stream with an error
+ * event (Triton's rule: check every event for "error"). */
+
+/* A stream being answered: its exchange, and whether its head went out. Lives in the
+ * request's arena (allocated before the backend can run). */
+typedef struct sse {
+  isv__exchange *ex;
+  int begun;
+} sse;
+
+/* Send an event's text (b taken; empty: nothing but the head when the stream has not begun). */
+static void send_event(sse *st, isv__buf *b) {
+  size_t len = 0;
+  char *text = b->len ? isv__buf_release(b, &len) : NULL;
+  isv__buf_free(b);
+  uv_buf_t part = uv_buf_init(text, (unsigned)len);
+  if (st->begun) {
+    if (text) isv__exchange_write(st->ex, &part, 1, free, text);
+    return;
+  }
+  static const isv__header no_cache = {"Cache-Control", 13, "no-cache", 8};
+  isv__response resp = {.status = 200,
+                        .content_type = "text/event-stream; charset=utf-8",
+                        .headers = &no_cache,
+                        .n_headers = 1,
+                        .parts = &part,
+                        .n_parts = text ? 1 : 0,
+                        .release = text ? free : NULL,
+                        .release_ctx = text,
+                        .more = 1};
+  isv__exchange_respond(st->ex, &resp);
+  st->begun = 1;
+}
+
+/* "data: {...}\n\n" of a response (status 0) or of an error. */
+static void event_of(const isv_request *r, int status, isv__buf *b) {
+  isv__buf_puts(b, "data: ");
+  if (status == 0) isv__v2gen_encode_response(r, b);
+  else isv__json_error_body(b, r->errmsg && r->errmsg[0] ? r->errmsg : isv_strerror(status));
+  isv__buf_puts(b, "\n\n");
+}
+
+static void stream_response(isv_request *resp, int status, void *data) {
+  isv__buf b;
+  isv__buf_init(&b);
+  event_of(resp, status, &b);
+  isv_request_free(resp);
+  send_event(data, &b);
+}
+
+static void stream_done(isv_request *r, int status, void *data) {
+  sse *st = data;
+  if (!st->begun && status != 0) { /* nothing sent yet: an ordinary error answer */
+    generate_done(r, status, st->ex);
+    return;
+  }
+  isv__buf b;
+  isv__buf_init(&b);
+  if (status != 0 || r->n_outputs > 0) event_of(r, status, &b); /* a last response, or the
+                                                                  * error that ended the stream */
+  isv__exchange *ex = st->ex;
+  send_event(st, &b); /* with nothing to say and nothing said: the head alone */
+  isv_request_free(r); /* st goes with it */
+  isv__exchange_end(ex);
+}
+
+static void generate_stream(isv__http_req *q) {
+  isv_request *r = path_request(q);
+  if (r == NULL) return;
+  sse *st = isv__arena_calloc(&r->arena, 1, sizeof *st);
+  if (st == NULL) {
+    isv_request_free(r);
+    isv__reply_error(q->ex, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  st->ex = q->ex;
+  r->on_response = stream_response;
+  r->on_response_data = st;
+  if (r->model)
+    isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  isv__core_submit(q->core, r, stream_done, st);
+}
+
 /* ---- routes ------------------------------------------------------------------------------ */
 
 const isv__http_route isv__v2_routes[] = {
@@ -282,5 +373,8 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_POST, "/v2/models/{model}/versions/{version}/infer", infer, NULL},
     {ISV__ROUTE_POST, "/v2/models/{model}/generate", generate, NULL},
     {ISV__ROUTE_POST, "/v2/models/{model}/versions/{version}/generate", generate, NULL},
+    {ISV__ROUTE_POST, "/v2/models/{model}/generate_stream", generate_stream, NULL},
+    {ISV__ROUTE_POST, "/v2/models/{model}/versions/{version}/generate_stream", generate_stream,
+     NULL},
     {0},
 };
