@@ -324,7 +324,11 @@ ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out);
 ISV_EXTERN void isv_model_config_free(isv_model_config *c); /* NULL is a no-op */
 /* Inputs and outputs: at most 32 dimensions, entries >= 0, or -1 for "any size". With
  * max_batch > 0 the shape EXCLUDES the batch dimension (Triton's convention) — metadata then
- * shows it as -1 first. ISV_EEXIST when the name is already an input or output. */
+ * shows it as -1 first. ndim ISV_ANY_RANK (shape ignored, may be NULL): any number of
+ * dimensions of any size (after the batch dimension); V2 metadata, which has no way to say
+ * so, shows [-1] — a shape every such tensor may take. ISV_EEXIST when the name is already an
+ * input or output. */
+#define ISV_ANY_RANK ((size_t)-1)
 ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name, isv_datatype dt,
                                           const int64_t *shape, size_t ndim);
 ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,

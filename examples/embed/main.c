@@ -120,9 +120,9 @@ static int start_inference(int port) {
   isv_model_config *c;
   if ((rc = isv_model_config_new("doubler", &c)) != 0)
     return rc;
-  const int64_t any[] = {-1};
-  isv_model_config_add_input(c, "INPUT0", ISV_FP32, any, 1);
-  isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 1);
+  /* any rank, any sizes: the output takes the input's shape */
+  isv_model_config_add_input(c, "INPUT0", ISV_FP32, NULL, ISV_ANY_RANK);
+  isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, NULL, ISV_ANY_RANK);
   isv_backend be = {.struct_size = sizeof be, .infer = doubler};
   rc = isv_server_add_model(inference, c, "1", &be, NULL, NULL);
   isv_model_config_free(c);

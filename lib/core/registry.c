@@ -55,6 +55,12 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
 static int io_add(isv__io **v, size_t *n, const char *name, isv_datatype dt,
                   const int64_t *shape, size_t ndim) {
   if (name == NULL || name[0] == '\0' || isv_datatype_size(dt) == 0) return ISV_EINVAL;
+  static const int64_t one_free[1] = {-1};
+  int any_rank = ndim == ISV_ANY_RANK;
+  if (any_rank) {
+    shape = one_free;
+    ndim = 1;
+  }
   if (ndim > ISV__MAX_NDIM || (ndim > 0 && shape == NULL)) return ISV_EINVAL;
   for (size_t i = 0; i < ndim; i++)
     if (shape[i] < -1) return ISV_EINVAL;
@@ -73,6 +79,7 @@ static int io_add(isv__io **v, size_t *n, const char *name, isv_datatype dt,
   }
   if (ndim) memcpy(io->shape, shape, ndim * sizeof(int64_t));
   io->ndim = ndim;
+  io->any_rank = any_rank;
   io->dt = dt;
   (*n)++;
   return 0;
@@ -205,10 +212,10 @@ static isv_model_config *config_copy(const isv_model_config *c) {
   int rc = isv_model_config_set_platform(d, c->platform);
   for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
     rc = io_add(&d->inputs, &d->n_inputs, c->inputs[i].name, c->inputs[i].dt, c->inputs[i].shape,
-                c->inputs[i].ndim);
+                c->inputs[i].any_rank ? ISV_ANY_RANK : c->inputs[i].ndim);
   for (size_t i = 0; rc == 0 && i < c->n_outputs; i++)
     rc = io_add(&d->outputs, &d->n_outputs, c->outputs[i].name, c->outputs[i].dt,
-                c->outputs[i].shape, c->outputs[i].ndim);
+                c->outputs[i].shape, c->outputs[i].any_rank ? ISV_ANY_RANK : c->outputs[i].ndim);
   if (rc == 0) rc = isv_model_config_set_labels(d, (const char *const *)c->labels, c->n_labels);
   if (rc != 0) {
     isv_model_config_free(d);

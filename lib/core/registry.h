@@ -18,6 +18,7 @@ typedef struct isv__io {
   isv_datatype dt;
   int64_t *shape; /* without the batch dimension when max_batch > 0 */
   size_t ndim;
+  int any_rank; /* ISV_ANY_RANK: shape is {-1} (what metadata shows), and any rank fits */
 } isv__io;
 
 struct isv_model_config {

@@ -255,8 +255,9 @@ ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n) {
 static int shape_fits(const isv_model_config *c, const isv__io *io, const int64_t *shape,
                       size_t ndim) {
   size_t off = c->max_batch > 0;
-  if (ndim != io->ndim + off) return 0;
+  if (io->any_rank ? ndim < off : ndim != io->ndim + off) return 0;
   if (off && (shape[0] < 0 || (uint64_t)shape[0] > c->max_batch)) return 0;
+  if (io->any_rank) return 1; /* negative sizes: isv__shape_count refuses them */
   for (size_t i = 0; i < io->ndim; i++)
     if (io->shape[i] != -1 && io->shape[i] != shape[i + off]) return 0;
   return 1;

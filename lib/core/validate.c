@@ -13,6 +13,9 @@ static int shape_error(isv_request *r, const isv_model_config *c, const isv_tens
   size_t off = c->max_batch > 0;
   isv__shape_text(want, sizeof want, io->shape, io->ndim, (int)off);
   isv__shape_text(got, sizeof got, t->shape, t->ndim, 0);
+  if (io->any_rank) /* only a batched model's missing batch dimension fails it */
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shape %s, model '%s' expects a "
+                             "batch dimension first", t->name, got, c->name);
   if (with_rank)
     return isv__request_fail(r, ISV_EBADREQ,
                              "input '%s' has shape %s, model '%s' expects %s (rank %zu)", t->name,
@@ -28,7 +31,11 @@ static int check_input(isv_request *r, const isv_model_config *c, const isv_tens
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has datatype %s, model '%s' expects %s",
                              t->name, isv_datatype_name(t->dt), mn, isv_datatype_name(io->dt));
   size_t off = c->max_batch > 0;
-  if (t->ndim != io->ndim + off) return shape_error(r, c, t, io, 1);
+  if (io->any_rank) {
+    if (t->ndim < off) return shape_error(r, c, t, io, 1);
+  } else if (t->ndim != io->ndim + off) {
+    return shape_error(r, c, t, io, 1);
+  }
   if (off) {
     if (t->shape[0] < 1)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has batch size %lld, must be >= 1",
@@ -38,6 +45,7 @@ static int check_input(isv_request *r, const isv_model_config *c, const isv_tens
                                "input '%s' has batch size %lld, model '%s' max batch size is %u",
                                t->name, (long long)t->shape[0], mn, c->max_batch);
   }
+  if (io->any_rank) return 0;
   for (size_t i = 0; i < io->ndim; i++)
     if (io->shape[i] != -1 && io->shape[i] != t->shape[i + off]) return shape_error(r, c, t, io, 0);
   return 0;

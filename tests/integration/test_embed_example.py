@@ -33,6 +33,19 @@ def test_echo_and_inference_share_the_loop():
                                             "data": [1.5, -2, 0]}]})
         assert r.status_code == 200, r.text
         assert r.json()["outputs"][0]["data"] == [3.0, -4.0, 0.0]
+        # declared ISV_ANY_RANK: a rank-3 tensor and a scalar fit too; metadata shows [-1]
+        r = requests.post("http://127.0.0.1:%d/v2/models/doubler/infer" % http_port, timeout=5,
+                          json={"inputs": [{"name": "INPUT0", "shape": [2, 1, 2],
+                                            "datatype": "FP32", "data": [1, 2, 3, 4]}]})
+        assert r.status_code == 200, r.text
+        out = r.json()["outputs"][0]
+        assert out["shape"] == [2, 1, 2] and out["data"] == [2.0, 4.0, 6.0, 8.0]
+        r = requests.post("http://127.0.0.1:%d/v2/models/doubler/infer" % http_port, timeout=5,
+                          json={"inputs": [{"name": "INPUT0", "shape": [], "datatype": "FP32",
+                                            "data": [2.5]}]})
+        assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [5.0], r.text
+        meta = requests.get("http://127.0.0.1:%d/v2/models/doubler" % http_port, timeout=5).json()
+        assert meta["inputs"][0]["shape"] == [-1] and meta["outputs"][0]["shape"] == [-1]
     finally:
         p.send_signal(signal.SIGINT)
         rc = p.wait(timeout=10)

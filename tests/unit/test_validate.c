@@ -20,6 +20,8 @@ typedef struct fixture {
   isv_model *m;    /* max_batch 4: A, B INT32 [16]; Y INT32 [16], Z FP32 [-1], S BYTES, F BOOL */
   isv_model *nb;   /* max_batch 0: X FP32 [2,-1]; outputs P FP32 [-1], Q INT64 [-1] */
   isv_model *none; /* no inputs, no outputs */
+  isv_model *ar;   /* max_batch 0: V FP32 and output W FP32, both ISV_ANY_RANK */
+  isv_model *arb;  /* max_batch 4: the same */
 } fixture;
 
 static isv_model *reg(fixture *f, isv_model_config *c) {
@@ -57,6 +59,14 @@ static int setup(void **state) {
 
   isv_model_config_new("none", &c);
   f->none = reg(f, c);
+
+  for (int b = 0; b < 2; b++) {
+    isv_model_config_new(b ? "arb" : "ar", &c);
+    assert_int_equal(isv_model_config_add_input(c, "V", ISV_FP32, NULL, ISV_ANY_RANK), 0);
+    assert_int_equal(isv_model_config_add_output(c, "W", ISV_FP32, NULL, ISV_ANY_RANK), 0);
+    isv_model_config_set_max_batch(c, b ? 4 : 0);
+    *(b ? &f->arb : &f->ar) = reg(f, c);
+  }
   *state = f;
   return 0;
 }
@@ -131,6 +141,40 @@ static void a_well_formed_request_passes(void **state) {
   expect_valid(r);
   r = req(f, f->none); /* no input declared, none sent */
   expect_valid(r);
+}
+
+/* ISV_ANY_RANK: any number of dimensions of any size; a batched model still wants its batch
+ * dimension, within max_batch. Outputs follow the same rule. */
+static void any_rank_inputs_and_outputs(void **state) {
+  fixture *f = *state;
+  int64_t s[] = {3, 2, 1, 2};
+  for (size_t ndim = 0; ndim <= 4; ndim++) {
+    isv_request *r = req(f, f->ar);
+    add(r, "V", ISV_FP32, s, ndim);
+    expect_valid(r);
+    r = req(f, f->ar);
+    void *data;
+    assert_int_equal(isv_request_output(r, "W", ISV_FP32, s, ndim, &data), 0);
+    isv_request_free(r);
+  }
+  for (size_t ndim = 1; ndim <= 4; ndim++) {
+    isv_request *r = req(f, f->arb);
+    add(r, "V", ISV_FP32, s, ndim);
+    expect_valid(r);
+  }
+  isv_request *r = req(f, f->arb);
+  add(r, "V", ISV_FP32, s, 0);
+  expect_message(r, "input 'V' has shape [], model 'arb' expects a batch dimension first");
+  int64_t five[] = {5, 2};
+  r = req(f, f->arb);
+  add(r, "V", ISV_FP32, five, 2);
+  expect_message(r, "input 'V' has batch size 5, model 'arb' max batch size is 4");
+  r = req(f, f->arb);
+  void *data;
+  assert_int_equal(isv_request_output(r, "W", ISV_FP32, s, 0, &data), ISV_EINVAL);
+  assert_int_equal(isv_request_output(r, "W", ISV_FP32, five, 2, &data), ISV_EINVAL);
+  assert_int_equal(isv_request_output(r, "W", ISV_FP32, s, 3, &data), 0);
+  isv_request_free(r);
 }
 
 static void unexpected_input(void **state) {
@@ -460,6 +504,7 @@ static void requested_flags_and_classification_are_applied(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_well_formed_request_passes, setup, teardown),
+      cmocka_unit_test_setup_teardown(any_rank_inputs_and_outputs, setup, teardown),
       cmocka_unit_test_setup_teardown(unexpected_input, setup, teardown),
       cmocka_unit_test_setup_teardown(duplicate_input, setup, teardown),
       cmocka_unit_test_setup_teardown(missing_input, setup, teardown),
