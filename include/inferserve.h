@@ -540,7 +540,10 @@ ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
  * return when a backend breaks their rules — and any code that is not an ISV_E* code (a
  * -errno, an HTTP-like 500) are the backend's fault: the client gets ISV_EBACKEND with the
  * message (or the rule the failed call found broken), and the host's log a WARN line. From ANY
- * thread, exactly once; the backend must not touch r afterwards. */
+ * thread, exactly once; the backend must not touch r afterwards. A second completion is
+ * refused with ISV_ESTATE (so are outputs set after completing) — even once the response went
+ * out and r was freed, for the library keeps a freed request's struct dead while the next
+ * 1024 requests of the server are freed; past that the call is a use after free. */
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message);
 
 /* ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * here so that no protocol keeps a copy of a rule (they drifted when they did). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/request.h"
@@ -48,6 +49,9 @@ static void on_timer_closed(uv_handle_t *h) {
 
 void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   isv__pool_destroy(&c->pool); /* nothing is in flight: the workers are idle */
+  for (size_t i = 0; i < c->q_len; i++) free(c->quarantine[i]);
+  c->q_len = 0;
+  c->closed = 1;
   isv__registry_clear(&c->reg);
   isv__timeheap_free(&c->timers);
   uv_mutex_destroy(&c->mu);

@@ -17,6 +17,9 @@
 
 typedef struct isv__core isv__core;
 
+/* How many freed requests stay dead before their memory is returned (about 0.5 MB). */
+#define ISV__QUARANTINE 1024
+
 struct isv__core {
   uv_loop_t *loop;
   uv_thread_t loop_thread;
@@ -44,6 +47,11 @@ struct isv__core {
   const char *protocols[ISV__MAX_PROTOCOLS]; /* labels; [0] = "inprocess" */
   unsigned n_protocols;
   void (*on_idle)(isv__core *core); /* called when closing and the last request finished */
+  /* Freed requests, kept dead a while so that a backend's call on one it already completed is
+   * refused instead of touching freed memory (request.c); under mu. */
+  isv_request *quarantine[ISV__QUARANTINE];
+  size_t q_next, q_len;
+  int closed; /* isv__core_close ran: requests freed later go straight to free() */
 };
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);

@@ -248,7 +248,7 @@ ISV_EXTERN int isv_request_cancelled(const isv_request *r) {
 }
 
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n) {
-  return r ? isv__arena_alloc(&r->arena, n) : NULL;
+  return r && !isv__request_dead(r) ? isv__arena_alloc(&r->arena, n) : NULL;
 }
 
 /* Does `shape` fit the declared io (with the model's batch dimension)? */
@@ -286,6 +286,7 @@ static int misuse(isv_request *r, int code, const char *fmt, ...) {
 static int output_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
                        size_t ndim, isv_tensor **out) {
   if (r == NULL) return ISV_EINVAL;
+  if (isv__request_dead(r)) return ISV_ESTATE; /* completed and freed: no outputs any more */
   if (name == NULL || r->model == NULL || (ndim && !shape))
     return misuse(r, ISV_EINVAL, "an output needs a name%s", ndim && !shape ? " and a shape" : "");
   const isv_model_config *c = r->model->cfg;
@@ -423,6 +424,27 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
                                isv_request **out);
 /* isv_request_new is defined in server.c: it needs the server's core. */
 
+/* A freed request's struct is not returned at once: it stays, dead, in the core's quarantine
+ * while the next ISV__QUARANTINE requests are freed, so that a backend that completes (or
+ * sets an output of) a request twice — the second time after the response went out, from a
+ * worker thread — gets ISV_ESTATE instead of writing into freed memory. Its buffers are
+ * released at once; only the struct waits. */
+static void bury(isv_request *r) {
+  isv__core *c = r->core;
+  if (c == NULL || c->closed) {
+    free(r);
+    return;
+  }
+  uv_mutex_lock(&c->mu);
+  atomic_store_explicit(&r->dead, 1, memory_order_relaxed);
+  isv_request *old = c->q_len == ISV__QUARANTINE ? c->quarantine[c->q_next] : NULL;
+  c->quarantine[c->q_next] = r;
+  c->q_next = (c->q_next + 1) % ISV__QUARANTINE;
+  if (c->q_len < ISV__QUARANTINE) c->q_len++;
+  uv_mutex_unlock(&c->mu);
+  free(old);
+}
+
 static void request_release(isv_request *r) {
   for (size_t i = 0; i < r->n_inputs; i++) {
     isv_destructor d = r->inputs[i].del;
@@ -432,7 +454,7 @@ static void request_release(isv_request *r) {
   if (r->model && r->parent == NULL) isv__model_unref(r->model); /* a response borrows it */
   isv__arena_free(&r->out_arena);
   isv__arena_free(&r->arena);
-  free(r);
+  bury(r);
 }
 
 ISV_EXTERN void isv_request_free(isv_request *r) {
@@ -547,6 +569,7 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value) {
   if (r == NULL || !r->submitted || r->completed) return ISV_EINVAL;
+  if (isv__request_dead(r)) return ISV_ESTATE;
   return isv__request_add_resp_param(r, key, value);
 }
 

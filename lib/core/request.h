@@ -122,7 +122,13 @@ struct isv_request {
   isv_request *parent;         /* a response: the request that sent it */
   unsigned children;           /* responses not yet freed; under core->mu */
   int free_pending;            /* freed by its owner while responses still live */
+  atomic_int dead;             /* freed: in the core's quarantine, every call on it refused */
 };
+
+/* Whether a backend's call may touch r: not freed (a request in quarantine is dead). */
+static inline int isv__request_dead(const isv_request *r) {
+  return atomic_load_explicit(&((isv_request *)r)->dead, memory_order_relaxed);
+}
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */
 isv_request *isv__request_new(isv__core *c);

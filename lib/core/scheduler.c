@@ -373,7 +373,8 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
   isv__core *c = r->core;
   uint64_t now = uv_hrtime();
   uv_mutex_lock(&c->mu);
-  if (r->completed || !r->submitted || r->exec != r) { /* not an execution being run */
+  /* dead: completed, answered and freed (request.c's quarantine) — a second completion */
+  if (isv__request_dead(r) || r->completed || !r->submitted || r->exec != r) {
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
@@ -765,7 +766,7 @@ static void on_timer(uv_timer_t *t) {
 
 ISV_EXTERN int isv_request_send_response(isv_request *r) {
   if (r == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
-  if (!r->model->cfg->decoupled) return ISV_ESTATE;
+  if (isv__request_dead(r) || !r->model->cfg->decoupled) return ISV_ESTATE;
   isv__core *c = r->core;
   isv_request *q = isv__request_new(c);
   if (q == NULL) return ISV_ENOMEM;

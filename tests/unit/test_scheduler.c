@@ -48,6 +48,26 @@ static int be_other_thread(isv_request *r, void *u) {
   return 0;
 }
 
+/* A backend whose own thread completes, waits for the test's go-ahead (the response went out
+ * and the request was freed), then does it all again: complete, set an output, allocate. */
+static void after_free_main(void *arg) {
+  isv_request *r = arg;
+  ctl.complete_rc[0] = cf_scale(r, 2);
+  uv_sem_wait(&ctl.go);
+  ctl.complete_rc[1] = isv_request_complete(r, 0, NULL);
+  int64_t shape[] = {3};
+  void *p;
+  ctl.cancelled_before = isv_request_output(r, "y", ISV_FP32, shape, 1, &p);
+  ctl.cancelled_after = isv_request_alloc(r, 16) == NULL;
+  uv_sem_post(&ctl.started);
+}
+static int be_complete_after_free(isv_request *r, void *u) {
+  (void)u;
+  if (uv_thread_create(&ctl.thread, after_free_main, r) != 0) return ISV_EINTERNAL;
+  ctl.thread_made = 1;
+  return 0;
+}
+
 /* Completes from another thread while infer is still running (it joins that thread). */
 static void now_main(void *arg) { ctl.complete_rc[0] = cf_scale(arg, 2); }
 static int be_other_thread_joined(isv_request *r, void *u) {
@@ -135,6 +155,7 @@ static int setup(void **state) {
   add_model_n(f, "deferred", be_deferred, NULL, ISV_EXEC_ASYNC, 0, 2);
   add_model(f, "watch", be_watch_cancel, NULL, ISV_EXEC_POOL, 0);
   add_model(f, "batched", be_twice, NULL, ISV_EXEC_INLINE, 8);
+  add_model(f, "after_free", be_complete_after_free, NULL, ISV_EXEC_ASYNC, 0);
   *state = f;
   return 0;
 }
@@ -244,6 +265,21 @@ static void completing_twice_is_estate(void **state) {
   assert_int_equal(isv_request_complete(r, 0, NULL), ISV_ESTATE);
   assert_int_equal(d.calls, 1);
   isv_request_free(r);
+
+  /* from a worker thread, after the response went out and the request was freed (ASan would
+   * report a use after free here if the library returned its memory at once) */
+  result a = {0};
+  submit(f, "after_free", &a);
+  cf_wait(f, &a, 1); /* answered; the fixture's callback freed the request */
+  assert_int_equal(a.status, 0);
+  uv_sem_post(&ctl.go);
+  uv_sem_wait(&ctl.started);
+  assert_int_equal(ctl.complete_rc[0], 0);
+  assert_int_equal(ctl.complete_rc[1], ISV_ESTATE);
+  assert_int_equal(ctl.cancelled_before, ISV_ESTATE); /* an output after the end */
+  assert_int_equal(ctl.cancelled_after, 1);           /* no memory from a dead request */
+  cf_run_for(f, 20);
+  assert_int_equal(a.calls, 1); /* nothing more reached the client */
 }
 
 /* A backend that breaks a rule of the library's calls is the backend's fault: 500 naming the
