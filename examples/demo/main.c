@@ -195,11 +195,10 @@ static int parse_limit(int argc, char **argv, int *i, isv_options *o) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+/* The demo, given its options (main frees them on every way out). */
+static int demo_main(int argc, char **argv, isv_options *opts) {
   listen_addr addrs[MAX_LISTENERS];
   size_t naddrs = 0;
-  isv_options *opts;
-  if (isv_options_new(&opts) != 0) return 1;
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -278,7 +277,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   rc = isv_server_new(&d.loop, opts, &d.srv);
-  isv_options_free(opts);
   if (rc < 0) {
     fprintf(stderr, "inferserve-demo: isv_server_new: %s%s\n", isv_strerror(rc),
             rc == ISV_ENOTFOUND ? " (--disable-protocol names no protocol)" : "");
@@ -323,4 +321,12 @@ int main(int argc, char **argv) {
   if (rc < 0) /* a handle is still open: a leak in the library, worth reporting */
     fprintf(stderr, "inferserve-demo: uv_loop_close: %s\n", uv_strerror(rc));
   return 0;
+}
+
+int main(int argc, char **argv) {
+  isv_options *opts;
+  if (isv_options_new(&opts) != 0) return 1;
+  int rc = demo_main(argc, argv, opts);
+  isv_options_free(opts);
+  return rc;
 }
