@@ -19,6 +19,7 @@ COVERED_ELSEWHERE = {
 NOT_A_MIRROR = {
     "test_server_inproc.c": "lib/server.c and the public API as a host uses it",
     "test_cpp_host.cpp": "include/inferserve.h compiled and linked as C++17",
+    "test_cpp_face.cpp": "include/inferserve.hpp, the header-only C++17 face",
 }
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."
