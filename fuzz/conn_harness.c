@@ -159,6 +159,16 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
   isv_model_config_free(c);
 }
 
+/* The access log is on, so that every answer's path through it is fuzzed too: its strings
+ * must be readable and its status one the library answers with. */
+static void check_access(void *user, const isv_access_entry *e) {
+  (void)user;
+  if (strlen(e->protocol) + strlen(e->method) + strlen(e->path) > (size_t)1 << 20) abort();
+  if (strcmp(e->protocol, "grpc") == 0 ? e->status < 0 || e->status > 16
+                                        : e->status < 100 || e->status > 599)
+    abort();
+}
+
 static void init(void) {
   uv_loop_init(&loop);
   uv_idle_init(&loop, &deferred_idle);
@@ -167,6 +177,7 @@ static void init(void) {
   isv_options_new(&o);
   isv_options_set_max_body_bytes(o, 1 << 16);
   isv_options_set_max_header_bytes(o, 4096);
+  isv_options_set_access_log(o, check_access, NULL);
   isv_server_new(&loop, o, &srv);
   isv_options_free(o);
   add_model("m", add_one, 1);

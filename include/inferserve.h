@@ -213,6 +213,26 @@ typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message)
 /* Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
  * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only. */
 ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
+/* One answered request, for an access log. Fields may be added at the end: read them only
+ * when struct_size covers them. Strings are valid during the call only. */
+typedef struct isv_access_entry {
+  size_t struct_size;
+  const char *protocol; /* "http/1.1" (HTTP/1.0 too), "h2c" (REST over HTTP/2) or "grpc" */
+  const char *method;   /* "GET", "POST", ... ("" when the request line was not read) */
+  const char *path;     /* as sent, without the query ("" when not read); gRPC: the method */
+  int status;           /* the HTTP status; for gRPC the grpc-status code (0 = OK) */
+  uint64_t bytes_in;    /* request body bytes (gRPC: the messages' bytes, framing included) */
+  uint64_t bytes_out;   /* response body bytes the server answered with */
+  uint64_t duration_us; /* from the request read whole (REST) or the call's headers (gRPC)
+                         * to its answer's end: written (REST), the trailers handed to
+                         * HTTP/2 (gRPC) */
+} isv_access_entry;
+typedef void (*isv_access_cb)(void *user, const isv_access_entry *entry);
+/* Called on the loop thread once per request answered over the network — every status, the
+ * transport's own refusals (400, 408, 413, 431...) included; a request whose client left
+ * before its answer was written is logged with the status it was answered with (499 when it
+ * was cancelled). Default: none. In-process requests are not logged. */
+ISV_EXTERN int isv_options_set_access_log(isv_options *o, isv_access_cb cb, void *user);
 /* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
 /* Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)

@@ -79,6 +79,10 @@ static void on_transport_error(void *app, isv__exchange *ex, int status, const c
 static void on_log(void *app, int level, const char *msg) {
   isv__core_log(&((isv_server *)app)->core, (isv_log_level)level, "%s", msg);
 }
+static void on_access(void *app, const isv_access_entry *e) {
+  const isv_options *o = &((isv_server *)app)->core.opts;
+  o->access(o->access_user, e);
+}
 static void on_grpc(void *app, isv__grpc_call *call) {
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
 }
@@ -166,7 +170,8 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
       .max_receiving = o->max_receiving > o->max_body_bytes ? o->max_receiving : o->max_body_bytes,
       .max_connections = o->max_connections,
   };
-  isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc, on_log};
+  isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc, on_log,
+                              o->access ? on_access : NULL};
   isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;
   *out = s;

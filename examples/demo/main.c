@@ -5,6 +5,7 @@
  * Defaults to 127.0.0.1:8000 and 127.0.0.1:8001. Prints one line per listener,
  * "inferserve-demo listening on HOST:PORT", once it is bound. SIGINT/SIGTERM shut it down
  * cleanly (in-flight requests finish); a second signal during the drain exits at once. */
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,9 +60,20 @@ static void usage(FILE *f) {
           "  --max-inflight N         requests queued or running at once, 503 beyond\n"
           "                           (default 0: no limit)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
+          "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
+          "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
           "                           grpc_health, metrics\n"
           "  --help                   show this help\n");
+}
+
+/* --access-log: one line per answered request (a host would hand it to its own logger). */
+static void access_line(void *user, const isv_access_entry *e) {
+  (void)user;
+  printf("access %s %s %s %d %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->protocol,
+         e->method[0] ? e->method : "-", e->path[0] ? e->path : "-", e->status, e->bytes_in,
+         e->bytes_out, e->duration_us);
+  fflush(stdout);
 }
 
 /* "HOST:PORT" or "[V6]:PORT" -> a; 0 or -1. */
@@ -212,6 +224,10 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     if (lim > 0) continue;
     if (strcmp(arg, "--strict-readiness") == 0) {
       isv_options_set_strict_readiness(opts, 1);
+      continue;
+    }
+    if (strcmp(arg, "--access-log") == 0) {
+      isv_options_set_access_log(opts, access_line, NULL);
       continue;
     }
     if (strcmp(arg, "--min-body-rate") == 0) {

@@ -141,6 +141,13 @@ ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_access_log(isv_options *o, isv_access_cb cb, void *user) {
+  if (o == NULL) return ISV_EINVAL;
+  o->access = cb;
+  o->access_user = user;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version) {
   if (o == NULL || name == NULL || version == NULL) return ISV_EINVAL;
   if (strlen(name) >= sizeof o->server_name || strlen(version) >= sizeof o->server_version)

@@ -37,6 +37,8 @@ struct isv_options {
   unsigned n_protocols;
   isv_log_cb log;   /* NULL: nowhere (isv__options_defaults sets the stderr logger) */
   void *log_user;
+  isv_access_cb access; /* NULL: no access log */
+  void *access_user;
 };
 
 /* 1 / 0 when o switches the protocol `name`, -1 when it leaves it at its default. */

@@ -16,8 +16,18 @@ const isv__header *isv__exchange_header(const isv__exchange *ex, const char *nam
   return NULL;
 }
 
+static uint64_t parts_len(const uv_buf_t *parts, size_t n) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) total += parts[i].len;
+  return total;
+}
+
 int isv__exchange_respond(isv__exchange *ex, const isv__response *resp) {
   if (resp->more && (ex->write == NULL || ex->end == NULL)) return ISV_EUNIMPL;
+  if (ex->phase == ISV__EX_PENDING) {
+    ex->status = resp->status;
+    ex->bytes_out += parts_len(resp->parts, resp->n_parts);
+  }
   return ex->respond(ex, resp);
 }
 
@@ -27,6 +37,7 @@ int isv__exchange_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
     if (release) release(ctx);
     return ISV_ESTATE;
   }
+  ex->bytes_out += parts_len(parts, n);
   return ex->write(ex, parts, n, release, ctx);
 }
 
@@ -83,7 +94,31 @@ isv__method isv__method_of(const char *name) {
   return ISV__M_OTHER;
 }
 
+void isv__exchange_start_access(isv__exchange *ex, void (*access)(void *, const isv_access_entry *),
+                                void *app, const char *proto) {
+  if (access == NULL) return;
+  ex->access = access;
+  ex->access_app = app;
+  ex->access_proto = proto;
+  ex->start_ns = uv_hrtime();
+}
+
+static void log_access(const isv__exchange *ex) {
+  isv_access_entry e = {
+      .struct_size = sizeof e,
+      .protocol = ex->access_proto,
+      .method = ex->method_name ? ex->method_name : "",
+      .path = ex->path ? ex->path : "",
+      .status = ex->status,
+      .bytes_in = ex->body_len,
+      .bytes_out = ex->bytes_out,
+      .duration_us = (uv_hrtime() - ex->start_ns) / 1000,
+  };
+  ex->access(ex->access_app, &e);
+}
+
 void isv__exchange_free(isv__exchange *ex) {
+  if (ex->access && ex->status) log_access(ex);
   free(ex->storage);
   if (ex->body_big) isv__bigbuf_free(ex->body);
   else free(ex->body);

@@ -33,7 +33,10 @@
 #include "transport/layer.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
+
+#include "inferserve.h" /* isv_access_entry */
 
 typedef enum {
   ISV__M_OTHER = 0,
@@ -96,6 +99,14 @@ struct isv__exchange {
   unsigned refs;  /* the carrier's writes and queued pieces that still point into it */
   char *storage;  /* path, query and header text */
   int body_big;   /* body came from isv__bigbuf_alloc */
+  /* the access log (transport.h's handler `access`): set by the carrier when there is one,
+   * called when ex is freed; status and bytes_out are what the handler answered */
+  void (*access)(void *app, const isv_access_entry *e);
+  void *access_app;
+  const char *access_proto;
+  uint64_t start_ns;
+  int status;
+  uint64_t bytes_out;
 };
 
 /* "GET" -> ISV__M_GET ...; ISV__M_OTHER for the rest. */
@@ -127,7 +138,12 @@ void isv__exchange_cancel(isv__exchange *ex);
  * 1 when it was freed. */
 int isv__exchange_collect(isv__exchange *ex);
 const char *isv__http_reason(int status);
-/* Free an exchange the HTTP engines built (storage, body, headers, itself). */
+/* For carriers, when the transport has an access log: measure ex from now, and log it (as
+ * protocol `proto`) when it is freed. */
+void isv__exchange_start_access(isv__exchange *ex, void (*access)(void *, const isv_access_entry *),
+                                void *app, const char *proto);
+/* Free an exchange the HTTP engines built (storage, body, headers, itself); an answered one
+ * goes to the access log first. */
 void isv__exchange_free(isv__exchange *ex);
 
 #endif

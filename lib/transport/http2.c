@@ -95,6 +95,8 @@ typedef struct h2_stream {
   size_t reserved;      /* of the server's receiving budget: a REST body, a gRPC message */
   uint64_t body_start;  /* REST: uv_now() when the headers were complete */
   size_t sent;          /* response DATA bytes handed to nghttp2 */
+  uint64_t call_start_ns;          /* gRPC, with an access log: when the call was dispatched */
+  uint64_t call_in, call_out;      /* gRPC, with an access log: message bytes each way */
   size_t sent_at_check; /* ... at the last send-progress check */
 } h2_stream;
 
@@ -577,10 +579,28 @@ static int h2_grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
   }
   int rc = enqueue(st, parts, n, 1, release, ctx);
   if (rc) return rc;
+  st->call_out += total;
   nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
   submit_or_resume(st, nv, 2);
   flush(st->h2);
   return 0;
+}
+
+/* A call's line in the access log (only when its status reaches the client). */
+static void grpc_access(h2_stream *st, int status) {
+  const isv__transport *t = st->h2->c->t;
+  if (t->h.access == NULL || st->call_start_ns == 0) return;
+  isv_access_entry e = {
+      .struct_size = sizeof e,
+      .protocol = "grpc",
+      .method = "POST",
+      .path = st->path ? st->path : "",
+      .status = status,
+      .bytes_in = st->call_in,
+      .bytes_out = st->call_out,
+      .duration_us = (uv_hrtime() - st->call_start_ns) / 1000,
+  };
+  t->h.access(t->h.app, &e);
 }
 
 static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message) {
@@ -593,6 +613,7 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
     return;
   }
   h2 *h = st->h2;
+  grpc_access(st, status);
   isv__buf m;
   isv__buf_init(&m);
   if (message) isv__grpc_percent_encode(&m, message);
@@ -855,6 +876,7 @@ static void start_call(h2 *h, h2_stream *st) {
   st->call.carrier = st;
   st->call.send = h2_grpc_send;
   st->call.finish = h2_grpc_finish;
+  if (h->c->t->h.access) st->call_start_ns = uv_hrtime();
   if (st->call.timeout_ms) arm_deadline(st, st->call.timeout_ms);
   h->c->t->h.grpc(h->c->t->h.app, &st->call);
 }
@@ -919,6 +941,7 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
     isv__buf_init(&st->body);
   }
   ex->conn = st;
+  isv__exchange_start_access(ex, st->h2->c->t->h.access, st->h2->c->t->h.app, "h2c");
   ex->respond = h2_respond;
   ex->write = h2_rest_write;
   ex->end = h2_rest_end;
@@ -1055,6 +1078,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
   if (st == NULL) return 0;
   if (st->is_grpc) {
     if (st->dispatched && !st->app_done && !st->cancelled) {
+      st->call_in += len;
       h->rx = st;
       deframe(st, data, len);
     }

@@ -43,6 +43,8 @@ typedef struct isv__transport_handler {
   void (*grpc)(void *app, isv__grpc_call *call);
   /* Something the host should know (a limit reached): level is an isv_log_level. */
   void (*log)(void *app, int level, const char *msg);
+  /* One request answered (an access log); NULL: none, and nothing is measured for it. */
+  void (*access)(void *app, const isv_access_entry *e);
 } isv__transport_handler;
 
 #define ISV__MAX_LISTENERS 16

@@ -256,6 +256,60 @@ static void cancel_runs_once_and_never_after_the_end(void **state) {
   assert_true(ex.cancelled);
 }
 
+static isv_access_entry logged;
+static int n_logged;
+static char logged_path[64];
+static void record_access(void *app, const isv_access_entry *e) {
+  assert_ptr_equal(app, &n_logged);
+  logged = *e;
+  strncpy(logged_path, e->path, sizeof logged_path - 1); /* valid during the call only */
+  n_logged++;
+}
+
+/* The access log: the carrier starts it; the answer's status and every body byte the handler
+ * gave (whole or streamed) are logged once, when the exchange is freed; an exchange never
+ * answered is not. */
+static void an_answered_exchange_is_logged_when_freed(void **state) {
+  (void)state;
+  n_logged = 0;
+  isv__exchange *ex = calloc(1, sizeof *ex);
+  *ex = fake(1);
+  ex->method_name = "POST";
+  ex->path = strdup("/v2/models/m/infer");
+  ex->storage = ex->path;
+  ex->body_len = 42;
+  isv__exchange_start_access(ex, record_access, &n_logged, "h2c");
+  uv_buf_t parts[] = {uv_buf_init("abc", 3), uv_buf_init("de", 2)};
+  isv__response r = {.status = 201, .parts = parts, .n_parts = 2, .more = 1};
+  assert_int_equal(isv__exchange_respond(ex, &r), 0);
+  assert_int_equal(isv__exchange_write(ex, parts, 1, NULL, NULL), 0);
+  assert_int_equal(isv__exchange_end(ex), 0);
+  assert_int_equal(n_logged, 0);
+  isv__exchange_free(ex);
+  assert_int_equal(n_logged, 1);
+  assert_int_equal(logged.struct_size, sizeof logged);
+  assert_string_equal(logged.protocol, "h2c");
+  assert_string_equal(logged.method, "POST");
+  assert_string_equal(logged_path, "/v2/models/m/infer");
+  assert_int_equal(logged.status, 201);
+  assert_int_equal(logged.bytes_in, 42);
+  assert_int_equal(logged.bytes_out, 8);
+
+  ex = calloc(1, sizeof *ex);
+  *ex = fake(0);
+  isv__exchange_start_access(ex, record_access, &n_logged, "http/1.1");
+  isv__exchange_free(ex); /* never answered (dropped before its handler ran) */
+  assert_int_equal(n_logged, 1);
+  ex = calloc(1, sizeof *ex);
+  *ex = fake(0);
+  isv__exchange_start_access(ex, NULL, NULL, "http/1.1"); /* no access log: nothing kept */
+  assert_null(ex->access);
+  isv__response whole = {.status = 200};
+  isv__exchange_respond(ex, &whole);
+  isv__exchange_free(ex);
+  assert_int_equal(n_logged, 1);
+}
+
 static void an_exchange_is_collected_only_when_nothing_holds_it(void **state) {
   (void)state;
   isv__exchange *ex = calloc(1, sizeof *ex);
@@ -276,6 +330,7 @@ static void an_exchange_is_collected_only_when_nothing_holds_it(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(headers_are_found_whatever_their_case),
+      cmocka_unit_test(an_answered_exchange_is_logged_when_freed),
       cmocka_unit_test(header_names_must_match_their_whole_length),
       cmocka_unit_test(the_first_of_repeated_headers_is_found),
       cmocka_unit_test(no_headers_find_nothing),
