@@ -249,6 +249,11 @@ static void record(isv_request *r) {
   else s->failure[r->protocol]++;
   uint64_t now = uv_hrtime();
   isv__hist_add(&s->latency, isv__lat_bounds, ISV__LAT_BUCKETS, (double)(now - r->start_ns) / 1e9);
+  if (r->status == 0) s->success_ns += now - r->start_ns;
+  else s->failure_ns += now - r->start_ns;
+  uv_timeval64_t tv;
+  if (uv_gettimeofday(&tv) == 0)
+    s->last_inference_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
   if (r->run_ns)
     isv__hist_add(&s->queue, isv__lat_bounds, ISV__LAT_BUCKETS,
                   (double)(r->run_ns - r->start_ns) / 1e9);

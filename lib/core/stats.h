@@ -37,7 +37,22 @@ typedef struct isv__stats {
   uint64_t exec_count;
   uint64_t inference_count;
   uint64_t queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
+  uint64_t success_ns, failure_ns; /* submit → done, summed over successes / failures */
+  uint64_t last_inference_ms;      /* when the last request finished, ms since the epoch */
 } isv__stats;
+
+/* Triton's statistics extension: one model version's numbers in its terms, as both of its
+ * protocols (REST JSON, gRPC ModelStatistics) report them. Every stage counts the successful
+ * requests (Triton's convention); what is not measured — cache hits and misses, the time per
+ * batch size — is reported as 0. */
+typedef struct isv__stat_duration {
+  uint64_t count, ns;
+} isv__stat_duration;
+typedef struct isv__triton_stats {
+  uint64_t last_inference_ms, inference_count, execution_count;
+  isv__stat_duration success, fail, queue, compute_input, compute_infer, compute_output;
+} isv__triton_stats;
+void isv__stats_triton(const isv__stats *s, unsigned n_protocols, isv__triton_stats *out);
 
 void isv__hist_add(isv__hist *h, const double *bounds, unsigned n_bounds, double v);
 

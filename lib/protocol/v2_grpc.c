@@ -1,6 +1,7 @@
 /* KServe V2 over gRPC: inference.GRPCInferenceService as a method table for the call layer
  * (grpc_service.h). The small RPCs are answered here; ModelInfer and ModelStreamInfer are
  * codecs (v2_pb.h) around the core. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "protocol/v2.h"
@@ -42,12 +43,63 @@ static int model_metadata(isv__grpc_unary *u) {
   return rc ? rc : isv__v2pb_encode_model_metadata(m, u->out);
 }
 
+/* Triton's statistics extension: ModelStatisticsRequest {name 1, version 2} (name "": every
+ * model; no version: every version of the model). */
+typedef struct version_list {
+  const isv_model **v;
+  size_t n, cap;
+  int failed;
+} version_list;
+
+static void list_one(version_list *l, const isv_model *m) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    const isv_model **nv = realloc(l->v, cap * sizeof *nv);
+    if (nv == NULL) {
+      l->failed = 1;
+      return;
+    }
+    l->v = nv;
+    l->cap = cap;
+  }
+  l->v[l->n++] = m;
+}
+
+static void list_versions(isv__model_entry *e, void *data) {
+  for (const isv_model *m = e->versions; m; m = m->next) list_one(data, m);
+}
+
+static int model_statistics(isv__grpc_unary *u) {
+  char name[256], version[64];
+  if (isv__v2pb_decode_model_ref(u->msg, u->len, name, sizeof name, version, sizeof version) != 0) {
+    strcpy(u->err, "malformed request message");
+    return ISV_EBADREQ;
+  }
+  version_list l = {0};
+  if (name[0] == '\0') {
+    isv__registry_foreach(&u->core->reg, list_versions, &l);
+  } else {
+    isv_model *m;
+    isv__model_spec spec = {name, strlen(name), version[0] ? version : NULL, strlen(version),
+                            NULL, 0};
+    int rc = isv__core_resolve(u->core, &spec, &m, u->err, sizeof u->err);
+    if (rc) return rc;
+    if (version[0] || m->entry == NULL) list_one(&l, m);
+    else list_versions(m->entry, &l);
+  }
+  int rc = l.failed ? ISV_ENOMEM
+                    : isv__v2pb_encode_model_statistics(l.v, l.n, u->core->n_protocols, u->out);
+  free(l.v);
+  return rc;
+}
+
 const isv__grpc_method isv__v2_methods[] = {
     {SVC "ServerLive", ISV__RPC_UNARY, server_live, NULL, NULL, NULL},
     {SVC "ServerReady", ISV__RPC_UNARY, server_ready, NULL, NULL, NULL},
     {SVC "ModelReady", ISV__RPC_UNARY, model_ready, NULL, NULL, NULL},
     {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
     {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
+    {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
      isv__v2pb_encode_infer_response, NULL},
     /* one response per request, in completion order; a failed one is a message with

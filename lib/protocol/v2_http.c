@@ -205,6 +205,101 @@ static isv_model *path_model(isv__http_req *q) {
   return m;
 }
 
+/* ---- statistics (Triton's extension) ----------------------------------------------------- */
+
+static void write_duration(isv__buf *b, const char *key, isv__stat_duration d) {
+  isv__buf_putc(b, '"');
+  isv__buf_puts(b, key);
+  isv__buf_puts(b, "\":{\"count\":");
+  isv__json_write_u64(b, d.count);
+  isv__buf_puts(b, ",\"ns\":");
+  isv__json_write_u64(b, d.ns);
+  isv__buf_putc(b, '}');
+}
+
+typedef struct stats_out {
+  isv__buf *b;
+  unsigned n_protocols;
+  size_t n; /* model versions written */
+} stats_out;
+
+static void write_model_stats(stats_out *o, const isv_model *m) {
+  isv__buf *b = o->b;
+  isv__triton_stats t;
+  isv__stats_triton(&m->stats, o->n_protocols, &t);
+  if (o->n++) isv__buf_putc(b, ',');
+  isv__buf_puts(b, "{\"name\":");
+  write_str(b, m->cfg->name);
+  isv__buf_puts(b, ",\"version\":");
+  write_str(b, m->version);
+  isv__buf_puts(b, ",\"last_inference\":");
+  isv__json_write_u64(b, t.last_inference_ms);
+  isv__buf_puts(b, ",\"inference_count\":");
+  isv__json_write_u64(b, t.inference_count);
+  isv__buf_puts(b, ",\"execution_count\":");
+  isv__json_write_u64(b, t.execution_count);
+  isv__buf_puts(b, ",\"inference_stats\":{");
+  write_duration(b, "success", t.success);
+  isv__buf_putc(b, ',');
+  write_duration(b, "fail", t.fail);
+  isv__buf_putc(b, ',');
+  write_duration(b, "queue", t.queue);
+  isv__buf_putc(b, ',');
+  write_duration(b, "compute_input", t.compute_input);
+  isv__buf_putc(b, ',');
+  write_duration(b, "compute_infer", t.compute_infer);
+  isv__buf_putc(b, ',');
+  write_duration(b, "compute_output", t.compute_output);
+  isv__buf_putc(b, ',');
+  write_duration(b, "cache_hit", (isv__stat_duration){0, 0});
+  isv__buf_putc(b, ',');
+  write_duration(b, "cache_miss", (isv__stat_duration){0, 0});
+  isv__buf_puts(b, "},\"batch_stats\":[");
+  /* executions per batch size; the time per size is not measured (0) */
+  uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
+  size_t nb = 0;
+  for (uint32_t k = 1; m->sched.batch_execs && k <= max; k++) {
+    uint64_t c = m->sched.batch_execs[k];
+    if (c == 0) continue;
+    if (nb++) isv__buf_putc(b, ',');
+    isv__buf_puts(b, "{\"batch_size\":");
+    isv__json_write_u64(b, k);
+    isv__buf_putc(b, ',');
+    write_duration(b, "compute_input", (isv__stat_duration){c, 0});
+    isv__buf_putc(b, ',');
+    write_duration(b, "compute_infer", (isv__stat_duration){c, 0});
+    isv__buf_putc(b, ',');
+    write_duration(b, "compute_output", (isv__stat_duration){c, 0});
+    isv__buf_putc(b, '}');
+  }
+  isv__buf_puts(b, "],\"memory_usage\":[]}");
+}
+
+static void stats_of_entry(isv__model_entry *e, void *data) {
+  for (const isv_model *m = e->versions; m; m = m->next) write_model_stats(data, m);
+}
+
+/* GET /v2/models/stats, /v2/models/{model}/stats (every version), .../versions/{v}/stats */
+static void statistics(isv__http_req *q) {
+  const isv_model *one = NULL;
+  const isv__model_entry *all_of = NULL;
+  if (isv__http_capture(q, "model", NULL) != NULL) {
+    isv_model *m = path_model(q);
+    if (m == NULL) return;
+    if (isv__http_capture(q, "version", NULL) != NULL || m->entry == NULL) one = m;
+    else all_of = m->entry;
+  }
+  isv__buf b;
+  isv__buf_init(&b);
+  stats_out o = {&b, q->core->n_protocols, 0};
+  isv__buf_puts(&b, "{\"model_stats\":[");
+  if (one) write_model_stats(&o, one);
+  else if (all_of) stats_of_entry((isv__model_entry *)all_of, &o);
+  else isv__registry_foreach(&q->core->reg, stats_of_entry, &o);
+  isv__buf_puts(&b, "]}");
+  isv__reply_json(q->ex, 200, &b);
+}
+
 static void metadata(isv__http_req *q) {
   isv_model *m = path_model(q);
   if (m) model_metadata(m, q->ex);
@@ -365,6 +460,9 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2", server_metadata, NULL},
     {ISV__ROUTE_GET, "/v2/health/live", live, NULL},
     {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
+    {ISV__ROUTE_GET, "/v2/models/stats", statistics, NULL}, /* before {model}: first wins */
+    {ISV__ROUTE_GET, "/v2/models/{model}/stats", statistics, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/stats", statistics, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}", metadata, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}", metadata, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/ready", model_ready, NULL},

@@ -937,6 +937,78 @@ int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out) {
   return isv__nanopb_encode(inference_ModelMetadataResponse_fields, &msg, out);
 }
 
+/* ModelStatisticsResponse: written field by field (no nanopb struct: nested messages of
+ * numbers, each built in a scratch buffer and appended with its length). */
+
+static void put_u64(isv__buf *b, uint32_t num, uint64_t v) {
+  if (v == 0) return; /* proto3: the default is not sent */
+  uint8_t tmp[16];
+  uint8_t *p = isv__pb_put_key(tmp, num, ISV__PB_VARINT);
+  p = isv__pb_put_varint(p, v);
+  isv__buf_append(b, tmp, (size_t)(p - tmp));
+}
+
+static void put_len(isv__buf *b, uint32_t num, const void *data, size_t n) {
+  uint8_t tmp[16];
+  uint8_t *p = isv__pb_put_key(tmp, num, ISV__PB_LEN);
+  p = isv__pb_put_varint(p, n);
+  isv__buf_append(b, tmp, (size_t)(p - tmp));
+  isv__buf_append(b, data, n);
+}
+
+static void put_duration(isv__buf *b, uint32_t num, isv__stat_duration d) {
+  isv__buf m;
+  isv__buf_init(&m);
+  put_u64(&m, 1, d.count);
+  put_u64(&m, 2, d.ns);
+  put_len(b, num, m.data, m.len);
+  if (m.failed) b->failed = 1;
+  isv__buf_free(&m);
+}
+
+static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_protocols) {
+  isv__triton_stats t;
+  isv__stats_triton(&m->stats, n_protocols, &t);
+  isv__buf s, is, bs;
+  isv__buf_init(&s);
+  isv__buf_init(&is);
+  put_len(&s, 1, m->cfg->name, strlen(m->cfg->name));
+  put_len(&s, 2, m->version, strlen(m->version));
+  put_u64(&s, 3, t.last_inference_ms);
+  put_u64(&s, 4, t.inference_count);
+  put_u64(&s, 5, t.execution_count);
+  put_duration(&is, 1, t.success);
+  put_duration(&is, 2, t.fail);
+  put_duration(&is, 3, t.queue);
+  put_duration(&is, 4, t.compute_input);
+  put_duration(&is, 5, t.compute_infer);
+  put_duration(&is, 6, t.compute_output);
+  put_len(&s, 6, is.data, is.len);
+  uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
+  for (uint32_t k = 1; m->sched.batch_execs && k <= max; k++) {
+    uint64_t c = m->sched.batch_execs[k];
+    if (c == 0) continue;
+    isv__buf_init(&bs);
+    put_u64(&bs, 1, k);
+    put_duration(&bs, 2, (isv__stat_duration){c, 0});
+    put_duration(&bs, 3, (isv__stat_duration){c, 0});
+    put_duration(&bs, 4, (isv__stat_duration){c, 0});
+    put_len(&s, 7, bs.data, bs.len);
+    if (bs.failed) s.failed = 1;
+    isv__buf_free(&bs);
+  }
+  put_len(b, 1, s.data, s.len);
+  if (s.failed || is.failed) b->failed = 1;
+  isv__buf_free(&s);
+  isv__buf_free(&is);
+}
+
+int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n,
+                                      unsigned n_protocols, isv__buf *out) {
+  for (size_t i = 0; i < n; i++) put_model_statistics(out, models[i], n_protocols);
+  return out->failed ? ISV_ENOMEM : 0;
+}
+
 /* Decoding small messages: string callbacks copy into the caller's arrays. */
 
 int isv__v2pb_decode_model_ref(const uint8_t *msg, size_t len, char *name, size_t name_cap,

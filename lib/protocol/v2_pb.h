@@ -46,5 +46,11 @@ int isv__v2pb_encode_server_metadata(const char *name, const char *version,
 /* ModelMetadataResponse of m: name, every version of its entry, platform, inputs, outputs
  * (shape with a leading -1 when max_batch > 0, as the REST metadata shows). */
 int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out);
+/* ModelStatisticsResponse (Triton's statistics extension, grpc_service.proto) of n model
+ * versions: per version name, version, last_inference, inference_count, execution_count,
+ * inference_stats (success, fail, queue, compute_input/infer/output), batch_stats (executions
+ * per batch size; time per size not measured: 0). 0 or ISV_ENOMEM. */
+int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n,
+                                      unsigned n_protocols, isv__buf *out);
 
 #endif

@@ -347,8 +347,8 @@ static int teardown(void **state) {
 static void every_method_is_served_and_nothing_else(void **state) {
   (void)state;
   static const char *const names[] = {"ServerLive",    "ServerReady", "ModelReady",
-                                      "ServerMetadata", "ModelMetadata", "ModelInfer",
-                                      "ModelStreamInfer"};
+                                      "ServerMetadata", "ModelMetadata", "ModelStatistics",
+                                      "ModelInfer", "ModelStreamInfer"};
   size_t n = 0;
   for (const isv__grpc_method *m = isv__v2_methods; m->path; m++, n++) {
     char path[96];
@@ -359,7 +359,7 @@ static void every_method_is_served_and_nothing_else(void **state) {
   assert_ptr_equal(isv__v2_frontend.methods, isv__v2_methods);
   assert_true(isv__grpc_services_has(&svc, "inference.GRPCInferenceService"));
   assert_int_equal(isv__grpc_services_add(&svc, &isv__v2_methods[0], "x"), ISV_EEXIST);
-  /* the rest of the service (model repository, statistics...) is not implemented */
+  /* the rest of the service (model repository, shared memory...) is not implemented */
   fake f;
   start(&f, SVC "RepositoryIndex");
   assert_true(f.finished);
@@ -425,10 +425,10 @@ static void server_metadata_lists_both_extensions(void **state) {
   assert_string_equal(version, isv_version());
   assert_int_equal(n_ext, isv__v2_n_extensions); /* the same list as REST */
   for (size_t i = 0; i < n_ext; i++) assert_string_equal(ext[i], isv__v2_extensions[i]);
-  assert_int_equal(n_ext, 2);
-  assert_true(strcmp(ext[0], "classification") == 0 || strcmp(ext[1], "classification") == 0);
-  assert_true(strcmp(ext[0], "binary_tensor_data") == 0 ||
-              strcmp(ext[1], "binary_tensor_data") == 0);
+  assert_int_equal(n_ext, 3);
+  assert_string_equal(ext[0], "classification");
+  assert_string_equal(ext[1], "binary_tensor_data");
+  assert_string_equal(ext[2], "statistics");
   done(&f);
 }
 
@@ -470,6 +470,101 @@ static void model_ready_found_unknown_and_malformed(void **state) {
   assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
   assert_string_equal(f.msg, "malformed request message");
   assert_int_equal(f.n_sent, 0);
+  done(&f);
+}
+
+/* ModelStatisticsResponse: the names of its model_stats entries (field 1), and of the first
+ * one: execution_count (5), inference_stats.success.count (6.1.1), batch_stats sizes (7.1). */
+typedef struct stats_seen {
+  char names[8][16];
+  size_t n;
+  uint64_t exec_count, success_count, fail_count, batch_size;
+} stats_seen;
+
+static uint64_t sub_count(const uint8_t *s, size_t sn) {
+  prd r = {s, s + sn};
+  unsigned num, wt;
+  uint64_t v, count = 0;
+  const uint8_t *x;
+  size_t xn;
+  while (p_field(&r, &num, &wt, &v, &x, &xn))
+    if (num == 1) count = v;
+  return count;
+}
+
+static stats_seen read_stats(const fake *f) {
+  stats_seen st;
+  memset(&st, 0, sizeof st);
+  prd r = {f->sent[0], f->sent[0] + f->sent_len[0]};
+  unsigned num, wt;
+  uint64_t v;
+  const uint8_t *s;
+  size_t sn;
+  while (p_field(&r, &num, &wt, &v, &s, &sn)) {
+    assert_int_equal(num, 1);
+    prd m = {s, s + sn};
+    unsigned mn, mw;
+    uint64_t mv;
+    const uint8_t *ms;
+    size_t msn;
+    char name[16] = "", version[8] = "";
+    while (p_field(&m, &mn, &mw, &mv, &ms, &msn)) {
+      if (mn == 1) copy_str(name, sizeof name, ms, msn);
+      if (mn == 2) copy_str(version, sizeof version, ms, msn);
+      if (st.n == 0 && mn == 5) st.exec_count = mv;
+      if (st.n == 0 && mn == 6) {
+        prd is = {ms, ms + msn};
+        unsigned in, iw;
+        uint64_t iv;
+        const uint8_t *d;
+        size_t dn;
+        while (p_field(&is, &in, &iw, &iv, &d, &dn)) {
+          if (in == 1) st.success_count = sub_count(d, dn);
+          if (in == 2) st.fail_count = sub_count(d, dn);
+        }
+      }
+      if (st.n == 0 && mn == 7) st.batch_size = sub_count(ms, msn); /* batch_size is field 1 */
+    }
+    assert_true(st.n < 8);
+    snprintf(st.names[st.n++], sizeof st.names[0], "%s/%s", name, version);
+  }
+  return st;
+}
+
+static void model_statistics_of_one_version_a_model_or_all(void **state) {
+  (void)state;
+  fake f;
+  model_query(&f, SVC "ModelStatistics", "add", "2");
+  assert_int_equal(f.status, 0);
+  stats_seen st = read_stats(&f);
+  assert_int_equal(st.n, 1);
+  assert_string_equal(st.names[0], "add/2");
+  assert_int_equal(st.exec_count + st.success_count + st.fail_count, 0); /* nothing ran yet */
+  done(&f);
+
+  add_v2->stats.exec_count = 3;
+  add_v2->stats.success[0] = 2;
+  add_v2->stats.failure[0] = 1;
+  add_v2->sched.batch_execs[4] = 3;
+  model_query(&f, SVC "ModelStatistics", "add", "2");
+  st = read_stats(&f);
+  assert_int_equal(st.exec_count, 3);
+  assert_int_equal(st.success_count, 2);
+  assert_int_equal(st.fail_count, 1);
+  assert_int_equal(st.batch_size, 4);
+  done(&f);
+
+  model_query(&f, SVC "ModelStatistics", "add", NULL); /* every version */
+  st = read_stats(&f);
+  assert_int_equal(st.n, 2);
+  done(&f);
+  model_query(&f, SVC "ModelStatistics", "", NULL); /* every model */
+  st = read_stats(&f);
+  assert_int_equal(st.n, 3);
+  done(&f);
+  model_query(&f, SVC "ModelStatistics", "nope", NULL);
+  assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
+  assert_string_equal(f.msg, "unknown model 'nope'");
   done(&f);
 }
 
@@ -664,6 +759,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(every_method_is_served_and_nothing_else, setup, teardown),
       cmocka_unit_test_setup_teardown(server_live_and_ready_follow_online, setup, teardown),
       cmocka_unit_test_setup_teardown(server_metadata_lists_both_extensions, setup, teardown),
+      cmocka_unit_test_setup_teardown(model_statistics_of_one_version_a_model_or_all, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(model_ready_found_unknown_and_malformed, setup, teardown),
       cmocka_unit_test_setup_teardown(model_metadata_found_unknown_and_malformed, setup,
                                       teardown),
