@@ -238,22 +238,18 @@ static void write_model_stats(stats_out *o, const isv_model *m) {
   isv__json_write_u64(b, t.inference_count);
   isv__buf_puts(b, ",\"execution_count\":");
   isv__json_write_u64(b, t.execution_count);
+  const struct {
+    const char *key;
+    isv__stat_duration d;
+  } stages[] = {{"success", t.success},        {"fail", t.fail},
+                {"queue", t.queue},            {"compute_input", t.compute_input},
+                {"compute_infer", t.compute_infer}, {"compute_output", t.compute_output},
+                {"cache_hit", {0, 0}},         {"cache_miss", {0, 0}}};
   isv__buf_puts(b, ",\"inference_stats\":{");
-  write_duration(b, "success", t.success);
-  isv__buf_putc(b, ',');
-  write_duration(b, "fail", t.fail);
-  isv__buf_putc(b, ',');
-  write_duration(b, "queue", t.queue);
-  isv__buf_putc(b, ',');
-  write_duration(b, "compute_input", t.compute_input);
-  isv__buf_putc(b, ',');
-  write_duration(b, "compute_infer", t.compute_infer);
-  isv__buf_putc(b, ',');
-  write_duration(b, "compute_output", t.compute_output);
-  isv__buf_putc(b, ',');
-  write_duration(b, "cache_hit", (isv__stat_duration){0, 0});
-  isv__buf_putc(b, ',');
-  write_duration(b, "cache_miss", (isv__stat_duration){0, 0});
+  for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+    if (i) isv__buf_putc(b, ',');
+    write_duration(b, stages[i].key, stages[i].d);
+  }
   isv__buf_puts(b, "},\"batch_stats\":[");
   /* executions per batch size; the time per size is not measured (0) */
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
@@ -264,12 +260,10 @@ static void write_model_stats(stats_out *o, const isv_model *m) {
     if (nb++) isv__buf_putc(b, ',');
     isv__buf_puts(b, "{\"batch_size\":");
     isv__json_write_u64(b, k);
-    isv__buf_putc(b, ',');
-    write_duration(b, "compute_input", (isv__stat_duration){c, 0});
-    isv__buf_putc(b, ',');
-    write_duration(b, "compute_infer", (isv__stat_duration){c, 0});
-    isv__buf_putc(b, ',');
-    write_duration(b, "compute_output", (isv__stat_duration){c, 0});
+    for (size_t i = 3; i < 6; i++) { /* compute_input, _infer, _output: executions, time 0 */
+      isv__buf_putc(b, ',');
+      write_duration(b, stages[i].key, (isv__stat_duration){c, 0});
+    }
     isv__buf_putc(b, '}');
   }
   isv__buf_puts(b, "],\"memory_usage\":[]}");
