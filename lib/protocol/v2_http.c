@@ -294,6 +294,75 @@ static void statistics(isv__http_req *q) {
   isv__reply_json(q->ex, 200, &b);
 }
 
+/* ---- model configuration (Triton's model config JSON, built from the registration) -------- */
+
+/* Triton's TYPE_* name of a datatype: "TYPE_" + the V2 name, but BYTES is TYPE_STRING. */
+static void write_config_type(isv__buf *b, isv_datatype dt) {
+  isv__buf_puts(b, "\"TYPE_");
+  isv__buf_puts(b, dt == ISV_BYTES ? "STRING" : isv_datatype_name(dt));
+  isv__buf_putc(b, '"');
+}
+
+static void write_config_io(isv__buf *b, const isv__io *io, size_t n) {
+  isv__buf_putc(b, '[');
+  for (size_t i = 0; i < n; i++) {
+    if (i) isv__buf_putc(b, ',');
+    isv__buf_puts(b, "{\"name\":");
+    write_str(b, io[i].name);
+    isv__buf_puts(b, ",\"data_type\":");
+    write_config_type(b, io[i].dt);
+    isv__buf_puts(b, ",\"dims\":["); /* without the batch dimension, as registered */
+    for (size_t d = 0; d < io[i].ndim; d++) {
+      if (d) isv__buf_putc(b, ',');
+      isv__json_write_i64(b, io[i].shape[d]);
+    }
+    isv__buf_puts(b, "]}");
+  }
+  isv__buf_putc(b, ']');
+}
+
+static void config(isv__http_req *q) {
+  isv_model *m = path_model(q);
+  if (m == NULL) return;
+  const isv_model_config *c = m->cfg;
+  isv__buf b;
+  isv__buf_init(&b);
+  isv__buf_puts(&b, "{\"name\":");
+  write_str(&b, c->name);
+  isv__buf_puts(&b, ",\"platform\":");
+  write_str(&b, c->platform);
+  isv__buf_puts(&b, ",\"backend\":\"\",\"max_batch_size\":");
+  isv__json_write_u64(&b, c->max_batch);
+  isv__buf_puts(&b, ",\"input\":");
+  write_config_io(&b, c->inputs, c->n_inputs);
+  isv__buf_puts(&b, ",\"output\":");
+  write_config_io(&b, c->outputs, c->n_outputs);
+  isv__buf_puts(&b, ",\"instance_group\":[{\"name\":");
+  write_str(&b, c->name);
+  isv__buf_puts(&b, ",\"kind\":\"KIND_CPU\",\"count\":");
+  isv__json_write_u64(&b, c->instances);
+  isv__buf_puts(&b, "}]");
+  if (c->batching) {
+    isv__buf_puts(&b, ",\"dynamic_batching\":{\"preferred_batch_size\":[");
+    for (size_t i = 0; i < c->n_preferred; i++) {
+      if (i) isv__buf_putc(&b, ',');
+      isv__json_write_u64(&b, c->preferred[i]);
+    }
+    isv__buf_puts(&b, "],\"max_queue_delay_microseconds\":");
+    isv__json_write_u64(&b, c->batch_delay_us);
+    isv__buf_putc(&b, '}');
+  }
+  if (c->sequences) {
+    isv__buf_puts(&b, ",\"sequence_batching\":{\"max_sequence_idle_microseconds\":");
+    isv__json_write_u64(&b, c->seq_idle_us);
+    isv__buf_puts(&b, ",\"direct\":{\"max_queue_delay_microseconds\":0}}");
+  }
+  isv__buf_puts(&b, ",\"model_transaction_policy\":{\"decoupled\":");
+  isv__buf_puts(&b, c->decoupled ? "true" : "false");
+  isv__buf_puts(&b, "}}");
+  isv__reply_json(q->ex, 200, &b);
+}
+
 static void metadata(isv__http_req *q) {
   isv_model *m = path_model(q);
   if (m) model_metadata(m, q->ex);
@@ -456,6 +525,8 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
     {ISV__ROUTE_GET, "/v2/models/stats", statistics, NULL}, /* before {model}: first wins */
     {ISV__ROUTE_GET, "/v2/models/{model}/stats", statistics, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}/config", config, NULL},
+    {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/config", config, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/stats", statistics, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}", metadata, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}", metadata, NULL},
