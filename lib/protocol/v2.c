@@ -1,7 +1,8 @@
 /* The KServe V2 front end: REST under /v2 and inference.GRPCInferenceService. */
 #include "protocol/v2.h"
 
-const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics"};
+const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics",
+                                          "model_configuration"};
 const size_t isv__v2_n_extensions = sizeof isv__v2_extensions / sizeof isv__v2_extensions[0];
 
 const isv__frontend isv__v2_frontend = {

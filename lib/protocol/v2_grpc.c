@@ -37,6 +37,12 @@ static int model_ready(isv__grpc_unary *u) {
   return rc ? rc : isv__v2pb_encode_bool1(isv__core_model_ready(u->core, m), u->out);
 }
 
+static int model_config(isv__grpc_unary *u) {
+  isv_model *m;
+  int rc = request_model(u, &m);
+  return rc ? rc : isv__v2pb_encode_model_config(m, u->out);
+}
+
 static int model_metadata(isv__grpc_unary *u) {
   isv_model *m;
   int rc = request_model(u, &m);
@@ -100,6 +106,7 @@ const isv__grpc_method isv__v2_methods[] = {
     {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
     {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
     {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
+    {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
      isv__v2pb_encode_infer_response, NULL},
     /* one response per request, in completion order; a failed one is a message with

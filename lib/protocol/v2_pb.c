@@ -1003,6 +1003,91 @@ static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_pro
   isv__buf_free(&is);
 }
 
+/* Triton's DataType numbers (model_config.proto): the V2 order, but FP16, FP32, FP64, STRING
+ * (BYTES), BF16 = 10..14. */
+static uint64_t triton_type(isv_datatype dt) {
+  switch (dt) {
+  case ISV_FP16: return 10;
+  case ISV_FP32: return 11;
+  case ISV_FP64: return 12;
+  case ISV_BYTES: return 13;
+  case ISV_BF16: return 14;
+  default: return (uint64_t)dt; /* BOOL 1 .. INT64 9: the same numbers */
+  }
+}
+
+/* A packed repeated int64 field (empty: nothing). */
+static void put_packed(isv__buf *b, uint32_t num, const int64_t *v, size_t n) {
+  if (n == 0) return;
+  isv__buf p;
+  isv__buf_init(&p);
+  for (size_t i = 0; i < n; i++) {
+    uint8_t tmp[10];
+    uint8_t *e = isv__pb_put_varint(tmp, (uint64_t)v[i]);
+    isv__buf_append(&p, tmp, (size_t)(e - tmp));
+  }
+  put_len(b, num, p.data, p.len);
+  if (p.failed) b->failed = 1;
+  isv__buf_free(&p);
+}
+
+/* ModelInput {name 1, data_type 2, dims 4} / ModelOutput {name 1, data_type 2, dims 3}. */
+static void put_config_io(isv__buf *b, uint32_t num, const isv__io *io, size_t n, int input) {
+  for (size_t i = 0; i < n; i++) {
+    isv__buf t;
+    isv__buf_init(&t);
+    put_len(&t, 1, io[i].name, strlen(io[i].name));
+    put_u64(&t, 2, triton_type(io[i].dt));
+    put_packed(&t, input ? 4 : 3, io[i].shape, io[i].ndim);
+    put_len(b, num, t.data, t.len);
+    if (t.failed) b->failed = 1;
+    isv__buf_free(&t);
+  }
+}
+
+int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
+  const isv_model_config *c = m->cfg;
+  isv__buf k, x;
+  isv__buf_init(&k);
+  put_len(&k, 1, c->name, strlen(c->name));
+  put_len(&k, 2, c->platform, strlen(c->platform));
+  put_u64(&k, 4, c->max_batch);
+  put_config_io(&k, 5, c->inputs, c->n_inputs, 1);
+  put_config_io(&k, 6, c->outputs, c->n_outputs, 0);
+  isv__buf_init(&x); /* instance_group {name 1, count 2, kind 4 = KIND_CPU} */
+  put_len(&x, 1, c->name, strlen(c->name));
+  put_u64(&x, 2, c->instances);
+  put_u64(&x, 4, 2);
+  put_len(&k, 7, x.data, x.len);
+  x.len = 0;
+  if (c->batching) { /* dynamic_batching {preferred_batch_size 1, max_queue_delay 2} */
+    isv__buf p;
+    isv__buf_init(&p);
+    for (size_t i = 0; i < c->n_preferred; i++) {
+      uint8_t tmp[10];
+      uint8_t *e = isv__pb_put_varint(tmp, c->preferred[i]);
+      isv__buf_append(&p, tmp, (size_t)(e - tmp));
+    }
+    if (p.len) put_len(&x, 1, p.data, p.len);
+    if (p.failed) x.failed = 1;
+    isv__buf_free(&p);
+    put_u64(&x, 2, c->batch_delay_us);
+    put_len(&k, 11, x.data, x.len);
+  } else if (c->sequences) { /* sequence_batching {max_sequence_idle 1, direct 3 {}} */
+    put_u64(&x, 1, c->seq_idle_us);
+    put_len(&x, 3, "", 0);
+    put_len(&k, 13, x.data, x.len);
+  }
+  x.len = 0;
+  put_u64(&x, 1, c->decoupled != 0); /* model_transaction_policy {decoupled 1} */
+  put_len(&k, 19, x.data, x.len);
+  put_len(out, 1, k.data, k.len); /* ModelConfigResponse {config 1} */
+  if (k.failed || x.failed) out->failed = 1;
+  isv__buf_free(&k);
+  isv__buf_free(&x);
+  return out->failed ? ISV_ENOMEM : 0;
+}
+
 int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n,
                                       unsigned n_protocols, isv__buf *out) {
   for (size_t i = 0; i < n; i++) put_model_statistics(out, models[i], n_protocols);

@@ -50,6 +50,11 @@ int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out);
  * versions: per version name, version, last_inference, inference_count, execution_count,
  * inference_stats (success, fail, queue, compute_input/infer/output), batch_stats (executions
  * per batch size; time per size not measured: 0). 0 or ISV_ENOMEM. */
+/* ModelConfigResponse {config: Triton's ModelConfig} of m's registration: name, platform,
+ * max_batch_size, input / output (TYPE_* datatype, dims without the batch dimension),
+ * instance_group (KIND_CPU × instances), dynamic or sequence batching (direct), decoupled.
+ * 0 or ISV_ENOMEM. */
+int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out);
 int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n,
                                       unsigned n_protocols, isv__buf *out);
 

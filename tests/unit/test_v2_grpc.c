@@ -348,7 +348,7 @@ static void every_method_is_served_and_nothing_else(void **state) {
   (void)state;
   static const char *const names[] = {"ServerLive",    "ServerReady", "ModelReady",
                                       "ServerMetadata", "ModelMetadata", "ModelStatistics",
-                                      "ModelInfer", "ModelStreamInfer"};
+                                      "ModelConfig", "ModelInfer", "ModelStreamInfer"};
   size_t n = 0;
   for (const isv__grpc_method *m = isv__v2_methods; m->path; m++, n++) {
     char path[96];
@@ -411,13 +411,13 @@ static void server_metadata_lists_both_extensions(void **state) {
   uint64_t v;
   const uint8_t *s;
   size_t sn, n_ext = 0;
-  char name[64] = "", version[32] = "", ext[4][32];
+  char name[64] = "", version[32] = "", ext[8][32];
   while (p_field(&r, &num, &wt, &v, &s, &sn)) {
     assert_int_equal(wt, 2);
     if (num == 1) copy_str(name, sizeof name, s, sn);
     if (num == 2) copy_str(version, sizeof version, s, sn);
     if (num == 3) {
-      assert_true(n_ext < 4);
+      assert_true(n_ext < 8);
       copy_str(ext[n_ext++], sizeof ext[0], s, sn);
     }
   }
@@ -425,10 +425,11 @@ static void server_metadata_lists_both_extensions(void **state) {
   assert_string_equal(version, isv_version());
   assert_int_equal(n_ext, isv__v2_n_extensions); /* the same list as REST */
   for (size_t i = 0; i < n_ext; i++) assert_string_equal(ext[i], isv__v2_extensions[i]);
-  assert_int_equal(n_ext, 3);
+  assert_int_equal(n_ext, 4);
   assert_string_equal(ext[0], "classification");
   assert_string_equal(ext[1], "binary_tensor_data");
   assert_string_equal(ext[2], "statistics");
+  assert_string_equal(ext[3], "model_configuration");
   done(&f);
 }
 
@@ -565,6 +566,87 @@ static void model_statistics_of_one_version_a_model_or_all(void **state) {
   model_query(&f, SVC "ModelStatistics", "nope", NULL);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
   assert_string_equal(f.msg, "unknown model 'nope'");
+  done(&f);
+}
+
+/* ModelConfigResponse {config 1: ModelConfig} read back with Triton's field numbers. */
+static void model_config_in_tritons_numbers(void **state) {
+  (void)state;
+  fake f;
+  model_query(&f, SVC "ModelConfig", "add", "1");
+  assert_int_equal(f.status, 0);
+  prd r = {f.sent[0], f.sent[0] + f.sent_len[0]};
+  unsigned num, wt;
+  uint64_t v;
+  const uint8_t *s;
+  size_t sn;
+  assert_true(p_field(&r, &num, &wt, &v, &s, &sn));
+  assert_int_equal(num, 1); /* config */
+  prd c = {s, s + sn};
+  char name[16] = "", platform[16] = "", in_name[8] = "";
+  uint64_t max_batch = 0, in_type = 0, kind = 0, count = 0, decoupled = 99;
+  int64_t dims[4];
+  size_t n_dims = 0;
+  int groups = 0, tx = 0, batching = 0;
+  while (p_field(&c, &num, &wt, &v, &s, &sn)) {
+    if (num == 1) copy_str(name, sizeof name, s, sn);
+    if (num == 2) copy_str(platform, sizeof platform, s, sn);
+    if (num == 4) max_batch = v;
+    if (num == 11 || num == 13) batching++;
+    prd m = {s, s + sn};
+    unsigned mn, mw;
+    uint64_t mv;
+    const uint8_t *ms;
+    size_t msn;
+    if (num == 5)
+      while (p_field(&m, &mn, &mw, &mv, &ms, &msn)) {
+        if (mn == 1) copy_str(in_name, sizeof in_name, ms, msn);
+        if (mn == 2) in_type = mv;
+        if (mn == 4) { /* packed int64 */
+          prd d = {ms, ms + msn};
+          while (d.p < d.end && n_dims < 4) {
+            uint64_t x = 0;
+            unsigned shift = 0;
+            while (d.p < d.end) {
+              uint8_t byte = *d.p++;
+              x |= (uint64_t)(byte & 0x7f) << shift;
+              shift += 7;
+              if (!(byte & 0x80)) break;
+            }
+            dims[n_dims++] = (int64_t)x;
+          }
+        }
+      }
+    if (num == 7) {
+      groups++;
+      while (p_field(&m, &mn, &mw, &mv, &ms, &msn)) {
+        if (mn == 2) count = mv;
+        if (mn == 4) kind = mv;
+      }
+    }
+    if (num == 19) {
+      tx++;
+      decoupled = 0;
+      while (p_field(&m, &mn, &mw, &mv, &ms, &msn))
+        if (mn == 1) decoupled = mv;
+    }
+  }
+  assert_string_equal(name, "add");
+  assert_string_equal(platform, "plat");
+  assert_int_equal(max_batch, 8);
+  assert_string_equal(in_name, "A");
+  assert_int_equal(in_type, 11); /* TYPE_FP32 */
+  assert_int_equal(n_dims, 1);
+  assert_int_equal(dims[0], 4); /* without the batch dimension */
+  assert_int_equal(groups, 1);
+  assert_int_equal(kind, 2); /* KIND_CPU */
+  assert_int_equal(count, 1);
+  assert_int_equal(batching, 0);
+  assert_int_equal(tx, 1);
+  assert_int_equal(decoupled, 0);
+  done(&f);
+  model_query(&f, SVC "ModelConfig", "nope", NULL);
+  assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
   done(&f);
 }
 
@@ -761,6 +843,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(server_metadata_lists_both_extensions, setup, teardown),
       cmocka_unit_test_setup_teardown(model_statistics_of_one_version_a_model_or_all, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(model_config_in_tritons_numbers, setup, teardown),
       cmocka_unit_test_setup_teardown(model_ready_found_unknown_and_malformed, setup, teardown),
       cmocka_unit_test_setup_teardown(model_metadata_found_unknown_and_malformed, setup,
                                       teardown),

@@ -204,7 +204,8 @@ static void server_metadata_names_the_server_and_its_extensions(void **state) {
   snprintf(want + k, sizeof want - k, "]}");
   expect(200, want);
   /* only what is implemented */
-  assert_int_equal(isv__v2_n_extensions, 3);
+  assert_int_equal(isv__v2_n_extensions, 4);
+  assert_non_null(strstr(got.body, "\"model_configuration\""));
   assert_non_null(strstr(got.body, "\"statistics\""));
   assert_non_null(strstr(got.body, "\"classification\""));
   assert_non_null(strstr(got.body, "\"binary_tensor_data\""));
