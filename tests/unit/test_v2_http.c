@@ -419,6 +419,56 @@ static void unsupported_content_type_is_415(void **state) {
 }
 
 /* One order for every protocol: unknown model (or version), then the body, then readiness. */
+/* Triton's statistics: the exact JSON of a version with known numbers (what is not measured
+ * reads 0), every version of a model, every model; "stats" is not taken for a model name. */
+static void statistics_in_tritons_shape(void **state) {
+  (void)state;
+  isv__stats *s = &add_v2->stats;
+  s->success[0] = 2;
+  s->success_ns = 3000;
+  s->failure[0] = 1;
+  s->failure_ns = 500;
+  s->exec_count = 1;
+  s->inference_count = 2;
+  s->queue_ns = 100;
+  s->compute_infer_ns = 2000;
+  s->last_inference_ms = 1700000000123;
+  add_v2->sched.batch_execs[2] = 1;
+  get("/v2/models/add/versions/2/stats");
+  expect(200, "{\"model_stats\":[{\"name\":\"add\",\"version\":\"2\",\"last_inference\":"
+              "1700000000123,\"inference_count\":2,\"execution_count\":1,\"inference_stats\":{"
+              "\"success\":{\"count\":2,\"ns\":3000},\"fail\":{\"count\":1,\"ns\":500},"
+              "\"queue\":{\"count\":2,\"ns\":100},\"compute_input\":{\"count\":2,\"ns\":0},"
+              "\"compute_infer\":{\"count\":2,\"ns\":2000},\"compute_output\":{\"count\":2,"
+              "\"ns\":0},\"cache_hit\":{\"count\":0,\"ns\":0},\"cache_miss\":{\"count\":0,"
+              "\"ns\":0}},\"batch_stats\":[{\"batch_size\":2,\"compute_input\":{\"count\":1,"
+              "\"ns\":0},\"compute_infer\":{\"count\":1,\"ns\":0},\"compute_output\":{"
+              "\"count\":1,\"ns\":0}}],\"memory_usage\":[]}]}");
+  get("/v2/models/add/stats");
+  assert_int_equal(got.status, 200);
+  assert_non_null(strstr(got.body, "\"version\":\"1\""));
+  assert_non_null(strstr(got.body, "\"version\":\"2\""));
+  get("/v2/models/stats");
+  assert_int_equal(got.status, 200);
+  assert_non_null(strstr(got.body, "\"name\":\"plain\""));
+  assert_non_null(strstr(got.body, "\"name\":\"fails\""));
+  get("/v2/models/nope/stats");
+  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+}
+
+static void model_config_of_the_registration(void **state) {
+  (void)state;
+  get("/v2/models/add/config");
+  expect(200, "{\"name\":\"add\",\"platform\":\"onnxruntime_onnx\",\"backend\":\"\","
+              "\"max_batch_size\":8,\"input\":[{\"name\":\"A\",\"data_type\":\"TYPE_FP32\","
+              "\"dims\":[4]}],\"output\":[{\"name\":\"Y\",\"data_type\":\"TYPE_FP32\","
+              "\"dims\":[4]},{\"name\":\"N\",\"data_type\":\"TYPE_INT64\",\"dims\":[]}],"
+              "\"instance_group\":[{\"name\":\"add\",\"kind\":\"KIND_CPU\",\"count\":1}],"
+              "\"model_transaction_policy\":{\"decoupled\":false}}");
+  get("/v2/models/plain/versions/9/config");
+  expect(404, "{\"error\":\"unknown version '9' of model 'plain'\"}");
+}
+
 static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
   (void)state;
   post("/v2/models/nope/infer", "application/json", "{broken");
@@ -458,6 +508,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(infer_with_binary_tensor_data, setup, teardown),
       cmocka_unit_test_setup_teardown(binary_header_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(unsupported_content_type_is_415, setup, teardown),
+      cmocka_unit_test_setup_teardown(statistics_in_tritons_shape, setup, teardown),
+      cmocka_unit_test_setup_teardown(model_config_of_the_registration, setup, teardown),
       cmocka_unit_test_setup_teardown(an_unknown_model_is_reported_before_a_broken_body, setup,
                                       teardown),
   };
