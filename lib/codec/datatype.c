@@ -7,11 +7,13 @@ typedef struct dt_row {
   size_t size;
   const char *name[ISV__DTN_COUNT];
   int grps_number;
+  int triton_number;
 } dt_row;
 
 static const dt_row rows[] = {
-    [ISV_TYPE_INVALID] = {0, {NULL, NULL, NULL, NULL}, 0},
-#define ISV__DT_ROW(e, size, v2, tf, grps, grps_n, triton) [ISV_##e] = {size, {v2, tf, grps, triton}, grps_n},
+    [ISV_TYPE_INVALID] = {0, {NULL, NULL, NULL, NULL}, 0, 0},
+#define ISV__DT_ROW(e, size, v2, tf, grps, grps_n, triton, triton_n) \
+  [ISV_##e] = {size, {v2, tf, grps, triton}, grps_n, triton_n},
     ISV__DATATYPES(ISV__DT_ROW)
 #undef ISV__DT_ROW
 };
@@ -40,6 +42,10 @@ isv_datatype isv__dt_from_grps_number(int n) {
   for (size_t i = 1; n > 0 && i < N_ROWS; i++)
     if (rows[i].grps_number == n) return (isv_datatype)i;
   return ISV_TYPE_INVALID;
+}
+
+int isv__dt_triton_number(isv_datatype dt) {
+  return (unsigned)dt < N_ROWS ? rows[dt].triton_number : 0;
 }
 
 ISV_EXTERN size_t isv_datatype_size(isv_datatype dt) { return isv__dt_size(dt); }

@@ -2,7 +2,7 @@
  *
  * A front end never spells a datatype itself: it looks the name up in its column here (V2
  * "FP32", TF Serving "DT_FLOAT", grps "DT_FLOAT32" = 7, Triton's model configuration
- * "TYPE_FP32"). A type a protocol cannot carry has no name in its column (NULL, number 0). */
+ * "TYPE_FP32" = 11). A type a protocol cannot carry has no name in its column (NULL, number 0). */
 #ifndef ISV_CODEC_DATATYPE_H
 #define ISV_CODEC_DATATYPE_H
 
@@ -13,22 +13,23 @@
 /* Dimensions of any tensor, on every protocol and in the in-process API. */
 #define ISV__MAX_NDIM 32
 
-/* XX(enum suffix, element size, V2, TF Serving, grps name, grps number, Triton config) */
+/* XX(enum suffix, element size, V2, TF Serving, grps name, grps number, Triton config name,
+ *    Triton config number (model_config.proto's DataType)) */
 #define ISV__DATATYPES(XX)                                                                     \
-  XX(BOOL, 1, "BOOL", "DT_BOOL", NULL, 0, "TYPE_BOOL")                                         \
-  XX(UINT8, 1, "UINT8", "DT_UINT8", "DT_UINT8", 1, "TYPE_UINT8")                               \
-  XX(UINT16, 2, "UINT16", "DT_UINT16", NULL, 0, "TYPE_UINT16")                                 \
-  XX(UINT32, 4, "UINT32", "DT_UINT32", NULL, 0, "TYPE_UINT32")                                 \
-  XX(UINT64, 8, "UINT64", "DT_UINT64", NULL, 0, "TYPE_UINT64")                                 \
-  XX(INT8, 1, "INT8", "DT_INT8", "DT_INT8", 2, "TYPE_INT8")                                    \
-  XX(INT16, 2, "INT16", "DT_INT16", "DT_INT16", 3, "TYPE_INT16")                               \
-  XX(INT32, 4, "INT32", "DT_INT32", "DT_INT32", 4, "TYPE_INT32")                               \
-  XX(INT64, 8, "INT64", "DT_INT64", "DT_INT64", 5, "TYPE_INT64")                               \
-  XX(FP16, 2, "FP16", "DT_HALF", "DT_FLOAT16", 6, "TYPE_FP16")                                 \
-  XX(BF16, 2, "BF16", "DT_BFLOAT16", NULL, 0, "TYPE_BF16")                                     \
-  XX(FP32, 4, "FP32", "DT_FLOAT", "DT_FLOAT32", 7, "TYPE_FP32")                                \
-  XX(FP64, 8, "FP64", "DT_DOUBLE", "DT_FLOAT64", 8, "TYPE_FP64")                               \
-  XX(BYTES, sizeof(isv_bytes), "BYTES", "DT_STRING", "DT_STRING", 9, "TYPE_STRING")
+  XX(BOOL, 1, "BOOL", "DT_BOOL", NULL, 0, "TYPE_BOOL", 1)                                      \
+  XX(UINT8, 1, "UINT8", "DT_UINT8", "DT_UINT8", 1, "TYPE_UINT8", 2)                            \
+  XX(UINT16, 2, "UINT16", "DT_UINT16", NULL, 0, "TYPE_UINT16", 3)                              \
+  XX(UINT32, 4, "UINT32", "DT_UINT32", NULL, 0, "TYPE_UINT32", 4)                              \
+  XX(UINT64, 8, "UINT64", "DT_UINT64", NULL, 0, "TYPE_UINT64", 5)                              \
+  XX(INT8, 1, "INT8", "DT_INT8", "DT_INT8", 2, "TYPE_INT8", 6)                                 \
+  XX(INT16, 2, "INT16", "DT_INT16", "DT_INT16", 3, "TYPE_INT16", 7)                            \
+  XX(INT32, 4, "INT32", "DT_INT32", "DT_INT32", 4, "TYPE_INT32", 8)                            \
+  XX(INT64, 8, "INT64", "DT_INT64", "DT_INT64", 5, "TYPE_INT64", 9)                            \
+  XX(FP16, 2, "FP16", "DT_HALF", "DT_FLOAT16", 6, "TYPE_FP16", 10)                             \
+  XX(BF16, 2, "BF16", "DT_BFLOAT16", NULL, 0, "TYPE_BF16", 14)                                 \
+  XX(FP32, 4, "FP32", "DT_FLOAT", "DT_FLOAT32", 7, "TYPE_FP32", 11)                            \
+  XX(FP64, 8, "FP64", "DT_DOUBLE", "DT_FLOAT64", 8, "TYPE_FP64", 12)                           \
+  XX(BYTES, sizeof(isv_bytes), "BYTES", "DT_STRING", "DT_STRING", 9, "TYPE_STRING", 13)
 
 /* Which column of the table a name is in. */
 typedef enum {
@@ -48,5 +49,7 @@ isv_datatype isv__dt_from_name(isv__dt_naming naming, const char *name, size_t l
 /* grps's DataType numbers: 0 when grps cannot carry dt; ISV_TYPE_INVALID for an unknown n. */
 int isv__dt_grps_number(isv_datatype dt);
 isv_datatype isv__dt_from_grps_number(int n);
+/* Triton's model configuration DataType number (TYPE_FP32 = 11); 0 for an invalid type. */
+int isv__dt_triton_number(isv_datatype dt);
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/datatype.h"
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
 #include "core/request.h"
@@ -296,13 +297,6 @@ static void statistics(isv__http_req *q) {
 
 /* ---- model configuration (Triton's model config JSON, built from the registration) -------- */
 
-/* Triton's TYPE_* name of a datatype: "TYPE_" + the V2 name, but BYTES is TYPE_STRING. */
-static void write_config_type(isv__buf *b, isv_datatype dt) {
-  isv__buf_puts(b, "\"TYPE_");
-  isv__buf_puts(b, dt == ISV_BYTES ? "STRING" : isv_datatype_name(dt));
-  isv__buf_putc(b, '"');
-}
-
 static void write_config_io(isv__buf *b, const isv__io *io, size_t n) {
   isv__buf_putc(b, '[');
   for (size_t i = 0; i < n; i++) {
@@ -310,7 +304,7 @@ static void write_config_io(isv__buf *b, const isv__io *io, size_t n) {
     isv__buf_puts(b, "{\"name\":");
     write_str(b, io[i].name);
     isv__buf_puts(b, ",\"data_type\":");
-    write_config_type(b, io[i].dt);
+    write_str(b, isv__dt_name(io[i].dt, ISV__DTN_TRITON));
     isv__buf_puts(b, ",\"dims\":["); /* without the batch dimension, as registered */
     for (size_t d = 0; d < io[i].ndim; d++) {
       if (d) isv__buf_putc(b, ',');

@@ -1003,19 +1003,6 @@ static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_pro
   isv__buf_free(&is);
 }
 
-/* Triton's DataType numbers (model_config.proto): the V2 order, but FP16, FP32, FP64, STRING
- * (BYTES), BF16 = 10..14. */
-static uint64_t triton_type(isv_datatype dt) {
-  switch (dt) {
-  case ISV_FP16: return 10;
-  case ISV_FP32: return 11;
-  case ISV_FP64: return 12;
-  case ISV_BYTES: return 13;
-  case ISV_BF16: return 14;
-  default: return (uint64_t)dt; /* BOOL 1 .. INT64 9: the same numbers */
-  }
-}
-
 /* A packed repeated int64 field (empty: nothing). */
 static void put_packed(isv__buf *b, uint32_t num, const int64_t *v, size_t n) {
   if (n == 0) return;
@@ -1037,7 +1024,7 @@ static void put_config_io(isv__buf *b, uint32_t num, const isv__io *io, size_t n
     isv__buf t;
     isv__buf_init(&t);
     put_len(&t, 1, io[i].name, strlen(io[i].name));
-    put_u64(&t, 2, triton_type(io[i].dt));
+    put_u64(&t, 2, (uint64_t)isv__dt_triton_number(io[i].dt));
     put_packed(&t, input ? 4 : 3, io[i].shape, io[i].ndim);
     put_len(b, num, t.data, t.len);
     if (t.failed) b->failed = 1;

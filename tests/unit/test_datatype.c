@@ -60,6 +60,21 @@ static void grps_numbers(void **state) {
   assert_int_equal(isv__dt_from_grps_number(-1), ISV_TYPE_INVALID);
 }
 
+/* model_config.proto's DataType: the V2 order up to INT64, then FP16 10, FP32 11, FP64 12,
+ * STRING 13, BF16 14. */
+static void triton_config_numbers(void **state) {
+  (void)state;
+  for (isv_datatype dt = ISV_BOOL; dt <= ISV_INT64; dt++)
+    assert_int_equal(isv__dt_triton_number(dt), (int)dt);
+  assert_int_equal(isv__dt_triton_number(ISV_FP16), 10);
+  assert_int_equal(isv__dt_triton_number(ISV_FP32), 11);
+  assert_int_equal(isv__dt_triton_number(ISV_FP64), 12);
+  assert_int_equal(isv__dt_triton_number(ISV_BYTES), 13);
+  assert_int_equal(isv__dt_triton_number(ISV_BF16), 14);
+  assert_int_equal(isv__dt_triton_number(ISV_TYPE_INVALID), 0);
+  assert_int_equal(isv__dt_triton_number((isv_datatype)99), 0);
+}
+
 static void public_functions_are_the_v2_column(void **state) {
   (void)state;
   assert_int_equal(isv_datatype_size(ISV_BYTES), sizeof(isv_bytes));
@@ -73,6 +88,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_type_round_trips_in_every_column),
       cmocka_unit_test(names_as_each_protocol_spells_them),
+      cmocka_unit_test(triton_config_numbers),
       cmocka_unit_test(grps_numbers),
       cmocka_unit_test(public_functions_are_the_v2_column),
   };
