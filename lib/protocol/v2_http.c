@@ -24,16 +24,33 @@ static void reply_bool(isv__exchange *ex, const char *key, int v) {
   isv__reply_json(ex, v ? 200 : 503, &b);
 }
 
-static void write_io(isv__buf *b, const isv__io *io, size_t n, uint32_t max_batch) {
+/* How a list of declared tensors is written: V2 metadata ({name, datatype, shape}, a batched
+ * model's -1 first) or Triton's model configuration ({name, data_type TYPE_*, dims} as
+ * registered, without the batch dimension). */
+typedef struct io_style {
+  const char *type_key, *shape_key;
+  isv__dt_naming naming;
+  int batch_first; /* write the batch dimension's -1 first */
+} io_style;
+
+static const io_style v2_metadata_style = {"datatype", "shape", ISV__DTN_V2, 1};
+static const io_style triton_config_style = {"data_type", "dims", ISV__DTN_TRITON, 0};
+
+static void write_io(isv__buf *b, const isv__io *io, size_t n, uint32_t max_batch,
+                     const io_style *st) {
   isv__buf_putc(b, '[');
   for (size_t i = 0; i < n; i++) {
     if (i) isv__buf_putc(b, ',');
     isv__buf_puts(b, "{\"name\":");
     write_str(b, io[i].name);
-    isv__buf_puts(b, ",\"datatype\":\"");
-    isv__buf_puts(b, isv_datatype_name(io[i].dt));
-    isv__buf_puts(b, "\",\"shape\":[");
-    if (max_batch > 0) isv__buf_puts(b, io[i].ndim ? "-1," : "-1");
+    isv__buf_puts(b, ",\"");
+    isv__buf_puts(b, st->type_key);
+    isv__buf_puts(b, "\":");
+    write_str(b, isv__dt_name(io[i].dt, st->naming));
+    isv__buf_puts(b, ",\"");
+    isv__buf_puts(b, st->shape_key);
+    isv__buf_puts(b, "\":[");
+    if (st->batch_first && max_batch > 0) isv__buf_puts(b, io[i].ndim ? "-1," : "-1");
     for (size_t d = 0; d < io[i].ndim; d++) {
       if (d) isv__buf_putc(b, ',');
       isv__json_write_i64(b, io[i].shape[d]);
@@ -59,9 +76,9 @@ static void model_metadata(isv_model *m, isv__exchange *ex) {
   isv__buf_puts(&b, "],\"platform\":");
   write_str(&b, c->platform);
   isv__buf_puts(&b, ",\"inputs\":");
-  write_io(&b, c->inputs, c->n_inputs, c->max_batch);
+  write_io(&b, c->inputs, c->n_inputs, c->max_batch, &v2_metadata_style);
   isv__buf_puts(&b, ",\"outputs\":");
-  write_io(&b, c->outputs, c->n_outputs, c->max_batch);
+  write_io(&b, c->outputs, c->n_outputs, c->max_batch, &v2_metadata_style);
   isv__buf_putc(&b, '}');
   isv__reply_json(ex, 200, &b);
 }
@@ -277,7 +294,7 @@ static void stats_of_entry(isv__model_entry *e, void *data) {
 /* GET /v2/models/stats, /v2/models/{model}/stats (every version), .../versions/{v}/stats */
 static void statistics(isv__http_req *q) {
   const isv_model *one = NULL;
-  const isv__model_entry *all_of = NULL;
+  isv__model_entry *all_of = NULL;
   if (isv__http_capture(q, "model", NULL) != NULL) {
     isv_model *m = path_model(q);
     if (m == NULL) return;
@@ -289,31 +306,13 @@ static void statistics(isv__http_req *q) {
   stats_out o = {&b, q->core->n_protocols, 0};
   isv__buf_puts(&b, "{\"model_stats\":[");
   if (one) write_model_stats(&o, one);
-  else if (all_of) stats_of_entry((isv__model_entry *)all_of, &o);
+  else if (all_of) stats_of_entry(all_of, &o);
   else isv__registry_foreach(&q->core->reg, stats_of_entry, &o);
   isv__buf_puts(&b, "]}");
   isv__reply_json(q->ex, 200, &b);
 }
 
 /* ---- model configuration (Triton's model config JSON, built from the registration) -------- */
-
-static void write_config_io(isv__buf *b, const isv__io *io, size_t n) {
-  isv__buf_putc(b, '[');
-  for (size_t i = 0; i < n; i++) {
-    if (i) isv__buf_putc(b, ',');
-    isv__buf_puts(b, "{\"name\":");
-    write_str(b, io[i].name);
-    isv__buf_puts(b, ",\"data_type\":");
-    write_str(b, isv__dt_name(io[i].dt, ISV__DTN_TRITON));
-    isv__buf_puts(b, ",\"dims\":["); /* without the batch dimension, as registered */
-    for (size_t d = 0; d < io[i].ndim; d++) {
-      if (d) isv__buf_putc(b, ',');
-      isv__json_write_i64(b, io[i].shape[d]);
-    }
-    isv__buf_puts(b, "]}");
-  }
-  isv__buf_putc(b, ']');
-}
 
 static void config(isv__http_req *q) {
   isv_model *m = path_model(q);
@@ -328,9 +327,9 @@ static void config(isv__http_req *q) {
   isv__buf_puts(&b, ",\"backend\":\"\",\"max_batch_size\":");
   isv__json_write_u64(&b, c->max_batch);
   isv__buf_puts(&b, ",\"input\":");
-  write_config_io(&b, c->inputs, c->n_inputs);
+  write_io(&b, c->inputs, c->n_inputs, c->max_batch, &triton_config_style);
   isv__buf_puts(&b, ",\"output\":");
-  write_config_io(&b, c->outputs, c->n_outputs);
+  write_io(&b, c->outputs, c->n_outputs, c->max_batch, &triton_config_style);
   isv__buf_puts(&b, ",\"instance_group\":[{\"name\":");
   write_str(&b, c->name);
   isv__buf_puts(&b, ",\"kind\":\"KIND_CPU\",\"count\":");
