@@ -173,8 +173,14 @@ ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
  * a new one is refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with
  * the number of slow uploads. One max_body_bytes request always fits. Default 256 MiB. */
 ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
-/* isv_server_close lets in-flight responses finish for at most this long, then closes the
- * connections still open (their requests are answered into the void). Default 30000 ms. */
+/* isv_server_close lets in-flight requests and responses finish for at most this long. Then
+ * the connections still open are closed, requests still queued are answered 503 without
+ * running, and running ones are cancelled (isv_request_cancelled). A backend gets 1 s more to
+ * complete them; one that does not is ABANDONED, so that a backend that never completes
+ * cannot hold the close: its requests are answered 503 (a WARN log line names the model), the
+ * close callback runs, and the library keeps what the backend still uses — the request, its
+ * inputs, its model version, the worker thread it runs on (detached) — until the backend
+ * completes it, whenever and from whatever thread. 0: no deadline. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
 /* Connections open at once. At the limit, the oldest idle keep-alive connection is closed to
  * make room; when every connection is busy, new ones are accepted and closed at once (logged
@@ -275,8 +281,10 @@ ISV_EXTERN int isv_server_is_online(const isv_server *srv); /* Loop thread. */
 ISV_EXTERN int isv_server_is_ready(const isv_server *srv);
 /* Stop listening, stop reading new requests, let in-flight requests finish and their
  * responses be written, close every connection, unregister every model (destroy callbacks
- * run), then call cb (may be NULL) on the loop thread; the server is freed after it.
- * ISV_ESTATE when already closing. Loop thread. */
+ * run), then call cb (may be NULL) on the loop thread; the server is freed after it and no
+ * handle of the library stays on the loop. The drain has a deadline (isv_options_set_drain_
+ * timeout_ms): past it and 1 s of grace, requests whose backends still run are abandoned
+ * rather than waited for. ISV_ESTATE when already closing. Loop thread. */
 ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data);
 /* What the last call on this server said: every isv_server_* call (and isv_request_new,
  * isv_server_infer) resets it, and one that fails names its problem here ("" after a success).
@@ -327,7 +335,9 @@ typedef struct isv_backend {
    * called concurrently for one request. */
   int (*infer)(isv_request *req, void *user);
   /* Called once when the model version is unregistered and no request uses it any more
-   * (on the loop thread). May be NULL. */
+   * (on the loop thread) — for a version with requests the server's close abandoned (see
+   * isv_options_set_drain_timeout_ms), after its backend completed the last of them, on the
+   * thread that completed it. May be NULL. */
   void (*destroy)(void *user);
   /* Sequence batching: a sequence is over — free what the backend kept in its state slot
    * (isv_request_sequence_state). id_str is the string id, or NULL when the id is numeric (id).
@@ -580,7 +590,10 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
                                isv_request **out);
 /* Free a request that was never submitted, or whose done callback has run (inside the callback
  * too) — and a response handed to a response callback. Every request must be freed before the
- * server's close callback runs. */
+ * server's close callback runs. A request the close abandoned (answered ISV_EUNAVAIL while its
+ * backend still ran it, isv_options_set_drain_timeout_ms) shows no outputs, and its memory is
+ * kept until the backend completes it: its ISV_STATIC inputs must stay valid until then (give
+ * them a destructor to learn when). */
 ISV_EXTERN void isv_request_free(isv_request *r);
 /* The request id echoed in responses (copied). */
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);

@@ -127,7 +127,7 @@ static int add_builtins(isv_server *s, const isv_options *o) {
   return 0;
 }
 
-static void free_handle_data(uv_handle_t *h) { free(h->data); }
+static void free_server(isv__core *c) { free(c); } /* the core is the server's first member */
 
 ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out) {
   if (loop == NULL || out == NULL) return ISV_EINVAL;
@@ -148,13 +148,13 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     free(s);
     return rc;
   }
+  s->core.free_owner = free_server;
   isv__router_init(&s->router, &s->core);
   isv__grpc_services_init(&s->grpc, &s->core);
   if ((rc = add_builtins(s, &s->core.opts)) != 0) {
     isv__router_free(&s->router);
     isv__grpc_services_free(&s->grpc);
-    s->core.async.data = s;
-    isv__core_close(&s->core, free_handle_data); /* frees s on the next loop turn */
+    isv__core_close(&s->core, NULL); /* frees s on the next loop turn */
     return rc;
   }
   const isv_options *o = &s->core.opts;
@@ -226,20 +226,18 @@ ISV_EXTERN const char *isv_server_last_error(const isv_server *srv) {
 
 /* ---- close: transport drained + no request in flight → registry cleared → async closed ---- */
 
+/* The core's handles are closed; its memory (and so s's) is freed after this returns, or once
+ * the last execution the close abandoned is done. */
 static void on_async_closed(uv_handle_t *h) {
   isv_server *s = (isv_server *)h->data; /* core is the first member */
-  isv_close_cb cb = s->close_cb;
-  void *data = s->close_data;
   isv__router_free(&s->router);
   isv__grpc_services_free(&s->grpc);
-  if (cb) cb(s, data);
-  free(s);
+  if (s->close_cb) s->close_cb(s, s->close_data);
 }
 
 static void maybe_finish(isv_server *s) {
   if (!s->closing || !s->transport_closed || s->core.inflight > 0) return;
   s->core.on_idle = NULL;
-  s->core.async.data = s;
   isv__core_close(&s->core, on_async_closed);
 }
 

@@ -385,6 +385,18 @@ int demo_slow_infer(isv_request *req, void *user) {
   return add_const_i32(req, NULL);
 }
 
+/* stubborn: as slow, but deaf to cancellation — a backend the server's close must abandon
+ * (isv_options_set_drain_timeout_ms), still reading its input and writing its output after. */
+static int stubborn_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *in = input_or_fail(req, "INPUT0", ISV_INT32);
+  if (in == NULL)
+    return 0;
+  int32_t ms = as_i32(load_u32(isv_tensor_data(in), 0));
+  uv_sleep(ms < 0 ? 0 : ms > SLOW_MAX_MS ? SLOW_MAX_MS : (unsigned)ms);
+  return add_const_i32(req, NULL);
+}
+
 /* ---- failing, loading ------------------------------------------------------------------------ */
 
 static int failing_infer(isv_request *req, void *user) {
@@ -546,6 +558,8 @@ int demo_zoo_register(isv_server *srv) {
   /* eight instances: slow requests run side by side (on the demo's 8 worker threads) */
   TRY(add_simple_model_n(srv, "slow", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL, 8,
                          demo_slow_infer, NULL));
+  TRY(add_simple_model(srv, "stubborn", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL,
+                       stubborn_infer, NULL));
   TRY(add_simple_model(srv, "failing", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        failing_infer, NULL));
   TRY(add_simple_model(srv, "params_echo", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,

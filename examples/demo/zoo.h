@@ -8,6 +8,7 @@
  *   classifier          iris-like FP32 [-1,4] -> softmax FP32 [-1,3] with class labels
  *   half_plus_three     v123: y = 0.5 x + 3 (TensorFlow Serving's test model, renamed)
  *   slow                sleeps INPUT0 ms on the thread pool, echoes it
+ *   stubborn            the same, deaf to cancellation (what the close's drain abandons)
  *   failing             always fails with ISV_EBACKEND
  *   loading             registered in state LOADING
  * The scheduler's (zoo_sched.c):

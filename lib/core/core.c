@@ -16,6 +16,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->online = 1;
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
+  atomic_init(&c->refs, 1);
   int rc = isv__registry_init(&c->reg, c);
   if (rc) return rc;
   isv__timeheap_init(&c->timers);
@@ -40,24 +41,50 @@ fail_reg:
   return ISV_ENOMEM;
 }
 
-/* The timer is closed first; the async handle's close callback is the caller's, and may free
- * the memory both handles live in. */
-static void on_timer_closed(uv_handle_t *h) {
+/* The timer is closed first, then the async handle; then the caller's close callback runs
+ * and the owner's reference is dropped (the memory may outlive it: isv__core_unref). */
+static void on_async_closed(uv_handle_t *h) {
   isv__core *c = h->data;
-  uv_close((uv_handle_t *)&c->async, c->close_cb);
+  if (c->close_cb) c->close_cb(h);
+  isv__core_unref(c);
 }
 
+static void on_timer_closed(uv_handle_t *h) {
+  isv__core *c = h->data;
+  c->async.data = c;
+  uv_close((uv_handle_t *)&c->async, on_async_closed);
+}
+
+static void pool_gone(void *data) { isv__core_unref(data); }
+
 void isv__core_close(isv__core *c, uv_close_cb close_cb) {
-  isv__pool_destroy(&c->pool); /* nothing is in flight: the workers are idle */
+  /* the pool's reference, kept while threads let go may still run an abandoned backend */
+  atomic_fetch_add(&c->refs, 1);
+  if (isv__pool_stop(&c->pool, pool_gone, c) == 0) atomic_fetch_sub(&c->refs, 1);
+  isv__registry_clear(&c->reg); /* a version an abandoned execution holds stays until then */
+  uv_mutex_lock(&c->mu);
+  c->closed = 1; /* from now on abandoned executions are freed by whoever completes them */
+  isv_request *q = c->done_head; /* abandoned ones completed, not yet freed by the loop */
+  c->done_head = c->done_tail = NULL;
   for (size_t i = 0; i < c->q_len; i++) free(c->quarantine[i]);
   c->q_len = 0;
-  c->closed = 1;
-  isv__registry_clear(&c->reg);
+  uv_mutex_unlock(&c->mu);
+  while (q) {
+    isv_request *next = q->qnext;
+    isv__abandoned_release(q);
+    q = next;
+  }
   isv__timeheap_free(&c->timers);
-  uv_mutex_destroy(&c->mu);
-  isv__bigbuf_cache_destroy(&c->bufs);
   c->close_cb = close_cb;
   uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+void isv__core_unref(isv__core *c) {
+  if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+  isv__pool_free(&c->pool);
+  uv_mutex_destroy(&c->mu);
+  isv__bigbuf_cache_destroy(&c->bufs);
+  if (c->free_owner) c->free_owner(c);
 }
 
 static void ready_one(isv__model_entry *e, void *data) {

@@ -7,6 +7,7 @@
 
 #include "core/layer.h"
 
+#include <stdatomic.h>
 #include <uv.h>
 
 #include "codec/bigbuf.h"
@@ -37,6 +38,7 @@ struct isv__core {
   uv_timer_t timer;       /* armed at the time heap's earliest entry; never keeps the loop alive */
   isv__timeheap timers;   /* deadlines, batching delays, sequence idle timeouts, the drain */
   isv__timed drain;       /* isv__core_begin_close's deadline */
+  isv__timed abandon;     /* the drain deadline plus ISV__CANCEL_GRACE_MS: abandon the running */
   isv__pool pool;         /* ISV_EXEC_POOL backends */
   isv_model *waiting;     /* model versions with requests waiting */
   isv_request *running;   /* executions running */
@@ -51,8 +53,16 @@ struct isv__core {
    * refused instead of touching freed memory (request.c); under mu. */
   isv_request *quarantine[ISV__QUARANTINE];
   size_t q_next, q_len;
-  int closed; /* isv__core_close ran: requests freed later go straight to free() */
+  int closed; /* isv__core_close ran: requests freed later go straight to free(); under mu */
+  /* The core's memory outlives its close while executions it abandoned still run: one
+   * reference for the owner, one per abandoned execution, one for worker threads let go. */
+  atomic_uint refs;
+  void (*free_owner)(isv__core *c); /* frees the memory the core lives in, at the last one */
 };
+
+/* How long running requests, cancelled at the drain deadline, may still take before the close
+ * abandons them (their backends may complete them later; nobody hears the answer). */
+#define ISV__CANCEL_GRACE_MS 1000
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);
 /* The server is closing: requests queued or running may finish for drain_ms (0: no limit);
@@ -60,8 +70,12 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);
  * on_idle runs once nothing is in flight. */
 void isv__core_begin_close(isv__core *c, uint64_t drain_ms);
 /* Joins the worker threads, clears the registry, closes the handles; close_cb gets the async
- * handle when both are closed. Nothing may be in flight. */
+ * handle when both are closed. Nothing may be in flight but abandoned executions. */
 void isv__core_close(isv__core *c, uv_close_cb close_cb);
+/* Drop a reference (the owner's after isv__core_close's callback; any thread): the last one
+ * destroys what abandoned executions still needed — the mutex, the buffer cache, the worker
+ * pool — and calls free_owner. */
+void isv__core_unref(isv__core *c);
 
 /* Tell the host (isv_options_set_log); printf-style. Loop thread. */
 void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...)

@@ -1,12 +1,18 @@
 #include "core/pool.h"
 
 #include <stdlib.h>
+#ifndef _WIN32
+#include <pthread.h>
+#endif
 
 #include "inferserve.h"
 
 int isv__pool_init(isv__pool *p, unsigned max_threads) {
   p->head = p->tail = NULL;
-  p->n_threads = p->idle = p->n_queued = 0;
+  p->n_threads = p->idle = p->n_queued = p->running = p->alive = 0;
+  p->released = 0;
+  p->gone = NULL;
+  p->gone_data = NULL;
   p->max_threads = max_threads ? max_threads : 1;
   p->stopping = 0;
   p->threads = calloc(p->max_threads, sizeof *p->threads);
@@ -37,11 +43,15 @@ static void worker(void *arg) {
     p->head = j->next;
     if (p->head == NULL) p->tail = NULL;
     p->n_queued--;
+    p->running++;
     uv_mutex_unlock(&p->mu);
     j->run(j);
     uv_mutex_lock(&p->mu);
+    p->running--;
   }
+  int last = p->released && --p->alive == 0;
   uv_mutex_unlock(&p->mu);
+  if (last) p->gone(p->gone_data); /* p may be freed from here on */
 }
 
 int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
@@ -65,6 +75,15 @@ int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
   return 0;
 }
 
+void isv__pool_free(isv__pool *p) {
+  if (p->threads == NULL) return;
+  uv_cond_destroy(&p->wake);
+  uv_mutex_destroy(&p->mu);
+  free(p->threads);
+  p->threads = NULL;
+  p->n_threads = 0;
+}
+
 void isv__pool_destroy(isv__pool *p) {
   if (p->threads == NULL) return;
   uv_mutex_lock(&p->mu);
@@ -72,9 +91,27 @@ void isv__pool_destroy(isv__pool *p) {
   uv_cond_broadcast(&p->wake);
   uv_mutex_unlock(&p->mu);
   for (unsigned i = 0; i < p->n_threads; i++) uv_thread_join(&p->threads[i]);
-  uv_cond_destroy(&p->wake);
-  uv_mutex_destroy(&p->mu);
-  free(p->threads);
-  p->threads = NULL;
-  p->n_threads = 0;
+  isv__pool_free(p);
+}
+
+int isv__pool_stop(isv__pool *p, void (*gone)(void *data), void *data) {
+  if (p->threads == NULL) return 0;
+  uv_mutex_lock(&p->mu);
+  int release = p->running > 0 && p->n_threads > 0;
+  if (release) {
+    p->released = 1;
+    p->alive = p->n_threads;
+    p->gone = gone;
+    p->gone_data = data;
+#ifndef _WIN32
+    for (unsigned i = 0; i < p->n_threads; i++) pthread_detach(p->threads[i]);
+#endif
+  }
+  p->stopping = 1;
+  uv_cond_broadcast(&p->wake);
+  uv_mutex_unlock(&p->mu);
+  if (release) return 1;
+  for (unsigned i = 0; i < p->n_threads; i++) uv_thread_join(&p->threads[i]);
+  isv__pool_free(p);
+  return 0;
 }

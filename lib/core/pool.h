@@ -29,7 +29,13 @@ typedef struct isv__pool {
   unsigned n_threads, max_threads;
   unsigned idle;     /* threads waiting for a job */
   unsigned n_queued; /* jobs not yet taken */
+  unsigned running;  /* jobs being run */
   int stopping;
+  /* let go (isv__pool_stop with a job still running): the threads exit on their own */
+  int released;
+  unsigned alive; /* released threads not yet exited */
+  void (*gone)(void *data);
+  void *gone_data;
 } isv__pool;
 
 /* 0, or ISV_ENOMEM. max_threads >= 1. Starts no thread. */
@@ -40,5 +46,13 @@ int isv__pool_init(isv__pool *p, unsigned max_threads);
 int isv__pool_submit(isv__pool *p, isv__pool_job *job);
 /* Let the threads finish the jobs queued, then join them. Loop thread. */
 void isv__pool_destroy(isv__pool *p);
+/* Stop the threads, nothing being queued. 0: no job was running, the threads are joined and
+ * the pool destroyed. 1: a job still runs (a backend that never returned, abandoned by the
+ * server's close): joining would hang, so the threads are detached instead and exit as their
+ * jobs return; the last one calls gone(data) as its last touch of the pool, after which
+ * isv__pool_free may run (on any thread). Loop thread. */
+int isv__pool_stop(isv__pool *p, void (*gone)(void *data), void *data);
+/* A released pool's memory, once gone was called. */
+void isv__pool_free(isv__pool *p);
 
 #endif

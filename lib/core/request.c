@@ -445,40 +445,53 @@ static void bury(isv_request *r) {
   free(old);
 }
 
-static void request_release(isv_request *r) {
+void isv__request_release(isv_request *r) {
   for (size_t i = 0; i < r->n_inputs; i++) {
     isv_destructor d = r->inputs[i].del;
     if (d != ISV_STATIC && d != ISV_TRANSIENT) d(r->inputs[i].data);
   }
   for (isv__owned *o = r->owned; o; o = o->next) o->del(o->p);
+  if (r->body) r->body_free(r->body); /* after the inputs pointing into it */
   if (r->model && r->parent == NULL) isv__model_unref(r->model); /* a response borrows it */
   isv__arena_free(&r->out_arena);
   isv__arena_free(&r->arena);
   bury(r);
 }
 
+/* Under core->mu: nothing stops r's memory from going — no response borrows from it and, when
+ * the close abandoned it, its backend is done with it. */
+static int releasable(const isv_request *r) {
+  return r->children == 0 && (!r->abandoned || r->backend_done);
+}
+
+static void release_request(isv_request *r) {
+  if (r->abandoned) isv__abandoned_release(r);
+  else isv__request_release(r);
+}
+
 ISV_EXTERN void isv_request_free(isv_request *r) {
   if (r == NULL) return;
   if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
   isv_request *parent = r->parent;
-  if (parent == NULL && r->on_response == NULL) { /* no response can borrow from it */
-    request_release(r);
+  if (parent == NULL && r->on_response == NULL && !r->abandoned) { /* nothing borrows from it */
+    isv__request_release(r);
     return;
   }
   if (parent == NULL) {
-    /* responses of a decoupled model borrow its model, id and memory: the last one frees it */
+    /* responses of a decoupled model borrow its model, id and memory: the last one frees it;
+     * a backend still running an abandoned request frees it when it completes it */
     uv_mutex_lock(&r->core->mu);
-    int later = r->children > 0;
-    if (later) r->free_pending = 1;
+    r->free_pending = 1;
+    int now = releasable(r);
     uv_mutex_unlock(&r->core->mu);
-    if (!later) request_release(r);
+    if (now) release_request(r);
     return;
   }
-  request_release(r);
+  isv__request_release(r);
   uv_mutex_lock(&parent->core->mu);
-  int last = --parent->children == 0 && parent->free_pending;
+  int last = --parent->children == 0 && parent->free_pending && releasable(parent);
   uv_mutex_unlock(&parent->core->mu);
-  if (last) request_release(parent);
+  if (last) release_request(parent);
 }
 
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id) {
@@ -593,13 +606,15 @@ int isv__request_keep(isv_request *r, void *p, isv_destructor del) {
   return 0;
 }
 
+/* The result readers below show nothing of a request the close abandoned: its backend may
+ * still be writing its outputs and parameters (scheduler.c). */
 ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r) {
-  return r ? r->n_resp_params : 0;
+  return r && !r->abandoned ? r->n_resp_params : 0;
 }
 
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
                                                      const isv_param **v) {
-  if (r == NULL || i >= r->n_resp_params) return NULL;
+  if (r == NULL || r->abandoned || i >= r->n_resp_params) return NULL;
   if (v) *v = &r->resp_params[i].val;
   return r->resp_params[i].key;
 }
@@ -607,12 +622,14 @@ ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_
 ISV_EXTERN const char *isv_request_error_message(const isv_request *r) {
   return r && r->errmsg ? r->errmsg : "";
 }
-ISV_EXTERN size_t isv_request_output_count(const isv_request *r) { return r ? r->n_outputs : 0; }
+ISV_EXTERN size_t isv_request_output_count(const isv_request *r) {
+  return r && !r->abandoned ? r->n_outputs : 0;
+}
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i) {
-  return r && i < r->n_outputs ? &r->outputs[i] : NULL;
+  return r && !r->abandoned && i < r->n_outputs ? &r->outputs[i] : NULL;
 }
 ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name) {
-  for (size_t i = 0; r && name && i < r->n_outputs; i++)
+  for (size_t i = 0; r && !r->abandoned && name && i < r->n_outputs; i++)
     if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
   return NULL;
 }

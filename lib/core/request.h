@@ -70,6 +70,9 @@ struct isv_request {
   isv_tensor *outputs;
   size_t n_outputs, cap_outputs;
   isv__owned *owned; /* isv_request_set_output() memory with a destructor */
+  void *body;               /* the wire bytes its inputs may point into (a front end's body or
+                             * message), handed over at decoding; freed after the inputs */
+  isv_destructor body_free; /* how */
 
   int status;
   const char *errmsg;
@@ -123,6 +126,11 @@ struct isv_request {
   unsigned children;           /* responses not yet freed; under core->mu */
   int free_pending;            /* freed by its owner while responses still live */
   atomic_int dead;             /* freed: in the core's quarantine, every call on it refused */
+  /* abandoned by the server's close: its backend still ran it past the drain deadline plus
+   * the cancelled requests' grace; its memory lives on until the backend completes it
+   * (scheduler.c). Under core->mu. */
+  int abandoned;
+  int backend_done; /* abandoned, and its backend has completed it */
 };
 
 /* Whether a backend's call may touch r: not freed (a request in quarantine is dead). */
@@ -160,6 +168,13 @@ int isv__request_add_resp_param(isv_request *r, const char *key, const isv_param
 isv_tensor *isv__request_push_output_slot(isv_request *r);
 /* Call del(p) when r is freed (memory r's outputs point into). 0, or ISV_ENOMEM. */
 int isv__request_keep(isv_request *r, void *p, isv_destructor del);
+
+/* Free r's memory at once: its inputs' and outputs' destructors, its model reference, its
+ * arenas; the struct goes to the core's quarantine. isv_request_free is the public way. */
+void isv__request_release(isv_request *r);
+/* Both the backend and its owner are done with an abandoned execution: free it (any thread;
+ * not holding core->mu). */
+void isv__abandoned_release(isv_request *x);
 
 /* Whether err is one of the ISV_E* codes (error.c). */
 int isv__err_known(int err);

@@ -18,6 +18,9 @@
  *    (loop thread: right after the call; worker thread: the worker hands it to the loop);
  *  - a completion after that point is queued and the loop is woken with uv_async_send, unless
  *    it already runs on the loop thread, where the execution finishes at once.
+ *  - an execution the close abandoned (abandon_running: still running at the drain deadline
+ *    plus ISV__CANCEL_GRACE_MS) was answered without its backend; its completion, and its
+ *    owner's isv_request_free, only free it — whichever comes second (isv__abandoned_release).
  *
  * Time: one uv_timer for the whole core, armed at the earliest entry of the time heap
  * (request deadlines, batching delays, sequence idle timeouts, the drain deadline). */
@@ -30,7 +33,7 @@
 #include "core/batch.h"
 #include "core/request.h"
 
-enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN };
+enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON };
 
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define US 1000ull /* ns */
@@ -306,8 +309,9 @@ static void finish_request(isv_request *r) {
                       r->model->cfg->name, r->run_ns ? "ran" : "waited");
   if (r->status == 0 && isv__request_postprocess(r, 0) != 0 && r->errmsg[0] == '\0')
     r->errmsg = isv_strerror(r->status);
-  if (r->status != 0) r->n_outputs = 0; /* a failed request shows no partial outputs */
-  if (r->seq) seq_request_done(r);
+  if (r->status != 0 && !r->abandoned) r->n_outputs = 0; /* no partial outputs (an abandoned
+                                                           * one's are its backend's still) */
+  if (r->seq && !r->abandoned) seq_request_done(r);
   if (r->backend_fault)
     isv__core_log(c, ISV_LOG_WARN, "model '%s' version '%s': %s", r->model->cfg->name,
                   r->model->version, r->errmsg);
@@ -323,6 +327,10 @@ static void finish_request(isv_request *r) {
 /* An execution's backend completed (loop thread): its slot is free, its requests get their
  * results, and the model may start the next. */
 static void exec_done(isv_request *x) {
+  if (x->abandoned) { /* released by its backend and its owner, handed to the loop */
+    isv__abandoned_release(x);
+    return;
+  }
   isv_model *m = x->model;
   isv__sched *s = &m->sched;
   isv__model_ref(m); /* the requests' done callbacks may drop the last other reference */
@@ -365,6 +373,13 @@ void isv__core_drain_completions(uv_async_t *h) {
   }
 }
 
+/* Under core->mu: the backend is done with x, an execution the close abandoned. 1 when its
+ * owner let go of it already: the caller frees it (isv__abandoned_release, after unlocking). */
+static int abandoned_backend_done(isv_request *x) {
+  x->backend_done = 1;
+  return x->free_pending && x->children == 0;
+}
+
 /* Under core->mu: x completed off the loop thread; the loop will finish it. */
 static void post_done(isv__core *c, isv_request *x) {
   x->qnext = NULL;
@@ -383,11 +398,17 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
-  if (status != 0) isv__request_backend_failed(r, status, message);
+  if (status != 0 && !r->abandoned) isv__request_backend_failed(r, status, message);
   r->completed = 1;
   r->complete_ns = now;
   if (r->in_infer) { /* the caller of infer finishes it */
     uv_mutex_unlock(&c->mu);
+    return 0;
+  }
+  if (r->abandoned) { /* answered already: only its memory waits for this */
+    int release = abandoned_backend_done(r);
+    uv_mutex_unlock(&c->mu);
+    if (release) isv__abandoned_release(r);
     return 0;
   }
   int on_loop = isv__on_loop_thread(c);
@@ -404,6 +425,12 @@ static void after_infer(isv_request *x, int rc) {
   isv__core *c = x->core;
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
+  if (x->abandoned) {
+    int release = (x->completed || rc != 0) && abandoned_backend_done(x);
+    uv_mutex_unlock(&c->mu);
+    if (release) isv__abandoned_release(x);
+    return;
+  }
   int done = x->completed;
   if (!done && rc != 0) { /* an error returned instead of completing */
     isv__request_backend_failed(x, rc, rc > 0 ? "the backend returned a positive value without "
@@ -423,6 +450,12 @@ static void pool_run(isv__pool_job *job) {
   int rc = x->model->backend.infer(x, x->model->user);
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
+  if (x->abandoned) { /* the close gave up on it while it ran */
+    int release = (x->completed || rc != 0) && abandoned_backend_done(x);
+    uv_mutex_unlock(&c->mu);
+    if (release) isv__abandoned_release(x);
+    return;
+  }
   if (!x->completed && rc != 0) {
     isv__request_backend_failed(x, rc, rc > 0 ? "the backend returned a positive value without "
                                                 "completing the request" : NULL);
@@ -741,6 +774,90 @@ static void drain_passed(isv__core *c) {
     for (size_t i = 0; i < x->n_members; i++)
       atomic_store_explicit(&x->members[i]->cancelled, 1, memory_order_relaxed);
   }
+  if (c->running)
+    set_timed(c, &c->abandon, T_ABANDON, uv_hrtime() + ISV__CANCEL_GRACE_MS * 1000000ull);
+}
+
+/* Why an abandoned request failed. A static text: its arena is its backend's still. */
+static const char abandoned_msg[] =
+    "the server closed while the model still ran the request: cancelled at the drain deadline, "
+    "its backend did not complete it in time";
+
+/* The drain deadline plus the grace passed and x still runs: its requests are answered now
+ * (503) so that the close can finish; x itself stays, with its memory and its model version,
+ * until its backend completes it (isv__abandoned_release). The backend may go on reading its
+ * inputs and writing outputs; nobody reads them any more. */
+static void abandon(isv__core *c, isv_request *x) {
+  atomic_fetch_add(&c->refs, 1); /* the core's memory outlives its close for x */
+  running_unlink(c, x);
+  isv_model *m = x->model;
+  isv__core_log(c, ISV_LOG_WARN,
+                "model '%s' version '%s': the server closed while its backend still ran a "
+                "request cancelled %u ms before; abandoned (freed when the backend completes it)",
+                m->cfg->name, m->version, (unsigned)ISV__CANCEL_GRACE_MS);
+  if (x->members) { /* a batch: its requests are distinct from it, the backend sees only x */
+    for (size_t i = 0; i < x->n_members; i++) {
+      isv_request *r = x->members[i];
+      r->timed_out = 0;
+      r->status = ISV_EUNAVAIL;
+      r->errmsg = abandoned_msg;
+      finish_request(r);
+    }
+    return;
+  }
+  x->timed_out = 0;
+  x->status = ISV_EUNAVAIL;
+  x->errmsg = abandoned_msg;
+  finish_request(x); /* its sequence ends when the backend is done with it, not now */
+}
+
+static void abandon_running(isv__core *c) {
+  isv_request *x = c->running;
+  while (x) {
+    isv_request *next = x->live_next;
+    uv_mutex_lock(&c->mu);
+    int completed = x->completed; /* on its way to exec_done: not abandoned */
+    if (!completed) {
+      x->abandoned = 1;
+      if (x->members) x->free_pending = 1; /* a batch has no owner to let go of it */
+    }
+    uv_mutex_unlock(&c->mu);
+    if (!completed) abandon(c, x);
+    x = next;
+  }
+}
+
+/* An abandoned request's sequence: the loop's rules while it runs, after the close only the
+ * count (the sequence table goes with the model version). */
+static void abandoned_seq_done(isv_request *x, int closed) {
+  if (!closed) {
+    seq_request_done(x);
+    return;
+  }
+  isv__seq *q = x->seq;
+  x->seq = NULL;
+  if (--q->pending == 0 && q->ended) seq_finalize(x->model, q);
+}
+
+void isv__abandoned_release(isv_request *x) {
+  isv__core *c = x->core;
+  uv_mutex_lock(&c->mu);
+  int closed = c->closed;
+  if (!closed && !isv__on_loop_thread(c)) {
+    /* model versions are counted on the loop until the close: the loop frees x (exec_done).
+     * Sent under mu: the close marks the core closed under mu before closing the handle. */
+    post_done(c, x);
+    uv_async_send(&c->async);
+    uv_mutex_unlock(&c->mu);
+    return;
+  }
+  /* after the close: whoever completes an abandoned execution frees it, under mu (model
+   * versions' counts are shared by them); on the loop before it, the loop alone */
+  if (!closed) uv_mutex_unlock(&c->mu);
+  if (x->seq) abandoned_seq_done(x, closed);
+  isv__request_release(x);
+  if (closed) uv_mutex_unlock(&c->mu);
+  isv__core_unref(c);
 }
 
 void isv__core_begin_close(isv__core *c, uint64_t drain_ms) {
@@ -762,6 +879,7 @@ static void on_timer(uv_timer_t *t) {
       break;
     }
     case T_DRAIN: drain_passed(c); break;
+    case T_ABANDON: abandon_running(c); break;
     }
   }
   arm_timer(c);
@@ -794,7 +912,7 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   q->owned = r->owned;
   q->arena = r->out_arena;
   uv_mutex_lock(&c->mu);
-  if (r->completed) {
+  if (r->completed || r->abandoned) {
     uv_mutex_unlock(&c->mu);
     free(q); /* took nothing yet */
     return ISV_ESTATE;

@@ -34,8 +34,7 @@ typedef struct gcall {
 struct job {
   gcall *g;
   job *prev, *next;
-  isv_request *r;
-  uint8_t *msg;
+  isv_request *r; /* holding its message (r->body) */
 };
 
 /* ---- the method table -------------------------------------------------------------------- */
@@ -135,8 +134,7 @@ static void end_stream(gcall *g) {
 
 static void job_free(void *p) {
   job *j = p;
-  isv_request_free(j->r);
-  isv__bigbuf_free(j->msg);
+  isv_request_free(j->r); /* and the message it took */
   free(j);
 }
 
@@ -208,7 +206,10 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   }
   j->g = g;
   j->r = r;
-  j->msg = msg;
+  /* the request takes the message its inputs point into: it may outlive the call (a request
+   * the server's close abandons waits for its backend) */
+  r->body = msg;
+  r->body_free = isv__bigbuf_free;
   r->protocol = (uint8_t)g->protocol;
   r->timeout_us = g->call->timeout_ms * 1000; /* grpc-timeout: the core's deadline too */
   if (g->m->kind != ISV__RPC_UNARY) { /* streams carry a decoupled model's responses */

@@ -395,6 +395,16 @@ static isv_request *path_request(isv__http_req *q) {
   return r;
 }
 
+/* The request takes the body its inputs may point into (zero-copy binary tensors, strings
+ * unescaped in place): it is freed with the request, which may outlive the exchange (a request
+ * the server's close abandons waits for its backend). */
+static void give_body(isv_request *r, isv__exchange *ex) {
+  if (ex->body == NULL) return;
+  r->body = ex->body;
+  r->body_free = ex->body_big ? isv__bigbuf_free : free;
+  ex->body = NULL;
+}
+
 static void infer(isv__http_req *q) {
   isv__exchange *ex = q->ex;
   isv_request *r = path_request(q);
@@ -402,6 +412,7 @@ static void infer(isv__http_req *q) {
   size_t json_len;
   if (r->model && json_part(r, ex, &json_len) == 0)
     isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
+  give_body(r, ex);
   isv__core_submit(q->core, r, infer_done, ex);
 }
 
@@ -422,6 +433,7 @@ static void generate(isv__http_req *q) {
   if (r == NULL) return;
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  give_body(r, q->ex);
   isv__core_submit(q->core, r, generate_done, q->ex);
 }
 
@@ -507,6 +519,7 @@ static void generate_stream(isv__http_req *q) {
   r->on_response_data = st;
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  give_body(r, q->ex);
   isv__core_submit(q->core, r, stream_done, st);
 }
 

@@ -101,3 +101,35 @@ def test_idle_keepalive_connection_does_not_block_exit(start_demo):
         assert c.wait_closed(1.0), "the idle connection was not closed"
     finally:
         c.close()
+
+
+def test_close_abandons_a_backend_deaf_to_cancellation(start_demo):
+    """A backend that ignores cancellation cannot hold the close: at the drain deadline it is
+    cancelled, 1 s later abandoned (logged), and the process exits long before the backend's
+    10 s are over."""
+    d = start_demo("--drain-timeout-ms", "200")
+    meta = requests.get(d.url("/v2/models/stubborn"), timeout=5).json()
+    body = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1],
+                                   "data": [10000]}]})
+    assert meta["inputs"][0]["name"] == "INPUT0"
+    result = {}
+
+    def run():
+        try:
+            r = requests.post(d.url("/v2/models/stubborn/infer"), data=body,
+                              headers={"Content-Type": "application/json"}, timeout=15)
+            result["status"] = r.status_code
+        except requests.RequestException as e:
+            result["exc"] = repr(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.3)  # the backend is asleep on its worker thread
+    t0 = time.monotonic()
+    d.stop_and_check(signal.SIGTERM, timeout=8.0)
+    took = time.monotonic() - t0
+    assert 1.0 <= took < 5.0, "exit took %.1f s" % took
+    assert "abandoned" in d.stderr_tail(), d.stderr_tail()
+    t.join(10)
+    # the connection was closed at the drain deadline: the client hears nothing but that
+    assert "exc" in result or result.get("status") == 503, result

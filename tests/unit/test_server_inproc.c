@@ -3,6 +3,7 @@
  * a host's stream. */
 #include "cmocka_prelude.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,109 @@ static void close_drains_in_flight_requests(void **state) {
   *state = NULL;
 }
 
+/* ---- close with backends that never complete: abandoned after the drain deadline ---- */
+
+/* A pool backend stuck in infer until the test lets it go, and an async one that keeps its
+ * request for a thread of the host that completes it much later. Both go on using their
+ * requests after the server's close callback ran: ASan checks the memory is still theirs. */
+static uv_sem_t stuck_go, stuck_done;
+static atomic_int stuck_saw_cancel, stuck_rc, held_rc, abandoned_destroys;
+static isv_request *held;
+
+static int stuck(isv_request *r, void *u) {
+  (void)u;
+  uv_sem_wait(&stuck_go);
+  atomic_store(&stuck_saw_cancel, isv_request_cancelled(r));
+  int rc = twice(r, NULL); /* reads its input, writes its output, completes */
+  atomic_store(&stuck_rc, rc);
+  uv_sem_post(&stuck_done);
+  return rc;
+}
+static int holds(isv_request *r, void *u) {
+  (void)u;
+  held = r;
+  return 0;
+}
+static void complete_held(void *arg) {
+  (void)arg;
+  atomic_store(&held_rc, twice(held, NULL));
+}
+static void count_abandoned_destroy(void *u) {
+  (void)u;
+  atomic_fetch_add(&abandoned_destroys, 1);
+}
+
+static void close_abandons_backends_that_never_complete(void **state) {
+  (void)state;
+  uv_sem_init(&stuck_go, 0);
+  uv_sem_init(&stuck_done, 0);
+  world w = {0};
+  uv_loop_init(&w.loop);
+  isv_options *o;
+  isv_options_new(&o);
+  isv_options_set_drain_timeout_ms(o, 50);
+  assert_int_equal(isv_server_new(&w.loop, o, &w.srv), 0);
+  isv_options_free(o);
+  struct {
+    const char *name;
+    int (*fn)(isv_request *, void *);
+    isv_exec_mode mode;
+  } models[] = {{"stuck", stuck, ISV_EXEC_POOL}, {"holds", holds, ISV_EXEC_ASYNC}};
+  for (int i = 0; i < 2; i++) {
+    isv_model_config *c;
+    isv_model_config_new(models[i].name, &c);
+    int64_t any[] = {-1};
+    isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+    isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+    isv_model_config_set_exec_mode(c, models[i].mode);
+    isv_backend be = {.struct_size = sizeof be, .infer = models[i].fn,
+                      .destroy = count_abandoned_destroy};
+    assert_int_equal(isv_server_add_model(w.srv, c, "1", &be, NULL, NULL), 0);
+    isv_model_config_free(c);
+  }
+  result res[2];
+  memset(res, 0, sizeof res);
+  int64_t n = 2;
+  float x[] = {1, 2};
+  for (int i = 0; i < 2; i++) {
+    isv_request *r;
+    assert_int_equal(isv_request_new(w.srv, models[i].name, NULL, &r), 0);
+    isv_request_add_input(r, "x", ISV_FP32, &n, 1, x, sizeof x, ISV_TRANSIENT);
+    assert_int_equal(isv_server_infer(w.srv, r, on_done, &res[i]), 0);
+  }
+  uv_run(&w.loop, UV_RUN_NOWAIT); /* both started */
+  assert_non_null(held);
+  uint64_t t0 = uv_hrtime();
+  assert_int_equal(isv_server_close(w.srv, on_closed, &w), 0);
+  uv_run(&w.loop, UV_RUN_DEFAULT); /* returns: the close finished without the backends */
+  uint64_t ms = (uv_hrtime() - t0) / 1000000;
+  assert_true(w.closed);
+  assert_true(ms >= 1000 && ms < 10000); /* the drain deadline, then the cancelled ones' grace */
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(res[i].calls, 1);
+    assert_int_equal(res[i].status, ISV_EUNAVAIL);
+    assert_non_null(strstr(res[i].msg, "server closed while the model still ran the request"));
+    assert_int_equal(res[i].n, 0); /* no outputs shown: the backend may still write them */
+  }
+  assert_int_equal(uv_loop_close(&w.loop), 0); /* no handle left on the host's loop */
+  assert_int_equal(atomic_load(&abandoned_destroys), 0); /* the backends still run */
+
+  /* the backends finish long after: their requests are still theirs, then freed */
+  uv_thread_t t;
+  assert_int_equal(uv_thread_create(&t, complete_held, NULL), 0);
+  uv_thread_join(&t);
+  assert_int_equal(atomic_load(&held_rc), 0);
+  uv_sem_post(&stuck_go);
+  uv_sem_wait(&stuck_done);
+  assert_true(atomic_load(&stuck_saw_cancel));
+  assert_int_equal(atomic_load(&stuck_rc), 0);
+  /* each version's destroy runs once its last request is freed, on the completing thread */
+  for (int i = 0; i < 1000 && atomic_load(&abandoned_destroys) < 2; i++) uv_sleep(1);
+  assert_int_equal(atomic_load(&abandoned_destroys), 2);
+  uv_sem_destroy(&stuck_go);
+  uv_sem_destroy(&stuck_done);
+}
+
 /* ---- adopt: the host's stream, freed by the host's callback ---- */
 
 static int adopted_closed;
@@ -361,6 +465,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
       cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
+      cmocka_unit_test(close_abandons_backends_that_never_complete),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
