@@ -236,7 +236,7 @@ static void on_async_closed(uv_handle_t *h) {
 }
 
 static void maybe_finish(isv_server *s) {
-  if (!s->closing || !s->transport_closed || s->core.inflight > 0) return;
+  if (!s->closing || !s->transport_closed || !isv__core_idle(&s->core)) return;
   s->core.on_idle = NULL;
   isv__core_close(&s->core, on_async_closed);
 }

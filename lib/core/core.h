@@ -35,6 +35,8 @@ struct isv__core {
   isv_request *resp_head; /* requests with responses sent from other threads (decoupled) */
   isv_request *resp_tail;
   size_t inflight; /* requests submitted and counted, not yet done: queued or running */
+  size_t offloads; /* front-end work on a worker thread (offload.h), not yet back */
+  struct isv__offload *off_head, *off_tail; /* offloads done, their continuations due; mu */
   uv_timer_t timer;       /* armed at the time heap's earliest entry; never keeps the loop alive */
   isv__timeheap timers;   /* deadlines, batching delays, sequence idle timeouts, the drain */
   isv__timed drain;       /* isv__core_begin_close's deadline */
@@ -124,6 +126,8 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
 void isv__core_cancel(isv_request *r);
 
 int isv__on_loop_thread(const isv__core *c);
+/* Nothing in flight: no request, no offloaded work (what the close waits for). */
+static inline int isv__core_idle(const isv__core *c) { return c->inflight == 0 && c->offloads == 0; }
 /* The async handle's callback: finish the requests completed from other threads
  * (scheduler.c). */
 void isv__core_drain_completions(uv_async_t *h);

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "core/batch.h"
+#include "core/offload.h"
 #include "core/request.h"
 
 enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON };
@@ -317,11 +318,11 @@ static void finish_request(isv_request *r) {
                   r->model->version, r->errmsg);
   if (r->counted) {
     record(r);
-    if (--c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+    if (--c->inflight == 0 && c->offloads == 0) uv_unref((uv_handle_t *)&c->async);
   }
   r->finished = 1;
   r->done(r, r->status, r->done_data); /* may free r */
-  if (c->closing && c->inflight == 0 && c->on_idle) c->on_idle(c);
+  if (c->closing && isv__core_idle(c) && c->on_idle) c->on_idle(c);
 }
 
 /* An execution's backend completed (loop thread): its slot is free, its requests get their
@@ -355,6 +356,7 @@ static void exec_done(isv_request *x) {
 /* Completions that came from other threads, and responses sent from them. */
 void isv__core_drain_completions(uv_async_t *h) {
   isv__core *c = h->data;
+  isv__offload_drain(c);
   for (;;) {
     uv_mutex_lock(&c->mu);
     isv_request *r = c->resp_head;
@@ -685,7 +687,7 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
     return;
   }
   /* While requests are in flight, the async handle keeps the loop alive for their completions. */
-  if (c->inflight++ == 0) uv_ref((uv_handle_t *)&c->async);
+  if (c->inflight++ == 0 && c->offloads == 0) uv_ref((uv_handle_t *)&c->async);
   r->counted = 1;
   isv_model *m = r->model;
   m->stats.inflight++;

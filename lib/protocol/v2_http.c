@@ -7,6 +7,7 @@
 #include "codec/datatype.h"
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
+#include "core/offload.h"
 #include "core/request.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2.h"
@@ -99,24 +100,46 @@ static void release_binary(void *p) {
   free(br);
 }
 
-static void infer_done(isv_request *r, int status, void *data) {
-  isv__exchange *ex = data;
+/* A response encoded (JSON, and the binary parts it references); its reply is sent from the
+ * loop thread. Lives in the request's arena when encoded off the loop. */
+typedef struct encoded {
+  isv__offload off;
+  isv_request *r;
+  isv__exchange *ex;
+  int status;
   isv__buf b;
-  isv__buf_init(&b);
-  isv__v2_binpart *bin = NULL;
-  size_t n_bin = 0;
-  if (status == 0 && (status = isv__v2_encode_response(r, &b, &bin, &n_bin)) != 0) {
+  isv__v2_binpart *bin;
+  size_t n_bin;
+} encoded;
+
+static void encode(encoded *e) {
+  isv__buf_init(&e->b);
+  e->bin = NULL;
+  e->n_bin = 0;
+  if (e->status == 0 && (e->status = isv__v2_encode_response(e->r, &e->b, &e->bin, &e->n_bin))) {
+    isv__buf_free(&e->b);
+    isv__buf_init(&e->b);
+  }
+}
+
+static void reply_encoded(encoded *e) {
+  isv_request *r = e->r;
+  isv__exchange *ex = e->ex;
+  int status = e->status;
+  isv__buf b = e->b; /* e may live in r's arena: copy out what is needed after r is freed */
+  if (status != 0) {
     isv__buf_free(&b);
     isv__buf_init(&b);
+    isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
   }
-  if (status != 0) isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
-  if (status != 0 || n_bin == 0 || b.failed) {
+  if (status != 0 || e->n_bin == 0 || b.failed) {
     /* JSON copies every value out of the request, so it is freed before the write. */
     isv_request_free(r);
     isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
     return;
   }
-  size_t json_len;
+  size_t json_len, n_bin = e->n_bin;
+  const isv__v2_binpart *bin = e->bin;
   binary_reply *br = malloc(sizeof *br);
   uv_buf_t *parts = isv__arena_alloc(&r->arena, (n_bin + 1) * sizeof *parts);
   if (br == NULL || parts == NULL) {
@@ -144,6 +167,29 @@ static void infer_done(isv_request *r, int status, void *data) {
                         .release = release_binary,
                         .release_ctx = br};
   isv__exchange_respond(ex, &resp);
+}
+
+static void encode_work(isv__offload *o) { encode((encoded *)o); }
+static void encode_after(isv__offload *o) { reply_encoded((encoded *)o); }
+
+/* Bytes of output tensors a response carries: what its encoding costs grows with. */
+static size_t output_bytes(const isv_request *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_outputs; i++) n += r->outputs[i].byte_size;
+  return n;
+}
+
+static void infer_done(isv_request *r, int status, void *data) {
+  encoded local = {.r = r, .ex = data, .status = status}, *e = &local;
+  /* a large response is encoded on a worker thread: the loop is the host's */
+  if (status == 0 && output_bytes(r) >= ISV__OFFLOAD_MIN_BYTES &&
+      (e = isv__arena_calloc(&r->arena, 1, sizeof *e)) != NULL) {
+    *e = local;
+    if (isv__offload_run(r->core, &e->off, encode_work, encode_after) == 0) return;
+  }
+  if (e == NULL) e = &local;
+  encode(e);
+  reply_encoded(e);
 }
 
 static int media_is(const isv__header *ct, const char *type) {
@@ -405,13 +451,42 @@ static void give_body(isv_request *r, isv__exchange *ex) {
   ex->body = NULL;
 }
 
+/* A request decoded off the loop: its JSON part is large (ISV__OFFLOAD_MIN_BYTES). In the
+ * request's arena. */
+typedef struct decoding {
+  isv__offload off;
+  isv_request *r;
+  isv__exchange *ex;
+  size_t json_len;
+  unsigned max_depth;
+} decoding;
+
+static void decode_work(isv__offload *o) {
+  decoding *d = (decoding *)o;
+  isv__v2_decode_request(d->r, d->ex->body, d->ex->body_len, d->json_len, d->max_depth);
+}
+
+static void decode_after(isv__offload *o) {
+  decoding *d = (decoding *)o;
+  give_body(d->r, d->ex);
+  isv__core_submit(d->r->core, d->r, infer_done, d->ex);
+}
+
 static void infer(isv__http_req *q) {
   isv__exchange *ex = q->ex;
   isv_request *r = path_request(q);
   if (r == NULL) return;
   size_t json_len;
-  if (r->model && json_part(r, ex, &json_len) == 0)
+  if (r->model && json_part(r, ex, &json_len) == 0) {
+    decoding *d = json_len >= ISV__OFFLOAD_MIN_BYTES ? isv__arena_calloc(&r->arena, 1, sizeof *d)
+                                                     : NULL;
+    if (d) { /* a large JSON body is decoded on a worker thread: the loop is the host's */
+      *d = (decoding){.r = r, .ex = ex, .json_len = json_len,
+                      .max_depth = q->core->opts.max_json_depth};
+      if (isv__offload_run(q->core, &d->off, decode_work, decode_after) == 0) return;
+    }
     isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
+  }
   give_body(r, ex);
   isv__core_submit(q->core, r, infer_done, ex);
 }

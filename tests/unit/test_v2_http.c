@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/buf.h"
 #include "core/request.h"
 #include "protocol/v2.h"
 
@@ -61,6 +62,8 @@ static int fake_respond(isv__exchange *ex, const isv__response *r) {
 /* One request: method, path, optional Content-Type and Inference-Header-Content-Length, and a
  * body of len bytes (copied: decoders unescape in place; an inference request takes it). Runs
  * the loop until it is answered. */
+static int answered_inline; /* the last call was answered before dispatch returned */
+
 static void call(isv__method method, const char *path, const char *ctype, const char *ihcl,
                  const char *body, size_t len) {
   static const char *names[] = {"OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"};
@@ -87,6 +90,7 @@ static void call(isv__method method, const char *path, const char *ctype, const 
   free(got.body);
   memset(&got, 0, sizeof got);
   isv__router_dispatch(&router, &ex);
+  answered_inline = got.calls;
   /* inline backends answer before dispatch returns; a pool backend needs the loop */
   for (int i = 0; got.calls == 0 && i < 1000; i++) uv_run(&loop, UV_RUN_ONCE);
   assert_int_equal(got.calls, 1); /* exactly once */
@@ -134,6 +138,20 @@ static int twice(isv_request *r, void *u) {
   return isv_request_complete(r, 0, NULL);
 }
 
+/* "big" (inline): y = x + 1, any length */
+static int plus_one(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  float *y;
+  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc) return rc;
+  const float *in = isv_tensor_data(x);
+  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] + 1;
+  return isv_request_complete(r, 0, NULL);
+}
+
 static int fails(isv_request *r, void *u) {
   (void)u;
   return isv_request_complete(r, ISV_EBACKEND, "the model \"fails\" failed");
@@ -171,6 +189,14 @@ static int setup(void **state) {
   isv_model_config_add_output(c, "y", ISV_INT32, three, 1);
   isv_model_config_set_exec_mode(c, ISV_EXEC_POOL);
   be.infer = twice;
+  assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
+  isv_model_config_free(c);
+
+  int64_t any[] = {-1};
+  isv_model_config_new("big", &c);
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+  be.infer = plus_one;
   assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
   isv_model_config_free(c);
 
@@ -337,6 +363,43 @@ static void infer_with_a_json_body(void **state) {
   call(ISV__M_GET, "/v2/models/add/infer", NULL, NULL, NULL, 0);
   assert_int_equal(got.status, 405);
   assert_string_equal(got.allow, "POST");
+}
+
+/* A large JSON body is decoded, and a large response encoded, on a worker thread (the loop is
+ * the host's): the answer comes on a later turn of the loop, and it is the same answer. */
+static void large_json_is_decoded_and_encoded_off_the_loop(void **state) {
+  (void)state;
+  enum { N = 40000 }; /* "0.5," x N: 160 KB of JSON, 160 KB of output */
+  isv__buf req, want;
+  isv__buf_init(&req);
+  isv__buf_init(&want);
+  isv__buf_puts(&req, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[40000],"
+                      "\"data\":[");
+  isv__buf_puts(&want, "{\"model_name\":\"big\",\"model_version\":\"1\",\"outputs\":[{\"name\":"
+                       "\"y\",\"datatype\":\"FP32\",\"shape\":[40000],\"data\":[");
+  for (int i = 0; i < N; i++) {
+    isv__buf_puts(&req, i ? ",0.5" : "0.5");
+    isv__buf_puts(&want, i ? ",1.5" : "1.5");
+  }
+  isv__buf_puts(&req, "]}]}");
+  isv__buf_puts(&want, "]}]}");
+  isv__buf_putc(&want, '\0');
+  call(ISV__M_POST, "/v2/models/big/infer", "application/json", NULL, req.data, req.len);
+  assert_false(answered_inline);
+  expect(200, want.data);
+  /* the same model with a small body: decoded, run and answered before dispatch returns */
+  post("/v2/models/big/infer", "application/json",
+       "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[1,2]}]}");
+  assert_true(answered_inline);
+  expect(200, "{\"model_name\":\"big\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"y\","
+              "\"datatype\":\"FP32\",\"shape\":[2],\"data\":[2.0,3.0]}]}");
+  /* a large body that fails to decode: the error comes back the same way */
+  req.data[req.len - 3] = 'x'; /* ...0.5x}]} */
+  call(ISV__M_POST, "/v2/models/big/infer", "application/json", NULL, req.data, req.len);
+  assert_false(answered_inline);
+  assert_int_equal(got.status, 400);
+  isv__buf_free(&req);
+  isv__buf_free(&want);
 }
 
 static void infer_with_binary_tensor_data(void **state) {
@@ -506,6 +569,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(model_ready_for_ready_and_loading_versions, setup, teardown),
       cmocka_unit_test_setup_teardown(infer_with_a_json_body, setup, teardown),
+      cmocka_unit_test_setup_teardown(large_json_is_decoded_and_encoded_off_the_loop, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(infer_with_binary_tensor_data, setup, teardown),
       cmocka_unit_test_setup_teardown(binary_header_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(unsupported_content_type_is_415, setup, teardown),

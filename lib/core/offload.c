@@ -1,0 +1,48 @@
+#include "core/offload.h"
+
+#include <stddef.h>
+
+#include "inferserve.h"
+
+#define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+static void run_job(isv__pool_job *job) {
+  isv__offload *o = OWNER(job, isv__offload, job);
+  isv__core *c = o->core;
+  o->work(o);
+  uv_mutex_lock(&c->mu);
+  o->next = NULL;
+  if (c->off_tail) c->off_tail->next = o;
+  else c->off_head = o;
+  c->off_tail = o;
+  uv_async_send(&c->async); /* under mu: the close cannot be closing the handle meanwhile */
+  uv_mutex_unlock(&c->mu);
+}
+
+int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *),
+                     void (*after)(isv__offload *)) {
+  o->core = c;
+  o->work = work;
+  o->after = after;
+  o->job.run = run_job;
+  if (c->offloads++ == 0 && c->inflight == 0) uv_ref((uv_handle_t *)&c->async);
+  if (isv__pool_submit(&c->pool, &o->job) != 0) {
+    if (--c->offloads == 0 && c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+    return ISV_ENOMEM;
+  }
+  return 0;
+}
+
+void isv__offload_drain(isv__core *c) {
+  uv_mutex_lock(&c->mu);
+  isv__offload *o = c->off_head;
+  c->off_head = c->off_tail = NULL;
+  uv_mutex_unlock(&c->mu);
+  while (o) {
+    isv__offload *next = o->next;
+    o->after(o); /* may submit a request: counted before this one stops counting */
+    if (--c->offloads == 0 && c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+    if (isv__core_idle(c) && c->closing && c->on_idle) c->on_idle(c);
+    o = next;
+  }
+}

@@ -1,0 +1,42 @@
+/* Work a front end moves off the loop thread: decoding or encoding a large JSON body takes
+ * ~3 ms per MB, and the loop is the host's — its timers and its own sockets wait meanwhile.
+ * The work runs on the server's worker pool (pool.h) and its continuation comes back to the
+ * loop through the core's async handle, in the order the work finished.
+ *
+ * An offload is counted like a request in flight: the loop stays alive for it and the
+ * server's close waits for it (isv__core_idle). Its struct is the caller's (embedded in what
+ * it works on) and must live until `after` ran. */
+#ifndef ISV_CORE_OFFLOAD_H
+#define ISV_CORE_OFFLOAD_H
+
+#include "core/layer.h"
+
+#include <stddef.h>
+
+#include "core/core.h"
+#include "core/pool.h"
+
+/* Bodies or responses of at least this many bytes are worth the trip to a worker thread (two
+ * thread hand-offs, ~20-50 us): below it the work takes less than ~0.3 ms of the loop. */
+#define ISV__OFFLOAD_MIN_BYTES ((size_t)96 << 10)
+
+typedef struct isv__offload isv__offload;
+struct isv__offload {
+  isv__pool_job job;
+  isv__core *core;
+  void (*work)(isv__offload *o);  /* on a worker thread: must not touch loop-only state */
+  void (*after)(isv__offload *o); /* then on the loop thread */
+  isv__offload *next;             /* in the core's list of finished ones (under core->mu) */
+};
+
+/* Run work on a worker thread, then after on the loop thread (never before this returns).
+ * 0, or ISV_ENOMEM when no worker thread could be started — nothing ran: the caller does the
+ * work itself. Loop thread. */
+int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *),
+                     void (*after)(isv__offload *));
+
+/* The async handle's part: run the continuations of the offloads that finished (scheduler.c's
+ * isv__core_drain_completions calls it). Loop thread. */
+void isv__offload_drain(isv__core *c);
+
+#endif

@@ -1,0 +1,79 @@
+/* Work moved off the loop (lib/core/offload.c): it runs on a worker thread, its continuation
+ * on the loop thread, the loop stays alive for it, and the core is not idle (the close waits)
+ * until the continuation ran. */
+#include "cmocka_prelude.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core_fixture.h"
+#include "core/offload.h"
+
+typedef struct job {
+  isv__offload off;
+  cf_world *w;
+  int on_loop_in_work;  /* where work ran (1 = the loop thread: wrong) */
+  int on_loop_in_after; /* where after ran (1 = the loop thread: right) */
+  int idle_in_after;    /* the core counted it until after ran */
+  int after_order;
+  atomic_int worked;
+} job;
+
+static int order;
+
+static void work(isv__offload *o) {
+  job *j = (job *)o;
+  j->on_loop_in_work = isv__on_loop_thread(&j->w->core);
+  uv_sleep(5); /* long enough for the loop to be waiting */
+  atomic_store(&j->worked, 1);
+}
+
+static void after(isv__offload *o) {
+  job *j = (job *)o;
+  j->on_loop_in_after = isv__on_loop_thread(&j->w->core);
+  j->idle_in_after = isv__core_idle(&j->w->core);
+  j->after_order = ++order;
+}
+
+static void work_runs_off_the_loop_and_after_on_it(void **state) {
+  (void)state;
+  cf_world *w = cf_world_new(NULL);
+  job j[8];
+  order = 0;
+  for (int i = 0; i < 8; i++) {
+    j[i] = (job){.w = w};
+    assert_int_equal(isv__offload_run(&w->core, &j[i].off, work, after), 0);
+    assert_int_equal(j[i].after_order, 0); /* never before it returns */
+  }
+  assert_false(isv__core_idle(&w->core));
+  uv_run(&w->loop, UV_RUN_DEFAULT); /* returns only once every continuation ran */
+  assert_true(isv__core_idle(&w->core));
+  for (int i = 0; i < 8; i++) {
+    assert_true(atomic_load(&j[i].worked));
+    assert_false(j[i].on_loop_in_work);
+    assert_true(j[i].on_loop_in_after);
+    assert_false(j[i].idle_in_after); /* still counted while its continuation runs */
+    assert_true(j[i].after_order >= 1 && j[i].after_order <= 8);
+  }
+  cf_world_free(w);
+}
+
+/* With nothing offloaded the async handle does not keep the host's loop alive. */
+static void an_idle_core_does_not_hold_the_loop(void **state) {
+  (void)state;
+  cf_world *w = cf_world_new(NULL);
+  job j = {.w = w};
+  assert_int_equal(isv__offload_run(&w->core, &j.off, work, after), 0);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  assert_int_equal(j.after_order, order);
+  assert_int_equal(uv_run(&w->loop, UV_RUN_NOWAIT), 0); /* nothing left alive */
+  cf_world_free(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(work_runs_off_the_loop_and_after_on_it),
+      cmocka_unit_test(an_idle_core_does_not_hold_the_loop),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
