@@ -20,6 +20,7 @@ NOT_A_MIRROR = {
     "test_server_inproc.c": "lib/server.c and the public API as a host uses it",
     "test_cpp_host.cpp": "include/inferserve.h compiled and linked as C++17",
     "test_cpp_face.cpp": "include/inferserve.hpp, the header-only C++17 face",
+    "test_fail_malloc.c": "every allocation of the library failing in turn, through the API",
 }
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."

@@ -587,7 +587,8 @@ static int on_headers_complete(llhttp_t *p) {
        * body (the binary extension), so the last one lands aligned and is used in place.
        * Large blocks come back from the server's cache already mapped. */
       h->body.data = isv__bigbuf_alloc(h->c->t->bufs, h->body_expected, 1);
-      if (h->body.data == NULL) return fail(h, 413, "request body too large to buffer");
+      if (h->body.data == NULL) /* within the limit: the server's shortage, not the client's */
+        return fail(h, 503, "out of memory for the request body; retry later");
       h->body.cap = h->body_expected;
       h->body_big = 1;
     }
