@@ -253,8 +253,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ex.query_len = strlen(query);
   ex.headers = headers;
   ex.n_headers = nh;
-  ex.body = body_len ? body : NULL;
-  ex.body_len = body_len;
+  /* on the heap, as the transport's: an inference request takes it (isv_request.body) */
+  ex.body = body_len ? malloc(body_len) : NULL;
+  if (ex.body) memcpy(ex.body, body, body_len);
+  ex.body_len = ex.body ? body_len : 0;
   ex.respond = fake_respond;
 
   char *orig = malloc(ex.path_len + 1);
@@ -269,6 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   check(answers == 1, "answered exactly once");
   check(strcmp(ex.path, orig) == 0, "the path is left as it came");
+  free(ex.body); /* the exchange's, unless a request took it (then NULL) */
   free(orig);
   free(target);
   return 0;

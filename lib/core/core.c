@@ -59,8 +59,11 @@ static void pool_gone(void *data) { isv__core_unref(data); }
 
 void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   /* the pool's reference, kept while threads let go may still run an abandoned backend */
+  uv_mutex_lock(&c->mu);
+  int may_hang = c->stuck > 0; /* else the jobs still running are finishing: join them */
+  uv_mutex_unlock(&c->mu);
   atomic_fetch_add(&c->refs, 1);
-  if (isv__pool_stop(&c->pool, pool_gone, c) == 0) atomic_fetch_sub(&c->refs, 1);
+  if (isv__pool_stop(&c->pool, may_hang, pool_gone, c) == 0) atomic_fetch_sub(&c->refs, 1);
   isv__registry_clear(&c->reg); /* a version an abandoned execution holds stays until then */
   uv_mutex_lock(&c->mu);
   c->closed = 1; /* from now on abandoned executions are freed by whoever completes them */

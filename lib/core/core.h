@@ -60,6 +60,7 @@ struct isv__core {
    * reference for the owner, one per abandoned execution, one for worker threads let go. */
   atomic_uint refs;
   void (*free_owner)(isv__core *c); /* frees the memory the core lives in, at the last one */
+  unsigned stuck; /* abandoned executions whose infer has not returned on a worker; under mu */
 };
 
 /* How long running requests, cancelled at the drain deadline, may still take before the close

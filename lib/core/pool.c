@@ -94,10 +94,10 @@ void isv__pool_destroy(isv__pool *p) {
   isv__pool_free(p);
 }
 
-int isv__pool_stop(isv__pool *p, void (*gone)(void *data), void *data) {
+int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *data) {
   if (p->threads == NULL) return 0;
   uv_mutex_lock(&p->mu);
-  int release = p->running > 0 && p->n_threads > 0;
+  int release = may_hang && p->running > 0 && p->n_threads > 0;
   if (release) {
     p->released = 1;
     p->alive = p->n_threads;

@@ -46,12 +46,12 @@ int isv__pool_init(isv__pool *p, unsigned max_threads);
 int isv__pool_submit(isv__pool *p, isv__pool_job *job);
 /* Let the threads finish the jobs queued, then join them. Loop thread. */
 void isv__pool_destroy(isv__pool *p);
-/* Stop the threads, nothing being queued. 0: no job was running, the threads are joined and
- * the pool destroyed. 1: a job still runs (a backend that never returned, abandoned by the
- * server's close): joining would hang, so the threads are detached instead and exit as their
- * jobs return; the last one calls gone(data) as its last touch of the pool, after which
- * isv__pool_free may run (on any thread). Loop thread. */
-int isv__pool_stop(isv__pool *p, void (*gone)(void *data), void *data);
+/* Stop the threads, nothing being queued. 0: the threads are joined (a job still running
+ * finishes first) and the pool destroyed. 1, only when `may_hang` (a backend the server's close
+ * abandoned may never return) and a job still runs: joining could hang, so the threads are
+ * detached instead and exit as their jobs return; the last one calls gone(data) as its last
+ * touch of the pool, after which isv__pool_free may run (on any thread). Loop thread. */
+int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *data);
 /* A released pool's memory, once gone was called. */
 void isv__pool_free(isv__pool *p);
 

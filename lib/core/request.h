@@ -131,6 +131,7 @@ struct isv_request {
    * (scheduler.c). Under core->mu. */
   int abandoned;
   int backend_done; /* abandoned, and its backend has completed it */
+  int stuck;        /* abandoned inside infer on a worker thread (counted in core->stuck) */
 };
 
 /* Whether a backend's call may touch r: not freed (a request in quarantine is dead). */

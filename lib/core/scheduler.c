@@ -453,6 +453,8 @@ static void pool_run(isv__pool_job *job) {
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
   if (x->abandoned) { /* the close gave up on it while it ran */
+    if (x->stuck) c->stuck--;
+    x->stuck = 0;
     int release = (x->completed || rc != 0) && abandoned_backend_done(x);
     uv_mutex_unlock(&c->mu);
     if (release) isv__abandoned_release(x);
@@ -822,6 +824,10 @@ static void abandon_running(isv__core *c) {
     if (!completed) {
       x->abandoned = 1;
       if (x->members) x->free_pending = 1; /* a batch has no owner to let go of it */
+      if (x->in_infer && x->model->cfg->exec_mode == ISV_EXEC_POOL) {
+        x->stuck = 1; /* its worker thread may never come back: the close must not join it */
+        c->stuck++;
+      }
     }
     uv_mutex_unlock(&c->mu);
     if (!completed) abandon(c, x);

@@ -33,8 +33,10 @@ void isv__conn_deadline(isv__conn *c, uint64_t ms) {
   arm(c);
 }
 
-/* Bytes libuv still holds for this connection (past what the kernel took). */
-static size_t queued(const isv__conn *c) { return uv_stream_get_write_queue_size(c->stream); }
+/* Bytes not yet taken by the kernel: libuv's queue and the slices not given to libuv yet. */
+static size_t queued(const isv__conn *c) {
+  return uv_stream_get_write_queue_size(c->stream) + c->held;
+}
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
@@ -92,16 +94,28 @@ void isv__conn_batch_reads(isv__conn *c, size_t must_come) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
+/* A write of more than ISV__WRITE_SLICE is given to libuv one slice per loop turn, the next from
+ * the previous one's callback: a non-blocking write() to loopback keeps copying while the
+ * reader drains, and one 37 MiB write held the host's loop ~31 ms (bench/RESULTS.md, loop
+ * stall). A slice costs ~0.1-0.3 ms. Writes behind a sliced one wait in the connection's queue
+ * (wq_head) so that bytes go out in order. */
+#define ISV__WRITE_SLICE_IOV 64
+
 typedef struct conn_write {
   uv_write_t req;
   isv__conn *c;
   size_t len;
   isv__write_cb cb;
   void *ctx;
+  /* a queued write (sliced, or behind one) */
+  struct conn_write *next;
+  uv_buf_t *pieces; /* the caller's array, copied */
+  uv_buf_t *rest;   /* the pieces not given to libuv yet (in `pieces`) */
+  size_t n_rest;
+  int in_libuv;    /* a slice of it is with libuv (its req in use) */
 } conn_write;
 
-static void on_write(uv_write_t *req, int status) {
-  conn_write *w = (conn_write *)req;
+static void write_done(conn_write *w, int status) {
   isv__conn *c = w->c;
   c->write_pending -= w->len;
   if (c->write_pending == 0 && c->write_check) {
@@ -110,23 +124,113 @@ static void on_write(uv_write_t *req, int status) {
   }
   isv__write_cb cb = w->cb;
   void *ctx = w->ctx;
+  free(w->pieces);
   free(w);
   cb(c, ctx, status);
 }
 
+static void on_write(uv_write_t *req, int status) { write_done((conn_write *)req, status); }
+
+static void on_slice_written(uv_write_t *req, int status);
+
+/* Give libuv the next slice of the queue's head. 0, or libuv's error. */
+static int next_slice(conn_write *w) {
+  isv__conn *c = w->c;
+  uv_buf_t slice[ISV__WRITE_SLICE_IOV];
+  size_t k = 0, bytes = 0;
+  while (w->n_rest && k < ISV__WRITE_SLICE_IOV && bytes < ISV__WRITE_SLICE) {
+    uv_buf_t *b = w->rest;
+    size_t take = b->len < ISV__WRITE_SLICE - bytes ? b->len : ISV__WRITE_SLICE - bytes;
+    slice[k++] = uv_buf_init(b->base, (unsigned)take);
+    bytes += take;
+    b->base += take;
+    b->len -= take;
+    if (b->len == 0) {
+      w->rest++;
+      w->n_rest--;
+    }
+  }
+  int rc = uv_write(&w->req, c->stream, slice, (unsigned)k, on_slice_written);
+  if (rc == 0) {
+    w->in_libuv = 1;
+    c->held -= bytes;
+  }
+  return rc;
+}
+
+/* Every queued write fails (the connection is closing, or libuv refused): callbacks in order.
+ * The queue is taken first: a callback may start new writes. */
+static void fail_queue(isv__conn *c, int status) {
+  conn_write *w = c->wq_head;
+  c->wq_head = c->wq_tail = NULL;
+  while (w) {
+    conn_write *next = w->next;
+    for (size_t i = 0; i < w->n_rest; i++) c->held -= w->rest[i].len;
+    write_done(w, status);
+    w = next;
+  }
+}
+
+/* Give libuv the next slice of the queue's head, or finish the head and go on with the next.
+ * A callback may write more meanwhile: a head whose slice is already with libuv waits. */
+static void pump(isv__conn *c) {
+  while (c->wq_head && !c->wq_head->in_libuv) {
+    conn_write *w = c->wq_head;
+    if (w->n_rest) {
+      int rc = next_slice(w);
+      if (rc != 0) fail_queue(c, rc);
+      return;
+    }
+    c->wq_head = w->next; /* all written */
+    if (c->wq_head == NULL) c->wq_tail = NULL;
+    write_done(w, 0);
+  }
+}
+
+static void on_slice_written(uv_write_t *req, int status) {
+  conn_write *w = (conn_write *)req;
+  isv__conn *c = w->c;
+  w->in_libuv = 0;
+  if (status != 0) {
+    fail_queue(c, status);
+    return;
+  }
+  pump(c);
+}
+
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   if (c->closing) return ISV_ECANCELED;
-  conn_write *w = malloc(sizeof *w);
+  conn_write *w = calloc(1, sizeof *w);
   if (w == NULL) return ISV_ENOMEM;
   w->c = c;
   w->cb = cb;
   w->ctx = ctx;
-  w->len = 0;
   for (size_t i = 0; i < n; i++) w->len += bufs[i].len;
-  int rc = uv_write(&w->req, c->stream, bufs, (unsigned)n, on_write); /* copies bufs */
-  if (rc != 0) {
-    free(w);
-    return ISV_EIO;
+  if (c->wq_head == NULL && w->len <= ISV__WRITE_SLICE) { /* the usual case: straight to libuv */
+    if (uv_write(&w->req, c->stream, bufs, (unsigned)n, on_write) != 0) { /* copies bufs */
+      free(w);
+      return ISV_EIO;
+    }
+  } else {
+    w->pieces = w->rest = malloc((n ? n : 1) * sizeof *w->rest);
+    if (w->rest == NULL) {
+      free(w);
+      return ISV_ENOMEM;
+    }
+    memcpy(w->rest, bufs, n * sizeof *bufs);
+    w->n_rest = n;
+    c->held += w->len;
+    int first = c->wq_head == NULL;
+    if (c->wq_tail) c->wq_tail->next = w;
+    else c->wq_head = w;
+    c->wq_tail = w;
+    if (first && next_slice(w) != 0) {
+      c->wq_head = c->wq_tail = NULL;
+      c->held -= w->len;
+      free(w->pieces);
+      free(w);
+      return ISV_EIO;
+    }
   }
   c->write_pending += w->len;
   c->write_total += w->len;

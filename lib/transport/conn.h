@@ -64,7 +64,10 @@ struct isv__conn {
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
   size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
   size_t write_pending;   /* bytes handed to libuv and not yet written */
-  size_t write_total;     /* bytes ever handed to libuv (modulo SIZE_MAX + 1) */
+  size_t write_total;     /* bytes ever handed to isv__conn_write (modulo SIZE_MAX + 1) */
+  struct conn_write *wq_head, *wq_tail; /* large writes, and those behind them, given to libuv
+                                         * a slice at a time (conn.c) */
+  size_t held;            /* their bytes not yet given to libuv */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
   char sniff[ISV__H2_PREFACE_LEN];
@@ -76,11 +79,14 @@ struct isv__conn {
 /* The engine's deadline: on_deadline runs `ms` from now (0: none). Replaces the previous one. */
 void isv__conn_deadline(isv__conn *c, uint64_t ms);
 
-/* Write bufs in order (the array is copied; the memory stays referenced until cb runs). cb runs
+/* Write bufs in order (the array is copied; the memory stays referenced until cb runs). A large
+ * write is handed to the kernel ISV__WRITE_SLICE bytes per loop turn, so that one response of
+ * any size never holds the loop long (loopback copies while the reader drains). cb runs
  * once, on the loop thread, when the write completed or failed — also when the connection
  * closes meanwhile (status < 0; c is still valid then, closing). 0, or a negative code and cb
  * is NOT called. */
 typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
+#define ISV__WRITE_SLICE ((size_t)1 << 20)
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
 
 /* The engine says whether a request is in progress (idle: between keep-alive requests, or an

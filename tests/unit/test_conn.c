@@ -7,6 +7,8 @@
  * answer (HTTP/1.1 and HTTP/2) until it ends; the drain deadline cuts it off, cancelling it. */
 #include "cmocka_prelude.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "transport_fixture.h"
@@ -348,6 +350,118 @@ static void the_drain_deadline_cuts_streamed_answers_off(void **state) {
   assert_int_equal(tf_h1_responses(c, resps, 8), 0);
 }
 
+/* ---- writes: a large one goes out a slice per loop turn, in order with what follows ---- */
+
+typedef struct wrote {
+  int order[4];
+  int status[4];
+  int n;
+} wrote;
+static wrote wrote_log;
+static void on_wrote(isv__conn *c, void *ctx, int status) {
+  (void)c;
+  wrote_log.order[wrote_log.n] = (int)(intptr_t)ctx;
+  wrote_log.status[wrote_log.n++] = status;
+}
+static int received(tf_world *w, void *arg) {
+  (void)w;
+  tf_client *c = arg;
+  return c->eof || c->in_len >= 5 * ISV__WRITE_SLICE - 100 + 4; /* the big write and "tail" */
+}
+
+static void a_large_write_goes_out_a_slice_per_loop_turn_in_order(void **state) {
+  tf_world *w = *state;
+  tf_client *cl = tf_connect(w);
+  isv__conn *c = w->t.conns;
+  assert_non_null(c);
+  size_t big_len = 5 * ISV__WRITE_SLICE - 100; /* the last slice is short */
+  char *big = malloc(big_len);
+  for (size_t i = 0; i < big_len; i++) big[i] = (char)('a' + i % 23);
+  memset(&wrote_log, 0, sizeof wrote_log);
+  uv_buf_t b[2] = {uv_buf_init(big, (unsigned)(big_len / 3)),
+                   uv_buf_init(big + big_len / 3, (unsigned)(big_len - big_len / 3))};
+  assert_int_equal(isv__conn_write(c, b, 2, on_wrote, (void *)(intptr_t)1), 0);
+  /* libuv has one slice at most; the rest waits in the connection */
+  assert_true(uv_stream_get_write_queue_size(c->stream) <= ISV__WRITE_SLICE);
+  assert_true(c->held >= big_len - ISV__WRITE_SLICE);
+  static char small[] = "tail";
+  uv_buf_t s = uv_buf_init(small, 4);
+  assert_int_equal(isv__conn_write(c, &s, 1, on_wrote, (void *)(intptr_t)2), 0);
+  tf_run_until(w, received, cl);
+  assert_int_equal(cl->in_len, big_len + 4);
+  assert_memory_equal(cl->in, big, big_len); /* whole, in order */
+  assert_memory_equal(cl->in + big_len, "tail", 4);
+  assert_int_equal(wrote_log.n, 2);
+  assert_int_equal(wrote_log.order[0], 1);
+  assert_int_equal(wrote_log.order[1], 2);
+  assert_int_equal(wrote_log.status[0], 0);
+  assert_int_equal(wrote_log.status[1], 0);
+  assert_int_equal(c->held, 0);
+  free(big);
+}
+
+/* A write callback that starts the next large write (HTTP/1.1 answering the next pipelined
+ * request from the previous answer's callback): the new write's first slice is with libuv
+ * already, and must not be given again. */
+static char *chain_big;
+static size_t chain_len;
+static void write_more(isv__conn *c, void *ctx, int status) {
+  on_wrote(c, ctx, status);
+  uv_buf_t b = uv_buf_init(chain_big + chain_len / 2, (unsigned)(chain_len - chain_len / 2));
+  assert_int_equal(isv__conn_write(c, &b, 1, on_wrote, (void *)(intptr_t)2), 0);
+}
+static int received_chain(tf_world *w, void *arg) {
+  (void)w;
+  tf_client *c = arg;
+  return c->eof || c->in_len >= chain_len;
+}
+
+static void a_write_callback_may_start_the_next_large_write(void **state) {
+  tf_world *w = *state;
+  tf_client *cl = tf_connect(w);
+  isv__conn *c = w->t.conns;
+  chain_len = 6 * ISV__WRITE_SLICE;
+  chain_big = malloc(chain_len);
+  for (size_t i = 0; i < chain_len; i++) chain_big[i] = (char)(i * 7 + i / 4096);
+  memset(&wrote_log, 0, sizeof wrote_log);
+  uv_buf_t b = uv_buf_init(chain_big, (unsigned)(chain_len / 2));
+  assert_int_equal(isv__conn_write(c, &b, 1, write_more, (void *)(intptr_t)1), 0);
+  tf_run_until(w, received_chain, cl);
+  assert_int_equal(cl->in_len, chain_len);
+  assert_memory_equal(cl->in, chain_big, chain_len);
+  while (wrote_log.n < 2) uv_run(&w->loop, UV_RUN_ONCE);
+  assert_int_equal(wrote_log.order[0], 1);
+  assert_int_equal(wrote_log.order[1], 2);
+  assert_int_equal(wrote_log.status[1], 0);
+  free(chain_big);
+}
+
+/* A connection closed while a sliced write is under way: each write's callback says so, in
+ * order, once. */
+static void closing_mid_slices_fails_the_queued_writes(void **state) {
+  tf_world *w = *state;
+  tf_client *cl = tf_connect(w);
+  tf_pause_reading(cl, 1);
+  isv__conn *c = w->t.conns;
+  size_t big_len = 8 * ISV__WRITE_SLICE;
+  char *big = calloc(1, big_len);
+  memset(&wrote_log, 0, sizeof wrote_log);
+  uv_buf_t b = uv_buf_init(big, (unsigned)big_len);
+  assert_int_equal(isv__conn_write(c, &b, 1, on_wrote, (void *)(intptr_t)1), 0);
+  static char small[] = "tail";
+  uv_buf_t s = uv_buf_init(small, 4);
+  assert_int_equal(isv__conn_write(c, &s, 1, on_wrote, (void *)(intptr_t)2), 0);
+  for (int i = 0; i < 5; i++) uv_run(&w->loop, UV_RUN_NOWAIT); /* a few slices, then stuck */
+  assert_true(c->held > 0);
+  isv__conn_close(c);
+  for (int i = 0; i < 10 && wrote_log.n < 2; i++) uv_run(&w->loop, UV_RUN_NOWAIT);
+  assert_int_equal(wrote_log.n, 2);
+  assert_int_equal(wrote_log.order[0], 1);
+  assert_int_equal(wrote_log.order[1], 2);
+  assert_true(wrote_log.status[0] < 0 && wrote_log.status[1] < 0);
+  free(big);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
   const struct CMUnitTest tests[] = {
@@ -363,6 +477,9 @@ int main(void) {
       T(max_connections_refuses_one_more),
       T(closing_the_transport_waits_for_a_streamed_answer_to_end),
       T(the_drain_deadline_cuts_streamed_answers_off),
+      T(a_large_write_goes_out_a_slice_per_loop_turn_in_order),
+      T(closing_mid_slices_fails_the_queued_writes),
+      T(a_write_callback_may_start_the_next_large_write),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 /* core/pool.c: no thread before the first job; threads started only as jobs need them, up to
  * the maximum; every job runs once, in FIFO order on a single thread; jobs queued behind busy
- * threads run when those free up; destroy runs what is queued, then joins. */
+ * threads run when those free up; destroy runs what is queued, then joins; stop detaches the
+ * threads instead only when a job may never return. */
 #include "cmocka_prelude.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/pool.h"
@@ -142,11 +144,57 @@ static void destroy_without_jobs_is_fine(void **state) {
   assert_int_equal(p.n_threads, 0);
 }
 
+/* isv__pool_stop: a job that may never return (a backend the close abandoned) gets its threads
+ * detached, and the last one to exit says so; otherwise the threads are joined. */
+static uv_sem_t gone_sem;
+static void on_gone(void *data) {
+  *(int *)data = 1;
+  uv_sem_post(&gone_sem);
+}
+
+static void stop_detaches_only_when_a_job_may_hang(void **state) {
+  (void)state;
+  uv_sem_t gate, started;
+  uv_sem_init(&gate, 0);
+  uv_sem_init(&started, 0);
+  uv_sem_init(&gone_sem, 0);
+  /* may hang, and a job runs: detached, gone after it returns */
+  isv__pool *p = malloc(sizeof *p);
+  assert_int_equal(isv__pool_init(p, 2), 0);
+  tjob stuck = {{NULL, run}, 1, &gate, &started};
+  assert_int_equal(isv__pool_submit(p, &stuck.job), 0);
+  uv_sem_wait(&started);
+  int gone = 0;
+  assert_int_equal(isv__pool_stop(p, 1, on_gone, &gone), 1); /* returns while the job runs */
+  assert_int_equal(atomic_load(&ran), 0);
+  uv_sem_post(&gate); /* the backend comes back, long after */
+  uv_sem_wait(&gone_sem);
+  assert_true(gone);
+  assert_int_equal(atomic_load(&ran), 1);
+  isv__pool_free(p);
+  free(p);
+  /* a job still running but not one that may hang: joined */
+  isv__pool q;
+  assert_int_equal(isv__pool_init(&q, 2), 0);
+  tjob slow = {{NULL, run}, 2, &gate, &started};
+  assert_int_equal(isv__pool_submit(&q, &slow.job), 0);
+  uv_sem_wait(&started);
+  uv_sem_post(&gate);
+  gone = 0;
+  assert_int_equal(isv__pool_stop(&q, 0, on_gone, &gone), 0);
+  assert_int_equal(atomic_load(&ran), 2); /* finished before stop returned */
+  assert_false(gone);
+  uv_sem_destroy(&gate);
+  uv_sem_destroy(&started);
+  uv_sem_destroy(&gone_sem);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(one_thread_runs_jobs_in_order, setup, teardown),
       cmocka_unit_test_setup_teardown(threads_start_only_as_jobs_need_them, setup, teardown),
       cmocka_unit_test_setup_teardown(destroy_without_jobs_is_fine, setup, teardown),
+      cmocka_unit_test_setup_teardown(stop_detaches_only_when_a_job_may_hang, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
