@@ -1,6 +1,7 @@
 #include "core/offload.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "inferserve.h"
 
@@ -31,6 +32,23 @@ int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *)
     return ISV_ENOMEM;
   }
   return 0;
+}
+
+typedef struct free_later {
+  isv__offload off;
+  void *p;
+} free_later;
+
+static void free_work(isv__offload *o) { free(((free_later *)o)->p); }
+static void free_after(isv__offload *o) { free(o); }
+
+void isv__offload_free(isv__core *c, void *p) {
+  free_later *f = malloc(sizeof *f);
+  if (f) f->p = p;
+  if (f == NULL || isv__offload_run(c, &f->off, free_work, free_after) != 0) {
+    free(f);
+    free(p);
+  }
 }
 
 void isv__offload_drain(isv__core *c) {

@@ -35,6 +35,12 @@ struct isv__offload {
 int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *),
                      void (*after)(isv__offload *));
 
+/* Free p (malloc'd) on a worker thread: unmapping tens of MB of small pages (a large JSON
+ * response once written) takes ~10 ms. At once, here, when it cannot be offloaded. Loop
+ * thread. */
+#define ISV__FREE_LATER_MIN_BYTES ((size_t)1 << 20)
+void isv__offload_free(isv__core *c, void *p);
+
 /* The async handle's part: run the continuations of the offloads that finished (scheduler.c's
  * isv__core_drain_completions calls it). Loop thread. */
 void isv__offload_drain(isv__core *c);

@@ -7,8 +7,37 @@
 
 #include "codec/json_writer.h"
 #include "codec/utf8.h"
+#include "core/offload.h"
 
 static void release_buf(void *p) { free(p); }
+
+/* A large body's memory, freed off the loop once written. */
+typedef struct large_body {
+  isv__core *core;
+  char *data;
+} large_body;
+
+static void release_large(void *p) {
+  large_body *l = p;
+  isv__offload_free(l->core, l->data);
+  free(l);
+}
+
+int isv__reply_json_large(isv__core *c, isv__exchange *ex, int status, isv__buf *b) {
+  large_body *l = b->failed || b->len < ISV__FREE_LATER_MIN_BYTES ? NULL : malloc(sizeof *l);
+  if (l == NULL) return isv__reply_json(ex, status, b);
+  size_t len;
+  l->core = c;
+  l->data = isv__buf_release(b, &len);
+  uv_buf_t part = uv_buf_init(l->data, (unsigned)len);
+  isv__response r = {.status = status,
+                     .content_type = "application/json",
+                     .parts = &part,
+                     .n_parts = 1,
+                     .release = release_large,
+                     .release_ctx = l};
+  return isv__exchange_respond(ex, &r);
+}
 
 int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
   if (b->failed) { /* from static memory: the heap just failed */

@@ -5,10 +5,14 @@
 #include "protocol/layer.h"
 
 #include "codec/buf.h"
+#include "core/core.h"
 #include "transport/exchange.h"
 
 /* Send b's bytes as application/json; takes b's memory (also on failure). */
 int isv__reply_json(isv__exchange *ex, int status, isv__buf *b);
+/* The same, for a body that may be large: one of ISV__FREE_LATER_MIN_BYTES or more is freed on
+ * c's worker pool once written, not on the loop (isv__offload_free). */
+int isv__reply_json_large(isv__core *c, isv__exchange *ex, int status, isv__buf *b);
 /* {"error": message} with the HTTP status mapped from the ISV_E* code. The message may
  * contain client bytes: invalid UTF-8 is replaced, the rest escaped. */
 int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...)

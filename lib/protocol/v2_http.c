@@ -134,8 +134,9 @@ static void reply_encoded(encoded *e) {
   }
   if (status != 0 || e->n_bin == 0 || b.failed) {
     /* JSON copies every value out of the request, so it is freed before the write. */
+    isv__core *c = r->core;
     isv_request_free(r);
-    isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
+    isv__reply_json_large(c, ex, status == 0 ? 200 : isv_err_http_status(status), &b);
     return;
   }
   size_t json_len, n_bin = e->n_bin;
