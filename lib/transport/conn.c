@@ -17,6 +17,10 @@ static void on_timer(uv_timer_t *h);
 /* Arm the timer for the earlier of the deadline and the watchdog (or stop it). */
 static void arm(isv__conn *c) {
   if (c->closing) return;
+  if (c->resume) { /* the next loop turn */
+    uv_timer_start(&c->timer, on_timer, 0, 0);
+    return;
+  }
   uint64_t at = c->deadline;
   if (c->watchdog && (at == 0 || c->watchdog < at)) at = c->watchdog;
   if (c->write_check && (at == 0 || c->write_check < at)) at = c->write_check;
@@ -40,6 +44,11 @@ static size_t queued(const isv__conn *c) {
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
+  if (c->resume) { /* a slice was read last turn: go on */
+    c->resume = 0;
+    isv__conn_read_start(c);
+    if (c->closing) return;
+  }
   uint64_t now = uv_now(c->t->loop);
   if (c->write_check && c->write_check <= now) {
     /* Progress is what the kernel took, not a shorter queue: a stream's pieces keep joining the
@@ -275,9 +284,11 @@ int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got)
 void isv__conn_read_stop(isv__conn *c) {
   if (c->reading) uv_read_stop(c->stream);
   c->reading = 0;
+  c->resume = 0; /* the engine's stop wins over a pause */
 }
 
 void isv__conn_read_start(isv__conn *c) {
+  c->resume = 0;
   if (c->reading || c->closing) return;
   if (uv_read_start(c->stream, on_alloc, on_read) == 0) c->reading = 1;
   else isv__conn_close(c);
@@ -289,6 +300,7 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   buf->base = NULL;
   if (c->proto && c->proto->read_buf) c->proto->read_buf(c, buf);
   if (buf->base == NULL) *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
+  else if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
 }
 
 /* The first bytes choose the engine: the HTTP/2 preface is 24 bytes and may arrive split, so a
@@ -323,8 +335,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     return;
   }
+  /* a full slice read in place: more is likely waiting, but the loop is the host's */
+  int full = buf->base != c->t->rbuf && (size_t)nread >= ISV__READ_SLICE;
   if (c->proto == NULL) sniff(c, buf->base, (size_t)nread);
   else c->proto->on_read(c, buf->base, (size_t)nread);
+  if (full && c->reading && !c->closing) {
+    uv_read_stop(c->stream); /* ends libuv's read loop for this turn */
+    c->reading = 0;
+    c->resume = 1;
+    arm(c);
+  }
 }
 
 /* ---- life --------------------------------------------------------------------------------- */

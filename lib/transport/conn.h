@@ -68,6 +68,8 @@ struct isv__conn {
   struct conn_write *wq_head, *wq_tail; /* large writes, and those behind them, given to libuv
                                          * a slice at a time (conn.c) */
   size_t held;            /* their bytes not yet given to libuv */
+  int resume;             /* reading paused for the rest of this loop turn (conn.c: a body read
+                           * in place a slice at a time); the timer restarts it */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
   char sniff[ISV__H2_PREFACE_LEN];
@@ -87,6 +89,10 @@ void isv__conn_deadline(isv__conn *c, uint64_t ms);
  * is NOT called. */
 typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
 #define ISV__WRITE_SLICE ((size_t)1 << 20)
+/* A body read in place (the engine's read_buf) is read at most this much per read(), and
+ * reading pauses until the next loop turn after a full one: a read() from loopback keeps
+ * copying — and faulting in fresh pages — while the sender fills the socket. */
+#define ISV__READ_SLICE ((size_t)1 << 20)
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
 
 /* The engine says whether a request is in progress (idle: between keep-alive requests, or an

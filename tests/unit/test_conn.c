@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "transport_fixture.h"
 
@@ -436,6 +437,50 @@ static void a_write_callback_may_start_the_next_large_write(void **state) {
   free(chain_big);
 }
 
+/* ---- reads: a body read in place, a slice per loop turn ---- */
+
+/* Runs after each turn's I/O: whether reading was paused there, until the next turn. */
+static int pauses_seen;
+static void look_for_pause(uv_check_t *h) {
+  tf_world *w = h->data;
+  if (w->t.conns && w->t.conns->resume) pauses_seen++;
+}
+
+static int body_recorded(tf_world *w, void *arg) {
+  (void)arg;
+  return w->n_recs > 0;
+}
+
+static void a_large_body_is_read_a_slice_per_loop_turn(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_body_bytes = 8u << 20;
+  w->t.limits.max_receiving = 8u << 20;
+  tf_client *cl = tf_connect(w);
+  /* a socket that holds more than a slice (loopback TCP does; a socketpair's default does not:
+   * raising it past wmem_max needs CAP_NET_ADMIN, without which only delivery is checked) */
+  int big = 8 << 20, can_pause = setsockopt(cl->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big,
+                                            sizeof big) == 0;
+  size_t n = 6 * ISV__READ_SLICE + 123;
+  char *body = malloc(n);
+  for (size_t i = 0; i < n; i++) body[i] = (char)(i % 251);
+  char head[160];
+  int hl = snprintf(head, sizeof head,
+                    "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
+  tf_write(cl, head, (size_t)hl);
+  tf_write(cl, body, n);
+  static uv_check_t check; /* outlives this function until its close completes */
+  uv_check_init(&w->loop, &check);
+  check.data = w;
+  pauses_seen = 0;
+  uv_check_start(&check, look_for_pause);
+  tf_run_until(w, body_recorded, NULL);
+  uv_close((uv_handle_t *)&check, NULL);
+  if (can_pause) assert_true(pauses_seen >= 5); /* after each full slice */
+  assert_int_equal(w->recs[0].body_len, n);
+  assert_int_equal(w->recs[0].body_hash, tf_hash(body, n)); /* whole, in order */
+  free(body);
+}
+
 /* A connection closed while a sliced write is under way: each write's callback says so, in
  * order, once. */
 static void closing_mid_slices_fails_the_queued_writes(void **state) {
@@ -480,6 +525,7 @@ int main(void) {
       T(a_large_write_goes_out_a_slice_per_loop_turn_in_order),
       T(closing_mid_slices_fails_the_queued_writes),
       T(a_write_callback_may_start_the_next_large_write),
+      T(a_large_body_is_read_a_slice_per_loop_turn),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
