@@ -11,6 +11,22 @@
 
 static void release_buf(void *p) { free(p); }
 
+/* One application/json answer of `len` bytes at data, released by release(ctx) once written. */
+static int respond_json(isv__exchange *ex, int status, char *data, size_t len,
+                        void (*release)(void *), void *ctx, const isv__header *extra,
+                        size_t n_extra) {
+  uv_buf_t part = uv_buf_init(data, (unsigned)len);
+  isv__response r = {.status = status,
+                     .content_type = "application/json",
+                     .headers = extra,
+                     .n_headers = n_extra,
+                     .parts = &part,
+                     .n_parts = 1,
+                     .release = release,
+                     .release_ctx = ctx};
+  return isv__exchange_respond(ex, &r);
+}
+
 /* A large body's memory, freed off the loop once written. */
 typedef struct large_body {
   isv__core *core;
@@ -29,35 +45,18 @@ int isv__reply_json_large(isv__core *c, isv__exchange *ex, int status, isv__buf 
   size_t len;
   l->core = c;
   l->data = isv__buf_release(b, &len);
-  uv_buf_t part = uv_buf_init(l->data, (unsigned)len);
-  isv__response r = {.status = status,
-                     .content_type = "application/json",
-                     .parts = &part,
-                     .n_parts = 1,
-                     .release = release_large,
-                     .release_ctx = l};
-  return isv__exchange_respond(ex, &r);
+  return respond_json(ex, status, l->data, len, release_large, l, NULL, 0);
 }
 
 int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
   if (b->failed) { /* from static memory: the heap just failed */
     static const char oom[] = "{\"error\":\"out of memory\"}";
     isv__buf_free(b);
-    uv_buf_t part = uv_buf_init((char *)oom, sizeof oom - 1);
-    isv__response r = {.status = 500, .content_type = "application/json", .parts = &part,
-                       .n_parts = 1};
-    return isv__exchange_respond(ex, &r);
+    return respond_json(ex, 500, (char *)oom, sizeof oom - 1, NULL, NULL, NULL, 0);
   }
   size_t len;
   char *data = isv__buf_release(b, &len);
-  uv_buf_t part = uv_buf_init(data, (unsigned)len);
-  isv__response r = {.status = status,
-                     .content_type = "application/json",
-                     .parts = &part,
-                     .n_parts = 1,
-                     .release = release_buf,
-                     .release_ctx = data};
-  return isv__exchange_respond(ex, &r);
+  return respond_json(ex, status, data, len, release_buf, data, NULL, 0);
 }
 
 void isv__json_error_body(isv__buf *b, const char *msg) {
@@ -86,16 +85,7 @@ int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
   if (b.failed) return isv__reply_json(ex, 500, &b); /* answers out of memory */
   size_t len;
   char *data = isv__buf_release(&b, &len);
-  uv_buf_t part = uv_buf_init(data, (unsigned)len);
-  isv__response r = {.status = http_status,
-                     .content_type = "application/json",
-                     .headers = extra,
-                     .n_headers = n_extra,
-                     .parts = &part,
-                     .n_parts = 1,
-                     .release = release_buf,
-                     .release_ctx = data};
-  return isv__exchange_respond(ex, &r);
+  return respond_json(ex, http_status, data, len, release_buf, data, extra, n_extra);
 }
 
 int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...) {
