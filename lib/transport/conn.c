@@ -13,11 +13,12 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 /* ---- time --------------------------------------------------------------------------------- */
 
 static void on_timer(uv_timer_t *h);
+static void pump(isv__conn *c);
 
 /* Arm the timer for the earlier of the deadline and the watchdog (or stop it). */
 static void arm(isv__conn *c) {
   if (c->closing) return;
-  if (c->resume) { /* the next loop turn */
+  if (c->resume || c->pump_due) { /* the next loop turn */
     uv_timer_start(&c->timer, on_timer, 0, 0);
     return;
   }
@@ -44,6 +45,11 @@ static size_t queued(const isv__conn *c) {
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
+  if (c->pump_due) { /* a slice was written last turn: the next */
+    c->pump_due = 0;
+    pump(c);
+    if (c->closing) return;
+  }
   if (c->resume) { /* a slice was read last turn: go on */
     c->resume = 0;
     isv__conn_read_start(c);
@@ -196,15 +202,19 @@ static void pump(isv__conn *c) {
   }
 }
 
+/* The next slice waits for the next loop turn (the timer): given to libuv from here, it would be
+ * written at once, complete, and have its callback run in the same turn — libuv runs pending
+ * callbacks until none is left — so a fast reader would take the whole response in one turn. */
 static void on_slice_written(uv_write_t *req, int status) {
   conn_write *w = (conn_write *)req;
   isv__conn *c = w->c;
   w->in_libuv = 0;
-  if (status != 0) {
-    fail_queue(c, status);
+  if (status != 0 || c->closing) {
+    fail_queue(c, status ? status : UV_ECANCELED);
     return;
   }
-  pump(c);
+  c->pump_due = 1;
+  arm(c);
 }
 
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
@@ -365,6 +375,7 @@ static void on_timer_closed(uv_handle_t *h) { handle_gone(h->data); }
 
 static void on_stream_closed(uv_handle_t *h) {
   isv__conn *c = h->data;
+  fail_queue(c, UV_ECANCELED); /* writes waiting for their turn when the connection closed */
   if (c->adopted) {
     h->data = c->adopted_data; /* the host's again */
     if (c->adopted_closed) c->adopted_closed(h);

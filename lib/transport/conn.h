@@ -68,6 +68,7 @@ struct isv__conn {
   struct conn_write *wq_head, *wq_tail; /* large writes, and those behind them, given to libuv
                                          * a slice at a time (conn.c) */
   size_t held;            /* their bytes not yet given to libuv */
+  int pump_due;           /* a slice went out: the next goes next loop turn (the timer) */
   int resume;             /* reading paused for the rest of this loop turn (conn.c: a body read
                            * in place a slice at a time); the timer restarts it */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
