@@ -129,6 +129,12 @@ void isv__core_cancel(isv_request *r);
 int isv__on_loop_thread(const isv__core *c);
 /* Nothing in flight: no request, no offloaded work (what the close waits for). */
 static inline int isv__core_idle(const isv__core *c) { return c->inflight == 0 && c->offloads == 0; }
+/* After inflight or offloads changed: the async handle keeps the host's loop alive exactly
+ * while something is in flight (uv_ref and uv_unref are flags, not counts). */
+static inline void isv__core_hold_loop(isv__core *c) {
+  if (isv__core_idle(c)) uv_unref((uv_handle_t *)&c->async);
+  else uv_ref((uv_handle_t *)&c->async);
+}
 /* The async handle's callback: finish the requests completed from other threads
  * (scheduler.c). */
 void isv__core_drain_completions(uv_async_t *h);

@@ -26,9 +26,11 @@ int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *)
   o->work = work;
   o->after = after;
   o->job.run = run_job;
-  if (c->offloads++ == 0 && c->inflight == 0) uv_ref((uv_handle_t *)&c->async);
+  c->offloads++;
+  isv__core_hold_loop(c);
   if (isv__pool_submit(&c->pool, &o->job) != 0) {
-    if (--c->offloads == 0 && c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+    c->offloads--;
+    isv__core_hold_loop(c);
     return ISV_ENOMEM;
   }
   return 0;
@@ -59,7 +61,8 @@ void isv__offload_drain(isv__core *c) {
   while (o) {
     isv__offload *next = o->next;
     o->after(o); /* may submit a request: counted before this one stops counting */
-    if (--c->offloads == 0 && c->inflight == 0) uv_unref((uv_handle_t *)&c->async);
+    c->offloads--;
+    isv__core_hold_loop(c);
     if (isv__core_idle(c) && c->closing && c->on_idle) c->on_idle(c);
     o = next;
   }

@@ -318,7 +318,8 @@ static void finish_request(isv_request *r) {
                   r->model->version, r->errmsg);
   if (r->counted) {
     record(r);
-    if (--c->inflight == 0 && c->offloads == 0) uv_unref((uv_handle_t *)&c->async);
+    c->inflight--;
+    isv__core_hold_loop(c);
   }
   r->finished = 1;
   r->done(r, r->status, r->done_data); /* may free r */
@@ -382,6 +383,18 @@ static int abandoned_backend_done(isv_request *x) {
   return x->free_pending && x->children == 0;
 }
 
+/* Under core->mu, which it releases: the backend's infer returned rc for x, an execution the
+ * close abandoned while it ran. A nonzero rc without completing completes it (its answer went
+ * out already: only its memory waits). */
+static void abandoned_infer_returned(isv_request *x, int rc) {
+  isv__core *c = x->core;
+  if (x->stuck) c->stuck--; /* its worker thread is back */
+  x->stuck = 0;
+  int release = (x->completed || rc != 0) && abandoned_backend_done(x);
+  uv_mutex_unlock(&c->mu);
+  if (release) isv__abandoned_release(x);
+}
+
 /* Under core->mu: x completed off the loop thread; the loop will finish it. */
 static void post_done(isv__core *c, isv_request *x) {
   x->qnext = NULL;
@@ -428,9 +441,7 @@ static void after_infer(isv_request *x, int rc) {
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
   if (x->abandoned) {
-    int release = (x->completed || rc != 0) && abandoned_backend_done(x);
-    uv_mutex_unlock(&c->mu);
-    if (release) isv__abandoned_release(x);
+    abandoned_infer_returned(x, rc);
     return;
   }
   int done = x->completed;
@@ -453,11 +464,7 @@ static void pool_run(isv__pool_job *job) {
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
   if (x->abandoned) { /* the close gave up on it while it ran */
-    if (x->stuck) c->stuck--;
-    x->stuck = 0;
-    int release = (x->completed || rc != 0) && abandoned_backend_done(x);
-    uv_mutex_unlock(&c->mu);
-    if (release) isv__abandoned_release(x);
+    abandoned_infer_returned(x, rc);
     return;
   }
   if (!x->completed && rc != 0) {
@@ -689,7 +696,8 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
     return;
   }
   /* While requests are in flight, the async handle keeps the loop alive for their completions. */
-  if (c->inflight++ == 0 && c->offloads == 0) uv_ref((uv_handle_t *)&c->async);
+  c->inflight++;
+  isv__core_hold_loop(c);
   r->counted = 1;
   isv_model *m = r->model;
   m->stats.inflight++;
