@@ -18,7 +18,7 @@ static void pump(isv__conn *c);
 /* Arm the timer for the earlier of the deadline and the watchdog (or stop it). */
 static void arm(isv__conn *c) {
   if (c->closing) return;
-  if (c->resume || c->pump_due) { /* the next loop turn */
+  if (c->pump_due) { /* the next loop turn */
     uv_timer_start(&c->timer, on_timer, 0, 0);
     return;
   }
@@ -47,12 +47,8 @@ static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
   if (c->pump_due) { /* a slice was written last turn: the next */
     c->pump_due = 0;
+    c->write_burst_ns = uv_hrtime();
     pump(c);
-    if (c->closing) return;
-  }
-  if (c->resume) { /* a slice was read last turn: go on */
-    c->resume = 0;
-    isv__conn_read_start(c);
     if (c->closing) return;
   }
   uint64_t now = uv_now(c->t->loop);
@@ -109,11 +105,12 @@ void isv__conn_batch_reads(isv__conn *c, size_t must_come) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* A write of more than ISV__WRITE_SLICE is given to libuv one slice per loop turn, the next from
- * the previous one's callback: a non-blocking write() to loopback keeps copying while the
- * reader drains, and one 37 MiB write held the host's loop ~31 ms (bench/RESULTS.md, loop
- * stall). A slice costs ~0.1-0.3 ms. Writes behind a sliced one wait in the connection's queue
- * (wq_head) so that bytes go out in order. */
+/* A write of more than ISV__WRITE_SLICE is given to libuv a slice at a time, the next from the
+ * previous one's callback while the connection's budget for this loop turn lasts, else from its
+ * timer next turn (conn.h): a non-blocking write() to loopback keeps copying while the reader
+ * drains, and one 37 MiB write held the host's loop ~31 ms (bench/RESULTS.md, loop stall).
+ * Writes behind a sliced one wait in the connection's queue (wq_head) so that bytes go out in
+ * order. */
 #define ISV__WRITE_SLICE_IOV 64
 
 typedef struct conn_write {
@@ -202,15 +199,19 @@ static void pump(isv__conn *c) {
   }
 }
 
-/* The next slice waits for the next loop turn (the timer): given to libuv from here, it would be
- * written at once, complete, and have its callback run in the same turn — libuv runs pending
- * callbacks until none is left — so a fast reader would take the whole response in one turn. */
+/* The next slice goes out from here while this turn's budget lasts: libuv then writes it at once
+ * and runs its callback in the same turn. Past the budget it waits for the timer — without the
+ * check, a fast reader would take the whole response in one turn. */
 static void on_slice_written(uv_write_t *req, int status) {
   conn_write *w = (conn_write *)req;
   isv__conn *c = w->c;
   w->in_libuv = 0;
   if (status != 0 || c->closing) {
     fail_queue(c, status ? status : UV_ECANCELED);
+    return;
+  }
+  if (uv_hrtime() - c->write_burst_ns < c->t->slice_budget_ns) {
+    pump(c);
     return;
   }
   c->pump_due = 1;
@@ -240,6 +241,7 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
     w->n_rest = n;
     c->held += w->len;
     int first = c->wq_head == NULL;
+    if (first) c->write_burst_ns = uv_hrtime();
     if (c->wq_tail) c->wq_tail->next = w;
     else c->wq_head = w;
     c->wq_tail = w;
@@ -294,23 +296,37 @@ int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got)
 void isv__conn_read_stop(isv__conn *c) {
   if (c->reading) uv_read_stop(c->stream);
   c->reading = 0;
-  c->resume = 0; /* the engine's stop wins over a pause */
 }
 
 void isv__conn_read_start(isv__conn *c) {
-  c->resume = 0;
   if (c->reading || c->closing) return;
+  c->read_burst_ns = 0;
   if (uv_read_start(c->stream, on_alloc, on_read) == 0) c->reading = 1;
   else isv__conn_close(c);
 }
 
+/* A body read in place goes a slice per read while the connection's budget for this loop turn
+ * lasts (conn.h). Past it, an empty buffer: libuv ends its read loop with UV_ENOBUFS, leaves
+ * the socket watched, and the next turn's poll finds it readable again. */
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   (void)hint;
   isv__conn *c = h->data;
   buf->base = NULL;
   if (c->proto && c->proto->read_buf) c->proto->read_buf(c, buf);
-  if (buf->base == NULL) *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
-  else if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
+  if (buf->base == NULL) {
+    *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
+    return;
+  }
+  if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
+  uint64_t now = uv_hrtime();
+  if (c->read_burst_ns == 0) {
+    c->read_burst_ns = now;
+  } else if (now - c->read_burst_ns >= c->t->slice_budget_ns) {
+    c->read_burst_ns = 0; /* the next read is next turn's first */
+    c->read_yield = 1;
+    c->read_yields++;
+    *buf = uv_buf_init(NULL, 0);
+  }
 }
 
 /* The first bytes choose the engine: the HTTP/2 preface is 24 bytes and may arrive split, so a
@@ -331,6 +347,10 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   isv__conn *c = s->data;
+  if (nread == UV_ENOBUFS && c->read_yield) { /* on_alloc's: until the next turn */
+    c->read_yield = 0;
+    return;
+  }
   if (nread == 0 || c->closing) return;
   if (c->lingering) { /* the answer is out: what the client still sends is dropped */
     if (nread < 0 || (c->linger_bytes += (size_t)nread) > ISV__LINGER_BYTES) isv__conn_close(c);
@@ -345,16 +365,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     return;
   }
-  /* a full slice read in place: more is likely waiting, but the loop is the host's */
-  int full = buf->base != c->t->rbuf && (size_t)nread >= ISV__READ_SLICE;
+  if (buf->base == c->t->rbuf || (size_t)nread < buf->len)
+    c->read_burst_ns = 0; /* the socket is drained: the next read starts a burst */
   if (c->proto == NULL) sniff(c, buf->base, (size_t)nread);
   else c->proto->on_read(c, buf->base, (size_t)nread);
-  if (full && c->reading && !c->closing) {
-    uv_read_stop(c->stream); /* ends libuv's read loop for this turn */
-    c->reading = 0;
-    c->resume = 1;
-    arm(c);
-  }
 }
 
 /* ---- life --------------------------------------------------------------------------------- */

@@ -69,8 +69,10 @@ struct isv__conn {
                                          * a slice at a time (conn.c) */
   size_t held;            /* their bytes not yet given to libuv */
   int pump_due;           /* a slice went out: the next goes next loop turn (the timer) */
-  int resume;             /* reading paused for the rest of this loop turn (conn.c: a body read
-                           * in place a slice at a time); the timer restarts it */
+  uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
+  uint64_t read_burst_ns;  /* ... when this turn's first in-place read began; 0: none */
+  int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
+  unsigned read_yields;    /* how many times (what tests look at) */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
   char sniff[ISV__H2_PREFACE_LEN];
@@ -83,17 +85,24 @@ struct isv__conn {
 void isv__conn_deadline(isv__conn *c, uint64_t ms);
 
 /* Write bufs in order (the array is copied; the memory stays referenced until cb runs). A large
- * write is handed to the kernel ISV__WRITE_SLICE bytes per loop turn, so that one response of
- * any size never holds the loop long (loopback copies while the reader drains). cb runs
- * once, on the loop thread, when the write completed or failed — also when the connection
- * closes meanwhile (status < 0; c is still valid then, closing). 0, or a negative code and cb
- * is NOT called. */
+ * write is handed to the kernel ISV__WRITE_SLICE bytes at a time, and a connection goes on with
+ * its next slice in the same loop turn only while its slices of this turn took less than
+ * ISV__SLICE_BUDGET_NS (then from the connection's timer, next turn): one response of any size
+ * never holds the host's loop much longer than the budget (loopback copies while the reader
+ * drains, ~1 ms per MiB on a small VM), and a fast reader still gets several slices per turn.
+ * cb runs once, on the loop thread, when the write completed or failed — also when the
+ * connection closes meanwhile (status < 0; c is still valid then, closing). 0, or a negative
+ * code and cb is NOT called. */
 typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
-#define ISV__WRITE_SLICE ((size_t)1 << 20)
-/* A body read in place (the engine's read_buf) is read at most this much per read(), and
- * reading pauses until the next loop turn after a full one: a read() from loopback keeps
- * copying — and faulting in fresh pages — while the sender fills the socket. */
-#define ISV__READ_SLICE ((size_t)1 << 20)
+#define ISV__WRITE_SLICE ((size_t)256 << 10)
+/* A body read in place (the engine's read_buf) is read at most this much per read(), under the
+ * same budget: once the connection's reads of this turn took ISV__SLICE_BUDGET_NS, the rest waits
+ * for the next loop turn — a read() from loopback keeps copying while the sender fills the
+ * socket. */
+#define ISV__READ_SLICE ((size_t)256 << 10)
+/* Per connection, per direction, per loop turn (uv_hrtime ns; the transport's slice_budget_ns).
+ * A turn's worst is about the budget plus one slice. */
+#define ISV__SLICE_BUDGET_NS ((uint64_t)400 * 1000)
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
 
 /* The engine says whether a request is in progress (idle: between keep-alive requests, or an

@@ -11,6 +11,7 @@ void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transpor
   t->loop = loop;
   t->limits = *limits;
   t->h = *h;
+  t->slice_budget_ns = ISV__SLICE_BUDGET_NS;
 }
 
 static void on_drain_closed(uv_handle_t *h);

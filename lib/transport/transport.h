@@ -30,6 +30,13 @@ typedef struct isv__transport_limits {
 } isv__transport_limits;
 typedef struct isv__conn isv__conn;
 
+/* Work the transport moves off the loop thread (http1.c: faulting in a fresh body block). */
+typedef struct isv__transport_job isv__transport_job;
+struct isv__transport_job {
+  void (*work)(isv__transport_job *j); /* on a worker thread: touches nothing of the loop's */
+  void (*done)(isv__transport_job *j); /* then on the loop thread, never before offload returns */
+};
+
 /* Where the transport hands its work, all on the loop thread: */
 typedef struct isv__transport_handler {
   void *app;
@@ -45,6 +52,9 @@ typedef struct isv__transport_handler {
   void (*log)(void *app, int level, const char *msg);
   /* One request answered (an access log); NULL: none, and nothing is measured for it. */
   void (*access)(void *app, const isv_access_entry *e);
+  /* Run j->work on a worker thread, then j->done here. 0, or nonzero when it cannot (nothing
+   * ran: the caller does without). NULL: there are no worker threads. */
+  int (*offload)(void *app, isv__transport_job *j);
 } isv__transport_handler;
 
 #define ISV__MAX_LISTENERS 16
@@ -61,6 +71,7 @@ struct isv__transport {
   isv__transport_limits limits;
   isv__transport_handler h;
   isv__bigbuf_cache *bufs; /* large bodies and messages; may be NULL */
+  uint64_t slice_budget_ns; /* ISV__SLICE_BUDGET_NS (conn.h); tests set 0: a slice per turn */
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;
   isv__conn *conns; /* doubly linked */

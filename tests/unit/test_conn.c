@@ -351,7 +351,9 @@ static void the_drain_deadline_cuts_streamed_answers_off(void **state) {
   assert_int_equal(tf_h1_responses(c, resps, 8), 0);
 }
 
-/* ---- writes: a large one goes out a slice per loop turn, in order with what follows ---- */
+/* ---- writes: a large one goes out in slices, in order with what follows ----
+ * The tests set the transport's slice budget to 0 (a slice per loop turn) or to a minute (all
+ * in one turn): the rule, not the clock, is what they check. */
 
 typedef struct wrote {
   int order[4];
@@ -378,20 +380,23 @@ static void look_at_held(uv_check_t *h) {
   last_held = c->held;
 }
 
-static void a_large_write_goes_out_a_slice_per_loop_turn_in_order(void **state) {
-  tf_world *w = *state;
+/* Writes a large buffer (in two pieces) and "tail" behind it under the given slice budget;
+ * checks that both arrive whole and in order. Returns the most bytes libuv was given in one
+ * loop turn; *roomy: the socket could take more than a slice at once (root: past wmem_max, as
+ * loopback TCP does) — else that figure says nothing. */
+static size_t write_large_then_tail(tf_world *w, uint64_t budget_ns, int *roomy) {
   tf_client *cl = tf_connect(w);
   isv__conn *c = w->t.conns;
   assert_non_null(c);
-  /* a socket that takes more than a slice at once (root: past wmem_max), as loopback TCP does */
   uv_os_fd_t fd;
-  int big_buf = 16 << 20, roomy = uv_fileno((uv_handle_t *)c->stream, &fd) == 0 &&
-                                  setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big_buf,
-                                             sizeof big_buf) == 0;
+  int big_buf = 16 << 20;
+  *roomy = uv_fileno((uv_handle_t *)c->stream, &fd) == 0 &&
+           setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big_buf, sizeof big_buf) == 0;
   static uv_check_t check; /* outlives this function until its close completes */
   uv_check_init(&w->loop, &check);
   check.data = c;
   most_per_turn = 0;
+  w->t.slice_budget_ns = budget_ns;
   size_t big_len = 5 * ISV__WRITE_SLICE - 100; /* the last slice is short */
   char *big = malloc(big_len);
   for (size_t i = 0; i < big_len; i++) big[i] = (char)('a' + i % 23);
@@ -409,7 +414,6 @@ static void a_large_write_goes_out_a_slice_per_loop_turn_in_order(void **state) 
   uv_check_start(&check, look_at_held);
   tf_run_until(w, received, cl);
   uv_close((uv_handle_t *)&check, NULL);
-  if (roomy) assert_true(most_per_turn <= ISV__WRITE_SLICE); /* one slice per loop turn */
   assert_int_equal(cl->in_len, big_len + 4);
   assert_memory_equal(cl->in, big, big_len); /* whole, in order */
   assert_memory_equal(cl->in + big_len, "tail", 4);
@@ -420,6 +424,21 @@ static void a_large_write_goes_out_a_slice_per_loop_turn_in_order(void **state) 
   assert_int_equal(wrote_log.status[1], 0);
   assert_int_equal(c->held, 0);
   free(big);
+  return most_per_turn;
+}
+
+static void a_large_write_goes_out_a_slice_per_loop_turn_with_no_budget(void **state) {
+  int roomy;
+  size_t most = write_large_then_tail(*state, 0, &roomy);
+  if (roomy) assert_true(most <= ISV__WRITE_SLICE);
+}
+
+/* With the budget, the slices of a write go on in the same loop turn (libuv runs its pending
+ * write callbacks up to 8 times a turn). */
+static void a_large_write_goes_on_in_the_same_turn_within_the_budget(void **state) {
+  int roomy;
+  size_t most = write_large_then_tail(*state, (uint64_t)60 * 1000000000u, &roomy);
+  if (roomy) assert_true(most > ISV__WRITE_SLICE);
 }
 
 /* A write callback that starts the next large write (HTTP/1.1 answering the next pipelined
@@ -458,29 +477,23 @@ static void a_write_callback_may_start_the_next_large_write(void **state) {
   free(chain_big);
 }
 
-/* ---- reads: a body read in place, a slice per loop turn ---- */
-
-/* Runs after each turn's I/O: whether reading was paused there, until the next turn. */
-static int pauses_seen;
-static void look_for_pause(uv_check_t *h) {
-  tf_world *w = h->data;
-  if (w->t.conns && w->t.conns->resume) pauses_seen++;
-}
+/* ---- reads: a body read in place, in slices under the same budget ---- */
 
 static int body_recorded(tf_world *w, void *arg) {
   (void)arg;
   return w->n_recs > 0;
 }
 
-static void a_large_body_is_read_a_slice_per_loop_turn(void **state) {
-  tf_world *w = *state;
+/* Sends a body of 6 slices and a bit in one go; returns the connection's read_yields. */
+static unsigned read_big_body(tf_world *w, uint64_t budget_ns, int *can_pause) {
   w->t.limits.max_body_bytes = 8u << 20;
   w->t.limits.max_receiving = 8u << 20;
+  w->t.slice_budget_ns = budget_ns;
   tf_client *cl = tf_connect(w);
   /* a socket that holds more than a slice (loopback TCP does; a socketpair's default does not:
    * raising it past wmem_max needs CAP_NET_ADMIN, without which only delivery is checked) */
-  int big = 8 << 20, can_pause = setsockopt(cl->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big,
-                                            sizeof big) == 0;
+  int big = 8 << 20;
+  *can_pause = setsockopt(cl->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) == 0;
   size_t n = 6 * ISV__READ_SLICE + 123;
   char *body = malloc(n);
   for (size_t i = 0; i < n; i++) body[i] = (char)(i % 251);
@@ -489,17 +502,23 @@ static void a_large_body_is_read_a_slice_per_loop_turn(void **state) {
                     "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
   tf_write(cl, head, (size_t)hl);
   tf_write(cl, body, n);
-  static uv_check_t check; /* outlives this function until its close completes */
-  uv_check_init(&w->loop, &check);
-  check.data = w;
-  pauses_seen = 0;
-  uv_check_start(&check, look_for_pause);
   tf_run_until(w, body_recorded, NULL);
-  uv_close((uv_handle_t *)&check, NULL);
-  if (can_pause) assert_true(pauses_seen >= 5); /* after each full slice */
   assert_int_equal(w->recs[0].body_len, n);
   assert_int_equal(w->recs[0].body_hash, tf_hash(body, n)); /* whole, in order */
   free(body);
+  return w->t.conns ? w->t.conns->read_yields : 0;
+}
+
+static void a_large_body_is_read_a_slice_per_loop_turn_with_no_budget(void **state) {
+  int can_pause;
+  unsigned yields = read_big_body(*state, 0, &can_pause);
+  if (can_pause) assert_true(yields >= 5); /* after each full slice */
+}
+
+static void a_large_body_is_read_in_one_turn_within_the_budget(void **state) {
+  int can_pause;
+  unsigned yields = read_big_body(*state, (uint64_t)60 * 1000000000u, &can_pause);
+  assert_int_equal(yields, 0);
 }
 
 /* A connection closed while a sliced write is under way: each write's callback says so, in
@@ -543,10 +562,12 @@ int main(void) {
       T(max_connections_refuses_one_more),
       T(closing_the_transport_waits_for_a_streamed_answer_to_end),
       T(the_drain_deadline_cuts_streamed_answers_off),
-      T(a_large_write_goes_out_a_slice_per_loop_turn_in_order),
+      T(a_large_write_goes_out_a_slice_per_loop_turn_with_no_budget),
+      T(a_large_write_goes_on_in_the_same_turn_within_the_budget),
       T(closing_mid_slices_fails_the_queued_writes),
       T(a_write_callback_may_start_the_next_large_write),
-      T(a_large_body_is_read_a_slice_per_loop_turn),
+      T(a_large_body_is_read_a_slice_per_loop_turn_with_no_budget),
+      T(a_large_body_is_read_in_one_turn_within_the_budget),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

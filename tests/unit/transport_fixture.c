@@ -421,7 +421,7 @@ int tf_setup(void **state) {
   w->slow_timer.data = w;
   isv__transport_limits l;
   tf_default_limits(&l);
-  isv__transport_handler h = {w, on_exchange, on_error, on_grpc, NULL, NULL};
+  isv__transport_handler h = {w, on_exchange, on_error, on_grpc, NULL, NULL, NULL};
   isv__transport_init(&w->t, &w->loop, &l, &h);
   *state = w;
   return 0;
