@@ -204,7 +204,8 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
 ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
 /* Worker threads the server keeps for ISV_EXEC_POOL backends — and for decoding and encoding
  * JSON request and response bodies of 96 KiB or more, which would otherwise hold the host's
- * loop for milliseconds (~3 ms per MB). Its own threads, not libuv's
+ * loop for milliseconds (~3 ms per MB), for faulting in fresh memory for large HTTP/1.1 bodies
+ * and for freeing large request buffers. Its own threads, not libuv's
  * pool: that pool is shared with the host's file system and DNS work and sized once per
  * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
  * the host. Started when a POOL backend first needs one, joined when the server closes.

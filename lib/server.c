@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/offload.h"
 #include "core/request.h"
 #include "protocol/builtin.h"
 #include "server_internal.h"
@@ -82,6 +83,27 @@ static void on_log(void *app, int level, const char *msg) {
 static void on_access(void *app, const isv_access_entry *e) {
   const isv_options *o = &((isv_server *)app)->core.opts;
   o->access(o->access_user, e);
+}
+/* The transport's jobs run as the core's offloads (counted, so the close waits for them). */
+typedef struct transport_offload {
+  isv__offload off;
+  isv__transport_job *j;
+} transport_offload;
+static void transport_work(isv__offload *o) { ((transport_offload *)o)->j->work(((transport_offload *)o)->j); }
+static void transport_done(isv__offload *o) {
+  isv__transport_job *j = ((transport_offload *)o)->j;
+  free(o);
+  j->done(j);
+}
+static int on_offload(void *app, isv__transport_job *j) {
+  transport_offload *t = malloc(sizeof *t);
+  if (t == NULL) return ISV_ENOMEM;
+  t->j = j;
+  if (isv__offload_run(&((isv_server *)app)->core, &t->off, transport_work, transport_done) != 0) {
+    free(t);
+    return ISV_ENOMEM;
+  }
+  return 0;
 }
 static void on_grpc(void *app, isv__grpc_call *call) {
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
@@ -170,8 +192,8 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
       .max_receiving = o->max_receiving > o->max_body_bytes ? o->max_receiving : o->max_body_bytes,
       .max_connections = o->max_connections,
   };
-  isv__transport_handler h = {s, on_exchange, on_transport_error, on_grpc, on_log,
-                              o->access ? on_access : NULL};
+  isv__transport_handler h = {s,      on_exchange, on_transport_error,         on_grpc,
+                              on_log, o->access ? on_access : NULL, on_offload};
   isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;
   *out = s;

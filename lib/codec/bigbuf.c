@@ -12,7 +12,8 @@ typedef struct header {
   isv__bigbuf_cache *cache; /* for a mapped block: where it goes back (NULL: unmap) */
   void *base;               /* what malloc or mmap returned */
   size_t size;              /* mapped size; 0 = malloc'd */
-  size_t pad;               /* keeps the header a multiple of 16 bytes */
+  size_t fresh;             /* mapped for this buffer (not from the cache); also keeps the
+                             * header a multiple of 16 bytes */
 } header;
 
 /* Room in front of the data for the header, keeping the data aligned. */
@@ -77,13 +78,15 @@ void *isv__bigbuf_alloc(isv__bigbuf_cache *c, size_t n, int end_aligned) {
     h.base = base;
   } else {
     isv__bigbuf_block b;
+    size_t fresh = 0;
     if (c == NULL || !take_cached(c, need, &b)) {
       b.size = (need + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
       b.base = map_block(b.size);
       if (b.base == NULL) return NULL;
+      fresh = 1;
     }
     base = b.base;
-    h = (header){c, b.base, b.size, 0};
+    h = (header){c, b.base, b.size, fresh};
   }
   /* base is at least 16-aligned (malloc) or 2 MiB-aligned (mmap). */
   uintptr_t p = ((uintptr_t)base + FRONT + ISV__BIGBUF_ALIGN - 1) & ~(uintptr_t)(ISV__BIGBUF_ALIGN - 1);
@@ -115,4 +118,23 @@ void isv__bigbuf_free(void *p) {
     if (keep) return;
   }
   munmap(h.base, h.size);
+}
+
+int isv__bigbuf_fresh(const void *p) {
+  header h;
+  memcpy(&h, (const char *)p - sizeof(header), sizeof h);
+  return h.size != 0 && h.fresh;
+}
+
+void isv__bigbuf_populate(void *p, size_t n) {
+  if (n == 0) return;
+  const uintptr_t page = 4096;
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t start = (uintptr_t)p & ~(page - 1);
+  if (madvise((void *)start, (uintptr_t)p + n - start, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  /* one byte of each page, read and written back as it is */
+  volatile char *v = p;
+  uintptr_t a = (uintptr_t)p, end = a + n;
+  for (uintptr_t q = a; q < end; q = (q & ~(page - 1)) + page) v[q - a] = v[q - a];
 }

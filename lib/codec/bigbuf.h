@@ -44,4 +44,14 @@ void *isv__bigbuf_alloc(isv__bigbuf_cache *c, size_t n, int end_aligned);
 /* Free what isv__bigbuf_alloc returned (NULL is a no-op). Any thread. */
 void isv__bigbuf_free(void *p);
 
+/* Whether p (from isv__bigbuf_alloc) is a block mapped for it, never touched: its pages are
+ * zeroed by the kernel on first touch — ~1 ms per MiB, 2 MiB at a time with huge pages, on a
+ * small VM — which a loop thread should not pay (transport/http1.c faults a fresh body in on the
+ * server's pool first). 0 for malloc'd buffers and blocks from the cache. */
+int isv__bigbuf_fresh(const void *p);
+/* Fault in p's first n bytes now (Linux's MADV_POPULATE_WRITE; elsewhere, or when the kernel
+ * refuses it, a read and write back of one byte per page). Nothing else may write to them
+ * meanwhile. Any thread. */
+void isv__bigbuf_populate(void *p, size_t n);
+
 #endif

@@ -51,6 +51,7 @@ typedef struct h1 {
   size_t n_hdrs, cap_hdrs;
   isv__buf body; /* from isv__bigbuf_alloc when body_big, else malloc'd */
   int body_big;
+  struct h1_fault *faulting; /* body.data's fresh pages being faulted in on the pool */
   size_t body_expected; /* Content-Length, when known */
   size_t reserved;      /* of the server's receiving budget (isv__conn_reserve) */
   uint64_t body_start;  /* uv_now() when the headers were complete */
@@ -71,6 +72,8 @@ typedef struct h1 {
 
 static h1 *h1_of(isv__conn *c) { return c->proto_state; }
 static void execute(h1 *h, const char *data, size_t len);
+static int keep_pending(h1 *h, const char *data, size_t len);
+static size_t body_left(const h1 *h);
 static void unreserve(h1 *h);
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -86,24 +89,29 @@ typedef struct write_ctx {
 static const char crlf[] = "\r\n";
 static const char last_chunk[] = "0\r\n\r\n";
 
-/* The response is written: parse what came meanwhile, then go on reading. */
-static void resume(h1 *h) {
-  isv__conn *c = h->c;
+/* llhttp was paused: go on, with the bytes kept meanwhile (h->pending). */
+static void parse_pending(h1 *h) {
   char *p = h->pending;
   size_t n = h->pending_len;
   h->pending = NULL;
   h->pending_len = 0;
   llhttp_resume(&h->parser);
-  isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
-  isv__conn_idle(c, 1); /* until the next message begins */
   if (n) execute(h, p, n);
   free(p);
+}
+
+/* The response is written: parse what came meanwhile, then go on reading. */
+static void resume(h1 *h) {
+  isv__conn *c = h->c;
+  isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
+  isv__conn_idle(c, 1); /* until the next message begins */
+  parse_pending(h);
   if (c->closing || h->shutting_down) return;
   if (h->ex == NULL && h->peer_eof) { /* everything the client sent is answered */
     isv__conn_close(c);
     return;
   }
-  if (!h->peer_eof && h->pending_len < ISV__PIPELINE_MAX) isv__conn_read_start(c);
+  if (!h->peer_eof && !h->faulting && h->pending_len < ISV__PIPELINE_MAX) isv__conn_read_start(c);
 }
 
 /* ex's answer is all written: let go of it, then the next request — or close. Never called
@@ -459,8 +467,59 @@ static int reserve(h1 *h, size_t n) {
   return 0;
 }
 
+/* A fresh body block (isv__bigbuf_fresh) is faulted in on the server's pool before any byte is
+ * read into it: reading a 64 MiB body into fresh memory had the loop zero a 2 MiB huge page per
+ * read, ~2-5 ms each (bench/RESULTS.md, loop stall). Meanwhile llhttp is paused after the headers,
+ * the bytes read past them wait in h->pending and reading stops; `faulted` goes on. The block
+ * is the job's until then: a connection that closes meanwhile leaves it to the job to free. */
+typedef struct h1_fault {
+  isv__transport_job job;
+  h1 *h; /* NULL: the connection let go */
+  void *block;
+  size_t len;
+} h1_fault;
+
+static void fault_in(isv__transport_job *j) {
+  h1_fault *f = (h1_fault *)j;
+  isv__bigbuf_populate(f->block, f->len);
+}
+
+static void faulted(isv__transport_job *j) {
+  h1_fault *f = (h1_fault *)j;
+  h1 *h = f->h;
+  if (h == NULL) {
+    isv__bigbuf_free(f->block);
+    free(f);
+    return;
+  }
+  free(f);
+  h->faulting = NULL;
+  isv__conn *c = h->c;
+  parse_pending(h);
+  if (c->closing || h->shutting_down || h->peer_eof) return;
+  if (h->pending_len < ISV__PIPELINE_MAX) isv__conn_read_start(c);
+  isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
+}
+
+/* 1: the body's pages are being faulted in (return HPE_PAUSED); 0: go on reading now. */
+static int start_faulting(h1 *h) {
+  if (!isv__bigbuf_fresh(h->body.data) || h->c->t->h.offload == NULL) return 0;
+  h1_fault *f = malloc(sizeof *f);
+  if (f == NULL) return 0; /* the loop faults them in as it reads */
+  *f = (h1_fault){{fault_in, faulted}, h, h->body.data, h->body_expected};
+  if (h->c->t->h.offload(h->c->t->h.app, &f->job) != 0) {
+    free(f);
+    return 0;
+  }
+  h->faulting = f;
+  return 1;
+}
+
 static void body_release(h1 *h) {
-  if (h->body_big) isv__bigbuf_free(h->body.data);
+  if (h->faulting) { /* the job frees the block */
+    h->faulting->h = NULL;
+    h->faulting = NULL;
+  } else if (h->body_big) isv__bigbuf_free(h->body.data);
   else isv__buf_free(&h->body);
   isv__buf_init(&h->body);
   h->body_big = 0;
@@ -593,6 +652,7 @@ static int on_headers_complete(llhttp_t *p) {
       h->body_big = 1;
     }
   }
+  int pause = h->body_big && start_faulting(h);
   size_t el;
   const char *e = find_header(h, "expect", &el);
   if (e && el == 12 && strncasecmp(e, "100-continue", 12) == 0 && p->http_minor >= 1) {
@@ -602,7 +662,7 @@ static int on_headers_complete(llhttp_t *p) {
   }
   /* From here the body must keep coming: each read re-arms the same bound. */
   isv__conn_deadline(h->c, h->c->t->limits.header_timeout_ms);
-  return 0;
+  return pause ? HPE_PAUSED : 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
@@ -670,6 +730,13 @@ static int keep_pending(h1 *h, const char *data, size_t len) {
 static void execute(h1 *h, const char *data, size_t len) {
   llhttp_errno_t err = llhttp_execute(&h->parser, data, len);
   if (err == HPE_OK) return;
+  if (err == HPE_PAUSED && h->faulting != NULL) { /* on_headers_complete's: see start_faulting */
+    const char *pos = llhttp_get_error_pos(&h->parser);
+    size_t used = pos ? (size_t)(pos - data) : len;
+    if (used < len && keep_pending(h, data + used, len - used) != 0) return;
+    isv__conn_read_stop(h->c);
+    return;
+  }
   /* The one pause that dispatches: on_message_complete's, with its exchange built. Every other
    * code — HPE_PAUSED_UPGRADE included, which on_headers_complete rules out — is answered as
    * an error of the request and never reaches the router. */
@@ -707,14 +774,15 @@ static size_t body_left(const h1 *h) {
 
 static void h1_read_buf(isv__conn *c, uv_buf_t *buf) {
   h1 *h = h1_of(c);
-  size_t left = h->ex ? 0 : body_left(h); /* a body of known length is read into place */
+  size_t left = h->ex || h->faulting ? 0 : body_left(h); /* a body of known length: in place */
   if (left)
     *buf = uv_buf_init(h->body.data + h->body.len, (unsigned)(left > (1u << 30) ? 1u << 30 : left));
 }
 
 static void h1_on_read(isv__conn *c, const char *data, size_t len) {
   h1 *h = h1_of(c);
-  if (h->ex != NULL) { /* pipelined behind the request being answered */
+  if (h->ex != NULL || h->faulting != NULL) { /* pipelined behind the request being answered,
+                                                * or past headers whose body is being faulted in */
     keep_pending(h, data, len);
     return;
   }

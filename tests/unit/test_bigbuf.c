@@ -53,6 +53,30 @@ static void freed_large_blocks_are_reused(void **state) {
   isv__bigbuf_cache_destroy(&c);
 }
 
+/* Fresh: a block mapped for the buffer, never touched — not a cached one, not a malloc'd one. */
+static void a_block_is_fresh_only_when_mapped_for_it(void **state) {
+  (void)state;
+  isv__bigbuf_cache c;
+  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB), 0);
+  char *small = isv__bigbuf_alloc(&c, 1000, 0);
+  assert_false(isv__bigbuf_fresh(small));
+  char *p = isv__bigbuf_alloc(&c, 4 * MiB + 5, 1);
+  assert_true(isv__bigbuf_fresh(p));
+  isv__bigbuf_populate(p, 4 * MiB + 5); /* faults them in, contents unchanged: zeroes */
+  assert_int_equal(p[0], 0);
+  assert_int_equal(p[4 * MiB + 4], 0);
+  memset(p, 7, 4 * MiB + 5);
+  isv__bigbuf_populate(p + 3, 2 * MiB); /* on bytes in use: still unchanged */
+  assert_int_equal(p[3], 7);
+  assert_int_equal(p[2 * MiB + 2], 7);
+  isv__bigbuf_free(p);
+  char *q = isv__bigbuf_alloc(&c, 4 * MiB, 0); /* the same block, from the cache */
+  assert_false(isv__bigbuf_fresh(q));
+  isv__bigbuf_free(q);
+  isv__bigbuf_free(small);
+  isv__bigbuf_cache_destroy(&c);
+}
+
 static void the_cache_keeps_at_most_its_limit(void **state) {
   (void)state;
   isv__bigbuf_cache c;
@@ -96,6 +120,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(start_and_end_alignment),
       cmocka_unit_test(freed_large_blocks_are_reused),
+      cmocka_unit_test(a_block_is_fresh_only_when_mapped_for_it),
       cmocka_unit_test(the_cache_keeps_at_most_its_limit),
       cmocka_unit_test(arena_chunks_go_back_to_the_cache),
   };
