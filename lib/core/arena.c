@@ -81,3 +81,9 @@ void isv__arena_free(isv__arena *a) {
   }
   a->head = NULL;
 }
+
+size_t isv__arena_capacity(const isv__arena *a) {
+  size_t n = 0;
+  for (const isv__arena_chunk *c = a->head; c != NULL; c = c->next) n += c->cap;
+  return n;
+}

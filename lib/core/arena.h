@@ -24,5 +24,7 @@ void *isv__arena_calloc(isv__arena *a, size_t count, size_t size);
 /* A NUL-terminated copy of (s, n). */
 char *isv__arena_strndup(isv__arena *a, const char *s, size_t n);
 void isv__arena_free(isv__arena *a);
+/* The bytes its chunks hold (what freeing it gives back). */
+size_t isv__arena_capacity(const isv__arena *a);
 
 #endif

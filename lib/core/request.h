@@ -73,6 +73,7 @@ struct isv_request {
   void *body;               /* the wire bytes its inputs may point into (a front end's body or
                              * message), handed over at decoding; freed after the inputs */
   isv_destructor body_free; /* how */
+  size_t body_len;
 
   int status;
   const char *errmsg;

@@ -209,6 +209,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   /* the request takes the message its inputs point into: it may outlive the call (a request
    * the server's close abandons waits for its backend) */
   r->body = msg;
+  r->body_len = len;
   r->body_free = isv__bigbuf_free;
   r->protocol = (uint8_t)g->protocol;
   r->timeout_us = g->call->timeout_ms * 1000; /* grpc-timeout: the core's deadline too */

@@ -448,6 +448,7 @@ static isv_request *path_request(isv__http_req *q) {
 static void give_body(isv_request *r, isv__exchange *ex) {
   if (ex->body == NULL) return;
   r->body = ex->body;
+  r->body_len = ex->body_len;
   r->body_free = ex->body_big ? isv__bigbuf_free : free;
   ex->body = NULL;
 }
