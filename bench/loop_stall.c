@@ -8,10 +8,15 @@
  *
  *   loop_stall [PORT]         (default 0: a free port; prints "listening on PORT")
  *
- *   SIGUSR1        prints "stall max_ms=X p99_ms=Y p999_ms=Z ticks=N turn_cpu_max_ms=T" (T: the
- *                  longest loop iteration in the loop thread's CPU time) for the ticks since the
- *                  last SIGUSR1 (or the start), then starts over
+ *   SIGUSR1        prints "stall max_ms=X p99_ms=Y p999_ms=Z ticks=N turn_cpu_max_ms=T turns=U
+ *                  turns_over_2ms=V" (T: the longest loop iteration in the loop thread's CPU
+ *                  time; U: iterations; V: of them, those over 2 ms of CPU) for the ticks since
+ *                  the last SIGUSR1 (or the start), then starts over
  *   SIGTERM/INT    closes the server and every handle, exits 0
+ *
+ *   STALL_TRACE_MS=T  print "turn cpu_ms=C end_mono_s=S" to stderr for every loop turn longer
+ *                     than T ms of loop-thread CPU (S: CLOCK_MONOTONIC at its end), to find the
+ *                     turn in a `perf record -k CLOCK_MONOTONIC` profile
  *
  * One model, identity_fp32: INPUT0 FP32 [-1] -> OUTPUT0 FP32 [-1], a copy. It runs ISV_EXEC_POOL,
  * on the server's worker threads, so that the copy is not on the loop: what the probe sees is
@@ -49,6 +54,9 @@ static int samples_oom;   /* a sample could not be stored (the max is still exac
  * workers and the client compete with it; this counts only what the loop itself ran. */
 static uv_prepare_t turns;
 static uint64_t last_turn_cpu_ns, max_turn_cpu_ns;
+static uint64_t trace_turn_ns; /* STALL_TRACE_MS; 0: off */
+static size_t n_turns, n_turns_over; /* turns since the reset; of them, over TURN_OVER_NS */
+#define TURN_OVER_NS (2u * 1000000u)
 
 static uint64_t thread_cpu_ns(void) {
   struct timespec ts;
@@ -61,6 +69,16 @@ static void on_turn(uv_prepare_t *h) {
   uint64_t now = thread_cpu_ns();
   if (last_turn_cpu_ns && now - last_turn_cpu_ns > max_turn_cpu_ns)
     max_turn_cpu_ns = now - last_turn_cpu_ns;
+  if (last_turn_cpu_ns) {
+    n_turns++;
+    if (now - last_turn_cpu_ns > TURN_OVER_NS) n_turns_over++;
+  }
+  if (trace_turn_ns && last_turn_cpu_ns && now - last_turn_cpu_ns > trace_turn_ns) {
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    fprintf(stderr, "turn cpu_ms=%.3f end_mono_s=%lld.%09ld\n", (double)(now - last_turn_cpu_ns) / 1e6,
+            (long long)mono.tv_sec, (long)mono.tv_nsec);
+  }
   last_turn_cpu_ns = now;
 }
 
@@ -107,9 +125,11 @@ static double pct_ms(double q) {
 
 static void report_and_reset(void) {
   qsort(samples, n_samples, sizeof *samples, cmp_u64);
-  printf("stall max_ms=%.3f p99_ms=%.3f p999_ms=%.3f ticks=%zu turn_cpu_max_ms=%.3f%s\n",
+  printf("stall max_ms=%.3f p99_ms=%.3f p999_ms=%.3f ticks=%zu turn_cpu_max_ms=%.3f turns=%zu "
+         "turns_over_2ms=%zu%s\n",
          (double)max_late_ns / 1e6, pct_ms(0.99), pct_ms(0.999), n_samples,
-         (double)max_turn_cpu_ns / 1e6, samples_oom ? " (samples dropped: no memory)" : "");
+         (double)max_turn_cpu_ns / 1e6, n_turns, n_turns_over,
+         samples_oom ? " (samples dropped: no memory)" : "");
   fflush(stdout);
   n_samples = 0;
   max_late_ns = 0;
@@ -117,6 +137,7 @@ static void report_and_reset(void) {
   last_tick_ns = 0; /* the report itself is not a stall */
   max_turn_cpu_ns = 0;
   last_turn_cpu_ns = 0;
+  n_turns = n_turns_over = 0;
 }
 
 /* ---- the model: OUTPUT0 = INPUT0, on a worker thread ------------------------------------ */
@@ -219,6 +240,8 @@ int main(int argc, char **argv) {
 
   uv_timer_init(&loop, &probe);
   uv_timer_start(&probe, on_probe, PROBE_MS, PROBE_MS);
+  const char *trace = getenv("STALL_TRACE_MS");
+  if (trace != NULL) trace_turn_ns = (uint64_t)(strtod(trace, NULL) * 1e6);
   uv_prepare_init(&loop, &turns);
   uv_prepare_start(&turns, on_turn);
   uv_unref((uv_handle_t *)&turns);

@@ -273,8 +273,8 @@ import os, statistics, sys
 work, rows = sys.argv[1], sys.argv[2]
 def mib(n):
     return "-" if n == 0 else "%.1f MiB (%d)" % (n / 1048576, n)
-print("| case | request body | response body | max stall ms | p99 ms | p99.9 ms | ticks | longest loop turn, CPU ms | round trip ms (median, min-max) | loop / worker CPU ms per request |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| case | request body | response body | max stall ms | p99 ms | p99.9 ms | ticks | longest loop turn, CPU ms | loop turns over 2 ms CPU (of all) | round trip ms (median, min-max) | loop / worker CPU ms per request |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for line in open(rows):
     f = line.split()
     case, size = f[0], int(f[1])
@@ -291,8 +291,10 @@ for line in open(rows):
     cpu = "%.0f / %.0f" % (int(kv["loop_cpu_ns"]) / 1e6 / per, int(kv["worker_cpu_ns"]) / 1e6 / per)
     if per == 1 and case == "idle":
         cpu += " (whole idle period)"
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (case, mib(size), resp,
-          kv["max_ms"], kv["p99_ms"], kv["p999_ms"], kv["ticks"], kv["turn_cpu_max_ms"], rt, cpu))
+    over = "%s (%s)" % (kv["turns_over_2ms"], kv["turns"])
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (case, mib(size), resp,
+          kv["max_ms"], kv["p99_ms"], kv["p999_ms"], kv["ticks"], kv["turn_cpu_max_ms"], over, rt,
+          cpu))
 EOF
 echo
 log "done"
