@@ -203,7 +203,7 @@ static void percent(const uint8_t *data, size_t size) {
   in[size] = '\0';
   size_t n = strlen(in);
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_puts(&b, "pre");
   isv__grpc_percent_encode(&b, in);
   check(!b.failed, "buffer failed");

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(in, data + 1, count * es);
 
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   if (nested && count % 2 == 0) {
     int64_t shape[2] = {2, (int64_t)count / 2};
     isv__json_write_tensor_nested(&b, dt, in, shape, 2);

@@ -254,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ex.headers = headers;
   ex.n_headers = nh;
   /* on the heap, as the transport's: an inference request takes it (isv_request.body) */
-  ex.body = body_len ? malloc(body_len) : NULL;
+  ex.body = body_len ? isv__malloc(NULL, body_len) : NULL;
   if (ex.body) memcpy(ex.body, body, body_len);
   ex.body_len = ex.body ? body_len : 0;
   ex.respond = fake_respond;

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r->outputs = r->inputs;
     r->n_outputs = r->n_inputs;
     isv__buf b;
-    isv__buf_init(&b);
+    isv__buf_init(&b, NULL);
     isv__v2_binpart *parts;
     size_t n_parts;
     if (isv__v2_encode_response(r, &b, &parts, &n_parts) == 0) {

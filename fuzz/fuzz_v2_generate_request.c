@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r->outputs = r->inputs; /* echo: the encoder on what the decoder produced */
     r->n_outputs = r->n_inputs;
     isv__buf b;
-    isv__buf_init(&b);
+    isv__buf_init(&b, NULL);
     isv__v2gen_encode_response(r, &b);
     isv__buf_free(&b);
     r->outputs = NULL;

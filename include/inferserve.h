@@ -249,6 +249,30 @@ ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, con
  * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
  * kept. 0 keeps none. Default 64 MiB. */
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
+/* The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
+ * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
+ * (nghttp2 is given the same functions), requests and their tensors, responses, registered
+ * models, buffers under 1 MiB. Not through it: buffers of 1 MiB or more (mapped directly, 2 MiB
+ * aligned for huge pages, and cached: isv_options_set_buffer_cache_bytes); isv_options and
+ * isv_model_config objects, which exist before any server (libc's malloc); libuv's own
+ * allocations (uv_replace_allocator is the process's, the host's to set).
+ * The functions are called from the loop thread, the server's worker threads and any thread a
+ * backend calls the request API from: they must be thread-safe. They must return memory
+ * aligned for any type (as malloc does); calloc's must be zeroed; realloc(NULL, n) and
+ * free(NULL) must behave as libc's. A NULL return is an allocation failure, answered as the
+ * server's shortage (503 / UNAVAILABLE, or ISV_ENOMEM from the call) — never a crash.
+ * `user` is passed to each. Fields may be added at the end: struct_size = sizeof(isv_mem). */
+typedef struct isv_mem {
+  size_t struct_size;
+  void *user;
+  void *(*malloc)(size_t size, void *user);
+  void (*free)(void *ptr, void *user);
+  void *(*calloc)(size_t nmemb, size_t size, void *user);
+  void *(*realloc)(void *ptr, size_t size, void *user);
+} isv_mem;
+/* Copied. NULL: libc's (the default). ISV_EINVAL when a function is missing or struct_size is
+ * too small. */
+ISV_EXTERN int isv_options_set_mem(isv_options *o, const isv_mem *mem);
 
 /* ---------------------------------------------------------------------------------------------
  * Server

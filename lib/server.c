@@ -92,15 +92,15 @@ typedef struct transport_offload {
 static void transport_work(isv__offload *o) { ((transport_offload *)o)->j->work(((transport_offload *)o)->j); }
 static void transport_done(isv__offload *o) {
   isv__transport_job *j = ((transport_offload *)o)->j;
-  free(o);
+  isv__free(o);
   j->done(j);
 }
 static int on_offload(void *app, isv__transport_job *j) {
-  transport_offload *t = malloc(sizeof *t);
+  transport_offload *t = isv__malloc(((isv_server *)app)->core.mem, sizeof *t);
   if (t == NULL) return ISV_ENOMEM;
   t->j = j;
   if (isv__offload_run(&((isv_server *)app)->core, &t->off, transport_work, transport_done) != 0) {
-    free(t);
+    isv__free(t);
     return ISV_ENOMEM;
   }
   return 0;
@@ -149,27 +149,28 @@ static int add_builtins(isv_server *s, const isv_options *o) {
   return 0;
 }
 
-static void free_server(isv__core *c) { free(c); } /* the core is the server's first member */
+static void free_server(isv__core *c) { isv__free(c); } /* the core is the server's first member */
 
 ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out) {
   if (loop == NULL || out == NULL) return ISV_EINVAL;
   *out = NULL;
-  isv_server *s = calloc(1, sizeof *s);
-  if (s == NULL) return ISV_ENOMEM;
   isv_options defaults;
   if (opts == NULL) {
     isv__options_defaults(&defaults);
     opts = &defaults;
   }
+  isv_server *s = isv__calloc(&opts->mem, 1, sizeof *s);
+  if (s == NULL) return ISV_ENOMEM;
   if (!protocol_names_known(opts)) {
-    free(s);
+    isv__free(s);
     return ISV_ENOTFOUND;
   }
   int rc = isv__core_init(&s->core, loop, opts);
   if (rc != 0) {
-    free(s);
+    isv__free(s);
     return rc;
   }
+  isv__mem_rehome(s, s->core.mem); /* made with the options' copy, which the host may free */
   s->core.free_owner = free_server;
   isv__router_init(&s->router, &s->core);
   isv__grpc_services_init(&s->grpc, &s->core);
@@ -196,6 +197,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
                               on_log, o->access ? on_access : NULL, on_offload};
   isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;
+  s->transport.mem = s->core.mem;
   *out = s;
   return 0;
 }

@@ -298,7 +298,7 @@ static void bench_encode(const char *name, const float *v, size_t n) {
   size_t len = 0;
   isv__buf b;
   for (int rep = 0; rep < REPEAT; rep++) {
-    isv__buf_init(&b);
+    isv__buf_init(&b, NULL);
     isv__buf_reserve(&b, n * 12); /* as an encoder reusing a sized buffer would */
     double t0 = now();
     isv__json_write_tensor(&b, ISV_FP32, v, n);

@@ -19,8 +19,9 @@ typedef struct header {
 /* Room in front of the data for the header, keeping the data aligned. */
 #define FRONT (((sizeof(header) + ISV__BIGBUF_ALIGN - 1) / ISV__BIGBUF_ALIGN) * ISV__BIGBUF_ALIGN)
 
-int isv__bigbuf_cache_init(isv__bigbuf_cache *c, size_t limit) {
+int isv__bigbuf_cache_init(isv__bigbuf_cache *c, size_t limit, const isv_mem *mem) {
   c->limit = limit;
+  c->mem = mem;
   c->held = 0;
   c->n = 0;
   return uv_mutex_init(&c->mu);
@@ -73,7 +74,7 @@ void *isv__bigbuf_alloc(isv__bigbuf_cache *c, size_t n, int end_aligned) {
   header h = {NULL, NULL, 0, 0};
   char *base;
   if (need < ISV__BIGBUF_BLOCK_MIN) {
-    base = malloc(need);
+    base = isv__malloc(c ? c->mem : NULL, need);
     if (base == NULL) return NULL;
     h.base = base;
   } else {
@@ -103,7 +104,7 @@ void isv__bigbuf_free(void *p) {
   header h;
   memcpy(&h, (char *)p - sizeof(header), sizeof h);
   if (h.size == 0) {
-    free(h.base);
+    isv__free(h.base);
     return;
   }
   isv__bigbuf_cache *c = h.cache;

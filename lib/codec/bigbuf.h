@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "codec/mem.h"
+
 #define ISV__BIGBUF_BLOCK_MIN ((size_t)1 << 20)
 #define ISV__BIGBUF_ALIGN 64
 #define ISV__BIGBUF_SLOTS 8
@@ -30,9 +32,10 @@ typedef struct isv__bigbuf_cache {
   size_t held;
   unsigned n;
   isv__bigbuf_block slot[ISV__BIGBUF_SLOTS];
+  const isv_mem *mem; /* small buffers come from it (codec/mem.h); NULL: libc's */
 } isv__bigbuf_cache;
 
-int isv__bigbuf_cache_init(isv__bigbuf_cache *c, size_t limit);
+int isv__bigbuf_cache_init(isv__bigbuf_cache *c, size_t limit, const isv_mem *mem);
 /* Unmaps the cached blocks. Buffers still out must not be freed afterwards. */
 void isv__bigbuf_cache_destroy(isv__bigbuf_cache *c);
 

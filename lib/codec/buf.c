@@ -4,16 +4,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-void isv__buf_init(isv__buf *b) {
+void isv__buf_init(isv__buf *b, const isv_mem *mem) {
   b->data = NULL;
   b->len = 0;
   b->cap = 0;
   b->failed = 0;
+  b->mem = mem;
 }
 
 void isv__buf_free(isv__buf *b) {
-  free(b->data);
-  isv__buf_init(b);
+  isv__free(b->data);
+  isv__buf_init(b, b->mem);
 }
 
 char *isv__buf_reserve(isv__buf *b, size_t n) {
@@ -26,7 +27,7 @@ char *isv__buf_reserve(isv__buf *b, size_t n) {
   size_t need = b->len + n;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < need) cap *= 2;
-  char *p = realloc(b->data, cap);
+  char *p = isv__realloc(b->mem, b->data, cap);
   if (!p) {
     b->failed = 1;
     return NULL;
@@ -47,6 +48,6 @@ void isv__buf_append(isv__buf *b, const void *p, size_t n) {
 char *isv__buf_release(isv__buf *b, size_t *len) {
   char *d = b->data;
   if (len) *len = b->len;
-  isv__buf_init(b);
+  isv__buf_init(b, b->mem);
   return d;
 }

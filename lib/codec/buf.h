@@ -1,7 +1,7 @@
 /* Growable output byte buffer used by every encoder.
  *
- * Ownership: the buffer owns `data` (malloc'd); isv__buf_release() hands it to the caller,
- * isv__buf_free() frees it. An allocation failure sets `failed` and every later append
+ * Ownership: the buffer owns `data` (from its allocator, codec/mem.h); isv__buf_release() hands
+ * it to the caller, who frees it with isv__free(); isv__buf_free() frees it. An allocation failure sets `failed` and every later append
  * becomes a no-op, so encoders check once at the end instead of after every byte. */
 #ifndef ISV_CODEC_BUF_H
 #define ISV_CODEC_BUF_H
@@ -9,19 +9,24 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "codec/mem.h"
+
 typedef struct isv__buf {
   char *data;
   size_t len;
   size_t cap;
   int failed; /* set on the first allocation failure; sticky */
+  const isv_mem *mem; /* where data comes from; NULL: libc's */
 } isv__buf;
 
-void isv__buf_init(isv__buf *b);
+/* Empty, allocating from mem (NULL: libc's). */
+void isv__buf_init(isv__buf *b, const isv_mem *mem);
 void isv__buf_free(isv__buf *b);
 /* Make room for at least n more bytes; returns a pointer to the free space or NULL. */
 char *isv__buf_reserve(isv__buf *b, size_t n);
 void isv__buf_append(isv__buf *b, const void *p, size_t n);
-/* Returns data and resets b; caller frees with free(). */
+/* Returns data (NULL when empty) and resets b (same allocator); the caller frees it with
+ * isv__free(). */
 char *isv__buf_release(isv__buf *b, size_t *len);
 
 static inline void isv__buf_putc(isv__buf *b, char c) {

@@ -13,16 +13,17 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->loop = loop;
   c->loop_thread = uv_thread_self();
   c->opts = *opts;
+  c->mem = &c->opts.mem;
   c->online = 1;
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
   atomic_init(&c->refs, 1);
-  int rc = isv__registry_init(&c->reg, c);
+  int rc = isv__registry_init(&c->reg, c, c->mem);
   if (rc) return rc;
-  isv__timeheap_init(&c->timers);
+  isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes) != 0) goto fail_mu;
-  if (isv__pool_init(&c->pool, opts->worker_threads) != 0) goto fail_bufs;
+  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_mu;
+  if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;
   c->async.data = c;
   uv_unref((uv_handle_t *)&c->async); /* referenced only while requests are in flight */
@@ -69,7 +70,7 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   c->closed = 1; /* from now on abandoned executions are freed by whoever completes them */
   isv_request *q = c->done_head; /* abandoned ones completed, not yet freed by the loop */
   c->done_head = c->done_tail = NULL;
-  for (size_t i = 0; i < c->q_len; i++) free(c->quarantine[i]);
+  for (size_t i = 0; i < c->q_len; i++) isv__free(c->quarantine[i]);
   c->q_len = 0;
   uv_mutex_unlock(&c->mu);
   while (q) {

@@ -25,6 +25,7 @@ struct isv__core {
   uv_loop_t *loop;
   uv_thread_t loop_thread;
   isv_options opts;
+  const isv_mem *mem; /* &opts.mem: every allocation of the server (codec/mem.h) */
   isv__registry reg;
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   uv_async_t async;

@@ -41,15 +41,15 @@ typedef struct free_later {
   void *p;
 } free_later;
 
-static void free_work(isv__offload *o) { free(((free_later *)o)->p); }
-static void free_after(isv__offload *o) { free(o); }
+static void free_work(isv__offload *o) { isv__free(((free_later *)o)->p); }
+static void free_after(isv__offload *o) { isv__free(o); }
 
 void isv__offload_free(isv__core *c, void *p) {
-  free_later *f = malloc(sizeof *f);
+  free_later *f = isv__malloc(c->mem, sizeof *f);
   if (f) f->p = p;
   if (f == NULL || isv__offload_run(c, &f->off, free_work, free_after) != 0) {
-    free(f);
-    free(p);
+    isv__free(f);
+    isv__free(p);
   }
 }
 

@@ -28,19 +28,20 @@ void isv__options_defaults(isv_options *o) {
   o->worker_threads = cpus ? cpus : 1;
   o->buffer_cache_bytes = (size_t)64 << 20;
   o->log = log_stderr;
+  o->mem = isv__libc_mem;
   strcpy(o->server_name, "libinferserve");
   strcpy(o->server_version, isv_version());
 }
 
 ISV_EXTERN int isv_options_new(isv_options **out) {
   if (out == NULL) return ISV_EINVAL;
-  *out = malloc(sizeof **out);
+  *out = isv__malloc(NULL, sizeof **out); /* no server yet: libc's */
   if (*out == NULL) return ISV_ENOMEM;
   isv__options_defaults(*out);
   return 0;
 }
 
-ISV_EXTERN void isv_options_free(isv_options *o) { free(o); }
+ISV_EXTERN void isv_options_free(isv_options *o) { isv__free(o); }
 
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n) {
   if (o == NULL || n == 0) return ISV_EINVAL;
@@ -138,6 +139,18 @@ ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user) {
   if (o == NULL) return ISV_EINVAL;
   o->log = cb;
   o->log_user = user;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_mem(isv_options *o, const isv_mem *mem) {
+  if (o == NULL) return ISV_EINVAL;
+  if (mem == NULL) {
+    o->mem = isv__libc_mem;
+    return 0;
+  }
+  if (isv__mem_check(mem) != 0) return ISV_EINVAL;
+  o->mem = *mem;
+  o->mem.struct_size = sizeof o->mem;
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec/mem.h"
 #include "inferserve.h"
 
 #define ISV__MAX_PROTOCOL_SWITCHES 16
@@ -39,6 +40,7 @@ struct isv_options {
   void *log_user;
   isv_access_cb access; /* NULL: no access log */
   void *access_user;
+  isv_mem mem; /* the server's allocator (isv__libc_mem by default) */
 };
 
 /* 1 / 0 when o switches the protocol `name`, -1 when it leaves it at its default. */

@@ -7,7 +7,7 @@
 
 #include "inferserve.h"
 
-int isv__pool_init(isv__pool *p, unsigned max_threads) {
+int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->head = p->tail = NULL;
   p->n_threads = p->idle = p->n_queued = p->running = p->alive = 0;
   p->released = 0;
@@ -15,7 +15,7 @@ int isv__pool_init(isv__pool *p, unsigned max_threads) {
   p->gone_data = NULL;
   p->max_threads = max_threads ? max_threads : 1;
   p->stopping = 0;
-  p->threads = calloc(p->max_threads, sizeof *p->threads);
+  p->threads = isv__calloc(mem, p->max_threads, sizeof *p->threads);
   if (p->threads == NULL) return ISV_ENOMEM;
   if (uv_mutex_init(&p->mu) != 0) goto fail;
   if (uv_cond_init(&p->wake) != 0) {
@@ -24,7 +24,7 @@ int isv__pool_init(isv__pool *p, unsigned max_threads) {
   }
   return 0;
 fail:
-  free(p->threads);
+  isv__free(p->threads);
   p->threads = NULL;
   return ISV_ENOMEM;
 }
@@ -79,7 +79,7 @@ void isv__pool_free(isv__pool *p) {
   if (p->threads == NULL) return;
   uv_cond_destroy(&p->wake);
   uv_mutex_destroy(&p->mu);
-  free(p->threads);
+  isv__free(p->threads);
   p->threads = NULL;
   p->n_threads = 0;
 }

@@ -15,6 +15,8 @@
 
 #include <uv.h>
 
+#include "codec/mem.h"
+
 typedef struct isv__pool_job isv__pool_job;
 struct isv__pool_job {
   isv__pool_job *next;
@@ -39,7 +41,7 @@ typedef struct isv__pool {
 } isv__pool;
 
 /* 0, or ISV_ENOMEM. max_threads >= 1. Starts no thread. */
-int isv__pool_init(isv__pool *p, unsigned max_threads);
+int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem);
 /* Queue a job; a thread is started when none is idle and fewer than max_threads run. 0, or
  * ISV_ENOMEM when no thread runs and none could be started (the job is not queued). Loop
  * thread (any thread, in fact: the queue is locked). */

@@ -8,29 +8,32 @@
 
 /* ---- model config (public) --------------------------------------------------------------- */
 
-static char *dupstr(const char *s) {
+static char *dupstr(const isv_mem *mem, const char *s) {
   size_t n = strlen(s) + 1;
-  char *p = malloc(n);
+  char *p = isv__malloc(mem, n);
   if (p) memcpy(p, s, n);
   return p;
 }
 
 static void io_free(isv__io *v, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    free(v[i].name);
-    free(v[i].shape);
+    isv__free(v[i].name);
+    isv__free(v[i].shape);
   }
-  free(v);
+  isv__free(v);
 }
 
-ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out) {
+/* A config whose every piece comes from mem: libc's for the host's (no server yet), the
+ * server's for the copy a registered model keeps. */
+static int config_new(const char *name, const isv_mem *mem, isv_model_config **out) {
   if (out == NULL) return ISV_EINVAL;
   *out = NULL;
   if (name == NULL || name[0] == '\0') return ISV_EINVAL;
-  isv_model_config *c = calloc(1, sizeof *c);
+  isv_model_config *c = isv__calloc(mem, 1, sizeof *c);
   if (c == NULL) return ISV_ENOMEM;
-  c->name = dupstr(name);
-  c->platform = dupstr("custom");
+  c->mem = mem;
+  c->name = dupstr(mem, name);
+  c->platform = dupstr(mem, "custom");
   c->instances = 1;
   if (c->name == NULL || c->platform == NULL) {
     isv_model_config_free(c);
@@ -40,19 +43,23 @@ ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out) {
   return 0;
 }
 
-ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
-  if (c == NULL) return;
-  free(c->name);
-  free(c->platform);
-  io_free(c->inputs, c->n_inputs);
-  io_free(c->outputs, c->n_outputs);
-  for (size_t i = 0; i < c->n_labels; i++) free(c->labels[i]);
-  free(c->labels);
-  free(c->preferred);
-  free(c);
+ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out) {
+  return config_new(name, NULL, out);
 }
 
-static int io_add(isv__io **v, size_t *n, const char *name, isv_datatype dt,
+ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
+  if (c == NULL) return;
+  isv__free(c->name);
+  isv__free(c->platform);
+  io_free(c->inputs, c->n_inputs);
+  io_free(c->outputs, c->n_outputs);
+  for (size_t i = 0; i < c->n_labels; i++) isv__free(c->labels[i]);
+  isv__free(c->labels);
+  isv__free(c->preferred);
+  isv__free(c);
+}
+
+static int io_add(const isv_mem *mem, isv__io **v, size_t *n, const char *name, isv_datatype dt,
                   const int64_t *shape, size_t ndim) {
   if (name == NULL || name[0] == '\0' || isv_datatype_size(dt) == 0) return ISV_EINVAL;
   static const int64_t one_free[1] = {-1};
@@ -66,15 +73,15 @@ static int io_add(isv__io **v, size_t *n, const char *name, isv_datatype dt,
     if (shape[i] < -1) return ISV_EINVAL;
   for (size_t i = 0; i < *n; i++)
     if (strcmp((*v)[i].name, name) == 0) return ISV_EEXIST;
-  isv__io *nv = realloc(*v, (*n + 1) * sizeof **v);
+  isv__io *nv = isv__realloc(mem, *v, (*n + 1) * sizeof **v);
   if (nv == NULL) return ISV_ENOMEM;
   *v = nv;
   isv__io *io = &nv[*n];
-  io->name = dupstr(name);
-  io->shape = malloc((ndim ? ndim : 1) * sizeof(int64_t));
+  io->name = dupstr(mem, name);
+  io->shape = isv__malloc(mem, (ndim ? ndim : 1) * sizeof(int64_t));
   if (io->name == NULL || io->shape == NULL) {
-    free(io->name);
-    free(io->shape);
+    isv__free(io->name);
+    isv__free(io->shape);
     return ISV_ENOMEM;
   }
   if (ndim) memcpy(io->shape, shape, ndim * sizeof(int64_t));
@@ -89,14 +96,14 @@ ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name,
                                           const int64_t *shape, size_t ndim) {
   if (c == NULL) return ISV_EINVAL;
   if (isv__config_output(c, name, name ? strlen(name) : 0) != NULL) return ISV_EEXIST;
-  return io_add(&c->inputs, &c->n_inputs, name, dt, shape, ndim);
+  return io_add(c->mem, &c->inputs, &c->n_inputs, name, dt, shape, ndim);
 }
 
 ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,
                                            const int64_t *shape, size_t ndim) {
   if (c == NULL) return ISV_EINVAL;
   if (isv__config_input(c, name, name ? strlen(name) : 0) != NULL) return ISV_EEXIST;
-  return io_add(&c->outputs, &c->n_outputs, name, dt, shape, ndim);
+  return io_add(c->mem, &c->outputs, &c->n_outputs, name, dt, shape, ndim);
 }
 
 ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_batch) {
@@ -107,9 +114,9 @@ ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_
 
 ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *platform) {
   if (c == NULL || platform == NULL) return ISV_EINVAL;
-  char *p = dupstr(platform);
+  char *p = dupstr(c->mem, platform);
   if (p == NULL) return ISV_ENOMEM;
-  free(c->platform);
+  isv__free(c->platform);
   c->platform = p;
   return 0;
 }
@@ -117,17 +124,17 @@ ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *pl
 ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
                                            size_t n) {
   if (c == NULL || (n > 0 && labels == NULL)) return ISV_EINVAL;
-  char **v = n ? calloc(n, sizeof *v) : NULL;
+  char **v = n ? isv__calloc(c->mem, n, sizeof *v) : NULL;
   if (n && v == NULL) return ISV_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    if (labels[i] == NULL || (v[i] = dupstr(labels[i])) == NULL) {
-      for (size_t j = 0; j < i; j++) free(v[j]);
-      free(v);
+    if (labels[i] == NULL || (v[i] = dupstr(c->mem, labels[i])) == NULL) {
+      for (size_t j = 0; j < i; j++) isv__free(v[j]);
+      isv__free(v);
       return labels[i] == NULL ? ISV_EINVAL : ISV_ENOMEM;
     }
   }
-  for (size_t i = 0; i < c->n_labels; i++) free(c->labels[i]);
-  free(c->labels);
+  for (size_t i = 0; i < c->n_labels; i++) isv__free(c->labels[i]);
+  isv__free(c->labels);
   c->labels = v;
   c->n_labels = n;
   return 0;
@@ -173,16 +180,16 @@ ISV_EXTERN int isv_model_config_set_dynamic_batching(isv_model_config *c, uint64
     return ISV_EINVAL;
   uint32_t *p = NULL;
   if (n) {
-    if ((p = malloc(n * sizeof *p)) == NULL) return ISV_ENOMEM;
+    if ((p = isv__malloc(c->mem, n * sizeof *p)) == NULL) return ISV_ENOMEM;
     memcpy(p, preferred, n * sizeof *p);
     qsort(p, n, sizeof *p, cmp_u32);
     for (size_t i = 0; i < n; i++)
       if (p[i] == 0 || (i && p[i] == p[i - 1])) {
-        free(p);
+        isv__free(p);
         return ISV_EINVAL;
       }
   }
-  free(c->preferred);
+  isv__free(c->preferred);
   c->preferred = p;
   c->n_preferred = n;
   c->batching = 1;
@@ -206,15 +213,15 @@ ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
   return 0;
 }
 
-static isv_model_config *config_copy(const isv_model_config *c) {
+static isv_model_config *config_copy(const isv_model_config *c, const isv_mem *mem) {
   isv_model_config *d;
-  if (isv_model_config_new(c->name, &d) != 0) return NULL;
+  if (config_new(c->name, mem, &d) != 0) return NULL;
   int rc = isv_model_config_set_platform(d, c->platform);
   for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
-    rc = io_add(&d->inputs, &d->n_inputs, c->inputs[i].name, c->inputs[i].dt, c->inputs[i].shape,
+    rc = io_add(d->mem, &d->inputs, &d->n_inputs, c->inputs[i].name, c->inputs[i].dt, c->inputs[i].shape,
                 c->inputs[i].any_rank ? ISV_ANY_RANK : c->inputs[i].ndim);
   for (size_t i = 0; rc == 0 && i < c->n_outputs; i++)
-    rc = io_add(&d->outputs, &d->n_outputs, c->outputs[i].name, c->outputs[i].dt,
+    rc = io_add(d->mem, &d->outputs, &d->n_outputs, c->outputs[i].name, c->outputs[i].dt,
                 c->outputs[i].shape, c->outputs[i].any_rank ? ISV_ANY_RANK : c->outputs[i].ndim);
   if (rc == 0) rc = isv_model_config_set_labels(d, (const char *const *)c->labels, c->n_labels);
   if (rc != 0) {
@@ -281,8 +288,8 @@ static void model_free(isv_model *m) {
   isv__sched_free(m); /* ends its live sequences: before destroy */
   if (m->backend.destroy) m->backend.destroy(m->user);
   isv_model_config_free(m->cfg);
-  free(m->version);
-  free(m);
+  isv__free(m->version);
+  isv__free(m);
 }
 
 void isv__model_ref(isv_model *m) { m->refs++; }
@@ -299,11 +306,12 @@ static size_t hash(const char *s, size_t n) {
   return h;
 }
 
-int isv__registry_init(isv__registry *r, struct isv__core *core) {
+int isv__registry_init(isv__registry *r, struct isv__core *core, const isv_mem *mem) {
   r->core = core;
+  r->mem = mem;
   r->n_buckets = 64;
   r->n_entries = 0;
-  r->buckets = calloc(r->n_buckets, sizeof *r->buckets);
+  r->buckets = isv__calloc(mem, r->n_buckets, sizeof *r->buckets);
   return r->buckets ? 0 : ISV_ENOMEM;
 }
 
@@ -317,7 +325,7 @@ isv__model_entry *isv__registry_entry(const isv__registry *r, const char *name, 
 
 static void grow(isv__registry *r) {
   size_t nb = r->n_buckets * 2;
-  isv__model_entry **b = calloc(nb, sizeof *b);
+  isv__model_entry **b = isv__calloc(r->mem, nb, sizeof *b);
   if (b == NULL) return; /* keep the old table: slower, still correct */
   for (size_t i = 0; i < r->n_buckets; i++) {
     isv__model_entry *e = r->buckets[i];
@@ -329,7 +337,7 @@ static void grow(isv__registry *r) {
       e = next;
     }
   }
-  free(r->buckets);
+  isv__free(r->buckets);
   r->buckets = b;
   r->n_buckets = nb;
 }
@@ -340,13 +348,13 @@ static void entry_unlink_free(isv__registry *r, isv__model_entry *e) {
   *pp = e->hnext;
   r->n_entries--;
   for (size_t i = 0; i < e->n_labels; i++) {
-    free(e->labels[i].label);
-    free(e->labels[i].version);
+    isv__free(e->labels[i].label);
+    isv__free(e->labels[i].version);
   }
-  free(e->labels);
-  free(e->default_version);
-  free(e->name);
-  free(e);
+  isv__free(e->labels);
+  isv__free(e->default_version);
+  isv__free(e->name);
+  isv__free(e);
 }
 
 void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
@@ -389,10 +397,10 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   isv__model_entry *e = isv__registry_entry(r, c->name, strlen(c->name));
   if (e && isv__entry_version(e, version, strlen(version))) return ISV_EEXIST;
 
-  isv_model *m = calloc(1, sizeof *m);
+  isv_model *m = isv__calloc(r->mem, 1, sizeof *m);
   if (m == NULL) return ISV_ENOMEM;
-  m->version = dupstr(version);
-  m->cfg = config_copy(c);
+  m->version = dupstr(r->mem, version);
+  m->cfg = config_copy(c, r->mem);
   if (m->version == NULL || m->cfg == NULL) goto oom;
   memcpy(&m->backend, be, sizeof m->backend < be->struct_size ? sizeof m->backend : be->struct_size);
   m->backend.struct_size = sizeof m->backend;
@@ -402,9 +410,10 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   if (isv__sched_init(m, r->core) != 0) goto oom;
 
   if (e == NULL) {
-    e = calloc(1, sizeof *e);
-    if (e == NULL || (e->name = dupstr(c->name)) == NULL) {
-      free(e);
+    e = isv__calloc(r->mem, 1, sizeof *e);
+    if (e) e->mem = r->mem;
+    if (e == NULL || (e->name = dupstr(r->mem, c->name)) == NULL) {
+      isv__free(e);
       goto oom;
     }
     if (r->n_entries >= r->n_buckets) grow(r);
@@ -422,8 +431,8 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
 oom:
   isv__sched_free(m);
   isv_model_config_free(m->cfg);
-  free(m->version);
-  free(m);
+  isv__free(m->version);
+  isv__free(m);
   return ISV_ENOMEM;
 }
 
@@ -460,7 +469,7 @@ static void clear_one(isv__model_entry *e, void *data) {
 void isv__registry_clear(isv__registry *r) {
   if (r->buckets == NULL) return;
   isv__registry_foreach(r, clear_one, r);
-  free(r->buckets);
+  isv__free(r->buckets);
   r->buckets = NULL;
   r->n_buckets = 0;
 }
@@ -501,24 +510,24 @@ int isv__entry_set_label(isv__model_entry *e, const char *label, const char *ver
     if (strcmp(e->labels[i].label, label) == 0) break;
   if (version == NULL) {
     if (i == e->n_labels) return ISV_ENOTFOUND;
-    free(e->labels[i].label);
-    free(e->labels[i].version);
+    isv__free(e->labels[i].label);
+    isv__free(e->labels[i].version);
     e->labels[i] = e->labels[--e->n_labels];
     return 0;
   }
-  char *v = dupstr(version);
+  char *v = dupstr(e->mem, version);
   if (v == NULL) return ISV_ENOMEM;
   if (i < e->n_labels) {
-    free(e->labels[i].version);
+    isv__free(e->labels[i].version);
     e->labels[i].version = v;
     return 0;
   }
-  isv__label *nl = realloc(e->labels, (e->n_labels + 1) * sizeof *nl);
-  char *l = dupstr(label);
+  isv__label *nl = isv__realloc(e->mem, e->labels, (e->n_labels + 1) * sizeof *nl);
+  char *l = dupstr(e->mem, label);
   if (nl == NULL || l == NULL) {
     if (nl) e->labels = nl;
-    free(v);
-    free(l);
+    isv__free(v);
+    isv__free(l);
     return ISV_ENOMEM;
   }
   e->labels = nl;
@@ -530,8 +539,8 @@ int isv__entry_set_label(isv__model_entry *e, const char *label, const char *ver
 
 int isv__entry_set_default(isv__model_entry *e, const char *version) {
   char *v = NULL;
-  if (version && (v = dupstr(version)) == NULL) return ISV_ENOMEM;
-  free(e->default_version);
+  if (version && (v = dupstr(e->mem, version)) == NULL) return ISV_ENOMEM;
+  isv__free(e->default_version);
   e->default_version = v;
   return 0;
 }

@@ -5,6 +5,8 @@
 
 #include "core/layer.h"
 
+#include "codec/mem.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +24,8 @@ typedef struct isv__io {
 } isv__io;
 
 struct isv_model_config {
+  const isv_mem *mem; /* where its pieces come from: NULL (libc's) for the host's, the server's
+                       * for a registered model's copy */
   char *name;
   char *platform;
   isv__io *inputs;
@@ -86,6 +90,7 @@ typedef struct isv__label {
 } isv__label;
 
 struct isv__model_entry {
+  const isv_mem *mem; /* the server's */
   char *name;
   isv__model_entry *hnext;
   isv_model *versions;
@@ -96,12 +101,13 @@ struct isv__model_entry {
 
 typedef struct isv__registry {
   struct isv__core *core;
+  const isv_mem *mem; /* the server's */
   isv__model_entry **buckets;
   size_t n_buckets;
   size_t n_entries;
 } isv__registry;
 
-int isv__registry_init(isv__registry *r, struct isv__core *core);
+int isv__registry_init(isv__registry *r, struct isv__core *core, const isv_mem *mem);
 /* Removes every model (destroy callbacks run when their last reference goes). */
 void isv__registry_clear(isv__registry *r);
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 isv_request *isv__request_new(isv__core *c) {
-  isv_request *r = calloc(1, sizeof *r);
+  isv_request *r = isv__calloc(c->mem, 1, sizeof *r);
   if (r == NULL) return NULL;
   r->core = c;
   r->arena.bufs = &c->bufs;
@@ -433,7 +433,7 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
 static void bury(isv_request *r) {
   isv__core *c = r->core;
   if (c == NULL || c->closed) {
-    free(r);
+    isv__free(r);
     return;
   }
   uv_mutex_lock(&c->mu);
@@ -443,7 +443,7 @@ static void bury(isv_request *r) {
   c->q_next = (c->q_next + 1) % ISV__QUARANTINE;
   if (c->q_len < ISV__QUARANTINE) c->q_len++;
   uv_mutex_unlock(&c->mu);
-  free(old);
+  isv__free(old);
 }
 
 /* A request's own buffers (its wire bytes and its arenas), freed on the worker pool when they
@@ -466,7 +466,7 @@ static void late_work(isv__offload *o) {
   late_buffers *l = (late_buffers *)o;
   free_buffers(l->body, l->body_free, &l->arena, &l->out_arena);
 }
-static void late_after(isv__offload *o) { free(o); }
+static void late_after(isv__offload *o) { isv__free(o); }
 
 /* 1: r's buffers went to the pool (r no longer holds them). */
 static int free_buffers_later(isv_request *r) {
@@ -475,12 +475,12 @@ static int free_buffers_later(isv_request *r) {
   size_t bytes = r->body ? r->body_len : 0;
   bytes += isv__arena_capacity(&r->arena) + isv__arena_capacity(&r->out_arena);
   if (bytes < ISV__FREE_LATER_MIN_BYTES) return 0;
-  late_buffers *l = malloc(sizeof *l);
+  late_buffers *l = isv__malloc(c->mem, sizeof *l);
   if (l == NULL) return 0;
   *l = (late_buffers){.body = r->body, .body_free = r->body_free, .arena = r->arena,
                       .out_arena = r->out_arena};
   if (isv__offload_run(c, &l->off, late_work, late_after) != 0) {
-    free(l);
+    isv__free(l);
     return 0;
   }
   r->body = NULL;

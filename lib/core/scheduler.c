@@ -216,11 +216,13 @@ int isv__sched_init(isv_model *m, struct isv__core *core) {
   memset(s, 0, sizeof *s);
   s->core = core;
   s->n_queues = c->sequences ? c->instances : 1;
-  s->inst_busy = calloc(c->instances, sizeof *s->inst_busy);
-  s->inst_seqs = calloc(c->instances, sizeof *s->inst_seqs);
-  s->queues = calloc(s->n_queues, sizeof *s->queues);
-  s->batch_execs = calloc((size_t)(c->max_batch ? c->max_batch : 1) + 1, sizeof *s->batch_execs);
-  isv__seqtab_init(&s->seqs);
+  const isv_mem *mem = c->mem; /* the registry's copy of the config: the server's */
+  s->inst_busy = isv__calloc(mem, c->instances, sizeof *s->inst_busy);
+  s->inst_seqs = isv__calloc(mem, c->instances, sizeof *s->inst_seqs);
+  s->queues = isv__calloc(mem, s->n_queues, sizeof *s->queues);
+  s->batch_execs = isv__calloc(mem, (size_t)(c->max_batch ? c->max_batch : 1) + 1,
+                               sizeof *s->batch_execs);
+  isv__seqtab_init(&s->seqs, mem);
   return s->inst_busy && s->inst_seqs && s->queues && s->batch_execs ? 0 : ISV_ENOMEM;
 }
 
@@ -234,10 +236,10 @@ void isv__sched_free(isv_model *m) {
   }
   isv__seqtab_free(&s->seqs);
   if (s->core) isv__timeheap_remove(&s->core->timers, &s->wake);
-  free(s->inst_busy);
-  free(s->inst_seqs);
-  free(s->queues);
-  free(s->batch_execs);
+  isv__free(s->inst_busy);
+  isv__free(s->inst_seqs);
+  isv__free(s->queues);
+  isv__free(s->batch_execs);
   s->inst_busy = NULL;
   s->inst_seqs = NULL;
   s->queues = NULL;
@@ -522,7 +524,7 @@ static int dispatch_batch(isv_model *m, unsigned instance) {
   isv__core *core = s->core;
   isv_request *picked[64], **members = picked;
   size_t cap = c->max_batch < 64 ? 64 : c->max_batch;
-  if (cap > 64 && (members = malloc(cap * sizeof *members)) == NULL) {
+  if (cap > 64 && (members = isv__malloc(core->mem, cap * sizeof *members)) == NULL) {
     members = picked; /* out of memory: batches of at most 64 requests */
     cap = 64;
   }
@@ -569,7 +571,7 @@ static int dispatch_batch(isv_model *m, unsigned instance) {
   for (size_t i = 0; i < n; i++) members[i]->exec = b;
   start_exec(m, b, instance);
 out:
-  if (members != picked) free(members);
+  if (members != picked) isv__free(members);
   return started;
 }
 
@@ -930,7 +932,7 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   uv_mutex_lock(&c->mu);
   if (r->completed || r->abandoned) {
     uv_mutex_unlock(&c->mu);
-    free(q); /* took nothing yet */
+    isv__free(q); /* took nothing yet */
     return ISV_ESTATE;
   }
   r->outputs = NULL;

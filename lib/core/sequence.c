@@ -3,14 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-void isv__seqtab_init(isv__seqtab *t) {
+void isv__seqtab_init(isv__seqtab *t, const isv_mem *mem) {
   t->buckets = NULL;
   t->n_buckets = t->n = 0;
+  t->mem = mem;
 }
 
 void isv__seqtab_free(isv__seqtab *t) {
-  free(t->buckets);
-  isv__seqtab_init(t);
+  isv__free(t->buckets);
+  isv__seqtab_init(t, t->mem);
 }
 
 static size_t hash(uint64_t id, const char *s, size_t len) {
@@ -42,7 +43,7 @@ isv__seq *isv__seqtab_find(const isv__seqtab *t, uint64_t id, const char *id_str
 
 static int grow(isv__seqtab *t) {
   size_t nb = t->n_buckets ? 2 * t->n_buckets : 64;
-  isv__seq **b = calloc(nb, sizeof *b);
+  isv__seq **b = isv__calloc(t->mem, nb, sizeof *b);
   if (b == NULL) return -1;
   isv__seqtab old = *t;
   t->buckets = b;
@@ -54,18 +55,18 @@ static int grow(isv__seqtab *t) {
       q->hnext = b[h];
       b[h] = q;
     }
-  free(old.buckets);
+  isv__free(old.buckets);
   return 0;
 }
 
 isv__seq *isv__seqtab_add(isv__seqtab *t, uint64_t id, const char *id_str, size_t len,
                           unsigned instance) {
   if (t->n >= t->n_buckets && grow(t) != 0) return NULL;
-  isv__seq *q = calloc(1, sizeof *q);
+  isv__seq *q = isv__calloc(t->mem, 1, sizeof *q);
   if (q == NULL) return NULL;
   if (id_str) {
-    if ((q->id_str = malloc(len + 1)) == NULL) {
-      free(q);
+    if ((q->id_str = isv__malloc(t->mem, len + 1)) == NULL) {
+      isv__free(q);
       return NULL;
     }
     memcpy(q->id_str, id_str, len);
@@ -104,6 +105,6 @@ isv__seq *isv__seqtab_pop(isv__seqtab *t) {
 
 void isv__seq_free(isv__seq *q) {
   if (q == NULL) return;
-  free(q->id_str);
-  free(q);
+  isv__free(q->id_str);
+  isv__free(q);
 }

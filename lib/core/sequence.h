@@ -10,6 +10,8 @@
 
 #include "core/layer.h"
 
+#include "codec/mem.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,9 +35,10 @@ typedef struct isv__seqtab {
   isv__seq **buckets;
   size_t n_buckets;
   size_t n; /* live sequences in the table */
+  const isv_mem *mem;
 } isv__seqtab;
 
-void isv__seqtab_init(isv__seqtab *t);
+void isv__seqtab_init(isv__seqtab *t, const isv_mem *mem);
 /* Frees the table, not the sequences (the caller ends them first: isv__seqtab_pop). */
 void isv__seqtab_free(isv__seqtab *t);
 /* The live sequence with this id (id_str NULL: numeric), or NULL. */

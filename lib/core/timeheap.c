@@ -4,15 +4,16 @@
 
 #include "inferserve.h"
 
-void isv__timeheap_init(isv__timeheap *h) {
+void isv__timeheap_init(isv__timeheap *h, const isv_mem *mem) {
   h->v = NULL;
   h->n = h->cap = 0;
+  h->mem = mem;
 }
 
 void isv__timeheap_free(isv__timeheap *h) {
   for (size_t i = 0; i < h->n; i++) h->v[i]->pos = 0;
-  free(h->v);
-  isv__timeheap_init(h);
+  isv__free(h->v);
+  isv__timeheap_init(h, h->mem);
 }
 
 static void place(isv__timeheap *h, size_t i, isv__timed *e) {
@@ -54,7 +55,7 @@ int isv__timeheap_set(isv__timeheap *h, isv__timed *e, uint64_t when) {
   }
   if (h->n == h->cap) {
     size_t cap = h->cap ? 2 * h->cap : 16;
-    isv__timed **v = realloc(h->v, cap * sizeof *v);
+    isv__timed **v = isv__realloc(h->mem, h->v, cap * sizeof *v);
     if (v == NULL) return ISV_ENOMEM;
     h->v = v;
     h->cap = cap;

@@ -9,6 +9,8 @@
 
 #include "core/layer.h"
 
+#include "codec/mem.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,9 +23,10 @@ typedef struct isv__timed {
 typedef struct isv__timeheap {
   isv__timed **v;
   size_t n, cap;
+  const isv_mem *mem; /* NULL: libc's */
 } isv__timeheap;
 
-void isv__timeheap_init(isv__timeheap *h);
+void isv__timeheap_init(isv__timeheap *h, const isv_mem *mem);
 void isv__timeheap_free(isv__timeheap *h);
 /* Insert e at `when`, or move it there when it is already in. 0, or ISV_ENOMEM (e not in). */
 int isv__timeheap_set(isv__timeheap *h, isv__timed *e, uint64_t when);

@@ -45,7 +45,7 @@ void isv__grpc_services_init(isv__grpc_services *s, isv__core *core) {
 }
 
 void isv__grpc_services_free(isv__grpc_services *s) {
-  free(s->entries);
+  isv__free(s->entries);
   s->entries = NULL;
   s->n = s->cap = 0;
 }
@@ -65,7 +65,7 @@ int isv__grpc_services_add(isv__grpc_services *s, const isv__grpc_method *m,
   if (find(s, m->path)) return ISV_EEXIST;
   if (s->n == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 16;
-    isv__grpc_entry *e = realloc(s->entries, cap * sizeof *e);
+    isv__grpc_entry *e = isv__realloc(s->core->mem, s->entries, cap * sizeof *e);
     if (e == NULL) return ISV_ENOMEM;
     s->entries = e;
     s->cap = cap;
@@ -103,7 +103,7 @@ static void gcall_finish(gcall *g, int status, const char *msg) {
 static void gcall_maybe_free(gcall *g) {
   if (g->finished && g->inflight == 0 && g->busy == 0) {
     isv__bigbuf_free(g->msg);
-    free(g);
+    isv__free(g);
   }
 }
 
@@ -121,7 +121,7 @@ static void send_buf(gcall *g, isv__buf *b) {
   size_t len;
   char *data = isv__buf_release(b, &len);
   uv_buf_t part = uv_buf_init(data, (unsigned)len);
-  isv__grpc_send(g->call, &part, 1, free, data);
+  isv__grpc_send(g->call, &part, 1, isv__free, data);
 }
 
 /* A streaming call ends OK after the client's half-close, UNAVAILABLE when drained. */
@@ -135,7 +135,7 @@ static void end_stream(gcall *g) {
 static void job_free(void *p) {
   job *j = p;
   isv_request_free(j->r); /* and the message it took */
-  free(j);
+  isv__free(j);
 }
 
 static void job_unlink(job *j) {
@@ -181,7 +181,7 @@ static void infer_done(isv_request *r, int status, void *data) {
     if (m->kind != ISV__RPC_BIDI_STREAM) gcall_finish(g, 0, NULL);
   } else if (m->kind == ISV__RPC_BIDI_STREAM && m->encode_error) {
     isv__buf b; /* the stream goes on: this request's error travels in-stream */
-    isv__buf_init(&b);
+    isv__buf_init(&b, g->core->mem);
     m->encode_error(isv_request_error_message(r), &b);
     job_free(j);
     send_buf(g, &b);
@@ -195,10 +195,10 @@ static void infer_done(isv_request *r, int status, void *data) {
 
 /* Decode one message into a request and submit it; takes msg. */
 static void submit(gcall *g, uint8_t *msg, size_t len) {
-  job *j = calloc(1, sizeof *j);
+  job *j = isv__calloc(g->core->mem, 1, sizeof *j);
   isv_request *r = isv__request_new(g->core);
   if (j == NULL || r == NULL) {
-    free(j);
+    isv__free(j);
     isv__bigbuf_free(msg);
     isv_request_free(r);
     finish_error(g, ISV_ENOMEM, "out of memory");
@@ -229,7 +229,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
 static void run_unary(gcall *g) {
   if (g->m->answer) {
     isv__buf b;
-    isv__buf_init(&b);
+    isv__buf_init(&b, g->core->mem);
     isv__grpc_unary u = {g->core, g->svc, g->msg, g->len, &b, ""};
     int rc = g->m->answer(&u);
     if (rc != 0) {
@@ -323,7 +323,7 @@ void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
     isv__grpc_finish(call, ISV__GRPC_UNIMPLEMENTED, msg);
     return;
   }
-  gcall *g = calloc(1, sizeof *g);
+  gcall *g = isv__calloc(s->core->mem, 1, sizeof *g);
   if (g == NULL) {
     isv__grpc_finish(call, ISV__GRPC_RESOURCE_EXHAUSTED, "out of memory");
     return;

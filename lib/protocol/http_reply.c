@@ -9,7 +9,7 @@
 #include "codec/utf8.h"
 #include "core/offload.h"
 
-static void release_buf(void *p) { free(p); }
+static void release_buf(void *p) { isv__free(p); }
 
 /* One application/json answer of `len` bytes at data, released by release(ctx) once written. */
 static int respond_json(isv__exchange *ex, int status, char *data, size_t len,
@@ -36,11 +36,11 @@ typedef struct large_body {
 static void release_large(void *p) {
   large_body *l = p;
   isv__offload_free(l->core, l->data);
-  free(l);
+  isv__free(l);
 }
 
 int isv__reply_json_large(isv__core *c, isv__exchange *ex, int status, isv__buf *b) {
-  large_body *l = b->failed || b->len < ISV__FREE_LATER_MIN_BYTES ? NULL : malloc(sizeof *l);
+  large_body *l = b->failed || b->len < ISV__FREE_LATER_MIN_BYTES ? NULL : isv__malloc(c->mem, sizeof *l);
   if (l == NULL) return isv__reply_json(ex, status, b);
   size_t len;
   l->core = c;
@@ -65,13 +65,13 @@ void isv__json_error_body(isv__buf *b, const char *msg) {
   if (isv__utf8_valid(msg, n)) {
     isv__json_write_string(b, msg, n);
   } else {
-    char *copy = malloc(n + 1);
+    char *copy = isv__malloc(b->mem, n + 1);
     if (copy == NULL) {
       isv__json_write_string(b, "(unprintable message)", 21);
     } else {
       for (size_t i = 0; i < n; i++) copy[i] = (unsigned char)msg[i] < 0x80 ? msg[i] : '?';
       isv__json_write_string(b, copy, n);
-      free(copy);
+      isv__free(copy);
     }
   }
   isv__buf_putc(b, '}');
@@ -80,7 +80,7 @@ void isv__json_error_body(isv__buf *b, const char *msg) {
 int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
                          const isv__header *extra, size_t n_extra) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ex->mem);
   isv__json_error_body(&b, msg);
   if (b.failed) return isv__reply_json(ex, 500, &b); /* answers out of memory */
   size_t len;

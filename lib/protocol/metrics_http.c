@@ -203,13 +203,13 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
   }
 }
 
-static void release(void *p) { free(p); }
+static void release(void *p) { isv__free(p); }
 
 static void metrics(isv__http_req *q) {
   const isv__core *core = q->core;
   isv__exchange *ex = q->ex;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ex->mem);
   isv__metrics_render(core, &b);
   if (b.failed) {
     isv__buf_free(&b);

@@ -87,13 +87,13 @@ static int same_pattern(const isv__compiled_route *a, const isv__compiled_route 
 void isv__router_init(isv__router *r, isv__core *core) {
   memset(r, 0, sizeof *r);
   r->core = core;
-  isv__buf_init(&r->scratch);
+  isv__buf_init(&r->scratch, core->mem);
 }
 
 void isv__router_free(isv__router *r) {
-  for (size_t i = 0; i < r->n_routes; i++) free(r->routes[i].pattern);
-  free(r->routes);
-  free(r->prefixes);
+  for (size_t i = 0; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
+  isv__free(r->routes);
+  isv__free(r->prefixes);
   isv__buf_free(&r->scratch);
   memset(r, 0, sizeof *r);
 }
@@ -102,14 +102,14 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
   if (route == NULL || route->pattern == NULL || route->handler == NULL || route->methods == 0)
     return ISV_EINVAL;
   isv__compiled_route c = {.route = *route, .fe = fe};
-  if ((c.pattern = strdup(route->pattern)) == NULL) return ISV_ENOMEM;
+  if ((c.pattern = isv__strdup(r->core->mem, route->pattern)) == NULL) return ISV_ENOMEM;
   int rc = compile(&c);
   for (size_t i = 0; rc == 0 && i < r->n_routes; i++)
     if ((r->routes[i].route.methods & route->methods) && same_pattern(&r->routes[i], &c))
       rc = ISV_EEXIST;
   if (rc == 0 && r->n_routes == r->cap_routes) {
     size_t cap = r->cap_routes ? 2 * r->cap_routes : 16;
-    isv__compiled_route *n = realloc(r->routes, cap * sizeof *n);
+    isv__compiled_route *n = isv__realloc(r->core->mem, r->routes, cap * sizeof *n);
     if (n == NULL) rc = ISV_ENOMEM;
     else {
       r->routes = n;
@@ -119,7 +119,7 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
   int known = 0; /* fe already listed for its path prefix */
   for (size_t i = 0; i < r->n_prefixes; i++) known |= r->prefixes[i] == fe;
   if (rc == 0 && fe && fe->path_prefix && !known) {
-    const isv__frontend **p = realloc(r->prefixes, (r->n_prefixes + 1) * sizeof *p);
+    const isv__frontend **p = isv__realloc(r->core->mem, r->prefixes, (r->n_prefixes + 1) * sizeof *p);
     if (p == NULL) rc = ISV_ENOMEM;
     else {
       r->prefixes = p;
@@ -127,7 +127,7 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
     }
   }
   if (rc != 0) {
-    free(c.pattern);
+    isv__free(c.pattern);
     return rc;
   }
   c.protocol = fe && fe->http_label ? isv__core_protocol(r->core, fe->http_label) : 0;
@@ -137,7 +137,7 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
 }
 
 void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes) {
-  for (size_t i = n_routes; i < r->n_routes; i++) free(r->routes[i].pattern);
+  for (size_t i = n_routes; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   if (n_routes < r->n_routes) r->n_routes = n_routes;
   if (n_prefixes < r->n_prefixes) r->n_prefixes = n_prefixes;
 }
@@ -145,7 +145,7 @@ void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes) {
 void isv__router_remove(isv__router *r, const isv__frontend *fe) {
   size_t k = 0;
   for (size_t i = 0; i < r->n_routes; i++) {
-    if (r->routes[i].fe == fe) free(r->routes[i].pattern);
+    if (r->routes[i].fe == fe) isv__free(r->routes[i].pattern);
     else r->routes[k++] = r->routes[i];
   }
   r->n_routes = k;

@@ -55,12 +55,13 @@ typedef struct version_list {
   const isv_model **v;
   size_t n, cap;
   int failed;
+  const isv_mem *mem;
 } version_list;
 
 static void list_one(version_list *l, const isv_model *m) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 16;
-    const isv_model **nv = realloc(l->v, cap * sizeof *nv);
+    const isv_model **nv = isv__realloc(l->mem, l->v, cap * sizeof *nv);
     if (nv == NULL) {
       l->failed = 1;
       return;
@@ -81,7 +82,7 @@ static int model_statistics(isv__grpc_unary *u) {
     strcpy(u->err, "malformed request message");
     return ISV_EBADREQ;
   }
-  version_list l = {0};
+  version_list l = {.mem = u->core->mem};
   if (name[0] == '\0') {
     isv__registry_foreach(&u->core->reg, list_versions, &l);
   } else {
@@ -95,7 +96,7 @@ static int model_statistics(isv__grpc_unary *u) {
   }
   int rc = l.failed ? ISV_ENOMEM
                     : isv__v2pb_encode_model_statistics(l.v, l.n, u->core->n_protocols, u->out);
-  free(l.v);
+  isv__free(l.v);
   return rc;
 }
 

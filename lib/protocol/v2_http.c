@@ -18,7 +18,7 @@ static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s,
 
 static void reply_bool(isv__exchange *ex, const char *key, int v) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ex->mem);
   isv__buf_puts(&b, "{\"");
   isv__buf_puts(&b, key);
   isv__buf_puts(&b, v ? "\":true}" : "\":false}");
@@ -64,7 +64,7 @@ static void write_io(isv__buf *b, const isv__io *io, size_t n, uint32_t max_batc
 static void model_metadata(isv_model *m, isv__exchange *ex) {
   const isv_model_config *c = m->cfg;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ex->mem);
   isv__buf_puts(&b, "{\"name\":");
   write_str(&b, c->name);
   isv__buf_puts(&b, ",\"versions\":[");
@@ -96,8 +96,8 @@ typedef struct binary_reply {
 static void release_binary(void *p) {
   binary_reply *br = p;
   isv_request_free(br->r);
-  free(br->json);
-  free(br);
+  isv__free(br->json);
+  isv__free(br);
 }
 
 /* A response encoded (JSON, and the binary parts it references); its reply is sent from the
@@ -113,12 +113,12 @@ typedef struct encoded {
 } encoded;
 
 static void encode(encoded *e) {
-  isv__buf_init(&e->b);
+  isv__buf_init(&e->b, e->ex->mem);
   e->bin = NULL;
   e->n_bin = 0;
   if (e->status == 0 && (e->status = isv__v2_encode_response(e->r, &e->b, &e->bin, &e->n_bin))) {
     isv__buf_free(&e->b);
-    isv__buf_init(&e->b);
+    isv__buf_init(&e->b, e->ex->mem);
   }
 }
 
@@ -129,7 +129,7 @@ static void reply_encoded(encoded *e) {
   isv__buf b = e->b; /* e may live in r's arena: copy out what is needed after r is freed */
   if (status != 0) {
     isv__buf_free(&b);
-    isv__buf_init(&b);
+    isv__buf_init(&b, ex->mem);
     isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
   }
   if (status != 0 || e->n_bin == 0 || b.failed) {
@@ -141,10 +141,10 @@ static void reply_encoded(encoded *e) {
   }
   size_t json_len, n_bin = e->n_bin;
   const isv__v2_binpart *bin = e->bin;
-  binary_reply *br = malloc(sizeof *br);
+  binary_reply *br = isv__malloc(ex->mem, sizeof *br);
   uv_buf_t *parts = isv__arena_alloc(&r->arena, (n_bin + 1) * sizeof *parts);
   if (br == NULL || parts == NULL) {
-    free(br);
+    isv__free(br);
     isv__buf_free(&b);
     isv_request_free(r);
     isv__reply_error(ex, ISV_ENOMEM, "out of memory");
@@ -238,7 +238,7 @@ static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) 
 
 static void server_metadata(isv__http_req *q) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, q->ex->mem);
   isv__buf_puts(&b, "{\"name\":");
   write_str(&b, q->core->opts.server_name);
   isv__buf_puts(&b, ",\"version\":");
@@ -349,7 +349,7 @@ static void statistics(isv__http_req *q) {
     else all_of = m->entry;
   }
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, q->ex->mem);
   stats_out o = {&b, q->core->n_protocols, 0};
   isv__buf_puts(&b, "{\"model_stats\":[");
   if (one) write_model_stats(&o, one);
@@ -366,7 +366,7 @@ static void config(isv__http_req *q) {
   if (m == NULL) return;
   const isv_model_config *c = m->cfg;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, q->ex->mem);
   isv__buf_puts(&b, "{\"name\":");
   write_str(&b, c->name);
   isv__buf_puts(&b, ",\"platform\":");
@@ -449,7 +449,7 @@ static void give_body(isv_request *r, isv__exchange *ex) {
   if (ex->body == NULL) return;
   r->body = ex->body;
   r->body_len = ex->body_len;
-  r->body_free = ex->body_big ? isv__bigbuf_free : free;
+  r->body_free = ex->body_big ? isv__bigbuf_free : isv__free;
   ex->body = NULL;
 }
 
@@ -498,7 +498,7 @@ static void infer(isv__http_req *q) {
 static void generate_done(isv_request *r, int status, void *data) {
   isv__exchange *ex = data;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ex->mem);
   if (status == 0) isv__v2gen_encode_response(r, &b);
   else isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
   isv_request_free(r); /* the JSON holds copies */
@@ -533,7 +533,7 @@ static void send_event(sse *st, isv__buf *b) {
   isv__buf_free(b);
   uv_buf_t part = uv_buf_init(text, (unsigned)len);
   if (st->begun) {
-    if (text) isv__exchange_write(st->ex, &part, 1, free, text);
+    if (text) isv__exchange_write(st->ex, &part, 1, isv__free, text);
     return;
   }
   static const isv__header no_cache = {"Cache-Control", 13, "no-cache", 8};
@@ -543,7 +543,7 @@ static void send_event(sse *st, isv__buf *b) {
                         .n_headers = 1,
                         .parts = &part,
                         .n_parts = text ? 1 : 0,
-                        .release = text ? free : NULL,
+                        .release = text ? isv__free : NULL,
                         .release_ctx = text,
                         .more = 1};
   isv__exchange_respond(st->ex, &resp);
@@ -560,7 +560,7 @@ static void event_of(const isv_request *r, int status, isv__buf *b) {
 
 static void stream_response(isv_request *resp, int status, void *data) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ((sse *)data)->ex->mem);
   event_of(resp, status, &b);
   isv_request_free(resp);
   send_event(data, &b);
@@ -573,7 +573,7 @@ static void stream_done(isv_request *r, int status, void *data) {
     return;
   }
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, st->ex->mem);
   if (status != 0 || r->n_outputs > 0) event_of(r, status, &b); /* a last response, or the
                                                                   * error that ended the stream */
   isv__exchange *ex = st->ex;

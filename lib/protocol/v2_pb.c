@@ -958,7 +958,7 @@ static void put_len(isv__buf *b, uint32_t num, const void *data, size_t n) {
 
 static void put_duration(isv__buf *b, uint32_t num, isv__stat_duration d) {
   isv__buf m;
-  isv__buf_init(&m);
+  isv__buf_init(&m, b->mem);
   put_u64(&m, 1, d.count);
   put_u64(&m, 2, d.ns);
   put_len(b, num, m.data, m.len);
@@ -970,8 +970,8 @@ static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_pro
   isv__triton_stats t;
   isv__stats_triton(&m->stats, n_protocols, &t);
   isv__buf s, is, bs;
-  isv__buf_init(&s);
-  isv__buf_init(&is);
+  isv__buf_init(&s, b->mem);
+  isv__buf_init(&is, b->mem);
   put_len(&s, 1, m->cfg->name, strlen(m->cfg->name));
   put_len(&s, 2, m->version, strlen(m->version));
   put_u64(&s, 3, t.last_inference_ms);
@@ -988,7 +988,7 @@ static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_pro
   for (uint32_t k = 1; m->sched.batch_execs && k <= max; k++) {
     uint64_t c = m->sched.batch_execs[k];
     if (c == 0) continue;
-    isv__buf_init(&bs);
+    isv__buf_init(&bs, b->mem);
     put_u64(&bs, 1, k);
     put_duration(&bs, 2, (isv__stat_duration){c, 0});
     put_duration(&bs, 3, (isv__stat_duration){c, 0});
@@ -1007,7 +1007,7 @@ static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_pro
 static void put_packed(isv__buf *b, uint32_t num, const int64_t *v, size_t n) {
   if (n == 0) return;
   isv__buf p;
-  isv__buf_init(&p);
+  isv__buf_init(&p, b->mem);
   for (size_t i = 0; i < n; i++) {
     uint8_t tmp[10];
     uint8_t *e = isv__pb_put_varint(tmp, (uint64_t)v[i]);
@@ -1022,7 +1022,7 @@ static void put_packed(isv__buf *b, uint32_t num, const int64_t *v, size_t n) {
 static void put_config_io(isv__buf *b, uint32_t num, const isv__io *io, size_t n, int input) {
   for (size_t i = 0; i < n; i++) {
     isv__buf t;
-    isv__buf_init(&t);
+    isv__buf_init(&t, b->mem);
     put_len(&t, 1, io[i].name, strlen(io[i].name));
     put_u64(&t, 2, (uint64_t)isv__dt_triton_number(io[i].dt));
     put_packed(&t, input ? 4 : 3, io[i].shape, io[i].ndim);
@@ -1035,13 +1035,13 @@ static void put_config_io(isv__buf *b, uint32_t num, const isv__io *io, size_t n
 int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   const isv_model_config *c = m->cfg;
   isv__buf k, x;
-  isv__buf_init(&k);
+  isv__buf_init(&k, out->mem);
   put_len(&k, 1, c->name, strlen(c->name));
   put_len(&k, 2, c->platform, strlen(c->platform));
   put_u64(&k, 4, c->max_batch);
   put_config_io(&k, 5, c->inputs, c->n_inputs, 1);
   put_config_io(&k, 6, c->outputs, c->n_outputs, 0);
-  isv__buf_init(&x); /* instance_group {name 1, count 2, kind 4 = KIND_CPU} */
+  isv__buf_init(&x, out->mem); /* instance_group {name 1, count 2, kind 4 = KIND_CPU} */
   put_len(&x, 1, c->name, strlen(c->name));
   put_u64(&x, 2, c->instances);
   put_u64(&x, 4, 2);
@@ -1049,7 +1049,7 @@ int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   x.len = 0;
   if (c->batching) { /* dynamic_batching {preferred_batch_size 1, max_queue_delay 2} */
     isv__buf p;
-    isv__buf_init(&p);
+    isv__buf_init(&p, out->mem);
     for (size_t i = 0; i < c->n_preferred; i++) {
       uint8_t tmp[10];
       uint8_t *e = isv__pb_put_varint(tmp, c->preferred[i]);

@@ -136,8 +136,8 @@ static void write_done(conn_write *w, int status) {
   }
   isv__write_cb cb = w->cb;
   void *ctx = w->ctx;
-  free(w->pieces);
-  free(w);
+  isv__free(w->pieces);
+  isv__free(w);
   cb(c, ctx, status);
 }
 
@@ -220,7 +220,7 @@ static void on_slice_written(uv_write_t *req, int status) {
 
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   if (c->closing) return ISV_ECANCELED;
-  conn_write *w = calloc(1, sizeof *w);
+  conn_write *w = isv__calloc(c->t->mem, 1, sizeof *w);
   if (w == NULL) return ISV_ENOMEM;
   w->c = c;
   w->cb = cb;
@@ -228,13 +228,13 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
   for (size_t i = 0; i < n; i++) w->len += bufs[i].len;
   if (c->wq_head == NULL && w->len <= ISV__WRITE_SLICE) { /* the usual case: straight to libuv */
     if (uv_write(&w->req, c->stream, bufs, (unsigned)n, on_write) != 0) { /* copies bufs */
-      free(w);
+      isv__free(w);
       return ISV_EIO;
     }
   } else {
-    w->pieces = w->rest = malloc((n ? n : 1) * sizeof *w->rest);
+    w->pieces = w->rest = isv__malloc(c->t->mem, (n ? n : 1) * sizeof *w->rest);
     if (w->rest == NULL) {
-      free(w);
+      isv__free(w);
       return ISV_ENOMEM;
     }
     memcpy(w->rest, bufs, n * sizeof *bufs);
@@ -248,8 +248,8 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
     if (first && next_slice(w) != 0) {
       c->wq_head = c->wq_tail = NULL;
       c->held -= w->len;
-      free(w->pieces);
-      free(w);
+      isv__free(w->pieces);
+      isv__free(w);
       return ISV_EIO;
     }
   }
@@ -381,7 +381,7 @@ static void handle_gone(isv__conn *c) {
   else t->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   t->n_conns--;
-  free(c);
+  isv__free(c);
   isv__transport_conn_gone(t);
 }
 
@@ -409,7 +409,7 @@ void isv__conn_close(isv__conn *c) {
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
   (void)status;
-  free(req);
+  isv__free(req);
 }
 
 void isv__conn_linger_close(isv__conn *c) {
@@ -420,9 +420,9 @@ void isv__conn_linger_close(isv__conn *c) {
   c->lingering = 1;
   c->watchdog = c->write_check = 0;
   isv__conn_set_lowat(c, 1);
-  uv_shutdown_t *req = malloc(sizeof *req);
+  uv_shutdown_t *req = isv__malloc(c->t->mem, sizeof *req);
   if (req == NULL || uv_shutdown(req, c->stream, on_shutdown) != 0) {
-    free(req);
+    isv__free(req);
     isv__conn_close(c);
     return;
   }
@@ -431,7 +431,7 @@ void isv__conn_linger_close(isv__conn *c) {
 }
 
 isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
-  isv__conn *c = calloc(1, sizeof *c);
+  isv__conn *c = isv__calloc(t->mem, 1, sizeof *c);
   if (c == NULL) return NULL;
   c->t = t;
   c->adopted = adopted;

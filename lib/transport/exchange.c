@@ -119,9 +119,9 @@ static void log_access(const isv__exchange *ex) {
 
 void isv__exchange_free(isv__exchange *ex) {
   if (ex->access && ex->status) log_access(ex);
-  free(ex->storage);
+  isv__free(ex->storage);
   if (ex->body_big) isv__bigbuf_free(ex->body);
-  else free(ex->body);
-  free(ex->headers);
-  free(ex);
+  else isv__free(ex->body);
+  isv__free(ex->headers);
+  isv__free(ex);
 }

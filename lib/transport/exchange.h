@@ -36,7 +36,8 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "inferserve.h" /* isv_access_entry */
+#include "codec/mem.h"
+#include "inferserve.h" /* isv_access_entry, isv_mem */
 
 typedef enum {
   ISV__M_OTHER = 0,
@@ -73,6 +74,7 @@ typedef struct isv__response {
 enum { ISV__EX_PENDING = 0, ISV__EX_STREAMING, ISV__EX_DONE };
 
 struct isv__exchange {
+  const isv_mem *mem; /* the server's allocator (codec/mem.h), for what answers it */
   isv__method method;
   const char *method_name;
   char *path; /* raw path, NUL-terminated, not percent-decoded */

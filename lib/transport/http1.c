@@ -97,7 +97,7 @@ static void parse_pending(h1 *h) {
   h->pending_len = 0;
   llhttp_resume(&h->parser);
   if (n) execute(h, p, n);
-  free(p);
+  isv__free(p);
 }
 
 /* The response is written: parse what came meanwhile, then go on reading. */
@@ -135,8 +135,8 @@ static void on_written(isv__conn *c, void *ctx, int status) {
   write_ctx *w = ctx;
   isv__exchange *ex = w->ex;
   if (w->release) w->release(w->release_ctx);
-  free(w->head);
-  free(w);
+  isv__free(w->head);
+  isv__free(w);
   ex->refs--;
   h1 *h = c->closing ? NULL : h1_of(c);
   if (h == NULL || h->ex != ex) { /* the connection let go of it */
@@ -167,9 +167,9 @@ static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
   size_t body = 0;
   for (size_t i = 0; i < n_parts; i++) body += parts[i].len;
   chunk = chunk && body > 0;
-  write_ctx *w = calloc(1, sizeof *w);
+  write_ctx *w = isv__calloc(h->c->t->mem, 1, sizeof *w);
   uv_buf_t stackbufs[8];
-  uv_buf_t *bufs = n_parts + 3 <= 8 ? stackbufs : malloc((n_parts + 3) * sizeof *bufs);
+  uv_buf_t *bufs = n_parts + 3 <= 8 ? stackbufs : isv__malloc(h->c->t->mem, (n_parts + 3) * sizeof *bufs);
   int rc = ISV_ENOMEM;
   if (w != NULL && bufs != NULL) {
     w->ex = ex;
@@ -190,11 +190,11 @@ static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
     rc = isv__conn_write(h->c, bufs, nb, on_written, w);
     if (rc != 0) ex->refs--;
   }
-  if (bufs != stackbufs) free(bufs);
+  if (bufs != stackbufs) isv__free(bufs);
   if (rc == 0) return 0;
-  free(w);
+  isv__free(w);
   if (release) release(ctx);
-  free(head);
+  isv__free(head);
   isv__conn_close(h->c);
   return -1;
 }
@@ -215,9 +215,9 @@ static char *put(char *p, const char *s, size_t n) {
 enum { BODY_LENGTH, BODY_CHUNKED, BODY_TO_CLOSE };
 
 /* The status line and headers. Every response goes through here: no snprintf. */
-static char *build_head(const isv__response *r, int framing, size_t body_len, int keep_alive,
-                        int http10, size_t *len) {
-  char *h = malloc(head_size(r));
+static char *build_head(const isv_mem *mem, const isv__response *r, int framing, size_t body_len,
+                        int keep_alive, int http10, size_t *len) {
+  char *h = isv__malloc(mem, head_size(r));
   if (h == NULL) return NULL;
   const char *reason = isv__http_reason(r->status);
   char *p = PUT_LIT(h, "HTTP/1.1 ");
@@ -270,7 +270,7 @@ static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   h->chunked = framing == BODY_CHUNKED && !is_head;
   h->wire_done = !resp->more || is_head; /* HEAD: the head is the whole answer */
   size_t hl;
-  char *head = build_head(resp, framing, body_len, !h->close_after, http10, &hl);
+  char *head = build_head(h->c->t->mem, resp, framing, body_len, !h->close_after, http10, &hl);
   if (head == NULL) {
     if (resp->release) resp->release(resp->release_ctx);
     isv__conn_close(c); /* lets go of ex */
@@ -337,14 +337,15 @@ static isv__method method_of(int m) {
 static isv__exchange *build_exchange(h1 *h, int complete) {
   int have_url = complete || h->headers_done || h->last_span > 1;
   size_t n_hdrs = complete || h->headers_done ? h->n_hdrs : 0;
-  isv__exchange *ex = calloc(1, sizeof *ex);
-  isv__header *hs = calloc(n_hdrs ? n_hdrs : 1, sizeof *hs);
+  isv__exchange *ex = isv__calloc(h->c->t->mem, 1, sizeof *ex);
+  if (ex) ex->mem = h->c->t->mem;
+  isv__header *hs = isv__calloc(h->c->t->mem, n_hdrs ? n_hdrs : 1, sizeof *hs);
   /* storage: the head text, then a NUL-terminated copy of the path and of the query */
-  char *st = malloc(h->head.len + h->url_len + 2);
+  char *st = isv__malloc(h->c->t->mem, h->head.len + h->url_len + 2);
   if (ex == NULL || hs == NULL || st == NULL) {
-    free(ex);
-    free(hs);
-    free(st);
+    isv__free(ex);
+    isv__free(hs);
+    isv__free(st);
     return NULL;
   }
   if (h->head.len) memcpy(st, h->head.data, h->head.len);
@@ -409,7 +410,7 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
     ex->body = h->body.data;
     ex->body_len = h->body.len;
     ex->body_big = h->body_big;
-    isv__buf_init(&h->body);
+    isv__buf_init(&h->body, h->c->t->mem);
     h->body_big = 0;
   }
   ex->conn = h->c;
@@ -489,10 +490,10 @@ static void faulted(isv__transport_job *j) {
   h1 *h = f->h;
   if (h == NULL) {
     isv__bigbuf_free(f->block);
-    free(f);
+    isv__free(f);
     return;
   }
-  free(f);
+  isv__free(f);
   h->faulting = NULL;
   isv__conn *c = h->c;
   parse_pending(h);
@@ -504,11 +505,11 @@ static void faulted(isv__transport_job *j) {
 /* 1: the body's pages are being faulted in (return HPE_PAUSED); 0: go on reading now. */
 static int start_faulting(h1 *h) {
   if (!isv__bigbuf_fresh(h->body.data) || h->c->t->h.offload == NULL) return 0;
-  h1_fault *f = malloc(sizeof *f);
+  h1_fault *f = isv__malloc(h->c->t->mem, sizeof *f);
   if (f == NULL) return 0; /* the loop faults them in as it reads */
   *f = (h1_fault){{fault_in, faulted}, h, h->body.data, h->body_expected};
   if (h->c->t->h.offload(h->c->t->h.app, &f->job) != 0) {
-    free(f);
+    isv__free(f);
     return 0;
   }
   h->faulting = f;
@@ -521,7 +522,7 @@ static void body_release(h1 *h) {
     h->faulting = NULL;
   } else if (h->body_big) isv__bigbuf_free(h->body.data);
   else isv__buf_free(&h->body);
-  isv__buf_init(&h->body);
+  isv__buf_init(&h->body, h->c->t->mem);
   h->body_big = 0;
 }
 
@@ -552,7 +553,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
     if (h->n_hdrs == 100) return fail(h, 431, "too many request headers (limit 100)");
     if (h->n_hdrs == h->cap_hdrs) {
       size_t nc = h->cap_hdrs ? h->cap_hdrs * 2 : 16;
-      hdr_span *nh = realloc(h->hdrs, nc * sizeof *nh);
+      hdr_span *nh = isv__realloc(h->c->t->mem, h->hdrs, nc * sizeof *nh);
       if (nh == NULL) return fail(h, 500, "out of memory");
       h->hdrs = nh;
       h->cap_hdrs = nc;
@@ -715,7 +716,7 @@ static const llhttp_settings_t settings = {
 
 /* Keep bytes that arrived behind the message being answered; 0, or -1 (connection closed). */
 static int keep_pending(h1 *h, const char *data, size_t len) {
-  char *p = realloc(h->pending, h->pending_len + len);
+  char *p = isv__realloc(h->c->t->mem, h->pending, h->pending_len + len);
   if (p == NULL) {
     isv__conn_close(h->c);
     return -1;
@@ -798,14 +799,14 @@ static void h1_on_read(isv__conn *c, const char *data, size_t len) {
 }
 
 static int h1_start(isv__conn *c, const char *data, size_t len) {
-  h1 *h = calloc(1, sizeof *h);
+  h1 *h = isv__calloc(c->t->mem, 1, sizeof *h);
   if (h == NULL) {
     isv__conn_close(c);
     return -1;
   }
   h->c = c;
-  isv__buf_init(&h->head);
-  isv__buf_init(&h->body);
+  isv__buf_init(&h->head, c->t->mem);
+  isv__buf_init(&h->body, c->t->mem);
   llhttp_init(&h->parser, HTTP_REQUEST, &settings);
   h->parser.data = h;
   c->proto_state = h;
@@ -846,9 +847,9 @@ static void h1_free(isv__conn *c) {
   unreserve(h);
   isv__buf_free(&h->head);
   body_release(h);
-  free(h->hdrs);
-  free(h->pending);
-  free(h);
+  isv__free(h->hdrs);
+  isv__free(h->pending);
+  isv__free(h);
   c->proto_state = NULL; /* on_cancel below must find no engine through c */
   if (ex) { /* its handler answers (or ends) into the void */
     ex->conn = NULL;

@@ -60,6 +60,7 @@ typedef struct out_item {
 
 typedef struct h2_stream {
   struct h2 *h2;
+  const isv_mem *mem; /* the server's (it may outlive its connection) */
   struct h2_stream *prev, *next;
   int32_t id;
   /* request headers: "name\0value\0" pairs */
@@ -148,7 +149,7 @@ static int admit_message(void *ctx, size_t len);
 static seg *push_seg(h2_write *w) {
   if (w->n_segs == w->cap_segs) {
     size_t cap = w->cap_segs ? 2 * w->cap_segs : 16;
-    seg *s = realloc(w->segs, cap * sizeof *s);
+    seg *s = isv__realloc(w->c->t->mem, w->segs, cap * sizeof *s);
     if (s == NULL) {
       w->failed = 1;
       return NULL;
@@ -188,7 +189,7 @@ static void item_free(out_item *it) {
     it->ex->refs--;
     isv__exchange_collect(it->ex);
   }
-  free(it);
+  isv__free(it);
 }
 
 static void write_free(h2_write *w) {
@@ -199,8 +200,8 @@ static void write_free(h2_write *w) {
     it = next;
   }
   isv__buf_free(&w->copy);
-  free(w->segs);
-  free(w);
+  isv__free(w->segs);
+  isv__free(w);
 }
 
 static void after_write(isv__conn *c, void *ctx, int status) {
@@ -215,7 +216,7 @@ static void after_write(isv__conn *c, void *ctx, int status) {
 
 static int start_write(h2 *h, h2_write *w) {
   uv_buf_t small[64] = {{0}};
-  uv_buf_t *bufs = w->n_segs <= 64 ? small : malloc(w->n_segs * sizeof *bufs);
+  uv_buf_t *bufs = w->n_segs <= 64 ? small : isv__malloc(h->c->t->mem, w->n_segs * sizeof *bufs);
   if (bufs == NULL) return -1;
   for (size_t i = 0; i < w->n_segs; i++) {
     const seg *s = &w->segs[i];
@@ -223,7 +224,7 @@ static int start_write(h2 *h, h2_write *w) {
     bufs[i].len = s->len;
   }
   int rc = isv__conn_write(h->c, bufs, w->n_segs, after_write, w); /* copies bufs */
-  if (bufs != small) free(bufs);
+  if (bufs != small) isv__free(bufs);
   return rc;
 }
 
@@ -234,13 +235,13 @@ static void flush(h2 *h) {
     return;
   }
   h->want_flush = 0;
-  h2_write *w = calloc(1, sizeof *w);
+  h2_write *w = isv__calloc(h->c->t->mem, 1, sizeof *w);
   if (w == NULL) {
     isv__conn_close(h->c);
     return;
   }
   w->c = h->c;
-  isv__buf_init(&w->copy);
+  isv__buf_init(&w->copy, h->c->t->mem);
   h->cur = w;
   h->in_session = 1;
   ssize_t n = 0;
@@ -391,7 +392,7 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
                    void (*release)(void *), void *ctx) {
   size_t total = 0;
   for (size_t i = 0; i < n; i++) total += parts[i].len;
-  out_item *it = malloc(sizeof *it + (n + 1) * sizeof(uv_buf_t));
+  out_item *it = isv__malloc(st->mem, sizeof *it + (n + 1) * sizeof(uv_buf_t));
   if (it == NULL) {
     if (release) release(ctx);
     return ISV_ENOMEM;
@@ -476,12 +477,12 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
   nghttp2_nv nv_small[3 + 16];
   char lower_small[1024];
   int small = resp->n_headers <= 16 && names <= sizeof lower_small;
-  nghttp2_nv *nv = small ? nv_small : malloc((3 + resp->n_headers) * sizeof *nv);
-  char *lower = small ? lower_small : malloc(names ? names : 1);
+  nghttp2_nv *nv = small ? nv_small : isv__malloc(st->mem, (3 + resp->n_headers) * sizeof *nv);
+  char *lower = small ? lower_small : isv__malloc(st->mem, names ? names : 1);
   if (nv == NULL || lower == NULL) {
     if (!small) {
-      free(nv);
-      free(lower);
+      isv__free(nv);
+      isv__free(lower);
     }
     if (resp->release) resp->release(resp->release_ctx);
     isv__exchange_collect(ex); /* streaming: its stream's reset lets go of it */
@@ -520,8 +521,8 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
   }
   isv__exchange_collect(ex);
   if (!small) {
-    free(nv);
-    free(lower);
+    isv__free(nv);
+    isv__free(lower);
   }
   flush(h); /* ex is not touched after this: on_cancel may end it from inside */
   return rc;
@@ -615,7 +616,7 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   h2 *h = st->h2;
   grpc_access(st, status);
   isv__buf m;
-  isv__buf_init(&m);
+  isv__buf_init(&m, st->mem);
   if (message) isv__grpc_percent_encode(&m, message);
   isv__buf_putc(&m, '\0');
   char status_s[16];
@@ -637,7 +638,7 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   flush(h);
 }
 
-static void deadline_closed(uv_handle_t *t) { free(t); }
+static void deadline_closed(uv_handle_t *t) { isv__free(t); }
 
 static void notify_cancel(h2_stream *st) {
   if (st->call.on_cancel == NULL) return;
@@ -654,12 +655,12 @@ static void transport_end(h2_stream *st, int status, const char *message) {
   h2 *h = st->h2;
   if (st->deadline) uv_timer_stop(st->deadline);
   isv__buf m;
-  isv__buf_init(&m);
+  isv__buf_init(&m, st->mem);
   isv__grpc_percent_encode(&m, message);
   isv__buf_putc(&m, '\0');
   if (m.failed) {
     isv__buf_free(&m);
-    isv__buf_init(&m);
+    isv__buf_init(&m, st->mem);
   }
   if (!st->submitted && st->q_head == NULL) {
     char s[8];
@@ -671,7 +672,7 @@ static void transport_end(h2_stream *st, int status, const char *message) {
     isv__buf_free(&m);
   } else { /* after what is already queued */
     st->trailer_status = status;
-    free(st->trailer_msg);
+    isv__free(st->trailer_msg);
     st->trailer_msg = m.data;
     st->eof = 1;
     nghttp2_session_resume_data(h->s, st->id);
@@ -712,7 +713,7 @@ static void on_deadline(uv_timer_t *t) {
 /* (Re)arm the stream's timer: `ms` from now. */
 static void arm_deadline(h2_stream *st, uint64_t ms) {
   if (st->deadline == NULL) {
-    if ((st->deadline = malloc(sizeof *st->deadline)) == NULL) return;
+    if ((st->deadline = isv__malloc(st->mem, sizeof *st->deadline)) == NULL) return;
     uv_timer_init(st->h2->c->t->loop, st->deadline);
     st->deadline->data = st;
   }
@@ -768,9 +769,9 @@ static void stream_free(h2_stream *st) {
   isv__buf_free(&st->head);
   isv__buf_free(&st->body);
   isv__grpc_deframer_free(&st->df);
-  free(st->hdrs);
-  free(st->trailer_msg);
-  free(st);
+  isv__free(st->hdrs);
+  isv__free(st->trailer_msg);
+  isv__free(st);
   if (close_now) flush(h); /* sends what is left, then closes the drained connection */
 }
 
@@ -786,12 +787,13 @@ static h2_stream *stream_of(nghttp2_session *s, int32_t id) {
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user) {
   h2 *h = user;
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-  h2_stream *st = calloc(1, sizeof *st);
+  h2_stream *st = isv__calloc(h->c->t->mem, 1, sizeof *st);
   if (st == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   st->h2 = h;
+  st->mem = h->c->t->mem;
   st->id = f->hd.stream_id;
-  isv__buf_init(&st->head);
-  isv__buf_init(&st->body);
+  isv__buf_init(&st->head, h->c->t->mem);
+  isv__buf_init(&st->body, h->c->t->mem);
   st->df.max_len = h->c->t->limits.max_body_bytes;
   st->df.bufs = h->c->t->bufs;
   st->df.admit = admit_message;
@@ -850,7 +852,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
 
 /* Point path/method/ctype at the stored headers and build the header array. */
 static int index_headers(h2_stream *st) {
-  st->hdrs = calloc(st->n_headers ? st->n_headers : 1, sizeof *st->hdrs);
+  st->hdrs = isv__calloc(st->mem, st->n_headers ? st->n_headers : 1, sizeof *st->hdrs);
   if (st->hdrs == NULL) return -1;
   const char *p = st->head.data;
   for (size_t i = 0; i < st->n_headers; i++) {
@@ -899,14 +901,15 @@ static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *
 /* The exchange of a REST stream: its path, method and headers (the exchange takes them), and
  * its body when `with_body`. NULL when out of memory. */
 static isv__exchange *make_exchange(h2_stream *st, int with_body) {
-  isv__exchange *ex = calloc(1, sizeof *ex);
+  isv__exchange *ex = isv__calloc(st->mem, 1, sizeof *ex);
+  if (ex) ex->mem = st->mem;
   size_t plen = st->path ? strlen(st->path) : 0, hlen = st->head.len;
   /* The exchange owns its text — the header block its headers point into, then a copy of the
    * path to cut at '?' — for it may outlive its stream (a reset, a connection gone). */
-  char *text = malloc(hlen + plen + 1);
+  char *text = isv__malloc(st->mem, hlen + plen + 1);
   if (ex == NULL || text == NULL) {
-    free(ex);
-    free(text);
+    isv__free(ex);
+    isv__free(text);
     return NULL;
   }
   if (hlen) memcpy(text, st->head.data, hlen);
@@ -938,7 +941,7 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   if (with_body) {
     ex->body = st->body.data;
     ex->body_len = st->body.len;
-    isv__buf_init(&st->body);
+    isv__buf_init(&st->body, st->mem);
   }
   ex->conn = st;
   isv__exchange_start_access(ex, st->h2->c->t->h.access, st->h2->c->t->h.app, "h2c");
@@ -968,7 +971,7 @@ static void stream_error(h2_stream *st, int status, const char *msg) {
   if (st->deadline) uv_timer_stop(st->deadline);
   stream_unreserve(st);
   isv__buf_free(&st->body);
-  isv__buf_init(&st->body);
+  isv__buf_init(&st->body, st->mem);
   if (st->hdrs == NULL && index_headers(st) != 0) st->hdrs = NULL;
   isv__exchange *ex = make_exchange(st, 0);
   if (ex == NULL) {
@@ -1177,8 +1180,17 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *u
 
 static void h2_on_read(isv__conn *c, const char *data, size_t len);
 
+/* nghttp2's session allocates through the server's allocator too (codec/mem.h). */
+static void *ng_malloc(size_t n, void *u) { return isv__malloc(u, n); }
+static void ng_free(void *p, void *u) {
+  (void)u;
+  isv__free(p);
+}
+static void *ng_calloc(size_t n, size_t size, void *u) { return isv__calloc(u, n, size); }
+static void *ng_realloc(void *p, size_t n, void *u) { return isv__realloc(u, p, n); }
+
 static int h2_start(isv__conn *c, const char *data, size_t len) {
-  h2 *h = calloc(1, sizeof *h);
+  h2 *h = isv__calloc(c->t->mem, 1, sizeof *h);
   nghttp2_session_callbacks *cb = NULL;
   nghttp2_option *opt = NULL;
   if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
@@ -1193,7 +1205,8 @@ static int h2_start(isv__conn *c, const char *data, size_t len) {
   nghttp2_session_callbacks_set_send_data_callback(cb, send_data);
   nghttp2_session_callbacks_set_data_source_read_length_callback(cb, data_length);
   nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024);
-  if (nghttp2_session_server_new2(&h->s, cb, h, opt) != 0) goto fail;
+  nghttp2_mem mem = {(void *)c->t->mem, ng_malloc, ng_free, ng_calloc, ng_realloc};
+  if (nghttp2_session_server_new3(&h->s, cb, h, opt, &mem) != 0) goto fail; /* copies mem */
   nghttp2_session_callbacks_del(cb);
   nghttp2_option_del(opt);
   cb = NULL;
@@ -1215,7 +1228,7 @@ fail:
   if (cb) nghttp2_session_callbacks_del(cb);
   if (opt) nghttp2_option_del(opt);
   if (h && h->s) nghttp2_session_del(h->s);
-  free(h);
+  isv__free(h);
   isv__conn_close(c);
   return -1;
 }
@@ -1305,7 +1318,7 @@ static void h2_free(isv__conn *c) {
   }
   nghttp2_session_del(h->s);
   c->proto_state = NULL;
-  free(h);
+  isv__free(h);
 }
 
 const isv__conn_proto isv__http2_proto = {

@@ -16,6 +16,8 @@ void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transpor
 
 static void on_drain_closed(uv_handle_t *h);
 
+static void free_listener(uv_handle_t *h) { isv__free(h->data); }
+
 static void maybe_closed(isv__transport *t) {
   if (t->closing && t->n_conns == 0 && t->drain_armed) { /* drained: its timer goes */
     t->drain_armed = 0;
@@ -89,7 +91,7 @@ int isv__transport_listen(isv__transport *t, const char *host, int port) {
     snprintf(t->last_error, sizeof t->last_error, "'%s' is not an IPv4 or IPv6 address", host);
     return ISV_EINVAL;
   }
-  isv__listener *l = calloc(1, sizeof *l);
+  isv__listener *l = isv__calloc(t->mem, 1, sizeof *l);
   if (l == NULL) return ISV_ENOMEM;
   l->t = t;
   uv_tcp_init(t->loop, &l->tcp);
@@ -99,7 +101,7 @@ int isv__transport_listen(isv__transport *t, const char *host, int port) {
   if (rc != 0) {
     snprintf(t->last_error, sizeof t->last_error, "cannot listen on %s:%d: %s", host, port,
              uv_strerror(rc));
-    uv_close((uv_handle_t *)&l->tcp, (uv_close_cb)free);
+    uv_close((uv_handle_t *)&l->tcp, free_listener);
     return ISV_EIO;
   }
   struct sockaddr_storage bound;
@@ -136,7 +138,7 @@ int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_
 static void on_listener_closed(uv_handle_t *h) {
   isv__listener *l = h->data;
   isv__transport *t = l->t;
-  free(l);
+  isv__free(l);
   t->open_handles--;
   maybe_closed(t);
 }

@@ -25,7 +25,7 @@
 static void echo_error(isv__exchange *ex, int status, const char *msg, const isv__header *extra,
                        size_t n_extra) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, ex->mem);
   isv__buf_puts(&b, "{\"echo_error\":{\"code\":");
   isv__json_write_i64(&b, status);
   isv__buf_puts(&b, ",\"why\":");
@@ -35,7 +35,7 @@ static void echo_error(isv__exchange *ex, int status, const char *msg, const isv
   char *body = isv__buf_release(&b, &len);
   uv_buf_t part = uv_buf_init(body, (unsigned)len);
   isv__response r = {.status = status, .content_type = "application/json", .headers = extra,
-                     .n_headers = n_extra, .parts = &part, .n_parts = 1, .release = free,
+                     .n_headers = n_extra, .parts = &part, .n_parts = 1, .release = isv__free,
                      .release_ctx = body};
   isv__exchange_respond(ex, &r);
 }
@@ -44,7 +44,7 @@ static void echo(isv__http_req *q) {
   size_t n;
   const char *what = isv__http_capture(q, "what", &n);
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, q->ex->mem);
   isv__buf_puts(&b, "{\"echo\":");
   isv__json_write_bytes_element(&b, q->ex->body ? q->ex->body : "", q->ex->body_len);
   isv__buf_puts(&b, ",\"what\":");
@@ -63,7 +63,7 @@ static void ready(isv__http_req *q) {
     return;
   }
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, q->ex->mem);
   isv__buf_puts(&b, isv__core_model_ready(q->core, m) ? "{\"ready\":true}" : "{\"ready\":false}");
   isv__reply_json(q->ex, 200, &b);
 }

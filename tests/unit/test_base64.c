@@ -19,7 +19,7 @@ static void test_encode_rfc4648(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof rfc / sizeof rfc[0]; i++) {
     isv__buf b;
-    isv__buf_init(&b);
+    isv__buf_init(&b, NULL);
     isv__base64_encode(&b, rfc[i][0], strlen(rfc[i][0]));
     assert_false(b.failed);
     assert_int_equal(b.len, strlen(rfc[i][1]));
@@ -59,7 +59,7 @@ static void test_decode_in_place_and_random(void **state) {
       data[i] = (unsigned char)(s >> 56);
     }
     isv__buf b;
-    isv__buf_init(&b);
+    isv__buf_init(&b, NULL);
     isv__base64_encode(&b, data, n);
     assert_int_equal(b.len, (n + 2) / 3 * 4);
     /* decode in place (out aliases in) */
@@ -75,7 +75,7 @@ static void test_all_bytes(void **state) {
   unsigned char data[256];
   for (int i = 0; i < 256; i++) data[i] = (unsigned char)i;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__base64_encode(&b, data, 256);
   for (size_t i = 0; i < b.len; i++) {
     char c = b.data[i];

@@ -31,7 +31,7 @@ static void start_and_end_alignment(void **state) {
 static void freed_large_blocks_are_reused(void **state) {
   (void)state;
   isv__bigbuf_cache c;
-  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB, NULL), 0);
   char *p = isv__bigbuf_alloc(&c, 16 * MiB, 1);
   assert_non_null(p);
   memset(p, 1, 16 * MiB);
@@ -57,7 +57,7 @@ static void freed_large_blocks_are_reused(void **state) {
 static void a_block_is_fresh_only_when_mapped_for_it(void **state) {
   (void)state;
   isv__bigbuf_cache c;
-  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB, NULL), 0);
   char *small = isv__bigbuf_alloc(&c, 1000, 0);
   assert_false(isv__bigbuf_fresh(small));
   char *p = isv__bigbuf_alloc(&c, 4 * MiB + 5, 1);
@@ -80,7 +80,7 @@ static void a_block_is_fresh_only_when_mapped_for_it(void **state) {
 static void the_cache_keeps_at_most_its_limit(void **state) {
   (void)state;
   isv__bigbuf_cache c;
-  assert_int_equal(isv__bigbuf_cache_init(&c, 8 * MiB), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 8 * MiB, NULL), 0);
   char *a = isv__bigbuf_alloc(&c, 6 * MiB, 0), *b = isv__bigbuf_alloc(&c, 6 * MiB, 0);
   isv__bigbuf_free(a);
   isv__bigbuf_free(b); /* over the limit: unmapped */
@@ -88,12 +88,12 @@ static void the_cache_keeps_at_most_its_limit(void **state) {
   assert_true(c.held <= 8 * MiB);
   isv__bigbuf_cache_destroy(&c);
   /* limit 0: nothing kept */
-  assert_int_equal(isv__bigbuf_cache_init(&c, 0), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 0, NULL), 0);
   isv__bigbuf_free(isv__bigbuf_alloc(&c, 2 * MiB, 0));
   assert_int_equal(c.n, 0);
   isv__bigbuf_cache_destroy(&c);
   /* small buffers never enter the cache */
-  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB, NULL), 0);
   isv__bigbuf_free(isv__bigbuf_alloc(&c, 1000, 0));
   assert_int_equal(c.n, 0);
   isv__bigbuf_cache_destroy(&c);
@@ -102,7 +102,7 @@ static void the_cache_keeps_at_most_its_limit(void **state) {
 static void arena_chunks_go_back_to_the_cache(void **state) {
   (void)state;
   isv__bigbuf_cache c;
-  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 64 * MiB, NULL), 0);
   for (int round = 0; round < 3; round++) {
     isv__arena a = ISV__ARENA_INIT;
     a.bufs = &c;

@@ -18,7 +18,7 @@ static void init_is_empty_and_free_resets(void **state) {
   (void)state;
   isv__buf b;
   memset(&b, 0xA5, sizeof b);
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   assert_empty(&b);
   isv__buf_free(&b); /* freeing an empty buffer is fine */
   assert_empty(&b);
@@ -39,7 +39,7 @@ static void appends_grow_and_keep_every_byte(void **state) {
   static unsigned char want[TOTAL];
   for (size_t i = 0; i < TOTAL; i++) want[i] = (unsigned char)(i * 131 + (i >> 7));
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   size_t off = 0, step = 1;
   while (off < TOTAL) {
     size_t n = step < TOTAL - off ? step : TOTAL - off;
@@ -67,7 +67,7 @@ static void appends_grow_and_keep_every_byte(void **state) {
 static void appending_nothing_changes_nothing(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, NULL, 0);
   isv__buf_append(&b, "ignored", 0);
   assert_int_equal(b.len, 0);
@@ -82,7 +82,7 @@ static void appending_nothing_changes_nothing(void **state) {
 static void reserve_makes_room_at_the_end_without_adding_bytes(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, "head", 4);
   char *p = isv__buf_reserve(&b, 1000);
   assert_non_null(p);
@@ -113,7 +113,7 @@ static void reserve_makes_room_at_the_end_without_adding_bytes(void **state) {
 static void release_hands_over_the_data_and_resets(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, "hello, ", 7);
   isv__buf_puts(&b, "world");
   size_t len = 0;
@@ -125,11 +125,11 @@ static void release_hands_over_the_data_and_resets(void **state) {
   /* the buffer is reusable and independent of the released data */
   isv__buf_append(&b, "again", 5);
   assert_memory_equal(d, "hello, world", 12);
-  free(d);
+  isv__free(d);
   d = isv__buf_release(&b, NULL); /* len may be NULL */
   assert_non_null(d);
   assert_memory_equal(d, "again", 5);
-  free(d);
+  isv__free(d);
   /* releasing an empty buffer gives no data and a zero length */
   len = 99;
   assert_null(isv__buf_release(&b, &len));
@@ -139,7 +139,7 @@ static void release_hands_over_the_data_and_resets(void **state) {
 static void failed_is_sticky_and_appends_become_no_ops(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   b.failed = 1;
   isv__buf_append(&b, "abc", 3);
   isv__buf_puts(&b, "def");
@@ -150,7 +150,7 @@ static void failed_is_sticky_and_appends_become_no_ops(void **state) {
   assert_int_equal(b.failed, 1);
 
   /* a buffer holding data that fails later keeps what it had */
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, "kept", 4);
   b.failed = 1;
   isv__buf_append(&b, "lost", 4);
@@ -165,7 +165,7 @@ static void failed_is_sticky_and_appends_become_no_ops(void **state) {
 static void an_impossible_reservation_sets_failed(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, "abc", 3);
   assert_null(isv__buf_reserve(&b, SIZE_MAX));
   assert_int_equal(b.failed, 1);
@@ -181,7 +181,7 @@ static void an_impossible_reservation_sets_failed(void **state) {
   assert_int_equal(b.failed, 1);
   isv__buf_free(&b);
 
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   assert_null(isv__buf_reserve(&b, SIZE_MAX / 2 + 1));
   assert_int_equal(b.failed, 1);
   assert_int_equal(b.len, 0);
@@ -191,7 +191,7 @@ static void an_impossible_reservation_sets_failed(void **state) {
 static void putc_and_puts_append_text(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_putc(&b, 'a'); /* on an empty buffer: takes the slow path */
   assert_int_equal(b.len, 1);
   assert_int_equal(b.data[0], 'a');

@@ -272,10 +272,10 @@ static void record_access(void *app, const isv_access_entry *e) {
 static void an_answered_exchange_is_logged_when_freed(void **state) {
   (void)state;
   n_logged = 0;
-  isv__exchange *ex = calloc(1, sizeof *ex);
+  isv__exchange *ex = isv__calloc(NULL, 1, sizeof *ex);
   *ex = fake(1);
   ex->method_name = "POST";
-  ex->path = strdup("/v2/models/m/infer");
+  ex->path = isv__strdup(NULL, "/v2/models/m/infer");
   ex->storage = ex->path;
   ex->body_len = 42;
   isv__exchange_start_access(ex, record_access, &n_logged, "h2c");
@@ -295,12 +295,12 @@ static void an_answered_exchange_is_logged_when_freed(void **state) {
   assert_int_equal(logged.bytes_in, 42);
   assert_int_equal(logged.bytes_out, 8);
 
-  ex = calloc(1, sizeof *ex);
+  ex = isv__calloc(NULL, 1, sizeof *ex);
   *ex = fake(0);
   isv__exchange_start_access(ex, record_access, &n_logged, "http/1.1");
   isv__exchange_free(ex); /* never answered (dropped before its handler ran) */
   assert_int_equal(n_logged, 1);
-  ex = calloc(1, sizeof *ex);
+  ex = isv__calloc(NULL, 1, sizeof *ex);
   *ex = fake(0);
   isv__exchange_start_access(ex, NULL, NULL, "http/1.1"); /* no access log: nothing kept */
   assert_null(ex->access);
@@ -312,7 +312,7 @@ static void an_answered_exchange_is_logged_when_freed(void **state) {
 
 static void an_exchange_is_collected_only_when_nothing_holds_it(void **state) {
   (void)state;
-  isv__exchange *ex = calloc(1, sizeof *ex);
+  isv__exchange *ex = isv__calloc(NULL, 1, sizeof *ex);
   assert_non_null(ex);
   int anchor;
   ex->phase = ISV__EX_STREAMING; /* the handler holds it */

@@ -298,7 +298,7 @@ static void free_lets_go_of_a_message_begun_and_resets(void **state) {
 static void messages_come_from_the_bigbuf_cache_when_given(void **state) {
   (void)state;
   isv__bigbuf_cache cache;
-  assert_int_equal(isv__bigbuf_cache_init(&cache, 8u << 20), 0);
+  assert_int_equal(isv__bigbuf_cache_init(&cache, 8u << 20, NULL), 0);
   size_t big = ISV__BIGBUF_BLOCK_MIN + 3;
   uint8_t *buf = malloc(big + 5);
   assert_non_null(buf);
@@ -401,7 +401,7 @@ static void the_timeout_reads_exactly_len_bytes(void **state) {
 
 static void encoded(const char *in, const char *want) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__grpc_percent_encode(&b, in);
   isv__buf_putc(&b, '\0');
   assert_false(b.failed);
@@ -423,7 +423,7 @@ static void grpc_messages_are_percent_encoded(void **state) {
 
   /* appends to what the buffer holds */
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_puts(&b, "x=");
   isv__grpc_percent_encode(&b, "1%");
   assert_int_equal(b.len, 6);

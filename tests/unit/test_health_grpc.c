@@ -52,7 +52,7 @@ static int check(const char *msg, size_t len, isv__buf *out, char *err) {
 
 static void expect_status(const char *msg, size_t len, int serving) {
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   char err[256];
   assert_int_equal(check(msg, len, &b, err), 0);
   assert_int_equal(b.len, 2);
@@ -78,7 +78,7 @@ static void server_service_and_models(void **state) {
 static void unknown_and_malformed(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   char err[256];
   assert_int_equal(check("\x0a\x04nope", 6, &b, err), ISV_ENOTFOUND);
   assert_string_equal(err, "unknown service or model 'nope'");

@@ -66,7 +66,7 @@ static int setup(void **state) {
 static void json_body_is_sent_with_its_status_and_type(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_puts(&b, "{\"ready\":true}");
   assert_int_equal(isv__reply_json(&ex, 201, &b), 0);
   assert_int_equal(n_responses, 1);
@@ -81,7 +81,7 @@ static void json_body_is_sent_with_its_status_and_type(void **state) {
 static void a_buffer_that_ran_out_of_memory_becomes_a_500(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_puts(&b, "{\"half\":[1,2,"); /* what an encoder had written when it failed */
   b.failed = 1;
   assert_int_equal(isv__reply_json(&ex, 200, &b), 0);
@@ -182,7 +182,7 @@ static void error_msg_passes_extra_headers(void **state) {
 static void error_body_appends_to_a_buffer(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_puts(&b, "[");
   isv__json_error_body(&b, "a \"quoted\" word");
   isv__buf_putc(&b, ',');

@@ -100,7 +100,7 @@ static void test_format_f32(void **state) {
 static void test_integers_and_strings(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__json_write_i64(&b, INT64_MIN);
   isv__buf_putc(&b, ' ');
   isv__json_write_i64(&b, INT64_MAX);
@@ -117,7 +117,7 @@ static void test_integers_and_strings(void **state) {
   assert_string_equal(cstr(&b), "-9223372036854775808 9223372036854775807 18446744073709551615 0 -7 0.5 -1e+300");
   isv__buf_free(&b);
 
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   const char s[] = "q\"b\\s/\n\t\r\b\f\x01\x1f\x7f caf\xC3\xA9 \xF0\x9F\x98\x80";
   isv__json_write_string(&b, s, sizeof s - 1);
   assert_string_equal(cstr(&b),
@@ -131,7 +131,7 @@ static void test_integers_and_strings(void **state) {
   assert_memory_equal(t.ptr, s, t.len);
   isv__buf_free(&b);
 
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__json_write_string(&b, "a\0b", 3);
   assert_string_equal(cstr(&b), "\"a\\u0000b\"");
   isv__buf_free(&b);
@@ -140,7 +140,7 @@ static void test_integers_and_strings(void **state) {
 static void test_bytes_elements(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv_bytes e[3] = {{"text", 4}, {"\xff\x00\x01", 3}, {"", 0}};
   isv__json_write_tensor(&b, ISV_BYTES, e, 3);
   assert_string_equal(cstr(&b), "[\"text\",{\"b64\":\"/wAB\"},\"\"]");
@@ -160,7 +160,7 @@ static void test_bytes_elements(void **state) {
 static void test_tensors(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   const int32_t i32[6] = {1, -2, 3, INT32_MIN, INT32_MAX, 0};
   isv__json_write_tensor(&b, ISV_INT32, i32, 6);
   assert_string_equal(cstr(&b), "[1,-2,3,-2147483648,2147483647,0]");
@@ -304,7 +304,7 @@ static void test_roundtrip_f32_tensor(void **state) {
   assert_non_null(out);
   for (size_t i = 0; i < N; i++) in[i] = (uint32_t)rng();
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__json_write_tensor(&b, ISV_FP32, in, N);
   assert_false(b.failed);
   isv__json_reader r;
@@ -339,7 +339,7 @@ static void test_roundtrip_f64_and_shortest(void **state) {
     in[i] = u;
   }
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__json_write_tensor_nested(&b, ISV_FP64, in, (const int64_t[]){2, (int64_t)N / 2}, 2);
   isv__json_reader r;
   isv__json_reader_init(&r, b.data, b.len, 4);
@@ -403,7 +403,7 @@ static void test_roundtrip_all_types(void **state) {
     if (types[k] == ISV_BOOL)
       for (size_t i = 0; i < N; i++) in[i] &= 1;
     isv__buf b;
-    isv__buf_init(&b);
+    isv__buf_init(&b, NULL);
     isv__json_write_tensor_nested(&b, types[k], in, (const int64_t[]){16, 16, 16}, 3);
     isv__json_reader r;
     isv__json_reader_init(&r, b.data, b.len, 8);

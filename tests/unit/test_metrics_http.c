@@ -37,7 +37,7 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   m->sched.queued = 4;
   m->sched.batch_execs[1] = 5;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__metrics_render(&core, &b);
   isv__buf_putc(&b, '\0');
   const char *t = b.data;

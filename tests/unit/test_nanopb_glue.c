@@ -15,7 +15,7 @@ typedef grpc_health_v1_HealthCheckResponse response;
 static void encodes_at_the_end_of_the_buffer(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, "xy", 2); /* whatever is there already stays */
   response r = grpc_health_v1_HealthCheckResponse_init_zero;
   r.status = grpc_health_v1_HealthCheckResponse_ServingStatus_SERVING;
@@ -33,7 +33,7 @@ static void encodes_at_the_end_of_the_buffer(void **state) {
 static void default_values_encode_to_nothing(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   response r = grpc_health_v1_HealthCheckResponse_init_zero; /* UNKNOWN = 0 */
   assert_int_equal(isv__nanopb_encode(grpc_health_v1_HealthCheckResponse_fields, &r, &b), 0);
   assert_int_equal(b.len, 0);
@@ -44,7 +44,7 @@ static void default_values_encode_to_nothing(void **state) {
 static void a_failed_buffer_gives_enomem(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__buf_append(&b, "ab", 2);
   b.failed = 1;
   response r = grpc_health_v1_HealthCheckResponse_init_zero;
@@ -64,7 +64,7 @@ static void a_write_the_buffer_refuses_gives_enomem(void **state) {
   /* A buffer that claims to be half the address space: its next append cannot be reserved,
    * so the failure happens inside nanopb's write, not before it. */
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   b.len = SIZE_MAX / 2;
   response r = grpc_health_v1_HealthCheckResponse_init_zero;
   r.status = grpc_health_v1_HealthCheckResponse_ServingStatus_SERVING;
@@ -79,7 +79,7 @@ static void a_write_the_buffer_refuses_gives_enomem(void **state) {
 static size_t encode_request(const char *s, isv__buf *b) {
   request q = grpc_health_v1_HealthCheckRequest_init_zero;
   isv__nanopb_cstr(&q.service, s);
-  isv__buf_init(b);
+  isv__buf_init(b, NULL);
   assert_int_equal(isv__nanopb_encode(grpc_health_v1_HealthCheckRequest_fields, &q, b), 0);
   assert_false(b->failed);
   return b->len;

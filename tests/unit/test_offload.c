@@ -76,7 +76,7 @@ static void an_idle_core_does_not_hold_the_loop(void **state) {
 static void a_buffer_is_freed_on_a_worker(void **state) {
   (void)state;
   cf_world *w = cf_world_new(NULL);
-  char *big = malloc(4 << 20);
+  char *big = isv__malloc(NULL, 4 << 20);
   assert_non_null(big);
   memset(big, 1, 4 << 20); /* touched: what makes unmapping it cost */
   isv__offload_free(&w->core, big);

@@ -79,7 +79,7 @@ static int teardown(void **state) {
 static void one_thread_runs_jobs_in_order(void **state) {
   (void)state;
   isv__pool p;
-  assert_int_equal(isv__pool_init(&p, 1), 0);
+  assert_int_equal(isv__pool_init(&p, 1, NULL), 0);
   assert_int_equal(p.n_threads, 0); /* none until needed (no thread yet to race with) */
   uv_sem_t gate;
   uv_sem_init(&gate, 0);
@@ -100,7 +100,7 @@ static void one_thread_runs_jobs_in_order(void **state) {
 static void threads_start_only_as_jobs_need_them(void **state) {
   (void)state;
   isv__pool p;
-  assert_int_equal(isv__pool_init(&p, 4), 0);
+  assert_int_equal(isv__pool_init(&p, 4, NULL), 0);
   uv_sem_t gate, started;
   uv_sem_init(&gate, 0);
   uv_sem_init(&started, 0);
@@ -138,7 +138,7 @@ static void threads_start_only_as_jobs_need_them(void **state) {
 static void destroy_without_jobs_is_fine(void **state) {
   (void)state;
   isv__pool p;
-  assert_int_equal(isv__pool_init(&p, 3), 0);
+  assert_int_equal(isv__pool_init(&p, 3, NULL), 0);
   isv__pool_destroy(&p);
   isv__pool_destroy(&p); /* twice: nothing */
   assert_int_equal(p.n_threads, 0);
@@ -160,7 +160,7 @@ static void stop_detaches_only_when_a_job_may_hang(void **state) {
   uv_sem_init(&gone_sem, 0);
   /* may hang, and a job runs: detached, gone after it returns */
   isv__pool *p = malloc(sizeof *p);
-  assert_int_equal(isv__pool_init(p, 2), 0);
+  assert_int_equal(isv__pool_init(p, 2, NULL), 0);
   tjob stuck = {{NULL, run}, 1, &gate, &started};
   assert_int_equal(isv__pool_submit(p, &stuck.job), 0);
   uv_sem_wait(&started);
@@ -175,7 +175,7 @@ static void stop_detaches_only_when_a_job_may_hang(void **state) {
   free(p);
   /* a job still running but not one that may hang: joined */
   isv__pool q;
-  assert_int_equal(isv__pool_init(&q, 2), 0);
+  assert_int_equal(isv__pool_init(&q, 2, NULL), 0);
   tjob slow = {{NULL, run}, 2, &gate, &started};
   assert_int_equal(isv__pool_submit(&q, &slow.job), 0);
   uv_sem_wait(&started);

@@ -49,7 +49,7 @@ static void config_rejects_bad_declarations(void **state) {
 static void versions_labels_default_and_removal(void **state) {
   (void)state;
   isv__registry r;
-  assert_int_equal(isv__registry_init(&r, NULL), 0);
+  assert_int_equal(isv__registry_init(&r, NULL, NULL), 0);
   isv_model_config *c = cfg("mv");
   isv_model *m1, *m2, *m10;
   assert_int_equal(isv__registry_add(&r, c, "1", &be, (void *)0x1, &m1), 0);
@@ -92,7 +92,7 @@ static void versions_labels_default_and_removal(void **state) {
 static void many_models_grow_the_table(void **state) {
   (void)state;
   isv__registry r;
-  isv__registry_init(&r, NULL);
+  isv__registry_init(&r, NULL, NULL);
   destroyed = 0;
   for (int i = 0; i < 500; i++) {
     char name[32];
@@ -113,7 +113,7 @@ static void many_models_grow_the_table(void **state) {
 static void backend_table_is_checked(void **state) {
   (void)state;
   isv__registry r;
-  isv__registry_init(&r, NULL);
+  isv__registry_init(&r, NULL, NULL);
   isv_model_config *c = cfg("b");
   isv_backend small = {.struct_size = 4, .infer = noop_infer};
   isv_backend noinfer = {.struct_size = sizeof(isv_backend)};

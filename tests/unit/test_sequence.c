@@ -16,7 +16,7 @@
 static void numeric_and_string_ids_never_collide(void **state) {
   (void)state;
   isv__seqtab t;
-  isv__seqtab_init(&t);
+  isv__seqtab_init(&t, NULL);
   assert_null(isv__seqtab_find(&t, 1, NULL, 0));
   isv__seq *n = isv__seqtab_add(&t, 1, NULL, 0, 0);
   isv__seq *s = isv__seqtab_add(&t, 0, "1", 1, 1);
@@ -41,7 +41,7 @@ static void numeric_and_string_ids_never_collide(void **state) {
 static void the_table_grows_and_finds_everything(void **state) {
   (void)state;
   isv__seqtab t;
-  isv__seqtab_init(&t);
+  isv__seqtab_init(&t, NULL);
   char name[32];
   for (uint64_t i = 1; i <= 1000; i++) {
     assert_non_null(isv__seqtab_add(&t, i, NULL, 0, 0));

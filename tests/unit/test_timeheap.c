@@ -18,7 +18,7 @@ static void check_heap(const isv__timeheap *h) {
 static void the_earliest_is_on_top(void **state) {
   (void)state;
   isv__timeheap h;
-  isv__timeheap_init(&h);
+  isv__timeheap_init(&h, NULL);
   assert_null(isv__timeheap_top(&h));
   isv__timed e[5] = {{0}};
   uint64_t when[5] = {50, 10, 40, 30, 20};
@@ -46,7 +46,7 @@ static void the_earliest_is_on_top(void **state) {
 static void moving_an_entry_earlier_or_later(void **state) {
   (void)state;
   isv__timeheap h;
-  isv__timeheap_init(&h);
+  isv__timeheap_init(&h, NULL);
   isv__timed a = {0}, b = {0}, c = {0};
   isv__timeheap_set(&h, &a, 10);
   isv__timeheap_set(&h, &b, 20);
@@ -77,7 +77,7 @@ static void a_random_workload_matches_a_sorted_reference(void **state) {
   (void)state;
   enum { N = 500 };
   isv__timeheap h;
-  isv__timeheap_init(&h);
+  isv__timeheap_init(&h, NULL);
   static isv__timed e[N];
   memset(e, 0, sizeof e);
   srand(7);

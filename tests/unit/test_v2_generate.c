@@ -168,7 +168,7 @@ static void the_response_object(void **state) {
                                           ISV_TRANSIENT),
                    0);
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   assert_int_equal(isv__v2gen_encode_response(r, &b), 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"model_name\":\"text\",\"model_version\":\"1\","
@@ -180,7 +180,7 @@ static void the_response_object(void **state) {
   assert_int_equal(isv_request_set_output(r, "text_output", ISV_BYTES, &three, 1, words, 0,
                                           ISV_TRANSIENT),
                    0);
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__v2gen_encode_response(r, &b);
   isv__buf_putc(&b, '\0');
   assert_non_null(strstr(b.data, "\"text_output\":[\"a\",\"b\",\"c\"]}"));

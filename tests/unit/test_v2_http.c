@@ -74,7 +74,7 @@ static void call(isv__method method, const char *path, const char *ctype, const 
   if (ctype) headers[nh++] = (isv__header){"content-type", 12, ctype, strlen(ctype)};
   if (ihcl)
     headers[nh++] = (isv__header){"Inference-Header-Content-Length", 31, ihcl, strlen(ihcl)};
-  char *copy = len ? malloc(len) : NULL;
+  char *copy = len ? isv__malloc(NULL, len) : NULL; /* the request takes it: isv__free */
   if (len) memcpy(copy, body, len);
   isv__exchange ex = {0};
   ex.method = method;
@@ -371,8 +371,8 @@ static void large_json_is_decoded_and_encoded_off_the_loop(void **state) {
   (void)state;
   enum { N = 40000 }; /* "0.5," x N: 160 KB of JSON, 160 KB of output */
   isv__buf req, want;
-  isv__buf_init(&req);
-  isv__buf_init(&want);
+  isv__buf_init(&req, NULL);
+  isv__buf_init(&want, NULL);
   isv__buf_puts(&req, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[40000],"
                       "\"data\":[");
   isv__buf_puts(&want, "{\"model_name\":\"big\",\"model_version\":\"1\",\"outputs\":[{\"name\":"

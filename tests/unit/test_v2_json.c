@@ -131,7 +131,7 @@ static void bytes_that_are_not_utf8_become_b64(void **state) {
   r->outputs = &t;
   r->n_outputs = 1;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__v2_binpart *parts;
   size_t n_parts;
   assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n_parts), 0);
@@ -259,7 +259,7 @@ static void binary_outputs_are_listed_after_the_json(void **state) {
   r->outputs = t;
   r->n_outputs = 3;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   isv__v2_binpart *parts;
   size_t n;
   assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n), 0);

@@ -901,7 +901,7 @@ static void big_output_by_reference(void **state) {
 static void small_messages(void **state) {
   (void)state;
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   assert_int_equal(isv__v2pb_encode_bool1(1, &b), 0);
   assert_int_equal(b.len, 2);
   assert_memory_equal(b.data, "\x08\x01", 2);
@@ -960,7 +960,7 @@ static void model_metadata(void **state) {
   assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &m2), 0);
   isv_model_config_free(c);
   isv__buf b;
-  isv__buf_init(&b);
+  isv__buf_init(&b, NULL);
   assert_int_equal(isv__v2pb_encode_model_metadata(m2, &b), 0);
   prd q = {(const uint8_t *)b.data, (const uint8_t *)b.data + b.len};
   unsigned num, wt;

@@ -1,0 +1,80 @@
+/* Allocation through an isv_mem, each block prefixed with its allocator (see mem.h). */
+#include "codec/mem.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *libc_malloc(size_t n, void *u) {
+  (void)u;
+  return malloc(n);
+}
+static void libc_free(void *p, void *u) {
+  (void)u;
+  free(p);
+}
+static void *libc_calloc(size_t n, size_t size, void *u) {
+  (void)u;
+  return calloc(n, size);
+}
+static void *libc_realloc(void *p, size_t n, void *u) {
+  (void)u;
+  return realloc(p, n);
+}
+
+const isv_mem isv__libc_mem = {sizeof(isv_mem), NULL, libc_malloc, libc_free, libc_calloc,
+                               libc_realloc};
+
+static void *stamp(void *base, const isv_mem *m) {
+  if (base == NULL) return NULL;
+  memcpy(base, &m, sizeof m);
+  return (char *)base + ISV__MEM_PREFIX;
+}
+
+static const isv_mem *owner(const void *p) {
+  const isv_mem *m;
+  memcpy(&m, (const char *)p - ISV__MEM_PREFIX, sizeof m);
+  return m;
+}
+
+void *isv__malloc(const isv_mem *m, size_t n) {
+  if (m == NULL) m = &isv__libc_mem;
+  if (n > SIZE_MAX - ISV__MEM_PREFIX) return NULL;
+  return stamp(m->malloc(n + ISV__MEM_PREFIX, m->user), m);
+}
+
+void *isv__calloc(const isv_mem *m, size_t nmemb, size_t size) {
+  if (m == NULL) m = &isv__libc_mem;
+  if (size != 0 && nmemb > (SIZE_MAX - ISV__MEM_PREFIX) / size) return NULL;
+  return stamp(m->calloc(1, nmemb * size + ISV__MEM_PREFIX, m->user), m);
+}
+
+void *isv__realloc(const isv_mem *m, void *p, size_t n) {
+  if (p == NULL) return isv__malloc(m, n);
+  if (n > SIZE_MAX - ISV__MEM_PREFIX) return NULL;
+  const isv_mem *own = owner(p);
+  return stamp(own->realloc((char *)p - ISV__MEM_PREFIX, n + ISV__MEM_PREFIX, own->user), own);
+}
+
+void isv__free(void *p) {
+  if (p == NULL) return;
+  const isv_mem *m = owner(p);
+  void (*f)(void *, void *) = m->free; /* m may live inside p (a server's struct) */
+  void *user = m->user;
+  f((char *)p - ISV__MEM_PREFIX, user);
+}
+
+char *isv__strdup(const isv_mem *m, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = isv__malloc(m, n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+void isv__mem_rehome(void *p, const isv_mem *m) { memcpy((char *)p - ISV__MEM_PREFIX, &m, sizeof m); }
+
+int isv__mem_check(const isv_mem *mem) {
+  size_t need = offsetof(isv_mem, realloc) + sizeof mem->realloc;
+  if (mem->struct_size < need) return -1;
+  return mem->malloc && mem->free && mem->calloc && mem->realloc ? 0 : -1;
+}

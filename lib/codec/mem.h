@@ -1,0 +1,39 @@
+/* Every allocation of the library goes through an isv_mem (inferserve.h): the server's
+ * (isv_options_set_mem), or libc's where there is no server yet (options, model configs).
+ *
+ * Each block carries its allocator in a prefix of ISV__MEM_PREFIX bytes, so isv__free needs
+ * nothing but the pointer: memory that travels — a response body freed by the transport once
+ * written, a message freed by whichever side finishes last, a buffer freed on a worker thread —
+ * is released with the allocator that made it, wherever it ends. The allocator must outlive
+ * the blocks it made (a server's lives in its core, freed last; isv__mem_rehome points a block
+ * at another copy of the same functions). */
+#ifndef ISV_CODEC_MEM_H
+#define ISV_CODEC_MEM_H
+
+#include <stddef.h>
+
+#include "inferserve.h"
+
+/* Keeps the data aligned as malloc's is (max_align_t). */
+#define ISV__MEM_PREFIX 16
+
+extern const isv_mem isv__libc_mem;
+
+/* m NULL: libc's. NULL when out of memory (or the size overflows). */
+void *isv__malloc(const isv_mem *m, size_t n);
+void *isv__calloc(const isv_mem *m, size_t nmemb, size_t size);
+/* p NULL: isv__malloc(m, n). Otherwise p keeps the allocator it was made with (m is ignored);
+ * on failure p is left as it was. */
+void *isv__realloc(const isv_mem *m, void *p, size_t n);
+/* NULL is a no-op. Any thread. */
+void isv__free(void *p);
+char *isv__strdup(const isv_mem *m, const char *s);
+
+/* p (from isv__malloc...) is freed with `m` from now on: for a block that holds the allocator it
+ * was made with, e.g. the server's struct, made with the options' copy. */
+void isv__mem_rehome(void *p, const isv_mem *m);
+
+/* 0 when mem is usable as an allocator (every function set, struct_size large enough). */
+int isv__mem_check(const isv_mem *mem);
+
+#endif
