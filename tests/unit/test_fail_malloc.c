@@ -1,11 +1,15 @@
 /* Out of memory, everywhere: a scripted request is run again and again, the k-th allocation
- * of the library failing on run k (malloc, calloc and realloc are wrapped at link time:
- * -Wl,--wrap), until a run sees no allocation fail. Every run must end cleanly — the call that
- * failed returns ISV_ENOMEM, or the client gets an answer (the right one, or an error), or the
- * connection is closed — never a crash, a hang, or a leak (LeakSanitizer checks the whole
- * binary in the sanitizer builds). Scripts: the in-process API, and HTTP/1.1 through the
- * transport on an adopted socketpair (a small JSON body, and one large enough to be decoded
- * and encoded on the worker pool). */
+ * of the server failing on run k — through the allocator hooks the server is given
+ * (isv_options_set_mem) — until a run sees no allocation fail. Every run must end cleanly —
+ * the call that failed returns ISV_ENOMEM, or the client gets an answer (the right one, or an
+ * error), or the connection is closed — never a crash, a hang, or a leak (LeakSanitizer checks
+ * the whole binary in the sanitizer builds). Scripts: the in-process API, and HTTP/1.1 through
+ * the transport on an adopted socketpair (a small JSON body, and one large enough to be
+ * decoded and encoded on the worker pool).
+ *
+ * libc's malloc, calloc and realloc are also wrapped at link time (-Wl,--wrap) for the library
+ * linked into this test: while a script runs, any call to them is an allocation that went
+ * around the hooks, and fails the test. */
 #include "cmocka_prelude.h"
 
 #include <errno.h>
@@ -19,7 +23,7 @@
 
 #include "inferserve.h"
 
-/* ---- the allocator: fails the k-th allocation once armed ---- */
+/* ---- the hooks: fail the k-th allocation once armed ---- */
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
@@ -27,23 +31,65 @@ void *__real_realloc(void *p, size_t n);
 
 static atomic_long countdown; /* > 0: allocations left before the one that fails */
 static atomic_int failed;     /* the armed failure happened */
+static atomic_long hooked;    /* allocations through the hooks while armed */
+static atomic_long bypassed;  /* libc allocations by the library while armed */
+static atomic_int watching;
 
 static int fail_now(void) {
+  atomic_fetch_add(&hooked, 1);
   if (atomic_load(&countdown) <= 0) return 0;
   if (atomic_fetch_sub(&countdown, 1) != 1) return 0;
   atomic_store(&failed, 1);
   return 1;
 }
-void *__wrap_malloc(size_t n) { return fail_now() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return fail_now() ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return fail_now() ? NULL : __real_realloc(p, n); }
+static void *hook_malloc(size_t n, void *u) {
+  (void)u;
+  return fail_now() ? NULL : __real_malloc(n);
+}
+static void hook_free(void *p, void *u) {
+  (void)u;
+  free(p);
+}
+static void *hook_calloc(size_t n, size_t size, void *u) {
+  (void)u;
+  return fail_now() ? NULL : __real_calloc(n, size);
+}
+static void *hook_realloc(void *p, size_t n, void *u) {
+  (void)u;
+  return fail_now() ? NULL : __real_realloc(p, n);
+}
+static const isv_mem hooks = {sizeof hooks, NULL, hook_malloc, hook_free, hook_calloc,
+                              hook_realloc};
+
+static void bypass(void) {
+  if (atomic_load(&watching)) atomic_fetch_add(&bypassed, 1);
+}
+void *__wrap_malloc(size_t n) {
+  bypass();
+  return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t size) {
+  bypass();
+  return __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  bypass();
+  return __real_realloc(p, n);
+}
 
 static void arm(long k) {
   atomic_store(&failed, 0);
+  atomic_store(&hooked, 0);
+  atomic_store(&bypassed, 0);
   atomic_store(&countdown, k);
+  atomic_store(&watching, 1);
 }
+/* 1 when the armed failure happened. Every allocation of the run went through the hooks. */
 static int disarm(void) {
+  atomic_store(&watching, 0);
   atomic_store(&countdown, 0);
+  assert_int_equal(atomic_load(&bypassed), 0);
+  assert_true(atomic_load(&hooked) > 0);
   return atomic_load(&failed);
 }
 
@@ -67,6 +113,7 @@ static isv_server *new_server(uv_loop_t *loop) {
   isv_options *o;
   assert_int_equal(isv_options_new(&o), 0);
   isv_options_set_log(o, NULL, NULL); /* the failures' WARN lines: thousands of them */
+  assert_int_equal(isv_options_set_mem(o, &hooks), 0);
   assert_int_equal(isv_server_new(loop, o, &srv), 0);
   isv_options_free(o);
   const char *names[] = {"inline", "pool"};
@@ -156,7 +203,7 @@ static void inprocess_survives_every_failed_allocation(void **state) {
   for (int m = 0; m < 2; m++) {
     long k = 1;
     while (inprocess_run(k, models[m])) k++;
-    assert_true(k > 2); /* the script allocates (the request, its arena): the wrapper saw it */
+    assert_true(k > 2); /* the script allocates (the request, its arena): the hooks saw it */
   }
 }
 
