@@ -305,19 +305,17 @@ void isv__conn_read_start(isv__conn *c) {
   else isv__conn_close(c);
 }
 
-/* A body read in place goes a slice per read while the connection's budget for this loop turn
- * lasts (conn.h). Past it, an empty buffer: libuv ends its read loop with UV_ENOBUFS, leaves
- * the socket watched, and the next turn's poll finds it readable again. */
+/* Reads go a slice per read() while the connection's budget for this loop turn lasts (conn.h):
+ * a body read in place, or the shared buffer an engine parses from (HTTP/2 frames, a gRPC
+ * message copied out of them). Past the budget, an empty buffer: libuv ends its read loop with
+ * UV_ENOBUFS, leaves the socket watched, and the next turn's poll finds it readable again. */
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   (void)hint;
   isv__conn *c = h->data;
   buf->base = NULL;
   if (c->proto && c->proto->read_buf) c->proto->read_buf(c, buf);
-  if (buf->base == NULL) {
-    *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
-    return;
-  }
-  if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
+  if (buf->base == NULL) *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
+  else if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
   uint64_t now = uv_hrtime();
   if (c->read_burst_ns == 0) {
     c->read_burst_ns = now;
@@ -365,8 +363,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     return;
   }
-  if (buf->base == c->t->rbuf || (size_t)nread < buf->len)
-    c->read_burst_ns = 0; /* the socket is drained: the next read starts a burst */
+  if ((size_t)nread < buf->len) c->read_burst_ns = 0; /* drained: the next read starts a burst */
   if (c->proto == NULL) sniff(c, buf->base, (size_t)nread);
   else c->proto->on_read(c, buf->base, (size_t)nread);
 }

@@ -95,10 +95,11 @@ void isv__conn_deadline(isv__conn *c, uint64_t ms);
  * code and cb is NOT called. */
 typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
 #define ISV__WRITE_SLICE ((size_t)256 << 10)
-/* A body read in place (the engine's read_buf) is read at most this much per read(), under the
- * same budget: once the connection's reads of this turn took ISV__SLICE_BUDGET_NS, the rest waits
- * for the next loop turn — a read() from loopback keeps copying while the sender fills the
- * socket. */
+/* A body read in place (the engine's read_buf) is read at most this much per read(); every
+ * read, in place or into the shared buffer, is under the same budget: once the connection's
+ * reads of this turn took ISV__SLICE_BUDGET_NS, the rest waits for the next loop turn — a read()
+ * from loopback keeps copying while the sender fills the socket, and an HTTP/2 engine parses
+ * (and copies out) what each read brought. */
 #define ISV__READ_SLICE ((size_t)256 << 10)
 /* Per connection, per direction, per loop turn (uv_hrtime ns; the transport's slice_budget_ns).
  * A turn's worst is about the budget plus one slice. */

@@ -521,6 +521,34 @@ static void a_large_body_is_read_in_one_turn_within_the_budget(void **state) {
   assert_int_equal(yields, 0);
 }
 
+/* Reads into the shared buffer (here a chunked body, parsed from it) are under the same budget. */
+static void a_chunked_body_is_read_a_buffer_per_loop_turn_with_no_budget(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_body_bytes = 8u << 20;
+  w->t.limits.max_receiving = 8u << 20;
+  w->t.slice_budget_ns = 0;
+  tf_client *cl = tf_connect(w);
+  int big = 8 << 20;
+  int can_pause = setsockopt(cl->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) == 0;
+  size_t chunk = 64 << 10, n_chunks = 24; /* 1.5 MiB: six shared buffers' worth */
+  size_t cap = n_chunks * (chunk + 16) + 256, len = 0;
+  char *msg = malloc(cap);
+  len += (size_t)snprintf(msg, cap, "POST /chunked HTTP/1.1\r\nHost: x\r\n"
+                                    "Transfer-Encoding: chunked\r\n\r\n");
+  for (size_t i = 0; i < n_chunks; i++) {
+    len += (size_t)snprintf(msg + len, cap - len, "%zx\r\n", chunk);
+    memset(msg + len, 'a' + (int)(i % 26), chunk);
+    len += chunk;
+    len += (size_t)snprintf(msg + len, cap - len, "\r\n");
+  }
+  len += (size_t)snprintf(msg + len, cap - len, "0\r\n\r\n");
+  tf_write(cl, msg, len);
+  tf_run_until(w, body_recorded, NULL);
+  assert_int_equal(w->recs[0].body_len, chunk * n_chunks);
+  if (can_pause) assert_true(w->t.conns->read_yields >= 4);
+  free(msg);
+}
+
 /* A connection closed while a sliced write is under way: each write's callback says so, in
  * order, once. */
 static void closing_mid_slices_fails_the_queued_writes(void **state) {
@@ -568,6 +596,7 @@ int main(void) {
       T(a_write_callback_may_start_the_next_large_write),
       T(a_large_body_is_read_a_slice_per_loop_turn_with_no_budget),
       T(a_large_body_is_read_in_one_turn_within_the_budget),
+      T(a_chunked_body_is_read_a_buffer_per_loop_turn_with_no_budget),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
