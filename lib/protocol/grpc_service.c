@@ -7,6 +7,8 @@
  * call is cancelled (the request still runs to completion; its answer is dropped). */
 #include "protocol/grpc_service.h"
 
+#include "core/offload.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ typedef struct gcall {
 } gcall;
 
 struct job {
+  isv__offload off; /* a large message is decoded on the worker pool */
   gcall *g;
   job *prev, *next;
   isv_request *r; /* holding its message (r->body) */
@@ -193,6 +196,18 @@ static void infer_done(isv_request *r, int status, void *data) {
   gcall_maybe_free(g);
 }
 
+static void decode_work(isv__offload *o) {
+  job *j = (job *)o;
+  j->g->m->decode(j->r, j->r->body, j->r->body_len); /* touches the request only */
+}
+
+static void decode_after(isv__offload *o) {
+  job *j = (job *)o;
+  if (j->g->cancelled && j->r->status == 0) /* while it was decoded: it never runs */
+    isv__request_fail(j->r, ISV_ECANCELED, "request cancelled before it ran");
+  isv__core_submit(j->g->core, j->r, infer_done, j);
+}
+
 /* Decode one message into a request and submit it; takes msg. */
 static void submit(gcall *g, uint8_t *msg, size_t len) {
   job *j = isv__calloc(g->core->mem, 1, sizeof *j);
@@ -221,7 +236,13 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   if (g->jobs) g->jobs->prev = j;
   g->jobs = j;
   g->inflight++;
-  g->m->decode(r, msg, len); /* a decode error is the core's to order and report */
+  /* A large message is decoded on a worker thread: typed contents (varints, strings) take
+   * milliseconds per MB, and the loop is the host's. A decode error is the core's to order
+   * and report either way. */
+  if (len >= ISV__OFFLOAD_MIN_BYTES &&
+      isv__offload_run(g->core, &j->off, decode_work, decode_after) == 0)
+    return;
+  g->m->decode(r, msg, len);
   isv__core_submit(g->core, r, infer_done, j);
 }
 

@@ -145,6 +145,26 @@ def test_bytes_large_elements(stub, protos):
 # ------------------------------------------------------------------------------------------
 # Large messages
 # ------------------------------------------------------------------------------------------
+def test_large_typed_int64_contents_are_decoded_whole(stub, protos):
+    """1 MiB+ of int64 varints (a message past the offload threshold: decoded on the server's
+    worker pool, not its loop) comes back exact; the same size with a shape that disagrees is
+    refused as such."""
+    n = 200_000
+    vals = [(i * 2654435761) % (2 ** 63) - 2 ** 62 for i in range(n)]
+    req = protos.pb.ModelInferRequest(model_name="identity_int64", id="typed-big")
+    add_input(req, "INPUT0", "INT64", [2, n // 2], typed=vals)
+    assert req.ByteSize() > 1 << 20
+    resp = stub.ModelInfer(req, timeout=30)
+    assert resp.id == "typed-big"
+    dt, shape, raw = outputs_of(resp)["OUTPUT0"]
+    assert (dt, shape) == ("INT64", [2, n // 2])
+    assert raw == struct.pack("<%dq" % n, *vals)
+    bad = protos.pb.ModelInferRequest(model_name="identity_int64")
+    add_input(bad, "INPUT0", "INT64", [2, n // 2 + 1], typed=vals)
+    expect_rpc_error(stub.ModelInfer, grpc.StatusCode.INVALID_ARGUMENT, "INPUT0",
+                     request=bad, timeout=30)
+
+
 def test_large_48mib_fp32_round_trip(stub, protos):
     n = 48 * MiB // 4
     pattern = bytes(range(256))  # every byte value; includes NaN/denormal patterns
