@@ -14,6 +14,9 @@
 #   json-64MiB    ~64 MiB of V2 JSON, FP32 [N]                              JSON, the same size
 #   binary-64MiB  binary tensor extension: JSON header + 64 MiB FP32        binary OUTPUT0
 #                 [16777216] (Inference-Header-Content-Length)
+#   grpc-64MiB    gRPC ModelInfer over h2c, 64 MiB FP32 [16777216] as         raw_output_contents
+#                 raw_input_contents (bench/grpc_rt: one connection, ITERS round trips after
+#                 one checked warm-up)
 #
 # Environment (all optional):
 #   BUILD_DIR=build-bench      meson build directory (set up with -Dbench=true if absent)
@@ -86,10 +89,12 @@ if [ "${STALL_NO_BUILD:-0}" != 1 ]; then
   { [ -f "$BUILD_DIR/build.ninja" ] ||
       meson setup "$BUILD_DIR" "$ROOT" -Dbench=true --buildtype=debugoptimized; } >"$WORK/build.log" 2>&1 &&
     meson configure "$BUILD_DIR" -Dbench=true >>"$WORK/build.log" 2>&1 &&
-    timeout -k 3 150 ninja -C "$BUILD_DIR" bench/loop_stall >>"$WORK/build.log" 2>&1 ||
+    timeout -k 3 150 ninja -C "$BUILD_DIR" bench/loop_stall bench/grpc_rt >>"$WORK/build.log" 2>&1 ||
     { tail -20 "$WORK/build.log" >&2; die "build failed"; }
 fi
 [ -x "$BIN" ] || die "$BIN not built (meson setup $BUILD_DIR -Dbench=true && ninja -C $BUILD_DIR bench/loop_stall)"
+GRPC_RT=$BUILD_DIR/bench/grpc_rt
+[ -x "$GRPC_RT" ] || die "$GRPC_RT not built (ninja -C $BUILD_DIR bench/grpc_rt)"
 
 # ---- request bodies -------------------------------------------------------------------------
 log "generating the request bodies"
@@ -143,6 +148,31 @@ def binary_body(path, nbytes):
         f.write(str(len(hdr)))
     return n, len(hdr) + nbytes
 
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+def field(num, payload):  # a length-delimited protobuf field
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+def grpc_body(path, nbytes):
+    # ModelInferRequest {model_name 1, inputs 5 {name 1, datatype 2, shape 3 (packed)},
+    # raw_input_contents 7}, behind the 5-byte gRPC prefix
+    n = nbytes // 4
+    tensor = field(1, b"INPUT0") + field(2, b"FP32") + field(3, varint(n))
+    block = array.array("f", (rng.gauss(0.0, 1.0) for _ in range(1 << 18))).tobytes()
+    head = field(1, b"identity_fp32") + field(5, tensor) + varint(7 << 3 | 2) + varint(nbytes)
+    with open(path, "wb") as f:
+        f.write(b"\0" + (len(head) + nbytes).to_bytes(4, "big") + head)
+        for _ in range(nbytes // len(block)):
+            f.write(block)
+    return n, 5 + len(head) + nbytes
+
 MiB = 1 << 20
 with open(work + "/bodies.txt", "w") as f:
     for name, target in (("json-16MiB", 16 * MiB), ("json-64MiB", 64 * MiB)):
@@ -150,6 +180,8 @@ with open(work + "/bodies.txt", "w") as f:
         f.write("%s %d %d\n" % (name, k, size))
     k, size = binary_body(work + "/binary-64MiB.body", 64 * MiB)
     f.write("binary-64MiB %d %d\n" % (k, size))
+    k, size = grpc_body(work + "/grpc-64MiB.grpc", 64 * MiB)
+    f.write("grpc-64MiB %d %d\n" % (k, size))
 EOF
 
 # ---- the server -----------------------------------------------------------------------------
@@ -220,8 +252,27 @@ c0=$(cpu)
 sleep "$IDLE_S"
 row idle 0 "$c0"
 
-for c in json-16MiB json-64MiB binary-64MiB; do
+for c in json-16MiB json-64MiB binary-64MiB grpc-64MiB; do
   stats >/dev/null
+  if [ "$c" = grpc-64MiB ]; then # grpc_rt checks its warm-up answer (identity), then times ITERS
+    size=$(awk -v c="$c" '$1 == c {print $3}' "$WORK/bodies.txt")
+    log "$c: 1 checked + $ITERS requests of $size bytes (grpc_rt)"
+    c0=$(cpu)
+    timeout -k 3 120 taskset -c "$LCPU" "$GRPC_RT" 127.0.0.1 "$PORT" "$WORK/$c.grpc" $((64 * 1048576)) \
+      "$ITERS" >"$WORK/$c.json" 2>"$WORK/$c.err" || die "$c: grpc_rt failed: $(head -c 300 "$WORK/$c.err")"
+    "$PY" - "$WORK/$c.json" "$WORK/$c.rt" <<'PYEOF' || die "$c: no figures from grpc_rt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+# the .rt lines curl writes (code seconds bytes), one per request the CPU figures cover (the
+# timed ones and the warm-up): grpc_rt reports only min, median and max, which these keep
+times = [r["min_s"], r["max_s"]] + [r["median_s"]] * (r["iters"] - 1)
+with open(sys.argv[2], "w") as f:
+    for s in times:
+        f.write("200 %f %d\n" % (s, r["response_bytes"]))
+PYEOF
+    row "$c" "$size" "$c0"
+    continue
+  fi
   size=$(awk -v c="$c" '$1 == c {print $3}' "$WORK/bodies.txt")
   log "$c: $ITERS requests of $size bytes"
   case $c in
