@@ -271,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   check(answers == 1, "answered exactly once");
   check(strcmp(ex.path, orig) == 0, "the path is left as it came");
-  free(ex.body); /* the exchange's, unless a request took it (then NULL) */
+  isv__free(ex.body); /* the exchange's, unless a request took it (then NULL) */
   free(orig);
   free(target);
   return 0;

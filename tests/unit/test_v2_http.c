@@ -94,7 +94,7 @@ static void call(isv__method method, const char *path, const char *ctype, const 
   /* inline backends answer before dispatch returns; a pool backend needs the loop */
   for (int i = 0; got.calls == 0 && i < 1000; i++) uv_run(&loop, UV_RUN_ONCE);
   assert_int_equal(got.calls, 1); /* exactly once */
-  free(ex.body); /* the exchange's part of isv__exchange_free: NULL when a request took it */
+  isv__free(ex.body); /* the exchange's part of isv__exchange_free: NULL when a request took it */
 }
 
 static void get(const char *path) { call(ISV__M_GET, path, NULL, NULL, NULL, 0); }
