@@ -835,30 +835,37 @@ int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv
   }
   /* A scalar is one element. */
   if (count != 1) return count_error(r, off, count, 1, 0);
+  return isv__json_read_element(r, first, dt, out, 0);
+}
+
+int isv__json_read_element(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
+                           void *out, size_t idx) {
+  if (r->failed) return -1;
+  const size_t off = first->offset;
   if (dt == ISV_BYTES) {
-    isv_bytes *b = out;
+    isv_bytes *b = (isv_bytes *)out + idx;
     if (first->type == ISV__JSON_STRING) {
       b->ptr = first->ptr;
       b->len = first->len;
       return 0;
     }
     if (first->type == ISV__JSON_OBJECT_BEGIN) {
-      const char *e = parse_b64_obj(r, r->buf + r->pos, 0, b);
+      const char *e = parse_b64_obj(r, r->buf + r->pos, idx, b);
       if (!e) return -1;
       r->pos = (size_t)(e - r->buf);
       r->depth--;
       after_value(r);
       return 0;
     }
-    return elem_type_error(r, r->buf + off, 0, dt);
+    return elem_type_error(r, r->buf + off, idx, dt);
   }
-  if (first->type == ISV__JSON_STRING || first->type == ISV__JSON_OBJECT_BEGIN ||
-      first->type == ISV__JSON_NULL)
-    return elem_type_error(r, r->buf + off, 0, dt);
+  if (first->type != ISV__JSON_NUMBER && first->type != ISV__JSON_TRUE &&
+      first->type != ISV__JSON_FALSE)
+    return elem_type_error(r, r->buf + off, idx, dt);
   const char *s = first->ptr, *e = first->ptr + first->len, *got = NULL;
   switch (dt) {
 #define CASE(T) \
-  case T: got = parse_elem(r, s, e, T, out, 0); break;
+  case T: got = parse_elem(r, s, e, T, out, idx); break;
     CASE(ISV_BOOL) CASE(ISV_UINT8) CASE(ISV_UINT16) CASE(ISV_UINT32) CASE(ISV_UINT64)
     CASE(ISV_INT8) CASE(ISV_INT16) CASE(ISV_INT32) CASE(ISV_INT64) CASE(ISV_FP16)
     CASE(ISV_BF16) CASE(ISV_FP32) CASE(ISV_FP64)

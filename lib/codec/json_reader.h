@@ -117,4 +117,11 @@ int isv__json_to_bf16(const isv__json_token *t, uint16_t *out);
 int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
                           void *out, size_t count);
 
+/* One element: the scalar token `first` just returned by isv__json_next (for BYTES also a
+ * string, or the OBJECT_BEGIN of {"b64": ...}, which is consumed) into element idx of `out`,
+ * with read_tensor's rules; an error message names element idx. For decoders that find the
+ * shape as they go (TF Serving's nested lists). Returns 0, or -1 with the reader's error set. */
+int isv__json_read_element(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
+                           void *out, size_t idx);
+
 #endif
