@@ -3,7 +3,7 @@
 
 static uv_loop_t loop;
 static isv__core core;
-static isv_model *model;
+static isv_model *model, *model_one;
 
 static int noop(isv_request *r, void *u) {
   (void)r;
@@ -25,16 +25,24 @@ static void init(void) {
   isv_backend be = {.struct_size = sizeof be, .infer = noop};
   isv__registry_add(&core.reg, c, "1", &be, NULL, &model);
   isv_model_config_free(c);
+  isv_model_config_new("one", &c);
+  isv_model_config_add_input(c, "x", ISV_BYTES, NULL, ISV_ANY_RANK);
+  isv_model_config_add_output(c, "y", ISV_FP32, NULL, ISV_ANY_RANK);
+  isv__registry_add(&core.reg, c, "1", &be, NULL, &model_one);
+  isv_model_config_free(c);
 }
 
-isv_request *isv_fuzz_request(void) {
+static isv_request *bound(isv_model **m) {
   static int ready;
   if (!ready) {
     init();
     ready = 1;
   }
   isv_request *r = isv__request_new(&core);
-  isv__model_ref(model);
-  r->model = model;
+  isv__model_ref(*m);
+  r->model = *m;
   return r;
 }
+
+isv_request *isv_fuzz_request(void) { return bound(&model); }
+isv_request *isv_fuzz_request_one(void) { return bound(&model_one); }

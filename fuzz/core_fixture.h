@@ -1,5 +1,6 @@
-/* Shared by the decoder fuzzers: a core (no sockets) with one model "m" v1 — INPUT0 INT32
- * [-1,-1], INPUT1 BYTES [-1], OUTPUT0 FP32 [-1,-1] — and requests bound to it. */
+/* Shared by the decoder fuzzers: a core (no sockets) with a model "m" v1 — INPUT0 INT32
+ * [-1,-1], INPUT1 BYTES [-1], OUTPUT0 FP32 [-1,-1] — a model "one" v1 with a single input x
+ * BYTES of any rank, and requests bound to them. */
 #ifndef ISV_FUZZ_CORE_FIXTURE_H
 #define ISV_FUZZ_CORE_FIXTURE_H
 
@@ -7,5 +8,7 @@
 
 /* A new request holding a reference to the model; free with isv_request_free. */
 isv_request *isv_fuzz_request(void);
+/* The same, bound to "one". */
+isv_request *isv_fuzz_request_one(void);
 
 #endif

@@ -197,6 +197,8 @@ ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
 /* Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
+ *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
+ *                  and columnar formats); :classify and :regress answer 501 for now
  *   "grpc_health"  gRPC grpc.health.v1.Health/Check
  *   "metrics"      GET /metrics (Prometheus)
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new

@@ -14,6 +14,9 @@ COVERED_ELSEWHERE = {
     "protocol/v2.c": "the V2 front end's descriptor only: its routes in test_v2_http.c, its "
                      "methods in test_v2_grpc.c, its registration in test_builtin.c",
     "server.c": "the public API over a real loop: test_server_inproc.c",
+    "protocol/tfs_http.c": "TF Serving's routes and handlers, end to end against the demo with "
+                           "real clients (requests, curl over h2c): "
+                           "tests/integration/test_tfserving.py; its codec in test_tfs_json.c",
 }
 # tests/unit files that are not one module's mirror
 NOT_A_MIRROR = {

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bigbuf.h"
 #include "codec/json_writer.h"
+#include "core/request.h"
 #include "codec/utf8.h"
 #include "core/offload.h"
 
@@ -57,6 +59,14 @@ int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
   size_t len;
   char *data = isv__buf_release(b, &len);
   return respond_json(ex, status, data, len, release_buf, data, NULL, 0);
+}
+
+void isv__http_give_body(isv_request *r, isv__exchange *ex) {
+  if (ex->body == NULL) return;
+  r->body = ex->body;
+  r->body_len = ex->body_len;
+  r->body_free = ex->body_big ? isv__bigbuf_free : isv__free;
+  ex->body = NULL;
 }
 
 void isv__json_error_body(isv__buf *b, const char *msg) {

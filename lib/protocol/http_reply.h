@@ -22,6 +22,10 @@ int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...)
     ;
 int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
                          const isv__header *extra, size_t n_extra);
+/* The request takes the exchange's body, which its inputs may point into (zero-copy tensors,
+ * strings unescaped in place): freed with the request, which may outlive the exchange (a
+ * request the server's close abandons waits for its backend). */
+void isv__http_give_body(isv_request *r, isv__exchange *ex);
 /* Append {"error": msg} to b (UTF-8 sanitised). */
 void isv__json_error_body(isv__buf *b, const char *msg);
 

@@ -442,16 +442,6 @@ static isv_request *path_request(isv__http_req *q) {
   return r;
 }
 
-/* The request takes the body its inputs may point into (zero-copy binary tensors, strings
- * unescaped in place): it is freed with the request, which may outlive the exchange (a request
- * the server's close abandons waits for its backend). */
-static void give_body(isv_request *r, isv__exchange *ex) {
-  if (ex->body == NULL) return;
-  r->body = ex->body;
-  r->body_len = ex->body_len;
-  r->body_free = ex->body_big ? isv__bigbuf_free : isv__free;
-  ex->body = NULL;
-}
 
 /* A request decoded off the loop: its JSON part is large (ISV__OFFLOAD_MIN_BYTES). In the
  * request's arena. */
@@ -470,7 +460,7 @@ static void decode_work(isv__offload *o) {
 
 static void decode_after(isv__offload *o) {
   decoding *d = (decoding *)o;
-  give_body(d->r, d->ex);
+  isv__http_give_body(d->r, d->ex);
   isv__core_submit(d->r->core, d->r, infer_done, d->ex);
 }
 
@@ -489,7 +479,7 @@ static void infer(isv__http_req *q) {
     }
     isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
   }
-  give_body(r, ex);
+  isv__http_give_body(r, ex);
   isv__core_submit(q->core, r, infer_done, ex);
 }
 
@@ -510,7 +500,7 @@ static void generate(isv__http_req *q) {
   if (r == NULL) return;
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
-  give_body(r, q->ex);
+  isv__http_give_body(r, q->ex);
   isv__core_submit(q->core, r, generate_done, q->ex);
 }
 
@@ -596,7 +586,7 @@ static void generate_stream(isv__http_req *q) {
   r->on_response_data = st;
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
-  give_body(r, q->ex);
+  isv__http_give_body(r, q->ex);
   isv__core_submit(q->core, r, stream_done, st);
 }
 

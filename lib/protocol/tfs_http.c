@@ -1,0 +1,353 @@
+/* TensorFlow Serving's REST API (PROTOCOLS.md §3, seed 000): model status, model metadata and
+ * :predict under /v1/models/{m}[/versions/{v}|/labels/{l}], with TF Serving's JSON and error
+ * texts. :classify and :regress answer 501 until they are built (issue 14). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/datatype.h"
+#include "codec/json_writer.h"
+#include "core/core.h"
+#include "core/offload.h"
+#include "core/registry.h"
+#include "core/request.h"
+#include "protocol/builtin.h"
+#include "protocol/frontend.h"
+#include "protocol/http_reply.h"
+#include "protocol/tfs_json.h"
+
+/* ---- which servable the path names ------------------------------------------------------- */
+
+typedef struct servable {
+  isv__model_spec spec;
+  const char *name, *version, *label; /* captures, NUL-terminated (version: decimal) */
+} servable;
+
+/* The path's model, version and label; 0, or -1 answered (a version that is not a number). */
+static int servable_of(isv__http_req *q, servable *s) {
+  memset(s, 0, sizeof *s);
+  s->name = isv__http_capture(q, "model", &s->spec.name_len);
+  s->version = isv__http_capture(q, "version", &s->spec.version_len);
+  s->label = isv__http_capture(q, "label", &s->spec.label_len);
+  s->spec.name = s->name;
+  s->spec.version = s->version;
+  s->spec.label = s->label;
+  if (s->version) {
+    int digits = s->spec.version_len > 0 && s->spec.version_len <= 19;
+    for (size_t i = 0; digits && i < s->spec.version_len; i++)
+      digits = s->version[i] >= '0' && s->version[i] <= '9';
+    if (!digits) {
+      char msg[300];
+      snprintf(msg, sizeof msg, "Malformed request: %.10s %.200s", q->ex->method_name, q->ex->path);
+      isv__reply_error_msg(q->ex, 400, msg, NULL, 0);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The model version the path names, or NULL answered with TF Serving's texts: an unknown model
+ * or version is 404 "Servable not found for request: Latest(m)" / "Specific(m, v)"; an unknown
+ * label is 400. */
+static isv_model *resolve(isv__http_req *q, const servable *s) {
+  isv_model *m = NULL;
+  char msg[300];
+  if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) == 0 && m) return m;
+  const isv__model_entry *e = isv__registry_entry(&q->core->reg, s->name, s->spec.name_len);
+  if (e && s->label) {
+    snprintf(msg, sizeof msg, "Unrecognized servable version label: %.200s", s->label);
+    isv__reply_error_msg(q->ex, 400, msg, NULL, 0);
+    return NULL;
+  }
+  if (s->version)
+    snprintf(msg, sizeof msg, "Servable not found for request: Specific(%.128s, %.20s)", s->name,
+             s->version);
+  else
+    snprintf(msg, sizeof msg, "Servable not found for request: Latest(%.128s)", s->name);
+  isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+  return NULL;
+}
+
+/* ---- status and metadata ----------------------------------------------------------------- */
+
+/* TF Serving's ServableState names for the registry's states. */
+static const char *tf_state(isv_model_state st) {
+  switch (st) {
+  case ISV_MODEL_LOADING: return "LOADING";
+  case ISV_MODEL_READY: return "AVAILABLE";
+  case ISV_MODEL_UNLOADING: return "UNLOADING";
+  case ISV_MODEL_UNAVAILABLE: return "END";
+  default: return "UNKNOWN";
+  }
+}
+
+static void put_key(isv__buf *b, const char *k) {
+  isv__json_write_string(b, k, strlen(k));
+  isv__buf_putc(b, ':');
+}
+
+static void version_status(isv__buf *b, const isv_model *m) {
+  isv__buf_puts(b, "{\"version\":");
+  isv__json_write_string(b, m->version, strlen(m->version));
+  isv__buf_puts(b, ",\"state\":\"");
+  isv__buf_puts(b, tf_state(m->state));
+  isv__buf_puts(b, "\",\"status\":{\"error_code\":\"OK\",\"error_message\":\"\"}}");
+}
+
+/* GET /v1/models/{m}[/versions/{v}|/labels/{l}]: every version, or the one named. */
+static void status(isv__http_req *q) {
+  servable s;
+  if (servable_of(q, &s)) return;
+  isv_model *m = resolve(q, &s);
+  if (m == NULL) return;
+  isv__buf b;
+  isv__buf_init(&b, q->ex->mem);
+  isv__buf_puts(&b, "{\"model_version_status\":[");
+  if (s.version || s.label) {
+    version_status(&b, m);
+  } else {
+    int first = 1;
+    for (const isv_model *v = m->entry->versions; v; v = v->next) {
+      if (!first) isv__buf_putc(&b, ',');
+      first = 0;
+      version_status(&b, v);
+    }
+  }
+  isv__buf_puts(&b, "]}");
+  isv__reply_json(q->ex, 200, &b);
+}
+
+/* {"name": {"dtype":"DT_FLOAT","tensor_shape":{"dim":[{"size":"-1","name":""}...],
+ *  "unknown_rank":false},"name":"name"}, ...} with the batch dimension first when the model
+ * batches. */
+static void tensor_infos(isv__buf *b, const isv__io *io, size_t n, int batched) {
+  isv__buf_putc(b, '{');
+  for (size_t i = 0; i < n; i++) {
+    if (i) isv__buf_putc(b, ',');
+    put_key(b, io[i].name);
+    isv__buf_puts(b, "{\"dtype\":\"");
+    const char *dt = isv__dt_name(io[i].dt, ISV__DTN_TF);
+    isv__buf_puts(b, dt ? dt : "DT_INVALID");
+    isv__buf_puts(b, "\",\"tensor_shape\":{\"dim\":[");
+    if (!io[i].any_rank) {
+      int first = 1;
+      char num[32];
+      if (batched) {
+        isv__buf_puts(b, "{\"size\":\"-1\",\"name\":\"\"}");
+        first = 0;
+      }
+      for (size_t d = 0; d < io[i].ndim; d++) {
+        if (!first) isv__buf_putc(b, ',');
+        first = 0;
+        snprintf(num, sizeof num, "%lld", (long long)io[i].shape[d]);
+        isv__buf_puts(b, "{\"size\":\"");
+        isv__buf_puts(b, num);
+        isv__buf_puts(b, "\",\"name\":\"\"}");
+      }
+    }
+    isv__buf_puts(b, "],\"unknown_rank\":");
+    isv__buf_puts(b, io[i].any_rank ? "true" : "false");
+    isv__buf_puts(b, "},\"name\":");
+    isv__json_write_string(b, io[i].name, strlen(io[i].name));
+    isv__buf_putc(b, '}');
+  }
+  isv__buf_putc(b, '}');
+}
+
+/* GET .../metadata: the model spec and its signatures — "serving_default", made of the
+ * model's inputs and outputs, until registration can name others (issue 14). */
+static void metadata(isv__http_req *q) {
+  servable s;
+  if (servable_of(q, &s)) return;
+  isv_model *m = resolve(q, &s);
+  if (m == NULL) return;
+  const isv_model_config *c = m->cfg;
+  isv__buf b;
+  isv__buf_init(&b, q->ex->mem);
+  isv__buf_puts(&b, "{\"model_spec\":{\"name\":");
+  isv__json_write_string(&b, c->name, strlen(c->name));
+  isv__buf_puts(&b, ",\"signature_name\":\"\",\"version\":");
+  isv__json_write_string(&b, m->version, strlen(m->version));
+  isv__buf_puts(&b, "},\"metadata\":{\"signature_def\":{\"signature_def\":{\"" ISV__TFS_DEFAULT_SIGNATURE
+                    "\":{\"inputs\":");
+  tensor_infos(&b, c->inputs, c->n_inputs, c->max_batch > 0);
+  isv__buf_puts(&b, ",\"outputs\":");
+  tensor_infos(&b, c->outputs, c->n_outputs, c->max_batch > 0);
+  isv__buf_puts(&b, ",\"method_name\":\"tensorflow/serving/predict\"}}}}}");
+  isv__reply_json(q->ex, 200, &b);
+}
+
+/* ---- predict ----------------------------------------------------------------------------- */
+
+/* A predict in flight: in the request's arena. */
+typedef struct predict {
+  isv__offload off; /* a large body is decoded, a large answer encoded, on the worker pool */
+  isv_request *r;
+  isv__exchange *ex;
+  int row;
+  int status; /* the request's, then the encoder's */
+  isv__buf b;
+  char msg[256];
+} predict;
+
+static void client_gone(isv__exchange *ex) { isv__core_cancel(ex->app); }
+
+static size_t output_bytes(const isv_request *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_outputs; i++) n += r->outputs[i].byte_size;
+  return n;
+}
+
+static void encode(predict *p) {
+  if (p->status == 0 && isv__tfs_encode_predict(p->r, p->row, &p->b, p->msg, sizeof p->msg) != 0)
+    p->status = ISV_EBADREQ;
+}
+
+static void reply(predict *p) {
+  isv_request *r = p->r;
+  isv__exchange *ex = p->ex;
+  isv__core *c = r->core;
+  if (p->status != 0) {
+    isv__buf_free(&p->b);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", p->msg[0] ? p->msg
+                                             : r->errmsg && r->errmsg[0] ? r->errmsg
+                                                                          : isv_strerror(p->status));
+    int st = isv_err_http_status(p->status);
+    isv_request_free(r);
+    isv__reply_error_msg(ex, st, msg, NULL, 0);
+    return;
+  }
+  isv__buf b = p->b; /* p lives in r's arena */
+  isv_request_free(r);
+  isv__reply_json_large(c, ex, 200, &b);
+}
+
+static void encode_work(isv__offload *o) { encode((predict *)o); }
+static void encode_after(isv__offload *o) { reply((predict *)o); }
+
+static void predict_done(isv_request *r, int status, void *data) {
+  predict *p = data;
+  p->status = status;
+  if (status == 0 && output_bytes(r) >= ISV__OFFLOAD_MIN_BYTES &&
+      isv__offload_run(r->core, &p->off, encode_work, encode_after) == 0)
+    return;
+  encode(p);
+  reply(p);
+}
+
+static void decode_work(isv__offload *o) {
+  predict *p = (predict *)o;
+  isv__tfs_decode_predict(p->r, p->ex->body, p->ex->body_len, p->r->core->opts.max_json_depth,
+                          &p->row);
+}
+
+static void submit(predict *p) {
+  isv__http_give_body(p->r, p->ex);
+  isv__core_submit(p->r->core, p->r, predict_done, p);
+}
+
+static void decode_after(isv__offload *o) { submit((predict *)o); }
+
+/* POST ...:predict */
+static void predict_route(isv__http_req *q) {
+  servable s;
+  if (servable_of(q, &s)) return;
+  if (resolve(q, &s) == NULL) return;
+  isv__exchange *ex = q->ex;
+  isv_request *r = isv__request_new(q->core);
+  predict *p = r ? isv__arena_calloc(&r->arena, 1, sizeof *p) : NULL;
+  if (p) r->model_name = isv__arena_strndup(&r->arena, s.name, s.spec.name_len);
+  if (p == NULL || r->model_name == NULL ||
+      (s.version &&
+       (r->version = isv__arena_strndup(&r->arena, s.version, s.spec.version_len)) == NULL) ||
+      (s.label && (r->label = isv__arena_strndup(&r->arena, s.label, s.spec.label_len)) == NULL)) {
+    isv_request_free(r);
+    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  r->protocol = (uint8_t)q->protocol;
+  p->r = r;
+  p->ex = ex;
+  isv__buf_init(&p->b, ex->mem);
+  ex->app = r;
+  ex->on_cancel = client_gone;
+  if (isv__request_bind(r) != 0) { /* gone since resolve: the core reports it */
+    submit(p);
+    return;
+  }
+  if (ex->body == NULL || ex->body_len == 0) {
+    isv__request_fail(r, ISV_EBADREQ, "the body is empty: a JSON object with \"instances\" or "
+                                      "\"inputs\" is expected");
+    submit(p);
+    return;
+  }
+  if (ex->body_len >= ISV__OFFLOAD_MIN_BYTES &&
+      isv__offload_run(q->core, &p->off, decode_work, decode_after) == 0)
+    return;
+  isv__tfs_decode_predict(r, ex->body, ex->body_len, q->core->opts.max_json_depth, &p->row);
+  submit(p);
+}
+
+/* POST ...:classify and ...:regress: not built yet. */
+static void unimplemented(isv__http_req *q) {
+  servable s;
+  if (servable_of(q, &s)) return;
+  if (resolve(q, &s) == NULL) return;
+  isv__reply_error_msg(q->ex, 501, "unimplemented: classify and regress are not implemented yet "
+                                   "(issue 14); predict is", NULL, 0);
+}
+
+static void malformed_answer(isv__exchange *ex) {
+  char m[300];
+  snprintf(m, sizeof m, "Malformed request: %.10s %.200s", ex->method_name ? ex->method_name : "",
+           ex->path ? ex->path : "");
+  isv__reply_error_msg(ex, 400, m, NULL, 0);
+}
+
+/* POST to a model with no verb, or one TF Serving does not have (routes above take the rest). */
+static void malformed(isv__http_req *q) { malformed_answer(q->ex); }
+
+/* TF Serving answers a path it does not know under /v1 with 400 "Malformed request: METHOD
+ * path"; every other error keeps its status, in {"error": message}. */
+static void tfs_error(isv__exchange *ex, int status, const char *msg, const isv__header *extra,
+                      size_t n_extra) {
+  if (status == 404 && strncmp(msg, "unknown path", 12) == 0) {
+    malformed_answer(ex);
+    return;
+  }
+  isv__reply_error_msg(ex, status, msg, extra, n_extra);
+}
+
+#define M "/v1/models/{model}"
+static const isv__http_route routes[] = {
+    {ISV__ROUTE_GET, M, status, NULL},
+    {ISV__ROUTE_GET, M "/versions/{version}", status, NULL},
+    {ISV__ROUTE_GET, M "/labels/{label}", status, NULL},
+    {ISV__ROUTE_GET, M "/metadata", metadata, NULL},
+    {ISV__ROUTE_GET, M "/versions/{version}/metadata", metadata, NULL},
+    {ISV__ROUTE_GET, M "/labels/{label}/metadata", metadata, NULL},
+    {ISV__ROUTE_POST, "/v1/models/{model}:predict", predict_route, NULL},
+    {ISV__ROUTE_POST, M "/versions/{version}:predict", predict_route, NULL},
+    {ISV__ROUTE_POST, M "/labels/{label}:predict", predict_route, NULL},
+    {ISV__ROUTE_POST, "/v1/models/{model}:classify", unimplemented, NULL},
+    {ISV__ROUTE_POST, M "/versions/{version}:classify", unimplemented, NULL},
+    {ISV__ROUTE_POST, M "/labels/{label}:classify", unimplemented, NULL},
+    {ISV__ROUTE_POST, "/v1/models/{model}:regress", unimplemented, NULL},
+    {ISV__ROUTE_POST, M "/versions/{version}:regress", unimplemented, NULL},
+    {ISV__ROUTE_POST, M "/labels/{label}:regress", unimplemented, NULL},
+    {ISV__ROUTE_POST, M, malformed, NULL},
+    {ISV__ROUTE_POST, M "/versions/{version}", malformed, NULL},
+    {ISV__ROUTE_POST, M "/labels/{label}", malformed, NULL},
+    {0},
+};
+#undef M
+
+const isv__frontend isv__tfs_frontend = {
+    .name = "tfserving",
+    .enabled_by_default = 1,
+    .path_prefix = "/v1",
+    .routes = routes,
+    .http_error = tfs_error,
+    .http_label = "tfserving",
+};

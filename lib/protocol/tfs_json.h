@@ -1,0 +1,31 @@
+/* TensorFlow Serving's REST JSON (PROTOCOLS.md §3) ⇄ the canonical request: the predict body in
+ * its row ("instances") and columnar ("inputs") formats, and the answers.
+ *
+ * No DOM: one pull reader over the body. Row format walks the instances twice — once skipping,
+ * to count them, then converting each element straight into its tensor, the shape of each
+ * input learned from the first instance and checked on every other. Strings (BYTES) point into
+ * the body, unescaped or base64-decoded in place: the body must live as long as the request. */
+#ifndef ISV_PROTOCOL_TFS_JSON_H
+#define ISV_PROTOCOL_TFS_JSON_H
+
+#include "protocol/layer.h"
+
+#include <stddef.h>
+
+#include "codec/buf.h"
+#include "core/request.h"
+
+/* The one signature every model has until registration can name others (issue 14). */
+#define ISV__TFS_DEFAULT_SIGNATURE "serving_default"
+
+/* Decode a :predict body into r's inputs. r must be bound to its model (r->model: its inputs
+ * name the tensors and give their datatypes). *row says which format it was (the answer takes
+ * the same one). 0, or r failed with a message that names the problem (and the instance). */
+int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth, int *row);
+
+/* {"predictions": ...} (row) or {"outputs": ...} (columnar) from r's outputs. 0, or ISV_EINVAL
+ * with msg set when the model's answer cannot take that shape (row format: every output needs
+ * the batch dimension of the instances). */
+int isv__tfs_encode_predict(const isv_request *r, int row, isv__buf *b, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,154 @@
+"""TensorFlow Serving's REST API against the demo (PROTOCOLS.md §3): model status and metadata,
+:predict in the row ("instances") and columnar ("inputs") formats, with /versions/N and
+/labels/L, TF Serving's error texts, over HTTP/1.1 (requests) and h2c (curl). :classify and
+:regress answer 501 until they are built."""
+import json
+import math
+import shutil
+import subprocess
+
+import pytest
+
+from isvtest import assert_error, get, ok_json, post_json, show
+
+SIMPLE_A = list(range(16))
+SIMPLE_B = [1] * 16
+
+
+def test_status_lists_every_version_or_the_one_named(demo):
+    body = ok_json(get(demo, "/v1/models/multi_version"))
+    got = [(s["version"], s["state"]) for s in body["model_version_status"]]
+    assert got == [("1", "AVAILABLE"), ("2", "AVAILABLE"), ("3", "AVAILABLE")], body
+    for s in body["model_version_status"]:
+        assert s["status"] == {"error_code": "OK", "error_message": ""}, body
+    one = ok_json(get(demo, "/v1/models/multi_version/versions/2"))
+    assert [s["version"] for s in one["model_version_status"]] == ["2"], one
+    by_label = ok_json(get(demo, "/v1/models/multi_version/labels/stable"))
+    assert [s["version"] for s in by_label["model_version_status"]] == ["2"], by_label
+
+
+def test_metadata_describes_serving_default(demo):
+    body = ok_json(get(demo, "/v1/models/simple/metadata"))
+    assert body["model_spec"] == {"name": "simple", "signature_name": "", "version": "1"}, body
+    sig = body["metadata"]["signature_def"]["signature_def"]["serving_default"]
+    assert sig["method_name"] == "tensorflow/serving/predict", sig
+    a = sig["inputs"]["INPUT0"]
+    assert a["dtype"] == "DT_INT32" and a["name"] == "INPUT0", a
+    # the batch dimension first (simple batches), sizes as strings
+    assert a["tensor_shape"] == {"dim": [{"size": "-1", "name": ""}, {"size": "16", "name": ""}],
+                                 "unknown_rank": False}, a
+    assert set(sig["outputs"]) == {"OUTPUT0", "OUTPUT1"}, sig
+
+
+def test_predict_row_format_with_named_instances(demo):
+    inst = [{"INPUT0": SIMPLE_A, "INPUT1": SIMPLE_B},
+            {"INPUT0": [2 * x for x in SIMPLE_A], "INPUT1": SIMPLE_B}]
+    r = post_json(demo, "/v1/models/simple:predict", {"instances": inst})
+    preds = ok_json(r)["predictions"]
+    assert len(preds) == 2, show(r)
+    assert preds[0]["OUTPUT0"] == [a + 1 for a in SIMPLE_A], show(r)
+    assert preds[1]["OUTPUT1"] == [2 * a - 1 for a in SIMPLE_A], show(r)
+
+
+def test_predict_columnar_format_and_a_version(demo):
+    body = {"signature_name": "serving_default",
+            "inputs": {"INPUT0": [SIMPLE_A], "INPUT1": [SIMPLE_B]}}
+    r = post_json(demo, "/v1/models/simple/versions/1:predict", body)
+    outs = ok_json(r)["outputs"]
+    assert outs["OUTPUT0"] == [[a + 1 for a in SIMPLE_A]], show(r)
+    assert outs["OUTPUT1"] == [[a - 1 for a in SIMPLE_A]], show(r)
+
+
+def test_predict_one_input_bare_values_nan_and_infinity(demo):
+    # identity_fp32 takes a rank-2 tensor: each instance is a list
+    r = post_json(demo, "/v1/models/identity_fp32:predict",
+                  '{"instances": [[1.5, NaN], [-Infinity, 0.25]]}')
+    preds = ok_json(r)["predictions"]
+    assert preds[0][0] == 1.5 and math.isnan(preds[0][1]), show(r)
+    assert preds[1] == [-math.inf, 0.25], show(r)
+
+
+def test_predict_bytes_with_b64(demo):
+    r = post_json(demo, "/v1/models/identity_bytes:predict",
+                  {"instances": [[{"b64": "AP8="}, "text"]]})
+    preds = ok_json(r)["predictions"]
+    # not UTF-8: written back as {"b64": ...}; text stays a string
+    assert preds == [[{"b64": "AP8="}, "text"]], show(r)
+
+
+def test_predict_by_label(demo):
+    # multi_version: OUTPUT0 = INPUT0 + version, INT32 [-1]; "stable" is version 2
+    r = post_json(demo, "/v1/models/multi_version/labels/stable:predict",
+                  {"instances": [10, 20]})
+    assert ok_json(r)["predictions"] == [12, 22], show(r)
+    r = post_json(demo, "/v1/models/multi_version/versions/3:predict", {"inputs": [10]})
+    assert ok_json(r)["outputs"] == [13], show(r)
+    r = post_json(demo, "/v1/models/multi_version:predict", {"inputs": [10]})
+    assert ok_json(r)["outputs"] == [13], show(r)  # the latest version, as TF Serving's Latest
+    assert_error(post_json(demo, "/v1/models/multi_version/labels/nope:predict",
+                           {"instances": [[1.0]]}), 400, "Unrecognized servable version label: nope")
+
+
+def test_servable_not_found_texts(demo):
+    assert_error(post_json(demo, "/v1/models/nope:predict", {"instances": [1]}), 404,
+                 "Servable not found for request: Latest(nope)")
+    assert_error(get(demo, "/v1/models/simple/versions/42"), 404,
+                 "Servable not found for request: Specific(simple, 42)")
+    # percent-decoded model names
+    assert_error(get(demo, "/v1/models/no%20such"), 404, "Latest(no such)")
+
+
+def test_malformed_paths(demo):
+    assert_error(post_json(demo, "/v1/models/simple:frobnicate", {}), 400,
+                 "Malformed request: POST /v1/models/simple:frobnicate")
+    assert_error(get(demo, "/v1/models/simple/versions/abc"), 400, "Malformed request: GET")
+    assert_error(get(demo, "/v1/whatever"), 400, "Malformed request: GET /v1/whatever")
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("{\"instances\": [[1, 2], [3]]}", "instances[1]: ragged"),
+    ("{}", "neither \"instances\""),
+    ("{\"instances\": [1], \"inputs\": [1]}", "both"),
+    ("{\"instances\": [[1]], \"signature_name\": \"other\"}",
+     "Serving signature name: \"other\" not found"),
+    ("not json", "body"),
+    ("{\"instances\": [[\"a\"]]}", "instances[0]"),
+])
+def test_bad_bodies_are_400_naming_the_problem(demo, body, needle):
+    assert_error(post_json(demo, "/v1/models/identity_fp32:predict", body), 400, needle)
+
+
+def test_missing_and_unknown_inputs(demo):
+    assert_error(post_json(demo, "/v1/models/simple:predict",
+                           {"instances": [{"INPUT0": SIMPLE_A}]}), 400,
+                 "instances[0]: input 'INPUT1': missing")
+    assert_error(post_json(demo, "/v1/models/simple:predict",
+                           {"instances": [{"INPUT0": SIMPLE_A, "INPUT1": SIMPLE_B, "X": 1}]}),
+                 400, "input 'X': the model has no input")
+
+
+def test_classify_and_regress_say_unimplemented(demo):
+    assert_error(post_json(demo, "/v1/models/simple:classify", {"examples": []}), 501,
+                 "unimplemented")
+    assert_error(post_json(demo, "/v1/models/simple:regress", {"examples": []}), 501,
+                 "unimplemented")
+
+
+def test_a_large_row_body_is_decoded_whole(demo):
+    # ~1.3 MB of JSON: decoded (and answered) on the server's worker pool
+    rows = [[float(i), float(-i)] for i in range(60000)]
+    r = post_json(demo, "/v1/models/identity_fp32:predict", {"instances": rows})
+    preds = ok_json(r)["predictions"]
+    assert preds == rows
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
+def test_predict_over_h2c(demo):
+    out = subprocess.run(
+        ["curl", "-s", "--http2-prior-knowledge", "-X", "POST", "-H", "Content-Type: application/json",
+         "--data-binary", json.dumps({"inputs": [[1.0, 2.0]]}),
+         demo.url("/v1/models/identity_fp32:predict"), "-w", "\n%{http_code} %{http_version}"],
+        capture_output=True, text=True, timeout=20)
+    body, status = out.stdout.rsplit("\n", 1)
+    assert status == "200 2", out.stdout + out.stderr
+    assert json.loads(body) == {"outputs": [[1.0, 2.0]]}

@@ -1,0 +1,259 @@
+/* protocol/tfs_json.c: TF Serving's predict body in both formats (row "instances", columnar
+ * "inputs") into the canonical request — shapes from nested lists, named and bare instances,
+ * {"b64"} strings, NaN — every refusal with its message; and the answers in both formats
+ * (one output bare, several by name, "_bytes" outputs as {"b64"}). */
+#include "cmocka_prelude.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/request.h"
+#include "protocol/tfs_json.h"
+
+static int noop(isv_request *r, void *u) {
+  (void)r;
+  (void)u;
+  return 0;
+}
+
+typedef struct fixture {
+  uv_loop_t loop;
+  isv__core core;
+  isv_model *one;  /* x FP32 [-1] (max_batch 0): any list */
+  isv_model *two;  /* max_batch 8: a INT32 [2], s BYTES [-1] */
+  isv_model *text; /* t BYTES [-1] */
+} fixture;
+
+static isv_model *reg(fixture *f, isv_model_config *c) {
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
+  isv_model *m;
+  assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, NULL, &m), 0);
+  isv_model_config_free(c);
+  return m;
+}
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  uv_loop_init(&f->loop);
+  isv_options o;
+  isv__options_defaults(&o);
+  assert_int_equal(isv__core_init(&f->core, &f->loop, &o), 0);
+  isv_model_config *c;
+  int64_t any[] = {-1}, two[] = {2};
+  isv_model_config_new("one", &c);
+  isv_model_config_add_input(c, "x", ISV_FP32, NULL, ISV_ANY_RANK);
+  isv_model_config_add_output(c, "y", ISV_FP32, NULL, ISV_ANY_RANK);
+  f->one = reg(f, c);
+  isv_model_config_new("two", &c);
+  isv_model_config_set_max_batch(c, 8);
+  isv_model_config_add_input(c, "a", ISV_INT32, two, 1);
+  isv_model_config_add_input(c, "s", ISV_BYTES, any, 1);
+  isv_model_config_add_output(c, "o", ISV_INT32, two, 1);
+  f->two = reg(f, c);
+  isv_model_config_new("text", &c);
+  isv_model_config_add_input(c, "t", ISV_BYTES, any, 1);
+  isv_model_config_add_output(c, "u", ISV_BYTES, any, 1);
+  f->text = reg(f, c);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  isv__core_close(&f->core, NULL);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+  free(f);
+  return 0;
+}
+
+/* Decode text for model m; the body copy is given to the request (strings point into it). */
+static isv_request *decode(fixture *f, isv_model *m, const char *text, int *row) {
+  isv_request *r = isv__request_new(&f->core);
+  isv__model_ref(m);
+  r->model = m;
+  size_t n = strlen(text);
+  char *body = isv__malloc(NULL, n + 1);
+  memcpy(body, text, n + 1);
+  r->body = body;
+  r->body_len = n;
+  r->body_free = isv__free;
+  int rr = -1;
+  isv__tfs_decode_predict(r, body, n, 64, &rr);
+  if (row) *row = rr;
+  return r;
+}
+
+static void expect_error(fixture *f, isv_model *m, const char *text, const char *needle) {
+  isv_request *r = decode(f, m, text, NULL);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  if (strstr(r->errmsg, needle) == NULL) fail_msg("'%s' does not say '%s'", r->errmsg, needle);
+  isv_request_free(r);
+}
+
+static void rows_of_one_input_stack_on_dimension_0(void **state) {
+  fixture *f = *state;
+  int row;
+  isv_request *r = decode(f, f->one, "{\"instances\": [[1, 2.5], [3, NaN], [-Infinity, 6]]}", &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(row, 1);
+  assert_int_equal(r->n_inputs, 1);
+  const isv_tensor *x = &r->inputs[0];
+  assert_string_equal(x->name, "x");
+  assert_int_equal(x->ndim, 2);
+  assert_int_equal(x->shape[0], 3);
+  assert_int_equal(x->shape[1], 2);
+  const float *v = x->data;
+  assert_true(v[0] == 1 && v[1] == 2.5f && v[2] == 3 && isnan(v[3]) && isinf(v[4]) && v[4] < 0 &&
+              v[5] == 6);
+  isv_request_free(r);
+  /* scalars per instance: shape [n] */
+  r = decode(f, f->one, "{\"signature_name\": \"serving_default\", \"instances\": [7, 8]}", &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(r->inputs[0].ndim, 1);
+  assert_int_equal(r->inputs[0].shape[0], 2);
+  isv_request_free(r);
+  /* {"x": value} is the same instance by name */
+  r = decode(f, f->one, "{\"instances\": [{\"x\": [1, 2]}, {\"x\": [3, 4]}]}", &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(r->inputs[0].shape[0], 2);
+  assert_int_equal(r->inputs[0].shape[1], 2);
+  isv_request_free(r);
+}
+
+static void named_instances_fill_every_input(void **state) {
+  fixture *f = *state;
+  int row;
+  isv_request *r = decode(f, f->two,
+                          "{\"instances\": [{\"s\": [\"p\\u00e9\", {\"b64\": \"AAE=\"}], \"a\": [1, 2]},"
+                          " {\"a\": [3, 4], \"s\": [\"\", \"q\"]}]}",
+                          &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(r->n_inputs, 2);
+  const isv_tensor *a = &r->inputs[0], *s = &r->inputs[1];
+  assert_string_equal(a->name, "a");
+  assert_int_equal(a->shape[0], 2);
+  assert_int_equal(a->shape[1], 2);
+  const int32_t *av = a->data;
+  assert_true(av[0] == 1 && av[1] == 2 && av[2] == 3 && av[3] == 4);
+  assert_int_equal(s->dt, ISV_BYTES);
+  assert_int_equal(s->count, 4);
+  const isv_bytes *sv = s->data;
+  assert_int_equal(sv[0].len, 3);
+  assert_memory_equal(sv[0].ptr, "p\xc3\xa9", 3);
+  assert_int_equal(sv[1].len, 2);
+  assert_memory_equal(sv[1].ptr, "\x00\x01", 2);
+  assert_int_equal(sv[2].len, 0);
+  assert_int_equal(s->byte_size, 3 + 2 + 0 + 1);
+  isv_request_free(r);
+}
+
+static void columnar_inputs_keep_their_own_shape(void **state) {
+  fixture *f = *state;
+  int row;
+  isv_request *r = decode(f, f->one, "{\"inputs\": [[[1], [2]], [[3], [4]]]}", &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(row, 0);
+  assert_int_equal(r->inputs[0].ndim, 3);
+  assert_int_equal(r->inputs[0].count, 4);
+  isv_request_free(r);
+  r = decode(f, f->two, "{\"inputs\": {\"a\": [[5, 6]], \"s\": [\"z\"]}}", &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(r->inputs[0].shape[0], 1);
+  assert_int_equal(r->inputs[1].ndim, 1);
+  isv_request_free(r);
+  /* a bare binary value for a one-input BYTES model */
+  r = decode(f, f->text, "{\"inputs\": {\"b64\": \"aGk=\"}}", &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(r->inputs[0].ndim, 0);
+  assert_int_equal(((const isv_bytes *)r->inputs[0].data)[0].len, 2);
+  isv_request_free(r);
+}
+
+static void every_refusal_names_its_problem(void **state) {
+  fixture *f = *state;
+  expect_error(f, f->one, "[1]", "JSON object");
+  expect_error(f, f->one, "{}", "neither \"instances\"");
+  expect_error(f, f->one, "{\"instances\": [1], \"inputs\": [1]}", "both");
+  expect_error(f, f->one, "{\"instances\": []}", "empty list");
+  expect_error(f, f->one, "{\"instances\": {\"x\": 1}}", "must be a list");
+  expect_error(f, f->one, "{\"instances\": [[1, 2], [3]]}", "instances[1]: ragged");
+  expect_error(f, f->one, "{\"instances\": [[1, 2], [3, [4]]]}", "instances[1]: ragged");
+  expect_error(f, f->one, "{\"instances\": [[[1]], [[1, 2]]]}", "instances[1]: ragged");
+  expect_error(f, f->one, "{\"instances\": [1, \"a\"]}", "instances[1]");
+  expect_error(f, f->one, "{\"instances\": [1], \"signature_name\": \"other\"}",
+               "Serving signature name: \"other\" not found");
+  expect_error(f, f->two, "{\"instances\": [[1, 2]]}", "each instance is an object");
+  expect_error(f, f->two, "{\"instances\": [{\"a\": [1, 2]}]}", "input 's': missing");
+  expect_error(f, f->two, "{\"instances\": [{\"a\": [1, 2], \"s\": [\"\"], \"z\": 1}]}",
+               "input 'z': the model has no input");
+  expect_error(f, f->two, "{\"instances\": [{\"a\": [1, 2], \"a\": [1, 2], \"s\": []}]}",
+               "given twice");
+  expect_error(f, f->two, "{\"instances\": [{\"a\": [1, 2.5], \"s\": [\"\"]}]}", "instances[0]");
+  expect_error(f, f->text, "{\"instances\": [{\"b64\": \"!!\"}]}", "invalid base64");
+  expect_error(f, f->one, "{\"instances\": [{\"b64\": \"AA==\"}]}", "an object where a FP32");
+  expect_error(f, f->one, "{\"instances\": [1,]}", "trailing comma");
+}
+
+/* The answer's text for outputs t[0..n) in the row or columnar format (ISV_EINVAL: msg). */
+static int answer(fixture *f, isv_tensor *t, size_t n, int row, char *out, size_t cap, char *msg) {
+  isv_request *r = decode(f, f->one, "{\"instances\": [1]}", NULL);
+  r->outputs = t; /* as the backend left them (the encoder reads nothing else) */
+  r->n_outputs = n;
+  isv__buf b;
+  isv__buf_init(&b, NULL);
+  int rc = isv__tfs_encode_predict(r, row, &b, msg, 200);
+  isv__buf_putc(&b, '\0');
+  snprintf(out, cap, "%s", b.data ? b.data : "");
+  isv__buf_free(&b);
+  r->outputs = NULL;
+  r->n_outputs = 0;
+  isv_request_free(r);
+  return rc;
+}
+
+static void answers_take_the_format_asked(void **state) {
+  fixture *f = *state;
+  static float y[] = {1, 2, 3, 4};
+  static int64_t y_shape[] = {2, 2};
+  static isv_bytes u[] = {{"ok", 2}, {"\xff", 1}};
+  static int64_t u_shape[] = {2};
+  isv_tensor t[2] = {{.name = "y", .dt = ISV_FP32, .shape = y_shape, .ndim = 2, .data = y,
+                      .count = 4, .byte_size = sizeof y},
+                     {.name = "u_bytes", .dt = ISV_BYTES, .shape = u_shape, .ndim = 1, .data = u,
+                      .count = 2, .byte_size = 3}};
+  char out[400], msg[200] = "";
+  assert_int_equal(answer(f, t, 1, 1, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"predictions\":[[1.0,2.0],[3.0,4.0]]}");
+  assert_int_equal(answer(f, t, 1, 0, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"outputs\":[[1.0,2.0],[3.0,4.0]]}");
+  assert_int_equal(answer(f, t, 2, 1, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"predictions\":[{\"y\":[1.0,2.0],\"u_bytes\":{\"b64\":\"b2s=\"}},"
+                           "{\"y\":[3.0,4.0],\"u_bytes\":{\"b64\":\"/w==\"}}]}");
+  assert_int_equal(answer(f, t, 2, 0, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"outputs\":{\"y\":[[1.0,2.0],[3.0,4.0]],\"u_bytes\":[{\"b64\":"
+                           "\"b2s=\"},{\"b64\":\"/w==\"}]}}");
+  /* the same BYTES output not named *_bytes: strings where they are UTF-8 */
+  t[1].name = "u";
+  assert_int_equal(answer(f, t + 1, 1, 0, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"outputs\":[\"ok\",{\"b64\":\"/w==\"}]}");
+  /* the row format needs a dimension 0 that every output shares */
+  static int64_t s3[] = {3};
+  t[1] = (isv_tensor){.name = "q", .dt = ISV_FP32, .shape = s3, .ndim = 1, .data = y, .count = 3,
+                      .byte_size = 12};
+  assert_int_equal(answer(f, t, 2, 1, out, sizeof out, msg), ISV_EINVAL);
+  assert_non_null(strstr(msg, "output 'q'"));
+  assert_int_equal(answer(f, t, 2, 0, out, sizeof out, msg), 0); /* columnar takes them */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(rows_of_one_input_stack_on_dimension_0, setup, teardown),
+      cmocka_unit_test_setup_teardown(named_instances_fill_every_input, setup, teardown),
+      cmocka_unit_test_setup_teardown(columnar_inputs_keep_their_own_shape, setup, teardown),
+      cmocka_unit_test_setup_teardown(every_refusal_names_its_problem, setup, teardown),
+      cmocka_unit_test_setup_teardown(answers_take_the_format_asked, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
