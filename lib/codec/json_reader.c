@@ -875,3 +875,31 @@ int isv__json_read_element(isv__json_reader *r, const isv__json_token *first, is
   }
   return got ? 0 : -1;
 }
+
+int isv__json_to_param(const isv__json_token *t, isv_param *out) {
+  isv_param p;
+  memset(&p, 0, sizeof p);
+  switch (t->type) {
+  case ISV__JSON_TRUE:
+  case ISV__JSON_FALSE:
+    p.type = ISV_PARAM_BOOL;
+    p.v.b = t->type == ISV__JSON_TRUE;
+    break;
+  case ISV__JSON_STRING:
+    p.type = ISV_PARAM_STRING;
+    p.v.s.ptr = t->ptr;
+    p.v.s.len = t->len;
+    break;
+  case ISV__JSON_NUMBER:
+    if (isv__json_to_int64(t, &p.v.i64) == 0) p.type = ISV_PARAM_INT64;
+    else if (isv__json_to_uint64(t, &p.v.u64) == 0) p.type = ISV_PARAM_UINT64;
+    else if (isv__json_to_double(t, &p.v.d) == 0) p.type = ISV_PARAM_DOUBLE;
+    else return -1;
+    break;
+  default:
+    return -1;
+  }
+  *out = p;
+  return 0;
+}
+

@@ -98,6 +98,11 @@ int isv__json_to_uint64(const isv__json_token *t, uint64_t *out);
 int isv__json_to_f16(const isv__json_token *t, uint16_t *out);
 int isv__json_to_bf16(const isv__json_token *t, uint16_t *out);
 
+/* A scalar token as a request parameter (inferserve.h's isv_param): true/false, a string (ptr
+ * and len point into the buffer), or a number — INT64 when it is one, else UINT64, else
+ * DOUBLE. 0, or -1 (nothing written) for any other token or an invalid number. */
+int isv__json_to_param(const isv__json_token *t, isv_param *out);
+
 /* Parse the value whose first token is `first` (an array of any nesting, or a single scalar)
  * straight into `out`, flattened in row-major order, as `count` elements of datatype `dt`.
  *

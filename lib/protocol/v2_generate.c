@@ -90,27 +90,10 @@ static int decode_input(isv_request *r, isv__json_reader *rd, const isv__json_to
 
 static int decode_param(isv_request *r, const isv__json_token *key, const isv__json_token *v) {
   isv_param p;
-  memset(&p, 0, sizeof p);
-  switch (v->type) {
-  case ISV__JSON_TRUE:
-  case ISV__JSON_FALSE:
-    p.type = ISV_PARAM_BOOL;
-    p.v.b = v->type == ISV__JSON_TRUE;
-    break;
-  case ISV__JSON_STRING:
-    p.type = ISV_PARAM_STRING;
-    p.v.s.ptr = v->ptr;
-    p.v.s.len = v->len;
-    break;
-  case ISV__JSON_NUMBER:
-    if (isv__json_to_int64(v, &p.v.i64) == 0) p.type = ISV_PARAM_INT64;
-    else if (isv__json_to_uint64(v, &p.v.u64) == 0) p.type = ISV_PARAM_UINT64;
-    else if (isv__json_to_double(v, &p.v.d) == 0) p.type = ISV_PARAM_DOUBLE;
-    else
+  if (isv__json_to_param(v, &p) != 0) {
+    if (v->type == ISV__JSON_NUMBER)
       return isv__request_fail(r, ISV_EBADREQ, "parameter '%.*s' is not a valid number",
                                (int)key->len, key->ptr);
-    break;
-  default:
     return isv__request_fail(r, ISV_EBADREQ, "'%.*s' is neither an input of model '%s' nor a "
                              "parameter (a bool, a number or a string)",
                              (int)(key->len > 64 ? 64 : key->len), key->ptr, r->model->cfg->name);

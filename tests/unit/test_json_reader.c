@@ -1057,6 +1057,42 @@ static void test_tensor_inside_document(void **state) {
   assert_non_null(strstr(isv__json_error(r, NULL), "nesting deeper than 3 at offset 3"));
 }
 
+/* Scalars as request parameters: each kind, the widest integer first, and what is refused. */
+static void test_to_param(void **state) {
+  (void)state;
+  char buf[] = "[true, \"s\\u00e9\", -5, 18446744073709551615, 2.5, 1e999, null, {}]";
+  isv__json_reader r;
+  isv__json_reader_init(&r, buf, strlen(buf), 8);
+  isv__json_token t;
+  isv_param p;
+  assert_int_equal(isv__json_next(&r, &t), ISV__JSON_ARRAY_BEGIN);
+  assert_int_equal(isv__json_to_param(&t, &p), -1); /* not a scalar */
+  isv__json_next(&r, &t);
+  assert_int_equal(isv__json_to_param(&t, &p), 0);
+  assert_true(p.type == ISV_PARAM_BOOL && p.v.b == 1);
+  isv__json_next(&r, &t);
+  assert_int_equal(isv__json_to_param(&t, &p), 0);
+  assert_true(p.type == ISV_PARAM_STRING && p.v.s.len == 3 && memcmp(p.v.s.ptr, "s\xc3\xa9", 3) == 0);
+  isv__json_next(&r, &t);
+  assert_int_equal(isv__json_to_param(&t, &p), 0);
+  assert_true(p.type == ISV_PARAM_INT64 && p.v.i64 == -5);
+  isv__json_next(&r, &t);
+  assert_int_equal(isv__json_to_param(&t, &p), 0);
+  assert_true(p.type == ISV_PARAM_UINT64 && p.v.u64 == UINT64_MAX);
+  isv__json_next(&r, &t);
+  assert_int_equal(isv__json_to_param(&t, &p), 0);
+  assert_true(p.type == ISV_PARAM_DOUBLE && p.v.d == 2.5);
+  isv__json_next(&r, &t);
+  assert_int_equal(isv__json_to_param(&t, &p), 0); /* strtod's rule: Infinity */
+  assert_true(p.type == ISV_PARAM_DOUBLE && p.v.d > 1e308);
+  isv__json_next(&r, &t);
+  p.type = ISV_PARAM_BOOL;
+  assert_int_equal(isv__json_to_param(&t, &p), -1); /* null: nothing written */
+  assert_int_equal(p.type, ISV_PARAM_BOOL);
+  assert_int_equal(isv__json_next(&r, &t), ISV__JSON_OBJECT_BEGIN);
+  assert_int_equal(isv__json_to_param(&t, &p), -1);
+}
+
 static void test_tensor_random_fp(void **state) {
   (void)state;
   /* the tensor path and the token path agree with strtof/strtod */
@@ -1106,6 +1142,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_bool_bytes),
       cmocka_unit_test(test_tensor_inside_document),
       cmocka_unit_test(test_tensor_random_fp),
+      cmocka_unit_test(test_to_param),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
