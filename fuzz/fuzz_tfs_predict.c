@@ -1,7 +1,8 @@
 /* TF Serving predict JSON (row and columnar) → canonical request → both answer formats of the
- * decoded inputs. The first byte picks the model: a one-input BYTES model (bare values,
- * {"b64"} objects, {"x": ...}) or the two-input one (instances by name). Must never crash, leak
- * or hang; any input either decodes or fails with a code and a message. */
+ * decoded inputs. The first byte picks the model — bit 0: a one-input BYTES model (bare values,
+ * {"b64"} objects, {"x": ...}) or the two-input one (instances by name) — and bit 1 Vertex AI's
+ * body (parameters, extra keys). Must never crash, leak or hang; any input either decodes or
+ * fails with a code and a message. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,13 +13,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   int one = data[0] & 1;
+  unsigned flags = data[0] & 2 ? ISV__TFS_VERTEX : 0;
   data++;
   size--;
   char *body = malloc(size ? size : 1);
   if (size) memcpy(body, data, size);
   isv_request *r = one ? isv_fuzz_request_one() : isv_fuzz_request();
   int row = -1;
-  if (isv__tfs_decode_predict(r, body, size, 64, &row) == 0) {
+  if (isv__tfs_decode_predict(r, body, size, 64, flags, &row) == 0) {
     if (r->status != 0 || (row != 0 && row != 1)) abort();
     isv__request_validate(r);
     r->outputs = r->inputs; /* echo: the encoder on what the decoder produced */
@@ -27,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int f = 0; f < 2; f++) {
       isv__buf b;
       isv__buf_init(&b, NULL);
-      isv__tfs_encode_predict(r, f, &b, msg, sizeof msg);
+      isv__tfs_encode_predict(r, f, flags ? "1" : NULL, &b, msg, sizeof msg);
       isv__buf_free(&b);
     }
     r->outputs = NULL;

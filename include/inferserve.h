@@ -199,6 +199,9 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
  *                  and columnar formats); :classify and :regress answer 501 for now
+ *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
+ *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
+ *                  endpoint id names the model); "parameters" and other keys as parameters
  *   "grpc_health"  gRPC grpc.health.v1.Health/Check
  *   "metrics"      GET /metrics (Prometheus)
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new

@@ -1,6 +1,11 @@
 /* TensorFlow Serving's REST API (PROTOCOLS.md §3, seed 000): model status, model metadata and
  * :predict under /v1/models/{m}[/versions/{v}|/labels/{l}], with TF Serving's JSON and error
- * texts. :classify and :regress answer 501 until they are built (issue 14). */
+ * texts. :classify and :regress answer 501 until they are built (issue 14).
+ *
+ * And AI Platform / Vertex AI online prediction (§4, seed 003), a second front end on the same
+ * predict pipeline — its body is TF Serving's row format plus parameters:
+ * /v1/projects/{p}/models/{m}[/versions/{v}]:predict and
+ * /v1/projects/{p}/locations/{l}/endpoints/{e}:predict (the endpoint id names the model). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +190,8 @@ typedef struct predict {
   isv_request *r;
   isv__exchange *ex;
   int row;
+  unsigned flags;          /* isv__tfs_decode_predict's */
+  const char *deployed_id; /* Vertex's "deployedModelId" (in r's arena), or NULL */
   int status; /* the request's, then the encoder's */
   isv__buf b;
   char msg[256];
@@ -199,7 +206,8 @@ static size_t output_bytes(const isv_request *r) {
 }
 
 static void encode(predict *p) {
-  if (p->status == 0 && isv__tfs_encode_predict(p->r, p->row, &p->b, p->msg, sizeof p->msg) != 0)
+  if (p->status == 0 &&
+      isv__tfs_encode_predict(p->r, p->row, p->deployed_id, &p->b, p->msg, sizeof p->msg) != 0)
     p->status = ISV_EBADREQ;
 }
 
@@ -239,7 +247,7 @@ static void predict_done(isv_request *r, int status, void *data) {
 static void decode_work(isv__offload *o) {
   predict *p = (predict *)o;
   isv__tfs_decode_predict(p->r, p->ex->body, p->ex->body_len, p->r->core->opts.max_json_depth,
-                          &p->row);
+                          p->flags, &p->row);
 }
 
 static void submit(predict *p) {
@@ -249,19 +257,16 @@ static void submit(predict *p) {
 
 static void decode_after(isv__offload *o) { submit((predict *)o); }
 
-/* POST ...:predict */
-static void predict_route(isv__http_req *q) {
-  servable s;
-  if (servable_of(q, &s)) return;
-  if (resolve(q, &s) == NULL) return;
+/* Run the predict the body asks of s's model (resolved already); answered later. */
+static void run_predict(isv__http_req *q, const servable *s, unsigned flags, int vertex) {
   isv__exchange *ex = q->ex;
   isv_request *r = isv__request_new(q->core);
   predict *p = r ? isv__arena_calloc(&r->arena, 1, sizeof *p) : NULL;
-  if (p) r->model_name = isv__arena_strndup(&r->arena, s.name, s.spec.name_len);
+  if (p) r->model_name = isv__arena_strndup(&r->arena, s->name, s->spec.name_len);
   if (p == NULL || r->model_name == NULL ||
-      (s.version &&
-       (r->version = isv__arena_strndup(&r->arena, s.version, s.spec.version_len)) == NULL) ||
-      (s.label && (r->label = isv__arena_strndup(&r->arena, s.label, s.spec.label_len)) == NULL)) {
+      (s->version &&
+       (r->version = isv__arena_strndup(&r->arena, s->version, s->spec.version_len)) == NULL) ||
+      (s->label && (r->label = isv__arena_strndup(&r->arena, s->label, s->spec.label_len)) == NULL)) {
     isv_request_free(r);
     isv__reply_error(ex, ISV_ENOMEM, "out of memory");
     return;
@@ -269,6 +274,7 @@ static void predict_route(isv__http_req *q) {
   r->protocol = (uint8_t)q->protocol;
   p->r = r;
   p->ex = ex;
+  p->flags = flags;
   isv__buf_init(&p->b, ex->mem);
   ex->app = r;
   ex->on_cancel = client_gone;
@@ -276,6 +282,8 @@ static void predict_route(isv__http_req *q) {
     submit(p);
     return;
   }
+  /* DECISION: Vertex's deployedModelId is the model version that answered. */
+  if (vertex) p->deployed_id = r->model->version;
   if (ex->body == NULL || ex->body_len == 0) {
     isv__request_fail(r, ISV_EBADREQ, "the body is empty: a JSON object with \"instances\" or "
                                       "\"inputs\" is expected");
@@ -285,8 +293,16 @@ static void predict_route(isv__http_req *q) {
   if (ex->body_len >= ISV__OFFLOAD_MIN_BYTES &&
       isv__offload_run(q->core, &p->off, decode_work, decode_after) == 0)
     return;
-  isv__tfs_decode_predict(r, ex->body, ex->body_len, q->core->opts.max_json_depth, &p->row);
+  isv__tfs_decode_predict(r, ex->body, ex->body_len, q->core->opts.max_json_depth, flags, &p->row);
   submit(p);
+}
+
+/* POST ...:predict */
+static void predict_route(isv__http_req *q) {
+  servable s;
+  if (servable_of(q, &s)) return;
+  if (resolve(q, &s) == NULL) return;
+  run_predict(q, &s, 0, 0);
 }
 
 /* POST ...:classify and ...:regress: not built yet. */
@@ -351,3 +367,43 @@ const isv__frontend isv__tfs_frontend = {
     .http_error = tfs_error,
     .http_label = "tfserving",
 };
+
+/* ---- AI Platform / Vertex AI ------------------------------------------------------------- */
+
+/* POST /v1/projects/{p}/models/{m}[/versions/{v}]:predict, or .../endpoints/{e}:predict: the
+ * model (its version a name here, as AI Platform's), resolved with V2's texts: 404 "unknown
+ * model 'x'". */
+static void vertex_predict(isv__http_req *q) {
+  servable s;
+  memset(&s, 0, sizeof s);
+  s.name = isv__http_capture(q, "model", &s.spec.name_len);
+  if (s.name == NULL) s.name = isv__http_capture(q, "endpoint", &s.spec.name_len);
+  s.version = isv__http_capture(q, "version", &s.spec.version_len);
+  s.spec.name = s.name;
+  s.spec.version = s.version;
+  isv_model *m;
+  char msg[300];
+  if (isv__core_resolve(q->core, &s.spec, &m, msg, sizeof msg) != 0) {
+    isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+    return;
+  }
+  run_predict(q, &s, ISV__TFS_VERTEX, 1);
+}
+
+#define P "/v1/projects/{project}"
+static const isv__http_route vertex_routes[] = {
+    {ISV__ROUTE_POST, P "/models/{model}:predict", vertex_predict, NULL},
+    {ISV__ROUTE_POST, P "/models/{model}/versions/{version}:predict", vertex_predict, NULL},
+    {ISV__ROUTE_POST, P "/locations/{location}/endpoints/{endpoint}:predict", vertex_predict, NULL},
+    {0},
+};
+#undef P
+
+const isv__frontend isv__vertex_frontend = {
+    .name = "vertex",
+    .enabled_by_default = 1,
+    .path_prefix = "/v1/projects",
+    .routes = vertex_routes,
+    .http_label = "vertex",
+};
+

@@ -324,7 +324,46 @@ static int key_is(const isv__json_token *t, const char *k) {
   return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
 }
 
-int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth, int *row) {
+/* A Vertex parameter: the value whose first token v was just read, under key. */
+static int vertex_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                        const isv__json_token *v) {
+  isv_param p;
+  if (v->type == ISV__JSON_NULL) return 0; /* no value: no parameter */
+  if (v->type == ISV__JSON_OBJECT_BEGIN || v->type == ISV__JSON_ARRAY_BEGIN) {
+    /* its text, as written (skipping leaves the body as it is) */
+    size_t end;
+    if (isv__json_skip(rd, v, &end) != 0) return json_bad(r, rd, "parameters");
+    memset(&p, 0, sizeof p);
+    p.type = ISV_PARAM_STRING;
+    p.v.s.ptr = v->ptr;
+    p.v.s.len = end - v->offset;
+  } else if (isv__json_to_param(v, &p) != 0) {
+    return isv__request_fail(r, ISV_EBADREQ, "parameter '%.*s' is not a valid number",
+                             (int)(key->len > 64 ? 64 : key->len), key->ptr);
+  }
+  isv__param_entry *e = isv__request_push_param(r, key->ptr, key->len);
+  if (e == NULL) return r->status;
+  e->val = p;
+  return 0;
+}
+
+/* Vertex's "parameters": {...}, its first token read. */
+static int vertex_params(isv_request *r, isv__json_reader *rd, const isv__json_token *v) {
+  if (v->type != ISV__JSON_OBJECT_BEGIN)
+    return isv__request_fail(r, ISV_EBADREQ, "\"parameters\" must be an object");
+  for (;;) {
+    isv__json_token k, x;
+    isv__json_type ty = isv__json_next(rd, &k);
+    if (ty == ISV__JSON_OBJECT_END) return 0;
+    if (ty != ISV__JSON_KEY || isv__json_next(rd, &x) == ISV__JSON_ERROR)
+      return json_bad(r, rd, "parameters");
+    if (vertex_param(r, rd, &k, &x)) return r->status;
+  }
+}
+
+int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth,
+                            unsigned flags, int *row) {
+  const int vertex = (flags & ISV__TFS_VERTEX) != 0;
   const isv_model_config *cfg = r->model->cfg;
   isv__json_reader rd;
   isv__json_token t;
@@ -351,6 +390,14 @@ int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max
                                  (int)(v.len > 128 ? 128 : v.len), v.ptr);
       continue;
     }
+    if (vertex && is_cols)
+      return isv__request_fail(r, ISV_EBADREQ, "\"inputs\" is TF Serving's columnar format: a "
+                               "Vertex AI / AI Platform prediction takes \"instances\"");
+    if (vertex && !is_inst) {
+      int rc = key_is(&t, "parameters") ? vertex_params(r, &rd, &v) : vertex_param(r, &rd, &t, &v);
+      if (rc) return r->status;
+      continue;
+    }
     if (is_inst) inst = v.offset;
     if (is_cols) cols = v.offset;
     if (isv__json_skip(&rd, &v, NULL) != 0) return json_bad(r, &rd, "body");
@@ -360,8 +407,9 @@ int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max
     return isv__request_fail(r, ISV_EBADREQ, "the body has both \"instances\" and \"inputs\": "
                              "one format at a time (row or columnar)");
   if (inst == SIZE_MAX && cols == SIZE_MAX)
-    return isv__request_fail(r, ISV_EBADREQ, "the body has neither \"instances\" (row format) nor "
-                             "\"inputs\" (columnar format)");
+    return isv__request_fail(r, ISV_EBADREQ, vertex ? "the body has no \"instances\""
+                                                    : "the body has neither \"instances\" (row "
+                                                      "format) nor \"inputs\" (columnar format)");
   size_t n_in = cfg->n_inputs;
   if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the model takes no inputs");
   in_state *st = isv__arena_calloc(&r->arena, n_in, sizeof *st);
@@ -422,7 +470,8 @@ static void write_tensor(isv__buf *b, const isv_tensor *t) {
   write_nested(b, t, t->shape, t->ndim, &at, ends_with(t->name, "_bytes"));
 }
 
-int isv__tfs_encode_predict(const isv_request *r, int row, isv__buf *b, char *msg, size_t cap) {
+int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_id, isv__buf *b,
+                            char *msg, size_t cap) {
   size_t n = r->n_outputs;
   if (!row) {
     isv__buf_puts(b, "{\"outputs\":");
@@ -475,6 +524,10 @@ int isv__tfs_encode_predict(const isv_request *r, int row, isv__buf *b, char *ms
       isv__buf_putc(b, '}');
     }
     isv__buf_putc(b, ']');
+  }
+  if (deployed_id) {
+    isv__buf_puts(b, ",\"deployedModelId\":");
+    isv__json_write_string(b, deployed_id, strlen(deployed_id));
   }
   isv__buf_putc(b, '}');
   return 0;

@@ -20,12 +20,21 @@
 
 /* Decode a :predict body into r's inputs. r must be bound to its model (r->model: its inputs
  * name the tensors and give their datatypes). *row says which format it was (the answer takes
- * the same one). 0, or r failed with a message that names the problem (and the instance). */
-int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth, int *row);
+ * the same one). 0, or r failed with a message that names the problem (and the instance).
+ *
+ * ISV__TFS_VERTEX: AI Platform / Vertex AI's body (PROTOCOLS.md §4): "instances" only; the
+ * members of "parameters" and every other top-level key become request parameters — numbers,
+ * booleans and strings as such, objects and arrays as a string holding their JSON text
+ * (DECISION: custom prediction routines get them as the client wrote them). */
+#define ISV__TFS_VERTEX 1u
+int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth,
+                            unsigned flags, int *row);
 
-/* {"predictions": ...} (row) or {"outputs": ...} (columnar) from r's outputs. 0, or ISV_EINVAL
- * with msg set when the model's answer cannot take that shape (row format: every output needs
- * the batch dimension of the instances). */
-int isv__tfs_encode_predict(const isv_request *r, int row, isv__buf *b, char *msg, size_t cap);
+/* {"predictions": ...} (row) or {"outputs": ...} (columnar) from r's outputs, with
+ * "deployedModelId" after the predictions when deployed_id is not NULL (Vertex AI). 0, or
+ * ISV_EINVAL with msg set when the model's answer cannot take that shape (row format: every
+ * output needs the batch dimension of the instances). */
+int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_id, isv__buf *b,
+                            char *msg, size_t cap);
 
 #endif

@@ -152,3 +152,36 @@ def test_predict_over_h2c(demo):
     body, status = out.stdout.rsplit("\n", 1)
     assert status == "200 2", out.stdout + out.stderr
     assert json.loads(body) == {"outputs": [[1.0, 2.0]]}
+
+
+# ------------------------------------------------------------------------------------------
+# AI Platform / Vertex AI online prediction (PROTOCOLS.md §4): the row format, plus parameters
+# ------------------------------------------------------------------------------------------
+def test_ai_platform_predict_with_a_version(demo):
+    r = post_json(demo, "/v1/projects/p1/models/multi_version/versions/2:predict",
+                  {"instances": [10, 20], "parameters": {"top_k": 1}})
+    body = ok_json(r)
+    assert body["predictions"] == [12, 22], show(r)
+    assert body["deployedModelId"] == "2", show(r)
+
+
+def test_vertex_endpoint_names_the_model(demo):
+    inst = [{"INPUT0": SIMPLE_A, "INPUT1": SIMPLE_B}]
+    r = post_json(demo, "/v1/projects/p/locations/us-central1/endpoints/simple:predict",
+                  {"instances": inst, "extra_key": {"kept": True}})
+    body = ok_json(r)
+    assert body["predictions"][0]["OUTPUT0"] == [a + 1 for a in SIMPLE_A], show(r)
+    assert body["deployedModelId"] == "1", show(r)
+
+
+def test_vertex_errors(demo):
+    assert_error(post_json(demo, "/v1/projects/p/models/nope:predict", {"instances": [1]}), 404,
+                 "unknown model 'nope'")
+    assert_error(post_json(demo, "/v1/projects/p/locations/l/endpoints/simple:predict",
+                           {"inputs": {"INPUT0": [SIMPLE_A]}}), 400, "takes \"instances\"")
+    # one bad instance: no predictions at all, the error names it
+    r = post_json(demo, "/v1/projects/p/models/simple:predict",
+                  {"instances": [{"INPUT0": SIMPLE_A, "INPUT1": SIMPLE_B},
+                                 {"INPUT0": SIMPLE_A[:3], "INPUT1": SIMPLE_B}]})
+    msg = assert_error(r, 400, "instances[1]")
+    assert "predictions" not in r.text, msg

@@ -68,8 +68,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Decode text for model m; the body copy is given to the request (strings point into it). */
-static isv_request *decode(fixture *f, isv_model *m, const char *text, int *row) {
+/* Decode text for model m (flags: isv__tfs_decode_predict's); the body copy is given to the
+ * request (strings point into it). */
+static isv_request *decode_as(fixture *f, isv_model *m, const char *text, unsigned flags, int *row) {
   isv_request *r = isv__request_new(&f->core);
   isv__model_ref(m);
   r->model = m;
@@ -80,9 +81,13 @@ static isv_request *decode(fixture *f, isv_model *m, const char *text, int *row)
   r->body_len = n;
   r->body_free = isv__free;
   int rr = -1;
-  isv__tfs_decode_predict(r, body, n, 64, &rr);
+  isv__tfs_decode_predict(r, body, n, 64, flags, &rr);
   if (row) *row = rr;
   return r;
+}
+
+static isv_request *decode(fixture *f, isv_model *m, const char *text, int *row) {
+  return decode_as(f, m, text, 0, row);
 }
 
 static void expect_error(fixture *f, isv_model *m, const char *text, const char *needle) {
@@ -196,6 +201,49 @@ static void every_refusal_names_its_problem(void **state) {
   expect_error(f, f->one, "{\"instances\": [1,]}", "trailing comma");
 }
 
+/* Vertex AI: instances as TF's row format; "parameters" members and other keys become request
+ * parameters (objects and arrays as their JSON text); "inputs" is refused. */
+static void vertex_bodies_carry_parameters(void **state) {
+  fixture *f = *state;
+  int row;
+  isv_request *r = decode_as(f, f->one,
+                             "{\"parameters\": {\"top_k\": 3, \"t\": 0.5, \"on\": true, \"none\": "
+                             "null}, \"instances\": [[1, NaN]], \"extra\": {\"a\": [1, 2]}, "
+                             "\"tag\": \"x\"}",
+                             ISV__TFS_VERTEX, &row);
+  assert_int_equal(r->status, 0);
+  assert_int_equal(row, 1);
+  assert_int_equal(r->inputs[0].shape[0], 1);
+  const isv_param *p = isv_request_param(r, "top_k");
+  assert_non_null(p);
+  assert_int_equal(p->type, ISV_PARAM_INT64);
+  assert_int_equal(p->v.i64, 3);
+  p = isv_request_param(r, "t");
+  assert_true(p && p->type == ISV_PARAM_DOUBLE && p->v.d == 0.5);
+  p = isv_request_param(r, "on");
+  assert_true(p && p->type == ISV_PARAM_BOOL && p->v.b);
+  assert_null(isv_request_param(r, "none"));
+  p = isv_request_param(r, "extra");
+  assert_true(p && p->type == ISV_PARAM_STRING);
+  assert_int_equal(p->v.s.len, strlen("{\"a\": [1, 2]}"));
+  assert_memory_equal(p->v.s.ptr, "{\"a\": [1, 2]}", p->v.s.len);
+  p = isv_request_param(r, "tag");
+  assert_true(p && p->type == ISV_PARAM_STRING && p->v.s.len == 1);
+  isv_request_free(r);
+  r = decode_as(f, f->one, "{\"inputs\": [1]}", ISV__TFS_VERTEX, &row);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "takes \"instances\""));
+  isv_request_free(r);
+  r = decode_as(f, f->one, "{\"parameters\": [1], \"instances\": [1]}", ISV__TFS_VERTEX, &row);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "\"parameters\" must be an object"));
+  isv_request_free(r);
+  r = decode_as(f, f->one, "{\"parameters\": {}}", ISV__TFS_VERTEX, &row);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "no \"instances\""));
+  isv_request_free(r);
+}
+
 /* The answer's text for outputs t[0..n) in the row or columnar format (ISV_EINVAL: msg). */
 static int answer(fixture *f, isv_tensor *t, size_t n, int row, char *out, size_t cap, char *msg) {
   isv_request *r = decode(f, f->one, "{\"instances\": [1]}", NULL);
@@ -203,7 +251,7 @@ static int answer(fixture *f, isv_tensor *t, size_t n, int row, char *out, size_
   r->n_outputs = n;
   isv__buf b;
   isv__buf_init(&b, NULL);
-  int rc = isv__tfs_encode_predict(r, row, &b, msg, 200);
+  int rc = isv__tfs_encode_predict(r, row & 1, row & 2 ? "7" : NULL, &b, msg, 200);
   isv__buf_putc(&b, '\0');
   snprintf(out, cap, "%s", b.data ? b.data : "");
   isv__buf_free(&b);
@@ -245,6 +293,9 @@ static void answers_take_the_format_asked(void **state) {
   assert_int_equal(answer(f, t, 2, 1, out, sizeof out, msg), ISV_EINVAL);
   assert_non_null(strstr(msg, "output 'q'"));
   assert_int_equal(answer(f, t, 2, 0, out, sizeof out, msg), 0); /* columnar takes them */
+  /* Vertex: the predictions, then the model version that answered */
+  assert_int_equal(answer(f, t, 1, 1 | 2, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"predictions\":[[1.0,2.0],[3.0,4.0]],\"deployedModelId\":\"7\"}");
 }
 
 int main(void) {
@@ -253,6 +304,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(named_instances_fill_every_input, setup, teardown),
       cmocka_unit_test_setup_teardown(columnar_inputs_keep_their_own_shape, setup, teardown),
       cmocka_unit_test_setup_teardown(every_refusal_names_its_problem, setup, teardown),
+      cmocka_unit_test_setup_teardown(vertex_bodies_carry_parameters, setup, teardown),
       cmocka_unit_test_setup_teardown(answers_take_the_format_asked, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
