@@ -1,8 +1,8 @@
 /* TF Serving predict JSON (row and columnar) → canonical request → both answer formats of the
  * decoded inputs. The first byte picks the model — bit 0: a one-input BYTES model (bare values,
- * {"b64"} objects, {"x": ...}) or the two-input one (instances by name) — and bit 1 Vertex AI's
- * body (parameters, extra keys). Must never crash, leak or hang; any input either decodes or
- * fails with a code and a message. */
+ * {"b64"} objects, {"x": ...}) or the two-input one (instances by name) — bit 1 Vertex AI's
+ * body (parameters, extra keys), bit 2 a classify/regress body (examples, context). Must never
+ * crash, leak or hang; any input either decodes or fails with a code and a message. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size) memcpy(body, data, size);
   isv_request *r = one ? isv_fuzz_request_one() : isv_fuzz_request();
   int row = -1;
-  if (isv__tfs_decode_predict(r, body, size, 64, flags, &row) == 0) {
+  int examples = (data[-1] & 4) != 0;
+  int rc = examples ? isv__tfs_decode_examples(r, body, size, 64)
+                    : isv__tfs_decode_predict(r, body, size, 64, flags, &row);
+  if (examples) row = 1;
+  if (rc == 0) {
     if (r->status != 0 || (row != 0 && row != 1)) abort();
     isv__request_validate(r);
     r->outputs = r->inputs; /* echo: the encoder on what the decoder produced */
@@ -30,6 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       isv__buf b;
       isv__buf_init(&b, NULL);
       isv__tfs_encode_predict(r, f, flags ? "1" : NULL, &b, msg, sizeof msg);
+      isv__buf_free(&b);
+      isv__buf_init(&b, NULL);
+      if (f) isv__tfs_encode_classify(r, &b, msg, sizeof msg);
+      else isv__tfs_encode_regress(r, &b, msg, sizeof msg);
       isv__buf_free(&b);
     }
     r->outputs = NULL;

@@ -198,7 +198,7 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
 /* Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
- *                  and columnar formats); :classify and :regress answer 501 for now
+ *                  and columnar formats), :classify and :regress (examples + context)
  *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
  *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
  *                  endpoint id names the model); "parameters" and other keys as parameters

@@ -1,11 +1,12 @@
 /* TensorFlow Serving's REST API (PROTOCOLS.md §3, seed 000): model status, model metadata and
  * :predict under /v1/models/{m}[/versions/{v}|/labels/{l}], with TF Serving's JSON and error
- * texts. :classify and :regress answer 501 until they are built (issue 14).
+ * texts; :classify and :regress on "examples" (+ "context").
  *
  * And AI Platform / Vertex AI online prediction (§4, seed 003), a second front end on the same
  * predict pipeline — its body is TF Serving's row format plus parameters:
  * /v1/projects/{p}/models/{m}[/versions/{v}]:predict and
  * /v1/projects/{p}/locations/{l}/endpoints/{e}:predict (the endpoint id names the model). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,12 +185,15 @@ static void metadata(isv__http_req *q) {
 
 /* ---- predict ----------------------------------------------------------------------------- */
 
-/* A predict in flight: in the request's arena. */
+enum { PREDICT, CLASSIFY, REGRESS };
+
+/* A predict (classify, regress) in flight: in the request's arena. */
 typedef struct predict {
   isv__offload off; /* a large body is decoded, a large answer encoded, on the worker pool */
   isv_request *r;
   isv__exchange *ex;
   int row;
+  int kind;                /* PREDICT, CLASSIFY or REGRESS */
   unsigned flags;          /* isv__tfs_decode_predict's */
   const char *deployed_id; /* Vertex's "deployedModelId" (in r's arena), or NULL */
   int status; /* the request's, then the encoder's */
@@ -206,9 +210,21 @@ static size_t output_bytes(const isv_request *r) {
 }
 
 static void encode(predict *p) {
-  if (p->status == 0 &&
-      isv__tfs_encode_predict(p->r, p->row, p->deployed_id, &p->b, p->msg, sizeof p->msg) != 0)
-    p->status = ISV_EBADREQ;
+  if (p->status != 0) return;
+  int rc = p->kind == CLASSIFY ? isv__tfs_encode_classify(p->r, &p->b, p->msg, sizeof p->msg)
+           : p->kind == REGRESS
+               ? isv__tfs_encode_regress(p->r, &p->b, p->msg, sizeof p->msg)
+               : isv__tfs_encode_predict(p->r, p->row, p->deployed_id, &p->b, p->msg, sizeof p->msg);
+  if (rc != 0) p->status = ISV_EBADREQ;
+}
+
+static void decode(predict *p) {
+  isv_request *r = p->r;
+  unsigned depth = r->core->opts.max_json_depth;
+  if (p->kind == PREDICT)
+    isv__tfs_decode_predict(r, p->ex->body, p->ex->body_len, depth, p->flags, &p->row);
+  else
+    isv__tfs_decode_examples(r, p->ex->body, p->ex->body_len, depth);
 }
 
 static void reply(predict *p) {
@@ -244,11 +260,7 @@ static void predict_done(isv_request *r, int status, void *data) {
   reply(p);
 }
 
-static void decode_work(isv__offload *o) {
-  predict *p = (predict *)o;
-  isv__tfs_decode_predict(p->r, p->ex->body, p->ex->body_len, p->r->core->opts.max_json_depth,
-                          p->flags, &p->row);
-}
+static void decode_work(isv__offload *o) { decode((predict *)o); }
 
 static void submit(predict *p) {
   isv__http_give_body(p->r, p->ex);
@@ -257,8 +269,8 @@ static void submit(predict *p) {
 
 static void decode_after(isv__offload *o) { submit((predict *)o); }
 
-/* Run the predict the body asks of s's model (resolved already); answered later. */
-static void run_predict(isv__http_req *q, const servable *s, unsigned flags, int vertex) {
+/* Run what the body asks of s's model (resolved already); answered later. */
+static void run_predict(isv__http_req *q, const servable *s, int kind, unsigned flags, int vertex) {
   isv__exchange *ex = q->ex;
   isv_request *r = isv__request_new(q->core);
   predict *p = r ? isv__arena_calloc(&r->arena, 1, sizeof *p) : NULL;
@@ -274,6 +286,7 @@ static void run_predict(isv__http_req *q, const servable *s, unsigned flags, int
   r->protocol = (uint8_t)q->protocol;
   p->r = r;
   p->ex = ex;
+  p->kind = kind;
   p->flags = flags;
   isv__buf_init(&p->b, ex->mem);
   ex->app = r;
@@ -285,33 +298,24 @@ static void run_predict(isv__http_req *q, const servable *s, unsigned flags, int
   /* DECISION: Vertex's deployedModelId is the model version that answered. */
   if (vertex) p->deployed_id = r->model->version;
   if (ex->body == NULL || ex->body_len == 0) {
-    isv__request_fail(r, ISV_EBADREQ, "the body is empty: a JSON object with \"instances\" or "
-                                      "\"inputs\" is expected");
+    isv__request_fail(r, ISV_EBADREQ, "the body is empty: a JSON object with %s is expected",
+                      kind == PREDICT ? "\"instances\" or \"inputs\"" : "\"examples\"");
     submit(p);
     return;
   }
   if (ex->body_len >= ISV__OFFLOAD_MIN_BYTES &&
       isv__offload_run(q->core, &p->off, decode_work, decode_after) == 0)
     return;
-  isv__tfs_decode_predict(r, ex->body, ex->body_len, q->core->opts.max_json_depth, flags, &p->row);
+  decode(p);
   submit(p);
 }
 
-/* POST ...:predict */
+/* POST ...:predict, :classify (q->data CLASSIFY), :regress */
 static void predict_route(isv__http_req *q) {
   servable s;
   if (servable_of(q, &s)) return;
   if (resolve(q, &s) == NULL) return;
-  run_predict(q, &s, 0, 0);
-}
-
-/* POST ...:classify and ...:regress: not built yet. */
-static void unimplemented(isv__http_req *q) {
-  servable s;
-  if (servable_of(q, &s)) return;
-  if (resolve(q, &s) == NULL) return;
-  isv__reply_error_msg(q->ex, 501, "unimplemented: classify and regress are not implemented yet "
-                                   "(issue 14); predict is", NULL, 0);
+  run_predict(q, &s, (int)(intptr_t)q->data, 0, 0);
 }
 
 static void malformed_answer(isv__exchange *ex) {
@@ -343,15 +347,15 @@ static const isv__http_route routes[] = {
     {ISV__ROUTE_GET, M "/metadata", metadata, NULL},
     {ISV__ROUTE_GET, M "/versions/{version}/metadata", metadata, NULL},
     {ISV__ROUTE_GET, M "/labels/{label}/metadata", metadata, NULL},
-    {ISV__ROUTE_POST, "/v1/models/{model}:predict", predict_route, NULL},
-    {ISV__ROUTE_POST, M "/versions/{version}:predict", predict_route, NULL},
-    {ISV__ROUTE_POST, M "/labels/{label}:predict", predict_route, NULL},
-    {ISV__ROUTE_POST, "/v1/models/{model}:classify", unimplemented, NULL},
-    {ISV__ROUTE_POST, M "/versions/{version}:classify", unimplemented, NULL},
-    {ISV__ROUTE_POST, M "/labels/{label}:classify", unimplemented, NULL},
-    {ISV__ROUTE_POST, "/v1/models/{model}:regress", unimplemented, NULL},
-    {ISV__ROUTE_POST, M "/versions/{version}:regress", unimplemented, NULL},
-    {ISV__ROUTE_POST, M "/labels/{label}:regress", unimplemented, NULL},
+    {ISV__ROUTE_POST, "/v1/models/{model}:predict", predict_route, (void *)(intptr_t)PREDICT},
+    {ISV__ROUTE_POST, M "/versions/{version}:predict", predict_route, (void *)(intptr_t)PREDICT},
+    {ISV__ROUTE_POST, M "/labels/{label}:predict", predict_route, (void *)(intptr_t)PREDICT},
+    {ISV__ROUTE_POST, "/v1/models/{model}:classify", predict_route, (void *)(intptr_t)CLASSIFY},
+    {ISV__ROUTE_POST, M "/versions/{version}:classify", predict_route, (void *)(intptr_t)CLASSIFY},
+    {ISV__ROUTE_POST, M "/labels/{label}:classify", predict_route, (void *)(intptr_t)CLASSIFY},
+    {ISV__ROUTE_POST, "/v1/models/{model}:regress", predict_route, (void *)(intptr_t)REGRESS},
+    {ISV__ROUTE_POST, M "/versions/{version}:regress", predict_route, (void *)(intptr_t)REGRESS},
+    {ISV__ROUTE_POST, M "/labels/{label}:regress", predict_route, (void *)(intptr_t)REGRESS},
     {ISV__ROUTE_POST, M, malformed, NULL},
     {ISV__ROUTE_POST, M "/versions/{version}", malformed, NULL},
     {ISV__ROUTE_POST, M "/labels/{label}", malformed, NULL},
@@ -387,7 +391,7 @@ static void vertex_predict(isv__http_req *q) {
     isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
     return;
   }
-  run_predict(q, &s, ISV__TFS_VERTEX, 1);
+  run_predict(q, &s, PREDICT, ISV__TFS_VERTEX, 1);
 }
 
 #define P "/v1/projects/{project}"

@@ -14,6 +14,11 @@
 
 /* ---- decoding ---------------------------------------------------------------------------- */
 
+static int key_is(const isv__json_token *t, const char *k) {
+  return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
+}
+
+
 /* One of the model's inputs while a body is decoded. */
 typedef struct in_state {
   const isv__io *io;
@@ -36,6 +41,69 @@ static int bad(isv_request *r, const char *where, const char *fmt, const char *d
 static int json_bad(isv_request *r, const isv__json_reader *rd, const char *where) {
   const char *e = isv__json_error(rd, NULL);
   return isv__request_fail(r, ISV_EBADREQ, "%s: %s", where, e ? e : "malformed JSON");
+}
+
+/* What a top-level member other than the ones scan_body looks for becomes (Vertex: a
+ * parameter); NULL: it is ignored. */
+typedef int (*member_fn)(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                         const isv__json_token *v);
+
+/* The body's top-level object: offs[i] the offset of the value of keys[i] (SIZE_MAX when
+ * absent), "signature_name" checked (only serving_default, until registration names others),
+ * every other member handed to `other`. 0, or r failed. */
+static int scan_body(isv_request *r, char *body, size_t len, unsigned depth,
+                     const char *const *keys, size_t *offs, size_t n_keys, member_fn other) {
+  isv__json_reader rd;
+  isv__json_token t;
+  for (size_t i = 0; i < n_keys; i++) offs[i] = SIZE_MAX;
+  isv__json_reader_init(&rd, body, len, depth);
+  if (isv__json_next(&rd, &t) != ISV__JSON_OBJECT_BEGIN)
+    return rd.failed ? json_bad(r, &rd, "body")
+                     : isv__request_fail(r, ISV_EBADREQ, "the body must be a JSON object");
+  for (;;) {
+    isv__json_type ty = isv__json_next(&rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) break;
+    isv__json_token v;
+    if (ty != ISV__JSON_KEY || isv__json_next(&rd, &v) == ISV__JSON_ERROR)
+      return json_bad(r, &rd, "body");
+    if (key_is(&t, "signature_name")) {
+      if (v.type != ISV__JSON_STRING)
+        return isv__request_fail(r, ISV_EBADREQ, "\"signature_name\" must be a string");
+      if (!key_is(&v, ISV__TFS_DEFAULT_SIGNATURE))
+        return isv__request_fail(r, ISV_EBADREQ,
+                                 "Serving signature name: \"%.*s\" not found in signature def",
+                                 (int)(v.len > 128 ? 128 : v.len), v.ptr);
+      continue;
+    }
+    size_t i = 0;
+    while (i < n_keys && !key_is(&t, keys[i])) i++;
+    if (i < n_keys) offs[i] = v.offset;
+    if (i == n_keys && other) {
+      if (other(r, &rd, &t, &v)) return r->status;
+    } else if (isv__json_skip(&rd, &v, NULL) != 0) {
+      return json_bad(r, &rd, "body");
+    }
+  }
+  return isv__json_next(&rd, &t) == ISV__JSON_EOF ? 0 : json_bad(r, &rd, "body");
+}
+
+/* *n: the elements of the list `what` at off, counted by skipping them (which leaves the buffer
+ * as it is). 0, or r failed — also for an empty list. */
+static int count_list(isv_request *r, char *body, size_t len, size_t off, unsigned depth,
+                      const char *what, size_t *n) {
+  isv__json_reader rd;
+  isv__json_token t;
+  isv__json_reader_init(&rd, body + off, len - off, depth);
+  if (isv__json_next(&rd, &t) != ISV__JSON_ARRAY_BEGIN)
+    return isv__request_fail(r, ISV_EBADREQ, "\"%s\" must be a list", what);
+  *n = 0;
+  for (;;) {
+    isv__json_type ty = isv__json_next(&rd, &t);
+    if (ty == ISV__JSON_ARRAY_END) break;
+    if (ty == ISV__JSON_ERROR || isv__json_skip(&rd, &t, NULL) != 0) return json_bad(r, &rd, what);
+    ++*n;
+  }
+  return *n ? 0 : isv__request_fail(r, ISV_EBADREQ, "\"%s\" is an empty list", what);
 }
 
 /* {"b64": "..."} after its OBJECT_BEGIN and its key were read: decoded in place. */
@@ -272,18 +340,8 @@ static int decode_rows(isv_request *r, char *body, size_t len, size_t off, unsig
                        in_state *st, size_t n_in) {
   isv__json_reader rd;
   isv__json_token t;
-  isv__json_reader_init(&rd, body + off, len - off, depth);
-  if (isv__json_next(&rd, &t) != ISV__JSON_ARRAY_BEGIN)
-    return isv__request_fail(r, ISV_EBADREQ, "\"instances\" must be a list");
-  size_t n = 0;
-  for (;;) { /* count them: skipping changes nothing in the buffer */
-    isv__json_type ty = isv__json_next(&rd, &t);
-    if (ty == ISV__JSON_ARRAY_END) break;
-    if (ty == ISV__JSON_ERROR || isv__json_skip(&rd, &t, NULL) != 0)
-      return json_bad(r, &rd, "instances");
-    n++;
-  }
-  if (n == 0) return isv__request_fail(r, ISV_EBADREQ, "\"instances\" is an empty list");
+  size_t n;
+  if (count_list(r, body, len, off, depth, "instances", &n)) return r->status;
   isv__json_reader_init(&rd, body + off, len - off, depth);
   (void)isv__json_next(&rd, &t);
   char what[48];
@@ -320,9 +378,6 @@ static int decode_columns(isv_request *r, char *body, size_t len, size_t off, un
   return push_inputs(r, st, n_in, 1, 0);
 }
 
-static int key_is(const isv__json_token *t, const char *k) {
-  return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
-}
 
 /* A Vertex parameter: the value whose first token v was just read, under key. */
 static int vertex_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
@@ -361,48 +416,24 @@ static int vertex_params(isv_request *r, isv__json_reader *rd, const isv__json_t
   }
 }
 
+/* Vertex: "parameters" spread into request parameters, any other member one itself. */
+static int vertex_member(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
+                         const isv__json_token *v) {
+  return key_is(key, "parameters") ? vertex_params(r, rd, v) : vertex_param(r, rd, key, v);
+}
+
 int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth,
                             unsigned flags, int *row) {
   const int vertex = (flags & ISV__TFS_VERTEX) != 0;
   const isv_model_config *cfg = r->model->cfg;
-  isv__json_reader rd;
-  isv__json_token t;
-  isv__json_reader_init(&rd, body, len, max_depth);
-  if (isv__json_next(&rd, &t) != ISV__JSON_OBJECT_BEGIN)
-    return rd.failed ? json_bad(r, &rd, "body")
-                     : isv__request_fail(r, ISV_EBADREQ, "the body must be a JSON object");
-  size_t inst = SIZE_MAX, cols = SIZE_MAX;
-  for (;;) {
-    isv__json_type ty = isv__json_next(&rd, &t);
-    if (ty == ISV__JSON_OBJECT_END) break;
-    if (ty != ISV__JSON_KEY) return json_bad(r, &rd, "body");
-    isv__json_token v;
-    int is_inst = key_is(&t, "instances"), is_cols = key_is(&t, "inputs"),
-        is_sig = key_is(&t, "signature_name");
-    if (isv__json_next(&rd, &v) == ISV__JSON_ERROR) return json_bad(r, &rd, "body");
-    if (is_sig) {
-      if (v.type != ISV__JSON_STRING)
-        return isv__request_fail(r, ISV_EBADREQ, "\"signature_name\" must be a string");
-      if (!(v.len == strlen(ISV__TFS_DEFAULT_SIGNATURE) &&
-            memcmp(v.ptr, ISV__TFS_DEFAULT_SIGNATURE, v.len) == 0))
-        return isv__request_fail(r, ISV_EBADREQ,
-                                 "Serving signature name: \"%.*s\" not found in signature def",
-                                 (int)(v.len > 128 ? 128 : v.len), v.ptr);
-      continue;
-    }
-    if (vertex && is_cols)
-      return isv__request_fail(r, ISV_EBADREQ, "\"inputs\" is TF Serving's columnar format: a "
-                               "Vertex AI / AI Platform prediction takes \"instances\"");
-    if (vertex && !is_inst) {
-      int rc = key_is(&t, "parameters") ? vertex_params(r, &rd, &v) : vertex_param(r, &rd, &t, &v);
-      if (rc) return r->status;
-      continue;
-    }
-    if (is_inst) inst = v.offset;
-    if (is_cols) cols = v.offset;
-    if (isv__json_skip(&rd, &v, NULL) != 0) return json_bad(r, &rd, "body");
-  }
-  if (isv__json_next(&rd, &t) != ISV__JSON_EOF) return json_bad(r, &rd, "body");
+  static const char *const keys[] = {"instances", "inputs"};
+  size_t offs[2];
+  if (scan_body(r, body, len, max_depth, keys, offs, 2, vertex ? vertex_member : NULL))
+    return r->status;
+  size_t inst = offs[0], cols = offs[1];
+  if (vertex && cols != SIZE_MAX)
+    return isv__request_fail(r, ISV_EBADREQ, "\"inputs\" is TF Serving's columnar format: a "
+                             "Vertex AI / AI Platform prediction takes \"instances\"");
   if (inst != SIZE_MAX && cols != SIZE_MAX)
     return isv__request_fail(r, ISV_EBADREQ, "the body has both \"instances\" and \"inputs\": "
                              "one format at a time (row or columnar)");
@@ -420,6 +451,110 @@ int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max
                 : decode_columns(r, body, len, cols, max_depth, st, n_in);
   states_free(st, n_in);
   return rc;
+}
+
+/* ---- classify and regress: examples ------------------------------------------------------ */
+
+/* "context": features shared by every example, each learned with its own shape. */
+static int decode_context(isv_request *r, isv__json_reader *rd, in_state *ctx, size_t n_in) {
+  isv__json_token t;
+  if (isv__json_next(rd, &t) != ISV__JSON_OBJECT_BEGIN)
+    return rd->failed ? json_bad(r, rd, "context")
+                      : isv__request_fail(r, ISV_EBADREQ, "\"context\" must be an object of features");
+  char where[200];
+  for (;;) {
+    isv__json_type ty = isv__json_next(rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) return 0;
+    if (ty != ISV__JSON_KEY) return json_bad(r, rd, "context");
+    int k = find_input(ctx, n_in, t.ptr, t.len);
+    snprintf(where, sizeof where, "context: feature '%.*s'", (int)(t.len > 64 ? 64 : t.len), t.ptr);
+    if (k < 0) return bad(r, where, "%s", "not an input of the model");
+    if (ctx[k].seen) return bad(r, where, "%s", "given twice");
+    ctx[k].seen = 1;
+    if (isv__json_next(rd, &t) == ISV__JSON_ERROR) return json_bad(r, rd, where);
+    if (walk_value(r, rd, t, 0, &ctx[k], 0, where) || settle_shape(r, &ctx[k], 1)) return r->status;
+  }
+}
+
+/* Example i, its OBJECT_BEGIN read: its features, then the context's for those it lacks. */
+static int decode_example(isv_request *r, isv__json_reader *rd, in_state *st, const in_state *ctx,
+                          size_t n_in, size_t i, size_t n) {
+  char where[200];
+  for (size_t k = 0; k < n_in; k++) st[k].seen = 0;
+  for (;;) {
+    isv__json_token t;
+    isv__json_type ty = isv__json_next(rd, &t);
+    if (ty == ISV__JSON_OBJECT_END) break;
+    if (ty != ISV__JSON_KEY) return json_bad(r, rd, "examples");
+    int k = find_input(st, n_in, t.ptr, t.len);
+    snprintf(where, sizeof where, "examples[%zu]: feature '%.*s'", i, (int)(t.len > 64 ? 64 : t.len),
+             t.ptr);
+    if (k < 0) return bad(r, where, "%s", "not an input of the model");
+    if (st[k].seen) return bad(r, where, "%s", "given twice");
+    st[k].seen = 1;
+    if (isv__json_next(rd, &t) == ISV__JSON_ERROR) return json_bad(r, rd, where);
+    if (walk_value(r, rd, t, 0, &st[k], i, where)) return r->status;
+    if (!st[k].known && settle_shape(r, &st[k], n)) return r->status;
+  }
+  for (size_t k = 0; k < n_in; k++) {
+    if (st[k].seen) continue;
+    if (!ctx[k].seen || !st[k].known) {
+      snprintf(where, sizeof where, "examples[%zu]: feature '%s'", i, st[k].io->name);
+      return bad(r, where, "%s", "missing (and not in the context)");
+    }
+    if (st[k].inner_count)
+      memcpy(st[k].data + i * st[k].inner_count * st[k].elsize, ctx[k].data,
+             st[k].inner_count * st[k].elsize);
+  }
+  return 0;
+}
+
+int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned max_depth) {
+  const isv_model_config *cfg = r->model->cfg;
+  static const char *const keys[] = {"examples", "context"};
+  size_t offs[2];
+  if (scan_body(r, body, len, max_depth, keys, offs, 2, NULL)) return r->status;
+  size_t ex = offs[0], cx = offs[1];
+  if (ex == SIZE_MAX) return isv__request_fail(r, ISV_EBADREQ, "the body has no \"examples\"");
+  isv__json_reader rd;
+  isv__json_token t;
+  size_t n_in = cfg->n_inputs;
+  if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the model takes no inputs");
+  in_state *st = isv__arena_calloc(&r->arena, 2 * n_in, sizeof *st), *ctx = st + n_in;
+  if (st == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  states_init(r, st, cfg);
+  states_init(r, ctx, cfg);
+  int rc = 0;
+  if (cx != SIZE_MAX) {
+    isv__json_reader_init(&rd, body + cx, len - cx, max_depth);
+    rc = decode_context(r, &rd, ctx, n_in);
+  }
+  size_t n = 0;
+  if (rc == 0) rc = count_list(r, body, len, ex, max_depth, "examples", &n);
+  /* a feature of the context fixes the shape every example's own value of it must have */
+  for (size_t k = 0; rc == 0 && k < n_in; k++) {
+    if (!ctx[k].seen) continue;
+    st[k].inner_ndim = ctx[k].inner_ndim;
+    memcpy(st[k].inner, ctx[k].inner, sizeof st[k].inner);
+    st[k].inner_count = ctx[k].inner_count;
+    if (settle_shape(r, &st[k], n == 1 ? 2 : n)) rc = r->status; /* never the buffer itself */
+  }
+  if (rc == 0) {
+    isv__json_reader_init(&rd, body + ex, len - ex, max_depth);
+    (void)isv__json_next(&rd, &t);
+    char what[48];
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+      snprintf(what, sizeof what, "examples[%zu]", i);
+      if (isv__json_next(&rd, &t) != ISV__JSON_OBJECT_BEGIN)
+        rc = rd.failed ? json_bad(r, &rd, what)
+                       : isv__request_fail(r, ISV_EBADREQ, "%s must be an object of features", what);
+      else
+        rc = decode_example(r, &rd, st, ctx, n_in, i, n);
+    }
+  }
+  if (rc == 0) rc = push_inputs(r, st, n_in, n, 1);
+  states_free(st, 2 * n_in);
+  return rc ? r->status : 0;
 }
 
 /* ---- encoding ---------------------------------------------------------------------------- */
@@ -532,3 +667,79 @@ int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_
   isv__buf_putc(b, '}');
   return 0;
 }
+
+/* The output named `name`, else the only one; NULL when neither. */
+static const isv_tensor *output_named(const isv_request *r, const char *name) {
+  for (size_t i = 0; i < r->n_outputs; i++)
+    if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
+  return r->n_outputs == 1 ? &r->outputs[0] : NULL;
+}
+
+/* Element i of an FP32 or FP64 tensor, in its own precision's shortest form. */
+static void write_real(isv__buf *b, const isv_tensor *t, size_t i) {
+  if (t->dt == ISV_FP64) isv__json_write_f64(b, ((const double *)t->data)[i]);
+  else isv__json_write_f32(b, ((const float *)t->data)[i]);
+}
+
+int isv__tfs_encode_classify(const isv_request *r, isv__buf *b, char *msg, size_t cap) {
+  const isv_tensor *scores = output_named(r, "scores"), *classes = NULL;
+  for (size_t i = 0; i < r->n_outputs; i++)
+    if (strcmp(r->outputs[i].name, "classes") == 0) classes = &r->outputs[i];
+  if (scores == classes) scores = NULL;
+  if (scores == NULL || (scores->dt != ISV_FP32 && scores->dt != ISV_FP64) || scores->ndim < 1 ||
+      scores->ndim > 2) {
+    snprintf(msg, cap, "classify needs a \"scores\" output (FP32 or FP64, [examples] or "
+                       "[examples, classes])");
+    return ISV_EINVAL;
+  }
+  size_t n = (size_t)scores->shape[0], k = scores->ndim == 2 ? (size_t)scores->shape[1] : 1;
+  if (classes && (classes->dt != ISV_BYTES || classes->count != n * k)) {
+    snprintf(msg, cap, "the \"classes\" output must be BYTES of the shape of \"scores\"");
+    return ISV_EINVAL;
+  }
+  const isv_model_config *cfg = r->model ? r->model->cfg : NULL;
+  int model_labels = cfg && cfg->n_labels == k;
+  isv__buf_puts(b, "{\"results\":[");
+  for (size_t i = 0; i < n; i++) {
+    if (i) isv__buf_putc(b, ',');
+    isv__buf_putc(b, '[');
+    for (size_t j = 0; j < k; j++) {
+      if (j) isv__buf_putc(b, ',');
+      isv__buf_putc(b, '[');
+      if (classes) {
+        const isv_bytes *c = (const isv_bytes *)classes->data + i * k + j;
+        isv__json_write_bytes_element(b, c->ptr, c->len);
+      } else if (model_labels) {
+        isv__json_write_string(b, cfg->labels[j], strlen(cfg->labels[j]));
+      } else {
+        char idx[24];
+        snprintf(idx, sizeof idx, "%zu", j);
+        isv__json_write_string(b, idx, strlen(idx));
+      }
+      isv__buf_putc(b, ',');
+      write_real(b, scores, i * k + j);
+      isv__buf_putc(b, ']');
+    }
+    isv__buf_putc(b, ']');
+  }
+  isv__buf_puts(b, "]}");
+  return 0;
+}
+
+int isv__tfs_encode_regress(const isv_request *r, isv__buf *b, char *msg, size_t cap) {
+  const isv_tensor *t = output_named(r, "outputs");
+  if (t == NULL || (t->dt != ISV_FP32 && t->dt != ISV_FP64) || t->ndim < 1 ||
+      (size_t)t->shape[0] != t->count) {
+    snprintf(msg, cap, "regress needs an \"outputs\" output of one FP32 or FP64 value per example "
+                       "([examples] or [examples, 1])");
+    return ISV_EINVAL;
+  }
+  isv__buf_puts(b, "{\"results\":[");
+  for (size_t i = 0; i < t->count; i++) {
+    if (i) isv__buf_putc(b, ',');
+    write_real(b, t, i);
+  }
+  isv__buf_puts(b, "]}");
+  return 0;
+}
+

@@ -37,4 +37,21 @@ int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max
 int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_id, isv__buf *b,
                             char *msg, size_t cap);
 
+/* Decode a :classify or :regress body — {"signature_name"?, "context"?, "examples": [...]} —
+ * into r's inputs: each example is an object of features named as the model's inputs, the
+ * context's features are merged into every example (DECISION: an example's own value of a
+ * feature wins over the context's), and input k is every example's value of feature k stacked
+ * on dimension 0. 0, or r failed with a message naming the problem (and the example). */
+int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned max_depth);
+
+/* {"results": [[[label, score], ...], ...]} from the "scores" output (or the only one; FP32 or
+ * FP64, [n] or [n, k]) with labels from a "classes" output (BYTES, the same shape), else the
+ * model's labels (isv_model_config_set_labels, when there are k), else the class index. 0, or
+ * ISV_EINVAL with msg set. */
+int isv__tfs_encode_classify(const isv_request *r, isv__buf *b, char *msg, size_t cap);
+
+/* {"results": [v, ...]} from the "outputs" output (or the only one): FP32 or FP64, one value per
+ * example ([n] or [n, 1]). 0, or ISV_EINVAL with msg set. */
+int isv__tfs_encode_regress(const isv_request *r, isv__buf *b, char *msg, size_t cap);
+
 #endif

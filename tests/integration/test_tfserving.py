@@ -127,11 +127,33 @@ def test_missing_and_unknown_inputs(demo):
                  400, "input 'X': the model has no input")
 
 
-def test_classify_and_regress_say_unimplemented(demo):
-    assert_error(post_json(demo, "/v1/models/simple:classify", {"examples": []}), 501,
-                 "unimplemented")
-    assert_error(post_json(demo, "/v1/models/simple:regress", {"examples": []}), 501,
-                 "unimplemented")
+def test_classify_labels_from_the_model(demo):
+    # classifier: softmax over iris measurements, its labels registered with the model
+    r = post_json(demo, "/v1/models/classifier:classify",
+                  {"examples": [{"INPUT0": [5.1, 3.5, 1.4, 0.2]}, {"INPUT0": [6.7, 3.0, 5.2, 2.3]}]})
+    results = ok_json(r)["results"]
+    assert [[c[0] for c in ex] for ex in results] == [["setosa", "versicolor", "virginica"]] * 2
+    best = [max(ex, key=lambda c: c[1])[0] for ex in results]
+    assert best == ["setosa", "virginica"], show(r)
+    assert abs(sum(c[1] for c in results[0]) - 1.0) < 1e-5, show(r)
+
+
+def test_regress_with_a_context(demo):
+    # identity_fp32 as a regressor: one value per example, the context filling what is missing
+    r = post_json(demo, "/v1/models/identity_fp32:regress",
+                  {"context": {"INPUT0": [7.5]}, "examples": [{}, {"INPUT0": [-1.0]}]})
+    assert ok_json(r)["results"] == [7.5, -1.0], show(r)
+
+
+def test_classify_and_regress_refusals(demo):
+    assert_error(post_json(demo, "/v1/models/classifier:classify", {"instances": [[1, 2, 3, 4]]}),
+                 400, "no \"examples\"")
+    assert_error(post_json(demo, "/v1/models/identity_fp32:regress", {"examples": [{}]}), 400,
+                 "examples[0]: feature 'INPUT0': missing")
+    # simple has two outputs and no "scores": not a classifier
+    assert_error(post_json(demo, "/v1/models/simple:classify",
+                           {"examples": [{"INPUT0": SIMPLE_A, "INPUT1": SIMPLE_B}]}), 400,
+                 "classify needs a \"scores\" output")
 
 
 def test_a_large_row_body_is_decoded_whole(demo):

@@ -68,8 +68,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Decode text for model m (flags: isv__tfs_decode_predict's); the body copy is given to the
- * request (strings point into it). */
+/* Decode text for model m (flags: isv__tfs_decode_predict's, or EXAMPLES for a classify or
+ * regress body); the body copy is given to the request (strings point into it). */
+#define EXAMPLES 0x100u
 static isv_request *decode_as(fixture *f, isv_model *m, const char *text, unsigned flags, int *row) {
   isv_request *r = isv__request_new(&f->core);
   isv__model_ref(m);
@@ -81,7 +82,8 @@ static isv_request *decode_as(fixture *f, isv_model *m, const char *text, unsign
   r->body_len = n;
   r->body_free = isv__free;
   int rr = -1;
-  isv__tfs_decode_predict(r, body, n, 64, flags, &rr);
+  if (flags == EXAMPLES) isv__tfs_decode_examples(r, body, n, 64);
+  else isv__tfs_decode_predict(r, body, n, 64, flags, &rr);
   if (row) *row = rr;
   return r;
 }
@@ -244,6 +246,94 @@ static void vertex_bodies_carry_parameters(void **state) {
   isv_request_free(r);
 }
 
+/* Classify and regress bodies: examples of features by input name, the context merged in. */
+static isv_request *decode_examples(fixture *f, isv_model *m, const char *text) {
+  return decode_as(f, m, text, EXAMPLES, NULL);
+}
+
+static void examples_stack_features_with_the_context_merged(void **state) {
+  fixture *f = *state;
+  isv_request *r = decode_examples(f, f->two,
+                                   "{\"context\": {\"s\": [\"c\"]}, \"examples\": [{\"a\": [1, 2]}, "
+                                   "{\"s\": [\"own\"], \"a\": [3, 4]}, {\"a\": [5, 6]}]}");
+  assert_int_equal(r->status, 0);
+  const isv_tensor *a = &r->inputs[0], *s = &r->inputs[1];
+  assert_int_equal(a->shape[0], 3);
+  assert_int_equal(a->shape[1], 2);
+  assert_int_equal(((const int32_t *)a->data)[5], 6);
+  assert_int_equal(s->shape[0], 3);
+  assert_int_equal(s->shape[1], 1);
+  const isv_bytes *sv = s->data;
+  assert_true(sv[0].len == 1 && sv[0].ptr[0] == 'c');          /* from the context */
+  assert_true(sv[1].len == 3 && memcmp(sv[1].ptr, "own", 3) == 0); /* its own wins */
+  assert_true(sv[2].len == 1 && sv[2].ptr[0] == 'c');
+  isv_request_free(r);
+  static const struct {
+    const char *body, *needle;
+  } bad[] = {
+      {"{\"examples\": [{\"a\": [1, 2]}]}", "examples[0]: feature 's': missing"},
+      {"{\"instances\": [1]}", "no \"examples\""},
+      {"{\"examples\": []}", "empty list"},
+      {"{\"examples\": [1]}", "examples[0] must be an object"},
+      {"{\"examples\": [{\"a\": [1, 2], \"s\": [], \"q\": 1}]}", "feature 'q': not an input"},
+      {"{\"context\": {\"a\": [1, 2, 3]}, \"examples\": [{\"a\": [1, 2], \"s\": []}]}",
+       "examples[0]: feature 'a': ragged"},
+      {"{\"context\": [1], \"examples\": [{}]}", "\"context\" must be an object"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    r = decode_examples(f, f->two, bad[i].body);
+    assert_int_equal(r->status, ISV_EBADREQ);
+    if (strstr(r->errmsg, bad[i].needle) == NULL)
+      fail_msg("'%s' does not say '%s'", r->errmsg, bad[i].needle);
+    isv_request_free(r);
+  }
+}
+
+static void classify_and_regress_answers(void **state) {
+  fixture *f = *state;
+  isv_request *r = decode_examples(f, f->one, "{\"examples\": [{\"x\": 1}]}");
+  static float sc[] = {0.25f, 0.75f, 1, 0};
+  static int64_t sc_shape[] = {2, 2}, one_shape[] = {2};
+  static isv_bytes cl[] = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}};
+  isv_tensor t[2] = {{.name = "scores", .dt = ISV_FP32, .shape = sc_shape, .ndim = 2, .data = sc,
+                      .count = 4, .byte_size = 16},
+                     {.name = "classes", .dt = ISV_BYTES, .shape = sc_shape, .ndim = 2, .data = cl,
+                      .count = 4, .byte_size = 4}};
+  char msg[200];
+  isv__buf b;
+  r->outputs = t;
+  r->n_outputs = 2;
+  isv__buf_init(&b, NULL);
+  assert_int_equal(isv__tfs_encode_classify(r, &b, msg, sizeof msg), 0);
+  isv__buf_putc(&b, '\0');
+  assert_string_equal(b.data, "{\"results\":[[[\"a\",0.25],[\"b\",0.75]],[[\"c\",1.0],[\"d\",0.0]]]}");
+  isv__buf_free(&b);
+  r->n_outputs = 1; /* no classes: the class index */
+  assert_int_equal(isv__tfs_encode_classify(r, &b, msg, sizeof msg), 0);
+  isv__buf_putc(&b, '\0');
+  assert_string_equal(b.data, "{\"results\":[[[\"0\",0.25],[\"1\",0.75]],[[\"0\",1.0],[\"1\",0.0]]]}");
+  isv__buf_free(&b);
+  /* regress: one value per example */
+  t[0] = (isv_tensor){.name = "outputs", .dt = ISV_FP32, .shape = one_shape, .ndim = 1, .data = sc,
+                      .count = 2, .byte_size = 8};
+  assert_int_equal(isv__tfs_encode_regress(r, &b, msg, sizeof msg), 0);
+  isv__buf_putc(&b, '\0');
+  assert_string_equal(b.data, "{\"results\":[0.25,0.75]}");
+  isv__buf_free(&b);
+  t[0].shape = sc_shape; /* two values per example: not a regression */
+  t[0].ndim = 2;
+  t[0].count = 4;
+  assert_int_equal(isv__tfs_encode_regress(r, &b, msg, sizeof msg), ISV_EINVAL);
+  assert_non_null(strstr(msg, "one FP32 or FP64 value per example"));
+  isv__buf_free(&b);
+  t[0].dt = ISV_INT32;
+  assert_int_equal(isv__tfs_encode_classify(r, &b, msg, sizeof msg), ISV_EINVAL);
+  isv__buf_free(&b);
+  r->outputs = NULL;
+  r->n_outputs = 0;
+  isv_request_free(r);
+}
+
 /* The answer's text for outputs t[0..n) in the row or columnar format (ISV_EINVAL: msg). */
 static int answer(fixture *f, isv_tensor *t, size_t n, int row, char *out, size_t cap, char *msg) {
   isv_request *r = decode(f, f->one, "{\"instances\": [1]}", NULL);
@@ -306,6 +396,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(every_refusal_names_its_problem, setup, teardown),
       cmocka_unit_test_setup_teardown(vertex_bodies_carry_parameters, setup, teardown),
       cmocka_unit_test_setup_teardown(answers_take_the_format_asked, setup, teardown),
+      cmocka_unit_test_setup_teardown(examples_stack_features_with_the_context_merged, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(classify_and_regress_answers, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
