@@ -623,6 +623,24 @@ def cmd_report(path):
                  "or for the core, which other processes may share), and the server's CPU time "
                  "per request (µs) — the figure least disturbed by other load." % meta.get("rest_body_bytes"))
         P.append("")
+    T = pick(rows, kind="wrk_tfs")
+    if T:
+        P.append("### HTTP/1.1 — wrk, TF Serving REST `:predict` on `simple` (one instance by name, "
+                 "the same numbers), beside V2's")
+        P.append("")
+        P.append("| connections | TF predict req/s | p50 ms | p99 ms | demo CPU (µs/req) | V2 infer "
+                 "req/s | V2 CPU (µs/req) | TF / V2 req/s |")
+        P.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for c in sorted({r["conc"] for r in T}):
+            t, v = one(T, conc=c) or {}, one(W or [], server="demo", conc=c) or {}
+            q = t["rps"] / v["rps"] if t.get("rps") and v.get("rps") else None
+            bad = ""
+            if t.get("non2xx") or t.get("socket_errors"):
+                bad = " (%s non-2xx, %s socket errors)" % (t.get("non2xx"), t.get("socket_errors"))
+            P.append("| %d | %s%s | %s | %s | %s | %s | %s | %s |" % (
+                c, f(t.get("rps")), bad, f(t.get("p50_ms"), "%.3f"), f(t.get("p99_ms"), "%.3f"),
+                cpu_txt(t), f(v.get("rps")), cpu_txt(v), f(q and 100 * q, "%.0f%%")))
+        P.append("")
     H = pick(rows, kind="h2load")
     if H:
         P.append("### gRPC — h2load, ModelInfer `simple` (pre-encoded, raw_input_contents), %s s per run "

@@ -294,6 +294,17 @@ for c in $CONCS; do
   done
 done
 
+# TF Serving REST predict on the same model, same harness (the demo only: nginx's figure above
+# is the reference for both)
+for c in $CONCS; do
+  out=$WORK/wrk-tfs-c$c.txt
+  l=$(load1)
+  log "wrk demo TF Serving predict c=$c"
+  measure "$MAIN_PID" wrk -t1 -c"$c" -d"${DUR}s" --timeout 5s --latency -s "$HERE/tfs_predict.lua" \
+    "http://127.0.0.1:$MAIN_PORT/" >"$out" 2>&1
+  record "$($PY "$CLIENT" parse wrk "$out" kind='"wrk_tfs"' server='"demo"' conc="$c" cpu_pct="$CPU_PCT" load1="\"$l\"")"
+done
+
 # ---- gRPC: h2load ----------------------------------------------------------------------------
 
 H2_RUNS=""
