@@ -554,6 +554,9 @@ int demo_zoo_register(isv_server *srv) {
   TRY(add_simple_model(srv, "half_plus_three", "123", 0, hp3_in, 1, hp3_out, 1, ISV_EXEC_INLINE,
                        half_plus_three_infer, NULL));
   TRY(isv_server_set_label(srv, "half_plus_three", "stable", "123"));
+  /* the name the TF Serving seed's curl lines use */
+  TRY(add_simple_model(srv, "saved_model_half_plus_three", "123", 0, hp3_in, 1, hp3_out, 1,
+                       ISV_EXEC_INLINE, half_plus_three_infer, NULL));
 
   /* eight instances: slow requests run side by side (on the demo's 8 worker threads) */
   TRY(add_simple_model_n(srv, "slow", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL, 8,

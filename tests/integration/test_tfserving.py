@@ -207,3 +207,15 @@ def test_vertex_errors(demo):
                                  {"INPUT0": SIMPLE_A[:3], "INPUT1": SIMPLE_B}]})
     msg = assert_error(r, 400, "instances[1]")
     assert "predictions" not in r.text, msg
+
+
+def test_the_seed_walkthrough(demo):
+    """TF Serving's REST API document (seeds/000), its curl lines word for word where they do
+    not need named signatures."""
+    r = post_json(demo, "/v1/models/saved_model_half_plus_three:predict",
+                  {"instances": [1.0, 2.0, 5.0]})
+    assert ok_json(r) == {"predictions": [3.5, 4.0, 5.5]}, show(r)
+    st = ok_json(get(demo, "/v1/models/saved_model_half_plus_three"))
+    assert st["model_version_status"][0]["version"] == "123", st
+    assert_error(post_json(demo, "/v1/models/half:predict", {"instances": [1.0]}), 404,
+                 "Servable not found for request: Latest(half)")
