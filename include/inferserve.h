@@ -620,6 +620,11 @@ typedef void (*isv_infer_cb)(isv_request *r, int status, void *data);
  * thread. */
 ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
                                isv_request **out);
+/* The same, naming the version by a label (isv_server_set_label): the version the label points
+ * to when the request is submitted. ISV_ENOTFOUND (and isv_server_last_error naming it) when
+ * the model or the label is unknown. Loop thread. */
+ISV_EXTERN int isv_request_new_by_label(isv_server *srv, const char *name, const char *label,
+                                        isv_request **out);
 /* Free a request that was never submitted, or whose done callback has run (inside the callback
  * too) — and a response handed to a response callback. Every request must be freed before the
  * server's close callback runs. A request the close abandoned (answered ISV_EUNAVAIL while its

@@ -373,8 +373,10 @@ ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
 
 /* ---- in-process requests ----------------------------------------------------------------- */
 
-ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
-                               isv_request **out) {
+/* A request for (name, version or label), both checked now: an unknown model is said by the
+ * call, not only in the callback. */
+static int request_new(isv_server *srv, const char *name, const char *version, const char *label,
+                       isv_request **out) {
   if (out) *out = NULL;
   if (srv == NULL) return ISV_EINVAL;
   begin(srv);
@@ -382,11 +384,15 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
     set_error(srv, "request new: %s", name == NULL ? "no model name" : "out is NULL");
     return ISV_EINVAL;
   }
-  /* an unknown model is said now, not only in the callback */
   isv__model_entry *e;
   isv_model *m;
   int rc = find_model(srv, name, version, &e, &m);
   if (rc != 0) return rc;
+  if (label && isv__entry_label(e, label, strlen(label)) == NULL) {
+    char t[200];
+    set_error(srv, "%s has no label '%.60s'", model_text(t, sizeof t, name, NULL), label);
+    return ISV_ENOTFOUND;
+  }
   isv_request *r = isv__request_new(&srv->core);
   if (r == NULL) {
     set_error(srv, "request new: out of memory");
@@ -394,12 +400,29 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
   }
   r->model_name = isv__arena_strndup(&r->arena, name, strlen(name));
   r->version = version ? isv__arena_strndup(&r->arena, version, strlen(version)) : NULL;
-  if (r->model_name == NULL || (version && r->version == NULL)) {
+  r->label = label ? isv__arena_strndup(&r->arena, label, strlen(label)) : NULL;
+  if (r->model_name == NULL || (version && r->version == NULL) || (label && r->label == NULL)) {
     isv_request_free(r);
+    set_error(srv, "request new: out of memory");
     return ISV_ENOMEM;
   }
   *out = r;
   return 0;
+}
+
+ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
+                               isv_request **out) {
+  return request_new(srv, name, version, NULL, out);
+}
+
+ISV_EXTERN int isv_request_new_by_label(isv_server *srv, const char *name, const char *label,
+                                        isv_request **out) {
+  if (label == NULL) {
+    if (out) *out = NULL;
+    if (srv) set_error(srv, "request new: no label");
+    return ISV_EINVAL;
+  }
+  return request_new(srv, name, NULL, label, out);
 }
 
 ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data) {

@@ -279,6 +279,44 @@ static void removal_and_readiness(void **state) {
   assert_int_equal(isv_server_set_label(w->srv, "inline", "stable", "1"), 0);
 }
 
+/* A request can name its version by a label; an unknown label is said by the call. */
+static void version_of(isv_request *r, int status, void *data) {
+  snprintf(data, 16, "%d:%s", status, isv_request_model_version(r) ? isv_request_model_version(r)
+                                                                     : "");
+  isv_request_free(r);
+}
+static void a_request_names_its_version_by_a_label(void **state) {
+  world *w = *state;
+  isv_model_config *c;
+  isv_model_config_new("inline", &c);
+  int64_t any[] = {-1};
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+  isv_backend be = {.struct_size = sizeof be, .infer = twice, .destroy = count_destroy};
+  assert_int_equal(isv_server_add_model(w->srv, c, "2", &be, w, NULL), 0);
+  isv_model_config_free(c);
+  assert_int_equal(isv_server_set_label(w->srv, "inline", "canary", "2"), 0);
+  assert_int_equal(isv_server_set_label(w->srv, "inline", "stable", "1"), 0);
+  const char *labels[] = {"canary", "stable"}, *want[] = {"0:2", "0:1"};
+  for (int i = 0; i < 2; i++) {
+    isv_request *r;
+    int64_t n = 1;
+    float x = 1;
+    char got[16] = "";
+    assert_int_equal(isv_request_new_by_label(w->srv, "inline", labels[i], &r), 0);
+    isv_request_add_input(r, "x", ISV_FP32, &n, 1, &x, 4, ISV_TRANSIENT);
+    assert_int_equal(isv_server_infer(w->srv, r, version_of, got), 0);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    assert_string_equal(got, want[i]);
+  }
+  isv_request *r = (isv_request *)1;
+  assert_int_equal(isv_request_new_by_label(w->srv, "inline", "nope", &r), ISV_ENOTFOUND);
+  assert_null(r);
+  assert_non_null(strstr(isv_server_last_error(w->srv), "no label 'nope'"));
+  assert_int_equal(isv_request_new_by_label(w->srv, "absent", "canary", &r), ISV_ENOTFOUND);
+  assert_int_equal(isv_request_new_by_label(w->srv, "inline", NULL, &r), ISV_EINVAL);
+}
+
 static void close_drains_in_flight_requests(void **state) {
   world *w = *state;
   add(w, "threaded", threaded, NULL, ISV_EXEC_INLINE);
@@ -463,6 +501,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, teardown),
       cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_request_names_its_version_by_a_label, setup, teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
       cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
       cmocka_unit_test(close_abandons_backends_that_never_complete),
