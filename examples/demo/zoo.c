@@ -342,6 +342,45 @@ static int classifier_infer(isv_request *req, void *user) {
   return isv_request_complete(req, 0, NULL);
 }
 
+/* ---- tf_multi: TF Serving's multi-input examples (seed 000) -----------------------------------
+ * Batched (max 8): tag BYTES, signal FP32 [5], sensor INT32 [2,2] per row ->
+ * tag_len INT32 (the tag's byte length), signal_sum FP32, sensor_bytes BYTES (the tag echoed:
+ * an output named *_bytes, which TF Serving's JSON writes as {"b64": ...}). */
+
+static int tf_multi_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *tag = input_or_fail(req, "tag", ISV_BYTES);
+  const isv_tensor *sig = tag ? input_or_fail(req, "signal", ISV_FP32) : NULL;
+  const isv_tensor *sen = sig ? input_or_fail(req, "sensor", ISV_INT32) : NULL;
+  if (sen == NULL)
+    return 0;
+  size_t nd, n = isv_tensor_element_count(tag);
+  const int64_t *shape = isv_tensor_shape(tag, &nd); /* [batch] */
+  if (isv_tensor_element_count(sig) != n * 5 || isv_tensor_element_count(sen) != n * 4)
+    return fail(req, ISV_EBADREQ, "tag, signal and sensor must have the same batch size");
+  void *len_out, *sum_out, *echo_out;
+  int k0 = make_output(req, "tag_len", ISV_INT32, shape, nd, &len_out);
+  int k1 = k0 < 0 ? -1 : make_output(req, "signal_sum", ISV_FP32, shape, nd, &sum_out);
+  int k2 = k1 < 0 ? -1 : make_output(req, "sensor_bytes", ISV_BYTES, shape, nd, &echo_out);
+  if (k2 < 0)
+    return 0;
+  const isv_bytes *tags = isv_tensor_data(tag);
+  const void *signal = isv_tensor_data(sig);
+  for (size_t i = 0; i < n; i++) {
+    if (k0 > 0)
+      ((int32_t *)len_out)[i] = (int32_t)tags[i].len;
+    if (k1 > 0) {
+      float s = 0;
+      for (size_t j = 0; j < 5; j++)
+        s += load_f32(signal, i * 5 + j);
+      store_f32(sum_out, i, s);
+    }
+    if (k2 > 0)
+      ((isv_bytes *)echo_out)[i] = tags[i]; /* the request's bytes: it outlives the answer */
+  }
+  return isv_request_complete(req, 0, NULL);
+}
+
 /* ---- half_plus_three: y = 0.5 x + 3 ---------------------------------------------------------- */
 
 static int half_plus_three_infer(isv_request *req, void *user) {
@@ -554,6 +593,14 @@ int demo_zoo_register(isv_server *srv) {
   TRY(add_simple_model(srv, "half_plus_three", "123", 0, hp3_in, 1, hp3_out, 1, ISV_EXEC_INLINE,
                        half_plus_three_infer, NULL));
   TRY(isv_server_set_label(srv, "half_plus_three", "stable", "123"));
+  static const io_spec tfm_in[] = {{"tag", ISV_BYTES, {0}, 0},
+                                   {"signal", ISV_FP32, {5}, 1},
+                                   {"sensor", ISV_INT32, {2, 2}, 2}};
+  static const io_spec tfm_out[] = {{"tag_len", ISV_INT32, {0}, 0},
+                                    {"signal_sum", ISV_FP32, {0}, 0},
+                                    {"sensor_bytes", ISV_BYTES, {0}, 0}};
+  TRY(add_simple_model(srv, "tf_multi", "1", 8, tfm_in, 3, tfm_out, 3, ISV_EXEC_INLINE,
+                       tf_multi_infer, NULL));
   /* the name the TF Serving seed's curl lines use */
   TRY(add_simple_model(srv, "saved_model_half_plus_three", "123", 0, hp3_in, 1, hp3_out, 1,
                        ISV_EXEC_INLINE, half_plus_three_infer, NULL));

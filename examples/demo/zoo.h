@@ -6,7 +6,10 @@
  *   identity_<t>        INPUT0 [-1,-1] -> OUTPUT0 identical, for every datatype t
  *   multi_version       v1..v3: OUTPUT0 = INPUT0 + version; stable -> 2, canary -> 3, default 3
  *   classifier          iris-like FP32 [-1,4] -> softmax FP32 [-1,3] with class labels
- *   half_plus_three     v123: y = 0.5 x + 3 (TensorFlow Serving's test model, renamed)
+ *   half_plus_three     v123: y = 0.5 x + 3 (TensorFlow Serving's test model, renamed); also
+ *                       registered as saved_model_half_plus_three, the seed's name
+ *   tf_multi            batched (8): tag BYTES, signal FP32 [5], sensor INT32 [2,2] per row ->
+ *                       tag_len INT32, signal_sum FP32, sensor_bytes BYTES (the tag echoed)
  *   slow                sleeps INPUT0 ms on the thread pool, echoes it
  *   stubborn            the same, deaf to cancellation (what the close's drain abandons)
  *   failing             always fails with ISV_EBACKEND

@@ -219,3 +219,23 @@ def test_the_seed_walkthrough(demo):
     assert st["model_version_status"][0]["version"] == "123", st
     assert_error(post_json(demo, "/v1/models/half:predict", {"instances": [1.0]}), 404,
                  "Servable not found for request: Latest(half)")
+
+
+def test_multi_input_rows_columns_and_bytes_outputs(demo):
+    """tf_multi (the seed's multi-input examples): three inputs of three ranks and types, a
+    {"b64"} input, and an output named *_bytes written as {"b64"} whatever its bytes."""
+    inst = [{"tag": "foo", "signal": [1, 2, 3, 4, 5], "sensor": [[1, 2], [3, 4]]},
+            {"tag": {"b64": "AP8="}, "signal": [1, 1, 1, 1, 1.5], "sensor": [[5, 6], [7, 8]]}]
+    r = post_json(demo, "/v1/models/tf_multi:predict", {"instances": inst})
+    assert ok_json(r)["predictions"] == [
+        {"tag_len": 3, "signal_sum": 15.0, "sensor_bytes": {"b64": "Zm9v"}},
+        {"tag_len": 2, "signal_sum": 5.5, "sensor_bytes": {"b64": "AP8="}}], show(r)
+    cols = {"tag": ["x", "yz"], "signal": [[1, 2, 3, 4, 5], [0, 0, 0, 0, 1]],
+            "sensor": [[[1, 2], [3, 4]], [[5, 6], [7, 8]]]}
+    r = post_json(demo, "/v1/models/tf_multi:predict", {"inputs": cols})
+    assert ok_json(r)["outputs"] == {"tag_len": [1, 2], "signal_sum": [15.0, 1.0],
+                                     "sensor_bytes": [{"b64": "eA=="}, {"b64": "eXo="}]}, show(r)
+    # an instance whose sensor is not [2, 2]: the model's declared shape says so
+    bad = [dict(inst[0], sensor=[[1, 2, 3], [4, 5, 6]])]
+    assert_error(post_json(demo, "/v1/models/tf_multi:predict", {"instances": bad}), 400,
+                 "sensor")
