@@ -28,6 +28,10 @@ static void init(void) {
   isv_model_config_new("one", &c);
   isv_model_config_add_input(c, "x", ISV_BYTES, NULL, ISV_ANY_RANK);
   isv_model_config_add_output(c, "y", ISV_FP32, NULL, ISV_ANY_RANK);
+  const char *x[] = {"x"}, *y[] = {"y"}, *in[] = {"in"}, *scores[] = {"scores"};
+  isv_model_config_add_signature(c, "serving_default", ISV_SIGNATURE_PREDICT, x, NULL, 1, y, NULL,
+                                 1);
+  isv_model_config_add_signature(c, "c", ISV_SIGNATURE_CLASSIFY, x, in, 1, y, scores, 1);
   isv__registry_add(&core.reg, c, "1", &be, NULL, &model_one);
   isv_model_config_free(c);
 }

@@ -1,6 +1,7 @@
 /* Shared by the decoder fuzzers: a core (no sockets) with a model "m" v1 — INPUT0 INT32
  * [-1,-1], INPUT1 BYTES [-1], OUTPUT0 FP32 [-1,-1] — a model "one" v1 with a single input x
- * BYTES of any rank, and requests bound to them. */
+ * BYTES of any rank and two signatures (serving_default: x -> y; "c", classify: x as "in" ->
+ * y as "scores") — and requests bound to them. */
 #ifndef ISV_FUZZ_CORE_FIXTURE_H
 #define ISV_FUZZ_CORE_FIXTURE_H
 

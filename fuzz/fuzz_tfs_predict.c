@@ -21,8 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   isv_request *r = one ? isv_fuzz_request_one() : isv_fuzz_request();
   int row = -1;
   int examples = (data[-1] & 4) != 0;
-  int rc = examples ? isv__tfs_decode_examples(r, body, size, 64)
-                    : isv__tfs_decode_predict(r, body, size, 64, flags, &row);
+  const isv__signature *sig;
+  int rc = examples ? isv__tfs_decode_examples(r, body, size, 64, ISV_SIGNATURE_CLASSIFY, &sig)
+                    : isv__tfs_decode_predict(r, body, size, 64, flags, &row, &sig);
   if (examples) row = 1;
   if (rc == 0) {
     if (r->status != 0 || (row != 0 && row != 1)) abort();
@@ -33,11 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int f = 0; f < 2; f++) {
       isv__buf b;
       isv__buf_init(&b, NULL);
-      isv__tfs_encode_predict(r, f, flags ? "1" : NULL, &b, msg, sizeof msg);
+      isv__tfs_encode_predict(r, sig, f, flags ? "1" : NULL, &b, msg, sizeof msg);
       isv__buf_free(&b);
       isv__buf_init(&b, NULL);
-      if (f) isv__tfs_encode_classify(r, &b, msg, sizeof msg);
-      else isv__tfs_encode_regress(r, &b, msg, sizeof msg);
+      if (f) isv__tfs_encode_classify(r, sig, &b, msg, sizeof msg);
+      else isv__tfs_encode_regress(r, sig, &b, msg, sizeof msg);
       isv__buf_free(&b);
     }
     r->outputs = NULL;

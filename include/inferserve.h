@@ -403,6 +403,24 @@ ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *pl
  * replaces earlier labels). */
 ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
                                            size_t n);
+/* A named signature, as TF Serving's (its REST API selects one with "signature_name"): a method
+ * and the model tensors it exposes, under which names — inputs[i] as input_aliases[i] (a NULL
+ * array: their own names), likewise outputs. A model with no signature has "serving_default":
+ * predict, every input and output under its own name; a model with some has exactly those.
+ * Every name must be a declared input or output by registration (else isv_server_add_model
+ * fails with ISV_EINVAL naming it). ISV_EEXIST: the signature name is taken; ISV_EINVAL: no
+ * name, a duplicate alias. Copied. */
+typedef enum {
+  ISV_SIGNATURE_PREDICT = 0, /* tensorflow/serving/predict */
+  ISV_SIGNATURE_CLASSIFY,    /* tensorflow/serving/classify */
+  ISV_SIGNATURE_REGRESS      /* tensorflow/serving/regress */
+} isv_signature_method;
+ISV_EXTERN int isv_model_config_add_signature(isv_model_config *c, const char *name,
+                                              isv_signature_method method,
+                                              const char *const *inputs,
+                                              const char *const *input_aliases, size_t n_inputs,
+                                              const char *const *outputs,
+                                              const char *const *output_aliases, size_t n_outputs);
 /* Where infer runs: ISV_EXEC_INLINE (the default), ISV_EXEC_POOL or ISV_EXEC_ASYNC. */
 ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode);
 /* Executions of this model version that may run at once (Triton's instance count); requests

@@ -561,6 +561,29 @@ static int register_classifier(isv_server *srv) {
   return rc;
 }
 
+/* half_plus_three as TF Serving's test model: three signatures, the seed's names. */
+static int register_half_plus_three(isv_server *srv, const char *name) {
+  static const io_spec in[] = {{"x", ISV_FP32, {-1}, 1}};
+  static const io_spec out[] = {{"y", ISV_FP32, {-1}, 1}};
+  static const char *const x[] = {"x"}, *const y[] = {"y"}, *const outputs[] = {"outputs"},
+                           *const scores[] = {"scores"};
+  isv_model_config *c = make_config(name, 0, in, 1, out, 1);
+  if (c == NULL)
+    return ISV_ENOMEM;
+  int rc = isv_model_config_add_signature(c, "serving_default", ISV_SIGNATURE_PREDICT, x, NULL,
+                                          1, y, NULL, 1);
+  if (rc == 0)
+    rc = isv_model_config_add_signature(c, "tensorflow/serving/regress", ISV_SIGNATURE_REGRESS,
+                                        x, NULL, 1, y, outputs, 1);
+  if (rc == 0)
+    rc = isv_model_config_add_signature(c, "tensorflow/serving/classify", ISV_SIGNATURE_CLASSIFY,
+                                        x, NULL, 1, y, scores, 1);
+  if (rc == 0)
+    rc = add_version(srv, c, "123", half_plus_three_infer, NULL);
+  isv_model_config_free(c);
+  return rc;
+}
+
 int demo_zoo_register(isv_server *srv) {
   static const io_spec simple_in[] = {{"INPUT0", ISV_INT32, {16}, 1}, {"INPUT1", ISV_INT32, {16}, 1}};
   static const io_spec simple_out[] = {{"OUTPUT0", ISV_INT32, {16}, 1},
@@ -572,8 +595,6 @@ int demo_zoo_register(isv_server *srv) {
   static const io_spec i32_out[] = {{"OUTPUT0", ISV_INT32, {-1}, 1}};
   static const io_spec slow_in[] = {{"INPUT0", ISV_INT32, {1}, 1}};
   static const io_spec slow_out[] = {{"OUTPUT0", ISV_INT32, {1}, 1}};
-  static const io_spec hp3_in[] = {{"x", ISV_FP32, {-1}, 1}};
-  static const io_spec hp3_out[] = {{"y", ISV_FP32, {-1}, 1}};
 
   TRY(add_simple_model(srv, "simple", "1", 8, simple_in, 2, simple_out, 2, ISV_EXEC_INLINE,
                        simple_infer, NULL));
@@ -590,8 +611,7 @@ int demo_zoo_register(isv_server *srv) {
   TRY(register_multi_version(srv));
   TRY(register_classifier(srv));
 
-  TRY(add_simple_model(srv, "half_plus_three", "123", 0, hp3_in, 1, hp3_out, 1, ISV_EXEC_INLINE,
-                       half_plus_three_infer, NULL));
+  TRY(register_half_plus_three(srv, "half_plus_three"));
   TRY(isv_server_set_label(srv, "half_plus_three", "stable", "123"));
   static const io_spec tfm_in[] = {{"tag", ISV_BYTES, {0}, 0},
                                    {"signal", ISV_FP32, {5}, 1},
@@ -602,8 +622,7 @@ int demo_zoo_register(isv_server *srv) {
   TRY(add_simple_model(srv, "tf_multi", "1", 8, tfm_in, 3, tfm_out, 3, ISV_EXEC_INLINE,
                        tf_multi_infer, NULL));
   /* the name the TF Serving seed's curl lines use */
-  TRY(add_simple_model(srv, "saved_model_half_plus_three", "123", 0, hp3_in, 1, hp3_out, 1,
-                       ISV_EXEC_INLINE, half_plus_three_infer, NULL));
+  TRY(register_half_plus_three(srv, "saved_model_half_plus_three"));
 
   /* eight instances: slow requests run side by side (on the demo's 8 worker threads) */
   TRY(add_simple_model_n(srv, "slow", "1", 0, slow_in, 1, slow_out, 1, ISV_EXEC_POOL, 8,

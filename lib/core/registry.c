@@ -47,8 +47,23 @@ ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out) {
   return config_new(name, NULL, out);
 }
 
+static void strv_free(char **v, size_t n) {
+  for (size_t i = 0; v && i < n; i++) isv__free(v[i]);
+  isv__free(v);
+}
+
+static void sig_free(isv__signature *s) {
+  isv__free(s->name);
+  strv_free(s->in_names, s->n_in);
+  strv_free(s->in_aliases, s->n_in);
+  strv_free(s->out_names, s->n_out);
+  strv_free(s->out_aliases, s->n_out);
+}
+
 ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
   if (c == NULL) return;
+  for (size_t i = 0; i < c->n_sigs; i++) sig_free(&c->sigs[i]);
+  isv__free(c->sigs);
   isv__free(c->name);
   isv__free(c->platform);
   io_free(c->inputs, c->n_inputs);
@@ -118,6 +133,64 @@ ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *pl
   if (p == NULL) return ISV_ENOMEM;
   isv__free(c->platform);
   c->platform = p;
+  return 0;
+}
+
+/* A copy of names[0..n) (aliases: NULL names means use `fallback`'s); NULL when out of memory. */
+static char **strv_dup(const isv_mem *mem, const char *const *names, const char *const *fallback,
+                       size_t n, int *bad) {
+  char **v = isv__calloc(mem, n ? n : 1, sizeof *v);
+  if (v == NULL) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    const char *s = names ? names[i] : fallback[i];
+    if (s == NULL || s[0] == '\0') *bad = 1;
+    if ((v[i] = dupstr(mem, s ? s : "")) == NULL) {
+      strv_free(v, i);
+      return NULL;
+    }
+  }
+  return v;
+}
+
+static int has_dup(char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      if (strcmp(v[i], v[j]) == 0) return 1;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_add_signature(isv_model_config *c, const char *name,
+                                              isv_signature_method method,
+                                              const char *const *inputs,
+                                              const char *const *input_aliases, size_t n_inputs,
+                                              const char *const *outputs,
+                                              const char *const *output_aliases, size_t n_outputs) {
+  if (c == NULL || name == NULL || name[0] == '\0' || (int)method < 0 ||
+      method > ISV_SIGNATURE_REGRESS ||
+      (n_inputs && inputs == NULL) || (n_outputs && outputs == NULL))
+    return ISV_EINVAL;
+  for (size_t i = 0; i < c->n_sigs; i++)
+    if (strcmp(c->sigs[i].name, name) == 0) return ISV_EEXIST;
+  isv__signature s = {.method = method, .n_in = n_inputs, .n_out = n_outputs};
+  int bad = 0;
+  s.name = dupstr(c->mem, name);
+  s.in_names = strv_dup(c->mem, inputs, inputs, n_inputs, &bad);
+  s.in_aliases = strv_dup(c->mem, input_aliases, inputs, n_inputs, &bad);
+  s.out_names = strv_dup(c->mem, outputs, outputs, n_outputs, &bad);
+  s.out_aliases = strv_dup(c->mem, output_aliases, outputs, n_outputs, &bad);
+  isv__signature *v = NULL;
+  int rc = ISV_ENOMEM;
+  if (s.name && s.in_names && s.in_aliases && s.out_names && s.out_aliases) {
+    rc = bad || has_dup(s.in_aliases, s.n_in) || has_dup(s.out_aliases, s.n_out) ? ISV_EINVAL : 0;
+    if (rc == 0 && (v = isv__realloc(c->mem, c->sigs, (c->n_sigs + 1) * sizeof *v)) == NULL)
+      rc = ISV_ENOMEM;
+  }
+  if (rc != 0) {
+    sig_free(&s);
+    return rc;
+  }
+  c->sigs = v;
+  c->sigs[c->n_sigs++] = s;
   return 0;
 }
 
@@ -232,6 +305,16 @@ static isv_model_config *config_copy(const isv_model_config *c, const isv_mem *m
       isv_model_config_set_dynamic_batching(d, c->batch_delay_us, c->preferred, c->n_preferred)) {
     isv_model_config_free(d);
     return NULL;
+  }
+  for (size_t i = 0; i < c->n_sigs; i++) {
+    const isv__signature *s = &c->sigs[i];
+    if (isv_model_config_add_signature(d, s->name, s->method, (const char *const *)s->in_names,
+                                       (const char *const *)s->in_aliases, s->n_in,
+                                       (const char *const *)s->out_names,
+                                       (const char *const *)s->out_aliases, s->n_out) != 0) {
+      isv_model_config_free(d);
+      return NULL;
+    }
   }
   d->max_batch = c->max_batch;
   d->exec_mode = c->exec_mode;
@@ -381,6 +464,21 @@ int isv__registry_check(const isv_model_config *c, const char *version, const is
     return invalid(why, cap, "the backend's struct_size is too small (set it to "
                              "sizeof(isv_backend))");
   if (be->infer == NULL) return invalid(why, cap, "the backend has no infer callback");
+  for (size_t i = 0; i < c->n_sigs; i++) {
+    const isv__signature *s = &c->sigs[i];
+    for (size_t k = 0; k < s->n_in + s->n_out; k++) {
+      int in = k < s->n_in;
+      const char *t = in ? s->in_names[k] : s->out_names[k - s->n_in];
+      const isv__io *io = in ? c->inputs : c->outputs;
+      size_t n = in ? c->n_inputs : c->n_outputs, j = 0;
+      while (j < n && strcmp(io[j].name, t) != 0) j++;
+      if (j == n) {
+        if (why) snprintf(why, cap, "signature '%s' names %s '%s', which the model does not have",
+                          s->name, in ? "input" : "output", t);
+        return ISV_EINVAL;
+      }
+    }
+  }
   /* combinations the scheduler does not run */
   if (c->batching && c->max_batch == 0)
     return invalid(why, cap, "dynamic batching needs max_batch > 0");

@@ -23,6 +23,16 @@ typedef struct isv__io {
   int any_rank; /* ISV_ANY_RANK: shape is {-1} (what metadata shows), and any rank fits */
 } isv__io;
 
+/* A named signature (isv_model_config_add_signature): tensor names and the aliases they go by. */
+typedef struct isv__signature {
+  char *name;
+  isv_signature_method method;
+  char **in_names, **in_aliases; /* n_in each */
+  size_t n_in;
+  char **out_names, **out_aliases;
+  size_t n_out;
+} isv__signature;
+
 struct isv_model_config {
   const isv_mem *mem; /* where its pieces come from: NULL (libc's) for the host's, the server's
                        * for a registered model's copy */
@@ -47,6 +57,8 @@ struct isv_model_config {
   int sequences;               /* sequence batching */
   uint64_t seq_idle_us;
   uint32_t max_sequences;
+  isv__signature *sigs; /* none: the implicit serving_default */
+  size_t n_sigs;
 };
 
 typedef struct isv__reqq isv__reqq; /* core/request.h */

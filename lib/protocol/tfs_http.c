@@ -123,45 +123,70 @@ static void status(isv__http_req *q) {
   isv__reply_json(q->ex, 200, &b);
 }
 
-/* {"name": {"dtype":"DT_FLOAT","tensor_shape":{"dim":[{"size":"-1","name":""}...],
- *  "unknown_rank":false},"name":"name"}, ...} with the batch dimension first when the model
- * batches. */
+/* {"dtype":"DT_FLOAT","tensor_shape":{"dim":[{"size":"-1","name":""}...],"unknown_rank":false},
+ * "name":"<tensor>"}, the batch dimension first when the model batches. */
+static void tensor_info(isv__buf *b, const isv__io *io, int batched) {
+  isv__buf_puts(b, "{\"dtype\":\"");
+  const char *dt = isv__dt_name(io->dt, ISV__DTN_TF);
+  isv__buf_puts(b, dt ? dt : "DT_INVALID");
+  isv__buf_puts(b, "\",\"tensor_shape\":{\"dim\":[");
+  if (!io->any_rank) {
+    int first = 1;
+    char num[32];
+    if (batched) {
+      isv__buf_puts(b, "{\"size\":\"-1\",\"name\":\"\"}");
+      first = 0;
+    }
+    for (size_t d = 0; d < io->ndim; d++) {
+      if (!first) isv__buf_putc(b, ',');
+      first = 0;
+      snprintf(num, sizeof num, "%lld", (long long)io->shape[d]);
+      isv__buf_puts(b, "{\"size\":\"");
+      isv__buf_puts(b, num);
+      isv__buf_puts(b, "\",\"name\":\"\"}");
+    }
+  }
+  isv__buf_puts(b, "],\"unknown_rank\":");
+  isv__buf_puts(b, io->any_rank ? "true" : "false");
+  isv__buf_puts(b, "},\"name\":");
+  isv__json_write_string(b, io->name, strlen(io->name));
+  isv__buf_putc(b, '}');
+}
+
+/* Every tensor of io under its own name. */
 static void tensor_infos(isv__buf *b, const isv__io *io, size_t n, int batched) {
   isv__buf_putc(b, '{');
   for (size_t i = 0; i < n; i++) {
     if (i) isv__buf_putc(b, ',');
     put_key(b, io[i].name);
-    isv__buf_puts(b, "{\"dtype\":\"");
-    const char *dt = isv__dt_name(io[i].dt, ISV__DTN_TF);
-    isv__buf_puts(b, dt ? dt : "DT_INVALID");
-    isv__buf_puts(b, "\",\"tensor_shape\":{\"dim\":[");
-    if (!io[i].any_rank) {
-      int first = 1;
-      char num[32];
-      if (batched) {
-        isv__buf_puts(b, "{\"size\":\"-1\",\"name\":\"\"}");
-        first = 0;
-      }
-      for (size_t d = 0; d < io[i].ndim; d++) {
-        if (!first) isv__buf_putc(b, ',');
-        first = 0;
-        snprintf(num, sizeof num, "%lld", (long long)io[i].shape[d]);
-        isv__buf_puts(b, "{\"size\":\"");
-        isv__buf_puts(b, num);
-        isv__buf_puts(b, "\",\"name\":\"\"}");
-      }
-    }
-    isv__buf_puts(b, "],\"unknown_rank\":");
-    isv__buf_puts(b, io[i].any_rank ? "true" : "false");
-    isv__buf_puts(b, "},\"name\":");
-    isv__json_write_string(b, io[i].name, strlen(io[i].name));
-    isv__buf_putc(b, '}');
+    tensor_info(b, &io[i], batched);
   }
   isv__buf_putc(b, '}');
 }
 
-/* GET .../metadata: the model spec and its signatures — "serving_default", made of the
- * model's inputs and outputs, until registration can name others (issue 14). */
+static const char *method_name(isv_signature_method m) {
+  return m == ISV_SIGNATURE_CLASSIFY ? "tensorflow/serving/classify"
+         : m == ISV_SIGNATURE_REGRESS ? "tensorflow/serving/regress"
+                                      : "tensorflow/serving/predict";
+}
+
+/* The aliases of one side of a signature, each with its tensor's info. */
+static void sig_infos(isv__buf *b, const isv__io *io, size_t n_io, char *const *names,
+                      char *const *aliases, size_t n, int batched) {
+  isv__buf_putc(b, '{');
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (j < n_io && strcmp(io[j].name, names[i]) != 0) j++;
+    if (j == n_io) continue; /* registration checked every name */
+    if (i) isv__buf_putc(b, ',');
+    put_key(b, aliases[i]);
+    tensor_info(b, &io[j], batched);
+  }
+  isv__buf_putc(b, '}');
+}
+
+/* GET .../metadata: the model spec and its signatures — the registered ones, or the implicit
+ * "serving_default" made of the model's inputs and outputs. */
 static void metadata(isv__http_req *q) {
   servable s;
   if (servable_of(q, &s)) return;
@@ -174,12 +199,28 @@ static void metadata(isv__http_req *q) {
   isv__json_write_string(&b, c->name, strlen(c->name));
   isv__buf_puts(&b, ",\"signature_name\":\"\",\"version\":");
   isv__json_write_string(&b, m->version, strlen(m->version));
-  isv__buf_puts(&b, "},\"metadata\":{\"signature_def\":{\"signature_def\":{\"" ISV__TFS_DEFAULT_SIGNATURE
-                    "\":{\"inputs\":");
-  tensor_infos(&b, c->inputs, c->n_inputs, c->max_batch > 0);
-  isv__buf_puts(&b, ",\"outputs\":");
-  tensor_infos(&b, c->outputs, c->n_outputs, c->max_batch > 0);
-  isv__buf_puts(&b, ",\"method_name\":\"tensorflow/serving/predict\"}}}}}");
+  isv__buf_puts(&b, "},\"metadata\":{\"signature_def\":{\"signature_def\":{");
+  if (c->n_sigs == 0) {
+    isv__buf_puts(&b, "\"" ISV__TFS_DEFAULT_SIGNATURE "\":{\"inputs\":");
+    tensor_infos(&b, c->inputs, c->n_inputs, c->max_batch > 0);
+    isv__buf_puts(&b, ",\"outputs\":");
+    tensor_infos(&b, c->outputs, c->n_outputs, c->max_batch > 0);
+    isv__buf_puts(&b, ",\"method_name\":\"tensorflow/serving/predict\"}");
+  }
+  for (size_t i = 0; i < c->n_sigs; i++) {
+    const isv__signature *sg = &c->sigs[i];
+    if (i) isv__buf_putc(&b, ',');
+    put_key(&b, sg->name);
+    isv__buf_puts(&b, "{\"inputs\":");
+    sig_infos(&b, c->inputs, c->n_inputs, sg->in_names, sg->in_aliases, sg->n_in, c->max_batch > 0);
+    isv__buf_puts(&b, ",\"outputs\":");
+    sig_infos(&b, c->outputs, c->n_outputs, sg->out_names, sg->out_aliases, sg->n_out,
+              c->max_batch > 0);
+    isv__buf_puts(&b, ",\"method_name\":\"");
+    isv__buf_puts(&b, method_name(sg->method));
+    isv__buf_puts(&b, "\"}");
+  }
+  isv__buf_puts(&b, "}}}}");
   isv__reply_json(q->ex, 200, &b);
 }
 
@@ -196,6 +237,7 @@ typedef struct predict {
   int kind;                /* PREDICT, CLASSIFY or REGRESS */
   unsigned flags;          /* isv__tfs_decode_predict's */
   const char *deployed_id; /* Vertex's "deployedModelId" (in r's arena), or NULL */
+  const isv__signature *sig; /* the one the body chose (NULL: the implicit serving_default) */
   int status; /* the request's, then the encoder's */
   isv__buf b;
   char msg[256];
@@ -211,10 +253,12 @@ static size_t output_bytes(const isv_request *r) {
 
 static void encode(predict *p) {
   if (p->status != 0) return;
-  int rc = p->kind == CLASSIFY ? isv__tfs_encode_classify(p->r, &p->b, p->msg, sizeof p->msg)
+  int rc = p->kind == CLASSIFY
+               ? isv__tfs_encode_classify(p->r, p->sig, &p->b, p->msg, sizeof p->msg)
            : p->kind == REGRESS
-               ? isv__tfs_encode_regress(p->r, &p->b, p->msg, sizeof p->msg)
-               : isv__tfs_encode_predict(p->r, p->row, p->deployed_id, &p->b, p->msg, sizeof p->msg);
+               ? isv__tfs_encode_regress(p->r, p->sig, &p->b, p->msg, sizeof p->msg)
+               : isv__tfs_encode_predict(p->r, p->sig, p->row, p->deployed_id, &p->b, p->msg,
+                                         sizeof p->msg);
   if (rc != 0) p->status = ISV_EBADREQ;
 }
 
@@ -222,9 +266,11 @@ static void decode(predict *p) {
   isv_request *r = p->r;
   unsigned depth = r->core->opts.max_json_depth;
   if (p->kind == PREDICT)
-    isv__tfs_decode_predict(r, p->ex->body, p->ex->body_len, depth, p->flags, &p->row);
+    isv__tfs_decode_predict(r, p->ex->body, p->ex->body_len, depth, p->flags, &p->row, &p->sig);
   else
-    isv__tfs_decode_examples(r, p->ex->body, p->ex->body_len, depth);
+    isv__tfs_decode_examples(r, p->ex->body, p->ex->body_len, depth,
+                             p->kind == CLASSIFY ? ISV_SIGNATURE_CLASSIFY : ISV_SIGNATURE_REGRESS,
+                             &p->sig);
 }
 
 static void reply(predict *p) {

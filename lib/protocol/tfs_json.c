@@ -22,6 +22,7 @@ static int key_is(const isv__json_token *t, const char *k) {
 /* One of the model's inputs while a body is decoded. */
 typedef struct in_state {
   const isv__io *io;
+  const char *alias;            /* the name it goes by in the body (the signature's) */
   size_t elsize;                /* bytes per element (an isv_bytes for BYTES) */
   int known;                    /* the shape of one instance's value is learned */
   int64_t inner[ISV__MAX_NDIM]; /* ... that shape (row format), or the tensor's (columnar) */
@@ -49,10 +50,12 @@ typedef int (*member_fn)(isv_request *r, isv__json_reader *rd, const isv__json_t
                          const isv__json_token *v);
 
 /* The body's top-level object: offs[i] the offset of the value of keys[i] (SIZE_MAX when
- * absent), "signature_name" checked (only serving_default, until registration names others),
- * every other member handed to `other`. 0, or r failed. */
+ * absent), *sig_name the "signature_name" string (type NUMBER... left ERROR when absent), every
+ * other member handed to `other`. 0, or r failed. */
 static int scan_body(isv_request *r, char *body, size_t len, unsigned depth,
-                     const char *const *keys, size_t *offs, size_t n_keys, member_fn other) {
+                     const char *const *keys, size_t *offs, size_t n_keys, member_fn other,
+                     isv__json_token *sig_name) {
+  sig_name->type = ISV__JSON_ERROR;
   isv__json_reader rd;
   isv__json_token t;
   for (size_t i = 0; i < n_keys; i++) offs[i] = SIZE_MAX;
@@ -69,10 +72,7 @@ static int scan_body(isv_request *r, char *body, size_t len, unsigned depth,
     if (key_is(&t, "signature_name")) {
       if (v.type != ISV__JSON_STRING)
         return isv__request_fail(r, ISV_EBADREQ, "\"signature_name\" must be a string");
-      if (!key_is(&v, ISV__TFS_DEFAULT_SIGNATURE))
-        return isv__request_fail(r, ISV_EBADREQ,
-                                 "Serving signature name: \"%.*s\" not found in signature def",
-                                 (int)(v.len > 128 ? 128 : v.len), v.ptr);
+      *sig_name = v;
       continue;
     }
     size_t i = 0;
@@ -269,7 +269,7 @@ static int push_inputs(isv_request *r, in_state *st, size_t n_in, size_t n, int 
 
 static int find_input(const in_state *st, size_t n_in, const char *name, size_t len) {
   for (size_t k = 0; k < n_in; k++)
-    if (strlen(st[k].io->name) == len && memcmp(st[k].io->name, name, len) == 0) return (int)k;
+    if (strlen(st[k].alias) == len && memcmp(st[k].alias, name, len) == 0) return (int)k;
   return -1;
 }
 
@@ -300,7 +300,7 @@ static int named_inputs(isv_request *r, isv__json_reader *rd, in_state *st, size
   }
   for (size_t k = 0; k < n_in; k++)
     if (!st[k].seen) {
-      snprintf(where, sizeof where, "%s: input '%s'", what, st[k].io->name);
+      snprintf(where, sizeof where, "%s: input '%s'", what, st[k].alias);
       return bad(r, where, "%s", "missing");
     }
   return 0;
@@ -316,19 +316,55 @@ static int single_or_named(isv_request *r, isv__json_reader *rd, isv__json_token
     isv__json_type ty = isv__json_next(rd, &k);
     if (ty == ISV__JSON_OBJECT_END) return bad(r, what, "%s", "an empty object");
     if (ty != ISV__JSON_KEY) return json_bad(r, rd, what);
-    b64_open = k.len == 3 && memcmp(k.ptr, "b64", 3) == 0 && strcmp(st[0].io->name, "b64") != 0;
+    b64_open = k.len == 3 && memcmp(k.ptr, "b64", 3) == 0 && strcmp(st[0].alias, "b64") != 0;
     if (!b64_open) return named_inputs(r, rd, st, 1, inst, n, what, &k);
   }
   if (walk_value(r, rd, t, b64_open, &st[0], inst, what)) return r->status;
   return st[0].known ? 0 : settle_shape(r, &st[0], n);
 }
 
-static void states_init(isv_request *r, in_state *st, const isv_model_config *cfg) {
-  for (size_t k = 0; k < cfg->n_inputs; k++) {
-    st[k].io = &cfg->inputs[k];
-    st[k].elsize = st[k].io->dt == ISV_BYTES ? sizeof(isv_bytes) : isv_datatype_size(st[k].io->dt);
+/* The inputs the signature exposes (NULL: every input, under its own name). */
+static size_t sig_inputs(const isv_model_config *cfg, const isv__signature *sig) {
+  return sig ? sig->n_in : cfg->n_inputs;
+}
+
+static void states_init(isv_request *r, in_state *st, const isv_model_config *cfg,
+                        const isv__signature *sig) {
+  for (size_t k = 0; k < sig_inputs(cfg, sig); k++) {
+    const isv__io *io = &cfg->inputs[k];
+    if (sig) /* registration checked that the model has it */
+      for (size_t j = 0; j < cfg->n_inputs; j++)
+        if (strcmp(cfg->inputs[j].name, sig->in_names[k]) == 0) io = &cfg->inputs[j];
+    st[k].io = io;
+    st[k].alias = sig ? sig->in_aliases[k] : io->name;
+    st[k].elsize = io->dt == ISV_BYTES ? sizeof(isv_bytes) : isv_datatype_size(io->dt);
     isv__buf_init(&st[k].first, r->core ? r->core->mem : NULL);
   }
+}
+
+/* The signature `name` (NULL: "serving_default") of r's model into *sig (NULL: the implicit
+ * one), and the outputs it exposes requested. 0, or r failed with TF Serving's text. */
+static int choose_signature(isv_request *r, const isv__json_token *name, const isv__signature **sig) {
+  const isv_model_config *cfg = r->model->cfg;
+  const char *want = name ? name->ptr : ISV__TFS_DEFAULT_SIGNATURE;
+  size_t wl = name ? name->len : strlen(ISV__TFS_DEFAULT_SIGNATURE);
+  *sig = NULL;
+  if (cfg->n_sigs == 0) {
+    if (wl == strlen(ISV__TFS_DEFAULT_SIGNATURE) && memcmp(want, ISV__TFS_DEFAULT_SIGNATURE, wl) == 0)
+      return 0;
+  } else {
+    for (size_t i = 0; i < cfg->n_sigs; i++)
+      if (strlen(cfg->sigs[i].name) == wl && memcmp(cfg->sigs[i].name, want, wl) == 0)
+        *sig = &cfg->sigs[i];
+  }
+  if (*sig == NULL)
+    return isv__request_fail(r, ISV_EBADREQ,
+                             "Serving signature name: \"%.*s\" not found in signature def",
+                             (int)(wl > 128 ? 128 : wl), want);
+  for (size_t i = 0; i < (*sig)->n_out; i++)
+    if (isv_request_add_output(r, (*sig)->out_names[i], 0) != 0)
+      return r->status ? r->status : isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  return 0;
 }
 
 static void states_free(in_state *st, size_t n) {
@@ -423,12 +459,15 @@ static int vertex_member(isv_request *r, isv__json_reader *rd, const isv__json_t
 }
 
 int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth,
-                            unsigned flags, int *row) {
+                            unsigned flags, int *row, const isv__signature **sig) {
   const int vertex = (flags & ISV__TFS_VERTEX) != 0;
   const isv_model_config *cfg = r->model->cfg;
   static const char *const keys[] = {"instances", "inputs"};
   size_t offs[2];
-  if (scan_body(r, body, len, max_depth, keys, offs, 2, vertex ? vertex_member : NULL))
+  isv__json_token sn;
+  *sig = NULL;
+  if (scan_body(r, body, len, max_depth, keys, offs, 2, vertex ? vertex_member : NULL, &sn) ||
+      choose_signature(r, sn.type == ISV__JSON_STRING ? &sn : NULL, sig))
     return r->status;
   size_t inst = offs[0], cols = offs[1];
   if (vertex && cols != SIZE_MAX)
@@ -441,11 +480,11 @@ int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max
     return isv__request_fail(r, ISV_EBADREQ, vertex ? "the body has no \"instances\""
                                                     : "the body has neither \"instances\" (row "
                                                       "format) nor \"inputs\" (columnar format)");
-  size_t n_in = cfg->n_inputs;
-  if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the model takes no inputs");
+  size_t n_in = sig_inputs(cfg, *sig);
+  if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the signature takes no inputs");
   in_state *st = isv__arena_calloc(&r->arena, n_in, sizeof *st);
   if (st == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  states_init(r, st, cfg);
+  states_init(r, st, cfg, *sig);
   *row = inst != SIZE_MAX;
   int rc = *row ? decode_rows(r, body, len, inst, max_depth, st, n_in)
                 : decode_columns(r, body, len, cols, max_depth, st, n_in);
@@ -499,7 +538,7 @@ static int decode_example(isv_request *r, isv__json_reader *rd, in_state *st, co
   for (size_t k = 0; k < n_in; k++) {
     if (st[k].seen) continue;
     if (!ctx[k].seen || !st[k].known) {
-      snprintf(where, sizeof where, "examples[%zu]: feature '%s'", i, st[k].io->name);
+      snprintf(where, sizeof where, "examples[%zu]: feature '%s'", i, st[k].alias);
       return bad(r, where, "%s", "missing (and not in the context)");
     }
     if (st[k].inner_count)
@@ -509,21 +548,36 @@ static int decode_example(isv_request *r, isv__json_reader *rd, in_state *st, co
   return 0;
 }
 
-int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned max_depth) {
+static const char *method_name(isv_signature_method m) {
+  return m == ISV_SIGNATURE_CLASSIFY ? "tensorflow/serving/classify"
+         : m == ISV_SIGNATURE_REGRESS ? "tensorflow/serving/regress"
+                                      : "tensorflow/serving/predict";
+}
+
+int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned max_depth,
+                             isv_signature_method method, const isv__signature **sig) {
   const isv_model_config *cfg = r->model->cfg;
   static const char *const keys[] = {"examples", "context"};
   size_t offs[2];
-  if (scan_body(r, body, len, max_depth, keys, offs, 2, NULL)) return r->status;
+  isv__json_token sn;
+  *sig = NULL;
+  if (scan_body(r, body, len, max_depth, keys, offs, 2, NULL, &sn) ||
+      choose_signature(r, sn.type == ISV__JSON_STRING ? &sn : NULL, sig))
+    return r->status;
+  if (*sig && (*sig)->method != method) /* TF Serving's text */
+    return isv__request_fail(r, ISV_EBADREQ, "Expected %s signature method_name to be %s. Was: %s",
+                             method == ISV_SIGNATURE_CLASSIFY ? "classification" : "regression",
+                             method_name(method), method_name((*sig)->method));
   size_t ex = offs[0], cx = offs[1];
   if (ex == SIZE_MAX) return isv__request_fail(r, ISV_EBADREQ, "the body has no \"examples\"");
   isv__json_reader rd;
   isv__json_token t;
-  size_t n_in = cfg->n_inputs;
-  if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the model takes no inputs");
+  size_t n_in = sig_inputs(cfg, *sig);
+  if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the signature takes no inputs");
   in_state *st = isv__arena_calloc(&r->arena, 2 * n_in, sizeof *st), *ctx = st + n_in;
   if (st == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  states_init(r, st, cfg);
-  states_init(r, ctx, cfg);
+  states_init(r, st, cfg, *sig);
+  states_init(r, ctx, cfg, *sig);
   int rc = 0;
   if (cx != SIZE_MAX) {
     isv__json_reader_init(&rd, body + cx, len - cx, max_depth);
@@ -600,25 +654,36 @@ static void write_nested(isv__buf *b, const isv_tensor *t, const int64_t *shape,
   isv__buf_putc(b, ']');
 }
 
-static void write_tensor(isv__buf *b, const isv_tensor *t) {
-  size_t at = 0;
-  write_nested(b, t, t->shape, t->ndim, &at, ends_with(t->name, "_bytes"));
+/* The name output t goes by in the answer: its alias in the signature, else its own. */
+static const char *out_alias(const isv__signature *sig, const isv_tensor *t) {
+  for (size_t i = 0; sig && i < sig->n_out; i++)
+    if (strcmp(sig->out_names[i], t->name) == 0) return sig->out_aliases[i];
+  return t->name;
 }
 
-int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_id, isv__buf *b,
-                            char *msg, size_t cap) {
+static void write_key(isv__buf *b, const char *k) {
+  isv__json_write_string(b, k, strlen(k));
+  isv__buf_putc(b, ':');
+}
+
+static void write_tensor(isv__buf *b, const isv_tensor *t, const isv__signature *sig) {
+  size_t at = 0;
+  write_nested(b, t, t->shape, t->ndim, &at, ends_with(out_alias(sig, t), "_bytes"));
+}
+
+int isv__tfs_encode_predict(const isv_request *r, const isv__signature *sig, int row,
+                            const char *deployed_id, isv__buf *b, char *msg, size_t cap) {
   size_t n = r->n_outputs;
   if (!row) {
     isv__buf_puts(b, "{\"outputs\":");
     if (n == 1) {
-      write_tensor(b, &r->outputs[0]);
+      write_tensor(b, &r->outputs[0], sig);
     } else {
       isv__buf_putc(b, '{');
       for (size_t k = 0; k < n; k++) {
         if (k) isv__buf_putc(b, ',');
-        isv__json_write_string(b, r->outputs[k].name, strlen(r->outputs[k].name));
-        isv__buf_putc(b, ':');
-        write_tensor(b, &r->outputs[k]);
+        write_key(b, out_alias(sig, &r->outputs[k]));
+        write_tensor(b, &r->outputs[k], sig);
       }
       isv__buf_putc(b, '}');
     }
@@ -638,7 +703,7 @@ int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_
   }
   isv__buf_puts(b, "{\"predictions\":");
   if (n == 1) {
-    write_tensor(b, &r->outputs[0]);
+    write_tensor(b, &r->outputs[0], sig);
   } else {
     size_t at[64] = {0};
     if (n > 64) {
@@ -652,9 +717,8 @@ int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_
       for (size_t k = 0; k < n; k++) {
         const isv_tensor *t = &r->outputs[k];
         if (k) isv__buf_putc(b, ',');
-        isv__json_write_string(b, t->name, strlen(t->name));
-        isv__buf_putc(b, ':');
-        write_nested(b, t, t->shape + 1, t->ndim - 1, &at[k], ends_with(t->name, "_bytes"));
+        write_key(b, out_alias(sig, t));
+        write_nested(b, t, t->shape + 1, t->ndim - 1, &at[k], ends_with(out_alias(sig, t), "_bytes"));
       }
       isv__buf_putc(b, '}');
     }
@@ -668,10 +732,11 @@ int isv__tfs_encode_predict(const isv_request *r, int row, const char *deployed_
   return 0;
 }
 
-/* The output named `name`, else the only one; NULL when neither. */
-static const isv_tensor *output_named(const isv_request *r, const char *name) {
+/* The output that goes by `name`, else the only one; NULL when neither. */
+static const isv_tensor *output_named(const isv_request *r, const isv__signature *sig,
+                                      const char *name) {
   for (size_t i = 0; i < r->n_outputs; i++)
-    if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
+    if (strcmp(out_alias(sig, &r->outputs[i]), name) == 0) return &r->outputs[i];
   return r->n_outputs == 1 ? &r->outputs[0] : NULL;
 }
 
@@ -681,10 +746,11 @@ static void write_real(isv__buf *b, const isv_tensor *t, size_t i) {
   else isv__json_write_f32(b, ((const float *)t->data)[i]);
 }
 
-int isv__tfs_encode_classify(const isv_request *r, isv__buf *b, char *msg, size_t cap) {
-  const isv_tensor *scores = output_named(r, "scores"), *classes = NULL;
+int isv__tfs_encode_classify(const isv_request *r, const isv__signature *sig, isv__buf *b,
+                             char *msg, size_t cap) {
+  const isv_tensor *scores = output_named(r, sig, "scores"), *classes = NULL;
   for (size_t i = 0; i < r->n_outputs; i++)
-    if (strcmp(r->outputs[i].name, "classes") == 0) classes = &r->outputs[i];
+    if (strcmp(out_alias(sig, &r->outputs[i]), "classes") == 0) classes = &r->outputs[i];
   if (scores == classes) scores = NULL;
   if (scores == NULL || (scores->dt != ISV_FP32 && scores->dt != ISV_FP64) || scores->ndim < 1 ||
       scores->ndim > 2) {
@@ -726,8 +792,9 @@ int isv__tfs_encode_classify(const isv_request *r, isv__buf *b, char *msg, size_
   return 0;
 }
 
-int isv__tfs_encode_regress(const isv_request *r, isv__buf *b, char *msg, size_t cap) {
-  const isv_tensor *t = output_named(r, "outputs");
+int isv__tfs_encode_regress(const isv_request *r, const isv__signature *sig, isv__buf *b,
+                            char *msg, size_t cap) {
+  const isv_tensor *t = output_named(r, sig, "outputs");
   if (t == NULL || (t->dt != ISV_FP32 && t->dt != ISV_FP64) || t->ndim < 1 ||
       (size_t)t->shape[0] != t->count) {
     snprintf(msg, cap, "regress needs an \"outputs\" output of one FP32 or FP64 value per example "

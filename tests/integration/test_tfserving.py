@@ -210,11 +210,14 @@ def test_vertex_errors(demo):
 
 
 def test_the_seed_walkthrough(demo):
-    """TF Serving's REST API document (seeds/000), its curl lines word for word where they do
-    not need named signatures."""
+    """TF Serving's REST API document (seeds/000), its curl lines word for word."""
     r = post_json(demo, "/v1/models/saved_model_half_plus_three:predict",
                   {"instances": [1.0, 2.0, 5.0]})
     assert ok_json(r) == {"predictions": [3.5, 4.0, 5.5]}, show(r)
+    r = post_json(demo, "/v1/models/saved_model_half_plus_three:regress",
+                  {"signature_name": "tensorflow/serving/regress",
+                   "examples": [{"x": 1.0}, {"x": 2.0}]})
+    assert ok_json(r) == {"results": [3.5, 4.0]}, show(r)
     st = ok_json(get(demo, "/v1/models/saved_model_half_plus_three"))
     assert st["model_version_status"][0]["version"] == "123", st
     assert_error(post_json(demo, "/v1/models/half:predict", {"instances": [1.0]}), 404,
@@ -239,3 +242,30 @@ def test_multi_input_rows_columns_and_bytes_outputs(demo):
     bad = [dict(inst[0], sensor=[[1, 2, 3], [4, 5, 6]])]
     assert_error(post_json(demo, "/v1/models/tf_multi:predict", {"instances": bad}), 400,
                  "sensor")
+
+
+def test_named_signatures(demo):
+    """half_plus_three registers serving_default, tensorflow/serving/regress (y as "outputs")
+    and tensorflow/serving/classify (y as "scores"): metadata lists them, a body chooses one, and
+    classify and regress need a signature of their method."""
+    sigs = ok_json(get(demo, "/v1/models/half_plus_three/metadata"))["metadata"]["signature_def"][
+        "signature_def"]
+    assert set(sigs) == {"serving_default", "tensorflow/serving/regress",
+                         "tensorflow/serving/classify"}, sigs
+    reg = sigs["tensorflow/serving/regress"]
+    assert reg["method_name"] == "tensorflow/serving/regress", reg
+    assert reg["outputs"]["outputs"]["name"] == "y", reg  # alias -> the tensor
+    r = post_json(demo, "/v1/models/half_plus_three:classify",
+                  {"signature_name": "tensorflow/serving/classify", "examples": [{"x": 4.0}]})
+    assert ok_json(r) == {"results": [[["0", 5.0]]]}, show(r)
+    assert_error(post_json(demo, "/v1/models/half_plus_three:classify",
+                           {"signature_name": "tensorflow/serving/regress",
+                            "examples": [{"x": 4.0}]}), 400,
+                 "Expected classification signature method_name to be tensorflow/serving/classify")
+    # predict through the regress signature: the output under its alias
+    r = post_json(demo, "/v1/models/half_plus_three:predict",
+                  {"signature_name": "tensorflow/serving/regress", "inputs": {"x": [2.0]}})
+    assert ok_json(r) == {"outputs": [4.0]}, show(r)
+    assert_error(post_json(demo, "/v1/models/half_plus_three:predict",
+                           {"signature_name": "other", "instances": [1.0]}), 400,
+                 "Serving signature name: \"other\" not found in signature def")

@@ -125,6 +125,38 @@ static void backend_table_is_checked(void **state) {
   isv__registry_clear(&r);
 }
 
+/* A signature may only name the model's own tensors (checked at registration, with the
+ * reason), and the registered copy keeps it. */
+static void signatures_are_checked_and_copied(void **state) {
+  (void)state;
+  isv__registry r;
+  isv__registry_init(&r, NULL, NULL);
+  isv_model_config *c = cfg("s");
+  const char *bad[] = {"nope"}, *dup[] = {"a", "a"};
+  assert_int_equal(isv_model_config_add_signature(c, "", ISV_SIGNATURE_PREDICT, NULL, NULL, 0,
+                                                  NULL, NULL, 0), ISV_EINVAL);
+  assert_int_equal(isv_model_config_add_signature(c, "d", ISV_SIGNATURE_PREDICT, dup, dup, 2, NULL,
+                                                  NULL, 0), ISV_EINVAL); /* a duplicate alias */
+  assert_int_equal(isv_model_config_add_signature(c, "bad", ISV_SIGNATURE_REGRESS, bad, NULL, 1,
+                                                  NULL, NULL, 0), 0);
+  char why[200] = "";
+  assert_int_equal(isv__registry_check(c, "1", &be, why, sizeof why), ISV_EINVAL);
+  assert_non_null(strstr(why, "signature 'bad' names input 'nope'"));
+  isv_model_config_free(c);
+  c = cfg("s");
+  const char *in[] = {c->inputs[0].name}, *alias[] = {"renamed"};
+  assert_int_equal(isv_model_config_add_signature(c, "ok", ISV_SIGNATURE_CLASSIFY, in, alias, 1,
+                                                  NULL, NULL, 0), 0);
+  isv_model *m;
+  assert_int_equal(isv__registry_add(&r, c, "1", &be, NULL, &m), 0);
+  isv_model_config_free(c);
+  assert_int_equal(m->cfg->n_sigs, 1);
+  assert_string_equal(m->cfg->sigs[0].name, "ok");
+  assert_int_equal(m->cfg->sigs[0].method, ISV_SIGNATURE_CLASSIFY);
+  assert_string_equal(m->cfg->sigs[0].in_aliases[0], "renamed");
+  isv__registry_clear(&r);
+}
+
 static void version_order(void **state) {
   (void)state;
   assert_true(isv__version_cmp("2", "10") < 0);
@@ -139,6 +171,7 @@ int main(void) {
       cmocka_unit_test(versions_labels_default_and_removal),
       cmocka_unit_test(many_models_grow_the_table),
       cmocka_unit_test(backend_table_is_checked),
+      cmocka_unit_test(signatures_are_checked_and_copied),
       cmocka_unit_test(version_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,8 @@ typedef struct fixture {
   isv_model *one;  /* x FP32 [-1] (max_batch 0): any list */
   isv_model *two;  /* max_batch 8: a INT32 [2], s BYTES [-1] */
   isv_model *text; /* t BYTES [-1] */
+  isv_model *sigs; /* hp3: x FP32 [-1] -> y FP32 [-1]; signatures "serving_default" (x -> y),
+                    * "reg" (regress: x -> outputs=y), "cls" (classify: in=x -> scores=y) */
 } fixture;
 
 static isv_model *reg(fixture *f, isv_model_config *c) {
@@ -55,6 +57,20 @@ static int setup(void **state) {
   isv_model_config_add_input(c, "t", ISV_BYTES, any, 1);
   isv_model_config_add_output(c, "u", ISV_BYTES, any, 1);
   f->text = reg(f, c);
+  isv_model_config_new("hp3", &c);
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+  const char *x[] = {"x"}, *y[] = {"y"}, *in[] = {"in"}, *outputs[] = {"outputs"},
+             *scores[] = {"scores"};
+  assert_int_equal(isv_model_config_add_signature(c, "serving_default", ISV_SIGNATURE_PREDICT, x,
+                                                  NULL, 1, y, NULL, 1), 0);
+  assert_int_equal(isv_model_config_add_signature(c, "reg", ISV_SIGNATURE_REGRESS, x, NULL, 1, y,
+                                                  outputs, 1), 0);
+  assert_int_equal(isv_model_config_add_signature(c, "cls", ISV_SIGNATURE_CLASSIFY, x, in, 1, y,
+                                                  scores, 1), 0);
+  assert_int_equal(isv_model_config_add_signature(c, "cls", ISV_SIGNATURE_CLASSIFY, x, in, 1, y,
+                                                  scores, 1), ISV_EEXIST);
+  f->sigs = reg(f, c);
   *state = f;
   return 0;
 }
@@ -71,6 +87,8 @@ static int teardown(void **state) {
 /* Decode text for model m (flags: isv__tfs_decode_predict's, or EXAMPLES for a classify or
  * regress body); the body copy is given to the request (strings point into it). */
 #define EXAMPLES 0x100u
+#define REGRESS 0x200u /* with EXAMPLES: a regress body (else classify) */
+static const isv__signature *last_sig; /* what the last decode chose */
 static isv_request *decode_as(fixture *f, isv_model *m, const char *text, unsigned flags, int *row) {
   isv_request *r = isv__request_new(&f->core);
   isv__model_ref(m);
@@ -82,9 +100,13 @@ static isv_request *decode_as(fixture *f, isv_model *m, const char *text, unsign
   r->body_len = n;
   r->body_free = isv__free;
   int rr = -1;
-  if (flags == EXAMPLES) isv__tfs_decode_examples(r, body, n, 64);
-  else isv__tfs_decode_predict(r, body, n, 64, flags, &rr);
+  const isv__signature *sig;
+  if (flags & EXAMPLES)
+    isv__tfs_decode_examples(r, body, n, 64, flags & REGRESS ? ISV_SIGNATURE_REGRESS
+                                                             : ISV_SIGNATURE_CLASSIFY, &sig);
+  else isv__tfs_decode_predict(r, body, n, 64, flags, &rr, &sig);
   if (row) *row = rr;
+  last_sig = sig;
   return r;
 }
 
@@ -304,30 +326,89 @@ static void classify_and_regress_answers(void **state) {
   r->outputs = t;
   r->n_outputs = 2;
   isv__buf_init(&b, NULL);
-  assert_int_equal(isv__tfs_encode_classify(r, &b, msg, sizeof msg), 0);
+  assert_int_equal(isv__tfs_encode_classify(r, NULL, &b, msg, sizeof msg), 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"results\":[[[\"a\",0.25],[\"b\",0.75]],[[\"c\",1.0],[\"d\",0.0]]]}");
   isv__buf_free(&b);
   r->n_outputs = 1; /* no classes: the class index */
-  assert_int_equal(isv__tfs_encode_classify(r, &b, msg, sizeof msg), 0);
+  assert_int_equal(isv__tfs_encode_classify(r, NULL, &b, msg, sizeof msg), 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"results\":[[[\"0\",0.25],[\"1\",0.75]],[[\"0\",1.0],[\"1\",0.0]]]}");
   isv__buf_free(&b);
   /* regress: one value per example */
   t[0] = (isv_tensor){.name = "outputs", .dt = ISV_FP32, .shape = one_shape, .ndim = 1, .data = sc,
                       .count = 2, .byte_size = 8};
-  assert_int_equal(isv__tfs_encode_regress(r, &b, msg, sizeof msg), 0);
+  assert_int_equal(isv__tfs_encode_regress(r, NULL, &b, msg, sizeof msg), 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"results\":[0.25,0.75]}");
   isv__buf_free(&b);
   t[0].shape = sc_shape; /* two values per example: not a regression */
   t[0].ndim = 2;
   t[0].count = 4;
-  assert_int_equal(isv__tfs_encode_regress(r, &b, msg, sizeof msg), ISV_EINVAL);
+  assert_int_equal(isv__tfs_encode_regress(r, NULL, &b, msg, sizeof msg), ISV_EINVAL);
   assert_non_null(strstr(msg, "one FP32 or FP64 value per example"));
   isv__buf_free(&b);
   t[0].dt = ISV_INT32;
-  assert_int_equal(isv__tfs_encode_classify(r, &b, msg, sizeof msg), ISV_EINVAL);
+  assert_int_equal(isv__tfs_encode_classify(r, NULL, &b, msg, sizeof msg), ISV_EINVAL);
+  isv__buf_free(&b);
+  r->outputs = NULL;
+  r->n_outputs = 0;
+  isv_request_free(r);
+}
+
+/* Named signatures: aliases name the inputs in the body, the chosen signature's outputs are
+ * the ones requested, and a classify or regress body needs a signature of its method. */
+static void signatures_choose_and_rename(void **state) {
+  fixture *f = *state;
+  isv_request *r = decode_as(f, f->sigs, "{\"instances\": [1, 2]}", 0, NULL);
+  assert_int_equal(r->status, 0);
+  assert_non_null(last_sig);
+  assert_string_equal(last_sig->name, "serving_default");
+  isv_request_free(r);
+  r = decode_as(f, f->sigs, "{\"signature_name\": \"cls\", \"examples\": [{\"in\": 5}]}", EXAMPLES,
+                NULL);
+  assert_int_equal(r->status, 0);
+  assert_string_equal(last_sig->name, "cls");
+  assert_string_equal(r->inputs[0].name, "x"); /* the tensor's own name */
+  assert_int_equal(isv_request_output_requested(r, "y"), 1);
+  isv_request_free(r);
+  r = decode_as(f, f->sigs, "{\"signature_name\": \"cls\", \"examples\": [{\"x\": 5}]}", EXAMPLES,
+                NULL);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "feature 'x': not an input")); /* it goes by "in" there */
+  isv_request_free(r);
+  r = decode_as(f, f->sigs, "{\"signature_name\": \"reg\", \"examples\": [{\"x\": 5}]}", EXAMPLES,
+                NULL);
+  assert_int_equal(r->status, ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "Expected classification signature method_name to be "
+                                    "tensorflow/serving/classify. Was: tensorflow/serving/regress"));
+  isv_request_free(r);
+  r = decode_as(f, f->sigs, "{\"signature_name\": \"nope\", \"instances\": [1]}", 0, NULL);
+  assert_non_null(strstr(r->errmsg, "Serving signature name: \"nope\" not found"));
+  isv_request_free(r);
+  /* regress through "reg": the answer finds y by its alias "outputs" */
+  r = decode_as(f, f->sigs, "{\"signature_name\": \"reg\", \"examples\": [{\"x\": 1}]}",
+                EXAMPLES | REGRESS, NULL);
+  assert_int_equal(r->status, 0);
+  const isv__signature *reg_sig = last_sig;
+  static float yv[] = {3.5f, 9};
+  static int64_t ys[] = {2};
+  isv_tensor t[2] = {{.name = "y", .dt = ISV_FP32, .shape = ys, .ndim = 1, .data = yv, .count = 2,
+                      .byte_size = 8},
+                     {.name = "z", .dt = ISV_FP32, .shape = ys, .ndim = 1, .data = yv, .count = 2,
+                      .byte_size = 8}};
+  r->outputs = t;
+  r->n_outputs = 2; /* "outputs" is found by alias among several */
+  isv__buf b;
+  char msg[200];
+  isv__buf_init(&b, NULL);
+  assert_int_equal(isv__tfs_encode_regress(r, reg_sig, &b, msg, sizeof msg), 0);
+  isv__buf_putc(&b, '\0');
+  assert_string_equal(b.data, "{\"results\":[3.5,9.0]}");
+  isv__buf_free(&b);
+  assert_int_equal(isv__tfs_encode_predict(r, reg_sig, 0, NULL, &b, msg, sizeof msg), 0);
+  isv__buf_putc(&b, '\0');
+  assert_string_equal(b.data, "{\"outputs\":{\"outputs\":[3.5,9.0],\"z\":[3.5,9.0]}}");
   isv__buf_free(&b);
   r->outputs = NULL;
   r->n_outputs = 0;
@@ -341,7 +422,7 @@ static int answer(fixture *f, isv_tensor *t, size_t n, int row, char *out, size_
   r->n_outputs = n;
   isv__buf b;
   isv__buf_init(&b, NULL);
-  int rc = isv__tfs_encode_predict(r, row & 1, row & 2 ? "7" : NULL, &b, msg, 200);
+  int rc = isv__tfs_encode_predict(r, NULL, row & 1, row & 2 ? "7" : NULL, &b, msg, 200);
   isv__buf_putc(&b, '\0');
   snprintf(out, cap, "%s", b.data ? b.data : "");
   isv__buf_free(&b);
@@ -399,6 +480,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(examples_stack_features_with_the_context_merged, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(classify_and_regress_answers, setup, teardown),
+      cmocka_unit_test_setup_teardown(signatures_choose_and_rename, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
