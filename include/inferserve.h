@@ -489,6 +489,15 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
  * thread. */
 ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
                                     const char *version);
+/* Vertex AI's custom-container contract: serve `model`'s predictions — Vertex's body
+ * ({"instances", "parameters"?}) and answer ({"predictions", "deployedModelId"}) — at POST
+ * predict_route, and the server's health at GET health_route (200 while ready, 503 otherwise):
+ * the paths Vertex passes a container as AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE. Either route
+ * may be NULL. The model is resolved per request (404 while unknown). Once per server:
+ * ISV_ESTATE after the first success; ISV_EEXIST when a route is already served (a built-in
+ * one included); ISV_EINVAL for a path that is not one. Loop thread. */
+ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
+                                           const char *predict_route, const char *health_route);
 /* The version used when a request names none (NULL: back to the rule). The rule: the highest
  * READY version (numeric versions compare as numbers, others as strings), else the highest
  * version. Loop thread. */

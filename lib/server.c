@@ -10,6 +10,7 @@
 #include "core/offload.h"
 #include "core/request.h"
 #include "protocol/builtin.h"
+#include "protocol/tfs_http.h"
 #include "server_internal.h"
 #include "transport/transport.h"
 
@@ -22,6 +23,7 @@ struct isv_server {
   void *close_data;
   int closing;
   int transport_closed;
+  char vertex_model[128]; /* isv_server_set_vertex_routes's model ("": none set) */
   char last_error[256];
 };
 
@@ -334,6 +336,31 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
   isv_model *m;
   int rc = find_model(srv, name, version, &e, &m);
   if (rc == 0) m->state = state;
+  return rc;
+}
+
+ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
+                                           const char *predict_route, const char *health_route) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  if (model == NULL || model[0] == '\0' || strlen(model) >= sizeof srv->vertex_model) {
+    set_error(srv, "vertex routes: %s", model && model[0] ? "model name too long" : "no model");
+    return ISV_EINVAL;
+  }
+  if (srv->vertex_model[0]) {
+    set_error(srv, "vertex routes: already set (for model '%s')", srv->vertex_model);
+    return ISV_ESTATE;
+  }
+  snprintf(srv->vertex_model, sizeof srv->vertex_model, "%s", model);
+  int rc = isv__vertex_add_routes(&srv->router, srv->vertex_model, predict_route, health_route);
+  if (rc != 0) {
+    srv->vertex_model[0] = '\0';
+    set_error(srv, "vertex routes: %s", rc == ISV_EEXIST ? "a route is already served (by a "
+                                                            "built-in front end?)"
+                                        : rc == ISV_EINVAL ? "a route is not a valid path"
+                                                           : isv_strerror(rc));
+  }
   return rc;
 }
 

@@ -64,7 +64,12 @@ static void usage(FILE *f) {
           "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
-          "                           grpc_health, metrics\n"
+          "                           tfserving, vertex, grpc_health, metrics\n"
+          "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
+          "                           (default half_plus_three); with AIP_HTTP_PORT set, the demo\n"
+          "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
+          "                           $AIP_PREDICT_ROUTE (default /predict) and\n"
+          "                           $AIP_HEALTH_ROUTE (default /health)\n"
           "  --help                   show this help\n");
 }
 
@@ -212,6 +217,7 @@ static int parse_limit(int argc, char **argv, int *i, isv_options *o) {
 static int demo_main(int argc, char **argv, isv_options *opts) {
   listen_addr addrs[MAX_LISTENERS];
   size_t naddrs = 0;
+  const char *vertex_model = "half_plus_three";
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -241,6 +247,10 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
         fprintf(stderr, "inferserve-demo: bad value '%s' for --min-body-rate (B/S:MS)\n", v);
         return 2;
       }
+      continue;
+    }
+    if (strcmp(arg, "--vertex-model") == 0) {
+      vertex_model = i + 1 < argc ? argv[++i] : "";
       continue;
     }
     if (strcmp(arg, "--disable-protocol") == 0) {
@@ -280,6 +290,17 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     addrs[1] = (listen_addr){"127.0.0.1", 8001};
     naddrs = 2;
   }
+  /* Vertex AI's custom-container contract: the port it routes to, on every interface */
+  const char *aip_port = getenv("AIP_HTTP_PORT");
+  if (aip_port != NULL && *aip_port != '\0') {
+    char *end;
+    long p = strtol(aip_port, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535 || naddrs == MAX_LISTENERS) {
+      fprintf(stderr, "inferserve-demo: bad AIP_HTTP_PORT '%s'\n", aip_port);
+      return 2;
+    }
+    addrs[naddrs++] = (listen_addr){"0.0.0.0", (int)p};
+  }
 
   /* A peer that disconnects mid-response must not kill the process. */
   struct sigaction sa;
@@ -303,6 +324,15 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     fprintf(stderr, "inferserve-demo: registering the model zoo: %s (%s)\n", isv_strerror(rc),
             isv_server_last_error(d.srv));
     return 1;
+  }
+  if (aip_port != NULL && *aip_port != '\0') {
+    const char *pr = getenv("AIP_PREDICT_ROUTE"), *hr = getenv("AIP_HEALTH_ROUTE");
+    rc = isv_server_set_vertex_routes(d.srv, vertex_model, pr && *pr ? pr : "/predict",
+                                      hr && *hr ? hr : "/health");
+    if (rc < 0) {
+      fprintf(stderr, "inferserve-demo: AIP routes: %s\n", isv_server_last_error(d.srv));
+      return 1;
+    }
   }
   for (size_t i = 0; i < naddrs; i++) {
     if ((rc = isv_server_listen(d.srv, addrs[i].host, addrs[i].port)) < 0) {

@@ -20,6 +20,7 @@
 #include "protocol/builtin.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
+#include "protocol/tfs_http.h"
 #include "protocol/tfs_json.h"
 
 /* ---- which servable the path names ------------------------------------------------------- */
@@ -423,21 +424,60 @@ const isv__frontend isv__tfs_frontend = {
 /* POST /v1/projects/{p}/models/{m}[/versions/{v}]:predict, or .../endpoints/{e}:predict: the
  * model (its version a name here, as AI Platform's), resolved with V2's texts: 404 "unknown
  * model 'x'". */
+/* s's model answered with Vertex's body and answer, or 404 with V2's text. */
+static void vertex_run(isv__http_req *q, servable *s) {
+  s->spec.name = s->name;
+  s->spec.version = s->version;
+  isv_model *m;
+  char msg[300];
+  if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) != 0) {
+    isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+    return;
+  }
+  run_predict(q, s, PREDICT, ISV__TFS_VERTEX, 1);
+}
+
 static void vertex_predict(isv__http_req *q) {
   servable s;
   memset(&s, 0, sizeof s);
   s.name = isv__http_capture(q, "model", &s.spec.name_len);
   if (s.name == NULL) s.name = isv__http_capture(q, "endpoint", &s.spec.name_len);
   s.version = isv__http_capture(q, "version", &s.spec.version_len);
-  s.spec.name = s.name;
-  s.spec.version = s.version;
-  isv_model *m;
-  char msg[300];
-  if (isv__core_resolve(q->core, &s.spec, &m, msg, sizeof msg) != 0) {
-    isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
-    return;
+  vertex_run(q, &s);
+}
+
+/* The custom-container contract's predict route: the model is the route's (q->data). */
+static void vertex_custom_predict(isv__http_req *q) {
+  servable s;
+  memset(&s, 0, sizeof s);
+  s.name = q->data;
+  s.spec.name_len = strlen(s.name);
+  vertex_run(q, &s);
+}
+
+/* ... and its health route: what Vertex polls before it sends traffic. */
+static void vertex_health(isv__http_req *q) {
+  int ready = isv__core_ready(q->core);
+  isv__buf b;
+  isv__buf_init(&b, q->ex->mem);
+  isv__buf_puts(&b, ready ? "{}" : "{\"error\":\"the server is not ready\"}");
+  isv__reply_json(q->ex, ready ? 200 : 503, &b);
+}
+
+int isv__vertex_add_routes(isv__router *r, const char *model, const char *predict,
+                           const char *health) {
+  size_t n_routes = r->n_routes, n_prefixes = r->n_prefixes;
+  int rc = 0;
+  if (predict) {
+    isv__http_route p = {ISV__ROUTE_POST, predict, vertex_custom_predict, (void *)model};
+    rc = isv__router_add(r, &isv__vertex_frontend, &p);
   }
-  run_predict(q, &s, PREDICT, ISV__TFS_VERTEX, 1);
+  if (rc == 0 && health) {
+    isv__http_route h = {ISV__ROUTE_GET, health, vertex_health, NULL};
+    rc = isv__router_add(r, &isv__vertex_frontend, &h);
+  }
+  if (rc != 0) isv__router_truncate(r, n_routes, n_prefixes);
+  return rc;
 }
 
 #define P "/v1/projects/{project}"

@@ -269,3 +269,29 @@ def test_named_signatures(demo):
     assert_error(post_json(demo, "/v1/models/half_plus_three:predict",
                            {"signature_name": "other", "instances": [1.0]}), 400,
                  "Serving signature name: \"other\" not found in signature def")
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_vertex_custom_container_contract(start_demo):
+    """AIP_HTTP_PORT, AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE: the same binary as a Vertex AI
+    container — the model (--vertex-model) answers at the predict route, health at its own."""
+    import requests
+    port = _free_port()
+    d = start_demo("--vertex-model", "multi_version",
+                   env={"AIP_HTTP_PORT": str(port),
+                        "AIP_PREDICT_ROUTE": "/v1/endpoints/123/deployedModels/456:predict",
+                        "AIP_HEALTH_ROUTE": "/ping"})
+    base = "http://127.0.0.1:%d" % port
+    r = requests.get(base + "/ping", timeout=5)
+    assert r.status_code == 200, show(r)
+    r = requests.post(base + "/v1/endpoints/123/deployedModels/456:predict",
+                      json={"instances": [1, 2], "parameters": {"x": 1}}, timeout=5)
+    assert ok_json(r) == {"predictions": [4, 5], "deployedModelId": "3"}, show(r)
+    # the other protocols are still served on that port
+    assert get(d, "/v2/health/live").status_code == 200

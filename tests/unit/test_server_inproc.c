@@ -317,6 +317,18 @@ static void a_request_names_its_version_by_a_label(void **state) {
   assert_int_equal(isv_request_new_by_label(w->srv, "inline", NULL, &r), ISV_EINVAL);
 }
 
+/* Vertex's custom-container routes: refused when a route is taken or not a path, set once. */
+static void vertex_routes_are_set_once(void **state) {
+  world *w = *state;
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, NULL, "/predict", NULL), ISV_EINVAL);
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "inline", "/predict", "/v2/health/live"),
+                   ISV_EEXIST); /* a built-in route */
+  assert_non_null(strstr(isv_server_last_error(w->srv), "already served"));
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "inline", "no-slash", NULL), ISV_EINVAL);
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "inline", "/predict", "/health"), 0);
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "pool", "/p2", NULL), ISV_ESTATE);
+}
+
 static void close_drains_in_flight_requests(void **state) {
   world *w = *state;
   add(w, "threaded", threaded, NULL, ISV_EXEC_INLINE);
@@ -502,6 +514,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
       cmocka_unit_test_setup_teardown(a_request_names_its_version_by_a_label, setup, teardown),
+      cmocka_unit_test_setup_teardown(vertex_routes_are_set_once, setup, teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
       cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
       cmocka_unit_test(close_abandons_backends_that_never_complete),
