@@ -25,6 +25,9 @@ def test_status_lists_every_version_or_the_one_named(demo):
     assert [s["version"] for s in one["model_version_status"]] == ["2"], one
     by_label = ok_json(get(demo, "/v1/models/multi_version/labels/stable"))
     assert [s["version"] for s in by_label["model_version_status"]] == ["2"], by_label
+    # the registry's states: the demo's "loading" model is registered LOADING
+    loading = ok_json(get(demo, "/v1/models/loading"))
+    assert [s["state"] for s in loading["model_version_status"]] == ["LOADING"], loading
 
 
 def test_metadata_describes_serving_default(demo):
