@@ -642,7 +642,9 @@ static void write_nested(isv__buf *b, const isv_tensor *t, const int64_t *shape,
     size_t n = 1;
     for (size_t i = 0; i < ndim; i++) n *= (size_t)shape[i];
     size_t sz = isv_datatype_size(t->dt);
-    isv__json_write_tensor_nested(b, t->dt, (const char *)t->data + *at * sz, shape, ndim);
+    /* no elements: data may be NULL (an empty list decoded), and NULL + 0 is not C */
+    const char *at_data = n ? (const char *)t->data + *at * sz : t->data;
+    isv__json_write_tensor_nested(b, t->dt, at_data, shape, ndim);
     *at += n;
     return;
   }

@@ -457,6 +457,11 @@ static void answers_take_the_format_asked(void **state) {
   t[1].name = "u";
   assert_int_equal(answer(f, t + 1, 1, 0, out, sizeof out, msg), 0);
   assert_string_equal(out, "{\"outputs\":[\"ok\",{\"b64\":\"/w==\"}]}");
+  /* no elements (an empty list decoded: no data at all) */
+  static int64_t zero[] = {0};
+  isv_tensor empty = {.name = "e", .dt = ISV_FP32, .shape = zero, .ndim = 1, .data = NULL};
+  assert_int_equal(answer(f, &empty, 1, 0, out, sizeof out, msg), 0);
+  assert_string_equal(out, "{\"outputs\":[]}");
   /* the row format needs a dimension 0 that every output shares */
   static int64_t s3[] = {3};
   t[1] = (isv_tensor){.name = "q", .dt = ISV_FP32, .shape = s3, .ndim = 1, .data = y, .count = 3,
