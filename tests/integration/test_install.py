@@ -120,8 +120,9 @@ def test_installed_demo_finds_its_library(tmp_path):
     assert str(dest) in line, line  # the copy installed beside it, not the build tree's
     pc = next(dest.rglob("pkgconfig/libinferserve.pc")).read_text()
     desc = next(x for x in pc.splitlines() if x.startswith("Description:"))
-    for absent in ("TF Serving", "Vertex", "grps"):  # not served yet: not promised
-        assert absent not in desc, desc
+    for served in ("KServe V2", "TensorFlow Serving", "Vertex"):
+        assert served in desc, desc
+    assert "grps" not in desc, desc  # not served yet: not promised
     header = next(dest.rglob("include/inferserve.h")).read_text()
     assert "DESIGN.md" not in header and "PROTOCOLS.md" not in header
 
