@@ -216,8 +216,16 @@ static int walk_value(isv_request *r, isv__json_reader *rd, isv__json_token t, i
 }
 
 /* Instance 0 (or the one columnar value) has been read: room for all n, its elements first. */
-static int settle_shape(isv_request *r, in_state *s, size_t n) {
+/* Room in r's arena for n instances of s's (known) shape. */
+static int room_for(isv_request *r, in_state *s, size_t n) {
   s->known = 1;
+  if (s->inner_count && n > SIZE_MAX / s->inner_count / s->elsize)
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' is too large", s->io->name);
+  s->data = isv__arena_alloc(&r->arena, n * s->inner_count * s->elsize);
+  return s->data ? 0 : isv__request_fail(r, ISV_ENOMEM, "out of memory");
+}
+
+static int settle_shape(isv_request *r, in_state *s, size_t n) {
   if (n == 1) { /* the learned buffer is the tensor: it goes with the request */
     isv__owned *o = isv__arena_alloc(&r->arena, sizeof *o);
     if (o == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
@@ -225,14 +233,12 @@ static int settle_shape(isv_request *r, in_state *s, size_t n) {
     o->del = isv__free;
     o->next = r->owned;
     r->owned = o;
+    s->known = 1;
     s->data = s->first.data;
     isv__buf_init(&s->first, s->first.mem);
     return 0;
   }
-  if (s->inner_count && n > SIZE_MAX / s->inner_count / s->elsize)
-    return isv__request_fail(r, ISV_EBADREQ, "input '%s' is too large", s->io->name);
-  s->data = isv__arena_alloc(&r->arena, n * s->inner_count * s->elsize);
-  if (s->data == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (room_for(r, s, n)) return r->status;
   if (s->first.len) memcpy(s->data, s->first.data, s->first.len);
   isv__buf_free(&s->first);
   return 0;
@@ -591,7 +597,7 @@ int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned ma
     st[k].inner_ndim = ctx[k].inner_ndim;
     memcpy(st[k].inner, ctx[k].inner, sizeof st[k].inner);
     st[k].inner_count = ctx[k].inner_count;
-    if (settle_shape(r, &st[k], n == 1 ? 2 : n)) rc = r->status; /* never the buffer itself */
+    if (room_for(r, &st[k], n)) rc = r->status;
   }
   if (rc == 0) {
     isv__json_reader_init(&rd, body + ex, len - ex, max_depth);
