@@ -382,6 +382,18 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
   return rc;
 }
 
+ISV_EXTERN int isv_server_set_default_model(isv_server *srv, const char *name) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (name && strlen(name) >= sizeof srv->core.default_model) {
+    set_error(srv, "set default model: the name is longer than %zu bytes",
+              sizeof srv->core.default_model - 1);
+    return ISV_EINVAL;
+  }
+  snprintf(srv->core.default_model, sizeof srv->core.default_model, "%s", name ? name : "");
+  return 0;
+}
+
 ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
                                               const char *version) {
   if (srv == NULL) return ISV_EINVAL;

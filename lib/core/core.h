@@ -49,6 +49,7 @@ struct isv__core {
   uv_close_cb close_cb;   /* isv__core_close's, once both handles are closed */
   int online;
   int closing;
+  char default_model[128]; /* isv_server_set_default_model ("": none) */
   const char *protocols[ISV__MAX_PROTOCOLS]; /* labels; [0] = "inprocess" */
   unsigned n_protocols;
   void (*on_idle)(isv__core *core); /* called when closing and the last request finished */

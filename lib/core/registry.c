@@ -286,6 +286,19 @@ ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
   return 0;
 }
 
+ISV_EXTERN int isv_model_config_set_open_io(isv_model_config *c, int on) {
+  if (c == NULL) return ISV_EINVAL;
+  c->open_io = on != 0;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_native(isv_model_config *c, int on) {
+  if (c == NULL) return ISV_EINVAL;
+  c->native = on != 0;
+  if (c->native) c->open_io = 1;
+  return 0;
+}
+
 static isv_model_config *config_copy(const isv_model_config *c, const isv_mem *mem) {
   isv_model_config *d;
   if (config_new(c->name, mem, &d) != 0) return NULL;
@@ -327,6 +340,8 @@ static isv_model_config *config_copy(const isv_model_config *c, const isv_mem *m
   d->sequences = c->sequences;
   d->seq_idle_us = c->seq_idle_us;
   d->max_sequences = c->max_sequences;
+  d->open_io = c->open_io;
+  d->native = c->native;
   return d;
 }
 
@@ -485,6 +500,8 @@ int isv__registry_check(const isv_model_config *c, const char *version, const is
   if (c->batching && (c->decoupled || c->sequences))
     return invalid(why, cap, "dynamic batching does not combine with a decoupled model or "
                              "sequence batching");
+  if (c->batching && c->open_io)
+    return invalid(why, cap, "dynamic batching needs declared inputs: not with open I/O");
   return 0;
 }
 

@@ -59,6 +59,8 @@ struct isv_model_config {
   uint32_t max_sequences;
   isv__signature *sigs; /* none: the implicit serving_default */
   size_t n_sigs;
+  int open_io; /* undeclared inputs and outputs are allowed (isv_model_config_set_open_io) */
+  int native;  /* wants a protocol's own message (isv_model_config_set_native) */
 };
 
 typedef struct isv__reqq isv__reqq; /* core/request.h */

@@ -218,7 +218,8 @@ ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, cons
 ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name) {
   if (name == NULL) return 0;
   if (r->n_req_outputs == 0)
-    return r->model && isv__config_output(r->model->cfg, name, strlen(name)) != NULL;
+    return r->model && (r->model->cfg->open_io ||
+                        isv__config_output(r->model->cfg, name, strlen(name)) != NULL);
   for (size_t i = 0; i < r->n_req_outputs; i++)
     if (strcmp(r->req_outputs[i].name, name) == 0) return 1;
   return 0;
@@ -282,6 +283,46 @@ static int misuse(isv_request *r, int code, const char *fmt, ...) {
   return code;
 }
 
+/* Appends output tensor `name` (copied) with its shape copied; data is left for the caller. */
+static int append_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
+                       size_t ndim, size_t count, size_t bytes, isv_tensor **out) {
+  isv__arena *a = isv__out_arena(r);
+  int64_t *sh = isv__arena_alloc(a, (ndim ? ndim : 1) * sizeof *sh);
+  isv_tensor *t = sh ? grow_in(a, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t)
+                     : NULL;
+  if (t == NULL) return ISV_ENOMEM;
+  if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
+  t->name = name;
+  t->dt = dt;
+  t->shape = sh;
+  t->ndim = ndim;
+  t->count = count;
+  t->byte_size = bytes;
+  *out = t;
+  return 0;
+}
+
+/* An output an open-I/O model does not declare: any valid datatype and shape, a new name. */
+static int open_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
+                     size_t ndim, isv_tensor **out) {
+  const char *mn = r->model->cfg->name;
+  if (isv_datatype_size(dt) == 0)
+    return misuse(r, ISV_EINVAL, "output '%.100s' of model '%s': not a valid datatype", name, mn);
+  if (ndim > ISV__MAX_NDIM)
+    return misuse(r, ISV_EINVAL, "output '%.100s' of model '%s' has %zu dimensions, more than %d",
+                  name, mn, ndim, ISV__MAX_NDIM);
+  for (size_t i = 0; i < r->n_outputs; i++)
+    if (strcmp(r->outputs[i].name, name) == 0)
+      return misuse(r, ISV_EEXIST, "output '%.100s' of model '%s' was already set", name, mn);
+  size_t count, bytes;
+  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
+    return misuse(r, ISV_EINVAL, "output '%.100s' of model '%s': its shape is negative or "
+                  "overflows", name, mn);
+  const char *copy = isv__arena_strndup(isv__out_arena(r), name, strlen(name));
+  if (copy == NULL) return ISV_ENOMEM;
+  return append_slot(r, copy, dt, shape, ndim, count, bytes, out);
+}
+
 /* Checks name, datatype and shape against the model and appends the output's tensor with its
  * shape copied; data is left for the caller. */
 static int output_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
@@ -292,6 +333,7 @@ static int output_slot(isv_request *r, const char *name, isv_datatype dt, const 
     return misuse(r, ISV_EINVAL, "an output needs a name%s", ndim && !shape ? " and a shape" : "");
   const isv_model_config *c = r->model->cfg;
   const isv__io *io = isv__config_output(c, name, strlen(name));
+  if (io == NULL && c->open_io) return open_slot(r, name, dt, shape, ndim, out);
   if (io == NULL)
     return misuse(r, ISV_EINVAL, "model '%s' declares no output '%.100s'", c->name, name);
   if (io->dt != dt)
@@ -313,20 +355,8 @@ static int output_slot(isv_request *r, const char *name, isv_datatype dt, const 
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
     return misuse(r, ISV_EINVAL, "output '%s' of model '%s': its shape overflows", io->name,
                   c->name);
-  isv__arena *a = isv__out_arena(r);
-  int64_t *sh = isv__arena_alloc(a, (ndim ? ndim : 1) * sizeof *sh);
-  isv_tensor *t = sh ? grow_in(a, (void **)&r->outputs, &r->n_outputs, &r->cap_outputs, sizeof *t)
-                     : NULL;
-  if (t == NULL) return ISV_ENOMEM;
-  if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
-  t->name = io->name; /* the config outlives the request (it holds a model reference) */
-  t->dt = dt;
-  t->shape = sh;
-  t->ndim = ndim;
-  t->count = count;
-  t->byte_size = bytes;
-  *out = t;
-  return 0;
+  /* io->name: the config outlives the request (it holds a model reference) */
+  return append_slot(r, io->name, dt, shape, ndim, count, bytes, out);
 }
 
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,

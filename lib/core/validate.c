@@ -56,13 +56,13 @@ int isv__request_validate(isv_request *r) {
   for (size_t i = 0; i < r->n_inputs; i++) {
     const isv_tensor *t = &r->inputs[i];
     const isv__io *io = isv__config_input(c, t->name, strlen(t->name));
-    if (io == NULL)
+    if (io == NULL && !c->open_io)
       return isv__request_fail(r, ISV_EBADREQ, "unexpected input '%s': model '%s' has no such input",
                                t->name, c->name);
     for (size_t j = 0; j < i; j++)
       if (strcmp(r->inputs[j].name, t->name) == 0)
         return isv__request_fail(r, ISV_EBADREQ, "duplicate input '%s'", t->name);
-    if (check_input(r, c, t, io) != 0) return r->status;
+    if (io && check_input(r, c, t, io) != 0) return r->status;
   }
   for (size_t k = 0; k < c->n_inputs; k++)
     if (isv_request_input(r, c->inputs[k].name) == NULL)
@@ -79,6 +79,12 @@ int isv__request_validate(isv_request *r) {
   for (size_t i = 0; i < r->n_req_outputs; i++) {
     const isv__req_output *o = &r->req_outputs[i];
     const isv__io *io = isv__config_output(c, o->name, strlen(o->name));
+    if (io == NULL && c->open_io) { /* any name: the backend decides what it answers */
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(r->req_outputs[j].name, o->name) == 0)
+          return isv__request_fail(r, ISV_EBADREQ, "output '%s' requested twice", o->name);
+      continue;
+    }
     if (io == NULL)
       return isv__request_fail(r, ISV_EBADREQ, "unknown output '%s': model '%s' has no such output",
                                o->name, c->name);
@@ -96,11 +102,17 @@ int isv__request_validate(isv_request *r) {
  * order; a requested output the backend did not produce is the backend's fault. */
 int isv__request_postprocess(isv_request *r, int partial) {
   const isv_model_config *c = r->model->cfg;
-  size_t n_want = r->n_req_outputs ? r->n_req_outputs : c->n_outputs;
+  /* open I/O and nothing named: every output, in the order the backend set them */
+  int all_set = c->open_io && r->n_req_outputs == 0;
+  size_t n_want = r->n_req_outputs ? r->n_req_outputs : all_set ? r->n_outputs : c->n_outputs;
   isv_tensor *sel = isv__arena_alloc(&r->arena, (n_want ? n_want : 1) * sizeof *sel);
   if (sel == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   size_t n = 0;
   for (size_t i = 0; i < n_want; i++) {
+    if (all_set) {
+      sel[n++] = r->outputs[i];
+      continue;
+    }
     const char *name = r->n_req_outputs ? r->req_outputs[i].name : c->outputs[i].name;
     isv_tensor *t = NULL;
     for (size_t j = 0; j < r->n_outputs; j++)

@@ -198,6 +198,53 @@ static void output_allocation_checks_the_declaration(void **state) {
   isv_request_free(r);
 }
 
+/* Open I/O: undeclared inputs and outputs pass, declared ones keep their rules, and without
+ * requested outputs every output set is answered in the order it was set. */
+static void open_io_takes_any_tensor(void **state) {
+  fixture *f = *state;
+  isv_model_config *c;
+  isv_model_config_new("open", &c);
+  int64_t s16[] = {16};
+  isv_model_config_add_input(c, "A", ISV_INT32, s16, 1);
+  assert_int_equal(isv_model_config_set_open_io(c, 1), 0);
+  isv_backend be = {.struct_size = sizeof be, .infer = noop};
+  isv_model *m;
+  assert_int_equal(isv__registry_add(&f->core.reg, c, "1", &be, NULL, &m), 0);
+  assert_int_equal(isv_model_config_set_dynamic_batching(c, 10, NULL, 0), 0);
+  assert_int_equal(isv_model_config_set_max_batch(c, 4), 0);
+  assert_int_equal(isv__registry_add(&f->core.reg, c, "2", &be, NULL, NULL), ISV_EINVAL);
+  isv_model_config_free(c);
+
+  isv_request *r = isv__request_new(&f->core);
+  isv__model_ref(m);
+  r->model = m;
+  static int32_t zeros[16];
+  int64_t shape[] = {16}, three[] = {3};
+  assert_int_equal(isv_request_add_input(r, "anything", ISV_FP64, three, 1, zeros, 24,
+                                         ISV_STATIC), 0);
+  expect_invalid(r, "missing input 'A'"); /* a declared input is still required */
+
+  r = isv__request_new(&f->core);
+  isv__model_ref(m);
+  r->model = m;
+  assert_int_equal(isv_request_add_input(r, "A", ISV_INT32, shape, 1, zeros, 64, ISV_STATIC), 0);
+  assert_int_equal(isv_request_add_input(r, "x", ISV_UINT8, three, 1, zeros, 3, ISV_STATIC), 0);
+  assert_int_equal(isv__request_validate(r), 0);
+  assert_true(isv_request_output_requested(r, "whatever"));
+  void *p;
+  assert_int_equal(isv_request_output(r, "z", ISV_FP32, three, 1, &p), 0);
+  assert_int_equal(isv_request_output(r, "y", ISV_BYTES, three, 1, &p), 0);
+  assert_int_equal(isv_request_output(r, "z", ISV_INT8, three, 1, &p), ISV_EEXIST);
+  int64_t neg[] = {-1};
+  assert_int_equal(isv_request_output(r, "w", ISV_FP32, neg, 1, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_output(r, "w", (isv_datatype)99, three, 1, &p), ISV_EINVAL);
+  assert_int_equal(isv__request_postprocess(r, 0), 0);
+  assert_int_equal(r->n_outputs, 2);
+  assert_string_equal(r->outputs[0].name, "z"); /* the order they were set */
+  assert_string_equal(r->outputs[1].name, "y");
+  isv_request_free(r);
+}
+
 static void set_output_ownership_contract(void **state) {
   fixture *f = *state;
   isv_request *r = req(f);
@@ -303,6 +350,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(output_allocation_checks_the_declaration, setup, teardown),
       cmocka_unit_test_setup_teardown(set_output_ownership_contract, setup, teardown),
       cmocka_unit_test_setup_teardown(params_replace_and_copy, setup, teardown),
+      cmocka_unit_test_setup_teardown(open_io_takes_any_tensor, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
