@@ -202,6 +202,9 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
  *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
  *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
  *                  endpoint id names the model); "parameters" and other keys as parameters
+ *   "grps"         grps under /grps/v1 (health, online/offline, metadata, infer/predict with
+ *                  ?streaming=true, metrics at / and /grps/v1/monitor/metrics) and gRPC
+ *                  grps.protos.v1.GrpsService
  *   "grpc_health"  gRPC grpc.health.v1.Health/Check
  *   "metrics"      GET /metrics (Prometheus)
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
@@ -421,6 +424,21 @@ ISV_EXTERN int isv_model_config_add_signature(isv_model_config *c, const char *n
                                               const char *const *input_aliases, size_t n_inputs,
                                               const char *const *outputs,
                                               const char *const *output_aliases, size_t n_outputs);
+/* Open I/O, for generic models (grps's, pass-throughs): a request may carry inputs the config
+ * does not declare — any names (unique), datatypes and shapes — and the backend may set
+ * outputs it does not declare (any name, datatype and shape; isv_request_output and
+ * isv_request_set_output copy the name). Declared inputs and outputs keep their rules (a
+ * declared input is still required). Without requested outputs every output set is answered,
+ * in the order the backend set them. Not with dynamic batching (isv_server_add_model:
+ * ISV_EINVAL). Default off. */
+ISV_EXTERN int isv_model_config_set_open_io(isv_model_config *c, int on);
+/* Native mode (grps's "no converter"): a protocol that has a message of its own hands the
+ * backend that message as it came instead of tensors — for grps, the serialized GrpsMessage
+ * (proto/grps.proto) as input "grps_message" (BYTES, shape [1]) — and takes the backend's
+ * answer the same way: output "grps_message" (BYTES [1]), a serialized GrpsMessage whose data
+ * is sent as it is (the library sets its status). Protocols without such a message (V2, TF
+ * Serving) still send tensors. Implies open I/O. Default off. */
+ISV_EXTERN int isv_model_config_set_native(isv_model_config *c, int on);
 /* Where infer runs: ISV_EXEC_INLINE (the default), ISV_EXEC_POOL or ISV_EXEC_ASYNC. */
 ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode);
 /* Executions of this model version that may run at once (Triton's instance count); requests
@@ -498,6 +516,11 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
  * one included); ISV_EINVAL for a path that is not one. Loop thread. */
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route);
+/* The model a request that names none is for, where a protocol allows naming none (grps: a
+ * GrpsMessage without "model" and no ?model=). The name is resolved per request (404 while no
+ * such model is registered); NULL or "" sets none (such requests: 404 saying so). At most 127
+ * bytes (ISV_EINVAL). Loop thread. */
+ISV_EXTERN int isv_server_set_default_model(isv_server *srv, const char *name);
 /* The version used when a request names none (NULL: back to the rule). The rule: the highest
  * READY version (numeric versions compare as numbers, others as strings), else the highest
  * version. Loop thread. */

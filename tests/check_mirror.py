@@ -17,6 +17,13 @@ COVERED_ELSEWHERE = {
     "protocol/tfs_http.c": "TF Serving's routes and handlers, end to end against the demo with "
                            "real clients (requests, curl over h2c): "
                            "tests/integration/test_tfserving.py; its codec in test_tfs_json.c",
+    "protocol/grps_http.c": "grps's routes and handlers, end to end against the demo with real "
+                            "clients (requests, curl over h2c): tests/integration/test_grps.py; "
+                            "its codecs in test_grps_json.c, its mapping in test_grps_conv.c",
+    "protocol/grps_grpc.c": "grps's gRPC methods, end to end with grpcio: "
+                            "tests/integration/test_grps.py; its codec in test_grps_pb.c",
+    "protocol/grps_meta.c": "grps's metadata YAML, through both front ends: "
+                            "tests/integration/test_grps.py",
 }
 # tests/unit files that are not one module's mirror
 NOT_A_MIRROR = {

@@ -64,7 +64,7 @@ static void usage(FILE *f) {
           "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
-          "                           tfserving, vertex, grpc_health, metrics\n"
+          "                           tfserving, vertex, grps, grpc_health, metrics\n"
           "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
           "                           (default half_plus_three); with AIP_HTTP_PORT set, the demo\n"
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"

@@ -636,5 +636,6 @@ int demo_zoo_register(isv_server *srv) {
   TRY(add_simple_model(srv, "loading", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        copy_infer, NULL));
   TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
+  TRY(demo_zoo_register_grps(srv));
   return demo_zoo_register_scheduling(srv);
 }

@@ -28,6 +28,13 @@
  *   cost, cost_batched  INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 after 200 µs + 1 µs per row, one
  *                       instance; cost_batched with dynamic batching (max 32, 500 µs): the pair
  *                       bench/batching.sh compares
+ * grps's (zoo_grps.c; open I/O, version "1.0.0"):
+ *   echo                every input back as an output, in the data kind it came (the server's
+ *                       default model: a grps request that names none)
+ *   echo_native         native mode: the GrpsMessage as it came
+ *   streamer            decoupled: str_data "N" or INT32 N -> N messages, str_data "0".."N-1";
+ *                       N > 1000 -> 400; with gmap s_i32 n, fail_at (fail after that many) and
+ *                       delay_ms (between messages)
  */
 #ifndef INFERSERVE_DEMO_ZOO_H
 #define INFERSERVE_DEMO_ZOO_H
@@ -43,6 +50,8 @@ extern "C" {
 int demo_zoo_register(isv_server *srv);
 /* The scheduler's models (called by demo_zoo_register). */
 int demo_zoo_register_scheduling(isv_server *srv);
+/* The grps models (called by demo_zoo_register). */
+int demo_zoo_register_grps(isv_server *srv);
 /* slow's backend (zoo.c): sleeps INPUT0 ms on a worker thread, stops early when cancelled. */
 int demo_slow_infer(isv_request *req, void *user);
 

@@ -182,12 +182,13 @@ static void infer_done(isv_request *r, int status, void *data) {
     if (parts.n) isv__grpc_send(g->call, parts.v, parts.n, job_free, j); /* by reference */
     else job_free(j); /* nothing to say (a decoupled model's empty last response) */
     if (m->kind != ISV__RPC_BIDI_STREAM) gcall_finish(g, 0, NULL);
-  } else if (m->kind == ISV__RPC_BIDI_STREAM && m->encode_error) {
-    isv__buf b; /* the stream goes on: this request's error travels in-stream */
+  } else if (m->encode_error) {
+    isv__buf b; /* this request's error travels in a message: a stream goes on */
     isv__buf_init(&b, g->core->mem);
-    m->encode_error(isv_request_error_message(r), &b);
+    m->encode_error(status, isv_request_error_message(r), &b);
     job_free(j);
     send_buf(g, &b);
+    if (m->kind != ISV__RPC_BIDI_STREAM) gcall_finish(g, 0, NULL);
   } else {
     finish_error(g, status, isv_request_error_message(r));
     job_free(j);

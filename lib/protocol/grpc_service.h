@@ -14,6 +14,9 @@
  *  - BIDI_STREAM: every message is a request, answered in completion order; a failed one is
  *    answered in-stream with encode_error when the method has one (ModelStreamInfer), else it
  *    ends the call. The call ends OK once the client half-closed and every request answered.
+ * A UNARY or SERVER_STREAM method with encode_error answers a failed request with that message
+ * and then OK (grps carries its errors in the message's status); without, with the error's
+ * gRPC status.
  * Loop thread only. */
 #ifndef ISV_PROTOCOL_GRPC_SERVICE_H
 #define ISV_PROTOCOL_GRPC_SERVICE_H
@@ -61,9 +64,9 @@ typedef struct isv__grpc_method {
    * request whose parent is set) on a stream: 0 (parts->n 0: nothing to send), or
    * ISV_ENOMEM, ... */
   int (*encode)(isv_request *r, isv__parts *out);
-  /* ... and, for streams that carry errors in-stream, an error message. NULL: an error ends
-   * the call with its status. */
-  int (*encode_error)(const char *message, isv__buf *out);
+  /* ... and, for methods that carry errors in their messages, an error message for the
+   * ISV_E* code `status`. NULL: an error ends the call with its status. */
+  int (*encode_error)(int status, const char *message, isv__buf *out);
 } isv__grpc_method;
 
 typedef struct isv__grpc_entry {

@@ -103,8 +103,9 @@ typedef struct isv__grps_limits {
 int isv__grps_pb_decode(const uint8_t *msg, size_t len, const isv__grps_limits *lim,
                         isv__arena *a, isv__grps_msg *out, char *err, size_t errcap);
 /* Append m serialized to out. Tensors of a type grps cannot carry (BOOL, UINT16/32/64, BF16)
- * give ISV_EINVAL naming the tensor in err; ISV_ENOMEM when out failed. NDARRAY is written as
- * gtensors (grps carries ndarray only in JSON). */
+ * and BYTES elements that are not UTF-8 (flat_string is a string) give ISV_EINVAL naming the
+ * tensor in err; ISV_ENOMEM when out failed. NDARRAY with its tensor is written as gtensors
+ * (grps carries ndarray data only in JSON); NDARRAY without one as the empty ndarray field. */
 int isv__grps_pb_encode(const isv__grps_msg *m, isv__buf *out, char *err, size_t errcap);
 
 /* ---- JSON (grps_json.c) --------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "codec/bigbuf.h"
 #include "codec/json_writer.h"
@@ -51,6 +52,11 @@ int isv__reply_json_large(isv__core *c, isv__exchange *ex, int status, isv__buf 
 }
 
 int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
+  return isv__reply_json_headers(ex, status, b, NULL, 0);
+}
+
+int isv__reply_json_headers(isv__exchange *ex, int status, isv__buf *b, const isv__header *extra,
+                            size_t n_extra) {
   if (b->failed) { /* from static memory: the heap just failed */
     static const char oom[] = "{\"error\":\"out of memory\"}";
     isv__buf_free(b);
@@ -58,7 +64,7 @@ int isv__reply_json(isv__exchange *ex, int status, isv__buf *b) {
   }
   size_t len;
   char *data = isv__buf_release(b, &len);
-  return respond_json(ex, status, data, len, release_buf, data, NULL, 0);
+  return respond_json(ex, status, data, len, release_buf, data, extra, n_extra);
 }
 
 void isv__http_give_body(isv_request *r, isv__exchange *ex) {
@@ -105,4 +111,10 @@ int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return isv__reply_error_msg(ex, isv_err_http_status(err), msg, NULL, 0);
+}
+
+int isv__media_is(const isv__header *ct, const char *type) {
+  size_t n = strlen(type);
+  if (ct->value_len < n || strncasecmp(ct->value, type, n) != 0) return 0;
+  return ct->value_len == n || ct->value[n] == ';' || ct->value[n] == ' ';
 }

@@ -10,6 +10,9 @@
 
 /* Send b's bytes as application/json; takes b's memory (also on failure). */
 int isv__reply_json(isv__exchange *ex, int status, isv__buf *b);
+/* The same, with extra headers (copied). */
+int isv__reply_json_headers(isv__exchange *ex, int status, isv__buf *b, const isv__header *extra,
+                            size_t n_extra);
 /* The same, for a body that may be large: one of ISV__FREE_LATER_MIN_BYTES or more is freed on
  * c's worker pool once written, not on the loop (isv__offload_free). */
 int isv__reply_json_large(isv__core *c, isv__exchange *ex, int status, isv__buf *b);
@@ -26,6 +29,8 @@ int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
  * strings unescaped in place): freed with the request, which may outlive the exchange (a
  * request the server's close abandons waits for its backend). */
 void isv__http_give_body(isv_request *r, isv__exchange *ex);
+/* Whether a Content-Type header is `type` (case-insensitive; parameters after ';' ignored). */
+int isv__media_is(const isv__header *ct, const char *type);
 /* Append {"error": msg} to b (UTF-8 sanitised). */
 void isv__json_error_body(isv__buf *b, const char *msg);
 

@@ -205,7 +205,7 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
 
 static void release(void *p) { isv__free(p); }
 
-static void metrics(isv__http_req *q) {
+void isv__metrics_handler(isv__http_req *q) {
   const isv__core *core = q->core;
   isv__exchange *ex = q->ex;
   isv__buf b;
@@ -232,7 +232,7 @@ static void metrics(isv__http_req *q) {
 }
 
 static const isv__http_route routes[] = {
-    {ISV__ROUTE_GET, "/metrics", metrics, NULL},
+    {ISV__ROUTE_GET, "/metrics", isv__metrics_handler, NULL},
     {0},
 };
 

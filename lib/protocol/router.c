@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
@@ -345,4 +346,61 @@ void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const
     if (fe == NULL) fe = owner_by_prefix(r, ex->path, ex->path_len);
   }
   error_as(fe, ex, http_status, msg, extra, n_extra);
+}
+
+/* ---- query parameters ---------------------------------------------------------------------- */
+
+/* Percent-decode (and '+' → ' ') s[0..n) into out; -1 when it does not fit or is malformed. */
+static int query_decode(const char *s, size_t n, char *out, size_t cap, size_t *len) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)s[i];
+    if (c == '+') {
+      c = ' ';
+    } else if (c == '%') {
+      if (i + 2 >= n) return -1; /* "%" or "%4" at the end */
+      int h = hexval((unsigned char)s[i + 1]), l = hexval((unsigned char)s[i + 2]);
+      if (h < 0 || l < 0) return -1;
+      c = h * 16 + l;
+      i += 2;
+    }
+    if (o + 1 >= cap) return -1;
+    out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  if (len) *len = o;
+  return 0;
+}
+
+int isv__http_query(const isv__exchange *ex, const char *key, char *out, size_t cap, size_t *len) {
+  const char *q = ex->query, *end = ex->query + ex->query_len;
+  size_t kl = strlen(key);
+  if (cap == 0) return -1;
+  while (q < end) {
+    const char *amp = memchr(q, '&', (size_t)(end - q));
+    if (amp == NULL) amp = end;
+    const char *eq = memchr(q, '=', (size_t)(amp - q));
+    const char *kend = eq ? eq : amp;
+    char kbuf[64];
+    size_t klen;
+    if ((size_t)(kend - q) < sizeof kbuf &&
+        query_decode(q, (size_t)(kend - q), kbuf, sizeof kbuf, &klen) == 0 && klen == kl &&
+        memcmp(kbuf, key, kl) == 0) {
+      if (eq == NULL) {
+        out[0] = '\0';
+        if (len) *len = 0;
+        return 1;
+      }
+      return query_decode(eq + 1, (size_t)(amp - eq - 1), out, cap, len) == 0 ? 1 : -1;
+    }
+    q = amp + 1;
+  }
+  return 0;
+}
+
+int isv__http_query_flag(const isv__exchange *ex, const char *key) {
+  char v[8];
+  size_t n;
+  if (isv__http_query(ex, key, v, sizeof v, &n) != 1) return 0;
+  return (n == 4 && strncasecmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1');
 }

@@ -59,6 +59,14 @@ struct isv__http_req {
 /* The capture named `name` (NULL when the route has none by that name); *len its length. */
 const char *isv__http_capture(const isv__http_req *q, const char *name, size_t *len);
 
+/* Query parameter `key` of ex ("a=1&b=x%20y"; '+' is a space), percent-decoded into out
+ * (cap bytes, NUL-terminated), its length in *len (may be NULL). 1 found (the first of its
+ * name), 0 absent, -1 present but longer than cap - 1 or badly escaped. A key without '=' has
+ * the value "". */
+int isv__http_query(const isv__exchange *ex, const char *key, char *out, size_t cap, size_t *len);
+/* Whether query parameter `key` is "true" or "1" (case-insensitive "true"). */
+int isv__http_query_flag(const isv__exchange *ex, const char *key);
+
 typedef struct isv__compiled_route isv__compiled_route;
 
 typedef struct isv__router {

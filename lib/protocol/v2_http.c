@@ -193,12 +193,6 @@ static void infer_done(isv_request *r, int status, void *data) {
   reply_encoded(e);
 }
 
-static int media_is(const isv__header *ct, const char *type) {
-  size_t n = strlen(type);
-  if (ct->value_len < n || strncasecmp(ct->value, type, n) != 0) return 0;
-  return ct->value_len == n || ct->value[n] == ';' || ct->value[n] == ' ';
-}
-
 /* Where the JSON ends: the whole body, or Inference-Header-Content-Length bytes of it when the
  * binary tensor data extension is in use. Nonzero with r failed on a bad header. */
 static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) {
@@ -219,10 +213,10 @@ static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) 
                                "body has only %zu bytes", (unsigned long long)v, ex->body_len);
     *json_len = (size_t)v;
   }
-  if (ct == NULL || media_is(ct, "application/json") || media_is(ct, "text/plain") ||
-      media_is(ct, "application/x-www-form-urlencoded"))
+  if (ct == NULL || isv__media_is(ct, "application/json") || isv__media_is(ct, "text/plain") ||
+      isv__media_is(ct, "application/x-www-form-urlencoded"))
     return 0;
-  if (media_is(ct, "application/octet-stream")) {
+  if (isv__media_is(ct, "application/octet-stream")) {
     if (ih == NULL)
       return isv__request_fail(r, ISV_EBADREQ, "an application/octet-stream body needs the "
                                "Inference-Header-Content-Length header (the JSON part's length)");

@@ -824,7 +824,8 @@ int isv__v2pb_encode_stream_response(isv_request *r, isv__parts *out) {
  * Small messages through nanopb
  * ========================================================================================== */
 
-int isv__v2pb_encode_stream_error(const char *message, isv__buf *out) {
+int isv__v2pb_encode_stream_error(int status, const char *message, isv__buf *out) {
+  (void)status; /* ModelStreamInferResponse has only the message */
   inference_ModelStreamInferResponse m = inference_ModelStreamInferResponse_init_zero;
   isv__nanopb_cstr(&m.error_message, message);
   return isv__nanopb_encode(inference_ModelStreamInferResponse_fields, &m, out);

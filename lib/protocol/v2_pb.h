@@ -33,7 +33,7 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
 int isv__v2pb_encode_infer_response(isv_request *r, isv__parts *out);
 /* ModelStreamInferResponse{infer_response} around the same, or {error_message}. */
 int isv__v2pb_encode_stream_response(isv_request *r, isv__parts *out);
-int isv__v2pb_encode_stream_error(const char *message, isv__buf *out);
+int isv__v2pb_encode_stream_error(int status, const char *message, isv__buf *out);
 
 /* ModelReadyRequest / ModelMetadataRequest {name 1, version 2}: copies into the arrays
  * (NUL-terminated; version "" when absent). -1 on a malformed message or too-long string. */

@@ -47,7 +47,7 @@ def test_unknown_version_404(demo, method, path):
     assert_error(r, 404, "999")
 
 
-@pytest.mark.parametrize("path", ["/", "/v3", "/v2/nothing", "/v2/health", "/v2/health/alive",
+@pytest.mark.parametrize("path", ["/v3", "/v2/nothing", "/v2/health", "/v2/health/alive",
                                   "/v2/models", "/v2/models/simple/bogus",
                                   "/v2/models/simple/versions/1/bogus",
                                   "/v2/models/simple/infer/extra"])

@@ -34,7 +34,7 @@ def _live(c):
 def test_upgrade_then_pipelined_byte(demo, kind):
     """The one-request crash: the upgrade request and one more byte in the same segment."""
     with RawConn(demo) as c:
-        c.send(http_request("GET", "/", headers=UPGRADES[kind]) + b"X")
+        c.send(http_request("GET", "/nothing", headers=UPGRADES[kind]) + b"X")
         r = c.read_response()
         assert r.status == 404 and r.version == "HTTP/1.1", r
         assert "unknown path" in r.json()["error"], r

@@ -17,7 +17,7 @@
 #include "protocol/builtin.h"
 #include "server_internal.h"
 
-#define MAX_PROBES 64
+#define MAX_PROBES 128
 
 typedef struct world {
   uv_loop_t loop;

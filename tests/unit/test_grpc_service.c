@@ -96,7 +96,8 @@ static int encode(isv_request *r, isv__parts *out) {
   return 0;
 }
 
-static int encode_error(const char *message, isv__buf *out) {
+static int encode_error(int status, const char *message, isv__buf *out) {
+  (void)status;
   isv__buf_puts(out, "E:");
   isv__buf_puts(out, message);
   return 0;

@@ -252,6 +252,31 @@ static void early_errors_take_the_routes_shape(void **state) {
   assert_string_equal(got_body, "{\"error\":\"too big\"}");
 }
 
+/* Query parameters: percent-decoding, '+', the first of a name, flags, refusals. */
+static void query_parameters(void **state) {
+  (void)state;
+  char q[] = "model=echo-1.0.0&streaming=true&x=a%20b+c&flag&bad=%4&Big=1&model=later";
+  isv__exchange ex = {0};
+  ex.query = q;
+  ex.query_len = strlen(q);
+  char v[16];
+  size_t n;
+  assert_int_equal(isv__http_query(&ex, "model", v, sizeof v, &n), 1);
+  assert_string_equal(v, "echo-1.0.0");
+  assert_int_equal(n, 10);
+  assert_int_equal(isv__http_query(&ex, "x", v, sizeof v, &n), 1);
+  assert_string_equal(v, "a b c");
+  assert_int_equal(isv__http_query(&ex, "flag", v, sizeof v, &n), 1);
+  assert_int_equal(n, 0);
+  assert_int_equal(isv__http_query(&ex, "bad", v, sizeof v, NULL), -1);
+  assert_int_equal(isv__http_query(&ex, "big", v, sizeof v, NULL), 0); /* case matters */
+  assert_int_equal(isv__http_query(&ex, "model", v, 4, NULL), -1);    /* does not fit */
+  assert_true(isv__http_query_flag(&ex, "streaming"));
+  assert_true(isv__http_query_flag(&ex, "Big"));
+  assert_false(isv__http_query_flag(&ex, "flag"));
+  assert_false(isv__http_query_flag(&ex, "absent"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(literals_captures_suffixes_and_rest, setup, teardown),
@@ -262,6 +287,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(patterns_are_checked_when_added, setup, teardown),
       cmocka_unit_test_setup_teardown(routes_come_and_go_at_run_time, setup, teardown),
       cmocka_unit_test_setup_teardown(early_errors_take_the_routes_shape, setup, teardown),
+      cmocka_unit_test(query_parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

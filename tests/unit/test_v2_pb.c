@@ -917,7 +917,7 @@ static void small_messages(void **state) {
   assert_memory_equal(b.data, want, sizeof want - 1);
   isv__buf_free(&b);
 
-  assert_int_equal(isv__v2pb_encode_stream_error("boom", &b), 0);
+  assert_int_equal(isv__v2pb_encode_stream_error(ISV_EBACKEND, "boom", &b), 0);
   assert_memory_equal(b.data, "\x0a\x04" "boom", 6);
   assert_int_equal(b.len, 6);
   isv__buf_free(&b);
