@@ -1128,7 +1128,7 @@ static uint8_t *placed(int fp64, size_t n, size_t off, size_t *len, size_t *data
 static void aligned_fp32_and_fp64_are_used_in_place(void **state) {
   (void)state;
   for (int fp64 = 0; fp64 < 2; fp64++) {
-    size_t n = 100000, len, at;
+    size_t n = 100000, len = 0, at = 0;
     uint8_t *p = placed(fp64, n, 0, &len, &at);
     isv__grps_msg m;
     assert_int_equal(dec(p, len, &m), 0);
