@@ -720,6 +720,73 @@ ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r);
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
                                                      const isv_param **v);
 
+/* ---------------------------------------------------------------------------------------------
+ * Custom HTTP routes (grps's "customized predict"): the host's own endpoints — an OpenAI-style
+ * /v1/chat/completions streaming Server-Sent Events, a form upload — on the server's
+ * connections (HTTP/1.1 and h2c), with its limits, timeouts, cancellation, metrics and
+ * scheduling: each route runs like a model of its own (its handler is its backend: inline, on
+ * the worker pool or async; `instances` at once, the rest queued), shown in /metrics as model
+ * "@route <METHOD> <path>" and invisible to every model listing and lookup.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_http_request isv_http_request;
+
+/* Answer req — now or later, from any thread — exactly once: isv_http_respond(), or
+ * isv_http_begin() + isv_http_write()* + isv_http_end(). 0, or a nonzero code without
+ * answering: the client gets that error as a backend's failure would be (500, or the ISV_E*
+ * code's status). */
+typedef int (*isv_route_cb)(isv_http_request *req, void *user);
+
+/* Zero-initialise it and set struct_size = sizeof(isv_route); fields added later are read only
+ * when struct_size covers them. */
+typedef struct isv_route {
+  size_t struct_size;
+  const char *method; /* "GET" (also answers HEAD), "POST", "PUT", "DELETE"; NULL: all of them */
+  const char *path;   /* a prefix: the path itself and every path under it ("/custom/echo"
+                       * serves "/custom/echo" and "/custom/echo/x"), percent-decoded */
+  isv_exec_mode mode; /* where the handler runs (ISV_EXEC_INLINE: on the loop, it must not
+                       * block) */
+  uint32_t instances; /* requests handled at once; 0: 16 */
+  isv_route_cb handler;
+  void *user;
+} isv_route;
+
+/* Serve route (copied). ISV_EEXIST when it would take paths a route already served answers —
+ * a built-in front end's (under /v2, /v1/models, /grps/v1, ...) or an earlier custom route's,
+ * in either direction (its prefix under theirs or theirs under its prefix) for a method both
+ * serve; ISV_EINVAL for a path that is not one ("/x", at most 15 segments, no '{' or '}', not
+ * "/"), an unknown method, no handler; ISV_ESTATE when closing. isv_server_last_error says
+ * which. Loop thread. */
+ISV_EXTERN int isv_server_add_route(isv_server *srv, const isv_route *route);
+
+/* The request, as the client sent it: valid until it is answered. Any thread (the handler's).
+ * The path is as sent (not percent-decoded); the query is what follows '?' ("" when none);
+ * header names are matched case-insensitively, the value is not NUL-terminated (*len). */
+ISV_EXTERN const char *isv_http_method(const isv_http_request *req);
+ISV_EXTERN const char *isv_http_path(const isv_http_request *req);
+ISV_EXTERN const char *isv_http_query(const isv_http_request *req);
+ISV_EXTERN const char *isv_http_header(const isv_http_request *req, const char *name,
+                                       size_t *len);
+/* The body (mutable: the handler may parse it in place); *len its length. */
+ISV_EXTERN void *isv_http_body(isv_http_request *req, size_t *len);
+/* The client went away (or the server's drain deadline passed): stop early and end. */
+ISV_EXTERN int isv_http_cancelled(const isv_http_request *req);
+/* A response header for the head that goes out with isv_http_respond or isv_http_begin (name
+ * and value copied; not Content-Length, Transfer-Encoding or Connection: ISV_EINVAL). */
+ISV_EXTERN int isv_http_add_header(isv_http_request *req, const char *name, const char *value);
+/* The whole answer: status (100..599 but not 1xx: ISV_EINVAL), Content-Type (NULL: none) and
+ * body, which follows the buffer contract (STATIC until the answer is written, TRANSIENT, or a
+ * destructor called once it is). ISV_ESTATE when req was answered or begun. */
+ISV_EXTERN int isv_http_respond(isv_http_request *req, int status, const char *content_type,
+                                const void *body, size_t len, isv_destructor del);
+/* A streamed answer: the head now (HTTP/1.1 chunked, HTTP/2 DATA frames), then any number of
+ * pieces, each sent as soon as the connection takes it and in order (Server-Sent Events: one
+ * "data: ...\n\n" per write), then the end. A write after the client left is dropped (0).
+ * ISV_ESTATE out of order (write before begin, anything after end). */
+ISV_EXTERN int isv_http_begin(isv_http_request *req, int status, const char *content_type);
+ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t len,
+                              isv_destructor del);
+ISV_EXTERN int isv_http_end(isv_http_request *req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
  * gRPC method table built from their descriptors) and the core. This file is the only place
  * that knows all three; data flows transport → protocol → core. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "core/offload.h"
 #include "core/request.h"
 #include "protocol/builtin.h"
+#include "protocol/custom_http.h"
 #include "protocol/tfs_http.h"
 #include "server_internal.h"
 #include "transport/transport.h"
@@ -60,7 +62,7 @@ static const char *model_text(char *buf, size_t cap, const char *name, const cha
 static int find_model(isv_server *s, const char *name, const char *version,
                       isv__model_entry **e, isv_model **m) {
   char t[200];
-  *e = isv__registry_entry(&s->core.reg, name, strlen(name));
+  *e = isv__registry_visible(&s->core.reg, name, strlen(name));
   *m = NULL;
   if (*e == NULL) {
     set_error(s, "no %s is registered", model_text(t, sizeof t, name, NULL));
@@ -296,6 +298,10 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
   if (srv == NULL) return ISV_EINVAL;
   begin(srv);
   if (srv->closing) return closing(srv);
+  if (c && c->name && c->name[0] == '@') { /* the library's own (custom routes') */
+    set_error(srv, "add model: names starting with '@' are reserved");
+    return ISV_EINVAL;
+  }
   char why[200];
   int rc = isv__registry_check(c, version, backend, why, sizeof why);
   if (rc == 0) rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
@@ -360,6 +366,90 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                                             "built-in front end?)"
                                         : rc == ISV_EINVAL ? "a route is not a valid path"
                                                            : isv_strerror(rc));
+  }
+  return rc;
+}
+
+/* ---- custom routes ------------------------------------------------------------------------ */
+
+static void free_route(void *user) { isv__free(user); }
+
+static unsigned route_methods(const char *m) {
+  if (m == NULL) return ISV__ROUTE_GET | ISV__ROUTE_POST | ISV__ROUTE_PUT | ISV__ROUTE_DELETE;
+  if (strcmp(m, "GET") == 0) return ISV__ROUTE_GET;
+  if (strcmp(m, "POST") == 0) return ISV__ROUTE_POST;
+  if (strcmp(m, "PUT") == 0) return ISV__ROUTE_PUT;
+  if (strcmp(m, "DELETE") == 0) return ISV__ROUTE_DELETE;
+  return 0;
+}
+
+/* The hidden model that runs the route's handler: open I/O, decoupled (the answer's pieces are
+ * its responses). */
+static int route_model(isv_server *s, const isv_route *route, isv__custom_route *cr) {
+  char name[300];
+  snprintf(name, sizeof name, "@route %s %s", route->method ? route->method : "*", cr->path);
+  isv_model_config *c;
+  int rc = isv_model_config_new(name, &c);
+  if (rc == 0) rc = isv_model_config_set_open_io(c, 1);
+  if (rc == 0) rc = isv_model_config_set_decoupled(c, 1);
+  if (rc == 0) rc = isv_model_config_set_exec_mode(c, route->mode);
+  if (rc == 0) rc = isv_model_config_set_instances(c, route->instances ? route->instances : 16);
+  if (rc == 0) rc = isv_model_config_set_platform(c, "custom_route");
+  isv_backend be = {.struct_size = sizeof be, .infer = isv__custom_infer, .destroy = free_route};
+  if (rc == 0) rc = isv__registry_add(&s->core.reg, c, "1", &be, cr, &cr->model);
+  if (rc == ISV_EEXIST) set_error(s, "add route: %s is already served", name + 7);
+  else if (rc != 0) set_error(s, "add route: %s", isv_strerror(rc));
+  isv_model_config_free(c);
+  return rc;
+}
+
+ISV_EXTERN int isv_server_add_route(isv_server *srv, const isv_route *route) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  if (route == NULL || route->struct_size < offsetof(isv_route, user) + sizeof route->user ||
+      route->handler == NULL || route->path == NULL) {
+    set_error(srv, "add route: %s", route == NULL ? "no route"
+                                    : route->struct_size < sizeof *route ? "struct_size too small "
+                                                                           "(set it to sizeof(isv_route))"
+                                    : route->handler == NULL ? "no handler" : "no path");
+    return ISV_EINVAL;
+  }
+  unsigned methods = route_methods(route->method);
+  size_t pl = strlen(route->path);
+  if (methods == 0 || (unsigned)route->mode > ISV_EXEC_ASYNC || pl < 2 || route->path[0] != '/' ||
+      route->path[pl - 1] == '/' || pl >= sizeof ((isv__custom_route *)0)->path ||
+      strpbrk(route->path, "{}?#") != NULL) {
+    set_error(srv, "add route: %s", methods == 0 ? "the method is not GET, POST, PUT or DELETE"
+                                    : (unsigned)route->mode > ISV_EXEC_ASYNC ? "unknown exec mode"
+                                    : "the path is not a plain one (\"/x/y\": no '{', '}', "
+                                      "'?', '#' or trailing '/', under 256 bytes)");
+    return ISV_EINVAL;
+  }
+  isv__custom_route *cr = isv__calloc(srv->core.mem, 1, sizeof *cr);
+  if (cr == NULL) {
+    set_error(srv, "add route: out of memory");
+    return ISV_ENOMEM;
+  }
+  cr->handler = route->handler;
+  cr->user = route->user;
+  cr->methods = methods;
+  memcpy(cr->path, route->path, pl + 1);
+  int rc = route_model(srv, route, cr);
+  if (rc != 0) {
+    isv__free(cr);
+    return rc;
+  }
+  rc = isv__custom_add_routes(&srv->router, cr);
+  if (rc != 0) {
+    set_error(srv, "add route: %s", rc == ISV_EEXIST ? "it would take paths a route already "
+                                                       "served answers (a built-in front end's, or "
+                                                       "an earlier custom route's)"
+                                    : rc == ISV_EINVAL ? "the path is not a plain one"
+                                                       : isv_strerror(rc));
+    char name[300];
+    snprintf(name, sizeof name, "@route %s %s", route->method ? route->method : "*", cr->path);
+    isv__registry_remove(&srv->core.reg, name, NULL); /* its destroy frees cr */
   }
   return rc;
 }

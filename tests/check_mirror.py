@@ -24,6 +24,9 @@ COVERED_ELSEWHERE = {
                             "tests/integration/test_grps.py; its codec in test_grps_pb.c",
     "protocol/grps_meta.c": "grps's metadata YAML, through both front ends: "
                             "tests/integration/test_grps.py",
+    "protocol/custom_http.c": "custom routes end to end against the demo's (requests, raw "
+                              "sockets, curl over h2c): tests/integration/test_custom_routes.py; "
+                              "their registration rules in test_server_inproc.c",
 }
 # tests/unit files that are not one module's mirror
 NOT_A_MIRROR = {

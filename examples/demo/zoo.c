@@ -637,5 +637,6 @@ int demo_zoo_register(isv_server *srv) {
                        copy_infer, NULL));
   TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
   TRY(demo_zoo_register_grps(srv));
+  TRY(demo_routes_register(srv));
   return demo_zoo_register_scheduling(srv);
 }

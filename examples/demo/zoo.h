@@ -50,6 +50,9 @@ extern "C" {
 int demo_zoo_register(isv_server *srv);
 /* The scheduler's models (called by demo_zoo_register). */
 int demo_zoo_register_scheduling(isv_server *srv);
+/* The demo's custom HTTP routes (routes.c): POST /custom/echo (the body uppercased) and
+ * POST /custom/sse?n=N[&delay_ms=D] (Server-Sent Events). Called by demo_zoo_register. */
+int demo_routes_register(isv_server *srv);
 /* The grps models (called by demo_zoo_register). */
 int demo_zoo_register_grps(isv_server *srv);
 /* slow's backend (zoo.c): sleeps INPUT0 ms on a worker thread, stops early when cancelled. */

@@ -128,7 +128,7 @@ int isv__core_model_ready(const isv__core *c, const isv_model *m) {
 
 int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model **out, char *msg,
                       size_t msglen) {
-  const isv__model_entry *e = isv__registry_entry(&c->reg, ref->name, ref->name_len);
+  const isv__model_entry *e = isv__registry_visible(&c->reg, ref->name, ref->name_len);
   int nl = (int)(ref->name_len > 200 ? 200 : ref->name_len);
   if (e == NULL) {
     snprintf(msg, msglen, "unknown model '%.*s'", nl, ref->name);

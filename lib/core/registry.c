@@ -455,13 +455,28 @@ static void entry_unlink_free(isv__registry *r, isv__model_entry *e) {
   isv__free(e);
 }
 
-void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
-                           void *data) {
+static void each(const isv__registry *r, void (*fn)(isv__model_entry *, void *), void *data,
+                 int all) {
   for (size_t i = 0; i < r->n_buckets; i++)
     for (isv__model_entry *e = r->buckets[i], *next; e; e = next) {
       next = e->hnext;
-      fn(e, data);
+      if (all || !isv__entry_hidden(e)) fn(e, data);
     }
+}
+
+void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
+                           void *data) {
+  each(r, fn, data, 0);
+}
+
+void isv__registry_foreach_all(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
+                               void *data) {
+  each(r, fn, data, 1);
+}
+
+isv__model_entry *isv__registry_visible(const isv__registry *r, const char *name, size_t len) {
+  isv__model_entry *e = isv__registry_entry(r, name, len);
+  return e && !isv__entry_hidden(e) ? e : NULL;
 }
 
 static int invalid(char *why, size_t cap, const char *msg) {
@@ -583,7 +598,7 @@ static void clear_one(isv__model_entry *e, void *data) {
 
 void isv__registry_clear(isv__registry *r) {
   if (r->buckets == NULL) return;
-  isv__registry_foreach(r, clear_one, r);
+  isv__registry_foreach_all(r, clear_one, r);
   isv__free(r->buckets);
   r->buckets = NULL;
   r->n_buckets = 0;

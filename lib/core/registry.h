@@ -132,7 +132,15 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
                       const isv_backend *be, void *user, isv_model **out);
 int isv__registry_remove(isv__registry *r, const char *name, const char *version);
 isv__model_entry *isv__registry_entry(const isv__registry *r, const char *name, size_t len);
+/* Names starting with '@' are the library's own models (a custom route's: server.c), which
+ * clients never see: lookups on their behalf and listings skip them. */
+static inline int isv__entry_hidden(const isv__model_entry *e) { return e->name[0] == '@'; }
+/* isv__registry_entry for a client: NULL for a hidden entry too. */
+isv__model_entry *isv__registry_visible(const isv__registry *r, const char *name, size_t len);
 /* Visit every entry (order unspecified). */
+/* Every visible entry (isv__registry_foreach_all: hidden ones too, for the metrics). */
+void isv__registry_foreach_all(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
+                               void *data);
 void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
                            void *data);
 

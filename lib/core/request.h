@@ -97,6 +97,8 @@ struct isv_request {
   uint64_t complete_ns; /* when the backend completed it (any thread) */
   uint8_t protocol;     /* the front end's label index (isv__core_protocol), for the metrics */
   uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
+  void *fe_data;        /* frontend-private: what it hands its own backend (a custom route's
+                         * isv_http_request) */
 
   /* scheduling (scheduler.c; loop thread) */
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */

@@ -26,7 +26,7 @@ static int check(isv__grpc_unary *u) {
   if (service[0] == '\0' || isv__grpc_services_has(u->services, service)) {
     status = isv__core_ready(u->core) ? SERVING : NOT_SERVING;
   } else {
-    isv__model_entry *e = isv__registry_entry(&u->core->reg, service, strlen(service));
+    isv__model_entry *e = isv__registry_visible(&u->core->reg, service, strlen(service));
     if (e == NULL) {
       snprintf(u->err, sizeof u->err, "unknown service or model '%.200s'", service);
       return ISV_ENOTFOUND;

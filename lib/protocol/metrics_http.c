@@ -199,7 +199,7 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
   for (int pass = 0; pass < (int)(sizeof head / sizeof head[0]); pass++) {
     render rd = {core, b, pass};
     isv__buf_puts(b, head[pass]);
-    isv__registry_foreach(&core->reg, one_entry, &rd);
+    isv__registry_foreach_all(&core->reg, one_entry, &rd);
   }
 }
 

@@ -137,6 +137,36 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
   return 0;
 }
 
+/* Could segment `seg` of some path (the prefix's segment i) match s? */
+static int seg_can_match(const pat_seg *s, const char *seg, size_t n) {
+  if (s->kind == SEG_LITERAL) return s->len == n && memcmp(s->text, seg, n) == 0;
+  return n >= s->len && memcmp(seg + n - s->len, s->text, s->len) == 0; /* capture + suffix */
+}
+
+int isv__router_overlaps(const isv__router *r, unsigned methods, const char *prefix) {
+  isv__compiled_route p = {.pattern = isv__strdup(r->core->mem, prefix)};
+  if (p.pattern == NULL) return -1;
+  int rc = compile(&p);
+  for (size_t i = 0; rc == 0 && i < p.n_segs; i++)
+    if (p.segs[i].kind != SEG_LITERAL) rc = -1;
+  if (p.n_segs == 0) rc = -1; /* "/" would take every path */
+  for (size_t i = 0; rc == 0 && i < r->n_routes; i++) {
+    const isv__compiled_route *c = &r->routes[i];
+    if (!(c->route.methods & methods)) continue;
+    size_t k = 0;
+    for (; k < p.n_segs && k < c->n_segs; k++) {
+      if (c->segs[k].kind == SEG_REST) break; /* takes anything from here on */
+      if (!seg_can_match(&c->segs[k], p.segs[k].text, p.segs[k].len)) break;
+    }
+    int rest_here = k < c->n_segs && c->segs[k].kind == SEG_REST;
+    /* the prefix's segments all match (then c serves the prefix or paths under it), or c
+     * takes the rest of any path from a segment the prefix still agrees with */
+    if (rest_here || (k == p.n_segs && c->n_segs >= p.n_segs)) rc = 1;
+  }
+  isv__free(p.pattern);
+  return rc;
+}
+
 void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes) {
   for (size_t i = n_routes; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   if (n_routes < r->n_routes) r->n_routes = n_routes;

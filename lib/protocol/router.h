@@ -84,6 +84,10 @@ void isv__router_free(isv__router *r);
  * ISV_EEXIST when a route with the same pattern already answers one of its methods (a host's
  * route may not shadow a built-in one), ISV_ENOMEM. */
 int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_route *route);
+/* Whether a route already added (for a method in `methods`) could take a path that `prefix`
+ * (literal segments, "/a/b") or a path under it names: the custom routes' no-shadowing rule.
+ * -1 for a prefix that is not a plain path. */
+int isv__router_overlaps(const isv__router *r, unsigned methods, const char *prefix);
 /* Forget the routes added after the first n_routes (and the prefixes after n_prefixes): the
  * all-or-nothing rollback of a front end that failed to be added. */
 void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes);

@@ -60,7 +60,7 @@ static isv_model *resolve(isv__http_req *q, const servable *s) {
   isv_model *m = NULL;
   char msg[300];
   if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) == 0 && m) return m;
-  const isv__model_entry *e = isv__registry_entry(&q->core->reg, s->name, s->spec.name_len);
+  const isv__model_entry *e = isv__registry_visible(&q->core->reg, s->name, s->spec.name_len);
   if (e && s->label) {
     snprintf(msg, sizeof msg, "Unrecognized servable version label: %.200s", s->label);
     isv__reply_error_msg(q->ex, 400, msg, NULL, 0);

@@ -329,6 +329,54 @@ static void vertex_routes_are_set_once(void **state) {
   assert_int_equal(isv_server_set_vertex_routes(w->srv, "pool", "/p2", NULL), ISV_ESTATE);
 }
 
+static int route_noop(isv_http_request *req, void *user) {
+  (void)user;
+  return isv_http_respond(req, 204, NULL, NULL, 0, ISV_STATIC);
+}
+
+static int add_route(world *w, const char *method, const char *path) {
+  isv_route r = {.struct_size = sizeof r, .method = method, .path = path, .handler = route_noop};
+  return isv_server_add_route(w->srv, &r);
+}
+
+/* A custom route may not take a path a route already served answers, in either direction; its
+ * model is invisible to clients and to the host's model calls. */
+static void custom_routes_never_shadow(void **state) {
+  world *w = *state;
+  assert_int_equal(add_route(w, "POST", "/v2"), ISV_EEXIST); /* built-ins under it */
+  assert_non_null(strstr(isv_server_last_error(w->srv), "already served"));
+  assert_int_equal(add_route(w, "POST", "/v2/models/x"), ISV_EEXIST);         /* {model} */
+  assert_int_equal(add_route(w, "POST", "/v2/models/x/infer/more"), 0);       /* nothing there */
+  assert_int_equal(add_route(w, "GET", "/grps/v1/health"), ISV_EEXIST);
+  assert_int_equal(add_route(w, "POST", "/grps/v1/health"), 0); /* its routes are GET only */
+  assert_int_equal(add_route(w, "POST", "/v1/chat/completions"), 0); /* beside TF Serving's */
+  assert_int_equal(add_route(w, "POST", "/v1/chat/completions"), ISV_EEXIST);
+  assert_int_equal(add_route(w, NULL, "/v1/chat/completions/x"), ISV_EEXIST); /* under it */
+  assert_int_equal(add_route(w, NULL, "/v1/chat"), ISV_EEXIST);               /* over it */
+  assert_int_equal(add_route(w, "GET", "/v1/chat/completions"), 0); /* another method */
+  static const char *const bad[] = {"/", "x", "/a/", "/a/{b}", "/a?b", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    assert_int_equal(add_route(w, "POST", bad[i]), ISV_EINVAL);
+  assert_int_equal(add_route(w, "PATCH", "/p"), ISV_EINVAL);
+  isv_route r = {.struct_size = sizeof r, .path = "/nohandler"};
+  assert_int_equal(isv_server_add_route(w->srv, &r), ISV_EINVAL);
+  r.handler = route_noop;
+  r.struct_size = 8;
+  assert_int_equal(isv_server_add_route(w->srv, &r), ISV_EINVAL);
+  /* the route's model: no client or host call finds it, and its name is reserved */
+  isv_request *req;
+  assert_int_equal(isv_request_new(w->srv, "@route POST /v1/chat/completions", NULL, &req),
+                   ISV_ENOTFOUND);
+  assert_int_equal(isv_server_remove_model(w->srv, "@route POST /v1/chat/completions", NULL),
+                   ISV_ENOTFOUND);
+  isv_model_config *c;
+  assert_int_equal(isv_model_config_new("@mine", &c), 0);
+  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  assert_int_equal(isv_server_add_model(w->srv, c, "1", &be, NULL, NULL), ISV_EINVAL);
+  assert_non_null(strstr(isv_server_last_error(w->srv), "reserved"));
+  isv_model_config_free(c);
+}
+
 static void close_drains_in_flight_requests(void **state) {
   world *w = *state;
   add(w, "threaded", threaded, NULL, ISV_EXEC_INLINE);
@@ -515,6 +563,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
       cmocka_unit_test_setup_teardown(a_request_names_its_version_by_a_label, setup, teardown),
       cmocka_unit_test_setup_teardown(vertex_routes_are_set_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(custom_routes_never_shadow, setup, teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
       cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
       cmocka_unit_test(close_abandons_backends_that_never_complete),
