@@ -383,11 +383,16 @@ static unsigned route_methods(const char *m) {
   return 0;
 }
 
+/* The name of a route's hidden model: "@route POST /custom/sse" ('*' for every method). */
+static void route_name(char *out, size_t cap, const isv_route *route) {
+  snprintf(out, cap, "@route %s %s", route->method ? route->method : "*", route->path);
+}
+
 /* The hidden model that runs the route's handler: open I/O, decoupled (the answer's pieces are
  * its responses). */
 static int route_model(isv_server *s, const isv_route *route, isv__custom_route *cr) {
   char name[300];
-  snprintf(name, sizeof name, "@route %s %s", route->method ? route->method : "*", cr->path);
+  route_name(name, sizeof name, route);
   isv_model_config *c;
   int rc = isv_model_config_new(name, &c);
   if (rc == 0) rc = isv_model_config_set_open_io(c, 1);
@@ -448,7 +453,7 @@ ISV_EXTERN int isv_server_add_route(isv_server *srv, const isv_route *route) {
                                     : rc == ISV_EINVAL ? "the path is not a plain one"
                                                        : isv_strerror(rc));
     char name[300];
-    snprintf(name, sizeof name, "@route %s %s", route->method ? route->method : "*", cr->path);
+    route_name(name, sizeof name, route);
     isv__registry_remove(&srv->core.reg, name, NULL); /* its destroy frees cr */
   }
   return rc;

@@ -18,7 +18,6 @@
 
 /* ---- answers ------------------------------------------------------------------------------ */
 
-/* m as JSON, its HTTP status its code. Large bodies are freed off the loop. */
 static void reply_msg(isv__core *c, isv__exchange *ex, const isv__grps_msg *m,
                       const isv__header *extra, size_t n_extra);
 
@@ -28,21 +27,30 @@ static void reply_failure(isv__core *c, isv__exchange *ex, int err, const char *
   reply_msg(c, ex, &m, NULL, 0);
 }
 
+/* Send b, m encoded as JSON by an encoder that returned rc (err its message), with m's code as
+ * the HTTP status; takes b. Large bodies are freed off the loop (c NULL: at once). */
+static void reply_encoded(isv__core *c, isv__exchange *ex, const isv__grps_msg *m, int rc,
+                          isv__buf *b, const char *err, const isv__header *extra,
+                          size_t n_extra) {
+  if (rc != 0 && rc != ISV_ENOMEM) { /* an answer grps cannot carry: the backend's */
+    isv__buf_free(b);
+    reply_failure(c, ex, ISV_EBACKEND, err);
+    return;
+  }
+  int status = m->has_status ? m->code : 200;
+  if (status < 200 || status > 599) status = 500;
+  if (c == NULL || n_extra) isv__reply_json_headers(ex, status, b, extra, n_extra);
+  else isv__reply_json_large(c, ex, status, b);
+}
+
+/* m as JSON, its HTTP status its code. */
 static void reply_msg(isv__core *c, isv__exchange *ex, const isv__grps_msg *m,
                       const isv__header *extra, size_t n_extra) {
   isv__buf b;
   char err[256];
   isv__buf_init(&b, ex->mem);
   int rc = isv__grps_json_encode(m, &b, err, sizeof err);
-  if (rc != 0 && rc != ISV_ENOMEM) { /* an answer grps cannot carry: the backend's */
-    isv__buf_free(&b);
-    reply_failure(c, ex, ISV_EBACKEND, err);
-    return;
-  }
-  int status = m->has_status ? m->code : 200;
-  if (status < 200 || status > 599) status = 500;
-  if (c == NULL || n_extra) isv__reply_json_headers(ex, status, &b, extra, n_extra);
-  else isv__reply_json_large(c, ex, status, &b);
+  reply_encoded(c, ex, m, rc, &b, err, extra, n_extra);
 }
 
 static void reply_ok(isv__core *c, isv__exchange *ex) {
@@ -160,13 +168,37 @@ typedef struct predict_state {
   size_t model_q_len;
   int streaming;
   int begun; /* streaming: the head went out */
+  isv__grps_msg reply; /* a large answer, encoded on the worker pool into json */
+  isv__buf json;
+  int enc_rc;
 } predict_state;
 
 static void client_gone(isv__exchange *ex) { isv__core_cancel(ex->app); }
 
 static void release_request(void *p) { isv_request_free(p); }
 
-/* The reply of a finished request: bin_data as the raw body, the rest as JSON. */
+static void encode_work(isv__offload *o) {
+  predict_state *st = (predict_state *)o;
+  isv__buf_init(&st->json, st->ex->mem);
+  st->enc_rc = isv__grps_json_encode(&st->reply, &st->json, st->err, sizeof st->err);
+}
+
+static void encode_after(isv__offload *o) {
+  predict_state *st = (predict_state *)o;
+  isv_request *r = st->r;
+  reply_encoded(r->core, st->ex, &st->reply, st->enc_rc, &st->json, st->err, NULL, 0);
+  isv_request_free(r); /* st goes with it; the JSON holds copies */
+}
+
+/* Bytes of output tensors: what encoding the answer costs grows with. */
+static size_t output_bytes(const isv_request *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_outputs; i++) n += r->outputs[i].byte_size;
+  return n;
+}
+
+/* The reply of a finished request: bin_data as the raw body, the rest as JSON — encoded on
+ * the worker pool when it is large (the loop is the host's). */
 static void predict_done(isv_request *r, int status, void *data) {
   predict_state *st = data;
   isv__exchange *ex = st->ex;
@@ -185,6 +217,10 @@ static void predict_done(isv_request *r, int status, void *data) {
                           .release_ctx = r};
     isv__exchange_respond(ex, &resp);
     return;
+  }
+  if (output_bytes(r) >= ISV__OFFLOAD_MIN_BYTES) {
+    st->reply = m; /* st->off is free again: the decode's offload finished before the submit */
+    if (isv__offload_run(c, &st->off, encode_work, encode_after) == 0) return;
   }
   reply_msg(c, ex, &m, NULL, 0); /* JSON copies what it needs */
   isv_request_free(r);

@@ -467,3 +467,16 @@ def test_grpc_reply_to_an_invalid_utf8_model_parses(channel, protos):
                                response_deserializer=protos.grps_pb.GrpsMessage.FromString)
     r = call(b"\x12\x02\xc3\x28\x22\x01x", timeout=TIMEOUT)  # model "\xc3(": not UTF-8
     assert r.status.code == 400 and "UTF-8" in r.status.msg
+
+
+def test_large_gtensors_round_trip(demo, grps, protos):
+    """400 KB of FP32 each way: decoded and encoded on the worker pool over HTTP."""
+    vals = [float(i) * 0.5 for i in range(100000)]
+    t = {"name": "big", "dtype": "DT_FLOAT32", "shape": [100000], "flat_float32": vals}
+    r = predict(demo, {"gtensors": {"tensors": [t]}})
+    assert r.status_code == 200
+    assert r.json()["gtensors"]["tensors"][0]["flat_float32"] == vals
+    pb = protos.grps_pb
+    g = pb.GenericTensor(name="big", dtype=pb.DT_FLOAT32, shape=[100000], flat_float32=vals)
+    out = grps.Predict(msg(protos, gtensors=pb.GenericTensorData(tensors=[g])), timeout=TIMEOUT)
+    assert list(out.gtensors.tensors[0].flat_float32) == vals
