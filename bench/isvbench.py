@@ -6,9 +6,11 @@ Subcommands (every one bounded in time; loopback only):
   gen DIR                  protoc --python_out from proto/ into DIR/pb; writes DIR/simple.grpc,
                            DIR/big.grpc (as Python protobuf lays it out: the tensor at offset 43)
                            and DIR/big-aligned.grpc (an `id` pads the tensor to a 16-byte offset):
-                           gRPC length-prefixed ModelInferRequest messages for h2load -d; prints
+                           gRPC length-prefixed ModelInferRequest messages for h2load -d, and
+                           DIR/grps.grpc (a GrpsMessage, str_data "hello grps"); prints
                            JSON facts (sizes, raw-contents offsets)
-  check PORT DIR           one REST and one gRPC `simple` infer against the demo: verifies the
+  check PORT DIR           one REST and one gRPC `simple` infer against the demo, and one grps
+                           Predict of each (str_data echoed, status.code 200): verifies the
                            answers, prints JSON with the response body sizes (for nginx)
   large PORT DIR MODE N    16 MiB FP32 identity round trips (MODE json | binary | grpc |
                            grpc-aligned); prints JSON: per-iteration seconds, MB/s, status
@@ -43,16 +45,35 @@ def die(msg):
     sys.exit(1)
 
 
-def load_pb(d):
+def compile_proto(d, name):
+    """protoc --python_out of proto/NAME.proto into DIR/pb (once); puts DIR/pb on sys.path."""
     pbdir = os.path.join(d, "pb")
-    if not os.path.exists(os.path.join(pbdir, "grpc_predict_v2_pb2.py")):
+    if not os.path.exists(os.path.join(pbdir, name + "_pb2.py")):
         os.makedirs(pbdir, exist_ok=True)
         protoc = shutil.which("protoc") or die("protoc not found (apt-get install protobuf-compiler)")
         subprocess.run([protoc, "-I" + PROTO_DIR, "--python_out=" + pbdir,
-                        os.path.join(PROTO_DIR, "grpc_predict_v2.proto")], check=True, timeout=60)
-    sys.path.insert(0, pbdir)
+                        os.path.join(PROTO_DIR, name + ".proto")], check=True, timeout=60)
+    if pbdir not in sys.path:
+        sys.path.insert(0, pbdir)
+
+
+def load_pb(d):
+    compile_proto(d, "grpc_predict_v2")
     import grpc_predict_v2_pb2 as pb  # noqa: E402
     return pb
+
+
+def load_grps_pb(d):
+    compile_proto(d, "grps")
+    import grps_pb2 as gpb  # noqa: E402
+    return gpb
+
+
+GRPS_TEXT = "hello grps"  # the payload of bench/grps_predict.lua too
+
+
+def grps_request(gpb):
+    return gpb.GrpsMessage(str_data=GRPS_TEXT).SerializeToString()
 
 
 def grpc_frame(msg):
@@ -117,7 +138,10 @@ def cmd_gen(d):
     a = aligned_big_request(pb, data)
     with open(os.path.join(d, "big-aligned.grpc"), "wb") as f:
         f.write(grpc_frame(a))
-    print(json.dumps({"simple_msg_bytes": len(s), "big_msg_bytes": len(b),
+    g = grps_request(load_grps_pb(d))
+    with open(os.path.join(d, "grps.grpc"), "wb") as f:
+        f.write(grpc_frame(g))
+    print(json.dumps({"simple_msg_bytes": len(s), "grps_msg_bytes": len(g), "big_msg_bytes": len(b),
                       "big_raw_offset": raw_offset(b, data),
                       "big_aligned_raw_offset": raw_offset(a, data)}))
 
@@ -198,6 +222,21 @@ def cmd_check(port, d):
         die("gRPC simple answered wrong data")
     out["grpc_response_msg_bytes"] = len(raw)
     out["grpc_response_body_bytes"] = len(raw) + 5  # with the gRPC length prefix
+    # grps Predict on the default model (echo): str_data comes back, status.code 200
+    gpb = load_grps_pb(d)
+    c = H1(port)
+    st, _, resp = c.request("POST", "/grps/v1/infer/predict", json.dumps({"str_data": GRPS_TEXT}).encode(),
+                            [("Content-Type", "application/json")])
+    j = json.loads(bytes(resp))
+    if st != 200 or j.get("str_data") != GRPS_TEXT or j.get("status", {}).get("code") != 200:
+        die("grps REST predict answered %d %r" % (st, bytes(resp)[:200]))
+    out["grps_rest_response_bytes"] = len(resp)
+    c.close()
+    raw = ch.unary_unary("/grps.protos.v1.GrpsService/Predict")(grps_request(gpb), timeout=10)
+    r = gpb.GrpsMessage.FromString(raw)
+    if r.str_data != GRPS_TEXT or r.status.code != 200:
+        die("grps gRPC Predict answered %r" % raw[:200])
+    out["grps_grpc_response_msg_bytes"] = len(raw)
     ch.close()
     print(json.dumps(out))
 
@@ -667,6 +706,44 @@ def cmd_report(path):
                  "`return 200` with a %s-byte body (the demo's gRPC answer incl. the 5-byte prefix) "
                  "plus a `grpc-status` trailer (`add_trailer`), so both send HEADERS + DATA + "
                  "trailing HEADERS." % meta.get("grpc_body_bytes"))
+        P.append("")
+    GW, GH = pick(rows, kind="wrk_grps"), pick(rows, kind="h2load_grps")
+    if GW or GH:
+        P.append("### grps — Predict str_data (echo)")
+        P.append("")
+        P.append("The demo's default grps model `echo` answers the payload it got: `{\"str_data\":\"hello "
+                 "grps\"}` to `POST /grps/v1/infer/predict` (wrk, bench/grps_predict.lua) and a "
+                 "GrpsMessage with str_data = \"hello grps\" to `grps.protos.v1.GrpsService/Predict` "
+                 "(h2load, the same settings as ModelInfer above), beside V2's `simple` rows of the "
+                 "same run (a different model and payload: 16+16 INT32 in, 2×16 INT32 out).")
+        P.append("")
+    if GW:
+        P.append("| connections | grps HTTP req/s | p50 ms | p99 ms | demo CPU (µs/req) | V2 REST "
+                 "req/s | V2 CPU (µs/req) | grps / V2 req/s |")
+        P.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for c in sorted({r["conc"] for r in GW}):
+            t, v = one(GW, conc=c) or {}, one(W or [], server="demo", conc=c) or {}
+            q = t["rps"] / v["rps"] if t.get("rps") and v.get("rps") else None
+            bad = ""
+            if t.get("non2xx") or t.get("socket_errors"):
+                bad = " (%s non-2xx, %s socket errors)" % (t.get("non2xx"), t.get("socket_errors"))
+            P.append("| %d | %s%s | %s | %s | %s | %s | %s | %s |" % (
+                c, f(t.get("rps")), bad, f(t.get("p50_ms"), "%.3f"), f(t.get("p99_ms"), "%.3f"),
+                cpu_txt(t), f(v.get("rps")), cpu_txt(v), f(q and 100 * q, "%.0f%%")))
+        P.append("")
+    if GH:
+        P.append("| clients × streams | grps gRPC req/s | p50 ms | p99 ms | demo CPU (µs/req) | V2 "
+                 "ModelInfer req/s | V2 CPU (µs/req) | grps / V2 req/s |")
+        P.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for c, m in sorted({(r["conc"], r["m"]) for r in GH}, key=lambda x: (x[0] * x[1], x[1])):
+            t, v = one(GH, conc=c, m=m) or {}, one(H or [], server="demo", conc=c, m=m) or {}
+            q = t["rps"] / v["rps"] if t.get("rps") and v.get("rps") else None
+            bad = ""
+            if t.get("failed") or t.get("non2xx"):
+                bad = " (%s failed, %s non-2xx)" % (t.get("failed"), t.get("non2xx"))
+            P.append("| %d × %d | %s%s | %s | %s | %s | %s | %s | %s |" % (
+                c, m, f(t.get("rps")), bad, f(t.get("p50_ms"), "%.3f"), f(t.get("p99_ms"), "%.3f"),
+                cpu_txt(t), f(v.get("rps")), cpu_txt(v), f(q and 100 * q, "%.0f%%")))
         P.append("")
     L = pick(rows, kind="large") + pick(rows, kind="large_h2load")
     mc = one(rows, kind="memcpy")

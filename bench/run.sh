@@ -305,6 +305,16 @@ for c in $CONCS; do
   record "$($PY "$CLIENT" parse wrk "$out" kind='"wrk_tfs"' server='"demo"' conc="$c" cpu_pct="$CPU_PCT" load1="\"$l\"")"
 done
 
+# grps REST predict (str_data to the default model, echo), same harness, the demo only
+for c in $CONCS; do
+  out=$WORK/wrk-grps-c$c.txt
+  l=$(load1)
+  log "wrk demo grps predict c=$c"
+  measure "$MAIN_PID" wrk -t1 -c"$c" -d"${DUR}s" --timeout 5s --latency -s "$HERE/grps_predict.lua" \
+    "http://127.0.0.1:$MAIN_PORT/" >"$out" 2>&1
+  record "$($PY "$CLIENT" parse wrk "$out" kind='"wrk_grps"' server='"demo"' conc="$c" cpu_pct="$CPU_PCT" load1="\"$l\"")"
+done
+
 # ---- gRPC: h2load ----------------------------------------------------------------------------
 
 H2_RUNS=""
@@ -326,6 +336,19 @@ for run in $H2_RUNS; do
     record "$($PY "$CLIENT" parse h2load "$out" log="\"$out.log\"" kind='"h2load"' server="\"$srv\"" conc="$c" m="$m" cpu_pct="$CPU_PCT" load1="\"$l\"")"
     rm -f "$out.log"
   done
+done
+
+# grps Predict (GrpsMessage str_data to the default model, echo) at the same shapes, the demo only
+for run in $H2_RUNS; do
+  c=${run%%:*} m=${run##*:}
+  out=$WORK/h2load-grps-c$c-m$m.txt
+  l=$(load1)
+  log "h2load demo grps -c$c -m$m"
+  measure "$MAIN_PID" h2load -c"$c" -m"$m" -D "$DUR" --warm-up-time 1 -d "$WORK/grps.grpc" \
+    -H 'content-type: application/grpc' -H 'te: trailers' --log-file="$out.log" \
+    "http://127.0.0.1:$MAIN_PORT/grps.protos.v1.GrpsService/Predict" >"$out" 2>&1
+  record "$($PY "$CLIENT" parse h2load "$out" log="\"$out.log\"" kind='"h2load_grps"' server='"demo"' conc="$c" m="$m" cpu_pct="$CPU_PCT" load1="\"$l\"")"
+  rm -f "$out.log"
 done
 
 # ---- large tensors ----------------------------------------------------------------------------
