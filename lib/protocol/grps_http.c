@@ -108,10 +108,9 @@ static void server_metadata(isv__http_req *q) {
   reply_yaml(q->core, q->ex, &y);
 }
 
-static int grps_limits_of(const isv__core *c, isv__grps_limits *lim) {
+static void grps_limits_of(const isv__core *c, isv__grps_limits *lim) {
   lim->max_tensors = c->opts.max_tensors;
   lim->max_depth = c->opts.max_json_depth;
-  return 0;
 }
 
 /* The model named by str_data (or ?model=, or the default model). */

@@ -350,24 +350,11 @@ static int read_shape(dec *d, const isv__json_token *t, tstate *s, const char *w
   }
 }
 
-/* "[2,3]" (cut short with "..." when long). */
-static void shape_text(char *buf, size_t cap, const int64_t *shape, size_t ndim) {
-  size_t n = 0;
-  buf[n++] = '[';
-  for (size_t i = 0; i < ndim && n + 24 < cap; i++)
-    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)shape[i]);
-  snprintf(buf + n, cap - n, "%s]", n + 24 >= cap ? "..." : "");
-}
-
-/* The product of the shape, or SIZE_MAX when it overflows. */
+/* The product of the shape (core/request.h's rule), or SIZE_MAX when it is negative or
+ * overflows. */
 static size_t shape_count(const int64_t *shape, size_t ndim) {
-  size_t p = 1;
-  for (size_t i = 0; i < ndim; i++) {
-    size_t dim = (size_t)shape[i];
-    if (dim && p > SIZE_MAX / dim) return SIZE_MAX;
-    p *= dim;
-  }
-  return p;
+  size_t n;
+  return isv__shape_count(shape, ndim, 0, &n, NULL) == 0 ? n : SIZE_MAX;
 }
 
 /* The tensor s read into t: one flat_* field of its dtype, as many elements as its shape. */
@@ -395,7 +382,7 @@ static int finish_tensor(dec *d, const tstate *s, isv_tensor *t) {
   size_t count = which >= 0 ? s->flat[which].n : 0, ndim = s->ndim ? s->ndim : 1;
   if (s->ndim && shape_count(s->shape, s->ndim) != count) {
     char sh[120];
-    shape_text(sh, sizeof sh, s->shape, s->ndim);
+    isv__shape_text(sh, sizeof sh, s->shape, s->ndim, 0);
     return BAD(d, "%s: shape %s does not match the %zu elements of %s", label, sh, count,
                flat_name(dt));
   }
