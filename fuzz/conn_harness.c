@@ -40,6 +40,37 @@ static int echo(isv_request *r, void *u) {
   return isv_request_complete(r, 0, NULL);
 }
 
+/* "g": open I/O (grps's default model here): every input back, in the kind it came. */
+static int echo_all(isv_request *r, void *u) {
+  (void)u;
+  for (size_t i = 0; i < isv_request_input_count(r); i++) {
+    const isv_tensor *t = isv_request_input_at(r, i);
+    size_t nd;
+    const int64_t *shape = isv_tensor_shape(t, &nd);
+    int rc = isv_request_set_output(r, isv_tensor_name(t), isv_tensor_datatype(t), shape, nd,
+                                    isv_tensor_data(t), isv_tensor_byte_size(t), ISV_STATIC);
+    if (rc) return rc;
+  }
+  const isv_param *kind = isv_request_param(r, "grps_data");
+  if (kind && kind->type == ISV_PARAM_STRING) isv_request_set_response_param(r, "grps_data", kind);
+  return isv_request_complete(r, 0, NULL);
+}
+
+/* POST /fuzz/custom[/...]: a custom route (isv_server_add_route) answering inline — whole
+ * with ?whole, else streamed: the head, the body back, a last piece, the end. */
+static int custom_route(isv_http_request *q, void *u) {
+  (void)u;
+  size_t n;
+  void *body = isv_http_body(q, &n);
+  if (strstr(isv_http_query(q), "whole"))
+    return isv_http_respond(q, 200, "text/plain", body, n, ISV_TRANSIENT);
+  int rc = isv_http_add_header(q, "X-Fuzz", "1");
+  if (rc == 0) rc = isv_http_begin(q, 200, "text/event-stream");
+  if (rc == 0) rc = isv_http_write(q, body, n, ISV_TRANSIENT);
+  if (rc == 0) rc = isv_http_write(q, "data: [DONE]\n\n", 14, ISV_STATIC);
+  return rc ? rc : isv_http_end(q);
+}
+
 /* "d": add_one, completed on a later loop turn (an idle handle), as an asynchronous backend. */
 #define DEFERRED_MAX 64
 static isv_request *deferred[DEFERRED_MAX];
@@ -183,6 +214,16 @@ static void init(void) {
   add_model("m", add_one, 1);
   add_model("e", echo, 0);
   add_model("d", defer, 0);
+  isv_model_config *g;
+  isv_model_config_new("g", &g);
+  isv_model_config_set_open_io(g, 1);
+  isv_backend gb = {.struct_size = sizeof gb, .infer = echo_all};
+  if (isv_server_add_model(srv, g, "1.0.0", &gb, NULL, NULL) != 0) abort();
+  isv_model_config_free(g);
+  isv_server_set_default_model(srv, "g");
+  isv_route cr = {.struct_size = sizeof cr, .method = "POST", .path = "/fuzz/custom",
+                  .handler = custom_route};
+  if (isv_server_add_route(srv, &cr) != 0) abort();
   if (isv__server_add_frontend(srv, &stream_frontend) != 0) abort();
 }
 
