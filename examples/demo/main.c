@@ -65,6 +65,9 @@ static void usage(FILE *f) {
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
           "                           tfserving, vertex, grps, grpc_health, metrics\n"
+          "  --server-name NAME[:VERSION]  the name (and version) server metadata reports on\n"
+          "                           every protocol (default libinferserve and its version;\n"
+          "                           Triton's clients expect \"triton\")\n"
           "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
           "                           (default half_plus_three); with AIP_HTTP_PORT set, the demo\n"
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
@@ -245,6 +248,19 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       if (*v == '\0' || *end != '\0' ||
           isv_options_set_min_body_rate(opts, (size_t)rate, grace) != 0) {
         fprintf(stderr, "inferserve-demo: bad value '%s' for --min-body-rate (B/S:MS)\n", v);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(arg, "--server-name") == 0) {
+      char name[128];
+      snprintf(name, sizeof name, "%s", i + 1 < argc ? argv[++i] : "");
+      char *colon = strchr(name, ':');
+      if (colon) *colon = '\0';
+      if (name[0] == '\0' ||
+          isv_options_set_server_name(opts, name, colon ? colon + 1 : isv_version()) != 0) {
+        fprintf(stderr, "inferserve-demo: bad --server-name '%s' (NAME[:VERSION], at most 63 "
+                        "and 31 bytes)\n", argv[i]);
         return 2;
       }
       continue;

@@ -132,6 +132,34 @@ static int simple_infer(isv_request *req, void *user) {
   return isv_request_complete(req, 0, NULL);
 }
 
+/* ---- simple_int8: the same on INT8 (Triton's example model: wrapping int8) ----------------- */
+
+static int simple_int8_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *a = input_or_fail(req, "INPUT0", ISV_INT8), *b;
+  if (a == NULL || (b = input_or_fail(req, "INPUT1", ISV_INT8)) == NULL)
+    return 0;
+  if (!same_shape(a, b))
+    return isv_request_complete(req, ISV_EBADREQ, "INPUT0 and INPUT1 must have the same shape");
+  size_t ndim, n = isv_tensor_element_count(a);
+  const int64_t *shape = isv_tensor_shape(a, &ndim);
+  void *sum, *diff;
+  int k0 = make_output(req, "OUTPUT0", ISV_INT8, shape, ndim, &sum);
+  if (k0 < 0)
+    return 0;
+  int k1 = make_output(req, "OUTPUT1", ISV_INT8, shape, ndim, &diff);
+  if (k1 < 0)
+    return 0;
+  const uint8_t *pa = isv_tensor_data(a), *pb = isv_tensor_data(b);
+  for (size_t i = 0; i < n; i++) { /* unsigned arithmetic: the wrap is defined */
+    if (k0 > 0)
+      ((uint8_t *)sum)[i] = (uint8_t)(pa[i] + pb[i]);
+    if (k1 > 0)
+      ((uint8_t *)diff)[i] = (uint8_t)(pa[i] - pb[i]);
+  }
+  return isv_request_complete(req, 0, NULL);
+}
+
 /* ---- simple_string: the same on decimal text ------------------------------------------------ */
 
 /* Parse an optionally signed decimal int32 occupying the whole element. */
@@ -600,6 +628,16 @@ int demo_zoo_register(isv_server *srv) {
                        simple_infer, NULL));
   TRY(add_simple_model(srv, "simple_string", "1", 8, string_in, 2, string_out, 2,
                        ISV_EXEC_INLINE, simple_string_infer, NULL));
+  /* Triton's example models of the same names (its client examples call them) */
+  static const io_spec int8_in[] = {{"INPUT0", ISV_INT8, {16}, 1}, {"INPUT1", ISV_INT8, {16}, 1}};
+  static const io_spec int8_out[] = {{"OUTPUT0", ISV_INT8, {16}, 1}, {"OUTPUT1", ISV_INT8, {16}, 1}};
+  TRY(add_simple_model(srv, "simple_int8", "1", 8, int8_in, 2, int8_out, 2, ISV_EXEC_INLINE,
+                       simple_int8_infer, NULL));
+  static const isv_datatype bytes_dt = ISV_BYTES;
+  static const io_spec sid_in[] = {{"INPUT0", ISV_BYTES, {-1}, 1}};
+  static const io_spec sid_out[] = {{"OUTPUT0", ISV_BYTES, {-1}, 1}};
+  TRY(add_simple_model(srv, "simple_identity", "1", 8, sid_in, 1, sid_out, 1, ISV_EXEC_INLINE,
+                       identity_infer, &bytes_dt));
 
   for (size_t i = 0; i < ARRAY_LEN(identity_types); i++) {
     io_spec in = {"INPUT0", identity_types[i].dt, {-1, -1}, 2};

@@ -3,6 +3,8 @@
  *
  *   simple              INPUT0, INPUT1 INT32 [-1,16] -> OUTPUT0 = a+b, OUTPUT1 = a-b
  *   simple_string       the same on decimal text (BYTES)
+ *   simple_int8         the same on INT8 (wrapping); simple_identity: BYTES [-1,-1] identity
+ *                       (max batch 8) — Triton's example models of those names
  *   identity_<t>        INPUT0 [-1,-1] -> OUTPUT0 identical, for every datatype t
  *   multi_version       v1..v3: OUTPUT0 = INPUT0 + version; stable -> 2, canary -> 3, default 3
  *   classifier          iris-like FP32 [-1,4] -> softmax FP32 [-1,3] with class labels
@@ -22,6 +24,8 @@
  *                       INT64 [1], the running sum of the sequence
  *   repeat              decoupled: IN INT32 [-1] -> one response per element (OUT = IN[i], IDX =
  *                       i), "delay_ms" parameter between them, then an empty completion
+ *   repeat_int32        Triton's decoupled example: IN INT32 [-1], DELAY UINT32 [-1], WAIT
+ *                       UINT32 [1] -> per element OUT = IN[i], IDX = i, DELAY[i] ms apart
  *   tokens              decoupled: text_input BYTES [1] -> one response per word (text_output);
  *                       the word FAIL fails the request there (an error after some responses)
  *   queue1              like slow, one instance, one waiting request at most (503 beyond)

@@ -134,6 +134,36 @@ static int repeat_infer(isv_request *req, void *user) {
   return isv_request_complete(req, 0, NULL);
 }
 
+/* ---- repeat_int32: Triton's decoupled example (its "repeat" backend) ------------------------
+ * IN INT32 [-1], DELAY UINT32 [-1] (same shape), WAIT UINT32 [1] -> one response per element of
+ * IN: OUT = IN[i], IDX = i, sent DELAY[i] ms after the previous one. WAIT (when Triton's backend
+ * releases the request) has nothing to release here: the instance stays taken to the end, and
+ * four instances let requests overlap. */
+static int repeat_int32_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *x = isv_request_input(req, "IN"), *d = isv_request_input(req, "DELAY");
+  if (isv_tensor_element_count(x) != isv_tensor_element_count(d))
+    return failf(req, ISV_EBADREQ, "expected IN and DELAY shape to match, got %zu and %zu "
+                 "elements", isv_tensor_element_count(x), isv_tensor_element_count(d));
+  const unsigned char *in = isv_tensor_data(x), *delay = isv_tensor_data(d);
+  int64_t one = 1;
+  for (size_t i = 0; i < isv_tensor_element_count(x); i++) {
+    if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
+    uint32_t ms;
+    memcpy(&ms, delay + i * sizeof ms, sizeof ms);
+    if (ms) uv_sleep(ms > 10000 ? 10000 : ms);
+    int32_t *out;
+    uint32_t *idx;
+    int rc = isv_request_output(req, "OUT", ISV_INT32, &one, 1, (void **)&out);
+    if (rc == 0) rc = isv_request_output(req, "IDX", ISV_UINT32, &one, 1, (void **)&idx);
+    if (rc != 0) return rc;
+    memcpy(out, in + i * sizeof *out, sizeof *out);
+    *idx = (uint32_t)i;
+    if ((rc = isv_request_send_response(req)) != 0) return rc;
+  }
+  return isv_request_complete(req, 0, NULL);
+}
+
 /* ---- tokens: text_input streamed back one word per response (for generate_stream) ---------- */
 
 static int tokens_infer(isv_request *req, void *user) {
@@ -236,6 +266,13 @@ int demo_zoo_register_scheduling(isv_server *srv) {
   if ((c = config("repeat", 0, r_in, 1, r_out, 2, ISV_EXEC_POOL, 4)) == NULL) return ISV_ENOMEM;
   if ((rc = isv_model_config_set_decoupled(c, 1)) != 0) return dropped(c, rc);
   if ((rc = add(srv, c, repeat_infer, NULL)) != 0) return rc;
+
+  static const spec ri_in[] = {{"IN", ISV_INT32, {-1}, 1}, {"DELAY", ISV_UINT32, {-1}, 1},
+                               {"WAIT", ISV_UINT32, {1}, 1}};
+  if ((c = config("repeat_int32", 0, ri_in, 3, r_out, 2, ISV_EXEC_POOL, 4)) == NULL)
+    return ISV_ENOMEM;
+  if ((rc = isv_model_config_set_decoupled(c, 1)) != 0) return dropped(c, rc);
+  if ((rc = add(srv, c, repeat_int32_infer, NULL)) != 0) return rc;
 
   if ((c = config("tokens", 0, t_in, 1, t_out, 1, ISV_EXEC_POOL, 4)) == NULL) return ISV_ENOMEM;
   if ((rc = isv_model_config_set_decoupled(c, 1)) != 0) return dropped(c, rc);
