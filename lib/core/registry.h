@@ -137,8 +137,8 @@ isv__model_entry *isv__registry_entry(const isv__registry *r, const char *name, 
 static inline int isv__entry_hidden(const isv__model_entry *e) { return e->name[0] == '@'; }
 /* isv__registry_entry for a client: NULL for a hidden entry too. */
 isv__model_entry *isv__registry_visible(const isv__registry *r, const char *name, size_t len);
-/* Visit every entry (order unspecified). */
-/* Every visible entry (isv__registry_foreach_all: hidden ones too, for the metrics). */
+/* Visit every visible entry, in no set order (isv__registry_foreach_all: the hidden ones too —
+ * for the metrics and the registry's clear). */
 void isv__registry_foreach_all(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
                                void *data);
 void isv__registry_foreach(const isv__registry *r, void (*fn)(isv__model_entry *, void *),
