@@ -131,7 +131,7 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model 
   const isv__model_entry *e = isv__registry_visible(&c->reg, ref->name, ref->name_len);
   int nl = (int)(ref->name_len > 200 ? 200 : ref->name_len);
   if (e == NULL) {
-    snprintf(msg, msglen, "unknown model '%.*s'", nl, ref->name);
+    snprintf(msg, msglen, "Request for unknown model: '%.*s' is not found", nl, ref->name);
     return ISV_ENOTFOUND;
   }
   isv_model *m;

@@ -33,7 +33,7 @@ def test_generate_on_a_text_model_with_parameters(demo):
 
 def test_generate_errors(demo):
     assert_error(post_json(demo, "/v2/models/nope/generate", {"x": 1}), 404,
-                 "unknown model 'nope'")
+                 "Request for unknown model: 'nope' is not found")
     assert_error(post_json(demo, "/v2/models/half_plus_three/generate", {"x": [[1], [2]]}), 400,
                  "'x' must be a string, a number, a bool or a flat array of them")
     assert_error(post_json(demo, "/v2/models/half_plus_three/generate", "{\"x\": [1,"), 400,

@@ -85,7 +85,7 @@ def test_model_metadata_of_a_declared_model_names_grps_dtypes(demo):
 def test_model_metadata_unknown_model(demo):
     r = requests.post(demo.base + "/grps/v1/metadata/model", json={"str_data": "nope-2"},
                       timeout=TIMEOUT)
-    failure(r, 404, "unknown model 'nope-2'")
+    failure(r, 404, "Request for unknown model: 'nope-2' is not found")
 
 
 @pytest.mark.parametrize("path", ["/", "/grps/v1/monitor/metrics"])
@@ -122,9 +122,9 @@ def test_model_selection(demo, body, query):
 
 
 @pytest.mark.parametrize("body,query,text", [
-    ({"model": "nope-1.0.0", "str_data": "x"}, "", "unknown model 'nope-1.0.0'"),
+    ({"model": "nope-1.0.0", "str_data": "x"}, "", "Request for unknown model: 'nope-1.0.0' is not found"),
     ({"model": "echo-9.9", "str_data": "x"}, "", "unknown version '9.9' of model 'echo'"),
-    ({"str_data": "x"}, "?model=nope", "unknown model 'nope'"),
+    ({"str_data": "x"}, "?model=nope", "Request for unknown model: 'nope' is not found"),
 ])
 def test_unknown_model(demo, body, query, text):
     failure(predict(demo, body, query), 404, text)
@@ -411,7 +411,7 @@ def test_http_native_model(demo):
 def test_grpc_errors_travel_in_the_message(grps, protos):
     r = grps.Predict(msg(protos, model="nope", str_data="x"), timeout=TIMEOUT)
     assert r.status.code == 404 and r.status.status == protos.grps_pb.Status.FAILURE
-    assert "unknown model 'nope'" in r.status.msg
+    assert "Request for unknown model: 'nope' is not found" in r.status.msg
     r = grps.Predict(msg(protos, ndarray=protos.grps_pb.NDArrayData()), timeout=TIMEOUT)
     assert r.status.code == 400 and "ndarray" in r.status.msg
 

@@ -43,7 +43,7 @@ def test_config_shows_the_scheduler_settings(demo):
 
 def test_config_of_unknown_models_is_404(demo):
     code, body = config(demo, "/v2/models/nope/config")
-    assert code == 404 and body["error"] == "unknown model 'nope'"
+    assert code == 404 and body["error"] == "Request for unknown model: 'nope' is not found"
     code, body = config(demo, "/v2/models/simple/versions/9/config")
     assert code == 404 and "'9'" in body["error"]
     ext = requests.get(demo.url("/v2"), timeout=T).json()["extensions"]

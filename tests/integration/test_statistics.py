@@ -46,7 +46,7 @@ def test_rest_statistics_count_what_ran(start_demo):
     assert sorted(m["version"] for m in versions["model_stats"]) == ["1", "2", "3"]
 
     r = requests.get(demo.url("/v2/models/nope/stats"), timeout=T)
-    assert r.status_code == 404 and r.json()["error"] == "unknown model 'nope'"
+    assert r.status_code == 404 and r.json()["error"] == "Request for unknown model: 'nope' is not found"
     r = requests.get(demo.url("/v2/models/simple/versions/9/stats"), timeout=T)
     assert r.status_code == 404 and "'9'" in r.json()["error"]
 
@@ -74,4 +74,4 @@ def test_grpc_model_statistics_match_rest(start_demo):
         with pytest.raises(grpc.RpcError) as e:
             stub.ModelStatistics(pb.pb.ModelStatisticsRequest(name="nope"), timeout=T)
         assert e.value.code() == grpc.StatusCode.NOT_FOUND
-        assert e.value.details() == "unknown model 'nope'"
+        assert e.value.details() == "Request for unknown model: 'nope' is not found"

@@ -201,7 +201,7 @@ def test_vertex_endpoint_names_the_model(demo):
 
 def test_vertex_errors(demo):
     assert_error(post_json(demo, "/v1/projects/p/models/nope:predict", {"instances": [1]}), 404,
-                 "unknown model 'nope'")
+                 "Request for unknown model: 'nope' is not found")
     assert_error(post_json(demo, "/v1/projects/p/locations/l/endpoints/simple:predict",
                            {"inputs": {"INPUT0": [SIMPLE_A]}}), 400, "takes \"instances\"")
     # one bad instance: no predictions at all, the error names it

@@ -40,7 +40,7 @@ def test_http_route_and_its_captures(toy):
 def test_errors_take_its_shape(toy):
     r = requests.get(toy.url("/echo/v1/models/nope/ready"), timeout=TIMEOUT)
     assert r.status_code == 404
-    assert r.json() == {"echo_error": {"code": 404, "why": "unknown model 'nope'"}}
+    assert r.json() == {"echo_error": {"code": 404, "why": "Request for unknown model: 'nope' is not found"}}
     r = requests.get(toy.url("/echo/v1/x"), timeout=TIMEOUT)  # a route of its, another method
     assert r.status_code == 405 and r.headers["Allow"] == "POST", r.text
     assert r.json()["echo_error"]["code"] == 405

@@ -1,6 +1,7 @@
 """Triton's example models by their names, as its client example programs call them (issue 16):
 simple_int8, simple_identity, repeat_int32 (decoupled, over gRPC ModelStreamInfer), and the
 server name a host sets (the demo's --server-name), on V2 REST, V2 gRPC and grps."""
+import grpc
 import requests
 
 from grpc_stubs import (_grpc_channels, add_input, channel, decode_raw, encode_raw,  # noqa: F401
@@ -82,3 +83,21 @@ def test_server_name_on_every_protocol(start_demo, protos):
     assert y.startswith('name: "triton"\nversion: "2.40.0"')
     d2 = start_demo("--server-name", "mine")
     assert requests.get(d2.base + "/v2", timeout=TIMEOUT).json()["name"] == "mine"
+
+
+def test_unknown_model_text_is_tritons(demo, stub, protos):
+    """Triton's example programs check `"Request for unknown model" in msg` (model metadata)
+    and `msg.startswith("Request for unknown model")` (infer)."""
+    r = requests.get(demo.base + "/v2/models/wrong_model_name", timeout=TIMEOUT)
+    assert r.status_code == 404
+    assert r.json()["error"] == "Request for unknown model: 'wrong_model_name' is not found"
+    r = infer(demo, "wrong_model_name", {"inputs": []})
+    assert r.status_code == 404 and r.json()["error"].startswith("Request for unknown model")
+
+    try:
+        stub.ModelMetadata(protos.pb.ModelMetadataRequest(name="wrong_model_name"),
+                           timeout=TIMEOUT)
+        raise AssertionError("ModelMetadata of an unknown model answered")
+    except grpc.RpcError as e:
+        assert e.code() == grpc.StatusCode.NOT_FOUND
+        assert e.details().startswith("Request for unknown model: 'wrong_model_name'")

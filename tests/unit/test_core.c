@@ -67,7 +67,7 @@ static void every_miss_is_named(void **state) {
   isv_model *m;
   char msg[256];
   assert_int_equal(resolve("nope", NULL, NULL, &m, msg), ISV_ENOTFOUND);
-  assert_string_equal(msg, "unknown model 'nope'");
+  assert_string_equal(msg, "Request for unknown model: 'nope' is not found");
   assert_int_equal(resolve("mv", "7", NULL, &m, msg), ISV_ENOTFOUND);
   assert_string_equal(msg, "unknown version '7' of model 'mv'");
   assert_int_equal(resolve("mv", NULL, "canary", &m, msg), ISV_ENOTFOUND);
@@ -122,7 +122,7 @@ static void errors_come_in_one_order(void **state) {
   (void)state;
   submit("nope", NULL, ISV_EBADREQ, 0);
   assert_int_equal(done_status, ISV_ENOTFOUND);
-  assert_string_equal(done_msg, "unknown model 'nope'");
+  assert_string_equal(done_msg, "Request for unknown model: 'nope' is not found");
   submit("mv", "99", ISV_EBADREQ, 1);
   assert_int_equal(done_status, ISV_ENOTFOUND);
   submit("mv", "10", ISV_EBADREQ, 0);

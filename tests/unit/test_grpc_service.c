@@ -227,7 +227,7 @@ static void inference_calls_and_the_order_of_errors(void **state) {
   message(&f, "bad-and-unknown"); /* the unknown model is reported before the decode error */
   f.call.on_half_close(&f.call);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown model 'bad-and-unknown'");
+  assert_string_equal(f.msg, "Request for unknown model: 'bad-and-unknown' is not found");
   start(&f, "/toy.S/Server");
   message(&f, "m");
   f.call.on_half_close(&f.call);
@@ -245,7 +245,7 @@ static void bidi_streams_answer_each_and_carry_errors(void **state) {
   message(&f, "m");
   assert_int_equal(f.n_sent, 3);
   assert_string_equal(f.sent[0], "y=42");
-  assert_string_equal(f.sent[1], "E:unknown model 'nope'");
+  assert_string_equal(f.sent[1], "E:Request for unknown model: 'nope' is not found");
   assert_string_equal(f.sent[2], "y=42");
   assert_false(f.finished);
   message(&f, "later"); /* in flight when the client half-closes */

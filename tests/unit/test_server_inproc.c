@@ -232,7 +232,7 @@ static void errors_reach_the_callback(void **state) {
   memset(&r, 0, sizeof r);
   assert_int_equal(isv_server_infer(w->srv, req, on_done, &r), 0);
   assert_int_equal(r.status, ISV_ENOTFOUND);
-  assert_non_null(strstr(r.msg, "unknown model 'gone'"));
+  assert_non_null(strstr(r.msg, "Request for unknown model: 'gone' is not found"));
   assert_int_equal(isv_server_set_model_state(w->srv, "inline", "1", ISV_MODEL_LOADING), 0);
   r = run(w, "inline", x, 1, 0);
   assert_int_equal(r.status, ISV_EUNAVAIL);

@@ -460,7 +460,7 @@ static void model_ready_found_unknown_and_malformed(void **state) {
   add_v2->state = ISV_MODEL_READY;
   model_query(&f, SVC "ModelReady", "nope", NULL);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown model 'nope'");
+  assert_string_equal(f.msg, "Request for unknown model: 'nope' is not found");
   assert_int_equal(f.n_sent, 0);
   done(&f);
   model_query(&f, SVC "ModelReady", "add", "9");
@@ -565,7 +565,7 @@ static void model_statistics_of_one_version_a_model_or_all(void **state) {
   done(&f);
   model_query(&f, SVC "ModelStatistics", "nope", NULL);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown model 'nope'");
+  assert_string_equal(f.msg, "Request for unknown model: 'nope' is not found");
   done(&f);
 }
 
@@ -693,7 +693,7 @@ static void model_metadata_found_unknown_and_malformed(void **state) {
   fake f;
   model_query(&f, SVC "ModelMetadata", "nope", NULL);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown model 'nope'");
+  assert_string_equal(f.msg, "Request for unknown model: 'nope' is not found");
   done(&f);
   model_query(&f, SVC "ModelMetadata", "add", "3");
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
@@ -730,7 +730,7 @@ static void model_infer_errors_come_in_order(void **state) {
   unary(&f, SVC "ModelInfer", m.p, m.n);
   w_free(&m);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown model 'nope'");
+  assert_string_equal(f.msg, "Request for unknown model: 'nope' is not found");
   assert_int_equal(f.n_sent, 0);
   done(&f);
   m = infer_request("add", "9", NULL, a_in, 15);
@@ -817,7 +817,7 @@ static void model_stream_infer_answers_errors_in_stream(void **state) {
   assert_null(error);
   expect_add_answer(resp, len, "2", "a");
   stream_response(&f, 1, &error, &resp, &len);
-  assert_string_equal(error, "unknown model 'nope'");
+  assert_string_equal(error, "Request for unknown model: 'nope' is not found");
   stream_response(&f, 2, &error, &resp, &len);
   assert_non_null(error);
   assert_non_null(strstr(error, "'A'"));

@@ -294,17 +294,17 @@ static void model_metadata_with_and_without_a_version(void **state) {
 static void unknown_models_and_versions_are_named_in_the_404(void **state) {
   (void)state;
   get("/v2/models/nope");
-  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   get("/v2/models/add/versions/7");
   expect(404, "{\"error\":\"unknown version '7' of model 'add'\"}");
   get("/v2/models/nope/versions/7/ready");
-  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   get("/v2/models/add/versions/3/ready");
   expect(404, "{\"error\":\"unknown version '3' of model 'add'\"}");
   get("/v2/models/no%20pe%22"); /* named as decoded, escaped in JSON */
-  expect(404, "{\"error\":\"unknown model 'no pe\\\"'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'no pe\\\"' is not found\"}");
   get("/v2/models/%FFbad"); /* not UTF-8: replaced, never sent raw */
-  expect(404, "{\"error\":\"unknown model '?bad'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: '?bad' is not found\"}");
   get("/v2/models/add/nothing");
   expect(404, "{\"error\":\"unknown path '/v2/models/add/nothing'\"}");
 }
@@ -517,7 +517,7 @@ static void statistics_in_tritons_shape(void **state) {
   assert_non_null(strstr(got.body, "\"name\":\"plain\""));
   assert_non_null(strstr(got.body, "\"name\":\"fails\""));
   get("/v2/models/nope/stats");
-  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
 }
 
 static void model_config_of_the_registration(void **state) {
@@ -536,13 +536,13 @@ static void model_config_of_the_registration(void **state) {
 static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
   (void)state;
   post("/v2/models/nope/infer", "application/json", "{broken");
-  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   post("/v2/models/nope/infer", "text/xml", "<x/>"); /* before the Content-Type too */
-  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   post("/v2/models/add/versions/9/infer", "application/json", "{broken");
   expect(404, "{\"error\":\"unknown version '9' of model 'add'\"}");
   call(ISV__M_POST, "/v2/models/nope/infer", "application/octet-stream", "1000", "{}", 2);
-  expect(404, "{\"error\":\"unknown model 'nope'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   post("/v2/models/add/infer", "application/json", "{broken"); /* a known model: the body */
   assert_int_equal(got.status, 400);
   assert_non_null(strstr(got.body, "offset"));
