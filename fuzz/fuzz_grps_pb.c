@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grps_same.h"
 #include "protocol/grps_msg.h"
 
 static int same_bytes(const void *a, size_t an, const void *b, size_t bn) {
@@ -40,59 +41,18 @@ static unsigned touch(const isv_tensor *t) {
   return acc;
 }
 
-static int same_tensor(const isv_tensor *a, const isv_tensor *b) {
-  if (strcmp(a->name, b->name) != 0 || a->dt != b->dt || a->ndim != b->ndim ||
-      a->count != b->count || a->byte_size != b->byte_size)
-    return 0;
-  for (size_t i = 0; i < a->ndim; i++)
-    if (a->shape[i] != b->shape[i]) return 0;
-  if (a->dt != ISV_BYTES) return same_bytes(a->data, a->byte_size, b->data, b->byte_size);
-  const isv_bytes *x = a->data, *y = b->data;
-  for (size_t i = 0; i < a->count; i++)
-    if (!same_bytes(x[i].ptr, x[i].len, y[i].ptr, y[i].len)) return 0;
-  return 1;
-}
-
-static int same_entry(const isv__grps_entry *a, const isv__grps_entry *b) {
-  if (a->map != b->map || !same_bytes(a->key, a->key_len, b->key, b->key_len)) return 0;
-  if (a->key[a->key_len] != '\0') abort(); /* keys are NUL-terminated */
-  switch (a->map) {
-  case ISV__GRPS_S_S:
-  case ISV__GRPS_S_B: return same_bytes(a->v.s.p, a->v.s.n, b->v.s.p, b->v.s.n);
-  case ISV__GRPS_S_I32:
-    if (a->v.i < INT32_MIN || a->v.i > INT32_MAX) abort();
-    return a->v.i == b->v.i;
-  case ISV__GRPS_S_I64: return a->v.i == b->v.i;
-  case ISV__GRPS_S_F: return memcmp(&a->v.f, &b->v.f, sizeof a->v.f) == 0; /* NaN bits too */
-  case ISV__GRPS_S_D: return memcmp(&a->v.d, &b->v.d, sizeof a->v.d) == 0;
-  case ISV__GRPS_S_T: return same_tensor(&a->t, &b->t);
-  }
-  abort(); /* a decoded entry is always in one of the maps */
-}
-
-static int same_msg(const isv__grps_msg *a, const isv__grps_msg *b) {
-  if (a->has_status != b->has_status || a->code != b->code || a->flag != b->flag ||
-      !same_bytes(a->msg, a->msg_len, b->msg, b->msg_len) ||
-      !same_bytes(a->model, a->model_len, b->model, b->model_len) || a->kind != b->kind ||
-      a->n_tensors != b->n_tensors || a->n_entries != b->n_entries)
-    return 0;
-  if ((a->kind == ISV__GRPS_BIN_DATA || a->kind == ISV__GRPS_STR_DATA) &&
-      !same_bytes(a->data, a->data_len, b->data, b->data_len))
-    return 0;
-  for (size_t i = 0; i < a->n_tensors; i++)
-    if (!same_tensor(&a->tensors[i], &b->tensors[i])) return 0;
-  for (size_t i = 0; i < a->n_entries; i++)
-    if (!same_entry(&a->entries[i], &b->entries[i])) return 0;
-  return 1;
-}
-
 static unsigned touch_msg(const isv__grps_msg *m) {
   unsigned acc = 0;
   if ((unsigned)m->flag > ISV__GRPS_FAILURE || (unsigned)m->kind > ISV__GRPS_GMAP) abort();
   if (m->kind == ISV__GRPS_NDARRAY && m->n_tensors != 0) abort(); /* never over protobuf */
   for (size_t i = 0; i < m->n_tensors; i++) acc += touch(&m->tensors[i]);
-  for (size_t i = 0; i < m->n_entries; i++)
-    if (m->entries[i].map == ISV__GRPS_S_T) acc += touch(&m->entries[i].t);
+  for (size_t i = 0; i < m->n_entries; i++) {
+    const isv__grps_entry *e = &m->entries[i];
+    if (e->key[e->key_len] != '\0') abort(); /* keys are NUL-terminated */
+    if (e->map < ISV__GRPS_S_S || e->map > ISV__GRPS_S_T) abort(); /* always in one of the maps */
+    if (e->map == ISV__GRPS_S_I32 && (e->v.i < INT32_MIN || e->v.i > INT32_MAX)) abort();
+    if (e->map == ISV__GRPS_S_T) acc += touch(&e->t);
+  }
   for (size_t i = 0; i < m->data_len; i++) acc += (unsigned char)m->data[i];
   return acc;
 }
@@ -120,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (isv__grps_pb_encode(&m1, &b1, err, sizeof err) != 0) abort();
     if (isv__grps_pb_decode((const uint8_t *)b1.data, b1.len, &lim, &a, &m2, err, sizeof err))
       abort(); /* what was encoded must decode */
-    if (!same_msg(&m1, &m2)) abort();
+    if (!isv_grps_same(&m1, &m2, ISV_GRPS_SAME_BITS | ISV_GRPS_SAME_ENTRY_ORDER)) abort();
     if (isv__grps_pb_encode(&m2, &b2, err, sizeof err) != 0) abort();
     if (!same_bytes(b1.data, b1.len, b2.data, b2.len)) abort(); /* encoding is stable */
     isv__buf_free(&b1);

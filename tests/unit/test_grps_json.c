@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codec/half.h"
+#include "grps_same.h"
 #include "protocol/grps_msg.h"
 
 static const isv__grps_limits lim = {.max_tensors = 16, .max_depth = 64};
@@ -760,77 +761,13 @@ static void encode_gmap(void **state) {
 
 /* ---- round trips ----------------------------------------------------------------------------- */
 
-static int same_bytes(const void *a, size_t na, const void *b, size_t nb) {
-  return na == nb && (na == 0 || memcmp(a, b, na) == 0);
-}
-
-static int same_tensor(const isv_tensor *a, const isv_tensor *b) {
-  if (strcmp(a->name, b->name) != 0 || a->dt != b->dt || a->ndim != b->ndim ||
-      a->count != b->count || a->byte_size != b->byte_size)
-    return 0;
-  for (size_t i = 0; i < a->ndim; i++)
-    if (a->shape[i] != b->shape[i]) return 0;
-  for (size_t i = 0; i < a->count; i++) {
-    if (a->dt == ISV_BYTES) {
-      const isv_bytes *x = (const isv_bytes *)a->data + i, *y = (const isv_bytes *)b->data + i;
-      if (!same_bytes(x->ptr, x->len, y->ptr, y->len)) return 0;
-    } else if (a->dt == ISV_FP32 && isnan(((const float *)a->data)[i])) {
-      if (!isnan(((const float *)b->data)[i])) return 0;
-    } else if (a->dt == ISV_FP64 && isnan(((const double *)a->data)[i])) {
-      if (!isnan(((const double *)b->data)[i])) return 0;
-    } else if (a->dt == ISV_FP16 && isnan(isv__f16_to_f32(((const uint16_t *)a->data)[i]))) {
-      if (!isnan(isv__f16_to_f32(((const uint16_t *)b->data)[i]))) return 0;
-    } else {
-      size_t sz = isv_datatype_size(a->dt);
-      if (memcmp((const char *)a->data + i * sz, (const char *)b->data + i * sz, sz) != 0) return 0;
-    }
-  }
-  return 1;
-}
-
-static int same_entry(const isv__grps_entry *a, const isv__grps_entry *b) {
-  if (a->map != b->map || !same_bytes(a->key, a->key_len, b->key, b->key_len)) return 0;
-  switch (a->map) {
-  case ISV__GRPS_S_S:
-  case ISV__GRPS_S_B: return same_bytes(a->v.s.p, a->v.s.n, b->v.s.p, b->v.s.n);
-  case ISV__GRPS_S_F: return isnan(a->v.f) ? isnan(b->v.f) : memcmp(&a->v.f, &b->v.f, 4) == 0;
-  case ISV__GRPS_S_D: return isnan(a->v.d) ? isnan(b->v.d) : memcmp(&a->v.d, &b->v.d, 8) == 0;
-  case ISV__GRPS_S_T: return same_tensor(&a->t, &b->t);
-  default: return a->v.i == b->v.i;
-  }
-}
-
-/* The entries of each map in the same order: the encoder writes a map's entries together, so
- * the order across maps is not kept (nor meaningful). */
-static int same_maps(const isv__grps_msg *x, const isv__grps_msg *y) {
-  for (int map = ISV__GRPS_S_S; map <= ISV__GRPS_S_T; map++) {
-    size_t i = 0, j = 0;
-    for (;;) {
-      while (i < x->n_entries && (int)x->entries[i].map != map) i++;
-      while (j < y->n_entries && (int)y->entries[j].map != map) j++;
-      if (i == x->n_entries || j == y->n_entries) break;
-      if (!same_entry(&x->entries[i++], &y->entries[j++])) return 0;
-    }
-    if (i != x->n_entries || j != y->n_entries) return 0;
-  }
-  return 1;
-}
-
 static void round_trip(const char *json) {
   dec d1, d2;
   ok(&d1, json);
   isv__buf b;
   encode_ok(&d1.m, &b);
   ok(&d2, b.data);
-  const isv__grps_msg *x = &d1.m, *y = &d2.m;
-  int same = x->kind == y->kind && x->has_status == y->has_status && x->code == y->code &&
-             x->flag == y->flag && same_bytes(x->msg, x->msg_len, y->msg, y->msg_len) &&
-             same_bytes(x->model, x->model_len, y->model, y->model_len) &&
-             same_bytes(x->data, x->data_len, y->data, y->data_len) &&
-             x->n_tensors == y->n_tensors && x->n_entries == y->n_entries;
-  for (size_t i = 0; same && i < x->n_tensors; i++)
-    same = same_tensor(&x->tensors[i], &y->tensors[i]);
-  same = same && same_maps(x, y);
+  int same = isv_grps_same(&d1.m, &d2.m, 0); /* NaN as NaN; each map's order */
   if (!same) fail_msg("round trip differs:\n  %s\n  %s", json, b.data);
   isv__buf_free(&b);
   isv__arena_free(&d1.a);
