@@ -16,8 +16,7 @@
 
 /* ---- helpers shared by the backends -------------------------------------------------------- */
 
-/* Complete req with an error whose message is printf-formatted. */
-static int fail(isv_request *req, int code, const char *fmt, ...) {
+int demo_fail(isv_request *req, int code, const char *fmt, ...) {
   char msg[256];
   va_list ap;
   va_start(ap, fmt);
@@ -31,12 +30,12 @@ static int fail(isv_request *req, int code, const char *fmt, ...) {
 static const isv_tensor *input_or_fail(isv_request *req, const char *name, isv_datatype dt) {
   const isv_tensor *t = isv_request_input(req, name);
   if (t == NULL) {
-    fail(req, ISV_EBADREQ, "missing input %s", name);
+    demo_fail(req, ISV_EBADREQ, "missing input %s", name);
     return NULL;
   }
   if (isv_tensor_datatype(t) != dt) {
     const char *got = isv_datatype_name(isv_tensor_datatype(t));
-    fail(req, ISV_EBADREQ, "input %s must be %s, got %s", name, isv_datatype_name(dt),
+    demo_fail(req, ISV_EBADREQ, "input %s must be %s, got %s", name, isv_datatype_name(dt),
          got ? got : "an invalid datatype");
     return NULL;
   }
@@ -48,7 +47,7 @@ static const isv_tensor *input_or_fail(isv_request *req, const char *name, isv_d
       ok = n <= SIZE_MAX / esz && isv_tensor_byte_size(t) >= n * esz;
     }
     if (!ok) {
-      fail(req, ISV_EBADREQ, "input %s holds fewer bytes than its shape needs", name);
+      demo_fail(req, ISV_EBADREQ, "input %s holds fewer bytes than its shape needs", name);
       return NULL;
     }
   }
@@ -64,7 +63,7 @@ static int make_output(isv_request *req, const char *name, isv_datatype dt,
     return 0;
   int rc = isv_request_output(req, name, dt, shape, ndim, data);
   if (rc < 0) {
-    fail(req, rc, "cannot allocate output %s: %s", name, isv_strerror(rc));
+    demo_fail(req, rc, "cannot allocate output %s: %s", name, isv_strerror(rc));
     return -1;
   }
   return 1;
@@ -226,7 +225,7 @@ static int simple_string_infer(isv_request *req, void *user) {
     if (bad != NULL) {
       char q[48];
       quote(bad, q, sizeof q);
-      return fail(req, ISV_EBADREQ, "%s[%zu] is not a decimal int32: \"%s\"",
+      return demo_fail(req, ISV_EBADREQ, "%s[%zu] is not a decimal int32: \"%s\"",
                   bad == &ea[i] ? "INPUT0" : "INPUT1", i, q);
     }
   }
@@ -293,7 +292,7 @@ static int identity_infer(isv_request *req, void *user) {
   int rc = isv_request_set_output(req, "OUTPUT0", dt, shape, ndim, isv_tensor_data(in),
                                   isv_tensor_byte_size(in), ISV_STATIC);
   if (rc < 0)
-    return fail(req, rc, "cannot set output OUTPUT0: %s", isv_strerror(rc));
+    return demo_fail(req, rc, "cannot set output OUTPUT0: %s", isv_strerror(rc));
   return isv_request_complete(req, 0, NULL);
 }
 
@@ -385,7 +384,7 @@ static int tf_multi_infer(isv_request *req, void *user) {
   size_t nd, n = isv_tensor_element_count(tag);
   const int64_t *shape = isv_tensor_shape(tag, &nd); /* [batch] */
   if (isv_tensor_element_count(sig) != n * 5 || isv_tensor_element_count(sen) != n * 4)
-    return fail(req, ISV_EBADREQ, "tag, signal and sensor must have the same batch size");
+    return demo_fail(req, ISV_EBADREQ, "tag, signal and sensor must have the same batch size");
   void *len_out, *sum_out, *echo_out;
   int k0 = make_output(req, "tag_len", ISV_INT32, shape, nd, &len_out);
   int k1 = k0 < 0 ? -1 : make_output(req, "signal_sum", ISV_FP32, shape, nd, &sum_out);
@@ -441,7 +440,7 @@ int demo_slow_infer(isv_request *req, void *user) {
     return isv_request_complete(req, ISV_EBADREQ, "INPUT0 must hold exactly one element");
   int32_t ms = as_i32(load_u32(isv_tensor_data(in), 0));
   if (ms < 0)
-    return fail(req, ISV_EBADREQ, "INPUT0 must be >= 0 milliseconds, got %" PRId32, ms);
+    return demo_fail(req, ISV_EBADREQ, "INPUT0 must be >= 0 milliseconds, got %" PRId32, ms);
   /* Pool mode: blocks a worker only. Sleeps in short steps so that a request whose client went
    * away (or whose deadline passed) gives its worker back early. */
   for (int32_t left = ms > SLOW_MAX_MS ? SLOW_MAX_MS : ms; left > 0; left -= 10) {
@@ -630,7 +629,8 @@ int demo_zoo_register(isv_server *srv) {
                        ISV_EXEC_INLINE, simple_string_infer, NULL));
   /* Triton's example models of the same names (its client examples call them) */
   static const io_spec int8_in[] = {{"INPUT0", ISV_INT8, {16}, 1}, {"INPUT1", ISV_INT8, {16}, 1}};
-  static const io_spec int8_out[] = {{"OUTPUT0", ISV_INT8, {16}, 1}, {"OUTPUT1", ISV_INT8, {16}, 1}};
+  static const io_spec int8_out[] = {{"OUTPUT0", ISV_INT8, {16}, 1},
+                                     {"OUTPUT1", ISV_INT8, {16}, 1}};
   TRY(add_simple_model(srv, "simple_int8", "1", 8, int8_in, 2, int8_out, 2, ISV_EXEC_INLINE,
                        simple_int8_infer, NULL));
   static const isv_datatype bytes_dt = ISV_BYTES;

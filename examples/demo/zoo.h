@@ -59,6 +59,13 @@ int demo_zoo_register_scheduling(isv_server *srv);
 int demo_routes_register(isv_server *srv);
 /* The grps models (called by demo_zoo_register). */
 int demo_zoo_register_grps(isv_server *srv);
+/* Complete req with an error whose message is printf-formatted; what isv_request_complete
+ * returned (the backends' common way out). */
+int demo_fail(isv_request *req, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* slow's backend (zoo.c): sleeps INPUT0 ms on a worker thread, stops early when cancelled. */
 int demo_slow_infer(isv_request *req, void *user);
 

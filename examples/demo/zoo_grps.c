@@ -2,20 +2,10 @@
  * whatever tensors a GrpsMessage carries and answer in any of its data kinds. */
 #include "zoo.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
-
-static int failf(isv_request *req, int code, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return isv_request_complete(req, code, msg);
-}
 
 /* ---- echo: exactly the payload it got, in the kind it came ---------------------------------- */
 
@@ -43,14 +33,14 @@ static int echo_infer(isv_request *req, void *user) {
 static int echo_native_infer(isv_request *req, void *user) {
   (void)user;
   const isv_tensor *m = isv_request_input(req, "grps_message");
-  if (m == NULL) return failf(req, ISV_EBADREQ, "no grps_message");
+  if (m == NULL) return demo_fail(req, ISV_EBADREQ, "no grps_message");
   int64_t one = 1;
   int rc = isv_request_set_output(req, "grps_message", ISV_BYTES, &one, 1, isv_tensor_data(m), 0,
                                   ISV_STATIC);
   return rc ? rc : isv_request_complete(req, 0, NULL);
 }
 
-/* ---- streamer: N messages "0" .. "N-1", then done --------------------------------------------- */
+/* ---- streamer: N messages "0" .. "N-1", then done ----------------------------------------- */
 
 /* An INT32 [1] input of the gmap, or def. */
 static int32_t gmap_i32(const isv_request *req, const char *name, int32_t def) {
@@ -91,16 +81,17 @@ static int streamer_infer(isv_request *req, void *user) {
   int32_t fail_at, delay_ms;
   long long n = count_of(req, &fail_at, &delay_ms);
   if (n < 0)
-    return failf(req, ISV_EBADREQ, "streamer wants N: str_data \"N\", an INT32 tensor, or gmap "
+    return demo_fail(req, ISV_EBADREQ, "streamer wants N: str_data \"N\", an INT32 tensor, or gmap "
                  "s_i32 n");
-  if (n > 1000) return failf(req, ISV_EBADREQ, "streamer sends at most 1000 messages, not %lld", n);
+  if (n > 1000)
+    return demo_fail(req, ISV_EBADREQ, "streamer sends at most 1000 messages, not %lld", n);
   if (delay_ms < 0 || delay_ms > 1000) delay_ms = 0;
   static const isv_param str_kind = {.type = ISV_PARAM_STRING, .v.s = {"str_data", 8}};
   int64_t one = 1;
   for (long long i = 0; i < n; i++) {
     if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
     if (fail_at >= 0 && i == fail_at)
-      return failf(req, ISV_EBACKEND, "streamer asked to fail after %lld messages", i);
+      return demo_fail(req, ISV_EBACKEND, "streamer asked to fail after %lld messages", i);
     if (delay_ms && i) uv_sleep((unsigned)delay_ms);
     char text[24];
     int len = snprintf(text, sizeof text, "%lld", i);

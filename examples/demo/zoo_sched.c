@@ -5,21 +5,11 @@
 #include "zoo.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failf(isv_request *req, int code, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return isv_request_complete(req, code, msg);
-}
 
 /* ---- batched: y = 2x, and the size of the batch that served the request ------------------ */
 
@@ -29,7 +19,7 @@ static int batched_infer(isv_request *req, void *user) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   if (x == NULL || isv_tensor_datatype(x) != ISV_FP32 || nd != 2)
-    return failf(req, ISV_EBADREQ, "INPUT0 must be FP32 [-1,4]");
+    return demo_fail(req, ISV_EBADREQ, "INPUT0 must be FP32 [-1,4]");
   int64_t rows = shape[0];
   float *y;
   int32_t *bs;
@@ -57,7 +47,7 @@ static int cost_infer(isv_request *req, void *user) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   if (x == NULL || isv_tensor_datatype(x) != ISV_FP32 || nd != 2)
-    return failf(req, ISV_EBADREQ, "INPUT0 must be FP32 [-1,4]");
+    return demo_fail(req, ISV_EBADREQ, "INPUT0 must be FP32 [-1,4]");
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* µs waits: no 50 µs of default slack */
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -77,9 +67,9 @@ static int accumulate_infer(isv_request *req, void *user) {
   (void)user;
   void **slot = isv_request_sequence_state(req);
   const isv_tensor *x = isv_request_input(req, "INPUT0");
-  if (slot == NULL) return failf(req, ISV_EINTERNAL, "no sequence");
+  if (slot == NULL) return demo_fail(req, ISV_EINTERNAL, "no sequence");
   if (x == NULL || isv_tensor_datatype(x) != ISV_INT32 || isv_tensor_element_count(x) != 1)
-    return failf(req, ISV_EBADREQ, "INPUT0 must hold one INT32");
+    return demo_fail(req, ISV_EBADREQ, "INPUT0 must hold one INT32");
   if (*slot == NULL && (*slot = calloc(1, sizeof(int64_t))) == NULL) return ISV_ENOMEM;
   int32_t v;
   memcpy(&v, isv_tensor_data(x), sizeof v);
@@ -111,46 +101,16 @@ static unsigned delay_of(const isv_request *req) {
   return p->v.i64 > 1000 ? 1000 : (unsigned)p->v.i64;
 }
 
-static int repeat_infer(isv_request *req, void *user) {
-  (void)user;
-  const isv_tensor *x = isv_request_input(req, "IN");
-  if (x == NULL || isv_tensor_datatype(x) != ISV_INT32)
-    return failf(req, ISV_EBADREQ, "IN must be INT32");
-  unsigned delay = delay_of(req);
-  const unsigned char *in = isv_tensor_data(x);
+/* The responses of repeat and repeat_int32: OUT = IN[i], IDX = i for each of the n elements
+ * at `in`, each after a pause — DELAY[i] ms when `delays` (UINT32 elements) is given, else
+ * `delay` ms — then the completion. */
+static int send_repeats(isv_request *req, const unsigned char *in, size_t n,
+                        const unsigned char *delays, unsigned delay) {
   int64_t one = 1;
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) {
+  for (size_t i = 0; i < n; i++) {
     if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
-    if (delay) uv_sleep(delay);
-    int32_t *out;
-    uint32_t *idx;
-    int rc = isv_request_output(req, "OUT", ISV_INT32, &one, 1, (void **)&out);
-    if (rc == 0) rc = isv_request_output(req, "IDX", ISV_UINT32, &one, 1, (void **)&idx);
-    if (rc != 0) return rc;
-    memcpy(out, in + i * sizeof *out, sizeof *out);
-    *idx = (uint32_t)i;
-    if ((rc = isv_request_send_response(req)) != 0) return rc;
-  }
-  return isv_request_complete(req, 0, NULL);
-}
-
-/* ---- repeat_int32: Triton's decoupled example (its "repeat" backend) ------------------------
- * IN INT32 [-1], DELAY UINT32 [-1] (same shape), WAIT UINT32 [1] -> one response per element of
- * IN: OUT = IN[i], IDX = i, sent DELAY[i] ms after the previous one. WAIT (when Triton's backend
- * releases the request) has nothing to release here: the instance stays taken to the end, and
- * four instances let requests overlap. */
-static int repeat_int32_infer(isv_request *req, void *user) {
-  (void)user;
-  const isv_tensor *x = isv_request_input(req, "IN"), *d = isv_request_input(req, "DELAY");
-  if (isv_tensor_element_count(x) != isv_tensor_element_count(d))
-    return failf(req, ISV_EBADREQ, "expected IN and DELAY shape to match, got %zu and %zu "
-                 "elements", isv_tensor_element_count(x), isv_tensor_element_count(d));
-  const unsigned char *in = isv_tensor_data(x), *delay = isv_tensor_data(d);
-  int64_t one = 1;
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) {
-    if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
-    uint32_t ms;
-    memcpy(&ms, delay + i * sizeof ms, sizeof ms);
+    uint32_t ms = delay;
+    if (delays) memcpy(&ms, delays + i * sizeof ms, sizeof ms);
     if (ms) uv_sleep(ms > 10000 ? 10000 : ms);
     int32_t *out;
     uint32_t *idx;
@@ -164,13 +124,36 @@ static int repeat_int32_infer(isv_request *req, void *user) {
   return isv_request_complete(req, 0, NULL);
 }
 
+static int repeat_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *x = isv_request_input(req, "IN");
+  if (x == NULL || isv_tensor_datatype(x) != ISV_INT32)
+    return demo_fail(req, ISV_EBADREQ, "IN must be INT32");
+  return send_repeats(req, isv_tensor_data(x), isv_tensor_element_count(x), NULL, delay_of(req));
+}
+
+/* ---- repeat_int32: Triton's decoupled example (its "repeat" backend) ------------------------
+ * IN INT32 [-1], DELAY UINT32 [-1] (same shape), WAIT UINT32 [1] -> one response per element of
+ * IN: OUT = IN[i], IDX = i, sent DELAY[i] ms after the previous one. WAIT (when Triton's backend
+ * releases the request) has nothing to release here: the instance stays taken to the end, and
+ * four instances let requests overlap. */
+static int repeat_int32_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *x = isv_request_input(req, "IN"), *d = isv_request_input(req, "DELAY");
+  if (isv_tensor_element_count(x) != isv_tensor_element_count(d))
+    return demo_fail(req, ISV_EBADREQ, "expected IN and DELAY shape to match, got %zu and %zu "
+                     "elements", isv_tensor_element_count(x), isv_tensor_element_count(d));
+  return send_repeats(req, isv_tensor_data(x), isv_tensor_element_count(x), isv_tensor_data(d),
+                      0);
+}
+
 /* ---- tokens: text_input streamed back one word per response (for generate_stream) ---------- */
 
 static int tokens_infer(isv_request *req, void *user) {
   (void)user;
   const isv_tensor *t = isv_request_input(req, "text_input");
   if (t == NULL || isv_tensor_datatype(t) != ISV_BYTES || isv_tensor_element_count(t) != 1)
-    return failf(req, ISV_EBADREQ, "text_input must be one BYTES element");
+    return demo_fail(req, ISV_EBADREQ, "text_input must be one BYTES element");
   const isv_bytes *text = isv_tensor_data(t);
   unsigned delay = delay_of(req);
   int64_t one = 1;
@@ -184,7 +167,7 @@ static int tokens_infer(isv_request *req, void *user) {
     if (delay) uv_sleep(delay);
     isv_bytes word = {text->ptr + start, i - start}; /* the input lives as long as the request */
     if (word.len == 4 && memcmp(word.ptr, "FAIL", 4) == 0) /* for the tests: an error mid-stream */
-      return failf(req, ISV_EBACKEND, "asked to fail at byte %zu", start);
+      return demo_fail(req, ISV_EBACKEND, "asked to fail at byte %zu", start);
     int rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, &word, 0,
                                     ISV_TRANSIENT);
     if (rc == 0) rc = isv_request_send_response(req);
