@@ -145,8 +145,9 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model 
   } else if (ref->version) {
     m = isv__entry_version(e, ref->version, ref->version_len);
     if (m == NULL) {
-      snprintf(msg, msglen, "unknown version '%.*s' of model '%s'",
-               (int)(ref->version_len > 200 ? 200 : ref->version_len), ref->version, e->name);
+      /* Triton's text: clients match on "Request for unknown model" */
+      snprintf(msg, msglen, "Request for unknown model: '%s' version %.*s is not found", e->name,
+               (int)(ref->version_len > 200 ? 200 : ref->version_len), ref->version);
       return ISV_ENOTFOUND;
     }
   } else {

@@ -465,7 +465,7 @@ static void model_ready_found_unknown_and_malformed(void **state) {
   done(&f);
   model_query(&f, SVC "ModelReady", "add", "9");
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown version '9' of model 'add'");
+  assert_string_equal(f.msg, "Request for unknown model: 'add' version 9 is not found");
   done(&f);
   unary(&f, SVC "ModelReady", "\x0a\x09" "abc", 5); /* a string longer than the message */
   assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
@@ -697,7 +697,7 @@ static void model_metadata_found_unknown_and_malformed(void **state) {
   done(&f);
   model_query(&f, SVC "ModelMetadata", "add", "3");
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown version '3' of model 'add'");
+  assert_string_equal(f.msg, "Request for unknown model: 'add' version 3 is not found");
   done(&f);
   unary(&f, SVC "ModelMetadata", "\x0a", 1); /* a key without its length */
   assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
@@ -737,7 +737,7 @@ static void model_infer_errors_come_in_order(void **state) {
   unary(&f, SVC "ModelInfer", m.p, m.n);
   w_free(&m);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown version '9' of model 'add'");
+  assert_string_equal(f.msg, "Request for unknown model: 'add' version 9 is not found");
   done(&f);
   m = infer_request("add", NULL, NULL, a_in, 15); /* 15 bytes for shape [1,4] of FP32 */
   unary(&f, SVC "ModelInfer", m.p, m.n);
