@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential g++ meson ninja-build pkg-config
-  libuv1-dev libnghttp2-dev node-llhttp nanopb libnanopb-dev
+  libuv1-dev libnghttp2-dev node-llhttp nanopb libnanopb-dev zlib1g-dev
   libcmocka-dev libjansson-dev
   clang libclang-rt-14-dev
   curl python3 python3-requests python3-pytest

@@ -13,6 +13,9 @@ COVERED_ELSEWHERE = {
                      "gen_pow10.py; its values through test_numparse.c and test_numfmt.c",
     "protocol/v2.c": "the V2 front end's descriptor only: its routes in test_v2_http.c, its "
                      "methods in test_v2_grpc.c, its registration in test_builtin.c",
+    "protocol/content_coding.c": "decoding coded bodies before routing, through the router: "
+                                 "test_v2_http.c (coded_*), and end to end over HTTP/1.1 and h2c "
+                                 "in tests/integration/test_compression.py",
     "server.c": "the public API over a real loop: test_server_inproc.c",
     "protocol/tfs_http.c": "TF Serving's routes and handlers, end to end against the demo with "
                            "real clients (requests, curl over h2c): "

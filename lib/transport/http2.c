@@ -32,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/zcoding.h"
 #include "transport/conn.h"
 #include "transport/grpc_frame.h"
 
@@ -993,10 +994,11 @@ static int headers_done(h2 *h, h2_stream *st) {
     return 0;
   }
   if (!st->is_grpc) {
-    if (st->cencoding && st->cencoding[0] && strcasecmp(st->cencoding, "identity") != 0) {
-      char msg[128]; /* as on HTTP/1.1: a coded body would be parsed as plain */
-      snprintf(msg, sizeof msg, "Content-Encoding '%.40s' is not supported: send the body "
-               "uncompressed", st->cencoding);
+    if (st->cencoding &&
+        isv__coding_of(st->cencoding, strlen(st->cencoding)) == ISV__CODING_UNKNOWN) {
+      char msg[128]; /* as on HTTP/1.1: gzip and deflate are decoded by the router */
+      snprintf(msg, sizeof msg, "Content-Encoding '%.40s' is not supported: send gzip, deflate "
+               "or identity", st->cencoding);
       stream_error(st, 415, msg);
     }
     return 0;
