@@ -190,3 +190,7 @@ def test_raw_binary_request_errors(demo):
     r = requests.post(demo.url("/v2/models/half_plus_three/infer"), data=b"\0" * 6, headers=hdr,
                       timeout=TIMEOUT)
     assert_error(r, 400, "raw input 'x': 6 bytes are not a whole number of 4-byte rows of FP32")
+    # BYTES: only as the one element of a [1] input (simple_identity's is [-1])
+    r = requests.post(demo.url("/v2/models/simple_identity/infer"), data=b"abc", headers=hdr,
+                      timeout=TIMEOUT)
+    assert_error(r, 400, "raw BYTES input 'INPUT0' needs a model input of shape [1]")

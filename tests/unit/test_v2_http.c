@@ -570,6 +570,17 @@ static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
 
 /* ---- Triton's raw binary request, and coded bodies ---------------------------------------- */
 
+/* "text": n = the byte length of the one BYTES element t */
+static int text_length(isv_request *r, void *u) {
+  (void)u;
+  const isv_bytes *t = isv_tensor_data(isv_request_input(r, "t"));
+  int64_t shape[] = {1}, *n;
+  int rc = isv_request_output(r, "n", ISV_INT64, shape, 1, (void **)&n);
+  if (rc) return rc;
+  n[0] = (int64_t)t[0].len;
+  return isv_request_complete(r, 0, NULL);
+}
+
 static void raw_binary_request_is_the_models_one_input(void **state) {
   (void)state;
   const float a[4] = {1, 2, 3, 4};
@@ -593,6 +604,21 @@ static void raw_binary_request_is_the_models_one_input(void **state) {
   call(ISV__M_POST, "/v2/models/big/infer", NULL, "0", (const char *)five, 6);
   expect(400, "{\"error\":\"raw input 'x': 6 bytes are not a whole number of 4-byte rows of "
               "FP32\"}");
+  /* BYTES [1]: the whole body is the one element (its length prefix is not sent) */
+  int64_t one[] = {1};
+  isv_model_config *c;
+  isv_model_config_new("text", &c);
+  isv_model_config_add_input(c, "t", ISV_BYTES, one, 1);
+  isv_model_config_add_output(c, "n", ISV_INT64, one, 1);
+  isv_backend be = {.struct_size = sizeof be, .infer = text_length};
+  assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
+  isv_model_config_free(c);
+  call(ISV__M_POST, "/v2/models/text/infer", NULL, "0", "h\0llo", 6);
+  expect(200, "{\"model_name\":\"text\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"n\","
+              "\"datatype\":\"INT64\",\"shape\":[1],\"data\":[6]}]}");
+  call(ISV__M_POST, "/v2/models/text/infer", NULL, "0", NULL, 0);
+  expect(200, "{\"model_name\":\"text\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"n\","
+              "\"datatype\":\"INT64\",\"shape\":[1],\"data\":[0]}]}");
   /* a model without exactly one input */
   call(ISV__M_POST, "/v2/models/fails/infer", NULL, "0", "x", 1);
   expect(400, "{\"error\":\"a raw binary request (Inference-Header-Content-Length: 0) needs a "
