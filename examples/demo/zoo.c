@@ -674,6 +674,7 @@ int demo_zoo_register(isv_server *srv) {
   TRY(add_simple_model(srv, "loading", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        copy_infer, NULL));
   TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
+  TRY(demo_zoo_register_triton(srv));
   TRY(demo_zoo_register_grps(srv));
   TRY(demo_routes_register(srv));
   return demo_zoo_register_scheduling(srv);

@@ -32,6 +32,13 @@
  *   cost, cost_batched  INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 after 200 µs + 1 µs per row, one
  *                       instance; cost_batched with dynamic batching (max 32, 500 µs): the pair
  *                       bench/batching.sh compares
+ * Triton's example models for its client programs (zoo_triton.c; INT32, max batch 8):
+ *   simple_sequence     sequence batching: INPUT [1] -> OUTPUT [1] = INPUT + START (Triton's
+ *                       model: 1 on a start with 0, then the inputs as sent)
+ *   simple_dyna_sequence           OUTPUT = INPUT + START + END * sequence_id (numeric ids)
+ *   simple_string_dyna_sequence    an accumulator: START sets it to INPUT, others add INPUT,
+ *                                  END adds the id read as a decimal int ("1002")
+ *   custom_identity_int32          INPUT0 [-1] -> OUTPUT0, max batch 1024
  * grps's (zoo_grps.c; open I/O, version "1.0.0"):
  *   echo                every input back as an output, in the data kind it came (the server's
  *                       default model: a grps request that names none)
@@ -57,6 +64,8 @@ int demo_zoo_register_scheduling(isv_server *srv);
 /* The demo's custom HTTP routes (routes.c): POST /custom/echo (the body uppercased) and
  * POST /custom/sse?n=N[&delay_ms=D] (Server-Sent Events). Called by demo_zoo_register. */
 int demo_routes_register(isv_server *srv);
+/* Triton's sequence and identity example models (zoo_triton.c; called by demo_zoo_register). */
+int demo_zoo_register_triton(isv_server *srv);
 /* The grps models (called by demo_zoo_register). */
 int demo_zoo_register_grps(isv_server *srv);
 /* Complete req with an error whose message is printf-formatted; what isv_request_complete
