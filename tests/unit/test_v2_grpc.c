@@ -78,7 +78,7 @@ static void message(fake *f, const void *p, size_t n) {
   uint8_t *m = isv__bigbuf_alloc(NULL, n, 0); /* the layer takes it */
   assert_non_null(m);
   if (n) memcpy(m, p, n);
-  f->call.on_message(&f->call, m, n);
+  f->call.on_message(&f->call, m, n, 0);
 }
 
 /* A unary call: one message, half-close. */
