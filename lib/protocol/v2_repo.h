@@ -18,7 +18,21 @@
  *  - unknown top-level JSON members and unknown protobuf fields are skipped.
  * Decoders refuse hostile input with 400 and a message naming the problem: a body that is not
  * a JSON object, wrong types, a model name that is empty, holds a NUL or is not UTF-8, a
- * truncated or mistyped protobuf field. */
+ * truncated or mistyped protobuf field.
+ *
+ * DECISIONS, where Triton differs or is silent:
+ *  - A server without repository callbacks answers load and unload 503 / UNAVAILABLE (Triton's
+ *    code for a server without model control) with Triton's opening words, "explicit model
+ *    load / unload is not allowed", and says why: it has no model repository (Triton's text
+ *    goes on about polling, which means nothing here).
+ *  - An unknown load parameter is 400 on REST too (Triton's REST answers an internal error,
+ *    its gRPC "unrecognized load parameter"); "file:" parameters are 501 (Triton takes model
+ *    files; a host here registers code, not files).
+ *  - The host's errors keep their ISV_E* status: Triton answers a failed load 500 INTERNAL,
+ *    a host says ISV_ENOTFOUND (404) for a model it does not have — a client's mistake is not
+ *    the server's failure — with Triton's words if it likes (the demo does).
+ *  - Operations run one at a time (core/repository.h); Triton serializes only the ones that
+ *    touch the same models. */
 #ifndef ISV_PROTOCOL_V2_REPO_H
 #define ISV_PROTOCOL_V2_REPO_H
 

@@ -584,6 +584,46 @@ static void client_gone_while_running(void **state) {
   run_until(&a, 1);
 }
 
+/* The public call: isv_server_set_repository's rules, and what it changes in server metadata
+ * is checked end to end (tests/integration/test_repository.py). */
+static void closed_cb(isv_server *srv, void *data) {
+  (void)srv;
+  *(int *)data = 1;
+}
+
+static void public_api(void **state) {
+  (void)state;
+  uv_loop_t l;
+  uv_loop_init(&l);
+  isv_options *o;
+  assert_int_equal(isv_options_new(&o), 0);
+  isv_options_set_log(o, NULL, NULL);
+  isv_server *srv;
+  assert_int_equal(isv_server_new(&l, o, &srv), 0);
+  isv_options_free(o);
+  host h = {0};
+  isv_repository t = table(&h);
+  assert_int_equal(isv_server_set_repository(NULL, &t), ISV_EINVAL);
+  assert_int_equal(isv_server_set_repository(srv, NULL), ISV_EINVAL);
+  assert_non_null(strstr(isv_server_last_error(srv), "no repository"));
+  t.load = NULL;
+  assert_int_equal(isv_server_set_repository(srv, &t), ISV_EINVAL);
+  assert_non_null(strstr(isv_server_last_error(srv), "required"));
+  t = table(&h);
+  assert_int_equal(isv_server_set_repository(srv, &t), 0);
+  assert_string_equal(isv_server_last_error(srv), "");
+  assert_int_equal(isv_server_set_repository(srv, &t), ISV_ESTATE);
+  /* its hidden model is nobody's: not removable, not addable */
+  assert_int_equal(isv_server_remove_model(srv, ISV__REPO_MODEL, NULL), ISV_ENOTFOUND);
+  isv_request *r;
+  assert_int_equal(isv_request_new(srv, ISV__REPO_MODEL, NULL, &r), ISV_ENOTFOUND);
+  int closed = 0;
+  assert_int_equal(isv_server_close(srv, closed_cb, &closed), 0);
+  uv_run(&l, UV_RUN_DEFAULT);
+  assert_true(closed);
+  assert_int_equal(uv_loop_close(&l), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(json_index_requests, setup, teardown),
@@ -597,6 +637,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(operations, setup, teardown),
       cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(client_gone_while_running, setup, teardown),
+      cmocka_unit_test(public_api),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
