@@ -88,7 +88,7 @@ int isv__v2repo_pb_empty(isv_request *r, isv__parts *out);
 /* RepositoryIndex, answered at once (a grpc method's answer). */
 int isv__v2repo_grpc_index(isv__grpc_unary *u);
 
-/* ---- REST handlers (v2_repo_http.c), for v2_http.c's route table ------------------------------ */
+/* ---- REST handlers (v2_repo_http.c), for v2_http.c's route table ----------------------------- */
 
 void isv__v2repo_http_index(isv__http_req *q);
 void isv__v2repo_http_load(isv__http_req *q);

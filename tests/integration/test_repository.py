@@ -135,7 +135,8 @@ def test_config_override(rd):
     assert "\"input\"" in error_of(load(rd, "simple_int8", '{"input": []}', expect=400), 400)
     assert "'simple_int8'" in error_of(load(rd, "simple_int8", '{"name": "x"}', expect=400), 400)
     assert "max_batch_size" in error_of(load(rd, "simple_int8", '{"max_batch_size": -1}', 400), 400)
-    assert "max_batch_size" in error_of(load(rd, "simple_int8", '{"max_batch_size": 1.5}', 400), 400)
+    e = error_of(load(rd, "simple_int8", '{"max_batch_size": 1.5}', 400), 400)
+    assert "max_batch_size" in e
     assert cfg()["max_batch_size"] == 4
     load(rd, "simple_int8")  # without an override: the zoo's config again
     assert cfg()["max_batch_size"] == 8
@@ -284,8 +285,8 @@ def test_grpc_errors(rd):
                          request=Load(model_name="nope"), timeout=T)
         expect_rpc_error(stub.RepositoryModelLoad, grpc.StatusCode.INVALID_ARGUMENT,
                          "invalid value type for load parameter 'config', expected string_param.",
-                         request=Load(model_name="simple", parameters={"config": P(bool_param=True)}),
-                         timeout=T)
+                         request=Load(model_name="simple",
+                                      parameters={"config": P(bool_param=True)}), timeout=T)
         expect_rpc_error(stub.RepositoryModelLoad, grpc.StatusCode.INVALID_ARGUMENT,
                          "JSON object", request=Load(model_name="simple",
                                                      parameters={"config": P(string_param="7")}),

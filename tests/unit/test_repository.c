@@ -90,7 +90,8 @@ static int json_op(isv_request *r, int load, const char *name, const char *body)
                                         64);
 }
 
-static void expect_fail(int load, const char *name, const char *body, int code, const char *needle) {
+static void expect_fail(int load, const char *name, const char *body, int code,
+                        const char *needle) {
   isv_request *r = req();
   int rc = json_op(r, load, name, body);
   if (rc != code || strstr(r->errmsg ? r->errmsg : "", needle) == NULL)
@@ -99,7 +100,7 @@ static void expect_fail(int load, const char *name, const char *body, int code, 
   isv_request_free(r);
 }
 
-/* ---- JSON --------------------------------------------------------------------------------------- */
+/* ---- JSON ------------------------------------------------------------------------------------ */
 
 static int json_index(const char *body, int *ready, char *err) {
   char buf[512];
@@ -151,8 +152,9 @@ static void json_load_requests(void **state) {
 
   /* the config reaches the host as it was sent (its escapes kept), NUL-terminated */
   r = req();
-  assert_int_equal(json_op(r, 1, "simple", "{\"other\": {\"a\": 1}, \"parameters\": {\"config\": "
-                                           "\"{\\\"name\\\": \\\"s\\\\u00e9\\\", \\\"max_batch_size\\\": 4}\"}}"),
+  assert_int_equal(json_op(r, 1, "simple",
+                           "{\"other\": {\"a\": 1}, \"parameters\": {\"config\": "
+                           "\"{\\\"name\\\": \\\"s\\\\u00e9\\\", \\\"max_batch_size\\\": 4}\"}}"),
                    0);
   assert_string_equal(r->repo_op->config, "{\"name\": \"s\\u00e9\", \"max_batch_size\": 4}");
   isv_request_free(r);
@@ -196,7 +198,7 @@ static void json_unload_requests(void **state) {
   isv_request_free(r);
 }
 
-/* ---- protobuf ----------------------------------------------------------------------------------- */
+/* ---- protobuf -------------------------------------------------------------------------------- */
 
 static int pb_op(isv_request *r, int load, const pbw *w) {
   return load ? isv__v2repo_pb_load(r, w->p, w->n) : isv__v2repo_pb_unload(r, w->p, w->n);
@@ -312,7 +314,7 @@ static void pb_unload_and_index_requests(void **state) {
   assert_non_null(strstr(err, "malformed"));
 }
 
-/* ---- the core: a repository on a real core ------------------------------------------------------- */
+/* ---- the core: a repository on a real core --------------------------------------------------- */
 
 typedef struct host {
   int loads, unloads, lists;
@@ -439,7 +441,8 @@ static void attach_rules(void **state) {
 
 static void the_index(void **state) {
   (void)state;
-  host h = {.extra = {"zeta", "b", "a\xff", "zeta"}, .reasons = {"unloaded", NULL, "x\xfe", "unloaded"},
+  host h = {.extra = {"zeta", "b", "a\xff", "zeta"},
+            .reasons = {"unloaded", NULL, "x\xfe", "unloaded"},
             .n_extra = 4};
   isv_repository t = table(&h);
   assert_int_equal(isv__repo_attach(&core, &t, NULL, 0), 0);
@@ -471,7 +474,8 @@ static void the_index(void **state) {
                               "{\"name\":\"b\",\"version\":\"9\",\"state\":\"UNAVAILABLE\"},"
                               "{\"name\":\"b\",\"version\":\"10\",\"state\":\"READY\"},"
                               "{\"name\":\"c\",\"version\":\"1\",\"state\":\"LOADING\"},"
-                              "{\"name\":\"zeta\",\"state\":\"UNAVAILABLE\",\"reason\":\"unloaded\"}]");
+                              "{\"name\":\"zeta\",\"state\":\"UNAVAILABLE\","
+                              "\"reason\":\"unloaded\"}]");
   isv__buf_free(&b);
   isv__buf_init(&b, NULL);
   assert_int_equal(isv__v2repo_pb_index_response(&ix, &b), 0);
