@@ -355,3 +355,33 @@ def test_without_callbacks(start_demo):
                          "explicit model load / unload is not allowed",
                          request=pb.pb.RepositoryModelUnloadRequest(model_name="simple"),
                          timeout=T)
+
+
+# ---- the server closes while a load is under way ------------------------------------------------
+
+@pytest.mark.parametrize("drain_ms,delay_ms", [(10000, 1500), (300, 4000)])
+def test_close_during_a_load(start_demo, drain_ms, delay_ms):
+    """SIGTERM while the host is loading: with time to drain, the load completes (refused: the
+    server is closing) and the client hears it; past the drain deadline the operation is
+    abandoned, the host completes it after the close, and the demo still exits 0 (no leak, no
+    use after free: the ASan build runs this too)."""
+    d = start_demo("--load-delay-ms", str(delay_ms), "--drain-timeout-ms", str(drain_ms))
+    unload(d, "simple")
+    res = {}
+
+    def run():
+        try:
+            res["r"] = post(d, "/v2/repository/models/simple/load", {})
+        except requests.RequestException as e:
+            res["e"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.3)
+    rc = d.stop(timeout=10.0)
+    t.join(T)
+    assert rc == 0, d.stderr_tail()
+    if drain_ms > delay_ms:
+        r = res.get("r")
+        assert r is not None and r.status_code == 503, res
+        assert "shutting down" in r.json()["error"] or "closing" in r.json()["error"]
