@@ -18,7 +18,7 @@ import grpc
 import pytest
 import requests
 
-from grpc_stubs import load_stubs, make_channel, expect_rpc_error
+from grpc_stubs import curl_h2, load_stubs, make_channel, expect_rpc_error
 from isvtest import Demo, simple_body, slow_body
 
 T = 10
@@ -232,6 +232,19 @@ def test_operations_run_one_at_a_time(rd):
         t.join(T)
     assert [c for c, _ in res] == [200, 200, 200]
     assert max(d for _, d in res) >= 3 * DELAY_MS / 1000 * 0.9  # the last waited for two more
+
+
+def test_over_h2c(rd):
+    """REST over HTTP/2 (prior knowledge) takes the same path: the answer waits for the load."""
+    r = curl_h2(rd, "/v2/repository/models/identity_uint8/unload", data=b"{}")
+    assert (r.status, r.body, r.http_version) == (200, b"", "2")
+    r = curl_h2(rd, "/v2/repository/models/identity_uint8/load",
+                data=b'{"parameters": {"config": "{\\"max_batch_size\\": 3}"}}')
+    assert (r.status, r.body) == (200, b""), r.body
+    assert r.elapsed >= DELAY_MS / 1000 * 0.9
+    c = requests.get(rd.url("/v2/models/identity_uint8/config"), timeout=T).json()
+    assert c["max_batch_size"] == 3
+    load(rd, "identity_uint8")
 
 
 # ---- gRPC --------------------------------------------------------------------------------------
