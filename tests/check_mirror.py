@@ -30,6 +30,11 @@ COVERED_ELSEWHERE = {
     "protocol/custom_http.c": "custom routes end to end against the demo's (requests, raw "
                               "sockets, curl over h2c): tests/integration/test_custom_routes.py; "
                               "their registration rules in test_server_inproc.c",
+    "protocol/v2_repo_json.c": "the model repository's JSON codec: test_repository.c, with the "
+                               "core side (lib/core/repository.c) it feeds",
+    "protocol/v2_repo_pb.c": "the model repository's protobuf codec: test_repository.c",
+    "protocol/v2_repo_http.c": "the model repository's REST handlers, end to end against the "
+                               "demo: tests/integration/test_repository.py",
 }
 # tests/unit files that are not one module's mirror
 NOT_A_MIRROR = {

@@ -59,6 +59,22 @@ extern "C" {
 /* Register every model of the zoo on srv. 0, or the negative ISV_E* code of the first failure
  * (isv_server_last_error(srv) says more). */
 int demo_zoo_register(isv_server *srv);
+/* zoo.c's own models, one at a time — the demo's model repository (repo.c) reloads them:
+ * pick->name alone is registered (nothing when NULL), its max batch pick->max_batch when >= 0;
+ * pick->seen (may be NULL) hears every name zoo.c has (a listing: name NULL). 0 or the code of
+ * the first failure. */
+typedef struct demo_zoo_pick {
+  const char *name;
+  int64_t max_batch;
+  void (*seen)(void *user, const char *name);
+  void *user;
+} demo_zoo_pick;
+int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick);
+/* The demo's model repository (repo.c): zoo.c's models can be unloaded and loaded again (with
+ * a config override of "max_batch_size"); loads complete after load_delay_ms on the loop. */
+int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms);
+/* The server's close callback ran: loads still waiting complete without touching it. */
+void demo_repo_closed(void);
 /* The scheduler's models (called by demo_zoo_register). */
 int demo_zoo_register_scheduling(isv_server *srv);
 /* The demo's custom HTTP routes (routes.c): POST /custom/echo (the body uppercased) and

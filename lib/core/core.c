@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/repository.h"
 #include "core/request.h"
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
@@ -159,6 +160,7 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model 
 
 int isv__request_bind(isv_request *r) {
   if (r->model) return 0;
+  if (r->repo_op) return isv__repo_bind(r); /* the repository's own model (repository.c) */
   if (r->model_name == NULL || r->model_name[0] == '\0') {
     if (r->status == 0) isv__request_fail(r, ISV_EBADREQ, "the request names no model");
     return r->status;

@@ -5,6 +5,14 @@ const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data"
                                           "model_configuration"};
 const size_t isv__v2_n_extensions = sizeof isv__v2_extensions / sizeof isv__v2_extensions[0];
 
+size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t cap) {
+  static const char *const repo[] = {"model_repository", "model_repository(unload_dependents)"};
+  size_t n = 0;
+  for (size_t i = 0; i < isv__v2_n_extensions && n < cap; i++) out[n++] = isv__v2_extensions[i];
+  for (size_t i = 0; c->repo && i < 2 && n < cap; i++) out[n++] = repo[i];
+  return n;
+}
+
 const isv__frontend isv__v2_frontend = {
     .name = "kserve_v2",
     .enabled_by_default = 1,

@@ -6,6 +6,7 @@
 
 #include "protocol/v2.h"
 #include "protocol/v2_pb.h"
+#include "protocol/v2_repo.h"
 
 #define SVC "/inference.GRPCInferenceService/"
 
@@ -16,8 +17,10 @@ static int server_ready(isv__grpc_unary *u) {
 }
 
 static int server_metadata(isv__grpc_unary *u) {
+  const char *ext[32];
+  size_t n_ext = isv__v2_server_extensions(u->core, ext, 32);
   return isv__v2pb_encode_server_metadata(u->core->opts.server_name, u->core->opts.server_version,
-                                          isv__v2_extensions, isv__v2_n_extensions, u->out);
+                                          ext, n_ext, u->out);
 }
 
 /* The model a ModelReadyRequest / ModelMetadataRequest names: 0, or an error for the call. */
@@ -108,6 +111,12 @@ const isv__grpc_method isv__v2_methods[] = {
     {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
     {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
     {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL},
+    /* Triton's model repository extension (v2_repo_pb.c) */
+    {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL},
+    {SVC "RepositoryModelLoad", ISV__RPC_UNARY, NULL, isv__v2repo_pb_load, isv__v2repo_pb_empty,
+     NULL},
+    {SVC "RepositoryModelUnload", ISV__RPC_UNARY, NULL, isv__v2repo_pb_unload,
+     isv__v2repo_pb_empty, NULL},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
      isv__v2pb_encode_infer_response, NULL},
     /* one response per request, in completion order; a failed one is a message with

@@ -14,6 +14,7 @@
 #include "protocol/v2.h"
 #include "protocol/v2_generate.h"
 #include "protocol/v2_json.h"
+#include "protocol/v2_repo.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 
@@ -307,9 +308,11 @@ static void server_metadata(isv__http_req *q) {
   isv__buf_puts(&b, ",\"version\":");
   write_str(&b, q->core->opts.server_version);
   isv__buf_puts(&b, ",\"extensions\":[");
-  for (size_t i = 0; i < isv__v2_n_extensions; i++) {
+  const char *ext[32];
+  size_t n_ext = isv__v2_server_extensions(q->core, ext, 32);
+  for (size_t i = 0; i < n_ext; i++) {
     if (i) isv__buf_putc(&b, ',');
-    write_str(&b, isv__v2_extensions[i]);
+    write_str(&b, ext[i]);
   }
   isv__buf_puts(&b, "]}");
   isv__reply_json(q->ex, 200, &b);
@@ -664,6 +667,15 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2", server_metadata, NULL},
     {ISV__ROUTE_GET, "/v2/health/live", live, NULL},
     {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
+    /* Triton's model repository extension (v2_repo_http.c) */
+    {ISV__ROUTE_POST, "/v2/repository/index", isv__v2repo_http_index, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/models/{model}/load", isv__v2repo_http_load, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/models/{model}/unload", isv__v2repo_http_unload, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/{repository}/index", isv__v2repo_http_named, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/{repository}/models/{model}/load", isv__v2repo_http_named,
+     NULL},
+    {ISV__ROUTE_POST, "/v2/repository/{repository}/models/{model}/unload", isv__v2repo_http_named,
+     NULL},
     {ISV__ROUTE_GET, "/v2/models/stats", statistics, NULL}, /* before {model}: first wins */
     {ISV__ROUTE_GET, "/v2/models/{model}/stats", statistics, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/config", config, NULL},

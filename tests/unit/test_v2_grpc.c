@@ -348,7 +348,8 @@ static void every_method_is_served_and_nothing_else(void **state) {
   (void)state;
   static const char *const names[] = {"ServerLive",    "ServerReady", "ModelReady",
                                       "ServerMetadata", "ModelMetadata", "ModelStatistics",
-                                      "ModelConfig", "ModelInfer", "ModelStreamInfer"};
+                                      "ModelConfig", "RepositoryIndex", "RepositoryModelLoad",
+                                      "RepositoryModelUnload", "ModelInfer", "ModelStreamInfer"};
   size_t n = 0;
   for (const isv__grpc_method *m = isv__v2_methods; m->path; m++, n++) {
     char path[96];
@@ -359,12 +360,12 @@ static void every_method_is_served_and_nothing_else(void **state) {
   assert_ptr_equal(isv__v2_frontend.methods, isv__v2_methods);
   assert_true(isv__grpc_services_has(&svc, "inference.GRPCInferenceService"));
   assert_int_equal(isv__grpc_services_add(&svc, &isv__v2_methods[0], "x"), ISV_EEXIST);
-  /* the rest of the service (model repository, shared memory...) is not implemented */
+  /* the rest of Triton's service (trace settings...) is not implemented */
   fake f;
-  start(&f, SVC "RepositoryIndex");
+  start(&f, SVC "TraceSetting");
   assert_true(f.finished);
   assert_int_equal(f.status, ISV__GRPC_UNIMPLEMENTED);
-  assert_string_equal(f.msg, "unknown method " SVC "RepositoryIndex");
+  assert_string_equal(f.msg, "unknown method " SVC "TraceSetting");
   done(&f);
 }
 
