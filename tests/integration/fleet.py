@@ -198,7 +198,8 @@ class WrkLoad:
 class GrpcLoad:
     """`threads` threads sending ModelInfer(simple) through one channel until stop(), and
     `slow_threads` more sending `slow` calls of slow_ms each (so that a drained replica has
-    requests in flight); every RPC error and every wrong answer is counted (the first kept)."""
+    requests in flight); every RPC error and every wrong answer is kept, with its time
+    (time.monotonic()), in errors."""
 
     def __init__(self, port, threads=4, slow_threads=4, slow_ms=300):
         self.pb = load_stubs().pb
@@ -233,7 +234,7 @@ class GrpcLoad:
                 if err is None:
                     self.ok += 1
                 else:
-                    self.errors.append(err)
+                    self.errors.append((time.monotonic(), err))
             time.sleep(0.002)
 
     def _run_slow(self, ms):
@@ -248,7 +249,7 @@ class GrpcLoad:
                 if err is None:
                     self.slow_ok += 1
                 else:
-                    self.errors.append(err)
+                    self.errors.append((time.monotonic(), err))
 
     def stop(self):
         self.stopping.set()

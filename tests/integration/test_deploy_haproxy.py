@@ -121,7 +121,8 @@ def test_drain_and_restart_under_load(fleet):
                  "the restarted r2 to serve REST and gRPC through HAProxy")
     finally:
         res = wrk.result()
-        ok, errors = grpc_load.stop() if grpc_load else (0, ["the gRPC load did not start"])
+        ok, errors = (grpc_load.stop() if grpc_load
+                      else (0, [(0.0, "the gRPC load did not start")]))
 
     print("r2: %d sessions when marked DOWN, %r served before the drain; wrk: %d requests; "
           "gRPC: %d ok, %d slow ok" % (inflight_at_down, before, res["requests"], ok,
@@ -130,7 +131,7 @@ def test_drain_and_restart_under_load(fleet):
         "wrk saw failures through HAProxy:\n%s\nhaproxy log:\n%s" % (res["report"], hap.log())
     assert res["requests"] > 0, res["report"]
     assert not errors, "%d gRPC calls failed through HAProxy (%d ok), first: %r\nhaproxy log:\n%s" \
-        % (len(errors), ok, errors[:5], hap.log())
+        % (len(errors), ok, [e for _, e in errors[:5]], hap.log())
     assert ok > 0
     for r in replicas:
         assert sum(r.served().values()) > 0, r.name

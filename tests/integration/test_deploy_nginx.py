@@ -10,9 +10,12 @@ What it shows (deploy/README.md):
   even though no request was on it (wrk does that for any idle connection a server closes), so
   read errors are allowed up to one per wrk connection per reload — every other failure
   (non-2xx, connect, write, timeout, any gRPC error) must be zero;
-- a replica SIGTERMed while still in the upstream loses nothing either: the demo stops
-  accepting and finishes what it has, and proxy_next_upstream / grpc_next_upstream send the
-  requests that find it gone to another replica (max_fails then keeps it out for fail_timeout);
+- a replica SIGTERMed while still in the upstream (no drain): the demo stops accepting and
+  finishes what it has; REST loses nothing (proxy_next_upstream resends what meets a refused
+  or reset connection: nginx buffers REST request bodies); gRPC may lose the few calls nginx
+  had just sent on a kept-alive connection as the replica closed it (502 UNAVAILABLE: nginx
+  streams gRPC bodies unbuffered and cannot resend them) — counted, allowed only in that
+  window and only in that form;
 - restarted replicas come back after a reload.
 """
 import os
@@ -145,9 +148,11 @@ def test_nginx_drain_stop_and_restart_under_load(fleet):
         grows(r1, "to keep serving after r2's drain")
 
         # r3 stopped WITHOUT removing it from nginx: next_upstream retries what finds it gone
+        abrupt_from = time.monotonic()
         rc = r3.stop()
         assert rc == 0, r3.describe(rc)
         grows(r1, "to carry the load alone")
+        abrupt_to = time.monotonic()
 
         # restart both and put r2 back: a reload (whose new worker also forgets r3's failures;
         # without one, r3 would be tried again once fail_timeout passed)
@@ -159,7 +164,8 @@ def test_nginx_drain_stop_and_restart_under_load(fleet):
         grows(r3, "to serve again after the reload")
     finally:
         res = wrk.result()
-        ok, errors = grpc_load.stop() if grpc_load else (0, ["the gRPC load did not start"])
+        ok, errors = (grpc_load.stop() if grpc_load
+                      else (0, [(0.0, "the gRPC load did not start")]))
 
     print("wrk: %d requests, %d idle connections closed by reloads; gRPC: %d ok, %d slow ok"
           % (res["requests"], res["read_errors"], ok, grpc_load.slow_ok if grpc_load else 0))
@@ -167,6 +173,16 @@ def test_nginx_drain_stop_and_restart_under_load(fleet):
     assert res["non2xx"] == 0 and res["socket_errors"] - res["read_errors"] == 0 and \
         res["read_errors"] <= idle_closes, \
         "wrk saw failures through nginx:\n%s\nnginx log:\n%s" % (res["report"], ngx.log()[-6000:])
-    assert not errors, "%d gRPC calls failed through nginx (%d ok), first: %r\nnginx log:\n%s" \
-        % (len(errors), ok, errors[:5], ngx.log()[-6000:])
+    # gRPC: nothing may fail, except during r3's stop without a drain, and then only the
+    # documented way (deploy/README.md): a call nginx had just sent on a kept-alive connection
+    # to r3 as r3 closed it is answered 502 (UNAVAILABLE) — nginx streams gRPC request bodies
+    # unbuffered, so grpc_next_upstream cannot resend one already sent
+    outside = [e for t, e in errors if not abrupt_from <= t <= abrupt_to]
+    inside = [e for t, e in errors if abrupt_from <= t <= abrupt_to]
+    assert not outside, "%d gRPC calls failed through nginx (%d ok), first: %r\nnginx log:\n%s" \
+        % (len(outside), ok, outside[:5], ngx.log()[-6000:])
+    unexpected = [e for e in inside if "UNAVAILABLE" not in e or "502" not in e]
+    assert not unexpected, "gRPC failures other than nginx's 502 while r3 stopped: %r" \
+        % unexpected[:5]
+    print("gRPC calls lost while r3 stopped without a drain: %d" % len(inside))
     assert res["requests"] > 0 and ok > 0
