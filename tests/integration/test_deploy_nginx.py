@@ -139,10 +139,9 @@ def test_nginx_drain_stop_and_restart_under_load(fleet):
         # the nginx drain: r2 `down` in both upstreams, reload, then SIGTERM it
         ngx.reload(render(fleet["http"], fleet["grpc"], rports, down=[rports[1]]))
         reloads += 1
-        # old workers finish their requests and exit; then r2 gets nothing more
-        wait_for(lambda: ngx.log().count("exit") >= 1 and "gracefully shutting down" in ngx.log(),
-                 "nginx's old worker to shut down")
-        time.sleep(0.5)
+        # the old worker finishes its requests and exits; then r2 gets nothing more
+        wait_for(lambda: ngx.log().count("exited with code") >= reloads,
+                 "nginx's old worker to finish its requests and exit")
         rc = r2.stop()
         assert rc == 0, r2.describe(rc)
         grows(r1, "to keep serving after r2's drain")
