@@ -48,6 +48,10 @@
  * more than ISV__H2_HEADER_RATE bytes of headers a second (GOAWAY ENHANCE_YOUR_CALM). */
 #define ISV__H2_OVERSIZE_BLOCKS 4
 #define ISV__H2_HEADER_RATE (16u << 20)
+/* A shutdown's PING unanswered this long: the final GOAWAY goes anyway; and after it, this
+ * long for the streams already open to finish arriving. */
+#define ISV__H2_NOTICE_WAIT_MS 500
+static const uint8_t drain_ping[8] = {'i', 's', 'v', 'd', 'r', 'a', 'i', 'n'};
 
 typedef struct out_item {
   struct out_item *next;
@@ -111,6 +115,9 @@ typedef struct h2 {
   struct h2_write *cur; /* the write flush() is filling (for send_data) */
   int want_flush;
   int shutting_down;
+  int goaway_notice; /* the shutdown's first GOAWAY and its PING are out; the final one waits
+                      * for the PING's ACK (h2_shutdown) */
+  uv_timer_t *notice_timer; /* ... or for this, at most ISV__H2_NOTICE_WAIT_MS */
   int dead;
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
   unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
@@ -141,6 +148,8 @@ typedef struct h2_write {
 } h2_write;
 
 static void flush(h2 *h);
+static void final_goaway(h2 *h);
+static void notice_expired(uv_timer_t *t);
 static void stream_maybe_free(h2_stream *st);
 static void stream_unreserve(h2_stream *st);
 static int admit_message(void *ctx, size_t len);
@@ -1126,6 +1135,11 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user) {
   h2 *h = user;
+  if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK) && h->goaway_notice &&
+      !h->shutting_down && memcmp(f->ping.opaque_data, drain_ping, 8) == 0) {
+    final_goaway(h); /* every stream the client opened before it saw the notice has come */
+    return 0;
+  }
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL) return 0;
@@ -1294,15 +1308,11 @@ static void h2_on_deadline(isv__conn *c) {
   flush(h);
 }
 
-/* Graceful: GOAWAY; requests being worked on finish, but a stream that only waits for its
- * client (still sending, or a gRPC stream the client keeps open) is ended now, so a client
- * cannot hold the server's shutdown open. */
-static void h2_shutdown(isv__conn *c) {
-  h2 *h = h2_of(c);
-  if (h->shutting_down) return;
-  h->shutting_down = 1;
-  nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
-                        NGHTTP2_NO_ERROR, NULL, 0);
+/* The end of a shutdown's grace: requests being worked on finish, but a stream that still
+ * only waits for its client (still sending, or a gRPC stream the client keeps open) is ended
+ * now, so a client cannot hold the server's shutdown open. */
+static void end_waiting_streams(h2 *h) {
+  isv__conn *c = h->c;
   for (h2_stream *st = h->streams, *next; st; st = next) {
     next = st->next;
     if (st->remote_closed || st->app_done || st->cancelled) continue;
@@ -1314,8 +1324,59 @@ static void h2_shutdown(isv__conn *c) {
       nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
     }
   }
-  flush(h);
+  flush(h); /* from on_frame_recv: deferred to mem_recv's caller */
   if (!c->closing) update_lowat(h); /* flush may have closed the connection */
+}
+
+/* The shutdown's second step: GOAWAY with the last stream processed — no stream after it will
+ * be — then ISV__H2_NOTICE_WAIT_MS for the streams already open to finish arriving (a unary
+ * call whose message is still on its way is served, not ended). */
+static void final_goaway(h2 *h) {
+  isv__conn *c = h->c;
+  h->shutting_down = 1;
+  nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
+                        NGHTTP2_NO_ERROR, NULL, 0);
+  if (h->notice_timer == NULL) { /* out of memory at the first step: no grace */
+    end_waiting_streams(h);
+    return;
+  }
+  uv_timer_start(h->notice_timer, notice_expired, ISV__H2_NOTICE_WAIT_MS, 0);
+  flush(h);
+  if (!c->closing) update_lowat(h);
+}
+
+/* The first step's wait (no PING ACK came: the final GOAWAY goes anyway), or the second's. */
+static void notice_expired(uv_timer_t *t) {
+  h2 *h = t->data;
+  if (h == NULL || h->dead) return;
+  if (!h->shutting_down) final_goaway(h);
+  else end_waiting_streams(h);
+}
+
+/* Graceful, in steps (RFC 9113 §6.8): a GOAWAY with the largest stream id — open no more
+ * streams — and a PING; streams the client opened before it read that are still served; its
+ * PING ACK says none is on its way, and the final GOAWAY follows (final_goaway), then a grace
+ * for what is still arriving. A proxy that reuses its connection (nginx's grpc_pass) thus
+ * never has a call it already sent refused. A peer that does not answer the PING within
+ * ISV__H2_NOTICE_WAIT_MS gets the final GOAWAY then: a client that does not read holds the
+ * shutdown two such waits at most. */
+static void h2_shutdown(isv__conn *c) {
+  h2 *h = h2_of(c);
+  if (h->shutting_down || h->goaway_notice) return;
+  h->goaway_notice = 1;
+  h->notice_timer = isv__malloc(c->t->mem, sizeof *h->notice_timer);
+  if (h->notice_timer == NULL || nghttp2_submit_shutdown_notice(h->s) != 0 ||
+      nghttp2_submit_ping(h->s, NGHTTP2_FLAG_NONE, drain_ping) != 0) {
+    isv__free(h->notice_timer);
+    h->notice_timer = NULL;
+    final_goaway(h); /* out of memory: the one-step shutdown */
+    return;
+  }
+  uv_timer_init(c->t->loop, h->notice_timer);
+  h->notice_timer->data = h;
+  uv_timer_start(h->notice_timer, notice_expired, ISV__H2_NOTICE_WAIT_MS, 0);
+  flush(h);
+  if (!c->closing) update_lowat(h);
 }
 
 static void h2_free(isv__conn *c) {
@@ -1332,6 +1393,10 @@ static void h2_free(isv__conn *c) {
     cancel_stream(st);
     if (!st->dispatched || st->app_done) stream_free(st);
     /* else: the service frees it in isv__grpc_finish */
+  }
+  if (h->notice_timer) {
+    h->notice_timer->data = NULL;
+    uv_close((uv_handle_t *)h->notice_timer, deadline_closed);
   }
   nghttp2_session_del(h->s);
   c->proto_state = NULL;

@@ -205,6 +205,9 @@ class H2Conn:
         self.auto_window = auto_window
         self.frames = []   # every frame received: (type, flags, sid, payload)
         self.pings = []
+        self.auto_ping_ack = True   # False: PINGs the server sends wait in held_pings
+        self.held_pings = []
+        self.goaways = []  # every GOAWAY: (last stream id, code)
         self.next_sid = 1
         self.conn_window = 65535
         self.peer_initial_window = 65535
@@ -356,11 +359,14 @@ class H2Conn:
         elif ftype == PING:
             if flags & ACK:
                 self.pings.append(payload)
-            else:
+            elif self.auto_ping_ack:
                 self._send_quiet(frame(PING, ACK, 0, payload))
+            else:
+                self.held_pings.append(payload)
         elif ftype == GOAWAY:
             last, code = struct.unpack(">II", payload[:8])
             self.goaway = (last & 0x7FFFFFFF, code, payload[8:])
+            self.goaways.append((last & 0x7FFFFFFF, code))
         elif ftype == WINDOW_UPDATE:
             inc = struct.unpack(">I", payload)[0] & 0x7FFFFFFF
             if sid == 0:

@@ -153,6 +153,57 @@ def test_sigterm_new_call_refused(start_demo, protos):
         ch.close()
 
 
+def test_sigterm_two_step_goaway_serves_what_was_already_sent(start_demo, protos):
+    """Shutdown in two steps (RFC 9113 6.8), as a proxy reusing its connection needs it: first
+    GOAWAY(2^31-1) and a PING; a call the client sends before it has answered that PING is
+    still served (a one-step GOAWAY would have refused it: a lost call behind nginx); the PING's
+    ACK brings the final GOAWAY, naming that call; then the server exits 0."""
+    d = start_demo()
+    with H2Conn(d) as c:
+        c.auto_ping_ack = False
+        s1 = c.request(grpc_headers(d, SERVICE + "ModelInfer"),
+                       body=grpc_frame(slow_request(protos.pb, 300).SerializeToString()),
+                       end_stream=True)
+        c.pump(0.1)
+        d.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while not c.held_pings and time.monotonic() < deadline:
+            c.pump(0.05)
+        assert c.goaways and c.goaways[0][0] == 2 ** 31 - 1, c.goaways
+        assert c.held_pings, "no PING after the first GOAWAY"
+        # sent "before the client saw the notice", as far as the server can tell: served
+        s3 = c.request(grpc_headers(d, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                       end_stream=True)
+        st3 = c.wait(s3)
+        assert st3.grpc("grpc-status") == "0", st3
+        for p in c.held_pings:
+            c.send(h2raw.frame(h2raw.PING, h2raw.ACK, 0, p))
+        st1 = c.wait(s1)
+        assert st1.grpc("grpc-status") == "0", st1
+        c.wait_closed(5.0)
+        assert len(c.goaways) >= 2 and c.goaways[-1][0] >= s3, c.goaways
+    rc = d.wait_exit(5.0)
+    assert rc == 0, d.describe_exit(rc)
+
+
+def test_sigterm_client_that_never_answers_the_ping(start_demo, protos):
+    """A client that does not answer the shutdown's PING cannot hold the server: the final
+    GOAWAY follows within a second, and the server exits."""
+    d = start_demo()
+    with H2Conn(d) as c:
+        c.auto_ping_ack = False
+        sid = c.request(grpc_headers(d, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                        end_stream=True)
+        assert c.wait(sid).grpc("grpc-status") == "0"
+        t0 = time.monotonic()
+        d.send_signal(signal.SIGTERM)
+        c.wait_closed(5.0)
+        assert c.goaways and c.goaways[-1][0] == sid, c.goaways
+    rc = d.wait_exit(5.0)
+    assert rc == 0, d.describe_exit(rc)
+    assert time.monotonic() - t0 < 4.0
+
+
 def test_sigterm_with_open_stream(start_demo, protos):
     """An open ModelStreamInfer (one answer in flight, client never half-closes) must not keep
     the server from exiting: the answer is delivered, the stream is ended, exit 0 within 5 s."""

@@ -510,6 +510,26 @@ static void closing_the_transport_ends_a_call_still_waiting_for_its_client(void 
   tf_wait_eof(c);
 }
 
+static void shutdown_is_two_goaways_around_a_ping(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/hold/h2")};
+  tf_h2_stream *st = tf_h2_request(c, nv, 4, NULL, 0, 0); /* held: the client stays */
+  tf_h2_flush(c);
+  tf_wait_recs(w, 1);
+  tf_close_transport(w);
+  /* the client (nghttp2) answers the PING: the final GOAWAY follows */
+  for (int i = 0; i < 200 && c->n_goaways < 2; i++) tf_settle(w);
+  assert_int_equal(c->n_goaways, 2);
+  assert_int_equal(c->goaway_last[0], INT32_MAX); /* "open no more": what comes is served */
+  assert_int_equal(c->goaway_last[1], 1);         /* the last stream processed */
+  tf_answer_held(w);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->status, 200);
+  tf_wait_eof(c);
+}
+
 static void the_idle_deadline_closes_a_connection_without_streams(void **state) {
   tf_world *w = *state;
   w->t.limits.idle_timeout_ms = 50;
@@ -757,6 +777,7 @@ int main(void) {
       T(a_rest_exchange_reset_by_its_client_is_answered_into_the_void),
       T(a_message_over_the_limit_ends_the_call_with_resource_exhausted),
       T(compressed_messages_need_a_grpc_encoding_the_server_knows),
+      T(shutdown_is_two_goaways_around_a_ping),
       T(the_grpc_timeout_cancels_a_call_that_runs_over),
       T(a_rest_body_that_stops_arriving_gets_408),
       T(closing_the_transport_ends_a_call_still_waiting_for_its_client),

@@ -895,7 +895,11 @@ static int cli_on_close(nghttp2_session *s, int32_t id, uint32_t err, void *user
 static int cli_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *user) {
   (void)s;
   tf_client *c = user;
-  if (f->hd.type == NGHTTP2_GOAWAY) c->goaway_received = 1;
+  if (f->hd.type == NGHTTP2_GOAWAY) {
+    c->goaway_received = 1;
+    if (c->n_goaways < 4) c->goaway_last[c->n_goaways] = f->goaway.last_stream_id;
+    c->n_goaways++;
+  }
   if (f->hd.type == NGHTTP2_DATA) {
     tf_h2_stream *st = h2_stream(c, f->hd.stream_id);
     if (st) {

@@ -148,6 +148,8 @@ typedef struct tf_client {
   tf_h2_stream streams[TF_MAX_STREAMS];
   int n_streams;
   int goaway_received;
+  int32_t goaway_last[4]; /* the last-stream-id of each GOAWAY, in order (the first 4) */
+  int n_goaways;
 } tf_client;
 
 struct tf_world {
