@@ -2,7 +2,7 @@
 #include "protocol/v2.h"
 
 const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics",
-                                          "model_configuration"};
+                                          "model_configuration", "system_shared_memory"};
 const size_t isv__v2_n_extensions = sizeof isv__v2_extensions / sizeof isv__v2_extensions[0];
 
 const isv__frontend isv__v2_frontend = {

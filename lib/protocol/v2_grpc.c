@@ -6,6 +6,7 @@
 
 #include "protocol/v2.h"
 #include "protocol/v2_pb.h"
+#include "protocol/v2_shm.h"
 
 #define SVC "/inference.GRPCInferenceService/"
 
@@ -108,6 +109,16 @@ const isv__grpc_method isv__v2_methods[] = {
     {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
     {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
     {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL},
+    /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
+    {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL},
+    {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL},
+    {SVC "SystemSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_unregister, NULL, NULL,
+     NULL},
+    {SVC "CudaSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_status, NULL, NULL, NULL},
+    {SVC "CudaSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_register, NULL, NULL,
+     NULL},
+    {SVC "CudaSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_unregister, NULL, NULL,
+     NULL},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
      isv__v2pb_encode_infer_response, NULL},
     /* one response per request, in completion order; a failed one is a message with

@@ -13,6 +13,7 @@
 #include "protocol/v2.h"
 #include "protocol/v2_generate.h"
 #include "protocol/v2_json.h"
+#include "protocol/v2_shm.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 
@@ -590,6 +591,21 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2", server_metadata, NULL},
     {ISV__ROUTE_GET, "/v2/health/live", live, NULL},
     {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
+    /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
+    {ISV__ROUTE_GET, "/v2/systemsharedmemory/status", isv__v2shm_http_status, NULL},
+    {ISV__ROUTE_GET, "/v2/systemsharedmemory/region/{region}/status", isv__v2shm_http_status, NULL},
+    {ISV__ROUTE_POST, "/v2/systemsharedmemory/region/{region}/register", isv__v2shm_http_register,
+     NULL},
+    {ISV__ROUTE_POST, "/v2/systemsharedmemory/unregister", isv__v2shm_http_unregister, NULL},
+    {ISV__ROUTE_POST, "/v2/systemsharedmemory/region/{region}/unregister",
+     isv__v2shm_http_unregister, NULL},
+    {ISV__ROUTE_GET, "/v2/cudasharedmemory/status", isv__v2shm_http_cuda, "status"},
+    {ISV__ROUTE_GET, "/v2/cudasharedmemory/region/{region}/status", isv__v2shm_http_cuda, "status"},
+    {ISV__ROUTE_POST, "/v2/cudasharedmemory/region/{region}/register", isv__v2shm_http_cuda,
+     "register"},
+    {ISV__ROUTE_POST, "/v2/cudasharedmemory/unregister", isv__v2shm_http_cuda, "unregister"},
+    {ISV__ROUTE_POST, "/v2/cudasharedmemory/region/{region}/unregister", isv__v2shm_http_cuda,
+     "unregister"},
     {ISV__ROUTE_GET, "/v2/models/stats", statistics, NULL}, /* before {model}: first wins */
     {ISV__ROUTE_GET, "/v2/models/{model}/stats", statistics, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/config", config, NULL},
