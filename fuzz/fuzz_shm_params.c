@@ -39,6 +39,7 @@ static void setup(isv__core *c) {
   close(fd);
   if (obj == MAP_FAILED) abort();
   atexit(cleanup);
+  c->shm.enabled = 1; /* isv_options_set_shared_memory */
   char err[512];
   if (isv__shm_register(&c->shm, "r", 1, key, strlen(key), 0, OBJ_SIZE, err, sizeof err) != 0 ||
       isv__shm_register(&c->shm, "h", 1, key, strlen(key), OBJ_SIZE / 2, OBJ_SIZE / 2, err,

@@ -195,6 +195,14 @@ ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
+/* Triton's system shared memory extension (its --allow-client-shm): clients may register
+ * regions of POSIX shared memory objects (/v2/systemsharedmemory/..., gRPC
+ * SystemSharedMemory*) and name them in their tensors' parameters, which the server then reads
+ * and writes in place. Any client that reaches the server can then open, read and write every
+ * shared memory object the server's user may open: turn it on only where the clients are
+ * trusted and on the same host. Default off: registering answers 501 / UNIMPLEMENTED saying
+ * so, status lists nothing, and server metadata does not list "system_shared_memory". */
+ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
 /* Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row

@@ -22,7 +22,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   if (rc) return rc;
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (isv__shm_init(&c->shm, c->mem) != 0) goto fail_mu;
+  if (isv__shm_init(&c->shm, c->mem, opts->shared_memory) != 0) goto fail_mu;
   if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_shm;
   if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;

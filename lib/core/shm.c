@@ -14,9 +14,10 @@
 #include "codec/raw_bytes.h"
 #include "core/request.h"
 
-int isv__shm_init(isv__shm_registry *s, const isv_mem *mem) {
+int isv__shm_init(isv__shm_registry *s, const isv_mem *mem, int enabled) {
   memset(s, 0, sizeof *s);
   s->mem = mem;
+  s->enabled = enabled;
   if (uv_mutex_init(&s->mu) != 0) return ISV_ENOMEM;
   s->ready = 1;
   return 0;
@@ -94,6 +95,10 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
              "byte_size %llu overflows", nb, (unsigned long long)offset,
              (unsigned long long)byte_size);
     return ISV_EBADREQ;
+  }
+  if (!s->enabled) {
+    snprintf(err, err_cap, "%s", ISV__SHM_DISABLED);
+    return ISV_EUNIMPL;
   }
   uv_mutex_lock(&s->mu);
   int taken = find(s, name, name_len) != NULL;
@@ -272,9 +277,12 @@ static int acquire(isv_request *r, const isv__shm_ref *ref, const char *what, co
   if (!ref->have_region || !ref->have_size)
     return isv__request_fail(r, ISV_EBADREQ, "%s '%s': shared memory needs both "
                              "'shared_memory_region' and 'shared_memory_byte_size'", what, name);
+  isv__shm_registry *s = &r->core->shm;
+  if (!s->enabled)
+    return isv__request_fail(r, ISV_EBADREQ, "%s '%s' names a shared memory region, but %s", what,
+                             name, ISV__SHM_DISABLED);
   char nb[80];
   shown(nb, sizeof nb, ref->region, ref->region_len);
-  isv__shm_registry *s = &r->core->shm;
   uv_mutex_lock(&s->mu);
   isv__shm_region *g = find(s, ref->region, ref->region_len);
   if (g) atomic_fetch_add(&g->refs, 1);

@@ -43,9 +43,14 @@ typedef struct isv__shm_registry {
   isv__shm_region *head;
   const isv_mem *mem;
   int ready;
+  int enabled; /* isv_options_set_shared_memory: else nothing can be registered */
 } isv__shm_registry;
 
-int isv__shm_init(isv__shm_registry *s, const isv_mem *mem);
+#define ISV__SHM_DISABLED                                                                        \
+  "system shared memory is not enabled on this server (the host enables it with "              \
+  "isv_options_set_shared_memory; Triton's --allow-client-shm)"
+
+int isv__shm_init(isv__shm_registry *s, const isv_mem *mem, int enabled);
 /* Unregister every region (mappings still used by requests stay until their release). */
 void isv__shm_destroy(isv__shm_registry *s);
 

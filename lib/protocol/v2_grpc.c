@@ -17,8 +17,10 @@ static int server_ready(isv__grpc_unary *u) {
 }
 
 static int server_metadata(isv__grpc_unary *u) {
+  const char *ext[32];
+  size_t n_ext = isv__v2_server_extensions(u->core, ext, 32);
   return isv__v2pb_encode_server_metadata(u->core->opts.server_name, u->core->opts.server_version,
-                                          isv__v2_extensions, isv__v2_n_extensions, u->out);
+                                          ext, n_ext, u->out);
 }
 
 /* The model a ModelReadyRequest / ModelMetadataRequest names: 0, or an error for the call. */

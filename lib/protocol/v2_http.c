@@ -239,9 +239,11 @@ static void server_metadata(isv__http_req *q) {
   isv__buf_puts(&b, ",\"version\":");
   write_str(&b, q->core->opts.server_version);
   isv__buf_puts(&b, ",\"extensions\":[");
-  for (size_t i = 0; i < isv__v2_n_extensions; i++) {
+  const char *ext[32];
+  size_t n_ext = isv__v2_server_extensions(q->core, ext, 32);
+  for (size_t i = 0; i < n_ext; i++) {
     if (i) isv__buf_putc(&b, ',');
-    write_str(&b, isv__v2_extensions[i]);
+    write_str(&b, ext[i]);
   }
   isv__buf_puts(&b, "]}");
   isv__reply_json(q->ex, 200, &b);

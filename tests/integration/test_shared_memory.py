@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 import requests
 
-from grpc_stubs import add_input, encode_raw, expect_rpc_error, load_stubs, make_channel
+import json
+
+from grpc_stubs import (add_input, curl_h2, encode_raw, expect_rpc_error, load_stubs,
+                        make_channel)
 
 T = 10
 SHM = "/v2/systemsharedmemory"
@@ -342,6 +345,29 @@ def test_unregister_while_in_flight(clean, shm):
     assert bytes(s2.buf[32:36]) == b"\0\0\0\0"
 
 
+def test_register_and_infer_over_h2c(clean, shm):
+    demo = clean
+    s = shm(256)
+    s.buf[:64] = A.tobytes()
+    s.buf[64:128] = B.tobytes()
+    reg = json.dumps({"key": key_of(s), "offset": 0, "byte_size": 256}).encode()
+    r = curl_h2(demo, SHM + "/region/h2/register", data=reg,
+                headers=["Content-Type: application/json"])
+    assert r.status == 200, r.body
+    r = curl_h2(demo, SHM + "/status")
+    assert json.loads(r.body) == [{"name": "h2", "key": key_of(s), "offset": 0, "byte_size": 256}]
+    body = json.dumps(simple_shm_body(inputs=("h2", 0, 64), outputs=("h2", 128, 192))).encode()
+    r = curl_h2(demo, "/v2/models/simple/infer", data=body,
+                headers=["Content-Type: application/json"])
+    assert r.status == 200, r.body
+    assert all("data" not in o for o in json.loads(r.body)["outputs"])
+    assert (np.frombuffer(bytes(s.buf[128:192]), dtype=np.int32) == A + B).all()
+    assert (np.frombuffer(bytes(s.buf[192:256]), dtype=np.int32) == A - B).all()
+    r = curl_h2(demo, SHM + "/region/h2/register", data=reg,
+                headers=["Content-Type: application/json"])
+    assert r.status == 400 and b"already in manager" in r.body
+
+
 # ---- gRPC -----------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -470,3 +496,26 @@ def test_grpc_infer_shm(g, shm):
     req.inputs[0].parameters["shared_memory_byte_size"].string_param = "64"
     expect_rpc_error(stub.ModelInfer, code, "must be a non-negative integer", request=req,
                      timeout=T)
+
+
+def test_disabled_by_the_host(start_demo, shm):
+    """isv_options_set_shared_memory off (the demo's --no-shared-memory; the library's
+    default): not advertised, registering refused 501 / UNIMPLEMENTED saying why, a tensor
+    naming a region refused 400."""
+    demo = start_demo("--no-shared-memory")
+    s = shm(64)
+    assert "system_shared_memory" not in requests.get(demo.url("/v2"), timeout=T).json()["extensions"]
+    err(register(demo, "r", key_of(s), 64), 501, "system shared memory is not enabled",
+        "isv_options_set_shared_memory")
+    assert status(demo).json() == []
+    body = simple_shm_body(outputs=None)
+    err(requests.post(demo.url("/v2/models/simple/infer"), json=body, timeout=T), 400,
+        "system shared memory is not enabled")
+    pb = load_stubs()
+    with make_channel(demo) as ch:
+        stub = pb.pb_grpc.GRPCInferenceServiceStub(ch)
+        expect_rpc_error(stub.SystemSharedMemoryRegister, grpc.StatusCode.UNIMPLEMENTED,
+                         "not enabled", request=pb.pb.SystemSharedMemoryRegisterRequest(
+                             name="r", key=key_of(s), byte_size=64), timeout=T)
+        md = stub.ServerMetadata(pb.pb.ServerMetadataRequest(), timeout=T)
+        assert "system_shared_memory" not in md.extensions

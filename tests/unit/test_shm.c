@@ -65,7 +65,7 @@ static void registry_rules(void **state) {
   (void)state;
   isv__shm_registry s;
   char err[512];
-  assert_int_equal(isv__shm_init(&s, NULL), 0);
+  assert_int_equal(isv__shm_init(&s, NULL, 1), 0);
   assert_int_equal(reg(&s, "a", key, 0, OBJ, err), 0);
   assert_int_equal(reg(&s, "b", key, 100, 28, err), 0);
   assert_int_equal(reg(&s, "a", key, 0, 4, err), ISV_EBADREQ);
@@ -179,10 +179,38 @@ static int mapped(const void *p) {
   return msync(base, (size_t)page, MS_ASYNC) == 0 || errno != ENOMEM;
 }
 
+static cf_world *world_with_shm(int on) {
+  isv_options o;
+  isv__options_defaults(&o);
+  o.shared_memory = on;
+  return cf_world_new(&o);
+}
+
+/* Off by default: nothing can be registered, and a tensor naming a region says why. */
+static void disabled_by_default(void **state) {
+  (void)state;
+  isv__shm_registry s;
+  char err[512];
+  assert_int_equal(isv__shm_init(&s, NULL, 0), 0);
+  assert_int_equal(reg(&s, "a", key, 0, 64, err), ISV_EUNIMPL);
+  assert_non_null(strstr(err, "isv_options_set_shared_memory"));
+  isv__shm_destroy(&s);
+  cf_world *w = cf_world_new(NULL);
+  isv_request *r = isv__request_new(&w->core);
+  isv__shm_ref ref = {.region = "a", .region_len = 1, .byte_size = 16, .have_region = 1,
+                      .have_size = 1};
+  void *data;
+  size_t size;
+  assert_int_equal(isv__shm_input(r, &ref, "x", ISV_INT32, 4, 16, &data, &size), ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "system shared memory is not enabled on this server"));
+  isv_request_free(r);
+  cf_world_free(w);
+}
+
 /* A region unregistered while a request reads it stays mapped until the request is freed. */
 static void a_region_lives_while_used(void **state) {
   (void)state;
-  cf_world *w = cf_world_new(NULL);
+  cf_world *w = world_with_shm(1);
   char err[512];
   assert_int_equal(reg(&w->core.shm, "in", key, 4096, 4096, err), 0);
   isv_request *r = isv__request_new(&w->core);
@@ -306,6 +334,7 @@ int main(void) {
       cmocka_unit_test(registry_rules),
       cmocka_unit_test(parameters),
       cmocka_unit_test(register_decoders),
+      cmocka_unit_test(disabled_by_default),
       cmocka_unit_test(a_region_lives_while_used),
       cmocka_unit_test(outputs_into_a_callers_buffer),
   };
