@@ -27,6 +27,7 @@ void isv__shm_release(void *p) {
   isv__shm_region *g = p;
   if (g == NULL || atomic_fetch_sub(&g->refs, 1) != 1) return;
   if (g->map) munmap(g->map, g->map_len);
+  if (g->fd >= 0) close(g->fd);
   isv__free(g->name);
   isv__free(g->key);
   isv__free(g);
@@ -137,8 +138,8 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
   /* mapped from 0: mmap wants a page-aligned file offset, a region's may be anything */
   char *map = len ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
   int e = errno;
-  close(fd);
   if (map == MAP_FAILED) {
+    close(fd);
     snprintf(err, err_cap, "failed to register shared memory region '%s': unable to map '%s': "
              "%s", nb, kb, strerror(e));
     return ISV_EBADREQ;
@@ -156,6 +157,7 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
       isv__free(g);
     }
     if (map) munmap(map, len);
+    close(fd);
     snprintf(err, err_cap, "out of memory");
     return ISV_ENOMEM;
   }
@@ -163,6 +165,7 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
   g->byte_size = byte_size;
   g->map = map;
   g->map_len = len;
+  g->fd = fd;
   atomic_init(&g->refs, 1);
   uv_mutex_lock(&s->mu);
   if (find(s, name, name_len) != NULL) { /* registered meanwhile (another thread's host) */
@@ -305,6 +308,14 @@ static int acquire(isv_request *r, const isv__shm_ref *ref, const char *what, co
                              "holds %llu bytes)", what, name, nb,
                              (unsigned long long)ref->offset, (unsigned long long)ref->byte_size,
                              (unsigned long long)g->byte_size);
+  /* the client may have shrunk the object since: touching a page past its end is SIGBUS (a
+   * client racing this check can still do it: only trusted clients get shared memory) */
+  struct stat st;
+  if (ref->byte_size && (fstat(g->fd, &st) != 0 ||
+                         (uint64_t)st.st_size < g->offset + ref->offset + ref->byte_size))
+    return isv__request_fail(r, ISV_EBADREQ, "%s '%s': shared memory region '%s': its object "
+                             "'%s' was shrunk below the region since it was registered", what,
+                             name, nb, g->key);
   *addr = g->map + g->offset + ref->offset;
   return 0;
 }

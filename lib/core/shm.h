@@ -35,6 +35,8 @@ typedef struct isv__shm_region {
   uint64_t offset, byte_size; /* the region within the object */
   char *map;                  /* the object mapped from 0 to offset + byte_size */
   size_t map_len;
+  int fd; /* kept open: every use checks the object was not shrunk under the mapping (a
+           * mapped page past the object's end is SIGBUS) */
   atomic_uint refs;
 } isv__shm_region;
 

@@ -315,6 +315,23 @@ def test_infer_errors_rest(clean, shm):
     assert r.status_code == 200, r.text
 
 
+def test_object_shrunk_after_registration(clean, shm):
+    """A client that truncates its object below a registered region gets a 400, not a server
+    killed by SIGBUS."""
+    demo = clean
+    s = shm(8192)
+    assert register(demo, "r", key_of(s), 128, offset=4096).status_code == 200
+    with open("/dev/shm/" + s.name, "r+b") as f:
+        f.truncate(4096)
+    body = simple_shm_body(inputs=("r", 0, 64), outputs=None)
+    err(requests.post(demo.url("/v2/models/simple/infer"), json=body, timeout=T), 400,
+        "was shrunk below the region")
+    with open("/dev/shm/" + s.name, "r+b") as f:
+        f.truncate(8192)
+    r = requests.post(demo.url("/v2/models/simple/infer"), json=body, timeout=T)
+    assert r.status_code == 200, r.text
+
+
 def test_unregister_while_in_flight(clean, shm):
     """A slow request keeps its regions mapped after they are unregistered: it completes and
     writes its output; the name is free at once."""
