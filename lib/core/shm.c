@@ -90,6 +90,11 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
     return ISV_EBADREQ;
   }
   shown(kb, sizeof kb, key, key_len);
+  if (byte_size == 0) { /* nothing to map (Triton's mmap of 0 bytes fails too) */
+    snprintf(err, err_cap, "failed to register shared memory region '%s': byte_size must be "
+             "greater than 0", nb);
+    return ISV_EBADREQ;
+  }
   if (byte_size > UINT64_MAX - offset || offset + byte_size > (uint64_t)SIZE_MAX ||
       offset + byte_size > (uint64_t)INT64_MAX) {
     snprintf(err, err_cap, "failed to register shared memory region '%s': offset %llu + "
@@ -136,7 +141,7 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
   }
   size_t len = (size_t)(offset + byte_size);
   /* mapped from 0: mmap wants a page-aligned file offset, a region's may be anything */
-  char *map = len ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
+  char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   if (map == MAP_FAILED) {
     close(fd);
@@ -156,7 +161,7 @@ int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, c
       isv__free(g->key);
       isv__free(g);
     }
-    if (map) munmap(map, len);
+    munmap(map, len);
     close(fd);
     snprintf(err, err_cap, "out of memory");
     return ISV_ENOMEM;

@@ -59,7 +59,8 @@ void isv__shm_destroy(isv__shm_registry *s);
 /* Register `name` as [offset, offset + byte_size) of the POSIX shared memory object `key`
  * (shm_open O_RDWR, fstat, mmap MAP_SHARED). 0, or ISV_EBADREQ / ISV_ENOMEM with a message in
  * err: the name taken (Triton: "shared memory region 'x' already in manager"), no such object
- * or no permission, offset + byte_size beyond the object or overflowing, empty name or key. */
+ * or no permission, offset + byte_size beyond the object or overflowing, byte_size 0, empty
+ * name or key; ISV_EUNIMPL when the host did not enable shared memory. */
 int isv__shm_register(isv__shm_registry *s, const char *name, size_t name_len, const char *key,
                       size_t key_len, uint64_t offset, uint64_t byte_size, char *err,
                       size_t err_cap);

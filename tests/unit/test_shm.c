@@ -79,7 +79,9 @@ static void registry_rules(void **state) {
   assert_int_equal(reg(&s, "c", key, 1, UINT64_MAX, err), ISV_EBADREQ);
   assert_int_equal(reg(&s, "c", "", 0, 1, err), ISV_EBADREQ);
   assert_int_equal(isv__shm_register(&s, "", 0, key, strlen(key), 0, 1, err, 512), ISV_EBADREQ);
-  assert_int_equal(reg(&s, "empty", key, OBJ, 0, err), 0); /* an empty region at the end */
+  assert_int_equal(reg(&s, "empty", key, 0, 0, err), ISV_EBADREQ);
+  assert_non_null(strstr(err, "byte_size must be greater than 0"));
+  assert_int_equal(reg(&s, "end", key, OBJ - 1, 1, err), 0); /* the last byte */
 
   seen all = {0};
   assert_int_equal(isv__shm_status(&s, NULL, 0, collect, &all, err, sizeof err), 0);
