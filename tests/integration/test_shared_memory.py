@@ -536,3 +536,41 @@ def test_disabled_by_the_host(start_demo, shm):
                              name="r", key=key_of(s), byte_size=64), timeout=T)
         md = stub.ServerMetadata(pb.pb.ServerMetadataRequest(), timeout=T)
         assert "system_shared_memory" not in md.extensions
+
+
+def test_dynamic_batching_each_request_its_rows_in_its_region(clean, shm):
+    """cost_batched (dynamic batching, 500 µs): concurrent requests whose inputs and outputs are
+    in one region run as batches; each request's rows are copied into its own output slice."""
+    demo = clean
+    n = 12
+    s = shm(n * 32 * 2)
+    rows = [np.arange(4, dtype=np.float32) + 10 * i for i in range(n)]
+    for i, x in enumerate(rows):
+        s.buf[i * 16:(i + 1) * 16] = x.tobytes()
+    assert register(demo, "b", key_of(s), n * 32 * 2).status_code == 200
+    out_base = n * 16
+    barrier = threading.Barrier(n)
+    res = [None] * n
+
+    def go(i):
+        body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 4],
+                            "parameters": shm_params("b", 16, i * 16)}],
+                "outputs": [{"name": "OUTPUT0",
+                             "parameters": shm_params("b", 16, out_base + i * 16)}]}
+        with requests.Session() as sess:
+            barrier.wait()
+            res[i] = sess.post(demo.url("/v2/models/cost_batched/infer"), json=body, timeout=T)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(n):
+        assert res[i].status_code == 200, res[i].text
+        got = np.frombuffer(bytes(s.buf[out_base + i * 16:out_base + (i + 1) * 16]),
+                            dtype=np.float32)
+        assert (got == rows[i]).all(), (i, got, rows[i])
+    stats = requests.get(demo.url("/v2/models/cost_batched/stats"), timeout=T).json()
+    sizes = [b["batch_size"] for b in stats["model_stats"][0]["batch_stats"]]
+    assert sizes, stats  # (how the requests were grouped depends on timing)
