@@ -16,6 +16,8 @@
 
 #include "core/shm.h"
 #include "core_fixture.h"
+#include "protocol/v2_json.h"
+#include "protocol/v2_pb.h"
 #include "protocol/v2_shm.h"
 
 #define OBJ 8192
@@ -250,6 +252,54 @@ static void a_region_lives_while_used(void **state) {
   cf_world_free(w); /* unmaps "in" */
 }
 
+/* The V2 decoders read the parameters: JSON and protobuf inputs point into the mapping, outputs
+ * get their destination; a wrong parameter fails the request naming the tensor. */
+static void decoders_take_the_parameters(void **state) {
+  (void)state;
+  cf_world *w = world_with_shm(1);
+  char err[512];
+  assert_int_equal(reg(&w->core.shm, "r", key, 1024, 2048, err), 0);
+  char body[] = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT32\",\"shape\":[2],"
+                "\"parameters\":{\"shared_memory_offset\":8,\"shared_memory_region\":\"r\","
+                "\"shared_memory_byte_size\":8}}],\"outputs\":[{\"parameters\":{"
+                "\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":64,"
+                "\"shared_memory_offset\":512},\"name\":\"y\"}]}";
+  isv_request *r = isv__request_new(&w->core);
+  assert_int_equal(isv__v2_decode_request(r, body, strlen(body), strlen(body), 64), 0);
+  assert_int_equal(r->n_inputs, 1);
+  assert_int_equal(((int32_t *)r->inputs[0].data)[0], (1024 + 8) / 4);
+  assert_int_equal(r->inputs[0].byte_size, 8);
+  assert_non_null(r->req_outputs[0].dest);
+  assert_int_equal(r->req_outputs[0].dest->cap, 64);
+  assert_int_equal(r->req_outputs[0].dest->offset, 512);
+  assert_string_equal(r->req_outputs[0].dest->region, "r");
+  isv_request_free(r);
+
+  char bad[] = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT32\",\"shape\":[2],"
+               "\"parameters\":{\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":"
+               "true}}]}";
+  r = isv__request_new(&w->core);
+  assert_int_equal(isv__v2_decode_request(r, bad, strlen(bad), strlen(bad), 64), ISV_EBADREQ);
+  assert_string_equal(r->errmsg, "input 'x': 'shared_memory_byte_size' must be a non-negative "
+                                 "integer");
+  isv_request_free(r);
+
+  /* ModelInferRequest{inputs: [{name x, datatype INT32, shape [2], parameters {region: "r",
+   * byte_size: 8}}]} */
+  const uint8_t pb[] = {
+      0x2a, 0x49, 0x0a, 0x01, 'x',  0x12, 0x05, 'I',  'N',  'T',  '3',  '2',  0x1a, 0x01, 0x02,
+      0x22, 0x1b, 0x0a, 0x14, 's',  'h',  'a',  'r',  'e',  'd',  '_',  'm',  'e',  'm',  'o',
+      'r',  'y',  '_',  'r',  'e',  'g',  'i',  'o',  'n',  0x12, 0x03, 0x1a, 0x01, 'r',  0x22,
+      0x1d, 0x0a, 0x17, 's',  'h',  'a',  'r',  'e',  'd',  '_',  'm',  'e',  'm',  'o',  'r',
+      'y',  '_',  'b',  'y',  't',  'e',  '_',  's',  'i',  'z',  'e',  0x12, 0x02, 0x10, 0x08};
+  r = isv__request_new(&w->core);
+  assert_int_equal(isv__v2pb_decode_infer_request(r, pb, sizeof pb), 0);
+  assert_int_equal(r->n_inputs, 1);
+  assert_int_equal(((int32_t *)r->inputs[0].data)[1], 1024 / 4 + 1);
+  isv_request_free(r);
+  cf_world_free(w);
+}
+
 /* y = 2x written with isv_request_output (in place) or set from the backend's own buffer with
  * isv_request_set_output (copied once). */
 static int twice_in_place(isv_request *r, void *u) {
@@ -338,6 +388,7 @@ int main(void) {
       cmocka_unit_test(register_decoders),
       cmocka_unit_test(disabled_by_default),
       cmocka_unit_test(a_region_lives_while_used),
+      cmocka_unit_test(decoders_take_the_parameters),
       cmocka_unit_test(outputs_into_a_callers_buffer),
   };
   return cmocka_run_group_tests(tests, make_object, drop_object);
