@@ -3,8 +3,8 @@
  * The deframer: byte 0 chooses the size limit (byte0 * 64), byte 1 seeds how the rest is cut
  * into chunks (0: one chunk), and the rest is a stream of length-prefixed messages. The stream
  * is deframed chunk by chunk and compared with a reference that parses the whole buffer at
- * once: the same messages (bytes and lengths), the same end (COMPRESSED, TOO_BIG with the same
- * length, or MORE), and at the end the same owed/partial. Every call must make progress, MORE
+ * once: the same messages (bytes, lengths, and whether their flag said compressed), the same
+ * end (BAD_FLAG, TOO_BIG with the same length, or MORE), and at the end the same owed/partial. Every call must make progress, MORE
  * only when the input is used up, and nothing may be allocated for a refused message.
  *
  * grpc-timeout: every ','-separated piece of the input is parsed and compared with a reference
@@ -28,7 +28,7 @@ static void check(int cond, const char *what) {
 /* ---- the deframer ------------------------------------------------------------------------ */
 
 typedef struct ref_result {
-  isv__deframe_status end; /* MORE, COMPRESSED or TOO_BIG */
+  isv__deframe_status end; /* MORE, BAD_FLAG or TOO_BIG */
   size_t too_big_len;
   size_t n_msgs;
   int partial;
@@ -37,7 +37,7 @@ typedef struct ref_result {
 
 /* The whole stream at once; msgs[i] = offset of message i's bytes, lens[i] its length. */
 static void reference(const uint8_t *d, size_t n, size_t max_len, size_t *offs, size_t *lens,
-                      ref_result *r) {
+                      uint8_t *flags, ref_result *r) {
   memset(r, 0, sizeof *r);
   size_t pos = 0;
   for (;;) {
@@ -47,8 +47,8 @@ static void reference(const uint8_t *d, size_t n, size_t max_len, size_t *offs, 
       r->partial = left > 0;
       return;
     }
-    if (d[pos] != 0) {
-      r->end = ISV__DEFRAME_COMPRESSED;
+    if (d[pos] > 1) {
+      r->end = ISV__DEFRAME_BAD_FLAG;
       return;
     }
     size_t len = ((size_t)d[pos + 1] << 24) | ((size_t)d[pos + 2] << 16) |
@@ -66,6 +66,7 @@ static void reference(const uint8_t *d, size_t n, size_t max_len, size_t *offs, 
     }
     offs[r->n_msgs] = pos + ISV__GRPC_PREFIX;
     lens[r->n_msgs] = len;
+    flags[r->n_msgs] = d[pos];
     r->n_msgs++;
     pos += ISV__GRPC_PREFIX + len;
   }
@@ -88,13 +89,15 @@ static void deframer(const uint8_t *data, size_t size) {
   /* at most one message per 5 bytes */
   size_t *offs = malloc((n / ISV__GRPC_PREFIX + 1) * sizeof *offs);
   size_t *lens = malloc((n / ISV__GRPC_PREFIX + 1) * sizeof *lens);
-  if (offs == NULL || lens == NULL) {
+  uint8_t *flags = malloc(n / ISV__GRPC_PREFIX + 1);
+  if (offs == NULL || lens == NULL || flags == NULL) {
     free(offs);
     free(lens);
+    free(flags);
     return;
   }
   ref_result want;
-  reference(d, n, max_len, offs, lens, &want);
+  reference(d, n, max_len, offs, lens, flags, &want);
 
   isv__grpc_deframer df;
   memset(&df, 0, sizeof df);
@@ -120,8 +123,9 @@ static void deframer(const uint8_t *data, size_t size) {
         check(msg == NULL, "MORE handed out a message");
         break;
       }
-      if (st == ISV__DEFRAME_MESSAGE) {
+      if (st == ISV__DEFRAME_MESSAGE || st == ISV__DEFRAME_COMPRESSED) {
         check(got < want.n_msgs, "more messages than the reference");
+        check((st == ISV__DEFRAME_COMPRESSED) == (flags[got] == 1), "compressed flag");
         check(len == lens[got], "message length");
         check(msg != NULL, "MESSAGE without a buffer");
         check(len <= max_len, "message above the limit");
@@ -151,6 +155,7 @@ static void deframer(const uint8_t *data, size_t size) {
         "free did not reset");
   free(offs);
   free(lens);
+  free(flags);
 }
 
 /* ---- grpc-timeout ------------------------------------------------------------------------ */

@@ -740,6 +740,70 @@ ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_
                                                      const isv_param **v);
 
 /* ---------------------------------------------------------------------------------------------
+ * Model repository (Triton's model repository extension: V2 REST POST /v2/repository/index,
+ * /v2/repository/models/{m}/load and /unload; gRPC RepositoryIndex, RepositoryModelLoad,
+ * RepositoryModelUnload). The library keeps no model files: what "loading" means is the host's.
+ *  - index: the registered models (every version, its state from the registry: READY, LOADING,
+ *    UNAVAILABLE...), plus the models the host's list() names that are not registered (state
+ *    UNAVAILABLE with the host's reason, or the name alone), sorted by name then version.
+ *    Served with or without callbacks.
+ *  - load / unload: forwarded to the host's callbacks, which register or remove the model
+ *    themselves (isv_server_add_model, isv_server_remove_model) and then complete the
+ *    operation. A load's "config" parameter (Triton's model config as JSON) reaches the host
+ *    checked to be a JSON object; "file:..." parameters are refused (501), other parameters
+ *    too (400); unload's "unload_dependents" (bool) is passed on. Without callbacks both answer
+ *    503 "explicit model load / unload is not allowed: ..." (Triton's words for a server
+ *    without model control), and server metadata does not list "model_repository".
+ * Operations run one at a time, in arrival order (a second waits until the first completes):
+ * the host never sees two at once. Each runs like a request of a hidden model version
+ * ("@repository" in /metrics): a client that goes away, a deadline (gRPC's grpc-timeout) or
+ * the server's close never frees an operation under the host — its answer is just dropped.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_repository_list isv_repository_list;
+typedef struct isv_repository_op isv_repository_op;
+
+/* The host's callbacks. Zero-initialise it and set struct_size = sizeof(isv_repository);
+ * fields added later are read only when struct_size covers them. Every callback runs on the
+ * loop thread; strings passed to them live until the call returns (list) or until the
+ * operation is completed (load, unload). */
+typedef struct isv_repository {
+  size_t struct_size;
+  void *user; /* passed to every callback; must stay valid until the server's close callback */
+  /* The models the host can load: isv_repository_list_add() for each (inside this call
+   * only). May be NULL: the index then shows the registered models only. */
+  void (*list)(void *user, isv_repository_list *out);
+  /* Load (or reload) model `name`; config_json: the client's config override, a JSON object
+   * (NULL when none). Register the model (isv_server_add_model), then complete op. */
+  void (*load)(void *user, isv_repository_op *op, const char *name, const char *config_json);
+  /* Unload model `name` (and, when unload_dependents, the models loaded with it): remove it
+   * (isv_server_remove_model: requests in flight on it still finish), then complete op. */
+  void (*unload)(void *user, isv_repository_op *op, const char *name, int unload_dependents);
+} isv_repository;
+
+/* Serve the model repository extension through `repo` (copied; load and unload required,
+ * list optional). Once per server: ISV_ESTATE when already set or closing; ISV_EINVAL for a
+ * missing callback or a struct_size too small. isv_server_last_error says which. Loop
+ * thread. */
+ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *repo);
+/* From list(): model `name` can be loaded. A name that is registered, or already added, is
+ * skipped (the registry's state wins). Indexed as {"name", "state": "UNAVAILABLE", "reason"}
+ * with a reason (e.g. "unloaded"), or as {"name"} alone without (Triton's entry for a model
+ * never loaded). Name and reason are copied; bytes that are not UTF-8 become '?'. 0, or
+ * ISV_EINVAL (no list, an empty name) / ISV_ENOMEM. Loop thread, inside list() only. */
+ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *name,
+                                       const char *reason);
+/* Complete a load or unload exactly once: status 0 (the client gets 200 with an empty body,
+ * or an empty gRPC response), or an ISV_E* code and a message (copied; may be NULL) — e.g.
+ * ISV_ENOTFOUND for a model the host does not have (404), ISV_EBADREQ for a config it cannot
+ * honour (400), ISV_EBACKEND when loading failed (500). Codes follow isv_request_complete's
+ * rules (ISV_EINVAL, ISV_EEXIST and non-ISV_E* codes become 500 and a WARN line). From any
+ * thread — the answer reaches the loop through the library's async handle — but register or
+ * remove the model on the loop thread BEFORE completing. A second completion is refused with
+ * ISV_ESTATE (isv_request_complete's guarantee). After completing, op and the strings passed
+ * with it are gone. */
+ISV_EXTERN int isv_repository_op_done(isv_repository_op *op, int status, const char *message);
+
+/* ---------------------------------------------------------------------------------------------
  * Custom HTTP routes (grps's "customized predict"): the host's own endpoints — an OpenAI-style
  * /v1/chat/completions streaming Server-Sent Events, a form upload — on the server's
  * connections (HTTP/1.1 and h2c), with its limits, timeouts, cancellation, metrics and

@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "core/offload.h"
+#include "core/repository.h"
 #include "core/request.h"
 #include "protocol/builtin.h"
 #include "protocol/custom_http.h"
@@ -368,6 +369,15 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                                            : isv_strerror(rc));
   }
   return rc;
+}
+
+/* ---- model repository (core/repository.h) ------------------------------------------------- */
+
+ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *repo) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  return isv__repo_attach(&srv->core, repo, srv->last_error, sizeof srv->last_error);
 }
 
 /* ---- custom routes ------------------------------------------------------------------------ */

@@ -5,12 +5,13 @@ set -euo pipefail
 
 PKGS=(
   build-essential g++ meson ninja-build pkg-config
-  libuv1-dev libnghttp2-dev node-llhttp nanopb libnanopb-dev
+  libuv1-dev libnghttp2-dev node-llhttp nanopb libnanopb-dev zlib1g-dev
   libcmocka-dev libjansson-dev
   clang libclang-rt-14-dev
   curl python3 python3-requests python3-pytest
   python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
   wrk
+  libxgboost-dev python3-xgboost python3-sklearn python3-numpy
 )
 
 missing=()

@@ -13,6 +13,9 @@ COVERED_ELSEWHERE = {
                      "gen_pow10.py; its values through test_numparse.c and test_numfmt.c",
     "protocol/v2.c": "the V2 front end's descriptor only: its routes in test_v2_http.c, its "
                      "methods in test_v2_grpc.c, its registration in test_builtin.c",
+    "protocol/content_coding.c": "decoding coded bodies before routing, through the router: "
+                                 "test_v2_http.c (coded_*), and end to end over HTTP/1.1 and h2c "
+                                 "in tests/integration/test_compression.py",
     "server.c": "the public API over a real loop: test_server_inproc.c",
     "protocol/tfs_http.c": "TF Serving's routes and handlers, end to end against the demo with "
                            "real clients (requests, curl over h2c): "
@@ -30,6 +33,11 @@ COVERED_ELSEWHERE = {
     "protocol/v2_shm.c": "the shared memory request decoders in test_shm.c (beside core/shm.c, "
                          "whose mirror it is); routes and methods end to end with requests, "
                          "curl over h2c and grpcio: tests/integration/test_shared_memory.py",
+    "protocol/v2_repo_json.c": "the model repository's JSON codec: test_repository.c, with the "
+                               "core side (lib/core/repository.c) it feeds",
+    "protocol/v2_repo_pb.c": "the model repository's protobuf codec: test_repository.c",
+    "protocol/v2_repo_http.c": "the model repository's REST handlers, end to end against the "
+                               "demo: tests/integration/test_repository.py",
 }
 # tests/unit files that are not one module's mirror
 NOT_A_MIRROR = {

@@ -70,6 +70,9 @@ static void usage(FILE *f) {
           "  --server-name NAME[:VERSION]  the name (and version) server metadata reports on\n"
           "                           every protocol (default libinferserve and its version;\n"
           "                           Triton's clients expect \"triton\")\n"
+          "  --load-delay-ms N        model repository: a load completes after N ms (default 0)\n"
+          "  --no-repository          no model repository callbacks: load and unload refused,\n"
+          "                           \"model_repository\" not in server metadata\n"
           "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
           "                           (default half_plus_three); with AIP_HTTP_PORT set, the demo\n"
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
@@ -127,6 +130,7 @@ static void on_server_closed(isv_server *srv, void *data) {
   (void)srv;
   demo *d = data;
   d->srv = NULL; /* freed by the library after this callback */
+  demo_repo_closed();
   uv_close((uv_handle_t *)&d->sigint, NULL);
   uv_close((uv_handle_t *)&d->sigterm, NULL);
 }
@@ -223,6 +227,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   listen_addr addrs[MAX_LISTENERS];
   size_t naddrs = 0;
   const char *vertex_model = "half_plus_three";
+  int repository = 1;
+  unsigned long long load_delay_ms = 0;
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -267,6 +273,20 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
           isv_options_set_server_name(opts, name, colon ? colon + 1 : isv_version()) != 0) {
         fprintf(stderr, "inferserve-demo: bad --server-name '%s' (NAME[:VERSION], at most 63 "
                         "and 31 bytes)\n", argv[i]);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(arg, "--no-repository") == 0) {
+      repository = 0;
+      continue;
+    }
+    if (strcmp(arg, "--load-delay-ms") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      char *end;
+      load_delay_ms = strtoull(v, &end, 10);
+      if (*v == '\0' || *v == '-' || *end != '\0' || load_delay_ms > 3600000) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --load-delay-ms\n", v);
         return 2;
       }
       continue;
@@ -344,6 +364,12 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   }
   if ((rc = demo_zoo_register(d.srv)) < 0) {
     fprintf(stderr, "inferserve-demo: registering the model zoo: %s (%s)\n", isv_strerror(rc),
+            isv_server_last_error(d.srv));
+    return 1;
+  }
+  /* the zoo as a model repository (repo.c): unload, load again, config overrides */
+  if (repository && (rc = demo_repo_setup(d.srv, &d.loop, load_delay_ms)) < 0) {
+    fprintf(stderr, "inferserve-demo: model repository: %s (%s)\n", isv_strerror(rc),
             isv_server_last_error(d.srv));
     return 1;
   }

@@ -490,6 +490,23 @@ static int params_echo_infer(isv_request *req, void *user) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
+/* demo_zoo_register_picked's pick while it runs (NULL: every model). */
+static const demo_zoo_pick *zoo_pick;
+
+/* Whether model `name` is registered now; the pick's `seen` hears of every name. */
+static int picked(const char *name) {
+  if (zoo_pick == NULL)
+    return 1;
+  if (zoo_pick->seen)
+    zoo_pick->seen(zoo_pick->user, name);
+  return zoo_pick->name && strcmp(zoo_pick->name, name) == 0;
+}
+
+/* The same, for a call on a model registered above (a label, a state): no `seen`. */
+static int registered_now(const char *name) {
+  return zoo_pick == NULL || (zoo_pick->name && strcmp(zoo_pick->name, name) == 0);
+}
+
 typedef struct {
   const char *name;
   isv_datatype dt;
@@ -503,6 +520,8 @@ static isv_model_config *make_config(const char *name, uint32_t max_batch, const
   isv_model_config *c;
   if (isv_model_config_new(name, &c) != 0)
     return NULL;
+  if (zoo_pick && zoo_pick->max_batch >= 0) /* a config override (repo.c) */
+    max_batch = (uint32_t)zoo_pick->max_batch;
   int rc = isv_model_config_set_max_batch(c, max_batch);
   for (size_t i = 0; rc == 0 && i < nin; i++)
     rc = isv_model_config_add_input(c, in[i].name, in[i].dt, in[i].shape, in[i].ndim);
@@ -531,6 +550,8 @@ static int add_simple_model_n(isv_server *srv, const char *name, const char *ver
                               const io_spec *out, size_t nout, isv_exec_mode mode,
                               uint32_t instances, int (*infer)(isv_request *, void *),
                               const void *user) {
+  if (!picked(name))
+    return 0;
   isv_model_config *c = make_config(name, max_batch, in, nin, out, nout);
   if (c == NULL)
     return ISV_ENOMEM;
@@ -562,6 +583,8 @@ static int register_multi_version(isv_server *srv) {
   static const io_spec in[] = {{"INPUT0", ISV_INT32, {-1}, 1}};
   static const io_spec out[] = {{"OUTPUT0", ISV_INT32, {-1}, 1}};
   static const char *const names[] = {"1", "2", "3"};
+  if (!picked("multi_version"))
+    return 0;
   isv_model_config *c = make_config("multi_version", 0, in, 1, out, 1);
   if (c == NULL)
     return ISV_ENOMEM;
@@ -578,6 +601,8 @@ static int register_multi_version(isv_server *srv) {
 static int register_classifier(isv_server *srv) {
   static const io_spec in[] = {{"INPUT0", ISV_FP32, {4}, 1}};
   static const io_spec out[] = {{"OUTPUT0", ISV_FP32, {3}, 1}};
+  if (!picked("classifier"))
+    return 0;
   isv_model_config *c = make_config("classifier", 8, in, 1, out, 1);
   if (c == NULL)
     return ISV_ENOMEM;
@@ -594,6 +619,8 @@ static int register_half_plus_three(isv_server *srv, const char *name) {
   static const io_spec out[] = {{"y", ISV_FP32, {-1}, 1}};
   static const char *const x[] = {"x"}, *const y[] = {"y"}, *const outputs[] = {"outputs"},
                            *const scores[] = {"scores"};
+  if (!picked(name))
+    return 0;
   isv_model_config *c = make_config(name, 0, in, 1, out, 1);
   if (c == NULL)
     return ISV_ENOMEM;
@@ -611,7 +638,8 @@ static int register_half_plus_three(isv_server *srv, const char *name) {
   return rc;
 }
 
-int demo_zoo_register(isv_server *srv) {
+/* zoo.c's own models: every one, or zoo_pick's. */
+static int register_own(isv_server *srv) {
   static const io_spec simple_in[] = {{"INPUT0", ISV_INT32, {16}, 1}, {"INPUT1", ISV_INT32, {16}, 1}};
   static const io_spec simple_out[] = {{"OUTPUT0", ISV_INT32, {16}, 1},
                                        {"OUTPUT1", ISV_INT32, {16}, 1}};
@@ -650,7 +678,8 @@ int demo_zoo_register(isv_server *srv) {
   TRY(register_classifier(srv));
 
   TRY(register_half_plus_three(srv, "half_plus_three"));
-  TRY(isv_server_set_label(srv, "half_plus_three", "stable", "123"));
+  if (registered_now("half_plus_three"))
+    TRY(isv_server_set_label(srv, "half_plus_three", "stable", "123"));
   static const io_spec tfm_in[] = {{"tag", ISV_BYTES, {0}, 0},
                                    {"signal", ISV_FP32, {5}, 1},
                                    {"sensor", ISV_INT32, {2, 2}, 2}};
@@ -673,7 +702,21 @@ int demo_zoo_register(isv_server *srv) {
                        params_echo_infer, NULL));
   TRY(add_simple_model(srv, "loading", "1", 0, i32_in, 1, i32_out, 1, ISV_EXEC_INLINE,
                        copy_infer, NULL));
-  TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
+  if (registered_now("loading"))
+    TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
+  return 0;
+}
+
+int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick) {
+  zoo_pick = pick;
+  int rc = register_own(srv);
+  zoo_pick = NULL;
+  return rc;
+}
+
+int demo_zoo_register(isv_server *srv) {
+  TRY(register_own(srv));
+  TRY(demo_zoo_register_triton(srv));
   TRY(demo_zoo_register_grps(srv));
   TRY(demo_routes_register(srv));
   return demo_zoo_register_scheduling(srv);

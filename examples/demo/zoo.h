@@ -32,6 +32,13 @@
  *   cost, cost_batched  INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 after 200 µs + 1 µs per row, one
  *                       instance; cost_batched with dynamic batching (max 32, 500 µs): the pair
  *                       bench/batching.sh compares
+ * Triton's example models for its client programs (zoo_triton.c; INT32, max batch 8):
+ *   simple_sequence     sequence batching: INPUT [1] -> OUTPUT [1] = INPUT + START (Triton's
+ *                       model: 1 on a start with 0, then the inputs as sent)
+ *   simple_dyna_sequence           OUTPUT = INPUT + START + END * sequence_id (numeric ids)
+ *   simple_string_dyna_sequence    an accumulator: START sets it to INPUT, others add INPUT,
+ *                                  END adds the id read as a decimal int ("1002")
+ *   custom_identity_int32          INPUT0 [-1] -> OUTPUT0, max batch 1024
  * grps's (zoo_grps.c; open I/O, version "1.0.0"):
  *   echo                every input back as an output, in the data kind it came (the server's
  *                       default model: a grps request that names none)
@@ -52,11 +59,29 @@ extern "C" {
 /* Register every model of the zoo on srv. 0, or the negative ISV_E* code of the first failure
  * (isv_server_last_error(srv) says more). */
 int demo_zoo_register(isv_server *srv);
+/* zoo.c's own models, one at a time — the demo's model repository (repo.c) reloads them:
+ * pick->name alone is registered (nothing when NULL), its max batch pick->max_batch when >= 0;
+ * pick->seen (may be NULL) hears every name zoo.c has (a listing: name NULL). 0 or the code of
+ * the first failure. */
+typedef struct demo_zoo_pick {
+  const char *name;
+  int64_t max_batch;
+  void (*seen)(void *user, const char *name);
+  void *user;
+} demo_zoo_pick;
+int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick);
+/* The demo's model repository (repo.c): zoo.c's models can be unloaded and loaded again (with
+ * a config override of "max_batch_size"); loads complete after load_delay_ms on the loop. */
+int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms);
+/* The server's close callback ran: loads still waiting complete without touching it. */
+void demo_repo_closed(void);
 /* The scheduler's models (called by demo_zoo_register). */
 int demo_zoo_register_scheduling(isv_server *srv);
 /* The demo's custom HTTP routes (routes.c): POST /custom/echo (the body uppercased) and
  * POST /custom/sse?n=N[&delay_ms=D] (Server-Sent Events). Called by demo_zoo_register. */
 int demo_routes_register(isv_server *srv);
+/* Triton's sequence and identity example models (zoo_triton.c; called by demo_zoo_register). */
+int demo_zoo_register_triton(isv_server *srv);
 /* The grps models (called by demo_zoo_register). */
 int demo_zoo_register_grps(isv_server *srv);
 /* Complete req with an error whose message is printf-formatted; what isv_request_complete

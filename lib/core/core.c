@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/repository.h"
 #include "core/request.h"
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
@@ -149,8 +150,9 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model 
   } else if (ref->version) {
     m = isv__entry_version(e, ref->version, ref->version_len);
     if (m == NULL) {
-      snprintf(msg, msglen, "unknown version '%.*s' of model '%s'",
-               (int)(ref->version_len > 200 ? 200 : ref->version_len), ref->version, e->name);
+      /* Triton's text: clients match on "Request for unknown model" */
+      snprintf(msg, msglen, "Request for unknown model: '%s' version %.*s is not found", e->name,
+               (int)(ref->version_len > 200 ? 200 : ref->version_len), ref->version);
       return ISV_ENOTFOUND;
     }
   } else {
@@ -162,6 +164,7 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model 
 
 int isv__request_bind(isv_request *r) {
   if (r->model) return 0;
+  if (r->repo_op) return isv__repo_bind(r); /* the repository's own model (repository.c) */
   if (r->model_name == NULL || r->model_name[0] == '\0') {
     if (r->status == 0) isv__request_fail(r, ISV_EBADREQ, "the request names no model");
     return r->status;

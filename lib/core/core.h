@@ -52,6 +52,7 @@ struct isv__core {
   int online;
   int closing;
   char default_model[128]; /* isv_server_set_default_model ("": none) */
+  struct isv__repo *repo;   /* isv_server_set_repository's (core/repository.h); NULL: none */
   const char *protocols[ISV__MAX_PROTOCOLS]; /* labels; [0] = "inprocess" */
   unsigned n_protocols;
   void (*on_idle)(isv__core *core); /* called when closing and the last request finished */

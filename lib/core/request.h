@@ -116,6 +116,8 @@ struct isv_request {
   uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
   void *fe_data;        /* frontend-private: what it hands its own backend (a custom route's
                          * isv_http_request) */
+  struct isv__repo_op *repo_op; /* a model repository operation (core/repository.h): bound to
+                                 * the repository's hidden model, never to a named one */
 
   /* scheduling (scheduler.c; loop thread) */
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */

@@ -7,6 +7,7 @@
  * call is cancelled (the request still runs to completion; its answer is dropped). */
 #include "protocol/grpc_service.h"
 
+#include "codec/zcoding.h"
 #include "core/offload.h"
 
 #include <stdio.h>
@@ -23,6 +24,7 @@ typedef struct gcall {
   isv__grpc_call *call;
   uint8_t *msg; /* unary and server-streaming: the one message */
   size_t len;
+  int msg_compressed; /* ... still coded with the call's grpc-encoding */
   unsigned n_msgs;
   int half_closed;
   int cancelled;
@@ -247,8 +249,108 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   isv__core_submit(g->core, r, infer_done, j);
 }
 
+/* ---- compressed messages (grpc-encoding gzip / deflate) --------------------------------- */
+
+/* *msg (coded, taken) decoded into a new message buffer, at most max bytes. 0, or ISV_EBADREQ
+ * (err says why), ISV_ETOOBIG, ISV_ENOMEM; *msg is NULL then. */
+static int inflate_message(isv__coding coding, const isv_mem *mem, size_t max, uint8_t **msg,
+                           size_t *len, char *err, size_t cap) {
+  char *plain;
+  size_t n;
+  int rc = isv__inflate(coding, *msg, *len, max, mem, &plain, &n, err, cap);
+  isv__bigbuf_free(*msg);
+  *msg = NULL;
+  if (rc != 0) return rc;
+  /* a message buffer, END-aligned like the transport's, so raw tensors are used in place */
+  uint8_t *b = isv__bigbuf_alloc(NULL, n, 1);
+  if (b != NULL && n) memcpy(b, plain, n);
+  isv__free(plain);
+  if (b == NULL) return ISV_ENOMEM;
+  *msg = b;
+  *len = n;
+  return 0;
+}
+
+/* gRPC's rule for a message that cannot be decompressed: INTERNAL; over the limit:
+ * RESOURCE_EXHAUSTED. */
+static void finish_inflate_error(gcall *g, int rc, const char *err) {
+  char msg[224];
+  if (rc == ISV_EBADREQ) {
+    snprintf(msg, sizeof msg, "cannot decompress the request message (grpc-encoding %s): %s",
+             isv__coding_name(g->call->coding), err);
+    gcall_finish(g, ISV__GRPC_INTERNAL, msg);
+  } else if (rc == ISV_ETOOBIG) {
+    snprintf(msg, sizeof msg, "the decompressed message exceeds the server's limit of %zu bytes",
+             g->core->opts.max_body_bytes);
+    gcall_finish(g, ISV__GRPC_RESOURCE_EXHAUSTED, msg);
+  } else {
+    finish_error(g, rc, "out of memory");
+  }
+}
+
+static void run_unary(gcall *g);
+
+/* A large compressed message is inflated on a worker thread (the call counts it in flight). */
+typedef struct inflating {
+  isv__offload off;
+  gcall *g;
+  isv__coding coding;
+  uint8_t *msg;
+  size_t len, max;
+  int rc;
+  char err[160];
+} inflating;
+
+static void inflate_work(isv__offload *o) {
+  inflating *f = (inflating *)o;
+  f->rc = inflate_message(f->coding, f->g->core->mem, f->max, &f->msg, &f->len, f->err,
+                          sizeof f->err);
+}
+
+static void inflate_after(isv__offload *o) {
+  inflating *f = (inflating *)o;
+  gcall *g = f->g;
+  g->inflight--;
+  g->busy++;
+  if (g->finished) { /* cancelled meanwhile */
+    isv__bigbuf_free(f->msg);
+  } else if (f->rc != 0) {
+    finish_inflate_error(g, f->rc, f->err);
+  } else {
+    g->msg = f->msg;
+    g->len = f->len;
+    g->msg_compressed = 0;
+    run_unary(g);
+  }
+  isv__free(f);
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
 /* The one message of a unary or server-streaming call has come, and the client half-closed. */
 static void run_unary(gcall *g) {
+  if (g->msg_compressed) {
+    size_t max = g->core->opts.max_body_bytes;
+    inflating *f = g->len >= (16u << 10) ? isv__calloc(g->core->mem, 1, sizeof *f) : NULL;
+    if (f) {
+      *f = (inflating){.g = g, .coding = g->call->coding, .msg = g->msg, .len = g->len,
+                       .max = max};
+      g->msg = NULL;
+      g->inflight++;
+      if (isv__offload_run(g->core, &f->off, inflate_work, inflate_after) == 0) return;
+      g->inflight--;
+      g->msg = f->msg;
+      isv__free(f);
+    }
+    char err[160];
+    int rc = inflate_message(g->call->coding, g->core->mem, max, &g->msg, &g->len, err,
+                             sizeof err);
+    if (rc != 0) {
+      finish_inflate_error(g, rc, err);
+      return;
+    }
+    g->msg_compressed = 0;
+  }
   if (g->m->answer) {
     isv__buf b;
     isv__buf_init(&b, g->core->mem);
@@ -270,17 +372,25 @@ static void run_unary(gcall *g) {
 
 /* ---- call events ------------------------------------------------------------------------- */
 
-static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len) {
+static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len, int compressed) {
   gcall *g = call->app;
   g->busy++;
   if (g->m->kind == ISV__RPC_BIDI_STREAM) {
-    submit(g, msg, len);
+    /* in order with the stream's other messages: inflated here, on the loop */
+    char err[160];
+    int rc = compressed ? inflate_message(call->coding, g->core->mem,
+                                          g->core->opts.max_body_bytes, &msg, &len, err,
+                                          sizeof err)
+                        : 0;
+    if (rc != 0) finish_inflate_error(g, rc, err);
+    else submit(g, msg, len);
   } else if (++g->n_msgs > 1) {
     isv__bigbuf_free(msg);
     finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
   } else {
     g->msg = msg;
     g->len = len;
+    g->msg_compressed = compressed;
   }
   g->busy--;
   gcall_maybe_free(g);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "protocol/content_coding.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
 
@@ -322,6 +323,7 @@ static void method_list(unsigned mask, char *out, size_t cap) {
 }
 
 void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
+  if (isv__content_decode(r, ex)) return; /* routed again once the body is plain */
   path_segs p;
   int rc = split(r, ex->path, ex->path_len, &p);
   if (rc != 0) {

@@ -7,6 +7,7 @@
 #include "protocol/v2.h"
 #include "protocol/v2_pb.h"
 #include "protocol/v2_shm.h"
+#include "protocol/v2_repo.h"
 
 #define SVC "/inference.GRPCInferenceService/"
 
@@ -121,6 +122,12 @@ const isv__grpc_method isv__v2_methods[] = {
      NULL},
     {SVC "CudaSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_unregister, NULL, NULL,
      NULL},
+    /* Triton's model repository extension (v2_repo_pb.c) */
+    {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL},
+    {SVC "RepositoryModelLoad", ISV__RPC_UNARY, NULL, isv__v2repo_pb_load, isv__v2repo_pb_empty,
+     NULL},
+    {SVC "RepositoryModelUnload", ISV__RPC_UNARY, NULL, isv__v2repo_pb_unload,
+     isv__v2repo_pb_empty, NULL},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
      isv__v2pb_encode_infer_response, NULL},
     /* one response per request, in completion order; a failed one is a message with

@@ -7,6 +7,7 @@
 #include "codec/datatype.h"
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
+#include "codec/zcoding.h"
 #include "core/offload.h"
 #include "core/request.h"
 #include "protocol/http_reply.h"
@@ -14,6 +15,7 @@
 #include "protocol/v2_generate.h"
 #include "protocol/v2_json.h"
 #include "protocol/v2_shm.h"
+#include "protocol/v2_repo.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 
@@ -111,7 +113,30 @@ typedef struct encoded {
   isv__buf b;
   isv__v2_binpart *bin;
   size_t n_bin;
+  isv__coding coding; /* what the client accepts back (Accept-Encoding) */
+  char *z;            /* the whole body encoded with `coding`, when it is not identity */
+  size_t z_len, json_len;
 } encoded;
+
+/* The body (JSON, then the binary parts) compressed into e->z; left NULL (the body goes out
+ * plain) when compression fails. */
+static void compress_body(encoded *e) {
+  isv__zpiece one[8], *pieces = one;
+  size_t n = e->n_bin + 1;
+  if (n > sizeof one / sizeof one[0] &&
+      (pieces = isv__arena_alloc(&e->r->arena, n * sizeof *pieces)) == NULL)
+    return;
+  pieces[0] = (isv__zpiece){e->b.data, e->b.len};
+  for (size_t i = 0; i < e->n_bin; i++) pieces[i + 1] = (isv__zpiece){e->bin[i].ptr, e->bin[i].len};
+  isv__buf z;
+  isv__buf_init(&z, e->ex->mem);
+  if (isv__deflate(e->coding, pieces, n, &z) != 0) {
+    isv__buf_free(&z);
+    return;
+  }
+  e->json_len = e->b.len;
+  e->z = isv__buf_release(&z, &e->z_len);
+}
 
 static void encode(encoded *e) {
   isv__buf_init(&e->b, e->ex->mem);
@@ -121,12 +146,45 @@ static void encode(encoded *e) {
     isv__buf_free(&e->b);
     isv__buf_init(&e->b, e->ex->mem);
   }
+  if (e->status == 0 && !e->b.failed && e->coding != ISV__CODING_IDENTITY) compress_body(e);
+}
+
+static void release_z(void *p) { isv__free(p); }
+
+/* A compressed answer: it holds copies of everything, so r is freed before the write. */
+static void reply_compressed(encoded *e) {
+  isv__exchange *ex = e->ex;
+  size_t n_bin = e->n_bin, json_len = e->json_len, z_len = e->z_len;
+  char *z = e->z;
+  const char *coding = isv__coding_name(e->coding);
+  isv__buf_free(&e->b);
+  isv_request_free(e->r); /* e may live in r's arena: copied out above */
+  char hlen[20];
+  isv__header hs[3] = {{"Content-Encoding", 16, NULL, 0}, {"Vary", 4, "Accept-Encoding", 15},
+                       {"Inference-Header-Content-Length", 31, hlen, 0}};
+  hs[0].value = coding;
+  hs[0].value_len = strlen(coding);
+  hs[2].value_len = isv__fmt_u64(hlen, json_len);
+  uv_buf_t part = uv_buf_init(z, (unsigned)z_len);
+  isv__response resp = {.status = 200,
+                        .content_type = n_bin ? "application/octet-stream" : "application/json",
+                        .headers = hs,
+                        .n_headers = n_bin ? 3 : 2,
+                        .parts = &part,
+                        .n_parts = 1,
+                        .release = release_z,
+                        .release_ctx = z};
+  isv__exchange_respond(ex, &resp);
 }
 
 static void reply_encoded(encoded *e) {
   isv_request *r = e->r;
   isv__exchange *ex = e->ex;
   int status = e->status;
+  if (status == 0 && e->z) {
+    reply_compressed(e);
+    return;
+  }
   isv__buf b = e->b; /* e may live in r's arena: copy out what is needed after r is freed */
   if (status != 0) {
     isv__buf_free(&b);
@@ -182,7 +240,12 @@ static size_t output_bytes(const isv_request *r) {
 }
 
 static void infer_done(isv_request *r, int status, void *data) {
-  encoded local = {.r = r, .ex = data, .status = status}, *e = &local;
+  isv__exchange *ex = data;
+  const isv__header *ae = isv__exchange_header(ex, "accept-encoding");
+  encoded local = {.r = r, .ex = ex, .status = status,
+                   .coding = ae ? isv__coding_accepted(ae->value, ae->value_len)
+                                : ISV__CODING_IDENTITY},
+          *e = &local;
   /* a large response is encoded on a worker thread: the loop is the host's */
   if (status == 0 && output_bytes(r) >= ISV__OFFLOAD_MIN_BYTES &&
       (e = isv__arena_calloc(&r->arena, 1, sizeof *e)) != NULL) {
@@ -195,11 +258,14 @@ static void infer_done(isv_request *r, int status, void *data) {
 }
 
 /* Where the JSON ends: the whole body, or Inference-Header-Content-Length bytes of it when the
- * binary tensor data extension is in use. Nonzero with r failed on a bad header. */
-static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) {
+ * binary tensor data extension is in use; *raw when that length is 0 (Triton's raw binary
+ * request: no JSON, the body is the model's one input, whatever its Content-Type). Nonzero
+ * with r failed on a bad header. */
+static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len, int *raw) {
   const isv__header *ct = isv__exchange_header(ex, "content-type");
   const isv__header *ih = isv__exchange_header(ex, "inference-header-content-length");
   *json_len = ex->body_len;
+  *raw = 0;
   if (ih) {
     uint64_t v = 0;
     size_t i = 0;
@@ -213,6 +279,10 @@ static int json_part(isv_request *r, const isv__exchange *ex, size_t *json_len) 
       return isv__request_fail(r, ISV_EBADREQ, "Inference-Header-Content-Length is %llu but the "
                                "body has only %zu bytes", (unsigned long long)v, ex->body_len);
     *json_len = (size_t)v;
+    if (v == 0) {
+      *raw = 1;
+      return 0;
+    }
   }
   if (ct == NULL || isv__media_is(ct, "application/json") || isv__media_is(ct, "text/plain") ||
       isv__media_is(ct, "application/x-www-form-urlencoded"))
@@ -466,15 +536,20 @@ static void infer(isv__http_req *q) {
   isv_request *r = path_request(q);
   if (r == NULL) return;
   size_t json_len;
-  if (r->model && json_part(r, ex, &json_len) == 0) {
-    decoding *d = json_len >= ISV__OFFLOAD_MIN_BYTES ? isv__arena_calloc(&r->arena, 1, sizeof *d)
-                                                     : NULL;
-    if (d) { /* a large JSON body is decoded on a worker thread: the loop is the host's */
-      *d = (decoding){.r = r, .ex = ex, .json_len = json_len,
-                      .max_depth = q->core->opts.max_json_depth};
-      if (isv__offload_run(q->core, &d->off, decode_work, decode_after) == 0) return;
+  int raw;
+  if (r->model && json_part(r, ex, &json_len, &raw) == 0) {
+    if (raw) {
+      isv__v2_decode_raw(r, ex->body, ex->body_len);
+    } else {
+      decoding *d = json_len >= ISV__OFFLOAD_MIN_BYTES
+                        ? isv__arena_calloc(&r->arena, 1, sizeof *d) : NULL;
+      if (d) { /* a large JSON body is decoded on a worker thread: the loop is the host's */
+        *d = (decoding){.r = r, .ex = ex, .json_len = json_len,
+                        .max_depth = q->core->opts.max_json_depth};
+        if (isv__offload_run(q->core, &d->off, decode_work, decode_after) == 0) return;
+      }
+      isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
     }
-    isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
   }
   isv__http_give_body(r, ex);
   isv__core_submit(q->core, r, infer_done, ex);
@@ -608,6 +683,15 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_POST, "/v2/cudasharedmemory/unregister", isv__v2shm_http_cuda, "unregister"},
     {ISV__ROUTE_POST, "/v2/cudasharedmemory/region/{region}/unregister", isv__v2shm_http_cuda,
      "unregister"},
+    /* Triton's model repository extension (v2_repo_http.c) */
+    {ISV__ROUTE_POST, "/v2/repository/index", isv__v2repo_http_index, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/models/{model}/load", isv__v2repo_http_load, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/models/{model}/unload", isv__v2repo_http_unload, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/{repository}/index", isv__v2repo_http_named, NULL},
+    {ISV__ROUTE_POST, "/v2/repository/{repository}/models/{model}/load", isv__v2repo_http_named,
+     NULL},
+    {ISV__ROUTE_POST, "/v2/repository/{repository}/models/{model}/unload", isv__v2repo_http_named,
+     NULL},
     {ISV__ROUTE_GET, "/v2/models/stats", statistics, NULL}, /* before {model}: first wins */
     {ISV__ROUTE_GET, "/v2/models/{model}/stats", statistics, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/config", config, NULL},

@@ -470,6 +470,82 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_l
   return 0;
 }
 
+int isv__v2_decode_raw(isv_request *r, char *body, size_t len) {
+  const isv_model_config *c = r->model->cfg;
+  if (c->n_inputs != 1)
+    return isv__request_fail(r, ISV_EBADREQ, "a raw binary request (Inference-Header-Content-"
+                             "Length: 0) needs a model with exactly one input; model '%s' has "
+                             "%zu", c->name, c->n_inputs);
+  const isv__io *io = &c->inputs[0];
+  if (io->any_rank)
+    return isv__request_fail(r, ISV_EBADREQ, "the shape of raw input '%s' cannot be deduced: the "
+                             "model accepts any rank", io->name);
+  size_t ndim = io->ndim + (c->max_batch > 0), wild = SIZE_MAX, count = 1;
+  int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
+  if (sh == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (body == NULL && (body = isv__arena_alloc(&r->arena, 1)) == NULL) /* no body at all */
+    return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  size_t k = 0;
+  if (c->max_batch > 0) sh[k++] = 1; /* one sample */
+  for (size_t d = 0; d < io->ndim; d++, k++) {
+    sh[k] = io->shape[d];
+    if (sh[k] >= 0) {
+      if (sh[k] > 0 && count > SIZE_MAX / (size_t)sh[k])
+        return isv__request_fail(r, ISV_EBADREQ, "raw input '%s': the model's shape overflows",
+                                 io->name);
+      count *= (size_t)sh[k];
+    } else if (wild != SIZE_MAX) {
+      return isv__request_fail(r, ISV_EBADREQ, "the shape of raw input '%s' cannot be deduced: "
+                               "it has more than one variable-size dimension", io->name);
+    } else wild = k;
+  }
+  isv_tensor *in = isv__request_push_input(r);
+  if (in == NULL) return r->status;
+  in->name = io->name;
+  in->dt = io->dt;
+  in->shape = sh;
+  in->ndim = ndim;
+  if (io->dt == ISV_BYTES) { /* the whole body is the one element */
+    if (wild != SIZE_MAX || count != 1)
+      return isv__request_fail(r, ISV_EBADREQ, "raw BYTES input '%s' needs a model input of "
+                               "shape [1]", io->name);
+    isv_bytes *b = isv__arena_alloc(&r->arena, sizeof *b);
+    if (b == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    b->ptr = body;
+    b->len = len;
+    in->data = b;
+    in->count = 1;
+    in->byte_size = len;
+    return 0;
+  }
+  size_t esize = isv_datatype_size(io->dt);
+  if (wild != SIZE_MAX) {
+    size_t per = count * esize; /* bytes per step of the variable dimension */
+    if (per == 0 || len % per != 0)
+      return isv__request_fail(r, ISV_EBADREQ, "raw input '%s': %zu bytes are not a whole "
+                               "number of %zu-byte rows of %s", io->name, len, per,
+                               isv_datatype_name(io->dt));
+    sh[wild] = (int64_t)(len / per);
+    count *= len / per;
+  } else if (count > SIZE_MAX / esize || count * esize != len) {
+    char text[128];
+    isv__shape_text(text, sizeof text, sh, ndim, 0);
+    return isv__request_fail(r, ISV_EBADREQ, "raw input '%s': the body has %zu bytes but shape "
+                             "%s of %s needs %zu", io->name, len, text,
+                             isv_datatype_name(io->dt), count * esize);
+  }
+  void *p = body;
+  if (esize > 1 && (uintptr_t)p % esize != 0) {
+    if ((p = isv__arena_alloc(&r->arena, len ? len : 1)) == NULL)
+      return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    if (len) memcpy(p, body, len);
+  }
+  in->data = p;
+  in->count = count;
+  in->byte_size = len;
+  return 0;
+}
+
 static void write_shape(isv__buf *b, const int64_t *shape, size_t ndim) {
   isv__buf_putc(b, '[');
   for (size_t i = 0; i < ndim; i++) {

@@ -19,6 +19,13 @@
 int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_len,
                            unsigned max_depth);
 
+/* Triton's raw binary request (Inference-Header-Content-Length: 0): the whole body is the one
+ * input of r's model (bound), its datatype and shape taken from the model's declaration — the
+ * batch dimension 1, one variable-size dimension deduced from the byte count; a BYTES input
+ * (declared shape [1]) gets the body as its one element. The body must outlive r, as above.
+ * Returns 0, or ISV_EBADREQ with r's message naming what does not fit. */
+int isv__v2_decode_raw(isv_request *r, char *body, size_t len);
+
 /* Requested-output flags (isv__req_output.flags / isv_tensor.flags) and request flags
  * (isv_request.proto_flags) of the binary extension. */
 #define ISV__V2_OUT_BIN_SET 1u /* the output said "binary_data" */

@@ -8,7 +8,6 @@
 #include "codec/json_writer.h"
 #include "codec/pbwire.h"
 #include "protocol/http_reply.h"
-#include "protocol/v2.h"
 
 /* ---- decoders ---------------------------------------------------------------------------- */
 
@@ -121,14 +120,6 @@ int isv__v2shm_decode_name_pb(const uint8_t *msg, size_t len, const char **name,
     *name_len = f.s.n;
   }
   return k < 0 ? -1 : 0;
-}
-
-size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t cap) {
-  size_t n = 0;
-  for (size_t i = 0; i < isv__v2_n_extensions && n < cap; i++)
-    if (c->shm.enabled || strcmp(isv__v2_extensions[i], "system_shared_memory") != 0)
-      out[n++] = isv__v2_extensions[i];
-  return n;
 }
 
 /* ---- REST -------------------------------------------------------------------------------- */

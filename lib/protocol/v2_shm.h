@@ -33,10 +33,6 @@ int isv__v2shm_decode_register_pb(const uint8_t *msg, size_t len, isv__v2shm_reg
 int isv__v2shm_decode_name_pb(const uint8_t *msg, size_t len, const char **name,
                               size_t *name_len);
 
-/* The V2 extensions server metadata lists on core c (REST and gRPC alike): isv__v2_extensions
- * without "system_shared_memory" when the host did not enable it. Returns the count (<= cap). */
-size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t cap);
-
 /* REST handlers (the V2 route table names them). */
 void isv__v2shm_http_status(isv__http_req *q);
 void isv__v2shm_http_register(isv__http_req *q);

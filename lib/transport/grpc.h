@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "codec/zcoding.h"
 #include "transport/exchange.h"
 
 /* gRPC status codes used by the library */
@@ -34,11 +35,14 @@ struct isv__grpc_call {
   const isv__header *headers;
   size_t n_headers;
   uint64_t timeout_ms; /* from grpc-timeout; 0 = none */
+  isv__coding coding;  /* grpc-encoding: how its compressed messages are coded (gzip, deflate) */
 
   /* Set by the service when the call is handed to it (on_grpc). Each may be NULL. */
   void *app;
-  /* One whole message, now the service's: free it with isv__bigbuf_free(). */
-  void (*on_message)(isv__grpc_call *call, uint8_t *msg, size_t len);
+  /* One whole message, now the service's: free it with isv__bigbuf_free(). compressed: its
+   * flag said so — its bytes are coded with `coding` (never identity: the carrier ends such a
+   * call itself). */
+  void (*on_message)(isv__grpc_call *call, uint8_t *msg, size_t len, int compressed);
   /* The client sent its last message. */
   void (*on_half_close)(isv__grpc_call *call);
   /* RST_STREAM, disconnect, or the deadline passed: nothing more will be delivered and

@@ -13,7 +13,7 @@ isv__deframe_status isv__grpc_deframe(isv__grpc_deframer *df, const uint8_t **da
       *data += take;
       *n -= take;
       if (df->prefix_len < ISV__GRPC_PREFIX) return ISV__DEFRAME_MORE;
-      if (df->prefix[0] != 0) return ISV__DEFRAME_COMPRESSED;
+      if (df->prefix[0] > 1) return ISV__DEFRAME_BAD_FLAG;
       size_t l = ((size_t)df->prefix[1] << 24) | ((size_t)df->prefix[2] << 16) |
                  ((size_t)df->prefix[3] << 8) | df->prefix[4];
       if (l > df->max_len) { /* checked before allocating */
@@ -37,10 +37,11 @@ isv__deframe_status isv__grpc_deframe(isv__grpc_deframer *df, const uint8_t **da
     if (df->msg_got == df->msg_len) {
       *msg = df->msg;
       *len = df->msg_len;
+      int compressed = df->prefix[0] == 1;
       df->msg = NULL;
       df->msg_len = df->msg_got = 0;
       df->prefix_len = 0;
-      return ISV__DEFRAME_MESSAGE;
+      return compressed ? ISV__DEFRAME_COMPRESSED : ISV__DEFRAME_MESSAGE;
     }
   }
   return ISV__DEFRAME_MORE;

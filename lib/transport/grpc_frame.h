@@ -33,7 +33,8 @@ typedef struct isv__grpc_deframer {
 typedef enum {
   ISV__DEFRAME_MORE = 0,    /* the input is used up; the message (if any) is not complete */
   ISV__DEFRAME_MESSAGE,     /* a whole message: *msg (the caller's, isv__bigbuf_free), *len */
-  ISV__DEFRAME_COMPRESSED,  /* its flag says compressed: not supported (identity only) */
+  ISV__DEFRAME_COMPRESSED,  /* a whole message whose flag says compressed: as MESSAGE */
+  ISV__DEFRAME_BAD_FLAG,    /* a flag byte other than 0 and 1 */
   ISV__DEFRAME_TOO_BIG,     /* its prefix says more than max_len (*len says how much) */
   ISV__DEFRAME_REFUSED,     /* admit said no (*len says how much) */
   ISV__DEFRAME_NOMEM
@@ -42,7 +43,7 @@ typedef enum {
 /* Take bytes from (*data, *n), advancing both, up to the end of the next message. Messages are
  * END-aligned in their buffer: serializers write raw_input_contents last, so the (last) tensor
  * lands aligned and is used in place; large ones reuse the server's mapped blocks. After
- * COMPRESSED, TOO_BIG or NOMEM the deframer is spent (free it). */
+ * BAD_FLAG, TOO_BIG or NOMEM the deframer is spent (free it). */
 isv__deframe_status isv__grpc_deframe(isv__grpc_deframer *df, const uint8_t **data, size_t *n,
                                       uint8_t **msg, size_t *len);
 /* Bytes the client still owes for the message begun (0 between messages). */

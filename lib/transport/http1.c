@@ -30,6 +30,7 @@
 
 #include "codec/buf.h"
 #include "codec/numfmt.h"
+#include "codec/zcoding.h"
 #include "transport/conn.h"
 
 #define ISV__PIPELINE_MAX (64u * 1024u)
@@ -590,14 +591,15 @@ static const char *find_header(h1 *h, const char *name, size_t *len) {
   return NULL;
 }
 
-/* Content-Encoding: the body is parsed as it comes, so any coding but identity is refused (RFC
- * 9110 §8.4: 415), rather than a gzip body read as JSON. */
+/* Content-Encoding: gzip and deflate bodies are decoded before any handler sees them (the
+ * router, protocol/content_coding.c); any other coding is refused here, before its body is read
+ * (RFC 9110 §8.4: 415), rather than read as plain. */
 static int check_content_encoding(h1 *h) {
   size_t n;
   const char *v = find_header(h, "content-encoding", &n);
-  if (v == NULL || n == 0 || (n == 8 && strncasecmp(v, "identity", 8) == 0)) return 0;
+  if (v == NULL || isv__coding_of(v, n) != ISV__CODING_UNKNOWN) return 0;
   snprintf(h->err_text, sizeof h->err_text,
-           "Content-Encoding '%.*s' is not supported: send the body uncompressed",
+           "Content-Encoding '%.*s' is not supported: send gzip, deflate or identity",
            (int)(n > 40 ? 40 : n), v);
   for (char *m = h->err_text; *m; m++)
     if ((unsigned char)*m < 0x20 || (unsigned char)*m > 0x7e) *m = '?';

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/zcoding.h"
 #include "transport/conn.h"
 #include "transport/grpc_frame.h"
 
@@ -69,7 +70,7 @@ typedef struct h2_stream {
   const char *path, *method, *ctype;
   const char *cencoding; /* content-encoding, NULL when absent */
   int is_grpc;
-  int compressed; /* grpc-encoding other than identity */
+  int bad_encoding; /* a grpc-encoding other than identity, gzip and deflate */
   isv__buf body;  /* REST */
   isv__grpc_deframer df; /* gRPC */
   isv__grpc_call call;
@@ -647,7 +648,7 @@ static void notify_cancel(h2_stream *st) {
   st->in_cancel = 0;
 }
 
-/* The transport ends a call itself (deadline, oversized or compressed or truncated message):
+/* The transport ends a call itself (deadline, oversized or malformed or truncated message):
  * the client gets `status` now, the service hears on_cancel and must still call
  * isv__grpc_finish once (which then only lets go of the stream). */
 static void transport_end(h2_stream *st, int status, const char *message) {
@@ -864,7 +865,10 @@ static int index_headers(h2_stream *st) {
     else if (strcmp(n, "content-type") == 0) st->ctype = v;
     else if (strcmp(n, "content-encoding") == 0) st->cencoding = v;
     else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = isv__grpc_parse_timeout(v, strlen(v));
-    else if (strcmp(n, "grpc-encoding") == 0 && strcmp(v, "identity") != 0) st->compressed = 1;
+    else if (strcmp(n, "grpc-encoding") == 0) {
+      st->call.coding = isv__coding_of(v, strlen(v));
+      st->bad_encoding = st->call.coding == ISV__CODING_UNKNOWN;
+    }
   }
   return 0;
 }
@@ -993,10 +997,11 @@ static int headers_done(h2 *h, h2_stream *st) {
     return 0;
   }
   if (!st->is_grpc) {
-    if (st->cencoding && st->cencoding[0] && strcasecmp(st->cencoding, "identity") != 0) {
-      char msg[128]; /* as on HTTP/1.1: a coded body would be parsed as plain */
-      snprintf(msg, sizeof msg, "Content-Encoding '%.40s' is not supported: send the body "
-               "uncompressed", st->cencoding);
+    if (st->cencoding &&
+        isv__coding_of(st->cencoding, strlen(st->cencoding)) == ISV__CODING_UNKNOWN) {
+      char msg[128]; /* as on HTTP/1.1: gzip and deflate are decoded by the router */
+      snprintf(msg, sizeof msg, "Content-Encoding '%.40s' is not supported: send gzip, deflate "
+               "or identity", st->cencoding);
       stream_error(st, 415, msg);
     }
     return 0;
@@ -1017,11 +1022,12 @@ static int headers_done(h2 *h, h2_stream *st) {
     nghttp2_submit_response(h->s, st->id, nv, 1, NULL);
     return 0;
   }
-  if (st->compressed) {
-    grpc_refuse(st, ISV__GRPC_UNIMPLEMENTED, "compressed messages are not supported; use identity",
-                "grpc-accept-encoding", "identity");
+  if (st->bad_encoding) {
+    grpc_refuse(st, ISV__GRPC_UNIMPLEMENTED, "this grpc-encoding is not supported; use identity, "
+                "deflate or gzip", "grpc-accept-encoding", "identity,deflate,gzip");
     return 0;
   }
+
   start_call(h, st);
   return 0;
 }
@@ -1040,9 +1046,10 @@ static void stream_unreserve(h2_stream *st) {
 
 static int admit_message(void *ctx, size_t len) { return stream_reserve(ctx, len); }
 
-static void deliver_message(h2_stream *st, uint8_t *m, size_t len) {
+static void deliver_message(h2_stream *st, uint8_t *m, size_t len, int compressed) {
   stream_unreserve(st); /* received: the message is the service's now */
-  if (st->call.on_message && !st->app_done && !st->cancelled) st->call.on_message(&st->call, m, len);
+  if (st->call.on_message && !st->app_done && !st->cancelled)
+    st->call.on_message(&st->call, m, len, compressed);
   else isv__bigbuf_free(m);
 }
 
@@ -1053,9 +1060,19 @@ static void deframe(h2_stream *st, const uint8_t *d, size_t n) {
     size_t len;
     switch (isv__grpc_deframe(&st->df, &d, &n, &msg, &len)) {
     case ISV__DEFRAME_MORE: return;
-    case ISV__DEFRAME_MESSAGE: deliver_message(st, msg, len); break;
+    case ISV__DEFRAME_MESSAGE: deliver_message(st, msg, len, 0); break;
     case ISV__DEFRAME_COMPRESSED:
-      transport_end(st, ISV__GRPC_UNIMPLEMENTED, "compressed messages are not supported; use identity");
+      if (st->call.coding == ISV__CODING_IDENTITY) { /* gRPC's spec: INTERNAL */
+        stream_unreserve(st);
+        isv__bigbuf_free(msg);
+        transport_end(st, ISV__GRPC_INTERNAL, "a compressed message on a call without a "
+                      "grpc-encoding");
+        return;
+      }
+      deliver_message(st, msg, len, 1);
+      break;
+    case ISV__DEFRAME_BAD_FLAG:
+      transport_end(st, ISV__GRPC_INTERNAL, "malformed message: its flag byte is neither 0 nor 1");
       return;
     case ISV__DEFRAME_TOO_BIG: {
       char text[128];

@@ -123,7 +123,7 @@ def test_model_selection(demo, body, query):
 
 @pytest.mark.parametrize("body,query,text", [
     ({"model": "nope-1.0.0", "str_data": "x"}, "", "Request for unknown model: 'nope-1.0.0' is not found"),
-    ({"model": "echo-9.9", "str_data": "x"}, "", "unknown version '9.9' of model 'echo'"),
+    ({"model": "echo-9.9", "str_data": "x"}, "", "Request for unknown model: 'echo' version 9.9 is not found"),
     ({"str_data": "x"}, "?model=nope", "Request for unknown model: 'nope' is not found"),
 ])
 def test_unknown_model(demo, body, query, text):

@@ -12,8 +12,8 @@ import time
 import grpc
 import pytest
 
-from grpc_stubs import (FRAME_NAMES, H2_PREFACE, SERVICE, curl_h2, grpc_frame, h2_frame,
-                        make_channel, nghttp_h2, outputs_of, parse_frames, read_until_closed,
+from grpc_stubs import (FRAME_NAMES, H2_PREFACE, SERVICE, curl_h2, decode_raw, grpc_frame,
+                        h2_frame, make_channel, nghttp_h2, outputs_of, parse_frames, read_until_closed,
                         simple_request, slow_request)
 from grpc_stubs import _grpc_channels, channel, protos, stub  # noqa: F401 (fixtures)
 from isvtest import RawConn, http_request, simple_body
@@ -113,23 +113,38 @@ def test_grpc_content_types_accepted(demo, protos, ctype):
     assert protos.pb.ServerLiveResponse.FromString(r.body[5:]).live is True, r
 
 
-def test_grpc_compressed_call_unimplemented_grpcio(stub, protos):
-    req, _, _ = simple_request(protos.pb)
-    with pytest.raises(grpc.RpcError) as ei:
-        stub.ModelInfer(req, timeout=T, compression=grpc.Compression.Gzip)
-    assert ei.value.code() == grpc.StatusCode.UNIMPLEMENTED, ei.value
-    # the same channel, uncompressed, works
-    assert stub.ServerLive(protos.pb.ServerLiveRequest(), timeout=T).live
+@pytest.mark.parametrize("algo", [grpc.Compression.Gzip, grpc.Compression.Deflate])
+def test_grpc_compressed_calls_grpcio(stub, protos, algo):
+    # grpcio compresses the request (grpc-encoding + the flag): inflated before decoding
+    req, fa, fb = simple_request(protos.pb)
+    resp = stub.ModelInfer(req, timeout=T, compression=algo)
+    out = outputs_of(resp)
+    assert decode_raw("INT32", out["OUTPUT0"][2]) == [a + b for a, b in zip(fa, fb)]
+    # and on a stream, several messages each inflated in order
+    reqs = [simple_request(protos.pb, req_id="s%d" % i)[0] for i in range(3)]
+    got = list(stub.ModelStreamInfer(iter(reqs), timeout=T, compression=algo))
+    assert [r.infer_response.id for r in got] == ["s0", "s1", "s2"], got
+    assert all(r.error_message == "" for r in got), got
 
 
-def test_grpc_compressed_headers_raw(demo, protos):
-    """grpc-encoding gzip -> UNIMPLEMENTED and grpc-accept-encoding: identity."""
+def test_grpc_unknown_encoding_is_unimplemented(demo, protos):
+    """grpc-encoding br -> UNIMPLEMENTED, and grpc-accept-encoding lists what works."""
     msg = protos.pb.ServerLiveRequest().SerializeToString()
     r = nghttp_h2(demo, SERVICE + "ServerLive", data=grpc_frame(msg, flag=1),
-                  headers=GRPC_HDRS + ["grpc-encoding: gzip"])
+                  headers=GRPC_HDRS + ["grpc-encoding: br"])
     assert r.status == 200, r
     assert r.header("grpc-status") == "12", r
-    assert r.header("grpc-accept-encoding") == "identity", r
+    assert r.header("grpc-accept-encoding") == "identity,deflate,gzip", r
+
+
+def test_grpc_compressed_flag_on_undecodable_data(demo, protos):
+    """gzip announced, the flag set, but the bytes are not gzip: INTERNAL (gRPC's rule)."""
+    msg = protos.pb.ModelMetadataRequest(name="simple").SerializeToString()
+    r = curl_h2(demo, SERVICE + "ModelMetadata", data=grpc_frame(msg, flag=1),
+                headers=GRPC_HDRS + ["grpc-encoding: gzip"])
+    assert r.status == 200, r
+    assert r.header("grpc-status") == "13", r
+    assert "cannot decompress" in r.header("grpc-message"), r
 
 
 def test_grpc_compressed_flag_without_encoding(demo, protos):
@@ -138,7 +153,7 @@ def test_grpc_compressed_flag_without_encoding(demo, protos):
     r = curl_h2(demo, SERVICE + "ModelMetadata", data=grpc_frame(msg, flag=1),
                 headers=GRPC_HDRS)
     assert r.status == 200, r
-    assert r.header("grpc-status") in ("12", "13"), r  # UNIMPLEMENTED (or INTERNAL per spec)
+    assert r.header("grpc-status") == "13", r  # INTERNAL, per gRPC's spec
     assert r.body == b"", r
 
 

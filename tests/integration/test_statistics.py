@@ -48,7 +48,7 @@ def test_rest_statistics_count_what_ran(start_demo):
     r = requests.get(demo.url("/v2/models/nope/stats"), timeout=T)
     assert r.status_code == 404 and r.json()["error"] == "Request for unknown model: 'nope' is not found"
     r = requests.get(demo.url("/v2/models/simple/versions/9/stats"), timeout=T)
-    assert r.status_code == 404 and "'9'" in r.json()["error"]
+    assert r.status_code == 404 and "'simple' version 9 is not found" in r.json()["error"]
 
 
 def test_grpc_model_statistics_match_rest(start_demo):

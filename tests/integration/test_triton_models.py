@@ -1,6 +1,13 @@
 """Triton's example models by their names, as its client example programs call them (issue 16):
-simple_int8, simple_identity, repeat_int32 (decoupled, over gRPC ModelStreamInfer), and the
-server name a host sets (the demo's --server-name), on V2 REST, V2 gRPC and grps."""
+simple_int8, simple_identity, repeat_int32 (decoupled, over gRPC ModelStreamInfer), the sequence
+models (simple_sequence, simple_dyna_sequence, simple_string_dyna_sequence: the values Triton's
+simple_*_sequence_*_client programs check, over REST, gRPC and one gRPC stream),
+custom_identity_int32, and the server name a host sets (the demo's --server-name), on V2 REST,
+V2 gRPC and grps."""
+import random
+import threading
+import uuid
+
 import grpc
 import requests
 
@@ -101,3 +108,170 @@ def test_unknown_model_text_is_tritons(demo, stub, protos):
     except grpc.RpcError as e:
         assert e.code() == grpc.StatusCode.NOT_FOUND
         assert e.details().startswith("Request for unknown model: 'wrong_model_name'")
+
+
+# ---- the sequence models, as Triton's simple_*_sequence_*_client programs drive them ---------
+
+VALUES = [11, 7, 5, 3, 2, 0, 1]  # the examples' values; each sequence starts with its own first
+
+
+def expected(dyna, ids, firsts=(0, 100, 20)):
+    """What the examples assert for the three sequences (int id0, int id1, string id0): the
+    start answers INPUT + 1 (simple_sequence and simple_dyna_sequence; the string-id dyna model
+    keeps an accumulator and answers 20), then the value sent (-v for the second and third);
+    with dyna the last answer adds the sequence id."""
+    seqs = [[firsts[0]] + VALUES, [firsts[1]] + [-v for v in VALUES],
+            [firsts[2]] + [-v for v in VALUES]]
+    want = [[], [], []]
+    acc = 0
+    for i in range(len(VALUES) + 1):
+        last = i == len(VALUES)
+        for k in (0, 1):
+            v = seqs[k][i] + (1 if i == 0 else 0)
+            want[k].append(v + (int(ids[k]) if dyna and last else 0))
+        if dyna:  # the accumulator of Triton's dyna_sequence backend
+            acc = seqs[2][i] if i == 0 else acc + seqs[2][i]
+            acc += int(ids[2]) if last else 0
+            want[2].append(acc)
+        else:
+            want[2].append(seqs[2][i] + (1 if i == 0 else 0))
+    return seqs, want
+
+
+def models(dyna):
+    return ("simple_dyna_sequence", "simple_dyna_sequence", "simple_string_dyna_sequence") \
+        if dyna else ("simple_sequence",) * 3
+
+
+def ids_for(dyna):
+    base = random.randint(1000, 1 << 20) * 2  # the examples use 1000 + 2 * offset
+    return [base, base + 1, str(base + 2) if dyna else str(uuid.uuid4())]
+
+
+def rest_step(demo, model, value, sid, start, end):
+    params = {"sequence_id": sid}
+    if start:
+        params["sequence_start"] = True
+    if end:
+        params["sequence_end"] = True
+    r = infer(demo, model, {"parameters": params, "inputs": [
+        {"name": "INPUT", "shape": [1, 1], "datatype": "INT32", "data": [value]}],
+        "outputs": [{"name": "OUTPUT"}]})
+    assert r.status_code == 200, r.text
+    out = r.json()["outputs"][0]
+    assert (out["name"], out["datatype"], out["shape"]) == ("OUTPUT", "INT32", [1, 1])
+    return out["data"][0]
+
+
+def grpc_request(protos, model, value, sid, start, end, rid=""):
+    req = protos.pb.ModelInferRequest(model_name=model, id=rid)
+    if isinstance(sid, str):
+        req.parameters["sequence_id"].string_param = sid
+    else:
+        req.parameters["sequence_id"].int64_param = sid
+    req.parameters["sequence_start"].bool_param = start
+    req.parameters["sequence_end"].bool_param = end
+    add_input(req, "INPUT", "INT32", [1, 1], raw=encode_raw("INT32", [value]))
+    req.outputs.add().name = "OUTPUT"
+    return req
+
+
+def grpc_value(resp):
+    assert resp.outputs[0].name == "OUTPUT" and list(resp.outputs[0].shape) == [1, 1]
+    return decode_raw("INT32", resp.raw_output_contents[0])[0]
+
+
+def run_sync(send, dyna):
+    """The sync examples: the three sequences one after the other."""
+    ids = ids_for(dyna)
+    seqs, want = expected(dyna, ids)
+    for k in range(3):
+        got = [send(models(dyna)[k], v, ids[k], i == 0, i == len(seqs[k]) - 1)
+               for i, v in enumerate(seqs[k])]
+        assert got == want[k], (models(dyna)[k], ids[k])
+
+
+def test_sequence_models_over_rest(demo):
+    for dyna in (False, True):
+        run_sync(lambda *a: rest_step(demo, *a), dyna)
+
+
+def test_sequence_models_over_grpc(stub, protos):
+    for dyna in (False, True):
+        run_sync(lambda *a: grpc_value(stub.ModelInfer(grpc_request(protos, *a), timeout=10)),
+                 dyna)
+
+
+def test_sequence_models_interleaved_on_one_stream(stub, protos):
+    """The stream example: the three sequences sent back to back on one ModelStreamInfer, each
+    request with id "<sequence id>_<n>"; the answers sorted back by that id."""
+    for dyna in (False, True):
+        ids = ids_for(dyna)
+        seqs, want = expected(dyna, ids)
+        reqs = [grpc_request(protos, models(dyna)[k], v, ids[k], i == 0,
+                             i == len(seqs[k]) - 1, "%s_%d" % (ids[k], i + 1))
+                for k in range(3) for i, v in enumerate(seqs[k])]
+        got = {str(i): [] for i in ids}
+        for r in stub.ModelStreamInfer(iter(reqs), timeout=10):
+            assert r.error_message == "", r.error_message
+            got[r.infer_response.id.split("_")[0]].append(grpc_value(r.infer_response))
+        assert [got[str(i)] for i in ids] == want
+
+
+def test_sequence_models_refuse_what_triton_refuses(demo):
+    sid = random.randint(1 << 30, 1 << 40)
+    body = {"parameters": {"sequence_id": sid}, "inputs": [
+        {"name": "INPUT", "shape": [1, 1], "datatype": "INT32", "data": [1]}]}
+    r = infer(demo, "simple_sequence", body)  # no start: the sequence is not live
+    assert r.status_code == 400 and "sequence_start" in r.json()["error"]
+    body["parameters"] = {"sequence_id": "abc", "sequence_start": True}
+    r = infer(demo, "simple_dyna_sequence", body)  # its CORRID is UINT64
+    assert r.status_code == 400 and "numeric sequence_id" in r.json()["error"]
+    r = infer(demo, "simple_string_dyna_sequence", body)  # the id must read as an int
+    assert r.status_code == 400 and "decimal int32" in r.json()["error"]
+    body["parameters"] = {"sequence_start": True}
+    r = infer(demo, "simple_sequence", body)
+    assert r.status_code == 400 and "sequence_id" in r.json()["error"]
+
+
+def test_sequences_of_one_model_do_not_mix(demo):
+    """Eight string-id accumulators at once, one thread each: every sum is its own."""
+    errors = []
+
+    def one(k):
+        sid = str(random.randint(1, 1 << 30))
+        acc = 0
+        try:
+            for i in range(20):
+                acc += k
+                got = rest_step(demo, "simple_string_dyna_sequence", k, sid, i == 0, i == 19)
+                want = acc + (int(sid) if i == 19 else 0)
+                if got != (want + 2 ** 31) % 2 ** 32 - 2 ** 31:
+                    errors.append((k, i, got, want))
+        except Exception as e:  # noqa: BLE001 — a thread's failure must reach the assert
+            errors.append((k, repr(e)))
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_custom_identity_int32(demo, stub, protos):
+    """memory_growth_test.py's model: INPUT0 [1,16] back as OUTPUT0 (max batch 1024)."""
+    data = list(range(16))
+    r = infer(demo, "custom_identity_int32", {"inputs": [
+        {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": data}],
+        "outputs": [{"name": "OUTPUT0"}]})
+    assert r.status_code == 200, r.text
+    out = r.json()["outputs"][0]
+    assert (out["datatype"], out["shape"], out["data"]) == ("INT32", [1, 16], data)
+    meta = requests.get(demo.base + "/v2/models/custom_identity_int32", timeout=TIMEOUT).json()
+    assert meta["inputs"] == [{"name": "INPUT0", "datatype": "INT32", "shape": [-1, -1]}]
+    req = protos.pb.ModelInferRequest(model_name="custom_identity_int32")
+    add_input(req, "INPUT0", "INT32", [3, 2], raw=encode_raw("INT32", [1, -2, 3, -4, 5, -6]))
+    resp = stub.ModelInfer(req, timeout=TIMEOUT)
+    assert list(resp.outputs[0].shape) == [3, 2]
+    assert decode_raw("INT32", resp.raw_output_contents[0]) == [1, -2, 3, -4, 5, -6]

@@ -69,7 +69,7 @@ static void every_miss_is_named(void **state) {
   assert_int_equal(resolve("nope", NULL, NULL, &m, msg), ISV_ENOTFOUND);
   assert_string_equal(msg, "Request for unknown model: 'nope' is not found");
   assert_int_equal(resolve("mv", "7", NULL, &m, msg), ISV_ENOTFOUND);
-  assert_string_equal(msg, "unknown version '7' of model 'mv'");
+  assert_string_equal(msg, "Request for unknown model: 'mv' version 7 is not found");
   assert_int_equal(resolve("mv", NULL, "canary", &m, msg), ISV_ENOTFOUND);
   assert_string_equal(msg, "unknown label 'canary' of model 'mv'");
 }

@@ -168,40 +168,56 @@ static void zero_length_messages_complete_on_their_prefix(void **state) {
   isv__grpc_deframer_free(&df);
 }
 
-static void a_compressed_flag_is_refused(void **state) {
+static void the_compressed_flag_marks_a_whole_message_and_other_flags_are_refused(void **state) {
   (void)state;
-  static const unsigned char flags[] = {1, 2, 0x80, 0xff};
+  /* flag 1: the message, delivered whole and marked (its coding is the call's business) */
+  uint8_t one[] = {1, 0, 0, 0, 3, 'a', 'b', 'c'};
+  isv__grpc_deframer df = {0};
+  df.max_len = 1024;
+  const uint8_t *d = one;
+  size_t n = sizeof one;
+  uint8_t *msg = NULL;
+  size_t len = 0;
+  assert_int_equal(isv__grpc_deframe(&df, &d, &n, &msg, &len), ISV__DEFRAME_COMPRESSED);
+  assert_non_null(msg);
+  assert_int_equal(len, 3);
+  assert_memory_equal(msg, "abc", 3);
+  assert_int_equal(n, 0);
+  isv__bigbuf_free(msg);
+  isv__grpc_deframer_free(&df);
+  /* any other flag byte: refused from the prefix, the message never read */
+  static const unsigned char flags[] = {2, 0x80, 0xff};
   for (size_t i = 0; i < sizeof flags; i++) {
     uint8_t buf[] = {flags[i], 0, 0, 0, 3, 'a', 'b', 'c'};
-    isv__grpc_deframer df = {0};
-    df.max_len = 1024;
-    const uint8_t *d = buf;
-    size_t n = sizeof buf;
-    uint8_t *msg = NULL;
-    size_t len = 0;
-    assert_int_equal(isv__grpc_deframe(&df, &d, &n, &msg, &len), ISV__DEFRAME_COMPRESSED);
+    isv__grpc_deframer bad = {0};
+    bad.max_len = 1024;
+    d = buf;
+    n = sizeof buf;
+    msg = NULL;
+    assert_int_equal(isv__grpc_deframe(&bad, &d, &n, &msg, &len), ISV__DEFRAME_BAD_FLAG);
     assert_null(msg);
     assert_int_equal(n, 3); /* the prefix was read, the message was not */
-    assert_null(df.msg);
-    isv__grpc_deframer_free(&df);
+    assert_null(bad.msg);
+    isv__grpc_deframer_free(&bad);
   }
-  /* the flag of a later message, split from its length */
+  /* the flag of a later message, split from its length: still that message's */
   uint8_t buf[32];
-  size_t n = 0;
+  n = 0;
   frame(buf, &n, "ok", 2);
   buf[n++] = 1;
-  isv__grpc_deframer df = {0};
+  df = (isv__grpc_deframer){0};
   df.max_len = 1024;
   got g = {0};
   feed(&df, &g, buf, n);
   assert_string_equal(g.text, "ok");
   uint8_t rest[] = {0, 0, 0, 1, 'x'};
-  const uint8_t *d = rest;
+  d = rest;
   size_t left = sizeof rest;
-  uint8_t *msg = NULL;
-  size_t len;
+  msg = NULL;
   assert_int_equal(isv__grpc_deframe(&df, &d, &left, &msg, &len), ISV__DEFRAME_COMPRESSED);
-  assert_null(msg);
+  assert_int_equal(len, 1);
+  assert_int_equal(msg[0], 'x');
+  isv__bigbuf_free(msg);
   isv__grpc_deframer_free(&df);
 }
 
@@ -437,7 +453,7 @@ int main(void) {
       cmocka_unit_test(messages_fed_one_byte_at_a_time),
       cmocka_unit_test(several_messages_in_one_chunk_come_one_per_call),
       cmocka_unit_test(zero_length_messages_complete_on_their_prefix),
-      cmocka_unit_test(a_compressed_flag_is_refused),
+      cmocka_unit_test(the_compressed_flag_marks_a_whole_message_and_other_flags_are_refused),
       cmocka_unit_test(a_message_above_the_limit_is_refused_from_its_prefix),
       cmocka_unit_test(owed_and_partial_follow_a_message_in_progress),
       cmocka_unit_test(free_lets_go_of_a_message_begun_and_resets),

@@ -66,7 +66,7 @@ static void select_model(void **state) {
   selects(w, "my-model-2", "my-model", "2");
   isv_request *r = req(w);
   assert_int_equal(isv__grps_select_model(r, "echo-9", 6), ISV_ENOTFOUND);
-  assert_non_null(strstr(r->errmsg, "unknown version '9' of model 'echo'"));
+  assert_non_null(strstr(r->errmsg, "Request for unknown model: 'echo' version 9 is not found"));
   isv_request_free(r);
   r = req(w);
   assert_int_equal(isv__grps_select_model(r, "", 0), ISV_ENOTFOUND);

@@ -416,16 +416,37 @@ static void a_message_over_the_limit_ends_the_call_with_resource_exhausted(void 
   assert_int_equal(tc->cancelled, 1); /* the service heard of it, once */
 }
 
-static void a_compressed_message_is_refused_with_unimplemented(void **state) {
+static void compressed_messages_need_a_grpc_encoding_the_server_knows(void **state) {
   tf_world *w = *state;
   tf_client *c = h2_client(w);
+  /* flag 1 without a grpc-encoding: gRPC's spec says INTERNAL; never delivered */
   uint8_t body[] = {1, 0, 0, 0, 2, 'h', 'i'};
   tf_h2_stream *st = grpc_call(c, "/test.Echo/Unary", body, sizeof body, 0);
   tf_h2_wait_closed(c, st);
-  assert_int_equal(st->grpc_status, ISV__GRPC_UNIMPLEMENTED);
+  assert_int_equal(st->grpc_status, ISV__GRPC_INTERNAL);
   tf_call *tc = &w->calls[0];
   tf_run_until(w, int_set, &tc->finished);
   assert_int_equal(tc->n_msgs, 0);
+  /* an encoding it does not know: UNIMPLEMENTED, and the ones it does */
+  nghttp2_nv br[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/test.Echo/Unary"),
+                     TF_NV("content-type", "application/grpc"), TF_NV("grpc-encoding", "br")};
+  st = tf_h2_request(c, br, 6, body, sizeof body, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->grpc_status, ISV__GRPC_UNIMPLEMENTED);
+  /* gzip: the message goes to the service whole, marked compressed, with the call's coding */
+  nghttp2_nv gz[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/test.Echo/Unary"),
+                     TF_NV("content-type", "application/grpc"), TF_NV("grpc-encoding", "gzip")};
+  st = tf_h2_request(c, gz, 6, body, sizeof body, 0);
+  tf_h2_flush(c);
+  tf_h2_wait_closed(c, st);
+  tc = &w->calls[1];
+  tf_run_until(w, int_set, &tc->finished);
+  assert_int_equal(tc->n_msgs, 1);
+  assert_string_equal(tc->msgs, "z:hi"); /* the fixture marks compressed messages */
+  assert_int_equal(w->recs[1].coding, ISV__CODING_GZIP);
 }
 
 static void the_grpc_timeout_cancels_a_call_that_runs_over(void **state) {
@@ -735,7 +756,7 @@ int main(void) {
       T(rst_stream_from_the_client_cancels_the_call),
       T(a_rest_exchange_reset_by_its_client_is_answered_into_the_void),
       T(a_message_over_the_limit_ends_the_call_with_resource_exhausted),
-      T(a_compressed_message_is_refused_with_unimplemented),
+      T(compressed_messages_need_a_grpc_encoding_the_server_knows),
       T(the_grpc_timeout_cancels_a_call_that_runs_over),
       T(a_rest_body_that_stops_arriving_gets_408),
       T(closing_the_transport_ends_a_call_still_waiting_for_its_client),

@@ -78,7 +78,7 @@ static void message(fake *f, const void *p, size_t n) {
   uint8_t *m = isv__bigbuf_alloc(NULL, n, 0); /* the layer takes it */
   assert_non_null(m);
   if (n) memcpy(m, p, n);
-  f->call.on_message(&f->call, m, n);
+  f->call.on_message(&f->call, m, n, 0);
 }
 
 /* A unary call: one message, half-close. */
@@ -351,7 +351,8 @@ static void every_method_is_served_and_nothing_else(void **state) {
                                       "ModelConfig", "SystemSharedMemoryStatus",
                                       "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister",
                                       "CudaSharedMemoryStatus", "CudaSharedMemoryRegister",
-                                      "CudaSharedMemoryUnregister", "ModelInfer",
+                                      "CudaSharedMemoryUnregister", "RepositoryIndex",
+                                      "RepositoryModelLoad", "RepositoryModelUnload", "ModelInfer",
                                       "ModelStreamInfer"};
   size_t n = 0;
   for (const isv__grpc_method *m = isv__v2_methods; m->path; m++, n++) {
@@ -363,12 +364,12 @@ static void every_method_is_served_and_nothing_else(void **state) {
   assert_ptr_equal(isv__v2_frontend.methods, isv__v2_methods);
   assert_true(isv__grpc_services_has(&svc, "inference.GRPCInferenceService"));
   assert_int_equal(isv__grpc_services_add(&svc, &isv__v2_methods[0], "x"), ISV_EEXIST);
-  /* the rest of the service (model repository...) is not implemented */
+  /* the rest of Triton's service (trace settings...) is not implemented */
   fake f;
-  start(&f, SVC "RepositoryIndex");
+  start(&f, SVC "TraceSetting");
   assert_true(f.finished);
   assert_int_equal(f.status, ISV__GRPC_UNIMPLEMENTED);
-  assert_string_equal(f.msg, "unknown method " SVC "RepositoryIndex");
+  assert_string_equal(f.msg, "unknown method " SVC "TraceSetting");
   done(&f);
 }
 
@@ -472,7 +473,7 @@ static void model_ready_found_unknown_and_malformed(void **state) {
   done(&f);
   model_query(&f, SVC "ModelReady", "add", "9");
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown version '9' of model 'add'");
+  assert_string_equal(f.msg, "Request for unknown model: 'add' version 9 is not found");
   done(&f);
   unary(&f, SVC "ModelReady", "\x0a\x09" "abc", 5); /* a string longer than the message */
   assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
@@ -704,7 +705,7 @@ static void model_metadata_found_unknown_and_malformed(void **state) {
   done(&f);
   model_query(&f, SVC "ModelMetadata", "add", "3");
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown version '3' of model 'add'");
+  assert_string_equal(f.msg, "Request for unknown model: 'add' version 3 is not found");
   done(&f);
   unary(&f, SVC "ModelMetadata", "\x0a", 1); /* a key without its length */
   assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);
@@ -744,7 +745,7 @@ static void model_infer_errors_come_in_order(void **state) {
   unary(&f, SVC "ModelInfer", m.p, m.n);
   w_free(&m);
   assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
-  assert_string_equal(f.msg, "unknown version '9' of model 'add'");
+  assert_string_equal(f.msg, "Request for unknown model: 'add' version 9 is not found");
   done(&f);
   m = infer_request("add", NULL, NULL, a_in, 15); /* 15 bytes for shape [1,4] of FP32 */
   unary(&f, SVC "ModelInfer", m.p, m.n);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codec/buf.h"
+#include "codec/zcoding.h"
 #include "core/request.h"
 #include "protocol/v2.h"
 
@@ -26,6 +27,7 @@ typedef struct answer {
   char type[64];
   char ihcl[32]; /* Inference-Header-Content-Length, "" when absent */
   char allow[64];
+  char coding[32]; /* Content-Encoding, "" when absent */
   char *body; /* every part, then a NUL */
   size_t len;
 } answer;
@@ -41,7 +43,10 @@ static int fake_respond(isv__exchange *ex, const isv__response *r) {
     const isv__header *h = &r->headers[i];
     char *dst = h->name_len == 31 && memcmp(h->name, "Inference-Header-Content-Length", 31) == 0
                     ? got.ihcl
-                    : h->name_len == 5 && memcmp(h->name, "Allow", 5) == 0 ? got.allow : NULL;
+                    : h->name_len == 5 && memcmp(h->name, "Allow", 5) == 0 ? got.allow
+                    : h->name_len == 16 && memcmp(h->name, "Content-Encoding", 16) == 0
+                        ? got.coding
+                        : NULL;
     if (dst) snprintf(dst, 32, "%.*s", (int)h->value_len, h->value);
   }
   size_t n = 0;
@@ -63,14 +68,17 @@ static int fake_respond(isv__exchange *ex, const isv__response *r) {
  * body of len bytes (copied: decoders unescape in place; an inference request takes it). Runs
  * the loop until it is answered. */
 static int answered_inline; /* the last call was answered before dispatch returned */
+static isv__header extra[2]; /* more request headers for the next calls */
+static size_t n_extra;
 
 static void call(isv__method method, const char *path, const char *ctype, const char *ihcl,
                  const char *body, size_t len) {
   static const char *names[] = {"OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"};
   char path_copy[512];
   snprintf(path_copy, sizeof path_copy, "%s", path);
-  isv__header headers[2];
+  isv__header headers[4];
   size_t nh = 0;
+  for (size_t i = 0; i < n_extra; i++) headers[nh++] = extra[i];
   if (ctype) headers[nh++] = (isv__header){"content-type", 12, ctype, strlen(ctype)};
   if (ihcl)
     headers[nh++] = (isv__header){"Inference-Header-Content-Length", 31, ihcl, strlen(ihcl)};
@@ -209,6 +217,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
+  n_extra = 0;
   free(got.body);
   memset(&got, 0, sizeof got);
   isv__router_free(&router);
@@ -301,11 +310,11 @@ static void unknown_models_and_versions_are_named_in_the_404(void **state) {
   get("/v2/models/nope");
   expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   get("/v2/models/add/versions/7");
-  expect(404, "{\"error\":\"unknown version '7' of model 'add'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'add' version 7 is not found\"}");
   get("/v2/models/nope/versions/7/ready");
   expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   get("/v2/models/add/versions/3/ready");
-  expect(404, "{\"error\":\"unknown version '3' of model 'add'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'add' version 3 is not found\"}");
   get("/v2/models/no%20pe%22"); /* named as decoded, escaped in JSON */
   expect(404, "{\"error\":\"Request for unknown model: 'no pe\\\"' is not found\"}");
   get("/v2/models/%FFbad"); /* not UTF-8: replaced, never sent raw */
@@ -535,7 +544,7 @@ static void model_config_of_the_registration(void **state) {
               "\"instance_group\":[{\"name\":\"add\",\"kind\":\"KIND_CPU\",\"count\":1}],"
               "\"model_transaction_policy\":{\"decoupled\":false}}");
   get("/v2/models/plain/versions/9/config");
-  expect(404, "{\"error\":\"unknown version '9' of model 'plain'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'plain' version 9 is not found\"}");
 }
 
 static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
@@ -545,7 +554,7 @@ static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
   post("/v2/models/nope/infer", "text/xml", "<x/>"); /* before the Content-Type too */
   expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   post("/v2/models/add/versions/9/infer", "application/json", "{broken");
-  expect(404, "{\"error\":\"unknown version '9' of model 'add'\"}");
+  expect(404, "{\"error\":\"Request for unknown model: 'add' version 9 is not found\"}");
   call(ISV__M_POST, "/v2/models/nope/infer", "application/octet-stream", "1000", "{}", 2);
   expect(404, "{\"error\":\"Request for unknown model: 'nope' is not found\"}");
   post("/v2/models/add/infer", "application/json", "{broken"); /* a known model: the body */
@@ -564,6 +573,183 @@ static void an_unknown_model_is_reported_before_a_broken_body(void **state) {
   assert_non_null(strstr(got.body, "'B'"));
 }
 
+/* ---- Triton's raw binary request, and coded bodies ---------------------------------------- */
+
+/* "text": n = the byte length of the one BYTES element t */
+static int text_length(isv_request *r, void *u) {
+  (void)u;
+  const isv_bytes *t = isv_tensor_data(isv_request_input(r, "t"));
+  int64_t shape[] = {1}, *n;
+  int rc = isv_request_output(r, "n", ISV_INT64, shape, 1, (void **)&n);
+  if (rc) return rc;
+  n[0] = (int64_t)t[0].len;
+  return isv_request_complete(r, 0, NULL);
+}
+
+static void raw_binary_request_is_the_models_one_input(void **state) {
+  (void)state;
+  const float a[4] = {1, 2, 3, 4};
+  /* batched [4] FP32: the shape [1,4] */
+  call(ISV__M_POST, "/v2/models/add/infer", "application/octet-stream", "0", (const char *)a,
+       sizeof a);
+  expect(200, "{\"model_name\":\"add\",\"model_version\":\"2\",\"outputs\":[{\"name\":\"Y\","
+              "\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[3.0,4.0,5.0,6.0]}]}");
+  /* whatever the Content-Type says */
+  call(ISV__M_POST, "/v2/models/add/infer", "image/png", "0", (const char *)a, sizeof a);
+  assert_int_equal(got.status, 200);
+  /* a variable-size dimension is deduced from the byte count */
+  const float five[5] = {0, 1, 2, 3, 4};
+  call(ISV__M_POST, "/v2/models/big/infer", NULL, "0", (const char *)five, sizeof five);
+  expect(200, "{\"model_name\":\"big\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"y\","
+              "\"datatype\":\"FP32\",\"shape\":[5],\"data\":[1.0,2.0,3.0,4.0,5.0]}]}");
+  /* the byte count does not fit the shape */
+  call(ISV__M_POST, "/v2/models/add/infer", NULL, "0", (const char *)a, 12);
+  expect(400, "{\"error\":\"raw input 'A': the body has 12 bytes but shape [1,4] of FP32 needs "
+              "16\"}");
+  call(ISV__M_POST, "/v2/models/big/infer", NULL, "0", (const char *)five, 6);
+  expect(400, "{\"error\":\"raw input 'x': 6 bytes are not a whole number of 4-byte rows of "
+              "FP32\"}");
+  /* BYTES [1]: the whole body is the one element (its length prefix is not sent) */
+  int64_t one[] = {1};
+  isv_model_config *c;
+  isv_model_config_new("text", &c);
+  isv_model_config_add_input(c, "t", ISV_BYTES, one, 1);
+  isv_model_config_add_output(c, "n", ISV_INT64, one, 1);
+  isv_backend be = {.struct_size = sizeof be, .infer = text_length};
+  assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
+  isv_model_config_free(c);
+  call(ISV__M_POST, "/v2/models/text/infer", NULL, "0", "h\0llo", 6);
+  expect(200, "{\"model_name\":\"text\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"n\","
+              "\"datatype\":\"INT64\",\"shape\":[1],\"data\":[6]}]}");
+  call(ISV__M_POST, "/v2/models/text/infer", NULL, "0", NULL, 0);
+  expect(200, "{\"model_name\":\"text\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"n\","
+              "\"datatype\":\"INT64\",\"shape\":[1],\"data\":[0]}]}");
+  /* a model without exactly one input */
+  call(ISV__M_POST, "/v2/models/fails/infer", NULL, "0", "x", 1);
+  expect(400, "{\"error\":\"a raw binary request (Inference-Header-Content-Length: 0) needs a "
+              "model with exactly one input; model 'fails' has 0\"}");
+}
+
+/* got.body decoded with `coding` */
+static char *decoded(isv__coding coding, size_t *len) {
+  char *out, err[128];
+  assert_int_equal(isv__inflate(coding, got.body, got.len, 1 << 20, NULL, &out, len, err,
+                                sizeof err), 0);
+  return out;
+}
+
+static void coded(isv__coding coding, const char *plain, size_t n, isv__buf *out) {
+  isv__zpiece p = {plain, n};
+  isv__buf_init(out, NULL);
+  assert_int_equal(isv__deflate(coding, &p, 1, out), 0);
+}
+
+static void coded_request_and_response_bodies(void **state) {
+  (void)state;
+  const char json[] = "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                      "\"data\":[1,2,3,4]}]}";
+  const char want[] = "{\"model_name\":\"add\",\"model_version\":\"2\",\"outputs\":[{\"name\":"
+                      "\"Y\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[3.0,4.0,5.0,6.0]}]}";
+  static const char *const names[] = {"gzip", "deflate"};
+  for (int k = 0; k < 2; k++) {
+    isv__coding c = k ? ISV__CODING_DEFLATE : ISV__CODING_GZIP;
+    isv__buf z;
+    coded(c, json, strlen(json), &z);
+    extra[0] = (isv__header){"Content-Encoding", 16, names[k], strlen(names[k])};
+    n_extra = 1;
+    call(ISV__M_POST, "/v2/models/add/infer", "application/json", NULL, z.data, z.len);
+    expect(200, want); /* decoded before the route saw it; the answer plain */
+    assert_string_equal(got.coding, "");
+    /* and the answer coded when the client accepts it */
+    extra[1] = (isv__header){"Accept-Encoding", 15, names[k], strlen(names[k])};
+    n_extra = 2;
+    call(ISV__M_POST, "/v2/models/add/infer", "application/json", NULL, z.data, z.len);
+    assert_int_equal(got.status, 200);
+    assert_string_equal(got.coding, names[k]);
+    size_t n;
+    char *plain = decoded(c, &n);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(plain, want, n);
+    isv__free(plain);
+    isv__buf_free(&z);
+  }
+  /* binary outputs: the JSON and the tensors coded as one body; the header length is the
+   * decoded JSON part's */
+  extra[0] = (isv__header){"Accept-Encoding", 15, "br;q=1, gzip;q=0.5", 18};
+  n_extra = 1;
+  post("/v2/models/add/infer", "application/json",
+       "{\"parameters\":{\"binary_data_output\":true},\"inputs\":[{\"name\":\"A\",\"datatype\":"
+       "\"FP32\",\"shape\":[1,4],\"data\":[0,0,0,1]}]}");
+  assert_int_equal(got.status, 200);
+  assert_string_equal(got.coding, "gzip");
+  assert_string_equal(got.type, "application/octet-stream");
+  size_t n, jl = (size_t)atoi(got.ihcl);
+  char *plain = decoded(ISV__CODING_GZIP, &n);
+  const float y[4] = {2, 2, 2, 3};
+  assert_true(jl > 0 && n >= jl + 16);
+  assert_memory_equal(plain + jl, y, 16);
+  assert_memory_equal(plain, "{\"model_name\":\"add\",", 20);
+  isv__free(plain);
+  /* identity refused (q=0), nothing else offered: plain */
+  extra[0] = (isv__header){"Accept-Encoding", 15, "gzip;q=0, identity", 18};
+  post("/v2/models/add/infer", "application/json", json);
+  expect(200, want);
+  assert_string_equal(got.coding, "");
+}
+
+static void coded_body_errors(void **state) {
+  (void)state;
+  const char json[] = "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                      "\"data\":[1,2,3,4]}]}";
+  isv__buf z;
+  coded(ISV__CODING_GZIP, json, strlen(json), &z);
+  extra[0] = (isv__header){"Content-Encoding", 16, "gzip", 4};
+  n_extra = 1;
+  /* cut short */
+  call(ISV__M_POST, "/v2/models/add/infer", "application/json", NULL, z.data, z.len - 5);
+  expect(400, "{\"error\":\"Content-Encoding gzip: the body is not valid gzip data: the data "
+              "ends before the end of the compressed stream\"}");
+  /* not gzip at all */
+  call(ISV__M_POST, "/v2/models/add/infer", "application/json", NULL, json, strlen(json));
+  assert_int_equal(got.status, 400);
+  assert_non_null(strstr(got.body, "Content-Encoding gzip: the body is not valid gzip data: "));
+  /* bigger than max_body_bytes once decoded: 413, whatever the compressed size */
+  size_t saved = core.opts.max_body_bytes;
+  core.opts.max_body_bytes = 40;
+  call(ISV__M_POST, "/v2/models/add/infer", "application/json", NULL, z.data, z.len);
+  expect(413, "{\"error\":\"the decoded (Content-Encoding gzip) request body exceeds the "
+              "server's limit of 40 bytes\"}");
+  core.opts.max_body_bytes = saved;
+  /* an unknown path still gets its 404 after decoding */
+  call(ISV__M_POST, "/v2/nowhere", "application/json", NULL, z.data, z.len);
+  assert_int_equal(got.status, 404);
+  isv__buf_free(&z);
+  /* a large coded body is decoded off the loop, then routed */
+  isv__buf big;
+  isv__buf_init(&big, NULL);
+  isv__buf_puts(&big, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[60000],"
+                      "\"data\":[");
+  uint32_t x = 1;
+  for (int i = 0; i < 60000; i++) { /* varied numbers: the deflated body stays large */
+    char num[16];
+    x = x * 1103515245u + 12345u;
+    snprintf(num, sizeof num, "%s%u", i ? "," : "", (x >> 8) % 100000);
+    isv__buf_puts(&big, num);
+  }
+  isv__buf_puts(&big, "]}]}");
+  isv__zpiece p = {big.data, big.len};
+  isv__buf_init(&z, NULL);
+  assert_int_equal(isv__deflate(ISV__CODING_DEFLATE, &p, 1, &z), 0);
+  extra[0] = (isv__header){"Content-Encoding", 16, "deflate", 7};
+  assert_true(z.len >= (16u << 10)); /* content_coding.c's threshold for a worker thread */
+  call(ISV__M_POST, "/v2/models/big/infer", "application/json", NULL, z.data, z.len);
+  assert_int_equal(got.status, 200);
+  assert_int_equal(answered_inline, 0); /* it went to a worker thread and came back */
+  assert_non_null(strstr(got.body, "\"shape\":[60000]"));
+  isv__buf_free(&z);
+  isv__buf_free(&big);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(server_metadata_names_the_server_and_its_extensions, setup,
@@ -577,6 +763,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(large_json_is_decoded_and_encoded_off_the_loop, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(infer_with_binary_tensor_data, setup, teardown),
+      cmocka_unit_test_setup_teardown(raw_binary_request_is_the_models_one_input, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(coded_request_and_response_bodies, setup, teardown),
+      cmocka_unit_test_setup_teardown(coded_body_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(binary_header_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(unsupported_content_type_is_415, setup, teardown),
       cmocka_unit_test_setup_teardown(statistics_in_tritons_shape, setup, teardown),

@@ -319,7 +319,7 @@ static void finish(tf_call *tc, int status, const char *msg) {
   isv__grpc_finish(tc->call, status, msg);
 }
 
-static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len) {
+static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len, int compressed) {
   tf_call *tc = call_of(call);
   assert_false(tc->cancelled);
   char big[64];
@@ -331,6 +331,10 @@ static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len) {
   }
   assert_true(tc->msgs_len + tlen + 2 < sizeof tc->msgs);
   if (tc->n_msgs) tc->msgs[tc->msgs_len++] = ',';
+  if (compressed) { /* marked "z:" (still coded: the service's to inflate) */
+    memcpy(tc->msgs + tc->msgs_len, "z:", 2);
+    tc->msgs_len += 2;
+  }
   memcpy(tc->msgs + tc->msgs_len, text, tlen);
   tc->msgs_len += tlen;
   tc->msgs[tc->msgs_len] = '\0';
@@ -380,6 +384,7 @@ static void on_grpc(void *app, isv__grpc_call *call) {
   r->path_len = call->path_len;
   copy_headers(r, call->headers, call->n_headers);
   r->timeout_ms = call->timeout_ms;
+  r->coding = (int)call->coding;
   assert_true(w->n_calls < TF_MAX_CALLS);
   tf_call *tc = &w->calls[w->n_calls++];
   memset(tc, 0, sizeof *tc);

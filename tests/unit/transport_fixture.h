@@ -69,6 +69,7 @@ typedef struct tf_rec {
   size_t body_len;
   uint32_t body_hash; /* tf_hash of the whole body */
   uint64_t timeout_ms; /* TF_GRPC */
+  int coding;          /* TF_GRPC: the call's grpc-encoding (isv__coding) */
   int cancels;  /* TF_EXCHANGE: on_cancel calls */
   int answered; /* TF_EXCHANGE: responded whole, or its streamed answer ended */
 } tf_rec;

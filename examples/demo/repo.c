@@ -1,0 +1,281 @@
+/* The demo's model repository (isv_server_set_repository): zoo.c's own models can be unloaded
+ * (isv_server_remove_model: requests already running on the model finish) and loaded again by
+ * the zoo's own registration code (demo_zoo_register_picked), with a config override.
+ *
+ *  - index: every registered model, and zoo.c's models that are not (UNAVAILABLE, with the
+ *    reason: "unloaded", or why the last load failed).
+ *  - load: after --load-delay-ms (default 0: the next loop turn; loading takes time, and the
+ *    client waits for it), the model is removed if registered and registered again. A config
+ *    override may set "max_batch_size" (an integer >= 0) and "name" (the model's own); any
+ *    other field is refused naming it. A name zoo.c does not have: Triton's "failed to load
+ *    'x', failed to poll from model repository" (404).
+ *  - unload: at once. A model zoo.c does not have that is not registered: success, as Triton
+ *    (nothing to unload); one that IS registered (the scheduler's, grps's): refused (400), the
+ *    demo could not load it again.
+ * The server is single-threaded here: every callback and completion runs on the loop. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zoo.h"
+
+#define MAX_MODELS 128
+#define REASON_MAX 256
+
+typedef struct pending pending;
+
+typedef struct demo_repo {
+  isv_server *srv;
+  uv_loop_t *loop;
+  uint64_t load_delay_ms;
+  int closed;                          /* the server is gone: touch it no more */
+  size_t n;                            /* zoo.c's models */
+  char *names[MAX_MODELS];
+  char reasons[MAX_MODELS][REASON_MAX]; /* why one is not registered ("": it is, or never was) */
+  pending *loads;                      /* loads waiting for their timer */
+} demo_repo;
+
+struct pending {
+  uv_timer_t timer;
+  isv_repository_op *op;
+  demo_repo *repo;
+  size_t model;      /* index in names */
+  int64_t max_batch; /* -1: the zoo's */
+  pending *prev, *next;
+};
+
+static demo_repo the_repo;
+
+static void seen(void *user, const char *name) {
+  demo_repo *r = user;
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->names[i], name) == 0)
+      return;
+  if (r->n < MAX_MODELS && (r->names[r->n] = strdup(name)) != NULL)
+    r->n++;
+}
+
+/* The model's index in zoo.c's catalogue, or -1. */
+static long find(const demo_repo *r, const char *name) {
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->names[i], name) == 0)
+      return (long)i;
+  return -1;
+}
+
+static void list(void *user, isv_repository_list *out) {
+  demo_repo *r = user;
+  for (size_t i = 0; i < r->n; i++) /* the registered ones are skipped by the library */
+    isv_repository_list_add(out, r->names[i], r->reasons[i][0] ? r->reasons[i] : "unloaded");
+}
+
+/* ---- config overrides ------------------------------------------------------------------------ */
+
+static const char *ws(const char *p) {
+  while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+    p++;
+  return p;
+}
+
+/* A JSON string at p (the library checked the whole text is JSON) into out (escapes kept as
+ * the escaped character, \uXXXX as '?'); the position after it, or NULL. */
+static const char *string_at(const char *p, char *out, size_t cap) {
+  size_t n = 0;
+  if (*p++ != '"')
+    return NULL;
+  for (; *p && *p != '"'; p++) {
+    char c = *p;
+    if (c == '\\') {
+      c = *++p;
+      if (c == '\0')
+        return NULL;
+      if (c == 'u') {
+        for (int k = 0; k < 4 && p[1]; k++)
+          p++;
+        c = '?';
+      }
+    }
+    if (n + 1 < cap)
+      out[n++] = c;
+  }
+  out[n] = '\0';
+  return *p == '"' ? p + 1 : NULL;
+}
+
+/* The override's max_batch_size into *max_batch (-1 when absent). 0, or an error in err. */
+static int parse_override(const char *json, const char *model, int64_t *max_batch, char *err,
+                          size_t cap) {
+  *max_batch = -1;
+  const char *p = ws(json);
+  if (*p++ != '{')
+    return snprintf(err, cap, "the config override is not a JSON object"), -1;
+  for (p = ws(p); *p && *p != '}'; p = ws(p)) {
+    char key[64], text[256];
+    if ((p = string_at(p, key, sizeof key)) == NULL || *(p = ws(p)) != ':')
+      return snprintf(err, cap, "the config override could not be read"), -1;
+    p = ws(p + 1);
+    if (strcmp(key, "max_batch_size") == 0) {
+      char *end;
+      long long v = strtoll(p, &end, 10);
+      if (end == p || *end == '.' || *end == 'e' || *end == 'E' || v < 0 || v > 1 << 20)
+        return snprintf(err, cap, "config \"max_batch_size\" must be an integer from 0 to "
+                                  "1048576"), -1;
+      *max_batch = v;
+      p = end;
+    } else if (strcmp(key, "name") == 0) {
+      if ((p = string_at(p, text, sizeof text)) == NULL || strcmp(text, model) != 0)
+        return snprintf(err, cap, "config \"name\" must be the model's own name, '%s'", model),
+               -1;
+    } else {
+      return snprintf(err, cap, "the demo's repository cannot honour config field \"%s\" (it "
+                                "honours \"max_batch_size\", and \"name\")", key), -1;
+    }
+    p = ws(p);
+    if (*p == ',')
+      p++;
+    else if (*p != '}')
+      return snprintf(err, cap, "the config override could not be read"), -1;
+  }
+  return 0;
+}
+
+/* ---- load ------------------------------------------------------------------------------------ */
+
+static void free_pending(uv_handle_t *h) { free(h->data); }
+
+static void unlink_pending(pending *pl) {
+  demo_repo *r = pl->repo;
+  if (pl->prev)
+    pl->prev->next = pl->next;
+  else
+    r->loads = pl->next;
+  if (pl->next)
+    pl->next->prev = pl->prev;
+}
+
+static void finish_load(pending *pl) {
+  demo_repo *r = pl->repo;
+  const char *name = r->names[pl->model];
+  unlink_pending(pl);
+  if (r->closed) {
+    isv_repository_op_done(pl->op, ISV_EUNAVAIL, "the server is shutting down");
+  } else {
+    isv_server_remove_model(r->srv, name, NULL); /* a reload: running requests finish */
+    demo_zoo_pick pick = {name, pl->max_batch, NULL, NULL};
+    int rc = demo_zoo_register_picked(r->srv, &pick);
+    if (rc < 0) {
+      char msg[REASON_MAX];
+      snprintf(msg, sizeof msg, "failed to load '%s': %s", name, isv_server_last_error(r->srv));
+      snprintf(r->reasons[pl->model], REASON_MAX, "%s", msg);
+      isv_server_remove_model(r->srv, name, NULL); /* nothing half registered */
+      isv_repository_op_done(pl->op, rc == ISV_ESTATE ? ISV_EUNAVAIL : ISV_EBACKEND, msg);
+    } else {
+      r->reasons[pl->model][0] = '\0';
+      isv_repository_op_done(pl->op, 0, NULL);
+    }
+  }
+  uv_close((uv_handle_t *)&pl->timer, free_pending);
+}
+
+static void on_load_timer(uv_timer_t *t) { finish_load(t->data); }
+
+/* Whether a model of that name is registered (no query for it: a request that is never sent). */
+static int registered(isv_server *srv, const char *name) {
+  isv_request *req;
+  if (isv_request_new(srv, name, NULL, &req) != 0)
+    return 0;
+  isv_request_free(req);
+  return 1;
+}
+
+static void load(void *user, isv_repository_op *op, const char *name, const char *config_json) {
+  demo_repo *r = user;
+  long i = find(r, name);
+  char msg[300];
+  if (i < 0 && registered(r->srv, name)) {
+    snprintf(msg, sizeof msg, "model '%.200s' is served, but not from the demo's repository: it "
+                              "cannot be loaded again", name);
+    isv_repository_op_done(op, ISV_EBADREQ, msg);
+    return;
+  }
+  if (i < 0) { /* Triton's words for a model its repository does not have */
+    snprintf(msg, sizeof msg, "failed to load '%.200s', failed to poll from model repository",
+             name);
+    isv_repository_op_done(op, ISV_ENOTFOUND, msg);
+    return;
+  }
+  int64_t max_batch = -1;
+  char err[300];
+  if (config_json && parse_override(config_json, name, &max_batch, err, sizeof err) != 0) {
+    isv_repository_op_done(op, ISV_EBADREQ, err);
+    return;
+  }
+  pending *pl = calloc(1, sizeof *pl);
+  if (pl == NULL) {
+    isv_repository_op_done(op, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  pl->op = op;
+  pl->repo = r;
+  pl->model = (size_t)i;
+  pl->max_batch = max_batch;
+  pl->next = r->loads;
+  if (r->loads)
+    r->loads->prev = pl;
+  r->loads = pl;
+  uv_timer_init(r->loop, &pl->timer);
+  pl->timer.data = pl;
+  uv_timer_start(&pl->timer, on_load_timer, r->load_delay_ms, 0);
+}
+
+/* ---- unload ---------------------------------------------------------------------------------- */
+
+static void unload(void *user, isv_repository_op *op, const char *name, int unload_dependents) {
+  (void)unload_dependents; /* zoo.c's models have no dependents */
+  demo_repo *r = user;
+  long i = find(r, name);
+  if (i < 0 && registered(r->srv, name)) {
+    isv_repository_op_done(op, ISV_EBADREQ, "the model is not in the demo's repository (the "
+                                            "scheduler's and grps's models are not): it could "
+                                            "not be loaded again, so it stays");
+    return;
+  }
+  if (i >= 0) {
+    isv_server_remove_model(r->srv, name, NULL); /* requests running on it finish */
+    snprintf(r->reasons[i], REASON_MAX, "unloaded");
+  }
+  isv_repository_op_done(op, 0, NULL); /* unloading what is not loaded succeeds, as Triton */
+}
+
+int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms) {
+  demo_repo *r = &the_repo;
+  r->srv = srv;
+  r->loop = loop;
+  r->load_delay_ms = load_delay_ms;
+  demo_zoo_pick listing = {NULL, -1, seen, r};
+  int rc = demo_zoo_register_picked(srv, &listing);
+  if (rc < 0)
+    return rc;
+  isv_repository repo;
+  memset(&repo, 0, sizeof repo);
+  repo.struct_size = sizeof repo;
+  repo.user = r;
+  repo.list = list;
+  repo.load = load;
+  repo.unload = unload;
+  return isv_server_set_repository(srv, &repo);
+}
+
+void demo_repo_closed(void) {
+  demo_repo *r = &the_repo;
+  r->closed = 1;
+  while (r->loads) { /* abandoned by the close (past its drain deadline): end them now */
+    pending *pl = r->loads;
+    uv_timer_stop(&pl->timer);
+    finish_load(pl);
+  }
+  for (size_t i = 0; i < r->n; i++)
+    free(r->names[i]);
+  r->n = 0;
+}
