@@ -235,7 +235,9 @@ static void encode_after(isv__offload *o) { reply_encoded((encoded *)o); }
 /* Bytes of output tensors a response carries: what its encoding costs grows with. */
 static size_t output_bytes(const isv_request *r) {
   size_t n = 0;
-  for (size_t i = 0; i < r->n_outputs; i++) n += r->outputs[i].byte_size;
+  for (size_t i = 0; i < r->n_outputs; i++)
+    if (r->outputs[i].dest == NULL) n += r->outputs[i].byte_size; /* not one in shared memory:
+                                                                    * it is not encoded */
   return n;
 }
 
