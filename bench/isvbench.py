@@ -13,7 +13,11 @@ Subcommands (every one bounded in time; loopback only):
                            Predict of each (str_data echoed, status.code 200): verifies the
                            answers, prints JSON with the response body sizes (for nginx)
   large PORT DIR MODE N    16 MiB FP32 identity round trips (MODE json | binary | grpc |
-                           grpc-aligned); prints JSON: per-iteration seconds, MB/s, status
+                           grpc-aligned | shm | shm-grpc); prints JSON: per-iteration seconds,
+                           MB/s, status. shm: input and output in two POSIX shared memory regions
+                           registered with the demo (Triton's system shared memory), the request
+                           over REST (shm) or gRPC (shm-grpc) carries only their names; also
+                           timed: the client's own copies into and out of the regions
   idle PORT PID N PROTO    opens N idle connections (PROTO h1 | h1req | h2), prints JSON with the
                            demo's VmRSS / VmHWM before and after and KiB per connection
   parse KIND FILE [k=v]..  wrk / h2load / json output -> one JSON line (k=v pairs merged in;
@@ -281,7 +285,7 @@ def float_text(data):
 
 
 def cmd_large(port, d, mode, iters, pid):
-    pb = load_pb(d) if mode.startswith("grpc") else None
+    pb = load_pb(d) if mode.startswith("grpc") or mode == "shm-grpc" else None
     data = big_tensor()
     res = {"mode": mode, "payload_bytes": len(data), "iters": iters}
     times = []
@@ -374,6 +378,79 @@ def cmd_large(port, d, mode, iters, pid):
             else:
                 times.append(dt)
         ch.close()
+    elif mode in ("shm", "shm-grpc"):
+        from multiprocessing import shared_memory
+        n = len(data)
+        sin = shared_memory.SharedMemory(create=True, size=n)
+        sout = shared_memory.SharedMemory(create=True, size=n)
+        c = H1(port)
+        try:
+            for name, s in (("bench_in", sin), ("bench_out", sout)):
+                c.request("POST", "/v2/systemsharedmemory/region/%s/unregister" % name)
+                b = json.dumps({"key": "/" + s.name, "offset": 0, "byte_size": n}).encode()
+                st, _, resp = c.request("POST", "/v2/systemsharedmemory/region/%s/register" % name,
+                                        b, [("Content-Type", "application/json")])
+                if st != 200:
+                    die("shm: register %s: status %d %r" % (name, st, bytes(resp[:300])))
+            sin.buf[:n] = data
+            pin = {"shared_memory_region": "bench_in", "shared_memory_byte_size": n}
+            pout = {"shared_memory_region": "bench_out", "shared_memory_byte_size": n}
+            if mode == "shm":
+                body = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, BIG_ELEMS],
+                                               "datatype": "FP32", "parameters": pin}],
+                                   "outputs": [{"name": "OUTPUT0", "parameters": pout}]}).encode()
+                res["request_bytes"] = len(body)
+
+                def call():
+                    st, _, resp = c.request("POST", "/v2/models/identity_fp32/infer", body,
+                                            [("Content-Type", "application/json")])
+                    if st != 200:
+                        die("shm: status %d %r" % (st, bytes(resp[:300])))
+                    return resp
+            else:
+                req = pb.ModelInferRequest(model_name="identity_fp32")
+                t = req.inputs.add(name="INPUT0", datatype="FP32", shape=[1, BIG_ELEMS])
+                t.parameters["shared_memory_region"].string_param = "bench_in"
+                t.parameters["shared_memory_byte_size"].int64_param = n
+                o = req.outputs.add(name="OUTPUT0")
+                o.parameters["shared_memory_region"].string_param = "bench_out"
+                o.parameters["shared_memory_byte_size"].int64_param = n
+                msg = req.SerializeToString()
+                res["request_bytes"] = len(msg)
+                ch = grpc_channel(port)
+                gcall = ch.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+
+                def call():
+                    return gcall(msg, timeout=TIMEOUT)
+            copies = []
+            for i in range(iters + 1):
+                resp, dt = timed(call)
+                if i == 0:
+                    cpu[0] = 0
+                    ccpu[0] = 0.0
+                    res["response_bytes"] = len(resp)
+                    if bytes(sout.buf[:n]) != data:
+                        die("shm: the identity answer in the output region differs from the input")
+                    sout.buf[:n] = bytes(n)
+                else:
+                    times.append(dt)
+                    # what a client that holds its tensor elsewhere adds: one copy in, one out
+                    t0 = time.perf_counter()
+                    sin.buf[:n] = data
+                    out = bytes(sout.buf[:n])
+                    copies.append(time.perf_counter() - t0)
+                    del out
+            copies.sort()
+            res["client_copies_median_s"] = round(copies[len(copies) // 2], 5)
+            if mode == "shm-grpc":
+                ch.close()
+            for name in ("bench_in", "bench_out"):
+                c.request("POST", "/v2/systemsharedmemory/region/%s/unregister" % name)
+        finally:
+            c.close()
+            for s in (sin, sout):
+                s.close()
+                s.unlink()
     else:
         die("unknown mode " + mode)
     if pid:
@@ -389,6 +466,9 @@ def cmd_large(port, d, mode, iters, pid):
     res["median_s"] = times[len(times) // 2]
     res["mb_per_s"] = round(len(data) / res["median_s"] / 1e6, 1)
     res["mb_per_s_both_directions"] = round(2 * len(data) / res["median_s"] / 1e6, 1)
+    if "client_copies_median_s" in res:
+        res["mb_per_s_with_client_copies"] = round(
+            len(data) / (res["median_s"] + res["client_copies_median_s"]) / 1e6, 1)
     print(json.dumps(res))
 
 
@@ -527,6 +607,7 @@ def cmd_parse(kind, path, kv):
 
 TARGET_RATIO = 0.60
 TARGET_GBPS = 1.0
+TARGET_SHM_GBPS = 5.0
 TARGET_KIB = 16.0
 
 
@@ -576,6 +657,11 @@ def targets(rows):
     else:
         out.append(("binary", "16 MiB HTTP binary round trip >= 1 GB/s",
                     "not implemented (HTTP %s)" % (b.get("status") if b else "?"), False))
+    for mode, how in (("shm", "REST"), ("shm-grpc", "gRPC")):
+        sm = one(rows, kind="large", mode=mode)
+        if sm and sm.get("mb_per_s"):
+            out.append((mode, "16 MiB system shared memory round trip (%s) >= 5 GB/s" % how,
+                        "%.2f GB/s" % (sm["mb_per_s"] / 1000), sm["mb_per_s"] / 1000 >= TARGET_SHM_GBPS))
     g = [r for r in pick(rows, kind="large_h2load") + pick(rows, kind="large") if
          str(r.get("mode", "")).startswith("grpc") and r.get("mb_per_s")]
     if g:
@@ -763,6 +849,13 @@ def cmd_report(path):
                 notes.append("request %d bytes (JSON header + tensor), Inference-Header-Content-"
                              "Length; body read in place, tensor used in place, output written "
                              "by reference" % r.get("request_bytes", 0))
+            if str(r.get("mode", "")).startswith("shm"):
+                notes.append("input and output in two registered POSIX shared memory regions; "
+                             "request %d bytes, response %d bytes (names and sizes only); with the "
+                             "client's own copy in and copy out (%.1f ms): %s MB/s" % (
+                                 r.get("request_bytes", 0), r.get("response_bytes", 0),
+                                 1000 * r.get("client_copies_median_s", 0),
+                                 f(r.get("mb_per_s_with_client_copies"))))
             if "raw_offset_in_message" in r or "raw_offset" in r:
                 off = r.get("raw_offset_in_message", r.get("raw_offset"))
                 notes.append("raw contents at message offset %s (the message buffer is "

@@ -357,7 +357,7 @@ log "memcpy reference"
 bounded 30 taskset -c "$SCPU" "$WORK/memcpy_bw" 16 1 >"$WORK/memcpy.json"
 record "$($PY "$CLIENT" parse json "$WORK/memcpy.json" kind='"memcpy"')"
 
-for mode in json binary grpc grpc-aligned; do
+for mode in json binary grpc grpc-aligned shm shm-grpc; do
   log "16 MiB round trips: $mode"
   iters=$LARGE_ITERS
   [ $mode = json ] && iters=$(( LARGE_ITERS < 3 ? LARGE_ITERS : 3 ))

@@ -195,6 +195,14 @@ ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
+/* Triton's system shared memory extension (its --allow-client-shm): clients may register
+ * regions of POSIX shared memory objects (/v2/systemsharedmemory/..., gRPC
+ * SystemSharedMemory*) and name them in their tensors' parameters, which the server then reads
+ * and writes in place. Any client that reaches the server can then open, read and write every
+ * shared memory object the server's user may open: turn it on only where the clients are
+ * trusted and on the same host. Default off: registering answers 501 / UNIMPLEMENTED saying
+ * so, status lists nothing, and server metadata does not list "system_shared_memory". */
+ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
 /* Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
@@ -692,6 +700,17 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
 /* Ask for one output (none asked = every output). classification > 0 turns it into the top-k
  * "value:index[:label]" BYTES output of the classification extension. */
 ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification);
+/* Ask for one output written into the caller's own buffer `buf` of `size` bytes (the way a
+ * shared memory region receives a network client's output): the backend's
+ * isv_request_output() writes straight into buf when the output fits and buf is 16-byte
+ * aligned, else the output is copied there once after the backend (BYTES outputs as their
+ * u32-LE length + bytes form). An output larger than `size` fails the request with ISV_EBADREQ
+ * naming both sizes. buf is the caller's (ISV_STATIC-like): it must stay valid, and not be
+ * read, until the request's done callback; the output tensor's data then points into it
+ * (BYTES: an isv_bytes array of library memory, the serialised form in buf). Before
+ * isv_server_infer. ISV_EINVAL (NULL name, NULL buf with a size, submitted), ISV_ENOMEM. */
+ISV_EXTERN int isv_request_add_output_buffer(isv_request *r, const char *name, void *buf,
+                                             size_t size);
 /* Copies key and value (string values too). A repeated key replaces the earlier value. */
 ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value);
 /* For a decoupled model: cb runs on the loop thread for each response the backend sends

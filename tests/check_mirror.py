@@ -30,6 +30,9 @@ COVERED_ELSEWHERE = {
     "protocol/custom_http.c": "custom routes end to end against the demo's (requests, raw "
                               "sockets, curl over h2c): tests/integration/test_custom_routes.py; "
                               "their registration rules in test_server_inproc.c",
+    "protocol/v2_shm.c": "the shared memory request decoders in test_shm.c (beside core/shm.c, "
+                         "whose mirror it is); routes and methods end to end with requests, "
+                         "curl over h2c and grpcio: tests/integration/test_shared_memory.py",
     "protocol/v2_repo_json.c": "the model repository's JSON codec: test_repository.c, with the "
                                "core side (lib/core/repository.c) it feeds",
     "protocol/v2_repo_pb.c": "the model repository's protobuf codec: test_repository.c",

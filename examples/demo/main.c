@@ -61,6 +61,8 @@ static void usage(FILE *f) {
           "  --max-inflight N         requests queued or running at once, 503 beyond\n"
           "                           (default 0: no limit)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
+          "  --no-shared-memory       refuse system shared memory regions (the demo lets its\n"
+          "                           same-host clients register them by default)\n"
           "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
@@ -238,6 +240,10 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     int lim = parse_limit(argc, argv, &i, opts);
     if (lim < 0) return 2;
     if (lim > 0) continue;
+    if (strcmp(arg, "--no-shared-memory") == 0) {
+      isv_options_set_shared_memory(opts, 0);
+      continue;
+    }
     if (strcmp(arg, "--strict-readiness") == 0) {
       isv_options_set_strict_readiness(opts, 1);
       continue;
@@ -415,6 +421,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
 int main(int argc, char **argv) {
   isv_options *opts;
   if (isv_options_new(&opts) != 0) return 1;
+  /* the demo serves Triton's client examples on its own host: they use system shared memory */
+  isv_options_set_shared_memory(opts, 1);
   int rc = demo_main(argc, argv, opts);
   isv_options_free(opts);
   return rc;

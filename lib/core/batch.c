@@ -129,7 +129,7 @@ int isv__batch_build(isv_request *b, isv_request **members, size_t n) {
         size_t k = 0;
         while (k < b->n_req_outputs && strcmp(b->req_outputs[k].name, name) != 0) k++;
         if (k == b->n_req_outputs)
-          b->req_outputs[b->n_req_outputs++] = (isv__req_output){name, 0, 0};
+          b->req_outputs[b->n_req_outputs++] = (isv__req_output){.name = name};
       }
     b->cap_req_outputs = total;
   }

@@ -23,7 +23,8 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   if (rc) return rc;
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_mu;
+  if (isv__shm_init(&c->shm, c->mem, opts->shared_memory) != 0) goto fail_mu;
+  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_shm;
   if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;
   c->async.data = c;
@@ -36,6 +37,8 @@ fail_pool:
   isv__pool_destroy(&c->pool);
 fail_bufs:
   isv__bigbuf_cache_destroy(&c->bufs);
+fail_shm:
+  isv__shm_destroy(&c->shm);
 fail_mu:
   uv_mutex_destroy(&c->mu);
 fail_reg:
@@ -67,6 +70,7 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   atomic_fetch_add(&c->refs, 1);
   if (isv__pool_stop(&c->pool, may_hang, pool_gone, c) == 0) atomic_fetch_sub(&c->refs, 1);
   isv__registry_clear(&c->reg); /* a version an abandoned execution holds stays until then */
+  isv__shm_destroy(&c->shm);    /* a region a request still uses stays mapped until then */
   uv_mutex_lock(&c->mu);
   c->closed = 1; /* from now on abandoned executions are freed by whoever completes them */
   isv_request *q = c->done_head; /* abandoned ones completed, not yet freed by the loop */

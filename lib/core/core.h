@@ -14,6 +14,7 @@
 #include "core/options.h"
 #include "core/pool.h"
 #include "core/registry.h"
+#include "core/shm.h"
 #include "core/timeheap.h"
 
 typedef struct isv__core isv__core;
@@ -27,6 +28,7 @@ struct isv__core {
   isv_options opts;
   const isv_mem *mem; /* &opts.mem: every allocation of the server (codec/mem.h) */
   isv__registry reg;
+  isv__shm_registry shm; /* system shared memory regions (shm.h) */
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   uv_async_t async;
   uv_mutex_t mu; /* guards the done queue, the responses to deliver, and every request's

@@ -27,6 +27,7 @@ struct isv_options {
   unsigned worker_threads;
   unsigned max_inflight; /* 0: none */
   int strict_readiness;
+  int shared_memory; /* clients may register system shared memory regions (core/shm.h) */
   size_t buffer_cache_bytes;
   char server_name[64];
   char server_version[32];

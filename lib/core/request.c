@@ -359,6 +359,14 @@ static int output_slot(isv_request *r, const char *name, isv_datatype dt, const 
   return append_slot(r, io->name, dt, shape, ndim, count, bytes, out);
 }
 
+/* The destination buffer the request gives for its output `name`, if any. */
+static const isv__out_dest *requested_dest(const isv_request *r, const char *name) {
+  for (size_t i = 0; i < r->n_req_outputs; i++)
+    if (r->req_outputs[i].dest && strcmp(r->req_outputs[i].name, name) == 0)
+      return r->req_outputs[i].dest;
+  return NULL;
+}
+
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data) {
   if (data == NULL) return ISV_EINVAL;
@@ -366,7 +374,12 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
   isv_tensor *t;
   int rc = output_slot(r, name, dt, shape, ndim, &t);
   if (rc != 0) return rc;
-  void *buf = isv__arena_alloc(isv__out_arena(r), t->byte_size);
+  /* the requester's buffer when it named one and the output fits there, aligned as promised
+   * (else library memory, copied there or refused after the backend: postprocess) */
+  const isv__out_dest *d = r->on_response ? NULL : requested_dest(r, t->name);
+  void *buf = d && dt != ISV_BYTES && t->byte_size <= d->cap && (uintptr_t)d->p % 16 == 0
+                  ? d->p
+                  : isv__arena_alloc(isv__out_arena(r), t->byte_size);
   if (buf == NULL) {
     r->n_outputs--;
     return ISV_ENOMEM;
@@ -524,6 +537,7 @@ void isv__request_release(isv_request *r) {
     if (d != ISV_STATIC && d != ISV_TRANSIENT) d(r->inputs[i].data);
   }
   for (isv__owned *o = r->owned; o; o = o->next) o->del(o->p);
+  for (isv__owned *o = r->refs; o; o = o->next) o->del(o->p);
   if (r->model && r->parent == NULL) isv__model_unref(r->model); /* a response borrows it */
   /* the body after the inputs pointing into it */
   if (!free_buffers_later(r)) free_buffers(r->body, r->body_free, &r->arena, &r->out_arena);
@@ -627,6 +641,21 @@ ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t
   return 0;
 }
 
+ISV_EXTERN int isv_request_add_output_buffer(isv_request *r, const char *name, void *buf,
+                                             size_t size) {
+  if (r == NULL || r->submitted || name == NULL || (buf == NULL && size > 0)) return ISV_EINVAL;
+  const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
+  isv__out_dest *d = isv__arena_calloc(&r->arena, 1, sizeof *d);
+  if (nm == NULL || d == NULL) return ISV_ENOMEM;
+  isv__req_output *o = isv__request_push_output(r);
+  if (o == NULL) return call_failed(r);
+  d->p = buf;
+  d->cap = size;
+  o->name = nm;
+  o->dest = d;
+  return 0;
+}
+
 /* Copy (key, value) into a parameter list of r. */
 static int set_param(isv__arena *a, isv__param_entry **arr, size_t *n, size_t *cap,
                      const char *key, const isv_param *value) {
@@ -675,6 +704,16 @@ int isv__request_keep(isv_request *r, void *p, isv_destructor del) {
   o->del = del;
   o->next = r->owned;
   r->owned = o;
+  return 0;
+}
+
+int isv__request_keep_ref(isv_request *r, void *p, isv_destructor del) {
+  isv__owned *o = isv__arena_alloc(&r->arena, sizeof *o);
+  if (o == NULL) return ISV_ENOMEM;
+  o->p = p;
+  o->del = del;
+  o->next = r->refs;
+  r->refs = o;
   return 0;
 }
 

@@ -24,12 +24,27 @@ struct isv_tensor {
   size_t byte_size; /* count * size, or the sum of BYTES lengths */
   isv_destructor del; /* client-side inputs: who frees data */
   uint32_t flags;     /* frontend-private bits (e.g. "write as binary") */
+  const struct isv__out_dest *dest; /* an output written into its requester's buffer (its
+                                     * data is there; front ends send no data for it) */
 };
+
+/* Where a requested output must be written: a buffer its requester provides
+ * (isv_request_add_output_buffer) or a shared memory region a front end resolved (shm.h).
+ * isv_request_output hands it to the backend when the output fits; otherwise the output is
+ * copied there after the backend (isv__request_postprocess), or the request fails 400. */
+typedef struct isv__out_dest {
+  void *p;
+  size_t cap;
+  size_t used;        /* bytes written (BYTES outputs: their u32-LE length + bytes form) */
+  const char *region; /* the shared memory region's name (front ends echo it), or NULL */
+  uint64_t offset;    /* shared_memory_offset within the region */
+} isv__out_dest;
 
 typedef struct isv__req_output {
   const char *name;
   uint32_t classification; /* 0 = plain output, k = top-k classification */
   uint32_t flags;          /* frontend-private */
+  isv__out_dest *dest;     /* NULL: library memory */
 } isv__req_output;
 
 /* Backend memory an output refers to, released when the request is freed. */
@@ -70,6 +85,8 @@ struct isv_request {
   isv_tensor *outputs;
   size_t n_outputs, cap_outputs;
   isv__owned *owned; /* isv_request_set_output() memory with a destructor */
+  isv__owned *refs;  /* what its inputs and output destinations use (shared memory regions),
+                      * released after everything else when it is freed */
   void *body;               /* the wire bytes its inputs may point into (a front end's body or
                              * message), handed over at decoding; freed after the inputs */
   isv_destructor body_free; /* how */
@@ -174,6 +191,9 @@ int isv__request_add_resp_param(isv_request *r, const char *key, const isv_param
 isv_tensor *isv__request_push_output_slot(isv_request *r);
 /* Call del(p) when r is freed (memory r's outputs point into). 0, or ISV_ENOMEM. */
 int isv__request_keep(isv_request *r, void *p, isv_destructor del);
+/* Call del(p) when r is freed, after its inputs' and outputs' memory (a shared memory region
+ * its tensors live in). 0, or ISV_ENOMEM. Any thread, before submission. */
+int isv__request_keep_ref(isv_request *r, void *p, isv_destructor del);
 
 /* Free r's memory at once: its inputs' and outputs' destructors, its model reference, its
  * arenas; the struct goes to the core's quarantine. isv_request_free is the public way. */

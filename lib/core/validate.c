@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec/raw_bytes.h"
 #include "core/request.h"
 
 /* The mismatch message, formatted only when there is one (it costs more than the check). */
@@ -98,6 +99,33 @@ int isv__request_validate(isv_request *r) {
   return 0;
 }
 
+/* Output t goes where its requester asked (a buffer of its own, a shared memory region): in
+ * place when the backend wrote it there (isv_request_output), else copied once; an output
+ * larger than the space given fails the request (the client's mistake: 400). */
+static int into_dest(isv_request *r, isv_tensor *t, isv__out_dest *d) {
+  size_t need = t->dt == ISV_BYTES ? isv__rawbytes_size(t->data, t->count) : t->byte_size;
+  if (need == SIZE_MAX)
+    return isv__request_fail(r, ISV_EBACKEND, "output '%s' has a BYTES element longer than the "
+                             "4-byte length allows", t->name);
+  if (need > d->cap) {
+    if (d->region)
+      return isv__request_fail(r, ISV_EBADREQ, "shared memory size specified with the request "
+                               "for output '%s' (%zu bytes) should be at least %zu bytes to hold "
+                               "the results (region '%s')", t->name, d->cap, need, d->region);
+    return isv__request_fail(r, ISV_EBADREQ, "the buffer given for output '%s' holds %zu bytes, "
+                             "the output needs %zu", t->name, d->cap, need);
+  }
+  if (t->dt == ISV_BYTES) {
+    isv__rawbytes_write(d->p, t->data, t->count);
+  } else {
+    if (need && t->data != d->p) memmove(d->p, t->data, need);
+    t->data = d->p;
+  }
+  d->used = need;
+  t->dest = d;
+  return 0;
+}
+
 /* Output selection and order: requested order when outputs were named, else declaration
  * order; a requested output the backend did not produce is the backend's fault. */
 int isv__request_postprocess(isv_request *r, int partial) {
@@ -127,6 +155,9 @@ int isv__request_postprocess(isv_request *r, int partial) {
     if (r->n_req_outputs) sel[n].flags = r->req_outputs[i].flags;
     if (r->n_req_outputs && r->req_outputs[i].classification &&
         isv__classify(r, &sel[n], r->req_outputs[i].classification) != 0)
+      return r->status;
+    if (r->n_req_outputs && r->req_outputs[i].dest &&
+        into_dest(r, &sel[n], r->req_outputs[i].dest) != 0)
       return r->status;
     n++;
   }

@@ -1,14 +1,18 @@
 /* The KServe V2 front end: REST under /v2 and inference.GRPCInferenceService. */
 #include "protocol/v2.h"
 
+#include <string.h>
+
 const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics",
-                                          "model_configuration"};
+                                          "model_configuration", "system_shared_memory"};
 const size_t isv__v2_n_extensions = sizeof isv__v2_extensions / sizeof isv__v2_extensions[0];
 
 size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t cap) {
   static const char *const repo[] = {"model_repository", "model_repository(unload_dependents)"};
   size_t n = 0;
-  for (size_t i = 0; i < isv__v2_n_extensions && n < cap; i++) out[n++] = isv__v2_extensions[i];
+  for (size_t i = 0; i < isv__v2_n_extensions && n < cap; i++)
+    if (c->shm.enabled || strcmp(isv__v2_extensions[i], "system_shared_memory") != 0)
+      out[n++] = isv__v2_extensions[i]; /* shared memory: when the host enabled it */
   for (size_t i = 0; c->repo && i < 2 && n < cap; i++) out[n++] = repo[i];
   return n;
 }

@@ -6,6 +6,7 @@
 
 #include "protocol/v2.h"
 #include "protocol/v2_pb.h"
+#include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
 
 #define SVC "/inference.GRPCInferenceService/"
@@ -111,6 +112,16 @@ const isv__grpc_method isv__v2_methods[] = {
     {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
     {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
     {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL},
+    /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
+    {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL},
+    {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL},
+    {SVC "SystemSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_unregister, NULL, NULL,
+     NULL},
+    {SVC "CudaSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_status, NULL, NULL, NULL},
+    {SVC "CudaSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_register, NULL, NULL,
+     NULL},
+    {SVC "CudaSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_unregister, NULL, NULL,
+     NULL},
     /* Triton's model repository extension (v2_repo_pb.c) */
     {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL},
     {SVC "RepositoryModelLoad", ISV__RPC_UNARY, NULL, isv__v2repo_pb_load, isv__v2repo_pb_empty,

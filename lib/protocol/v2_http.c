@@ -14,6 +14,7 @@
 #include "protocol/v2.h"
 #include "protocol/v2_generate.h"
 #include "protocol/v2_json.h"
+#include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
@@ -234,7 +235,9 @@ static void encode_after(isv__offload *o) { reply_encoded((encoded *)o); }
 /* Bytes of output tensors a response carries: what its encoding costs grows with. */
 static size_t output_bytes(const isv_request *r) {
   size_t n = 0;
-  for (size_t i = 0; i < r->n_outputs; i++) n += r->outputs[i].byte_size;
+  for (size_t i = 0; i < r->n_outputs; i++)
+    if (r->outputs[i].dest == NULL) n += r->outputs[i].byte_size; /* not one in shared memory:
+                                                                    * it is not encoded */
   return n;
 }
 
@@ -667,6 +670,21 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2", server_metadata, NULL},
     {ISV__ROUTE_GET, "/v2/health/live", live, NULL},
     {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
+    /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
+    {ISV__ROUTE_GET, "/v2/systemsharedmemory/status", isv__v2shm_http_status, NULL},
+    {ISV__ROUTE_GET, "/v2/systemsharedmemory/region/{region}/status", isv__v2shm_http_status, NULL},
+    {ISV__ROUTE_POST, "/v2/systemsharedmemory/region/{region}/register", isv__v2shm_http_register,
+     NULL},
+    {ISV__ROUTE_POST, "/v2/systemsharedmemory/unregister", isv__v2shm_http_unregister, NULL},
+    {ISV__ROUTE_POST, "/v2/systemsharedmemory/region/{region}/unregister",
+     isv__v2shm_http_unregister, NULL},
+    {ISV__ROUTE_GET, "/v2/cudasharedmemory/status", isv__v2shm_http_cuda, "status"},
+    {ISV__ROUTE_GET, "/v2/cudasharedmemory/region/{region}/status", isv__v2shm_http_cuda, "status"},
+    {ISV__ROUTE_POST, "/v2/cudasharedmemory/region/{region}/register", isv__v2shm_http_cuda,
+     "register"},
+    {ISV__ROUTE_POST, "/v2/cudasharedmemory/unregister", isv__v2shm_http_cuda, "unregister"},
+    {ISV__ROUTE_POST, "/v2/cudasharedmemory/region/{region}/unregister", isv__v2shm_http_cuda,
+     "unregister"},
     /* Triton's model repository extension (v2_repo_http.c) */
     {ISV__ROUTE_POST, "/v2/repository/index", isv__v2repo_http_index, NULL},
     {ISV__ROUTE_POST, "/v2/repository/models/{model}/load", isv__v2repo_http_load, NULL},

@@ -9,6 +9,7 @@
 #include "codec/raw_bytes.h"
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
+#include "core/shm.h"
 
 
 /* "#<index>" for an element that has no name (yet); no snprintf on the path of every request. */
@@ -144,7 +145,18 @@ typedef struct input_info {
   const char *label; /* the name, or "#i" while the name is not known yet */
   int have_bin;
   uint64_t bin_size;
+  isv__shm_ref shm; /* shared_memory_* parameters (system shared memory extension) */
 } input_info;
+
+/* A shared memory parameter (core/shm.h) of input or output `what` `name`: 1 taken, 0 not
+ * one, or r failed. */
+static int shm_param(isv_request *r, isv__shm_ref *ref, const isv__json_token *key,
+                     const isv_param *v, const char *what, const char *name) {
+  char err[96];
+  int k = isv__shm_param(ref, key->ptr, key->len, v, err, sizeof err);
+  if (k < 0) return isv__request_fail(r, ISV_EBADREQ, "%s '%s': %s", what, name, err), -1;
+  return k;
+}
 
 static int input_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
                        const isv_param *v, void *data) {
@@ -156,6 +168,8 @@ static int input_param(isv_request *r, isv__json_reader *rd, const isv__json_tok
     else return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size must be a "
                                   "non-negative integer", in->label);
     in->have_bin = 1;
+  } else if (shm_param(r, &in->shm, key, v, "input", in->label) < 0) {
+    return r->status;
   }
   return 0; /* other input parameters are accepted and ignored */
 }
@@ -266,10 +280,13 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has unknown datatype '%.*s'", name,
                              (int)(dtlen > 32 ? 32 : dtlen), dtname);
   if (!have_shape) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'shape'", name);
+  if (isv__shm_used(&info.shm) && (have_data || info.have_bin))
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shared memory parameters and %s: "
+                             "send one", name, have_data ? "'data'" : "binary_data_size");
   if (have_data && info.have_bin)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has both 'data' and a binary_data_size "
                              "parameter: send one", name);
-  if (!have_data && !info.have_bin)
+  if (!have_data && !info.have_bin && !isv__shm_used(&info.shm))
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'data' (nor a binary_data_size "
                              "parameter)", name);
   size_t count, bytes;
@@ -280,7 +297,10 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   if (sh == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
   isv_tensor ten = {0};
-  if (info.have_bin) {
+  if (isv__shm_used(&info.shm)) { /* read in place from the mapped region */
+    if (isv__shm_input(r, &info.shm, name, dt, count, bytes, &ten.data, &ten.byte_size))
+      return r->status;
+  } else if (info.have_bin) {
     if (claim_binary(r, tail, name, dt, shape, ndim, count, bytes, info.bin_size, &ten))
       return r->status;
   } else {
@@ -319,10 +339,16 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   return 0;
 }
 
+typedef struct output_info {
+  isv__req_output *o;
+  isv__shm_ref shm;
+} output_info;
+
 static int output_param(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
                         const isv_param *v, void *data) {
-  isv__req_output *o = data;
+  isv__req_output *o = ((output_info *)data)->o;
   (void)rd;
+  if (shm_param(r, &((output_info *)data)->shm, key, v, "output", o->name) < 0) return r->status;
   if (keyis(key, "classification")) {
     if (v->type != ISV_PARAM_INT64 || v->v.i64 < 0 || v->v.i64 > UINT32_MAX)
       return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'classification' must be a "
@@ -346,6 +372,7 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
   char label[32];
   index_label(label, index);
   o->name = NULL;
+  output_info info = {.o = o};
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
@@ -356,7 +383,7 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
         return isv__request_fail(r, ISV_ENOMEM, "out of memory");
     } else if (keyis(&t, "parameters")) {
       if (!o->name) o->name = label;
-      if (parse_params(r, rd, output_param, o)) return r->status;
+      if (parse_params(r, rd, output_param, &info)) return r->status;
     } else {
       isv__json_token v;
       if (isv__json_next(rd, &v) == ISV__JSON_ERROR || isv__json_skip(rd, &v, NULL) != 0)
@@ -365,6 +392,7 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
   }
   if (o->name == NULL || o->name == label)
     return isv__request_fail(r, ISV_EBADREQ, "requested output %s has no 'name'", label);
+  if (isv__shm_used(&info.shm) && isv__shm_output(r, &info.shm, o)) return r->status;
   return 0;
 }
 
@@ -545,7 +573,23 @@ static void write_params(isv__buf *b, const isv__param_entry *ps, size_t n) {
   isv__buf_putc(b, '}');
 }
 
+/* An output written into a shared memory region: sent with its parameters and no data. */
+static int output_in_shm(const isv_tensor *t) { return t->dest && t->dest->region; }
+
+static void write_shm_params(isv__buf *b, const isv__out_dest *d) {
+  isv__buf_puts(b, ",\"parameters\":{\"shared_memory_region\":");
+  isv__json_write_string(b, d->region, strlen(d->region));
+  isv__buf_puts(b, ",\"shared_memory_byte_size\":");
+  isv__json_write_u64(b, d->used);
+  if (d->offset) {
+    isv__buf_puts(b, ",\"shared_memory_offset\":");
+    isv__json_write_u64(b, d->offset);
+  }
+  isv__buf_puts(b, "}}");
+}
+
 static int output_is_binary(const isv_request *r, const isv_tensor *t) {
+  if (output_in_shm(t)) return 0;
   if (t->flags & ISV__V2_OUT_BIN_SET) return (t->flags & ISV__V2_OUT_BIN) != 0;
   return (r->proto_flags & ISV__V2_REQ_BIN) != 0;
 }
@@ -583,6 +627,10 @@ int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts
     isv__buf_puts(b, isv_datatype_name(t->dt));
     isv__buf_puts(b, "\",\"shape\":");
     write_shape(b, t->shape, t->ndim);
+    if (output_in_shm(t)) {
+      write_shm_params(b, t->dest);
+      continue;
+    }
     if (output_is_binary(r, t)) {
       isv__v2_binpart *p = &(*parts)[(*n_parts)++];
       if (t->dt == ISV_BYTES) {

@@ -11,6 +11,8 @@
 /* Fill r's id, parameters, inputs and requested outputs. body[0..json_len) is the JSON;
  * body[json_len..len) is the binary part of Triton's binary tensor data extension (empty when
  * json_len == len), claimed in input order by inputs with a "binary_data_size" parameter.
+ * Inputs and requested outputs with "shared_memory_region" / "_byte_size" / "_offset"
+ * parameters are read from / written into that system shared memory region (core/shm.h).
  * The body is mutable (strings are unescaped in place) and tensors may point into it, so it
  * must outlive r. Returns 0, or the ISV_E* code with r's status and message set (the message
  * names the problem and, for syntax errors, the byte offset). */
@@ -36,7 +38,9 @@ typedef struct isv__v2_binpart {
   size_t len;
 } isv__v2_binpart;
 
-/* The response's JSON into b. An output sent in binary gets "parameters":{"binary_data_size":N}
+/* The response's JSON into b. An output written into shared memory gets "parameters":
+ * {"shared_memory_region", "shared_memory_byte_size" (bytes written), "shared_memory_offset"
+ * (when not 0)} and no "data". An output sent in binary gets "parameters":{"binary_data_size":N}
  * instead of "data", and its bytes are listed in *parts (an array in r's arena, in output
  * order; *n_parts = 0 when no output is binary): BYTES are serialised into r's arena, other
  * types referenced where they are — r must outlive the parts. Returns 0 or an ISV_E* code

@@ -28,6 +28,7 @@
 #include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
+#include "core/shm.h"
 #include "grpc_predict_v2.pb.h"
 
 
@@ -397,6 +398,41 @@ static int decode_raw(input_ctx *c, isv__pb_span raw, isv_tensor *t) {
   return 0;
 }
 
+/* The shared memory parameters (core/shm.h) among the parameter entries (field `num`) of an
+ * input or requested output message; others are left to the caller. 0 or r failed. */
+static int shm_params(isv_request *r, isv__pb_span msg, uint32_t num, const char *what,
+                      const char *name, isv__shm_ref *ref) {
+  char where[96];
+  snprintf(where, sizeof where, "%s '%.60s'", what, name);
+  isv__pb_reader rr = isv__pb_reader_of(msg);
+  isv__pb_field f;
+  while (isv__pb_read_field(&rr, &f) > 0) {
+    if (f.num != num || f.wt != ISV__PB_LEN) continue;
+    isv__pb_span key;
+    isv_param v;
+    if (parse_param_entry(r, f.s, where, &key, &v)) return r->status;
+    char err[96];
+    if (isv__shm_param(ref, (const char *)key.p, key.n, &v, err, sizeof err) < 0)
+      return isv__request_fail(r, ISV_EBADREQ, "%s: %s", where, err);
+  }
+  return 0;
+}
+
+/* Whether an InferInputTensor names a shared memory region (a parameter entry, field 4, with
+ * the key "shared_memory_region"); malformed ones are left to parse_input. */
+static int input_in_shm(isv__pb_span in) {
+  isv__pb_reader rr = isv__pb_reader_of(in);
+  isv__pb_field f;
+  while (isv__pb_read_field(&rr, &f) > 0) {
+    if (f.num != 4 || f.wt != ISV__PB_LEN) continue;
+    isv__pb_reader re = isv__pb_reader_of(f.s);
+    isv__pb_field g;
+    while (isv__pb_read_field(&re, &g) > 0)
+      if (g.num == 1 && g.wt == ISV__PB_LEN && span_is(g.s, "shared_memory_region")) return 1;
+  }
+  return 0;
+}
+
 /* ModelInferRequest.InferInputTensor number `index`, with its raw data when given. */
 static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv__pb_span *raw) {
   char label[32];
@@ -431,7 +467,8 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
         }
       }
       break;
-    case 4: /* input parameters: accepted and ignored (binary_data_size is REST-only) */
+    case 4: /* input parameters: shared memory ones are read below, others ignored
+             * (binary_data_size is REST-only) */
       if (wire_type(r, &f, ISV__PB_LEN, "an input parameter")) return r->status;
       break;
     case 5:
@@ -487,7 +524,18 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
                              name, c.shape_txt);
   isv_tensor t;
   memset(&t, 0, sizeof t);
-  if (raw != NULL) {
+  isv__shm_ref shm = {0};
+  if (shm_params(r, in, 4, "input", name, &shm)) return r->status;
+  if (isv__shm_used(&shm)) { /* read in place from the mapped region */
+    if ((raw != NULL && raw->n > 0) || (have_contents && contents_bytes > 0))
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shared memory parameters and %s: "
+                               "send one", name, have_contents ? "contents" : "a raw_input_contents entry");
+    size_t bytes;
+    if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &c.count, &bytes) != 0)
+      return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape whose size overflows", name);
+    if (isv__shm_input(r, &shm, name, dt, c.count, bytes, &t.data, &t.byte_size))
+      return r->status;
+  } else if (raw != NULL) {
     if (have_contents && contents_bytes > 0)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has both contents and "
                                "raw_input_contents; send its data in exactly one of them", name);
@@ -557,6 +605,9 @@ static int parse_output(isv_request *r, isv__pb_span s, size_t index) {
                                name, (unsigned long long)kk);
     o->classification = (uint32_t)kk;
   }
+  isv__shm_ref shm = {0};
+  if (shm_params(r, s, 2, "output", name, &shm)) return r->status;
+  if (isv__shm_used(&shm) && isv__shm_output(r, &shm, o)) return r->status;
   return 0;
 }
 
@@ -631,13 +682,17 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
   rr = isv__pb_reader_of(whole);
   while (isv__pb_read_field(&rr, &f) > 0)
     if (f.num == 7) raw[i++] = f.s;
-  /* Pass 3: inputs and requested outputs. */
-  size_t ii = 0, oi = 0;
+  /* Pass 3: inputs and requested outputs. Inputs in shared memory take no raw entry when the
+   * entries are fewer than the inputs (Triton's clients send none for them). */
+  size_t ii = 0, oi = 0, ri = 0;
   rr = isv__pb_reader_of(whole);
   while (isv__pb_read_field(&rr, &f) > 0) {
     if (f.num == 5) {
-      if (parse_input(r, f.s, ii, ii < n_raw ? &raw[ii] : NULL)) return r->status;
+      int skip = n_raw < n_in && input_in_shm(f.s);
+      size_t at = n_raw < n_in ? ri : ii;
+      if (parse_input(r, f.s, ii, !skip && at < n_raw ? &raw[at] : NULL)) return r->status;
       ii++;
+      ri += !skip;
     } else if (f.num == 6) {
       if (parse_output(r, f.s, oi++)) return r->status;
     }
@@ -655,15 +710,43 @@ static size_t packed_shape_size(const int64_t *shape, size_t ndim) {
   return n;
 }
 
+/* An output written into a shared memory region: its parameters (map field 4) say where,
+ * it has no contents and an empty raw_output_contents entry (indices stay aligned). */
+static int output_in_shm(const isv_tensor *t) { return t->dest && t->dest->region; }
+
+/* Its parameters as entries: region, byte_size, and offset when not 0. */
+static size_t shm_entries(const isv_tensor *t, isv__param_entry e[3]) {
+  const isv__out_dest *d = t->dest;
+  e[0] = (isv__param_entry){"shared_memory_region",
+                            {.type = ISV_PARAM_STRING, .v.s = {d->region, strlen(d->region)}}};
+  e[1] = (isv__param_entry){"shared_memory_byte_size",
+                            {.type = ISV_PARAM_INT64, .v.i64 = (int64_t)d->used}};
+  e[2] = (isv__param_entry){"shared_memory_offset",
+                            {.type = ISV_PARAM_INT64, .v.i64 = (int64_t)d->offset}};
+  return d->offset ? 3 : 2;
+}
+
+static size_t param_entry_size(const isv__param_entry *e);
+
 static size_t output_msg_size(const isv_tensor *t) {
   const char *dn = isv_datatype_name(t->dt);
   size_t n = isv__pb_len_field_size(strlen(t->name)) + isv__pb_len_field_size(dn ? strlen(dn) : 0);
   if (t->ndim) n += isv__pb_len_field_size(packed_shape_size(t->shape, t->ndim));
+  if (output_in_shm(t)) {
+    isv__param_entry e[3];
+    size_t k = shm_entries(t, e);
+    for (size_t i = 0; i < k; i++) n += isv__pb_len_field_size(param_entry_size(&e[i]));
+  }
   return n;
 }
 
 /* The bytes of raw_output_contents[i]: the tensor itself, or BYTES serialised into the arena. */
 static int output_raw(isv_request *r, const isv_tensor *t, const void **p, size_t *n) {
+  if (output_in_shm(t)) {
+    *p = NULL;
+    *n = 0;
+    return 0;
+  }
   if (t->dt != ISV_BYTES) {
     *p = t->data;
     *n = t->data ? t->byte_size : 0;
@@ -776,6 +859,11 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
       p = isv__pb_put_key(p, 3, ISV__PB_LEN);
       p = isv__pb_put_varint(p, packed_shape_size(t->shape, t->ndim));
       for (size_t d = 0; d < t->ndim; d++) p = isv__pb_put_varint(p, (uint64_t)t->shape[d]);
+    }
+    if (output_in_shm(t)) {
+      isv__param_entry e[3];
+      size_t k = shm_entries(t, e);
+      for (size_t j = 0; j < k; j++) p = put_param_entry(p, 4, &e[j]);
     }
   }
   size_t nv = 0;

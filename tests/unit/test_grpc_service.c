@@ -100,7 +100,7 @@ static int decode(isv_request *r, const uint8_t *msg, size_t len) {
   isv_tensor *t = isv__request_push_input(r);
   int32_t *v = isv__arena_alloc(&r->arena, 4);
   *v = 41;
-  *t = (isv_tensor){"x", ISV_INT32, (int64_t *)shape, 1, v, 1, 4, ISV_STATIC, 0};
+  *t = (isv_tensor){"x", ISV_INT32, (int64_t *)shape, 1, v, 1, 4, ISV_STATIC, 0, NULL};
   return 0;
 }
 
