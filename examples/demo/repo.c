@@ -6,7 +6,8 @@
  *    reason: "unloaded", or why the last load failed).
  *  - load: after --load-delay-ms (default 0: the next loop turn; loading takes time, and the
  *    client waits for it), the model is removed if registered and registered again. A config
- *    override may set "max_batch_size" (an integer >= 0) and "name" (the model's own); any
+ *    override may set "max_batch_size" (an integer >= 0, or its digits as a string, as
+ *    protobuf's JSON mapping writes int64) and "name" (the model's own); any
  *    other field is refused naming it. A name zoo.c does not have: Triton's "failed to load
  *    'x', failed to poll from model repository" (404).
  *  - unload: at once. A model zoo.c does not have that is not registered: success, as Triton
@@ -116,13 +117,16 @@ static int parse_override(const char *json, const char *model, int64_t *max_batc
       return snprintf(err, cap, "the config override could not be read"), -1;
     p = ws(p + 1);
     if (strcmp(key, "max_batch_size") == 0) {
+      /* a number, or a string of digits: protobuf's JSON mapping (Triton's) allows both */
+      int quoted = *p == '"';
       char *end;
-      long long v = strtoll(p, &end, 10);
-      if (end == p || *end == '.' || *end == 'e' || *end == 'E' || v < 0 || v > 1 << 20)
+      long long v = strtoll(p + quoted, &end, 10);
+      if (end == p + quoted || *end == '.' || *end == 'e' || *end == 'E' || v < 0 ||
+          v > 1 << 20 || (quoted && *end != '"'))
         return snprintf(err, cap, "config \"max_batch_size\" must be an integer from 0 to "
                                   "1048576"), -1;
       *max_batch = v;
-      p = end;
+      p = end + quoted;
     } else if (strcmp(key, "name") == 0) {
       if ((p = string_at(p, text, sizeof text)) == NULL || strcmp(text, model) != 0)
         return snprintf(err, cap, "config \"name\" must be the model's own name, '%s'", model),
@@ -208,7 +212,8 @@ static void load(void *user, isv_repository_op *op, const char *name, const char
   int64_t max_batch = -1;
   char err[300];
   if (config_json && parse_override(config_json, name, &max_batch, err, sizeof err) != 0) {
-    isv_repository_op_done(op, ISV_EBADREQ, err);
+    snprintf(msg, sizeof msg, "failed to load '%.60s': %.200s", name, err); /* Triton's words */
+    isv_repository_op_done(op, ISV_EBADREQ, msg);
     return;
   }
   pending *pl = calloc(1, sizeof *pl);

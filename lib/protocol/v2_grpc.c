@@ -35,9 +35,13 @@ static int request_model(isv__grpc_unary *u, isv_model **m) {
   return isv__core_resolve(u->core, &spec, m, u->err, sizeof u->err);
 }
 
+/* A model or version that is not there is not ready: ready=false with status OK, as Triton's
+ * ModelReady answers (its clients ask is_model_ready() after an unload and expect False, not an
+ * error). REST's GET .../ready keeps its 404: any non-200 is "not ready" to HTTP clients. */
 static int model_ready(isv__grpc_unary *u) {
   isv_model *m;
   int rc = request_model(u, &m);
+  if (rc == ISV_ENOTFOUND) return isv__v2pb_encode_bool1(0, u->out);
   return rc ? rc : isv__v2pb_encode_bool1(isv__core_model_ready(u->core, m), u->out);
 }
 

@@ -120,10 +120,17 @@ int isv__v2repo_set_name(isv_request *r, isv__repo_op *op, const char *s, size_t
   return 0;
 }
 
+/* Triton's opening words for a load that fails, which its clients match on ("failed to load"),
+ * with the model's name when it is known yet. */
+#define LOAD_FAILED_FMT "failed to load%s%.200s%s: "
+#define LOAD_FAILED_ARGS(op) (op)->name ? " '" : "", (op)->name ? (op)->name : "", \
+                             (op)->name ? "'" : ""
+
 int isv__v2repo_set_config(isv_request *r, isv__repo_op *op, const char *s, size_t n,
                            unsigned max_depth) {
   if (memchr(s, 0, n) != NULL)
-    return isv__request_fail(r, ISV_EBADREQ, "load parameter 'config' holds a NUL byte");
+    return isv__request_fail(r, ISV_EBADREQ, LOAD_FAILED_FMT "load parameter 'config' holds a "
+                             "NUL byte", LOAD_FAILED_ARGS(op));
   char *copy = isv__arena_strndup(&r->arena, s, n);
   if (copy == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   /* checked, not kept: a skipped value is never unescaped, so the copy stays as it came */
@@ -132,12 +139,13 @@ int isv__v2repo_set_config(isv_request *r, isv__repo_op *op, const char *s, size
   isv__json_token t;
   isv__json_type ty = isv__json_next(&rd, &t);
   if (ty != ISV__JSON_OBJECT_BEGIN && ty != ISV__JSON_ERROR)
-    return isv__request_fail(r, ISV_EBADREQ, "load parameter 'config' must hold a JSON object "
-                             "(Triton's model configuration, e.g. {\"max_batch_size\": 8})");
+    return isv__request_fail(r, ISV_EBADREQ, LOAD_FAILED_FMT "load parameter 'config' must hold "
+                             "a JSON object (Triton's model configuration, e.g. "
+                             "{\"max_batch_size\": 8})", LOAD_FAILED_ARGS(op));
   if (ty == ISV__JSON_ERROR || isv__json_skip(&rd, &t, NULL) != 0 ||
       isv__json_next(&rd, &t) != ISV__JSON_EOF)
-    return isv__request_fail(r, ISV_EBADREQ, "load parameter 'config' is not valid JSON: %s",
-                             isv__json_error(&rd, NULL));
+    return isv__request_fail(r, ISV_EBADREQ, LOAD_FAILED_FMT "load parameter 'config' is not "
+                             "valid JSON: %s", LOAD_FAILED_ARGS(op), isv__json_error(&rd, NULL));
   op->config = copy;
   return 0;
 }

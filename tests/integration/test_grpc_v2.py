@@ -37,9 +37,13 @@ def test_model_ready(stub, protos, name, version, ready):
 
 
 @pytest.mark.parametrize("name,version", [("no_such_model", ""), ("simple", "99")])
-def test_model_ready_unknown_is_not_found(stub, protos, name, version):
-    expect_rpc_error(stub.ModelReady, grpc.StatusCode.NOT_FOUND,
-                     request=protos.pb.ModelReadyRequest(name=name, version=version), timeout=T)
+def test_model_ready_unknown_is_not_ready(stub, protos, name, version):
+    # Triton's answer: not there is not ready, with status OK (tritonclient's is_model_ready()
+    # after an unload expects False, not an error); ModelMetadata still says NOT_FOUND
+    r = stub.ModelReady(protos.pb.ModelReadyRequest(name=name, version=version), timeout=T)
+    assert r.ready is False, short(r)
+    expect_rpc_error(stub.ModelMetadata, grpc.StatusCode.NOT_FOUND,
+                     request=protos.pb.ModelMetadataRequest(name=name, version=version), timeout=T)
 
 
 def test_server_metadata(stub, protos):
