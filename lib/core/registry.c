@@ -674,3 +674,13 @@ int isv__entry_set_default(isv__model_entry *e, const char *version) {
   e->default_version = v;
   return 0;
 }
+
+const char *isv__model_state_name(isv_model_state s) {
+  switch (s) {
+  case ISV_MODEL_LOADING: return "LOADING";
+  case ISV_MODEL_READY: return "READY";
+  case ISV_MODEL_UNLOADING: return "UNLOADING";
+  case ISV_MODEL_UNAVAILABLE: return "UNAVAILABLE";
+  default: return "UNKNOWN";
+  }
+}

@@ -121,6 +121,10 @@ typedef struct isv__registry {
   size_t n_entries;
 } isv__registry;
 
+/* A model version's state as Triton and grps name it: "READY", "LOADING", "UNLOADING",
+ * "UNAVAILABLE" ("UNKNOWN" for anything else). */
+const char *isv__model_state_name(isv_model_state s);
+
 int isv__registry_init(isv__registry *r, struct isv__core *core, const isv_mem *mem);
 /* Removes every model (destroy callbacks run when their last reference goes). */
 void isv__registry_clear(isv__registry *r);

@@ -99,16 +99,6 @@ ISV_EXTERN int isv_repository_op_done(isv_repository_op *op, int status, const c
 
 /* ---- the index ------------------------------------------------------------------------------ */
 
-static const char *state_name(isv_model_state s) {
-  switch (s) {
-    case ISV_MODEL_LOADING: return "LOADING";
-    case ISV_MODEL_READY: return "READY";
-    case ISV_MODEL_UNLOADING: return "UNLOADING";
-    case ISV_MODEL_UNAVAILABLE: return "UNAVAILABLE";
-    default: return "UNKNOWN";
-  }
-}
-
 /* A copy of s in the index's arena that is valid UTF-8 (when s is not, every byte >= 0x80
  * becomes '?': names and reasons go into JSON and proto3 strings). */
 static const char *text(isv_repository_list *ix, const char *s) {
@@ -147,7 +137,7 @@ static void add_versions(isv__model_entry *e, void *data) {
   isv_repository_list *ix = data;
   for (const isv_model *m = e->versions; m; m = m->next)
     if (!ix->ready_only || m->state == ISV_MODEL_READY)
-      push(ix, e->name, m->version, state_name(m->state), "");
+      push(ix, e->name, m->version, isv__model_state_name(m->state), "");
 }
 
 ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *name,

@@ -8,16 +8,6 @@
 
 static void str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 
-static const char *state_name(isv_model_state s) {
-  switch (s) {
-  case ISV_MODEL_LOADING: return "LOADING";
-  case ISV_MODEL_READY: return "READY";
-  case ISV_MODEL_UNLOADING: return "UNLOADING";
-  case ISV_MODEL_UNAVAILABLE: return "UNAVAILABLE";
-  default: return "UNKNOWN";
-  }
-}
-
 static void versions_of(const isv__model_entry *e, isv__buf *b) {
   isv__buf_putc(b, '[');
   for (const isv_model *v = e->versions; v; v = v->next) {
@@ -36,7 +26,7 @@ static void model_line(isv__model_entry *e, void *data) {
   isv__buf_puts(b, "\n    states: [");
   for (const isv_model *v = e->versions; v; v = v->next) {
     if (v != e->versions) isv__buf_puts(b, ", ");
-    isv__buf_puts(b, state_name(v->state));
+    isv__buf_puts(b, isv__model_state_name(v->state));
   }
   isv__buf_puts(b, "]\n");
 }
@@ -98,7 +88,7 @@ void isv__grps_model_yaml(const isv__core *c, const isv_model *m, isv__buf *b) {
   isv__buf_puts(b, "\nplatform: ");
   str(b, cfg->platform);
   isv__buf_puts(b, "\nstate: ");
-  isv__buf_puts(b, state_name(m->state));
+  isv__buf_puts(b, isv__model_state_name(m->state));
   isv__buf_puts(b, "\nready: ");
   isv__buf_puts(b, isv__core_model_ready(c, m) ? "true" : "false");
   isv__buf_puts(b, "\nmax_batch_size: ");
