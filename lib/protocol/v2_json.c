@@ -573,20 +573,10 @@ static void write_params(isv__buf *b, const isv__param_entry *ps, size_t n) {
   isv__buf_putc(b, '}');
 }
 
-/* An output written into a shared memory region: sent with its parameters and no data. */
+/* An output written into a shared memory region: its name, datatype and shape only — no data
+ * and no parameters, as Triton answers (its C++ client reads "parameters" on an output as the
+ * binary extension's and requires binary_data_size there). */
 static int output_in_shm(const isv_tensor *t) { return t->dest && t->dest->region; }
-
-static void write_shm_params(isv__buf *b, const isv__out_dest *d) {
-  isv__buf_puts(b, ",\"parameters\":{\"shared_memory_region\":");
-  isv__json_write_string(b, d->region, strlen(d->region));
-  isv__buf_puts(b, ",\"shared_memory_byte_size\":");
-  isv__json_write_u64(b, d->used);
-  if (d->offset) {
-    isv__buf_puts(b, ",\"shared_memory_offset\":");
-    isv__json_write_u64(b, d->offset);
-  }
-  isv__buf_puts(b, "}}");
-}
 
 static int output_is_binary(const isv_request *r, const isv_tensor *t) {
   if (output_in_shm(t)) return 0;
@@ -628,7 +618,7 @@ int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts
     isv__buf_puts(b, "\",\"shape\":");
     write_shape(b, t->shape, t->ndim);
     if (output_in_shm(t)) {
-      write_shm_params(b, t->dest);
+      isv__buf_putc(b, '}');
       continue;
     }
     if (output_is_binary(r, t)) {

@@ -38,9 +38,8 @@ typedef struct isv__v2_binpart {
   size_t len;
 } isv__v2_binpart;
 
-/* The response's JSON into b. An output written into shared memory gets "parameters":
- * {"shared_memory_region", "shared_memory_byte_size" (bytes written), "shared_memory_offset"
- * (when not 0)} and no "data". An output sent in binary gets "parameters":{"binary_data_size":N}
+/* The response's JSON into b. An output written into shared memory gets its name, datatype
+ * and shape only (Triton's answer: no "data", no "parameters"). An output sent in binary gets "parameters":{"binary_data_size":N}
  * instead of "data", and its bytes are listed in *parts (an array in r's arena, in output
  * order; *n_parts = 0 when no output is binary): BYTES are serialised into r's arena, other
  * types referenced where they are — r must outlive the parts. Returns 0 or an ISV_E* code
