@@ -105,32 +105,34 @@ std::vector<at::Tensor> tensors_of(const c10::IValue &v) {
   return out;
 }
 
-int torch_infer(isv_request *req, void *user) {
-  model *m = static_cast<model *>(user);
-  const isv_tensor *in = isv_request_input(req, "INPUT__0");
-  size_t ndim;
-  const int64_t *shape = isv_tensor_shape(in, &ndim);  // [B, row_shape...]: checked by the library
-  std::vector<at::Tensor> ys;
-  try {
-    c10::InferenceMode guard;  // no autograd bookkeeping (stronger than NoGradGuard)
-    // the request's own memory, not copied; forward must not write to its input
-    at::Tensor x = torch::from_blob(const_cast<void *>(isv_tensor_data(in)),
-                                    at::IntArrayRef(shape, ndim), at::kFloat);
-    ys = tensors_of(m->module.forward({x}));
-  } catch (const c10::Error &e) {
-    return isv_request_complete(req, ISV_EBACKEND, e.what_without_backtrace());
-  } catch (const std::exception &e) {
-    return isv_request_complete(req, ISV_EBACKEND, e.what());
+// The last non-empty line of an error: what TorchScript raised ("builtins.ValueError: ..."),
+// without the interpreter's traceback above it, which quotes the module's code to the client.
+std::string last_line(const std::string &text) {
+  size_t end = text.find_last_not_of("\n");
+  if (end == std::string::npos) return text;
+  size_t start = text.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  return text.substr(start, end + 1 - start);
+}
+
+// Hand forward's tensors to the request, by reference. 0, or an ISV_E* code (*why: the message,
+// empty when the library keeps its own: a broken output rule).
+int hand_back(isv_request *req, const model *m, const std::vector<at::Tensor> &ys, int64_t rows,
+              std::string *why) {
+  if (ys.size() != m->outputs.size()) {
+    *why = "forward returned " + std::to_string(ys.size()) + " tensors, not " +
+           std::to_string(m->outputs.size());
+    return ISV_EBACKEND;
   }
-  if (ys.size() != m->outputs.size())
-    return isv_request_complete(req, ISV_EBACKEND, "forward returned another number of tensors");
   for (size_t k = 0; k < ys.size(); k++) {
     const out_decl &o = m->outputs[k];
     if (!isv_request_output_requested(req, o.name.c_str())) continue;
     at::Tensor y = ys[k].contiguous();  // the same tensor when it already is (the usual case)
-    if (datatype_of(y.scalar_type()) != o.dt || y.dim() < 1 || y.size(0) != shape[0])
-      return isv_request_complete(req, ISV_EBACKEND,
-                                  ("forward's " + o.name + " changed type or rows").c_str());
+    if (datatype_of(y.scalar_type()) != o.dt || y.dim() < 1 || y.size(0) != rows) {
+      *why = "forward's " + o.name + " is " + c10::toString(y.scalar_type()) + " " +
+             c10::str(y.sizes()) + " for " + std::to_string(rows) + " rows";
+      return ISV_EBACKEND;
+    }
     int rc;
     if (y.numel() == 0) {  // nothing to hold (and data_ptr may be null)
       void *unused;
@@ -147,9 +149,32 @@ int torch_infer(isv_request *req, void *user) {
       rc = isv_request_set_output(req, o.name.c_str(), o.dt, y.sizes().data(), (size_t)y.dim(),
                                   p, y.nbytes(), release);
     }
-    if (rc != 0) return isv_request_complete(req, rc, nullptr);
+    if (rc != 0) return rc;
   }
-  return isv_request_complete(req, 0, nullptr);
+  return 0;
+}
+
+int torch_infer(isv_request *req, void *user) {
+  model *m = static_cast<model *>(user);
+  const isv_tensor *in = isv_request_input(req, "INPUT__0");
+  size_t ndim;
+  const int64_t *shape = isv_tensor_shape(in, &ndim);  // [B, row_shape...]: checked by the library
+  std::string why;
+  int rc;
+  try {
+    c10::InferenceMode guard;  // no autograd bookkeeping (stronger than NoGradGuard)
+    // the request's own memory, not copied; forward must not write to its input
+    at::Tensor x = torch::from_blob(const_cast<void *>(isv_tensor_data(in)),
+                                    at::IntArrayRef(shape, ndim), at::kFloat);
+    rc = hand_back(req, m, tensors_of(m->module.forward({x})), shape[0], &why);
+  } catch (const c10::Error &e) {
+    rc = ISV_EBACKEND;
+    why = last_line(e.what_without_backtrace());
+  } catch (const std::exception &e) {
+    rc = ISV_EBACKEND;
+    why = last_line(e.what());
+  }
+  return isv_request_complete(req, rc, why.empty() ? nullptr : why.c_str());
 }
 
 // The per-row input shape (see the top of this file); empty when the module does not say.

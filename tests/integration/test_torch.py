@@ -255,3 +255,40 @@ def test_module_without_an_input_shape_is_refused(tmp_path):
     p = subprocess.run([str(example_binary()), "--model", str(tmp_path / "absent.pt")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "cannot load" in p.stderr, p.stderr
+
+
+class Odd(torch.nn.Module):
+    """A module that misbehaves on demand: its answer has one row whatever the batch, and it
+    raises when the first value is over 100."""
+
+    def __init__(self):
+        super().__init__()
+        self.input_shape = [4]
+
+    def forward(self, x):
+        if bool(x[0, 0] > 100.0):
+            raise ValueError("the first value is over 100")
+        return x.sum(0, keepdim=True)
+
+
+def test_a_failing_forward_is_a_500_and_the_server_goes_on(tmp_path):
+    path = tmp_path / "odd.pt"
+    torch.jit.script(Odd()).save(str(path))
+    s = Server(path, "--name", "odd", banner=r"odd \(input \[4\], 1 outputs\)")
+    try:
+        def infer(rows):
+            return requests.post(s.url("/v2/models/odd/infer"), timeout=T, json={
+                "inputs": [{"name": "INPUT__0", "datatype": "FP32", "shape": [len(rows), 4],
+                            "data": [v for r in rows for v in r]}]})
+        r = infer([[1, 2, 3, 4]])
+        assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [1, 2, 3, 4], r.text
+        r = infer([[1, 2, 3, 4]] * 3)  # one row back for three
+        assert r.status_code == 500 and "OUTPUT__0" in r.json()["error"], r.text
+        assert "3 rows" in r.json()["error"], r.text
+        r = infer([[1000, 2, 3, 4]])  # TorchScript raises: its message, not its traceback
+        err = r.json()["error"]
+        assert r.status_code == 500 and err == "builtins.ValueError: the first value is over 100", err
+        r = infer([[5, 6, 7, 8]])
+        assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [5, 6, 7, 8], r.text
+    finally:
+        s.stop()
