@@ -134,8 +134,8 @@ for kind in xgboost torch; do
     log "$kind: wrk -c$c"
     out=$WORK/wrk-$kind-c$c.txt
     c0=$(cpu_ns $SRV_PID)
-    BENCH_BODY=$WORK/$kind.json BENCH_PATH=/v2/models/$name/infer \
-      bounded $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$c" -d"${DUR}s" --timeout 5s --latency \
+    export BENCH_BODY=$WORK/$kind.json BENCH_PATH=/v2/models/$name/infer # read by runtime.lua
+    bounded $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$c" -d"${DUR}s" --timeout 5s --latency \
       -s "$HERE/runtime.lua" "http://127.0.0.1:$port" >"$out" 2>&1 || log "wrk exited with $?"
     c1=$(cpu_ns $SRV_PID)
     r=$($PY "$CLIENT" parse wrk "$out" kind='"wrk"' runtime="\"$kind\"" conc="$c" cpu_ns="$((c1 - c0))")
