@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #ifndef _WIN32
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #endif
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -378,6 +381,7 @@ static void handle_gone(isv__conn *c) {
   else t->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   t->n_conns--;
+  isv__free(c->identity);
   isv__free(c);
   isv__transport_conn_gone(t);
 }
@@ -452,8 +456,42 @@ isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   return c;
 }
 
+/* "ip:port" or "[ip6]:port" of a TCP peer, "unix" for a pipe, "" when unknown. */
+static void read_peer(isv__conn *c) {
+  c->peer[0] = '\0';
+  if (c->stream->type == UV_NAMED_PIPE) {
+    memcpy(c->peer, "unix", 5);
+    return;
+  }
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  if (c->stream->type != UV_TCP ||
+      uv_tcp_getpeername((uv_tcp_t *)c->stream, (struct sockaddr *)&ss, &len) != 0)
+    return;
+  char ip[INET6_ADDRSTRLEN] = "";
+  if (ss.ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+    uv_ip4_name(a, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "%s:%u", ip, (unsigned)ntohs(a->sin_port));
+  } else if (ss.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+    uv_ip6_name(a, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "[%s]:%u", ip, (unsigned)ntohs(a->sin6_port));
+  }
+}
+
+int isv__conn_stamp(const isv__conn *c, isv__exchange *ex) {
+  memcpy(ex->peer, c->peer, sizeof ex->peer);
+  if (c->identity == NULL) return 0;
+  size_t n = strlen(c->identity) + 1;
+  if ((ex->identity = isv__malloc(c->t->mem, n)) == NULL) return ISV_ENOMEM;
+  memcpy(ex->identity, c->identity, n);
+  return 0;
+}
+
 void isv__conn_start(isv__conn *c) {
   if (c->stream->type == UV_TCP) uv_tcp_nodelay((uv_tcp_t *)c->stream, 1);
+  read_peer(c);
   isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
   isv__conn_read_start(c);
 }

@@ -77,6 +77,8 @@ struct isv__conn {
   int lowat_off; /* the stream is not a socket that takes it */
   char sniff[ISV__H2_PREFACE_LEN];
   size_t sniff_len;
+  char peer[ISV__PEER_LEN]; /* the client's address (isv__exchange.peer), read at the start */
+  char *identity; /* its TLS certificate's subject; NULL: none (freed with c) */
 };
 
 /* ---- for the engines ---------------------------------------------------------------------- */
@@ -152,6 +154,10 @@ void isv__conn_close(isv__conn *c);
 #define ISV__LINGER_MS 2000
 #define ISV__LINGER_BYTES (1u << 20)
 void isv__conn_linger_close(isv__conn *c);
+
+/* Stamp an exchange with who sent it: the peer's address and a copy of its TLS identity. 0,
+ * or ISV_ENOMEM (the identity could not be copied: the exchange has none). */
+int isv__conn_stamp(const isv__conn *c, isv__exchange *ex);
 
 /* ---- for the transport (listener.c) -------------------------------------------------------- */
 

@@ -120,6 +120,7 @@ static void log_access(const isv__exchange *ex) {
 void isv__exchange_free(isv__exchange *ex) {
   if (ex->access && ex->status) log_access(ex);
   isv__free(ex->storage);
+  isv__free(ex->identity);
   if (ex->body_big) isv__bigbuf_free(ex->body);
   else isv__free(ex->body);
   isv__free(ex->headers);

@@ -49,6 +49,9 @@ typedef enum {
   ISV__M_OPTIONS
 } isv__method;
 
+/* "[ffff:...:ffff]:65535" and its NUL fit */
+#define ISV__PEER_LEN 56
+
 typedef struct isv__header {
   const char *name;
   size_t name_len;
@@ -85,6 +88,12 @@ struct isv__exchange {
   size_t n_headers;
   char *body; /* mutable: decoders unescape strings in place */
   size_t body_len;
+  /* Who sent it, copied from its connection when the exchange was made (it may outlive the
+   * connection): "127.0.0.1:40000", "[::1]:40000", "unix" for a pipe, "" when unknown. */
+  char peer[ISV__PEER_LEN];
+  /* The subject of the client's TLS certificate (OpenSSL's one-line RFC 2253 form); NULL
+   * without TLS or without a certificate. Owned: freed with ex. */
+  char *identity;
   /* Set by the handler; each may stay NULL. on_cancel: the client is gone (see the top). */
   void (*on_cancel)(isv__exchange *ex);
   void *app;

@@ -36,6 +36,8 @@ struct isv__grpc_call {
   size_t n_headers;
   uint64_t timeout_ms; /* from grpc-timeout; 0 = none */
   isv__coding coding;  /* grpc-encoding: how its compressed messages are coded (gzip, deflate) */
+  char peer[ISV__PEER_LEN]; /* who called, as isv__exchange.peer */
+  char *identity;           /* as isv__exchange.identity; the carrier's, valid until finish */
 
   /* Set by the service when the call is handed to it (on_grpc). Each may be NULL. */
   void *app;

@@ -415,6 +415,7 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
     h->body_big = 0;
   }
   ex->conn = h->c;
+  isv__conn_stamp(h->c, ex);
   isv__exchange_start_access(ex, h->c->t->h.access, h->c->t->h.app, "http/1.1");
   ex->respond = h1_respond;
   ex->write = h1_write;

@@ -778,6 +778,7 @@ static void stream_free(h2_stream *st) {
   }
   isv__buf_free(&st->head);
   isv__buf_free(&st->body);
+  isv__free(st->call.identity);
   isv__grpc_deframer_free(&st->df);
   isv__free(st->hdrs);
   isv__free(st->trailer_msg);
@@ -889,6 +890,11 @@ static void start_call(h2 *h, h2_stream *st) {
   st->call.headers = st->hdrs;
   st->call.n_headers = st->n_headers;
   st->call.carrier = st;
+  memcpy(st->call.peer, h->c->peer, sizeof st->call.peer);
+  if (h->c->identity) { /* a copy: the stream may outlive its connection */
+    size_t n = strlen(h->c->identity) + 1;
+    if ((st->call.identity = isv__malloc(st->mem, n)) != NULL) memcpy(st->call.identity, h->c->identity, n);
+  }
   st->call.send = h2_grpc_send;
   st->call.finish = h2_grpc_finish;
   if (h->c->t->h.access) st->call_start_ns = uv_hrtime();
@@ -957,6 +963,7 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
     isv__buf_init(&st->body, st->mem);
   }
   ex->conn = st;
+  isv__conn_stamp(st->h2->c, ex);
   isv__exchange_start_access(ex, st->h2->c->t->h.access, st->h2->c->t->h.app, "h2c");
   ex->respond = h2_respond;
   ex->write = h2_rest_write;
