@@ -870,6 +870,136 @@ ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t le
                               isv_destructor del);
 ISV_EXTERN int isv_http_end(isv_http_request *req);
 
+/* ---------------------------------------------------------------------------------------------
+ * Transport adapters: bring your own server. A host that already runs an HTTP server
+ * (libmicrohttpd, h2o, an nginx module, its own) or a gRPC stack hands the library its
+ * requests and gets the answers back through callbacks, with the same routing, protocols,
+ * limits, cancellation and scheduling as the library's own listeners. Inside, the library's
+ * HTTP/1.1 and HTTP/2 engines carry their requests over this very seam (an exchange: one
+ * request in, one answer out; a gRPC call: whole messages in, messages and a status out) —
+ * an adapter is a third carrier of the same objects, not a second path.
+ *
+ * What the host's server does itself: sockets, HTTP framing, TLS, timeouts while reading, and
+ * the connection limits. What the library still enforces: max_body_bytes (413 /
+ * RESOURCE_EXHAUSTED), max_header_bytes (431), max_tensors, every protocol's validation,
+ * deadlines, queueing and the drain on isv_server_close — which waits for every exchange and
+ * call the host created to be answered (or cancelled): stop the host's server first.
+ *
+ * Everything here runs on the server's loop thread.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Bytes the library hands the host by reference (an answer's body, a gRPC message): they stay
+ * valid until the host releases their piece, exactly once — after writing them, at once after
+ * copying them, or when it drops them (the client is gone), also after the exchange or call
+ * they belong to ended. The library keeps what they point into until then. NULL is a no-op. */
+typedef struct isv_piece isv_piece;
+ISV_EXTERN void isv_piece_release(isv_piece *piece);
+
+/* A header or metadata entry: not NUL-terminated, valid during the call it is passed to. */
+typedef struct isv_field {
+  const char *name;
+  size_t name_len;
+  const char *value;
+  size_t value_len;
+} isv_field;
+
+/* One HTTP request handed in by the host, and its answer. */
+typedef struct isv_exchange isv_exchange;
+
+/* How the answer goes back: the host fills it (zero-initialised, struct_size =
+ * sizeof(isv_exchange_carrier)); it is not copied and must outlive its exchanges. */
+typedef struct isv_exchange_carrier {
+  size_t struct_size;
+  /* The answer's status and headers (Content-Type among them when there is a body;
+   * Content-Length never: with more = 0 the body is the parts, all of it), then the body
+   * (more = 0: the answer is complete) or its first piece (more = 1: maybe empty; pieces follow
+   * through write, then end). `piece` is NULL when there are no parts. Return 0, or nonzero when
+   * the host cannot send it (its client is gone): the exchange then counts as cancelled. For a
+   * HEAD request the library answers as for GET: the host's server sends the head only. After
+   * the answer completes (more = 0) the host must not use x. */
+  int (*respond)(isv_exchange *x, int status, const isv_field *headers, size_t n_headers,
+                 const uv_buf_t *parts, size_t n_parts, isv_piece *piece, int more);
+  /* The next piece of a streamed answer (Server-Sent Events: one event per piece), to send as
+   * soon as the host can and in order; 0 or nonzero as for respond. Required. */
+  int (*write)(isv_exchange *x, const uv_buf_t *parts, size_t n_parts, isv_piece *piece);
+  /* The streamed answer is complete; the host must not use x afterwards. Required. */
+  void (*end)(isv_exchange *x);
+} isv_exchange_carrier;
+
+/* Start an exchange: `method` ("GET", "POST", ...) and `target` (the path and query as the
+ * client sent them, "/v2/models/m/infer?x=1", not percent-decoded) are copied; `user` is the
+ * host's (isv_exchange_user). Then headers, the peer and the body, then isv_exchange_submit.
+ * ISV_EINVAL (no carrier or one missing a callback, a method that is not a token, a target
+ * that does not start with '/'), ISV_ENOMEM, ISV_ESTATE when the server is closing.
+ * Loop thread. */
+ISV_EXTERN int isv_exchange_new(isv_server *srv, const isv_exchange_carrier *carrier, void *user,
+                                const char *method, const char *target, isv_exchange **out);
+ISV_EXTERN void *isv_exchange_user(const isv_exchange *x);
+/* A request header (copied). ISV_EHDRTOOBIG once the target and headers together pass
+ * max_header_bytes (the exchange is then answered 431 when submitted); ISV_ESTATE after
+ * submit. */
+ISV_EXTERN int isv_exchange_add_header(isv_exchange *x, const char *name, size_t name_len,
+                                       const char *value, size_t value_len);
+/* Who sent it: the peer's address ("10.0.0.7:51234") and the subject of its TLS client
+ * certificate (NULL: none), copied — what an authorization hook and per-client limits see. */
+ISV_EXTERN int isv_exchange_set_peer(isv_exchange *x, const char *peer, const char *identity);
+/* The next bytes of the body, as they arrive (copied). ISV_ETOOBIG once the body passes
+ * max_body_bytes: nothing more is kept, and the exchange is answered 413 when submitted. */
+ISV_EXTERN int isv_exchange_append_body(isv_exchange *x, const void *data, size_t len);
+/* The request is complete: route and answer it — the carrier's callbacks may run before this
+ * returns. 0, or ISV_ESTATE when it was already submitted. Loop thread. */
+ISV_EXTERN int isv_exchange_submit(isv_exchange *x);
+/* The host lets go of x: its client is gone (or it never submits it). Before submit, x is
+ * freed; after, what answers it is told (as when a client disconnects: running work is
+ * cancelled) and its answer is dropped — the carrier is not called for x again. The pieces the
+ * host holds stay valid until it releases them. x must not be used afterwards. */
+ISV_EXTERN void isv_exchange_cancel(isv_exchange *x);
+
+/* One gRPC call handed in by a host with its own gRPC stack (it does the HTTP/2 framing,
+ * compression and deadlines' transport; the library sees whole, uncompressed messages). */
+typedef struct isv_grpc_call isv_grpc_call;
+
+/* Zero-initialised, struct_size = sizeof(isv_grpc_carrier); not copied: it must outlive its
+ * calls. */
+typedef struct isv_grpc_carrier {
+  size_t struct_size;
+  /* One whole response message (serialized protobuf, no gRPC framing), in parts; 0, or
+   * nonzero when the host cannot send it (the call then counts as cancelled). */
+  int (*send)(isv_grpc_call *call, const uv_buf_t *parts, size_t n_parts, isv_piece *piece);
+  /* The call's end: a gRPC status code and message (valid during the call). Exactly once per
+   * started call that the host did not cancel; the host must not use call afterwards. */
+  void (*finish)(isv_grpc_call *call, int status, const char *message);
+} isv_grpc_carrier;
+
+/* A call to `method` ("/inference.GRPCInferenceService/ModelInfer"; copied); `user` is the
+ * host's (isv_grpc_call_user). Then metadata, peer and timeout, then isv_grpc_call_start,
+ * then its messages. ISV_EINVAL, ISV_ENOMEM, ISV_ESTATE (closing). Loop thread. */
+ISV_EXTERN int isv_grpc_call_new(isv_server *srv, const isv_grpc_carrier *carrier, void *user,
+                                 const char *method, isv_grpc_call **out);
+ISV_EXTERN void *isv_grpc_call_user(const isv_grpc_call *call);
+/* A metadata entry (copied); ISV_EHDRTOOBIG past max_header_bytes (the call is then finished
+ * RESOURCE_EXHAUSTED when started); ISV_ESTATE after start. */
+ISV_EXTERN int isv_grpc_call_add_metadata(isv_grpc_call *call, const char *name, size_t name_len,
+                                          const char *value, size_t value_len);
+ISV_EXTERN int isv_grpc_call_set_peer(isv_grpc_call *call, const char *peer,
+                                      const char *identity);
+/* The client's deadline (grpc-timeout), from now: the requests it makes time out with it
+ * (DEADLINE_EXCEEDED). 0: none (the default). */
+ISV_EXTERN int isv_grpc_call_set_timeout(isv_grpc_call *call, uint64_t ms);
+/* Hand the call to its service: an unknown method is finished UNIMPLEMENTED — carrier calls
+ * may run before this returns. ISV_ESTATE when already started. */
+ISV_EXTERN int isv_grpc_call_start(isv_grpc_call *call);
+/* One whole request message (copied). ISV_ETOOBIG past max_body_bytes: the call is finished
+ * RESOURCE_EXHAUSTED. ISV_ESTATE before start or after half-close; ISV_ECANCELED once the call
+ * finished (the message is dropped). */
+ISV_EXTERN int isv_grpc_call_message(isv_grpc_call *call, const void *msg, size_t len);
+/* The client sent its last message. */
+ISV_EXTERN int isv_grpc_call_half_close(isv_grpc_call *call);
+/* The host lets go of call (its client cancelled or went away): the service is told, what it
+ * still sends is dropped, the carrier is not called for it again; pieces held stay valid until
+ * released. call must not be used afterwards. */
+ISV_EXTERN void isv_grpc_call_cancel(isv_grpc_call *call);
+
 #ifdef __cplusplus
 }
 #endif

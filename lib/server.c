@@ -15,6 +15,7 @@
 #include "protocol/custom_http.h"
 #include "protocol/tfs_http.h"
 #include "server_internal.h"
+#include "transport/adapter.h"
 #include "transport/transport.h"
 
 struct isv_server {
@@ -581,4 +582,30 @@ ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb
   if (srv->closing) return closing(srv);
   isv__core_submit(&srv->core, r, cb, data);
   return 0;
+}
+
+/* ---- transport adapters (transport/adapter.h) -------------------------------------------- */
+
+ISV_EXTERN int isv_exchange_new(isv_server *srv, const isv_exchange_carrier *carrier, void *user,
+                                const char *method, const char *target, isv_exchange **out) {
+  if (out) *out = NULL;
+  if (srv == NULL || out == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  const char *why;
+  int rc = isv__adapter_exchange_new(&srv->transport, carrier, user, method, target, out, &why);
+  if (rc != 0) set_error(srv, "exchange new: %s", why ? why : isv_strerror(rc));
+  return rc;
+}
+
+ISV_EXTERN int isv_grpc_call_new(isv_server *srv, const isv_grpc_carrier *carrier, void *user,
+                                 const char *method, isv_grpc_call **out) {
+  if (out) *out = NULL;
+  if (srv == NULL || out == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  const char *why;
+  int rc = isv__adapter_call_new(&srv->transport, carrier, user, method, out, &why);
+  if (rc != 0) set_error(srv, "gRPC call new: %s", why ? why : isv_strerror(rc));
+  return rc;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/adapter.h"
 #include "transport/conn.h"
 
 void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
@@ -19,12 +20,13 @@ static void on_drain_closed(uv_handle_t *h);
 static void free_listener(uv_handle_t *h) { isv__free(h->data); }
 
 static void maybe_closed(isv__transport *t) {
-  if (t->closing && t->n_conns == 0 && t->drain_armed) { /* drained: its timer goes */
+  if (t->closing && t->n_conns == 0 && t->n_hosted == 0 && t->drain_armed) { /* drained: its timer goes */
     t->drain_armed = 0;
     t->open_handles++;
     uv_close((uv_handle_t *)&t->drain, on_drain_closed);
   }
-  if (t->closing && t->open_handles == 0 && t->n_conns == 0 && t->on_closed) {
+  if (t->closing && t->open_handles == 0 && t->n_conns == 0 && t->n_hosted == 0 &&
+      t->on_closed) {
     void (*cb)(isv__transport *) = t->on_closed;
     t->on_closed = NULL;
     cb(t);
@@ -180,5 +182,6 @@ void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t
     next = c->next;
     isv__conn_shutdown(c);
   }
+  isv__adapter_drain(t);
   maybe_closed(t);
 }

@@ -78,6 +78,8 @@ struct isv__transport {
   isv__conn *conns; /* doubly linked */
   unsigned n_conns;
   unsigned n_closing;  /* of n_conns: closed, their handles not yet */
+  unsigned n_hosted;   /* exchanges and calls the host's own server carries (adapter.c) */
+  struct isv_grpc_call *hosted_calls; /* of those, the gRPC calls at work: told to drain */
   int at_limit;        /* the connection limit was reached (logged once until it is not) */
   size_t receiving;    /* request bytes reserved by bodies and messages still arriving */
   unsigned open_handles; /* listeners (and the drain timer) being closed */
