@@ -70,7 +70,10 @@ ISV_EXTERN unsigned isv_version_hex(void);
   XX(ESTATE, -1016, 409, 9, "operation not allowed in the current state")                          \
   XX(EMEDIATYPE, -1017, 415, 3, "unsupported media type")                                          \
   XX(EIO, -1018, 500, 13, "i/o error")                                                             \
-  XX(ETIMEOUTREQ, -1019, 408, 4, "request timeout")
+  XX(ETIMEOUTREQ, -1019, 408, 4, "request timeout")                                               \
+  XX(EUNAUTH, -1020, 401, 16, "unauthenticated")                                                   \
+  XX(EFORBIDDEN, -1021, 403, 7, "permission denied")                                               \
+  XX(ETOOMANY, -1022, 429, 8, "too many requests in flight for this client")
 
 typedef enum {
 #define ISV__ERR_ENUM(name, val, http, grpc, msg) ISV_##name = (val),
@@ -871,6 +874,74 @@ ISV_EXTERN int isv_http_begin(isv_http_request *req, int status, const char *con
 ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t len,
                               isv_destructor del);
 ISV_EXTERN int isv_http_end(isv_http_request *req);
+
+/* ---------------------------------------------------------------------------------------------
+ * The service's edge: authorization, per-client limits, CORS.
+ *
+ * The authorizer is called for every request before it is queued or answered — every
+ * protocol (V2, TF Serving, Vertex, grps, custom routes, repository and shared-memory
+ * endpoints, metrics, health), HTTP and gRPC, from the library's listeners or a host's
+ * carrier — except CORS preflights (browsers send no credentials on them). HTTP requests are
+ * authorized once routed (the model in the path is known); gRPC calls once their first message
+ * is whole (the model named in it is known).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_auth isv_auth; /* one request waiting for a decision */
+
+typedef enum {
+  ISV_AUTH_ALLOW = 0,
+  ISV_AUTH_UNAUTHENTICATED = 1, /* HTTP 401 (+ WWW-Authenticate when set), gRPC UNAUTHENTICATED */
+  ISV_AUTH_FORBIDDEN = 2        /* HTTP 403, gRPC PERMISSION_DENIED */
+} isv_auth_decision;
+
+/* Decide on a: call isv_auth_done exactly once — inside the callback, or later from any thread
+ * (after checking a token with another service). The callback runs on the loop thread and
+ * must not block. Until the decision the request waits (it counts as in flight: the server's
+ * close waits for it too); a client that leaves meanwhile is answered into the void when the
+ * decision comes. */
+typedef void (*isv_authorize_cb)(isv_auth *a, void *user);
+/* NULL cb: every request is allowed (the default). ISV_ESTATE when closing. Loop thread. */
+ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, void *user);
+
+/* What a carries — valid until isv_auth_done, on the thread deciding: */
+/* HTTP: the front end — "kserve_v2", "tfserving", "vertex", "grps", "custom", "metrics"; gRPC:
+ * the method's label — "v2_grpc", "grps_grpc", "grpc_health". */
+ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a);
+ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a);
+/* "GET", "POST", ...; gRPC: "/inference.GRPCInferenceService/ModelInfer" */
+ISV_EXTERN const char *isv_auth_method(const isv_auth *a);
+/* The path as sent, without the query (gRPC: the method again). */
+ISV_EXTERN const char *isv_auth_path(const isv_auth *a);
+/* The model the request names (NULL: none — a health check, a custom route, ...). */
+ISV_EXTERN const char *isv_auth_model(const isv_auth *a);
+/* A request header or gRPC metadata entry (case-insensitive name), NULL when absent; *len its
+ * length (the value is not NUL-terminated). */
+ISV_EXTERN const char *isv_auth_header(const isv_auth *a, const char *name, size_t *len);
+/* The peer's address ("10.0.0.7:51234", "[::1]:8000", "" when unknown) and the subject of its
+ * TLS client certificate (NULL: none). */
+ISV_EXTERN const char *isv_auth_peer(const isv_auth *a);
+ISV_EXTERN const char *isv_auth_identity(const isv_auth *a);
+/* Who the client is for isv_options_set_max_client_requests (copied; at most 127 bytes): a
+ * user, a token's subject. Default: the peer's address without its port. Before done. */
+ISV_EXTERN int isv_auth_set_client(isv_auth *a, const char *key);
+/* The WWW-Authenticate value an HTTP 401 carries ("Bearer realm=\"models\""; copied). */
+ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value);
+/* The decision, exactly once, from any thread; message (copied, NULL: a default) is the
+ * error's text. a is gone afterwards. ISV_EINVAL for an unknown decision (nothing happens). */
+ISV_EXTERN int isv_auth_done(isv_auth *a, isv_auth_decision decision, const char *message);
+
+/* Requests one client may have in flight at once — every protocol together, counted from its
+ * admission to its answer's end; a gRPC call counts once. Beyond: HTTP 429, gRPC
+ * RESOURCE_EXHAUSTED, naming the limit. The client is the authorizer's key
+ * (isv_auth_set_client) or the peer's address without the port. 0: no limit (the default). */
+ISV_EXTERN int isv_options_set_max_client_requests(isv_options *o, unsigned n);
+/* Browsers on these origins may call the REST APIs (CORS): space-separated
+ * "scheme://host[:port]" origins, or "*" for any. A preflight (OPTIONS with
+ * Access-Control-Request-Method) from an allowed origin is answered 204 with the methods and
+ * headers it asked for; answers to an allowed origin carry Access-Control-Allow-Origin (the
+ * origin) and expose Inference-Header-Content-Length. Other origins get no CORS headers (the
+ * browser refuses the answer to the page). "" or NULL: none (the default). ISV_EINVAL for a
+ * malformed origin. */
+ISV_EXTERN int isv_options_set_cors_origins(isv_options *o, const char *origins);
 
 /* ---------------------------------------------------------------------------------------------
  * Transport adapters: bring your own server. A host that already runs an HTTP server

@@ -13,6 +13,7 @@
 #include "core/request.h"
 #include "protocol/builtin.h"
 #include "protocol/custom_http.h"
+#include "protocol/gate.h"
 #include "protocol/tfs_http.h"
 #include "server_internal.h"
 #include "transport/adapter.h"
@@ -23,6 +24,7 @@ struct isv_server {
   isv__transport transport;
   isv__router router;
   isv__grpc_services grpc;
+  isv__gate gate; /* authorization and per-client limits, between routing and handling */
   isv_close_cb close_cb;
   void *close_data;
   int closing;
@@ -180,6 +182,9 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
   s->core.free_owner = free_server;
   isv__router_init(&s->router, &s->core);
   isv__grpc_services_init(&s->grpc, &s->core);
+  isv__gate_init(&s->gate, &s->core);
+  s->router.gate = &s->gate;
+  s->grpc.gate = &s->gate;
   if ((rc = add_builtins(s, &s->core.opts)) != 0) {
     isv__router_free(&s->router);
     isv__grpc_services_free(&s->grpc);
@@ -262,6 +267,7 @@ static void on_async_closed(uv_handle_t *h) {
   isv_server *s = (isv_server *)h->data; /* core is the first member */
   isv__router_free(&s->router);
   isv__grpc_services_free(&s->grpc);
+  isv__gate_free(&s->gate);
   if (s->close_cb) s->close_cb(s, s->close_data);
 }
 
@@ -379,6 +385,17 @@ ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *
   begin(srv);
   if (srv->closing) return closing(srv);
   return isv__repo_attach(&srv->core, repo, srv->last_error, sizeof srv->last_error);
+}
+
+/* ---- authorization (protocol/gate.h) ------------------------------------------------------ */
+
+ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, void *user) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  srv->gate.cb = cb;
+  srv->gate.user = cb ? user : NULL;
+  return 0;
 }
 
 /* ---- custom routes ------------------------------------------------------------------------ */

@@ -10,7 +10,7 @@ PKGS=(
   clang libclang-rt-14-dev
   curl python3 python3-requests python3-pytest
   python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
-  wrk haproxy nginx python3-yaml libmicrohttpd-dev
+  wrk haproxy nginx python3-yaml libmicrohttpd-dev chromium
   libxgboost-dev python3-xgboost python3-sklearn python3-numpy
   libtorch-dev python3-torch
 )

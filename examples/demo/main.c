@@ -78,6 +78,15 @@ static void usage(FILE *f) {
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
           "                           $AIP_PREDICT_ROUTE (default /predict) and\n"
           "                           $AIP_HEALTH_ROUTE (default /health)\n"
+          "  --bearer-token FILE      every request but the health checks needs\n"
+          "                           \"Authorization: Bearer <the token in FILE>\" (gRPC:\n"
+          "                           metadata authorization): 401 / UNAUTHENTICATED without\n"
+          "  --forbid-model NAME      requests naming this model: 403 / PERMISSION_DENIED\n"
+          "  --auth-delay-ms N        decide those on a thread of its own, N ms later\n"
+          "  --max-client-requests N  requests one client (address) may have in flight:\n"
+          "                           429 / RESOURCE_EXHAUSTED beyond (default 0: no limit)\n"
+          "  --cors-origin \"O ...\"    browser origins allowed to call the REST APIs\n"
+          "                           (scheme://host[:port], space-separated; \"*\": any)\n"
           "  --help                   show this help\n");
 }
 
@@ -197,7 +206,12 @@ static int set_inflight(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_inflight(o, (unsigned)v);
 }
 
+static int set_client_requests(isv_options *o, unsigned long long v) {
+  return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_client_requests(o, (unsigned)v);
+}
+
 static const limit_flag limit_flags[] = {
+    {"--max-client-requests", set_client_requests},
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
@@ -229,6 +243,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   const char *vertex_model = "half_plus_three";
   int repository = 1;
   unsigned long long load_delay_ms = 0;
+  const char *token_file = NULL, *forbid_model = NULL; /* the authorizer (auth.c) */
+  unsigned long long auth_delay_ms = 0;
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -273,6 +289,30 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
           isv_options_set_server_name(opts, name, colon ? colon + 1 : isv_version()) != 0) {
         fprintf(stderr, "inferserve-demo: bad --server-name '%s' (NAME[:VERSION], at most 63 "
                         "and 31 bytes)\n", argv[i]);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(arg, "--bearer-token") == 0 || strcmp(arg, "--forbid-model") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      *(arg[2] == 'b' ? &token_file : &forbid_model) = v;
+      continue;
+    }
+    if (strcmp(arg, "--auth-delay-ms") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      char *end;
+      auth_delay_ms = strtoull(v, &end, 10);
+      if (*v == '\0' || *v == '-' || *end != '\0' || auth_delay_ms > 60000) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --auth-delay-ms\n", v);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(arg, "--cors-origin") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      if (isv_options_set_cors_origins(opts, v) != 0) {
+        fprintf(stderr, "inferserve-demo: bad --cors-origin '%s' (\"scheme://host[:port] ...\" "
+                        "or \"*\")\n", v);
         return 2;
       }
       continue;
@@ -367,6 +407,9 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
             isv_server_last_error(d.srv));
     return 1;
   }
+  if ((token_file || forbid_model || auth_delay_ms) &&
+      demo_auth_setup(d.srv, token_file, forbid_model, auth_delay_ms) != 0)
+    return 1;
   /* the zoo as a model repository (repo.c): unload, load again, config overrides */
   if (repository && (rc = demo_repo_setup(d.srv, &d.loop, load_delay_ms)) < 0) {
     fprintf(stderr, "inferserve-demo: model repository: %s (%s)\n", isv_strerror(rc),
@@ -409,6 +452,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   fflush(stdout);
 
   uv_run(&d.loop, UV_RUN_DEFAULT);
+  demo_auth_stop();
 
   if (d.close_failed)
     return 1;

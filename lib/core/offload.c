@@ -7,10 +7,8 @@
 
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-static void run_job(isv__pool_job *job) {
-  isv__offload *o = OWNER(job, isv__offload, job);
+void isv__offload_finish(isv__offload *o) {
   isv__core *c = o->core;
-  o->work(o);
   uv_mutex_lock(&c->mu);
   o->next = NULL;
   if (c->off_tail) c->off_tail->next = o;
@@ -18,6 +16,20 @@ static void run_job(isv__pool_job *job) {
   c->off_tail = o;
   uv_async_send(&c->async); /* under mu: the close cannot be closing the handle meanwhile */
   uv_mutex_unlock(&c->mu);
+}
+
+static void run_job(isv__pool_job *job) {
+  isv__offload *o = OWNER(job, isv__offload, job);
+  o->work(o);
+  isv__offload_finish(o);
+}
+
+void isv__offload_begin(isv__core *c, isv__offload *o, void (*after)(isv__offload *)) {
+  o->core = c;
+  o->work = NULL;
+  o->after = after;
+  c->offloads++;
+  isv__core_hold_loop(c);
 }
 
 int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *),
@@ -34,6 +46,13 @@ int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *)
     return ISV_ENOMEM;
   }
   return 0;
+}
+
+void isv__offload_end_now(isv__offload *o) {
+  isv__core *c = o->core;
+  c->offloads--;
+  isv__core_hold_loop(c);
+  if (isv__core_idle(c) && c->closing && c->on_idle) c->on_idle(c);
 }
 
 typedef struct free_later {

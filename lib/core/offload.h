@@ -35,6 +35,15 @@ struct isv__offload {
 int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *),
                      void (*after)(isv__offload *));
 
+/* Work done by someone else — the host deciding on a thread of its own (an authorization):
+ * counted now as an offload (the loop stays alive, the close waits), `after` runs on the loop
+ * thread once isv__offload_finish(o) was called, exactly once, from any thread. Loop thread. */
+void isv__offload_begin(isv__core *c, isv__offload *o, void (*after)(isv__offload *));
+void isv__offload_finish(isv__offload *o);
+/* ... or, when the work was done before it had to come back (the host decided inside its
+ * callback): stop counting it, on the loop thread, without `after`. */
+void isv__offload_end_now(isv__offload *o);
+
 /* Free p (malloc'd) on a worker thread: unmapping tens of MB of small pages (a large JSON
  * response once written) takes ~10 ms. At once, here, when it cannot be offloaded. Loop
  * thread. */

@@ -129,6 +129,38 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_max_client_requests(isv_options *o, unsigned n) {
+  if (o == NULL) return ISV_EINVAL;
+  o->max_client_requests = n;
+  return 0;
+}
+
+/* Each origin is "scheme://host[:port]" — what a browser sends in Origin — or the list is "*". */
+static int origin_ok(const char *s, size_t n) {
+  const char *sep = n > 3 ? strstr(s, "://") : NULL;
+  if (sep == NULL || sep == s || sep + 3 >= s + n) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] <= 32 || (unsigned char)s[i] >= 127 || s[i] == ',') return 0;
+  return memchr(sep + 3, '/', n - (size_t)(sep + 3 - s)) == NULL;
+}
+
+ISV_EXTERN int isv_options_set_cors_origins(isv_options *o, const char *origins) {
+  if (o == NULL) return ISV_EINVAL;
+  if (origins == NULL) origins = "";
+  size_t len = strlen(origins);
+  if (len >= sizeof o->cors_origins) return ISV_EINVAL;
+  if (strcmp(origins, "*") != 0) {
+    for (const char *p = origins; *p;) {
+      while (*p == ' ') p++;
+      size_t n = strcspn(p, " ");
+      if (n && !origin_ok(p, n)) return ISV_EINVAL;
+      p += n;
+    }
+  }
+  memcpy(o->cors_origins, origins, len + 1);
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on) {
   if (o == NULL) return ISV_EINVAL;
   o->shared_memory = on != 0;

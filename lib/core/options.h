@@ -29,6 +29,8 @@ struct isv_options {
   int strict_readiness;
   int shared_memory; /* clients may register system shared memory regions (core/shm.h) */
   size_t buffer_cache_bytes;
+  unsigned max_client_requests; /* per client key at once; 0: none (protocol/gate.c) */
+  char cors_origins[1024];      /* allowed browser origins, space-separated, or "*"; "": none */
   char server_name[64];
   char server_version[32];
   /* protocol front ends turned on or off by name (the rest keep their default) */

@@ -7,14 +7,20 @@
  * call is cancelled (the request still runs to completion; its answer is dropped). */
 #include "protocol/grpc_service.h"
 
+#include "codec/pbwire.h"
 #include "codec/zcoding.h"
 #include "core/offload.h"
+#include "protocol/gate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct job job;
+typedef struct held held;
+
+/* Where a call stands with the gate (gate.h): its first whole message asks. */
+enum { GATE_NOT_ASKED = 0, GATE_PENDING, GATE_ALLOWED, GATE_REFUSED };
 
 typedef struct gcall {
   isv__core *core;
@@ -33,7 +39,17 @@ typedef struct gcall {
   unsigned inflight;
   unsigned busy;
   job *jobs; /* requests in flight, to mark them cancelled */
+  int gate;            /* GATE_* */
+  int in_gate;         /* isv__gate_grpc is on the stack: a decision made now is read there */
+  isv__client *client; /* its count under the per-client limit, released with the call */
+  held *held, **held_tail; /* a stream's messages that came while the gate decides */
 } gcall;
+
+struct held {
+  held *next;
+  uint8_t *msg;
+  size_t len;
+};
 
 struct job {
   isv__offload off; /* a large message is decoded on the worker pool */
@@ -105,9 +121,21 @@ static void gcall_finish(gcall *g, int status, const char *msg) {
   isv__grpc_finish(g->call, status, msg);
 }
 
+static void drop_held(gcall *g) {
+  for (held *h = g->held, *n; h; h = n) {
+    n = h->next;
+    isv__bigbuf_free(h->msg);
+    isv__free(h);
+  }
+  g->held = NULL;
+  g->held_tail = &g->held;
+}
+
 static void gcall_maybe_free(gcall *g) {
   if (g->finished && g->inflight == 0 && g->busy == 0) {
     isv__bigbuf_free(g->msg);
+    drop_held(g);
+    isv__gate_release(g->client);
     isv__free(g);
   }
 }
@@ -290,6 +318,76 @@ static void finish_inflate_error(gcall *g, int rc, const char *err) {
 
 static void run_unary(gcall *g);
 
+/* ---- the gate (gate.h): the first whole message asks ------------------------------------- */
+
+/* The model the message names (the method's model_field), or NULL. */
+static const char *named_model(const isv__grpc_method *m, const uint8_t *msg, size_t len,
+                               size_t *n) {
+  if (m->model_field == 0 || msg == NULL) return NULL;
+  isv__pb_reader r = {msg, msg + len};
+  isv__pb_field f;
+  while (isv__pb_read_field(&r, &f) == 1)
+    if (f.num == m->model_field && f.wt == ISV__PB_LEN && memchr(f.s.p, 0, f.s.n) == NULL) {
+      *n = f.s.n;
+      return (const char *)f.s.p;
+    }
+  return NULL;
+}
+
+static void gated(void *ctx, int err, const char *msg, isv__client *client) {
+  gcall *g = ctx;
+  g->inflight--;
+  g->client = client;
+  if (g->cancelled || g->finished) { /* the client left while the host decided */
+    g->gate = GATE_REFUSED;
+    drop_held(g);
+    gcall_finish(g, ISV__GRPC_CANCELLED, "cancelled");
+  } else if (err) {
+    g->gate = GATE_REFUSED;
+    drop_held(g);
+    finish_error(g, err, msg);
+  } else {
+    g->gate = GATE_ALLOWED;
+  }
+  if (g->in_gate) return; /* gate_pass reads it */
+  g->busy++;
+  if (g->gate == GATE_ALLOWED) {
+    if (g->m->kind != ISV__RPC_BIDI_STREAM) {
+      run_unary(g);
+    } else {
+      held *h = g->held;
+      g->held = NULL;
+      g->held_tail = &g->held;
+      g->inflight++; /* the first answered must not end the stream before the rest go in */
+      for (held *n; h; h = n) {
+        n = h->next;
+        if (g->finished) isv__bigbuf_free(h->msg);
+        else submit(g, h->msg, h->len);
+        isv__free(h);
+      }
+      g->inflight--;
+      if (g->half_closed && g->inflight == 0 && !g->finished) end_stream(g);
+    }
+  }
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
+/* 1: the call goes on now. 0: it waits for the decision (gated goes on), or was refused
+ * (finished). */
+static int gate_pass(gcall *g, const uint8_t *msg, size_t len) {
+  if (g->gate == GATE_ALLOWED || !isv__gate_on(g->svc->gate)) return 1;
+  if (g->gate != GATE_NOT_ASKED) return 0;
+  g->gate = GATE_PENDING;
+  g->inflight++; /* the decision holds the call */
+  size_t n = 0;
+  const char *model = named_model(g->m, msg, len, &n);
+  g->in_gate = 1;
+  isv__gate_grpc(g->svc->gate, g->call, g->core->protocols[g->protocol], model, n, gated, g);
+  g->in_gate = 0;
+  return g->gate == GATE_ALLOWED;
+}
+
 /* A large compressed message is inflated on a worker thread (the call counts it in flight). */
 typedef struct inflating {
   isv__offload off;
@@ -351,6 +449,7 @@ static void run_unary(gcall *g) {
     }
     g->msg_compressed = 0;
   }
+  if (!gate_pass(g, g->msg, g->len)) return;
   if (g->m->answer) {
     isv__buf b;
     isv__buf_init(&b, g->core->mem);
@@ -382,8 +481,20 @@ static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len, int compr
                                           g->core->opts.max_body_bytes, &msg, &len, err,
                                           sizeof err)
                         : 0;
-    if (rc != 0) finish_inflate_error(g, rc, err);
-    else submit(g, msg, len);
+    held *h;
+    if (rc != 0) {
+      finish_inflate_error(g, rc, err);
+    } else if (gate_pass(g, msg, len)) {
+      submit(g, msg, len);
+    } else if (g->gate == GATE_PENDING && (h = isv__calloc(g->core->mem, 1, sizeof *h))) {
+      h->msg = msg; /* in order, once the host has decided */
+      h->len = len;
+      *g->held_tail = h;
+      g->held_tail = &h->next;
+    } else {
+      isv__bigbuf_free(msg);
+      if (g->gate == GATE_PENDING) finish_error(g, ISV_ENOMEM, "out of memory");
+    }
   } else if (++g->n_msgs > 1) {
     isv__bigbuf_free(msg);
     finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
@@ -415,6 +526,7 @@ static void on_half_close(isv__grpc_call *call) {
 static void on_cancel(isv__grpc_call *call) {
   gcall *g = call->app;
   g->cancelled = 1;
+  if (g->gate == GATE_PENDING) return; /* the host reads the call until it decides: gated ends it */
   g->busy++;
   /* A running request sees the flag; a waiting one leaves its queue and never runs. Each of
    * those finishes at once (infer_done frees its job), and the scheduler may then start and
@@ -465,6 +577,7 @@ void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
   g->m = e->method;
   g->protocol = e->protocol;
   g->call = call;
+  g->held_tail = &g->held;
   call->app = g;
   call->on_message = on_message;
   call->on_half_close = on_half_close;

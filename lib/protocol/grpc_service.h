@@ -67,6 +67,9 @@ typedef struct isv__grpc_method {
   /* ... and, for methods that carry errors in their messages, an error message for the
    * ISV_E* code `status`. NULL: an error ends the call with its status. */
   int (*encode_error)(int status, const char *message, isv__buf *out);
+  /* The field of the request message that names the model (a string), shown to the
+   * authorizer (gate.h); 0: the method names none. */
+  unsigned model_field;
 } isv__grpc_method;
 
 typedef struct isv__grpc_entry {
@@ -76,6 +79,7 @@ typedef struct isv__grpc_entry {
 
 struct isv__grpc_services {
   isv__core *core;
+  struct isv__gate *gate; /* authorization and per-client limits (gate.h); NULL: none */
   isv__grpc_entry *entries;
   size_t n, cap;
 };

@@ -160,13 +160,13 @@ static int encode_error(int status, const char *message, isv__buf *out) {
 }
 
 const isv__grpc_method isv__grps_methods[] = {
-    {SVC "Online", ISV__RPC_UNARY, online, NULL, NULL, NULL},
-    {SVC "Offline", ISV__RPC_UNARY, offline, NULL, NULL, NULL},
-    {SVC "CheckLiveness", ISV__RPC_UNARY, liveness, NULL, NULL, NULL},
-    {SVC "CheckReadiness", ISV__RPC_UNARY, readiness, NULL, NULL, NULL},
-    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
-    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
-    {SVC "Predict", ISV__RPC_UNARY, NULL, decode, encode, encode_error},
-    {SVC "PredictStreaming", ISV__RPC_SERVER_STREAM, NULL, decode, encode, encode_error},
+    {SVC "Online", ISV__RPC_UNARY, online, NULL, NULL, NULL, 0},
+    {SVC "Offline", ISV__RPC_UNARY, offline, NULL, NULL, NULL, 0},
+    {SVC "CheckLiveness", ISV__RPC_UNARY, liveness, NULL, NULL, NULL, 0},
+    {SVC "CheckReadiness", ISV__RPC_UNARY, readiness, NULL, NULL, NULL, 0},
+    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL, 0},
+    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL, 2},
+    {SVC "Predict", ISV__RPC_UNARY, NULL, decode, encode, encode_error, 2}, /* 2: model */
+    {SVC "PredictStreaming", ISV__RPC_SERVER_STREAM, NULL, decode, encode, encode_error, 2},
     {0},
 };

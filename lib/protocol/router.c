@@ -10,6 +10,7 @@
 
 #include "protocol/content_coding.h"
 #include "protocol/frontend.h"
+#include "protocol/gate.h"
 #include "protocol/http_reply.h"
 
 typedef enum { SEG_LITERAL, SEG_CAPTURE, SEG_REST } seg_kind;
@@ -300,11 +301,12 @@ static const isv__frontend *owner_by_prefix(const isv__router *r, const char *pa
   return best;
 }
 
-static void error_as(const isv__frontend *fe, isv__exchange *ex, int status, const char *msg,
-                     const isv__header *extra, size_t n_extra) {
+void isv__router_error_as(const isv__frontend *fe, isv__exchange *ex, int status,
+                          const char *msg, const isv__header *extra, size_t n_extra) {
   if (fe && fe->http_error) fe->http_error(ex, status, msg, extra, n_extra);
   else isv__reply_error_msg(ex, status, msg, extra, n_extra);
 }
+#define error_as isv__router_error_as
 
 static void method_list(unsigned mask, char *out, size_t cap) {
   static const struct {
@@ -323,6 +325,8 @@ static void method_list(unsigned mask, char *out, size_t cap) {
 }
 
 void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
+  /* a browser's preflight is answered here; an allowed origin's answer gets its CORS headers */
+  if (isv__gate_cors(r->core->opts.cors_origins, ex)) return;
   if (isv__content_decode(r, ex)) return; /* routed again once the body is plain */
   path_segs p;
   int rc = split(r, ex->path, ex->path_len, &p);
@@ -350,7 +354,8 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
     q.fe = c->fe;
     q.protocol = c->protocol;
     q.data = c->route.data;
-    c->route.handler(&q);
+    if (isv__gate_on(r->gate)) isv__gate_http(r->gate, &q, c->route.handler);
+    else c->route.handler(&q);
     return;
   }
   char msg[300];

@@ -71,6 +71,7 @@ typedef struct isv__compiled_route isv__compiled_route;
 
 typedef struct isv__router {
   isv__core *core;
+  struct isv__gate *gate; /* authorization and per-client limits (gate.h); NULL: none */
   isv__compiled_route *routes;
   size_t n_routes, cap_routes;
   const isv__frontend **prefixes; /* front ends with a path_prefix, for unmatched paths */
@@ -100,5 +101,8 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex);
  * longest path_prefix's, else {"error": msg}). */
 void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const char *msg,
                        const isv__header *extra, size_t n_extra);
+/* The same, in fe's shape (NULL: {"error": msg}). */
+void isv__router_error_as(const isv__frontend *fe, isv__exchange *ex, int http_status,
+                          const char *msg, const isv__header *extra, size_t n_extra);
 
 #endif

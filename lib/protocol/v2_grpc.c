@@ -108,35 +108,37 @@ static int model_statistics(isv__grpc_unary *u) {
   return rc;
 }
 
+/* The last number, where there is one: the request's field that names the model (shown to
+ * the authorizer). */
 const isv__grpc_method isv__v2_methods[] = {
-    {SVC "ServerLive", ISV__RPC_UNARY, server_live, NULL, NULL, NULL},
-    {SVC "ServerReady", ISV__RPC_UNARY, server_ready, NULL, NULL, NULL},
-    {SVC "ModelReady", ISV__RPC_UNARY, model_ready, NULL, NULL, NULL},
-    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
-    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
-    {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
-    {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL},
+    {SVC "ServerLive", ISV__RPC_UNARY, server_live, NULL, NULL, NULL, 0},
+    {SVC "ServerReady", ISV__RPC_UNARY, server_ready, NULL, NULL, NULL, 0},
+    {SVC "ModelReady", ISV__RPC_UNARY, model_ready, NULL, NULL, NULL, 1},
+    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL, 0},
+    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL, 1},
+    {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL, 1},
+    {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL, 1},
     /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
-    {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL},
-    {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL},
+    {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL, 0},
+    {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL, 0},
     {SVC "SystemSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_unregister, NULL, NULL,
-     NULL},
-    {SVC "CudaSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_status, NULL, NULL, NULL},
+     NULL, 0},
+    {SVC "CudaSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_status, NULL, NULL, NULL, 0},
     {SVC "CudaSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_register, NULL, NULL,
-     NULL},
+     NULL, 0},
     {SVC "CudaSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_unregister, NULL, NULL,
-     NULL},
+     NULL, 0},
     /* Triton's model repository extension (v2_repo_pb.c) */
-    {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL},
+    {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL, 0},
     {SVC "RepositoryModelLoad", ISV__RPC_UNARY, NULL, isv__v2repo_pb_load, isv__v2repo_pb_empty,
-     NULL},
+     NULL, 2},
     {SVC "RepositoryModelUnload", ISV__RPC_UNARY, NULL, isv__v2repo_pb_unload,
-     isv__v2repo_pb_empty, NULL},
+     isv__v2repo_pb_empty, NULL, 2},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
-     isv__v2pb_encode_infer_response, NULL},
+     isv__v2pb_encode_infer_response, NULL, 1},
     /* one response per request, in completion order; a failed one is a message with
      * error_message, and the stream goes on */
     {SVC "ModelStreamInfer", ISV__RPC_BIDI_STREAM, NULL, isv__v2pb_decode_infer_request,
-     isv__v2pb_encode_stream_response, isv__v2pb_encode_stream_error},
+     isv__v2pb_encode_stream_response, isv__v2pb_encode_stream_error, 1},
     {0},
 };

@@ -22,13 +22,24 @@ static uint64_t parts_len(const uv_buf_t *parts, size_t n) {
   return total;
 }
 
+#define MERGED_HEADERS 32
+
 int isv__exchange_respond(isv__exchange *ex, const isv__response *resp) {
   if (resp->more && (ex->write == NULL || ex->end == NULL)) return ISV_EUNIMPL;
   if (ex->phase == ISV__EX_PENDING) {
     ex->status = resp->status;
     ex->bytes_out += parts_len(resp->parts, resp->n_parts);
   }
-  return ex->respond(ex, resp);
+  if (ex->n_extra == 0 || resp->n_headers + ex->n_extra > MERGED_HEADERS)
+    return ex->respond(ex, resp);
+  /* the router's headers join the handler's (the carriers copy them before returning) */
+  isv__header merged[MERGED_HEADERS];
+  if (resp->n_headers) memcpy(merged, resp->headers, resp->n_headers * sizeof *merged);
+  memcpy(merged + resp->n_headers, ex->extra, ex->n_extra * sizeof *merged);
+  isv__response r = *resp;
+  r.headers = merged;
+  r.n_headers = resp->n_headers + ex->n_extra;
+  return ex->respond(ex, &r);
 }
 
 int isv__exchange_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
@@ -64,6 +75,8 @@ const char *isv__http_reason(int status) {
   case 200: return "OK";
   case 204: return "No Content";
   case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
   case 404: return "Not Found";
   case 405: return "Method Not Allowed";
   case 408: return "Request Timeout";
@@ -119,6 +132,7 @@ static void log_access(const isv__exchange *ex) {
 
 void isv__exchange_free(isv__exchange *ex) {
   if (ex->access && ex->status) log_access(ex);
+  if (ex->on_free) ex->on_free(ex->on_free_ctx);
   isv__free(ex->storage);
   isv__free(ex->identity);
   if (ex->body_big) isv__bigbuf_free(ex->body);

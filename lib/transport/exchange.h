@@ -49,6 +49,8 @@ typedef enum {
   ISV__M_OPTIONS
 } isv__method;
 
+#define ISV__EXTRA_HEADERS 3
+
 /* "[ffff:...:ffff]:65535" and its NUL fit */
 #define ISV__PEER_LEN 56
 
@@ -94,6 +96,13 @@ struct isv__exchange {
   /* The subject of the client's TLS certificate (OpenSSL's one-line RFC 2253 form); NULL
    * without TLS or without a certificate. Owned: freed with ex. */
   char *identity;
+  /* Set by whoever routes ex (the router, for CORS): headers added to its answer, whichever
+   * handler makes it — they point into ex's own headers or static text. */
+  isv__header extra[ISV__EXTRA_HEADERS];
+  size_t n_extra;
+  /* Set by whoever admitted ex (a per-client count): called once when ex is freed. */
+  void (*on_free)(void *ctx);
+  void *on_free_ctx;
   /* Set by the handler; each may stay NULL. on_cancel: the client is gone (see the top). */
   void (*on_cancel)(isv__exchange *ex);
   void *app;

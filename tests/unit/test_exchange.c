@@ -117,6 +117,8 @@ static void every_status_the_library_answers_has_its_reason(void **state) {
       {400, "Bad Request"},
       {404, "Not Found"},
       {405, "Method Not Allowed"},
+      {401, "Unauthorized"},
+      {403, "Forbidden"},
       {408, "Request Timeout"},
       {409, "Conflict"},
       {411, "Length Required"},
@@ -137,7 +139,7 @@ static void every_status_the_library_answers_has_its_reason(void **state) {
 
 static void other_statuses_are_unknown(void **state) {
   (void)state;
-  static const int other[] = {0, -1, 1, 99, 101, 201, 301, 302, 401, 403, 502, 599, 600, 999};
+  static const int other[] = {0, -1, 1, 99, 101, 201, 301, 302, 402, 407, 502, 599, 600, 999};
   for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
     assert_string_equal(isv__http_reason(other[i]), "Unknown");
 }
