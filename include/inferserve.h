@@ -876,6 +876,43 @@ ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t le
 ISV_EXTERN int isv_http_end(isv_http_request *req);
 
 /* ---------------------------------------------------------------------------------------------
+ * TLS on a listener (OpenSSL 3; a build without it answers ISV_EUNIMPL). The handshake and
+ * the records run on the server's loop with memory BIOs: no thread of its own. ALPN offers h2
+ * and http/1.1 (gRPC over TLS, curl --http2), and the protocol is chosen from the plaintext as
+ * on a plain listener. A client certificate, when asked for and verified, gives the
+ * connection its identity (isv_auth_identity). A plain HTTP request on a TLS port is answered
+ * 400 in plain text, then the connection closed; a handshake not done within the handshake
+ * timeout is closed.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct isv_tls isv_tls; /* a certificate, its key, and maybe client CAs */
+
+/* An empty configuration. ISV_EUNIMPL without TLS in this build, ISV_ENOMEM. Any thread (one
+ * at a time per isv_tls). */
+ISV_EXTERN int isv_tls_new(isv_tls **out);
+/* Listeners keep what they were given: freeing the configuration does not touch them. */
+ISV_EXTERN void isv_tls_free(isv_tls *tls);
+/* The certificate chain (leaf first) and its private key, PEM, from files or from memory
+ * (NUL-terminated). ISV_EINVAL when they cannot be read or do not match:
+ * isv_tls_last_error says why (OpenSSL's reason). */
+ISV_EXTERN int isv_tls_set_cert_files(isv_tls *tls, const char *chain_file, const char *key_file);
+ISV_EXTERN int isv_tls_set_cert_pem(isv_tls *tls, const char *chain_pem, const char *key_pem);
+/* Ask clients for a certificate signed by one of the CAs in ca_file (PEM): required (the
+ * handshake fails without one) or optional (require 0: a client without one is anonymous).
+ * A certificate that does not verify fails the handshake either way. */
+ISV_EXTERN int isv_tls_set_client_ca_file(isv_tls *tls, const char *ca_file, int require);
+ISV_EXTERN const char *isv_tls_last_error(const isv_tls *tls);
+/* Listen with TLS (as isv_server_listen; its index counts with theirs). The configuration is
+ * referenced as it is now: later changes to tls do not reach the listener — give it again with
+ * isv_server_set_listener_tls. ISV_EINVAL without a certificate and key. Loop thread. */
+ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port,
+                                     const isv_tls *tls);
+/* Reload: the index-th listener (a TLS one) uses tls for the handshakes from now on;
+ * connections already open keep theirs. Loop thread. */
+ISV_EXTERN int isv_server_set_listener_tls(isv_server *srv, unsigned index, const isv_tls *tls);
+/* A TLS client must finish its handshake within this long of connecting. Default 10000 ms. */
+ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t ms);
+
+/* ---------------------------------------------------------------------------------------------
  * The service's edge: authorization, per-client limits, CORS.
  *
  * The authorizer is called for every request before it is queued or answered — every

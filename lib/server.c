@@ -17,6 +17,7 @@
 #include "protocol/tfs_http.h"
 #include "server_internal.h"
 #include "transport/adapter.h"
+#include "transport/tls.h"
 #include "transport/transport.h"
 
 struct isv_server {
@@ -203,6 +204,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
       .min_rate_grace_ms = o->min_rate_grace_ms,
       .max_receiving = o->max_receiving > o->max_body_bytes ? o->max_receiving : o->max_body_bytes,
       .max_connections = o->max_connections,
+      .tls_handshake_timeout_ms = o->tls_handshake_timeout_ms,
   };
   isv__transport_handler h = {s,      on_exchange, on_transport_error,         on_grpc,
                               on_log, o->access ? on_access : NULL, on_offload};
@@ -222,6 +224,45 @@ ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port) {
     if (srv->transport.last_error[0]) set_error(srv, "%s", srv->transport.last_error);
     else set_error(srv, "listen: %s", isv_strerror(rc));
   }
+  return rc;
+}
+
+ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port,
+                                     const isv_tls *tls) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  if (!isv__tls_available()) {
+    set_error(srv, "%s", isv_tls_last_error(NULL));
+    return ISV_EUNIMPL;
+  }
+  void *ctx = isv__tls_ctx_ref(tls);
+  if (ctx == NULL) {
+    set_error(srv, "listen tls: %s", tls ? "the configuration has no certificate and key"
+                                         : "no TLS configuration");
+    return ISV_EINVAL;
+  }
+  int rc = isv__transport_listen_tls(&srv->transport, host, port, ctx);
+  if (rc != 0) {
+    if (srv->transport.last_error[0]) set_error(srv, "%s", srv->transport.last_error);
+    else set_error(srv, "listen: %s", isv_strerror(rc));
+  }
+  return rc;
+}
+
+ISV_EXTERN int isv_server_set_listener_tls(isv_server *srv, unsigned index, const isv_tls *tls) {
+  if (srv == NULL) return ISV_EINVAL;
+  begin(srv);
+  if (srv->closing) return closing(srv);
+  void *ctx = isv__tls_ctx_ref(tls);
+  if (ctx == NULL) {
+    set_error(srv, "set listener tls: %s", !isv__tls_available() ? isv_tls_last_error(NULL)
+                                           : tls ? "the configuration has no certificate and key"
+                                                 : "no TLS configuration");
+    return isv__tls_available() ? ISV_EINVAL : ISV_EUNIMPL;
+  }
+  int rc = isv__transport_set_tls(&srv->transport, index, ctx);
+  if (rc != 0) set_error(srv, "set listener tls: listener %u is not a TLS listener", index);
   return rc;
 }
 

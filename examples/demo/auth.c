@@ -3,7 +3,8 @@
  *   - a request must carry "Authorization: Bearer <token>" (gRPC: metadata "authorization"),
  *     compared in constant time, or it is refused 401 / UNAUTHENTICATED with a Bearer
  *     challenge — except the health checks, so that probes need no secret;
- *   - a request naming the forbidden model is refused 403 / PERMISSION_DENIED;
+ *   - a request naming the forbidden model is refused 403 / PERMISSION_DENIED, and so is one
+ *     whose TLS client certificate is not the one subject let in;
  *   - with a delay, every decision is made on a thread of its own that long after the request
  *     came (a token checked with another service), not in the callback. */
 #include <stdio.h>
@@ -26,6 +27,7 @@ static struct {
   char token[256];
   size_t token_len;
   char forbid[128];
+  char identity[256]; /* the only TLS client identity let in ("": any) */
   uint64_t delay_ns;
   uv_thread_t thread;
   uv_mutex_t mu;
@@ -55,7 +57,13 @@ static isv_auth_decision decide(isv_auth *a, char *msg, size_t cap) {
     snprintf(msg, cap, "model '%s' is not for this client", model);
     return ISV_AUTH_FORBIDDEN;
   }
-  if (auth.token_len == 0 || exempt(isv_auth_path(a))) return ISV_AUTH_ALLOW;
+  if (exempt(isv_auth_path(a))) return ISV_AUTH_ALLOW;
+  const char *id = isv_auth_identity(a);
+  if (auth.identity[0] && (id == NULL || strcmp(id, auth.identity) != 0)) {
+    snprintf(msg, cap, "client certificate '%.60s' is not let in", id ? id : "(none)");
+    return ISV_AUTH_FORBIDDEN;
+  }
+  if (auth.token_len == 0) return ISV_AUTH_ALLOW;
   size_t n = 0;
   const char *v = isv_auth_header(a, "authorization", &n);
   if (v && n == 7 + auth.token_len && strncasecmp(v, "Bearer ", 7) == 0 &&
@@ -110,7 +118,8 @@ static void authorize(isv_auth *a, void *user) {
 }
 
 int demo_auth_setup(isv_server *srv, const char *token_file, const char *forbid_model,
-                    uint64_t delay_ms) {
+                    const char *identity, uint64_t delay_ms) {
+  if (identity) snprintf(auth.identity, sizeof auth.identity, "%s", identity);
   if (token_file) {
     FILE *f = fopen(token_file, "r");
     if (f == NULL || fgets(auth.token, sizeof auth.token, f) == NULL) {

@@ -78,6 +78,13 @@ static void usage(FILE *f) {
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
           "                           $AIP_PREDICT_ROUTE (default /predict) and\n"
           "                           $AIP_HEALTH_ROUTE (default /health)\n"
+          "  --tls-listen HOST:PORT   also listen with TLS (needs --tls-cert and --tls-key, PEM);\n"
+          "                           SIGHUP reloads them. --tls-client-ca FILE asks clients\n"
+          "                           for a certificate (--tls-require-client-cert: insists)\n"
+          "  --tls-identity SUBJECT   only the TLS client certificate with this subject\n"
+          "                           (RFC 2253: \"O=Example,CN=alice\") is let in: 403 otherwise\n"
+          "  --tls-handshake-timeout-ms N  close a TLS client not done with its handshake\n"
+          "                           (default 10000)\n"
           "  --bearer-token FILE      every request but the health checks needs\n"
           "                           \"Authorization: Bearer <the token in FILE>\" (gRPC:\n"
           "                           metadata authorization): 401 / UNAUTHENTICATED without\n"
@@ -140,6 +147,7 @@ static void on_server_closed(isv_server *srv, void *data) {
   demo *d = data;
   d->srv = NULL; /* freed by the library after this callback */
   demo_repo_closed();
+  demo_tls_closed();
   uv_close((uv_handle_t *)&d->sigint, NULL);
   uv_close((uv_handle_t *)&d->sigterm, NULL);
 }
@@ -206,12 +214,16 @@ static int set_inflight(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_inflight(o, (unsigned)v);
 }
 
+static int set_tls_handshake(isv_options *o, unsigned long long v) {
+  return isv_options_set_tls_handshake_timeout_ms(o, v);
+}
 static int set_client_requests(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_client_requests(o, (unsigned)v);
 }
 
 static const limit_flag limit_flags[] = {
     {"--max-client-requests", set_client_requests},
+    {"--tls-handshake-timeout-ms", set_tls_handshake},
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
@@ -243,8 +255,11 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   const char *vertex_model = "half_plus_three";
   int repository = 1;
   unsigned long long load_delay_ms = 0;
-  const char *token_file = NULL, *forbid_model = NULL; /* the authorizer (auth.c) */
+  const char *token_file = NULL, *forbid_model = NULL, *identity = NULL; /* auth.c */
   unsigned long long auth_delay_ms = 0;
+  listen_addr tls_addr = {"", 0}; /* --tls-listen (tls.c) */
+  const char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
+  int tls_require = 0;
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -296,6 +311,29 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     if (strcmp(arg, "--bearer-token") == 0 || strcmp(arg, "--forbid-model") == 0) {
       const char *v = i + 1 < argc ? argv[++i] : "";
       *(arg[2] == 'b' ? &token_file : &forbid_model) = v;
+      continue;
+    }
+    if (strcmp(arg, "--tls-listen") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      if (parse_listen(v, &tls_addr) < 0) {
+        fprintf(stderr, "inferserve-demo: bad --tls-listen '%s' (want HOST:PORT)\n", v);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(arg, "--tls-cert") == 0 || strcmp(arg, "--tls-key") == 0 ||
+        strcmp(arg, "--tls-client-ca") == 0) {
+      const char **to = arg[6] == 'c' && arg[7] == 'e' ? &tls_cert : arg[6] == 'k' ? &tls_key
+                                                                                 : &tls_ca;
+      *to = i + 1 < argc ? argv[++i] : "";
+      continue;
+    }
+    if (strcmp(arg, "--tls-identity") == 0) {
+      identity = i + 1 < argc ? argv[++i] : "";
+      continue;
+    }
+    if (strcmp(arg, "--tls-require-client-cert") == 0) {
+      tls_require = 1;
       continue;
     }
     if (strcmp(arg, "--auth-delay-ms") == 0) {
@@ -407,8 +445,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
             isv_server_last_error(d.srv));
     return 1;
   }
-  if ((token_file || forbid_model || auth_delay_ms) &&
-      demo_auth_setup(d.srv, token_file, forbid_model, auth_delay_ms) != 0)
+  if ((token_file || forbid_model || identity || auth_delay_ms) &&
+      demo_auth_setup(d.srv, token_file, forbid_model, identity, auth_delay_ms) != 0)
     return 1;
   /* the zoo as a model repository (repo.c): unload, load again, config overrides */
   if (repository && (rc = demo_repo_setup(d.srv, &d.loop, load_delay_ms)) < 0) {
@@ -438,6 +476,15 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     }
   }
 
+  if (tls_addr.host[0] &&
+      (tls_cert == NULL || tls_key == NULL ||
+       demo_tls_listen(d.srv, &d.loop, tls_addr.host, tls_addr.port, tls_cert, tls_key, tls_ca,
+                       tls_require, (unsigned)naddrs) != 0)) {
+    if (tls_cert == NULL || tls_key == NULL)
+      fprintf(stderr, "inferserve-demo: --tls-listen needs --tls-cert and --tls-key\n");
+    return 1;
+  }
+
   uv_signal_init(&d.loop, &d.sigint);
   uv_signal_init(&d.loop, &d.sigterm);
   d.sigint.data = d.sigterm.data = &d;
@@ -449,6 +496,9 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     printf("inferserve-demo listening on %s%s%s:%d\n", v6 ? "[" : "", addrs[i].host,
            v6 ? "]" : "", isv_server_bound_port(d.srv, (unsigned)i));
   }
+  if (tls_addr.host[0])
+    printf("inferserve-demo listening with TLS at %s:%d\n", tls_addr.host,
+           isv_server_bound_port(d.srv, (unsigned)naddrs));
   fflush(stdout);
 
   uv_run(&d.loop, UV_RUN_DEFAULT);

@@ -74,11 +74,18 @@ int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick);
  * a config override of "max_batch_size"); loads complete after load_delay_ms on the loop. */
 int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms);
 /* The demo's authorizer (auth.c): a bearer token read from token_file (NULL: none asked), a
- * model refused 403 (NULL: none), decisions made on a thread delay_ms later (0: at once). 0 or
+ * model refused 403 (NULL: none), the one TLS client subject let in (NULL: any), decisions made on a thread delay_ms later (0: at once). 0 or
  * -1 (said on stderr). demo_auth_stop joins the deciding thread, once the server closed. */
 int demo_auth_setup(isv_server *srv, const char *token_file, const char *forbid_model,
-                    uint64_t delay_ms);
+                    const char *identity, uint64_t delay_ms);
 void demo_auth_stop(void);
+/* The demo's TLS listener (tls.c): listen with the certificate and key files (and client CAs),
+ * as listener number `index`; SIGHUP reloads them. 0 or -1 (said on stderr). demo_tls_closed
+ * lets go of the SIGHUP handle once the server closed. */
+int demo_tls_listen(isv_server *srv, uv_loop_t *loop, const char *host, int port,
+                    const char *cert, const char *key, const char *client_ca, int require,
+                    unsigned index);
+void demo_tls_closed(void);
 /* The server's close callback ran: loads still waiting complete without touching it. */
 void demo_repo_closed(void);
 /* The scheduler's models (called by demo_zoo_register). */

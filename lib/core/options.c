@@ -22,6 +22,7 @@ void isv__options_defaults(isv_options *o) {
   o->min_rate_grace_ms = 10000;
   o->max_receiving = (size_t)256 << 20;
   o->max_connections = 10000;
+  o->tls_handshake_timeout_ms = 10000;
   o->max_json_depth = 64;
   o->max_tensors = 1024;
   unsigned cpus = uv_available_parallelism();
@@ -126,6 +127,12 @@ ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n) {
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on) {
   if (o == NULL) return ISV_EINVAL;
   o->strict_readiness = on != 0;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t ms) {
+  if (o == NULL || ms == 0) return ISV_EINVAL;
+  o->tls_handshake_timeout_ms = ms;
   return 0;
 }
 

@@ -1,5 +1,6 @@
 /* The connection (conn.h): socket, timer, writes, read batching, protocol choice, life. */
 #include "transport/conn.h"
+#include "transport/tls.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,13 @@ static void on_slice_written(uv_write_t *req, int status) {
 
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   if (c->closing) return ISV_ECANCELED;
+  if (c->tls) return isv__tls_write(c, bufs, n, cb, ctx);
+  return isv__conn_write_raw(c, bufs, n, cb, ctx);
+}
+
+int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
+                        void *ctx) {
+  if (c->closing) return ISV_ECANCELED;
   conn_write *w = isv__calloc(c->t->mem, 1, sizeof *w);
   if (w == NULL) return ISV_ENOMEM;
   w->c = c;
@@ -316,7 +324,8 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   (void)hint;
   isv__conn *c = h->data;
   buf->base = NULL;
-  if (c->proto && c->proto->read_buf) c->proto->read_buf(c, buf);
+  if (c->proto && c->proto->read_buf && c->tls == NULL) c->proto->read_buf(c, buf); /* TLS:
+                                                     * records land in the shared buffer */
   if (buf->base == NULL) *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
   else if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
   uint64_t now = uv_hrtime();
@@ -346,6 +355,12 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
   if (len > take) c->proto->on_read(c, data + take, len - take);
 }
 
+/* Plaintext, read from the socket or decrypted by tls.c: the sniff, or the engine. */
+static void deliver(isv__conn *c, const char *data, size_t len) {
+  if (c->proto == NULL) sniff(c, data, len);
+  else c->proto->on_read(c, data, len);
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   isv__conn *c = s->data;
   if (nread == UV_ENOBUFS && c->read_yield) { /* on_alloc's: until the next turn */
@@ -367,8 +382,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if ((size_t)nread < buf->len) c->read_burst_ns = 0; /* drained: the next read starts a burst */
-  if (c->proto == NULL) sniff(c, buf->base, (size_t)nread);
-  else c->proto->on_read(c, buf->base, (size_t)nread);
+  if (c->tls) isv__tls_on_read(c, buf->base, (size_t)nread, deliver);
+  else deliver(c, buf->base, (size_t)nread);
 }
 
 /* ---- life --------------------------------------------------------------------------------- */
@@ -381,6 +396,7 @@ static void handle_gone(isv__conn *c) {
   else t->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   t->n_conns--;
+  isv__tls_free(c);
   isv__free(c->identity);
   isv__free(c);
   isv__transport_conn_gone(t);
@@ -492,7 +508,10 @@ int isv__conn_stamp(const isv__conn *c, isv__exchange *ex) {
 void isv__conn_start(isv__conn *c) {
   if (c->stream->type == UV_TCP) uv_tcp_nodelay((uv_tcp_t *)c->stream, 1);
   read_peer(c);
-  isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
+  /* a TLS client has the handshake timeout to finish its handshake, then the idle one */
+  isv__conn_deadline(c, c->tls && c->t->limits.tls_handshake_timeout_ms
+                            ? c->t->limits.tls_handshake_timeout_ms
+                            : c->t->limits.idle_timeout_ms);
   isv__conn_read_start(c);
 }
 

@@ -79,6 +79,7 @@ struct isv__conn {
   size_t sniff_len;
   char peer[ISV__PEER_LEN]; /* the client's address (isv__exchange.peer), read at the start */
   char *identity; /* its TLS certificate's subject; NULL: none (freed with c) */
+  void *tls;      /* its TLS state (tls.c); NULL: plain */
 };
 
 /* ---- for the engines ---------------------------------------------------------------------- */
@@ -107,6 +108,10 @@ typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
  * A turn's worst is about the budget plus one slice. */
 #define ISV__SLICE_BUDGET_NS ((uint64_t)400 * 1000)
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+/* The same on the socket itself, whatever TLS does: for tls.c, which writes its records with
+ * it. */
+int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
+                        void *ctx);
 
 /* The engine says whether a request is in progress (idle: between keep-alive requests, or an
  * HTTP/2 connection with no stream open). */

@@ -5,6 +5,7 @@
 
 #include "transport/adapter.h"
 #include "transport/conn.h"
+#include "transport/tls.h"
 
 void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
                          const isv__transport_handler *h) {
@@ -64,7 +65,8 @@ static void on_connection(uv_stream_t *server, int status) {
   int room = t->closing ? -1 : isv__transport_make_room(t);
   isv__conn *c = isv__conn_new(t, NULL, 0);
   if (c == NULL) return; /* out of memory: the connection waits in the backlog */
-  if (uv_accept(server, c->stream) != 0 || room != 0) {
+  if (uv_accept(server, c->stream) != 0 || room != 0 ||
+      (l->tls_ctx && isv__tls_attach(c, l->tls_ctx) != 0)) {
     isv__conn_close(c); /* every connection busy: accepted and closed, costs that client only */
     return;
   }
@@ -72,6 +74,29 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 int isv__transport_listen(isv__transport *t, const char *host, int port) {
+  return isv__transport_listen_tls(t, host, port, NULL);
+}
+
+int isv__transport_set_tls(isv__transport *t, unsigned index, void *tls_ctx) {
+  if (index >= t->n_listeners || t->listeners[index]->tls_ctx == NULL || tls_ctx == NULL) {
+    isv__tls_ctx_unref(tls_ctx);
+    return ISV_EINVAL;
+  }
+  isv__tls_ctx_unref(t->listeners[index]->tls_ctx);
+  t->listeners[index]->tls_ctx = tls_ctx;
+  return 0;
+}
+
+/* The listening itself; takes tls_ctx (NULL: plain). */
+static int listen_on(isv__transport *t, const char *host, int port, void *tls_ctx);
+
+int isv__transport_listen_tls(isv__transport *t, const char *host, int port, void *tls_ctx) {
+  int rc = listen_on(t, host, port, tls_ctx);
+  if (rc != 0) isv__tls_ctx_unref(tls_ctx);
+  return rc;
+}
+
+static int listen_on(isv__transport *t, const char *host, int port, void *tls_ctx) {
   t->last_error[0] = '\0';
   if (t->closing) return ISV_ESTATE;
   if (host == NULL) {
@@ -111,6 +136,7 @@ int isv__transport_listen(isv__transport *t, const char *host, int port) {
   uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&bound, &len);
   l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                               : ((struct sockaddr_in *)&bound)->sin_port);
+  l->tls_ctx = tls_ctx;
   t->listeners[t->n_listeners++] = l;
   return 0;
 }
@@ -140,6 +166,7 @@ int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_
 static void on_listener_closed(uv_handle_t *h) {
   isv__listener *l = h->data;
   isv__transport *t = l->t;
+  isv__tls_ctx_unref(l->tls_ctx);
   isv__free(l);
   t->open_handles--;
   maybe_closed(t);

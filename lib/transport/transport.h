@@ -26,6 +26,7 @@ typedef struct isv__transport_limits {
   size_t min_body_rate;      /* bytes/s a body must average once min_rate_grace_ms passed */
   uint64_t min_rate_grace_ms;
   size_t max_receiving;      /* request bytes being received, all connections together */
+  uint64_t tls_handshake_timeout_ms; /* a TLS client's handshake must be done within it */
   unsigned max_connections;
 } isv__transport_limits;
 typedef struct isv__conn isv__conn;
@@ -64,6 +65,7 @@ typedef struct isv__listener {
   uv_tcp_t tcp;
   isv__transport *t;
   int port;
+  void *tls_ctx; /* its TLS configuration (tls.c; a reference), NULL: plain */
 } isv__listener;
 
 struct isv__transport {
@@ -94,6 +96,13 @@ struct isv__transport {
 void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transport_limits *limits,
                          const isv__transport_handler *h);
 int isv__transport_listen(isv__transport *t, const char *host, int port);
+/* The same with TLS: tls_ctx (tls.h's reference) is the listener's from now, even when this
+ * fails (it is dropped then). */
+int isv__transport_listen_tls(isv__transport *t, const char *host, int port, void *tls_ctx);
+/* The index-th listener's TLS configuration replaced (a reload): new handshakes use tls_ctx,
+ * open connections keep theirs. ISV_EINVAL (tls_ctx dropped) for a plain listener or a wrong
+ * index. */
+int isv__transport_set_tls(isv__transport *t, unsigned index, void *tls_ctx);
 /* Serve a connection accepted elsewhere; on_closed(stream) runs once the library closed it
  * (NULL: nothing runs), even when this fails. */
 int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_closed);

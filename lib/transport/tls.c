@@ -1,0 +1,377 @@
+/* See tls.h. The public isv_tls (include/inferserve.h) is an SSL_CTX being configured; a
+ * listener holds its own reference to one, and each connection's SSL object another, so that a
+ * reload (a listener given a new one) never disturbs a connection already open. */
+#include "transport/tls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/mem.h"
+
+#ifdef ISV_HAVE_TLS
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+struct isv_tls {
+  SSL_CTX *ctx;
+  int has_key;
+  char err[256];
+};
+
+typedef struct tls_conn {
+  SSL *ssl;
+  BIO *rbio, *wbio; /* owned by ssl */
+  int handshaken;
+  int first_seen;
+} tls_conn;
+
+int isv__tls_available(void) { return 1; }
+
+static int fail(isv_tls *t, const char *what) {
+  unsigned long e = ERR_get_error();
+  char why[160] = "";
+  if (e) ERR_error_string_n(e, why, sizeof why);
+  snprintf(t->err, sizeof t->err, "%s%s%s", what, why[0] ? ": " : "", why);
+  ERR_clear_error();
+  return ISV_EINVAL;
+}
+
+/* ALPN: h2 first, then http/1.1; a client that offers neither goes on without ALPN. */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned inlen, void *arg) {
+  (void)ssl;
+  (void)arg;
+  static const unsigned char ours[] = "\x02h2\x08http/1.1";
+  unsigned char *o;
+  if (SSL_select_next_proto(&o, outlen, ours, sizeof ours - 1, in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_NOACK;
+  *out = o;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+ISV_EXTERN int isv_tls_new(isv_tls **out) {
+  if (out == NULL) return ISV_EINVAL;
+  *out = NULL;
+  isv_tls *t = calloc(1, sizeof *t);
+  if (t == NULL) return ISV_ENOMEM;
+  if ((t->ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
+    free(t);
+    ERR_clear_error();
+    return ISV_ENOMEM;
+  }
+  SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS); /* idle connections keep no buffers */
+  SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, NULL);
+  *out = t;
+  return 0;
+}
+
+ISV_EXTERN void isv_tls_free(isv_tls *t) {
+  if (t == NULL) return;
+  SSL_CTX_free(t->ctx); /* listeners and connections keep their own references */
+  free(t);
+}
+
+ISV_EXTERN const char *isv_tls_last_error(const isv_tls *t) { return t ? t->err : "no tls"; }
+
+ISV_EXTERN int isv_tls_set_cert_files(isv_tls *t, const char *chain_file, const char *key_file) {
+  if (t == NULL || chain_file == NULL || key_file == NULL) return ISV_EINVAL;
+  t->err[0] = '\0';
+  if (SSL_CTX_use_certificate_chain_file(t->ctx, chain_file) != 1)
+    return fail(t, "certificate chain file");
+  if (SSL_CTX_use_PrivateKey_file(t->ctx, key_file, SSL_FILETYPE_PEM) != 1)
+    return fail(t, "private key file");
+  if (SSL_CTX_check_private_key(t->ctx) != 1) return fail(t, "the key does not match");
+  t->has_key = 1;
+  return 0;
+}
+
+ISV_EXTERN int isv_tls_set_cert_pem(isv_tls *t, const char *chain_pem, const char *key_pem) {
+  if (t == NULL || chain_pem == NULL || key_pem == NULL) return ISV_EINVAL;
+  t->err[0] = '\0';
+  BIO *b = BIO_new_mem_buf(chain_pem, -1);
+  X509 *leaf = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+  int rc = leaf && SSL_CTX_use_certificate(t->ctx, leaf) == 1 ? 0 : fail(t, "certificate PEM");
+  X509_free(leaf);
+  SSL_CTX_clear_chain_certs(t->ctx);
+  for (X509 *ca; rc == 0 && (ca = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL;)
+    if (SSL_CTX_add0_chain_cert(t->ctx, ca) != 1) {
+      X509_free(ca);
+      rc = fail(t, "chain certificate");
+    }
+  ERR_clear_error(); /* the end of the chain reads as an error */
+  BIO_free(b);
+  if (rc) return rc;
+  b = BIO_new_mem_buf(key_pem, -1);
+  EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+  BIO_free(b);
+  rc = key && SSL_CTX_use_PrivateKey(t->ctx, key) == 1 ? 0 : fail(t, "private key PEM");
+  EVP_PKEY_free(key);
+  if (rc == 0 && SSL_CTX_check_private_key(t->ctx) != 1) rc = fail(t, "the key does not match");
+  t->has_key = rc == 0;
+  return rc;
+}
+
+ISV_EXTERN int isv_tls_set_client_ca_file(isv_tls *t, const char *ca_file, int require) {
+  if (t == NULL || ca_file == NULL) return ISV_EINVAL;
+  t->err[0] = '\0';
+  STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca_file);
+  if (names == NULL || SSL_CTX_load_verify_locations(t->ctx, ca_file, NULL) != 1) {
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    return fail(t, "client CA file");
+  }
+  SSL_CTX_set_client_CA_list(t->ctx, names);
+  SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER | (require ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+                     NULL);
+  return 0;
+}
+
+void *isv__tls_ctx_ref(const isv_tls *tls) {
+  if (tls == NULL || !tls->has_key || SSL_CTX_up_ref(tls->ctx) != 1) return NULL;
+  return tls->ctx;
+}
+
+void isv__tls_ctx_unref(void *ctx) { SSL_CTX_free(ctx); }
+
+int isv__tls_attach(isv__conn *c, void *ctx) {
+  tls_conn *t = isv__calloc(c->t->mem, 1, sizeof *t);
+  if (t == NULL) return ISV_ENOMEM;
+  t->ssl = SSL_new(ctx);
+  t->rbio = BIO_new(BIO_s_mem());
+  t->wbio = BIO_new(BIO_s_mem());
+  if (t->ssl == NULL || t->rbio == NULL || t->wbio == NULL) {
+    SSL_free(t->ssl);
+    BIO_free(t->rbio);
+    BIO_free(t->wbio);
+    isv__free(t);
+    ERR_clear_error();
+    return ISV_ENOMEM;
+  }
+  SSL_set_bio(t->ssl, t->rbio, t->wbio);
+  SSL_set_accept_state(t->ssl);
+  c->tls = t;
+  return 0;
+}
+
+void isv__tls_free(isv__conn *c) {
+  tls_conn *t = c->tls;
+  if (t == NULL) return;
+  SSL_free(t->ssl);
+  isv__free(t);
+  c->tls = NULL;
+  ERR_clear_error();
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+typedef struct sealed {
+  isv__write_cb cb;
+  void *ctx;
+  char *records;
+} sealed;
+
+static void sealed_done(isv__conn *c, void *ctx, int status) {
+  sealed *s = ctx;
+  isv__write_cb cb = s->cb;
+  void *cctx = s->ctx;
+  isv__free(s->records);
+  isv__free(s);
+  if (cb) cb(c, cctx, status);
+}
+
+/* The records SSL produced so far, written in order; cb (may be NULL) once they are. */
+static int flush(isv__conn *c, isv__write_cb cb, void *ctx) {
+  tls_conn *t = c->tls;
+  size_t n = (size_t)BIO_ctrl_pending(t->wbio);
+  if (n == 0 && cb == NULL) return 0; /* nothing to send, nobody to tell */
+  sealed *s = isv__calloc(c->t->mem, 1, sizeof *s);
+  char *rec = n ? isv__malloc(c->t->mem, n) : NULL;
+  if (s == NULL || (n && rec == NULL)) {
+    isv__free(s);
+    isv__free(rec);
+    return ISV_ENOMEM;
+  }
+  if (n && BIO_read(t->wbio, rec, (int)n) != (int)n) {
+    isv__free(s);
+    isv__free(rec);
+    return ISV_EIO;
+  }
+  s->cb = cb;
+  s->ctx = ctx;
+  s->records = rec;
+  uv_buf_t b = uv_buf_init(rec, (unsigned)n);
+  int rc = isv__conn_write_raw(c, &b, n ? 1 : 0, sealed_done, s);
+  if (rc != 0) {
+    isv__free(rec);
+    isv__free(s);
+  }
+  return rc;
+}
+
+int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
+  tls_conn *t = c->tls;
+  if (!t->handshaken) return ISV_ESTATE;
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += bufs[i].len;
+  if (total == 0) return isv__conn_write_raw(c, bufs, n, cb, ctx); /* nothing to seal */
+  for (size_t i = 0; i < n; i++) {
+    const char *p = bufs[i].base;
+    size_t left = bufs[i].len;
+    while (left) { /* SSL_write takes an int */
+      int k = left > (1u << 30) ? 1 << 30 : (int)left;
+      if (SSL_write(t->ssl, p, k) != k) {
+        ERR_clear_error();
+        return ISV_EIO;
+      }
+      p += k;
+      left -= (size_t)k;
+    }
+  }
+  return flush(c, cb, ctx);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+static void written(isv__conn *c, void *ctx, int status) { (void)c, (void)ctx, (void)status; }
+
+/* Not a TLS record: a plain-text client on a TLS port. One that speaks HTTP is told so (as
+ * nginx does) before the connection closes. */
+static void refuse_plain(isv__conn *c, unsigned char first) {
+  if (first >= 'A' && first <= 'Z') {
+    static const char msg[] =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 69\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"error\":\"this port speaks TLS: a plain HTTP request was sent to it\"}";
+    uv_buf_t b = uv_buf_init((char *)msg, sizeof msg - 1);
+    if (isv__conn_write_raw(c, &b, 1, written, NULL) == 0) {
+      isv__conn_linger_close(c);
+      return;
+    }
+  }
+  isv__conn_close(c);
+}
+
+/* The verified client certificate's subject, for the authorizer. */
+static void take_identity(isv__conn *c, tls_conn *t) {
+  X509 *peer = SSL_get0_peer_certificate(t->ssl);
+  if (peer == NULL || SSL_get_verify_result(t->ssl) != X509_V_OK) return;
+  BIO *m = BIO_new(BIO_s_mem());
+  if (m == NULL) return;
+  if (X509_NAME_print_ex(m, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
+    size_t n = (size_t)BIO_ctrl_pending(m);
+    char *id = isv__malloc(c->t->mem, n + 1);
+    if (id && BIO_read(m, id, (int)n) == (int)n) {
+      id[n] = '\0';
+      isv__free(c->identity);
+      c->identity = id;
+    } else {
+      isv__free(id);
+    }
+  }
+  BIO_free(m);
+}
+
+void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
+                      void (*deliver)(isv__conn *c, const char *data, size_t len)) {
+  tls_conn *t = c->tls;
+  if (!t->first_seen && len) {
+    t->first_seen = 1;
+    if ((unsigned char)data[0] != 0x16) { /* a TLS record of type handshake starts 0x16 */
+      refuse_plain(c, (unsigned char)data[0]);
+      return;
+    }
+  }
+  if (BIO_write(t->rbio, data, (int)len) != (int)len) {
+    isv__conn_close(c);
+    return;
+  }
+  if (!t->handshaken) {
+    int r = SSL_do_handshake(t->ssl);
+    if (r != 1) {
+      int e = SSL_get_error(t->ssl, r);
+      flush(c, NULL, NULL); /* a ServerHello, or an alert */
+      if (e != SSL_ERROR_WANT_READ) {
+        ERR_clear_error();
+        isv__conn_linger_close(c); /* the alert goes out before the close */
+      }
+      return;
+    }
+    t->handshaken = 1;
+    take_identity(c, t);
+    isv__conn_deadline(c, c->t->limits.idle_timeout_ms); /* now as any new connection */
+  }
+  static _Thread_local char plain[64 << 10];
+  for (;;) {
+    int n = SSL_read(t->ssl, plain, (int)sizeof plain);
+    if (n > 0) {
+      deliver(c, plain, (size_t)n);
+      if (c->closing || c->lingering || c->tls == NULL) return;
+      continue;
+    }
+    int e = SSL_get_error(t->ssl, n);
+    if (e == SSL_ERROR_WANT_READ) break;
+    ERR_clear_error();
+    if (e == SSL_ERROR_ZERO_RETURN && c->proto) { /* close_notify: the client is done sending */
+      isv__conn_read_stop(c);
+      c->proto->on_eof(c);
+    } else {
+      isv__conn_close(c);
+    }
+    return;
+  }
+  if (BIO_ctrl_pending(t->wbio) && flush(c, NULL, NULL) != 0) /* tickets, key updates */
+    isv__conn_close(c);
+}
+
+#else /* !ISV_HAVE_TLS */
+
+int isv__tls_available(void) { return 0; }
+
+ISV_EXTERN int isv_tls_new(isv_tls **out) {
+  if (out) *out = NULL;
+  return ISV_EUNIMPL;
+}
+ISV_EXTERN void isv_tls_free(isv_tls *t) { (void)t; }
+ISV_EXTERN const char *isv_tls_last_error(const isv_tls *t) {
+  (void)t;
+  return "this libinferserve was built without TLS (meson -Dtls=enabled, OpenSSL 3)";
+}
+ISV_EXTERN int isv_tls_set_cert_files(isv_tls *t, const char *c, const char *k) {
+  (void)t, (void)c, (void)k;
+  return ISV_EUNIMPL;
+}
+ISV_EXTERN int isv_tls_set_cert_pem(isv_tls *t, const char *c, const char *k) {
+  (void)t, (void)c, (void)k;
+  return ISV_EUNIMPL;
+}
+ISV_EXTERN int isv_tls_set_client_ca_file(isv_tls *t, const char *f, int r) {
+  (void)t, (void)f, (void)r;
+  return ISV_EUNIMPL;
+}
+void *isv__tls_ctx_ref(const isv_tls *tls) {
+  (void)tls;
+  return NULL;
+}
+void isv__tls_ctx_unref(void *ctx) { (void)ctx; }
+int isv__tls_attach(isv__conn *c, void *ctx) {
+  (void)c, (void)ctx;
+  return ISV_EUNIMPL;
+}
+void isv__tls_on_read(isv__conn *c, const char *d, size_t n,
+                      void (*deliver)(isv__conn *, const char *, size_t)) {
+  (void)d, (void)n, (void)deliver;
+  isv__conn_close(c);
+}
+int isv__tls_write(isv__conn *c, const uv_buf_t *b, size_t n, isv__write_cb cb, void *ctx) {
+  (void)c, (void)b, (void)n, (void)cb, (void)ctx;
+  return ISV_EUNIMPL;
+}
+void isv__tls_free(isv__conn *c) { (void)c; }
+
+#endif

@@ -1,0 +1,33 @@
+/* TLS on a connection (OpenSSL 3, when built with -Dtls): the socket carries records, the
+ * engines see plaintext. It runs on the loop thread with memory BIOs — ciphertext read from the
+ * socket goes into the SSL object, plaintext comes out to the engine; what the engine writes
+ * is encrypted at once and the records go out through the connection's ordinary writes (their
+ * slices, send timeout and callbacks) — so no thread and no socket I/O of its own. The
+ * protocol is still chosen by sniffing the plaintext (ALPN "h2" and "http/1.1" are offered
+ * for the clients that insist on it; both end at the same sniff). Loop thread only. */
+#ifndef ISV_TRANSPORT_TLS_H
+#define ISV_TRANSPORT_TLS_H
+
+#include "transport/layer.h"
+
+#include "transport/conn.h"
+
+/* Whether the library was built with TLS. */
+int isv__tls_available(void);
+
+/* A listener's configuration (an SSL_CTX, shared by reference): isv_tls's, referenced again. */
+void *isv__tls_ctx_ref(const isv_tls *tls);
+void isv__tls_ctx_unref(void *ctx);
+
+/* Make c a TLS connection of ctx (before its first read). 0 or ISV_ENOMEM. */
+int isv__tls_attach(isv__conn *c, void *ctx);
+/* Ciphertext read from the socket: decrypted and handed to `deliver` (the sniff or the
+ * engine), the handshake's own answers written. c may be closed when it returns. */
+void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
+                      void (*deliver)(isv__conn *c, const char *data, size_t len));
+/* Encrypt and write (isv__conn_write's contract). */
+int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+/* The connection is gone: free what TLS holds. */
+void isv__tls_free(isv__conn *c);
+
+#endif

@@ -1,0 +1,242 @@
+"""TLS on a listener (isv_server_listen_tls; the demo's --tls-listen), with a throw-away CA the
+test makes with the openssl CLI: REST over https with requests and curl (HTTP/1.1 and h2 by
+ALPN), V2 gRPC with grpcio's secure_channel, client certificates (mTLS) accepted and refused
+and their subject reaching the authorizer, bad handshakes (garbage, a truncated ClientHello, a
+plain HTTP request, a client that says nothing), a reload (SIGHUP) under an open connection,
+and 16 MiB both ways."""
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import time
+
+import grpc
+import pytest
+import requests
+
+from grpc_stubs import load_stubs, simple_request
+from isvtest import TIMEOUT, simple_body
+
+pytestmark = pytest.mark.skipif(subprocess.run(["which", "openssl"], capture_output=True)
+                                .returncode != 0, reason="no openssl CLI")
+TLS_RE = re.compile(r"listening with TLS at (\S+):(\d+)")
+SIMPLE = "/v2/models/simple/infer"
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
+
+
+def make_ca(d, name):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out",
+            name + ".pem", "-days", "2", "-subj", "/CN=%s" % name, cwd=d)
+
+
+def issue(d, ca, name, subject, server=False):
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out",
+            name + ".csr", "-subj", subject, cwd=d)
+    ext = os.path.join(d, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n" if server else
+                "extendedKeyUsage=clientAuth\n")
+    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-out", name + ".pem", "-days", "2", "-extfile", ext, cwd=d)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("pki"))
+    make_ca(d, "ca")
+    make_ca(d, "otherca")
+    issue(d, "ca", "server", "/CN=localhost", server=True)
+    issue(d, "ca", "server2", "/CN=localhost/O=reloaded", server=True)
+    issue(d, "ca", "alice", "/CN=alice/O=Example")
+    issue(d, "otherca", "mallory", "/CN=mallory")
+    return lambda n: os.path.join(d, n)
+
+
+def tls_port(demo):
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        for line in demo.lines:
+            m = TLS_RE.search(line)
+            if m:
+                return int(m.group(2))
+        time.sleep(0.02)
+    raise AssertionError("no TLS listening line: %r" % demo.lines)
+
+
+def start_tls(start_demo, pki, *extra):
+    d = start_demo("--tls-listen", "127.0.0.1:0", "--tls-cert", pki("server.pem"),
+                   "--tls-key", pki("server.key"), *extra)
+    d.tls = "https://127.0.0.1:%d" % tls_port(d)
+    d.tls_port = tls_port(d)
+    return d
+
+
+def curl(d, pki, path, *args):
+    res = subprocess.run(["curl", "-s", "-S", "--max-time", "10", "--cacert", pki("ca.pem"),
+                          "-w", "\n%{http_code} %{http_version}", *args, d.tls + path],
+                         capture_output=True, text=True)
+    body, _, tail = res.stdout.rpartition("\n")
+    return res.returncode, body, tail, res.stderr
+
+
+def test_rest_over_https(start_demo, pki):
+    d = start_tls(start_demo, pki)
+    r = requests.post(d.tls + SIMPLE, json=simple_body(), verify=pki("ca.pem"), timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json()["model_name"] == "simple"
+    rc, body, tail, err = curl(d, pki, "/v2/health/ready", "--http1.1")
+    assert rc == 0 and tail == "200 1.1" and json.loads(body) == {"ready": True}, (rc, tail, err)
+    rc, body, tail, err = curl(d, pki, SIMPLE, "--http2", "-H", "content-type: application/json",
+                               "--data-binary", json.dumps(simple_body()))
+    assert rc == 0 and tail == "200 2", (rc, tail, err)  # h2 by ALPN
+    assert json.loads(body)["outputs"][0]["data"][:3] == [1, 2, 3]
+    # the plain listener is unchanged beside it
+    assert requests.get(d.url("/v2/health/ready"), timeout=TIMEOUT).status_code == 200
+
+
+def test_grpc_over_tls(start_demo, pki):
+    d = start_tls(start_demo, pki)
+    pb = load_stubs()
+    with open(pki("ca.pem"), "rb") as f:
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+    ch = grpc.secure_channel("localhost:%d" % d.tls_port, creds)
+    try:
+        stub = pb.pb_grpc.GRPCInferenceServiceStub(ch)
+        assert stub.ServerReady(pb.pb.ServerReadyRequest(), timeout=TIMEOUT).ready
+        req, a, b = simple_request(pb.pb)
+        resp = stub.ModelInfer(req, timeout=TIMEOUT)
+        assert resp.model_name == "simple" and len(resp.raw_output_contents) == 2
+    finally:
+        ch.close()
+
+
+def test_sixteen_mib_both_ways(start_demo, pki):
+    d = start_tls(start_demo, pki)
+    n = 4 << 20  # 16 MiB of INT32 in, the same out (identity)
+    body = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, n],
+                                   "parameters": {"binary_data_size": 4 * n}}],
+                       "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]})
+    payload = os.urandom(4 * n)
+    r = requests.post(d.tls + "/v2/models/identity_int32/infer", verify=pki("ca.pem"),
+                      data=body.encode() + payload, timeout=60,
+                      headers={"Inference-Header-Content-Length": str(len(body)),
+                               "Content-Type": "application/octet-stream"})
+    assert r.status_code == 200, r.text[:300]
+    hl = int(r.headers["Inference-Header-Content-Length"])
+    assert r.content[hl:] == payload
+
+
+def test_mtls_accepted_refused_and_seen_by_the_authorizer(start_demo, pki, tmp_path):
+    d = start_tls(start_demo, pki, "--tls-client-ca", pki("ca.pem"),
+                  "--tls-require-client-cert", "--access-log")
+    ok = requests.get(d.tls + "/v2/health/ready", verify=pki("ca.pem"), timeout=TIMEOUT,
+                      cert=(pki("alice.pem"), pki("alice.key")))
+    assert ok.status_code == 200
+    for cert in (None, (pki("mallory.pem"), pki("mallory.key"))):
+        with pytest.raises(requests.exceptions.ConnectionError):
+            requests.get(d.tls + "/v2/health/ready", verify=pki("ca.pem"), timeout=TIMEOUT,
+                         cert=cert)
+    assert d.alive()
+
+
+def test_identity_reaches_the_authorizer(start_demo, pki):
+    # optional client certificates; the demo's authorizer lets in one subject only
+    d = start_tls(start_demo, pki, "--tls-client-ca", pki("ca.pem"), "--tls-identity",
+                  "O=Example,CN=alice")
+    r = requests.get(d.tls + "/v2/models/simple", verify=pki("ca.pem"), timeout=TIMEOUT,
+                     cert=(pki("alice.pem"), pki("alice.key")))
+    assert r.status_code == 200
+    anon = requests.get(d.tls + "/v2/models/simple", verify=pki("ca.pem"), timeout=TIMEOUT)
+    assert anon.status_code == 403 and "'(none)' is not let in" in anon.text
+    # over gRPC too
+    pb = load_stubs()
+    with open(pki("ca.pem"), "rb") as f, open(pki("alice.key"), "rb") as k, \
+            open(pki("alice.pem"), "rb") as c:
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read(), private_key=k.read(),
+                                             certificate_chain=c.read())
+    ch = grpc.secure_channel("localhost:%d" % d.tls_port, creds)
+    try:
+        stub = pb.pb_grpc.GRPCInferenceServiceStub(ch)
+        assert stub.ModelInfer(simple_request(pb.pb)[0], timeout=TIMEOUT).model_name == "simple"
+    finally:
+        ch.close()
+
+
+def raw(d, data, wait=1.0):
+    s = socket.create_connection(("127.0.0.1", d.tls_port), timeout=TIMEOUT)
+    try:
+        if data:
+            s.sendall(data)
+        s.settimeout(wait)
+        got = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return got, True
+                got += chunk
+        except socket.timeout:
+            return got, False
+    finally:
+        s.close()
+
+
+def test_bad_handshakes(start_demo, pki):
+    d = start_tls(start_demo, pki, "--tls-handshake-timeout-ms", "500")
+    # plain HTTP on the TLS port: told so, then closed
+    got, closed = raw(d, b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n", wait=3)
+    assert got.startswith(b"HTTP/1.1 400 ") and b"speaks TLS" in got and closed, got
+    # garbage that is not a record: closed at once
+    got, closed = raw(d, b"\x00\x01\x02garbage" * 10, wait=3)
+    assert closed and got == b""
+    # a record header that promises a ClientHello, then garbage: an alert, closed
+    got, closed = raw(d, b"\x16\x03\x01\x00\x30" + b"\xff" * 48, wait=3)
+    assert closed
+    # a truncated ClientHello, then silence: closed by the handshake timeout
+    t0 = time.time()
+    got, closed = raw(d, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", wait=5)
+    assert closed and time.time() - t0 < 4.5
+    # nothing at all: the same
+    got, closed = raw(d, b"", wait=5)
+    assert closed
+    assert d.alive()
+    r = requests.get(d.tls + "/v2/health/ready", verify=pki("ca.pem"), timeout=TIMEOUT)
+    assert r.status_code == 200
+
+
+def peer_cert_org(port, ca):
+    ctx = ssl.create_default_context(cafile=ca)
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
+        with ctx.wrap_socket(s, server_hostname="localhost") as t:
+            subject = dict(x[0] for x in t.getpeercert()["subject"])
+            return subject.get("organizationName")
+
+
+def test_reload_keeps_open_connections(start_demo, pki, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_bytes(open(pki("server.pem"), "rb").read())
+    key.write_bytes(open(pki("server.key"), "rb").read())
+    d = start_demo("--tls-listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key))
+    d.tls_port = tls_port(d)
+    d.tls = "https://127.0.0.1:%d" % d.tls_port
+    assert peer_cert_org(d.tls_port, pki("ca.pem")) is None
+    s = requests.Session()  # one keep-alive connection across the reload
+    ca = pki("ca.pem")  # per request: $REQUESTS_CA_BUNDLE would override Session.verify
+    assert s.get(d.tls + "/v2/health/ready", verify=ca, timeout=TIMEOUT).status_code == 200
+    cert.write_bytes(open(pki("server2.pem"), "rb").read())
+    key.write_bytes(open(pki("server2.key"), "rb").read())
+    d.send_signal(signal.SIGHUP)
+    deadline = time.time() + 5
+    while time.time() < deadline and peer_cert_org(d.tls_port, pki("ca.pem")) != "reloaded":
+        time.sleep(0.05)
+    assert peer_cert_org(d.tls_port, pki("ca.pem")) == "reloaded"
+    # the old connection goes on
+    pool = s.get_adapter(d.tls).poolmanager.connection_from_url(d.tls)
+    r = s.post(d.tls + SIMPLE, json=simple_body(), verify=ca, timeout=TIMEOUT)
+    assert r.status_code == 200
+    assert pool.num_connections == 1  # the same connection, opened before the reload

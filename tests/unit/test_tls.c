@@ -1,0 +1,197 @@
+/* TLS on a listener (lib/transport/tls.c), in process: configurations from PEM in memory
+ * (made by the test with OpenSSL's API), their errors, a handshake with ALPN and a request over
+ * it from a client thread, a reload, and a build without TLS saying so. */
+#include "cmocka_prelude.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inferserve.h"
+
+#ifdef ISV_HAVE_TLS
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A self-signed certificate for CN=cn and its key, PEM, into cert/key (malloc'd). */
+static void self_signed(const char *cn, char **cert, char **key) {
+  EVP_PKEY *pk = EVP_RSA_gen(2048);
+  X509 *x = X509_new();
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), 0);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, pk);
+  X509_NAME *n = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+  X509_set_issuer_name(x, n);
+  X509_sign(x, pk, EVP_sha256());
+  BIO *b = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(b, x);
+  size_t len = (size_t)BIO_ctrl_pending(b);
+  *cert = calloc(1, len + 1);
+  BIO_read(b, *cert, (int)len);
+  BIO_free(b);
+  b = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(b, pk, NULL, NULL, 0, NULL, NULL);
+  len = (size_t)BIO_ctrl_pending(b);
+  *key = calloc(1, len + 1);
+  BIO_read(b, *key, (int)len);
+  BIO_free(b);
+  X509_free(x);
+  EVP_PKEY_free(pk);
+}
+
+static void configurations_and_their_errors(void **state) {
+  (void)state;
+  char *cert, *key, *cert2, *key2;
+  self_signed("one", &cert, &key);
+  self_signed("two", &cert2, &key2);
+  isv_tls *t;
+  assert_int_equal(isv_tls_new(&t), 0);
+  assert_int_equal(isv_tls_set_cert_pem(t, "not a certificate", key), ISV_EINVAL);
+  assert_non_null(strstr(isv_tls_last_error(t), "certificate PEM"));
+  assert_int_equal(isv_tls_set_cert_pem(t, cert, key2), ISV_EINVAL); /* not its key */
+  assert_non_null(strstr(isv_tls_last_error(t), "key"));
+  assert_int_equal(isv_tls_set_cert_files(t, "/nonexistent.pem", "/nonexistent.key"),
+                   ISV_EINVAL);
+  assert_non_null(strstr(isv_tls_last_error(t), "certificate chain file"));
+  assert_int_equal(isv_tls_set_client_ca_file(t, "/nonexistent.pem", 1), ISV_EINVAL);
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_server *srv;
+  assert_int_equal(isv_server_new(&loop, NULL, &srv), 0);
+  isv_tls *empty;
+  assert_int_equal(isv_tls_new(&empty), 0);
+  assert_int_equal(isv_server_listen_tls(srv, "127.0.0.1", 0, empty), ISV_EINVAL);
+  assert_non_null(strstr(isv_server_last_error(srv), "no certificate"));
+  assert_int_equal(isv_tls_set_cert_pem(t, cert, key), 0);
+  assert_int_equal(isv_server_listen(srv, "127.0.0.1", 0), 0);
+  assert_int_equal(isv_server_set_listener_tls(srv, 0, t), ISV_EINVAL); /* a plain one */
+  isv_tls_free(empty);
+  isv_tls_free(t);
+  isv_server_close(srv, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  free(cert), free(key), free(cert2), free(key2);
+}
+
+typedef struct client {
+  int port;
+  char alpn[16];
+  char subject_cn[64];
+  char reply[512];
+} client;
+
+/* A blocking TLS client: handshake offering h2 and http/1.1, then one HTTP/1.1 request. */
+static void client_run(void *arg) {
+  client *c = arg;
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x02h2\x08http/1.1", 12);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) == 1) {
+      const unsigned char *p;
+      unsigned n;
+      SSL_get0_alpn_selected(ssl, &p, &n);
+      snprintf(c->alpn, sizeof c->alpn, "%.*s", (int)n, p);
+      X509 *peer = SSL_get1_peer_certificate(ssl);
+      X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, c->subject_cn,
+                                sizeof c->subject_cn);
+      X509_free(peer);
+      static const char req[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+      SSL_write(ssl, req, sizeof req - 1);
+      size_t got = 0;
+      int k;
+      while ((k = SSL_read(ssl, c->reply + got, (int)(sizeof c->reply - 1 - got))) > 0)
+        got += (size_t)k;
+    }
+    SSL_free(ssl);
+  }
+  close(fd);
+  SSL_CTX_free(ctx);
+}
+
+
+/* Run the loop until the client thread is done. */
+static void serve_client(uv_loop_t *loop, client *c) {
+  uv_thread_t th;
+  uv_thread_create(&th, client_run, c);
+  for (int i = 0; i < 4000 && c->reply[0] == '\0'; i++) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    uv_sleep(1);
+  }
+  for (int i = 0; i < 50; i++) uv_run(loop, UV_RUN_NOWAIT);
+  uv_thread_join(&th);
+}
+
+static void a_request_over_tls_and_a_reload(void **state) {
+  (void)state;
+  char *cert, *key, *cert2, *key2;
+  self_signed("first", &cert, &key);
+  self_signed("second", &cert2, &key2);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_server *srv;
+  assert_int_equal(isv_server_new(&loop, NULL, &srv), 0);
+  isv_tls *t;
+  assert_int_equal(isv_tls_new(&t), 0);
+  assert_int_equal(isv_tls_set_cert_pem(t, cert, key), 0);
+  assert_int_equal(isv_server_listen_tls(srv, "127.0.0.1", 0, t), 0);
+  isv_tls_free(t); /* the listener keeps its own reference */
+  client c = {.port = isv_server_bound_port(srv, 0)};
+  serve_client(&loop, &c);
+  assert_string_equal(c.alpn, "h2");
+  assert_string_equal(c.subject_cn, "first");
+  /* the client spoke HTTP/1.1 whatever ALPN said: the plaintext decides */
+  assert_non_null(strstr(c.reply, "HTTP/1.1 200"));
+  assert_non_null(strstr(c.reply, "{\"live\":true}"));
+
+  assert_int_equal(isv_tls_new(&t), 0);
+  assert_int_equal(isv_tls_set_cert_pem(t, cert2, key2), 0);
+  assert_int_equal(isv_server_set_listener_tls(srv, 0, t), 0);
+  isv_tls_free(t);
+  client d = {.port = c.port};
+  serve_client(&loop, &d);
+  assert_string_equal(d.subject_cn, "second");
+
+  isv_server_close(srv, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  free(cert), free(key), free(cert2), free(key2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(configurations_and_their_errors),
+      cmocka_unit_test(a_request_over_tls_and_a_reload),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else /* a build without OpenSSL */
+
+static void without_tls_every_call_says_so(void **state) {
+  (void)state;
+  isv_tls *t = (isv_tls *)&t;
+  assert_int_equal(isv_tls_new(&t), ISV_EUNIMPL);
+  assert_null(t);
+  assert_non_null(strstr(isv_tls_last_error(NULL), "without TLS"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(without_tls_every_call_says_so)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#endif
