@@ -195,6 +195,11 @@ ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
  * protocol and in process): a body of a million tiny inputs would hold the loop and memory
  * long before validation could refuse it. Default 1024. */
 ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
+/* Listen with SO_REUSEPORT: several servers — one per loop, each in its thread — may listen on
+ * the same address and port, and the kernel spreads the connections over them (the demo's
+ * --threads). Each server keeps its own models, statistics and shared memory regions: register
+ * the models with each. Default off. */
+ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);

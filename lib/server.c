@@ -210,6 +210,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
                               on_log, o->access ? on_access : NULL, on_offload};
   isv__transport_init(&s->transport, loop, &limits, &h);
   s->transport.bufs = &s->core.bufs;
+  s->transport.reuse_port = o->reuse_port;
   s->transport.mem = s->core.mem;
   *out = s;
   return 0;

@@ -146,6 +146,8 @@ int demo_auth_setup(isv_server *srv, const char *token_file, const char *forbid_
   return isv_server_set_authorizer(srv, authorize, NULL);
 }
 
+int demo_auth_attach(isv_server *srv) { return isv_server_set_authorizer(srv, authorize, NULL); }
+
 void demo_auth_stop(void) {
   if (!auth.started) return;
   uv_mutex_lock(&auth.mu);

@@ -78,6 +78,9 @@ static void usage(FILE *f) {
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
           "                           $AIP_PREDICT_ROUTE (default /predict) and\n"
           "                           $AIP_HEALTH_ROUTE (default /health)\n"
+          "  --threads N              serve on N loops in N threads (default 1), all on the same\n"
+          "                           ports (SO_REUSEPORT); each loop's server has its own\n"
+          "                           models and statistics; the repository is the first's\n"
           "  --tls-listen HOST:PORT   also listen with TLS (needs --tls-cert and --tls-key, PEM);\n"
           "                           SIGHUP reloads them. --tls-client-ca FILE asks clients\n"
           "                           for a certificate (--tls-require-client-cert: insists)\n"
@@ -160,6 +163,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   }
   d->closing = 1;
   fprintf(stderr, "inferserve-demo: signal %d, shutting down\n", signum);
+  demo_threads_stop(); /* the other loops' servers (--threads) close too */
   int rc = isv_server_close(d->srv, on_server_closed, d);
   if (rc < 0) {
     /* the callback will not run: stop our own handles so that uv_run returns */
@@ -260,6 +264,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   listen_addr tls_addr = {"", 0}; /* --tls-listen (tls.c) */
   const char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
   int tls_require = 0;
+  unsigned long long threads = 1; /* --threads (threads.c) */
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -311,6 +316,17 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     if (strcmp(arg, "--bearer-token") == 0 || strcmp(arg, "--forbid-model") == 0) {
       const char *v = i + 1 < argc ? argv[++i] : "";
       *(arg[2] == 'b' ? &token_file : &forbid_model) = v;
+      continue;
+    }
+    if (strcmp(arg, "--threads") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      char *end;
+      threads = strtoull(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || threads < 1 || threads > 64) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --threads (1 to 64)\n", v);
+        return 2;
+      }
+      isv_options_set_reuse_port(opts, threads > 1);
       continue;
     }
     if (strcmp(arg, "--tls-listen") == 0) {
@@ -476,6 +492,20 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     }
   }
 
+  if (threads > 1 && tls_addr.host[0]) {
+    fprintf(stderr, "inferserve-demo: --tls-listen is not served with --threads yet\n");
+    return 2;
+  }
+  const char *hosts[MAX_LISTENERS];
+  int ports[MAX_LISTENERS];
+  for (size_t i = 0; i < naddrs; i++) {
+    hosts[i] = addrs[i].host;
+    ports[i] = isv_server_bound_port(d.srv, (unsigned)i);
+  }
+  if (threads > 1 &&
+      demo_threads_start((unsigned)threads - 1, opts, hosts, ports, naddrs,
+                         token_file || forbid_model || identity || auth_delay_ms) != 0)
+    return 1;
   if (tls_addr.host[0] &&
       (tls_cert == NULL || tls_key == NULL ||
        demo_tls_listen(d.srv, &d.loop, tls_addr.host, tls_addr.port, tls_cert, tls_key, tls_ca,
@@ -502,6 +532,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   fflush(stdout);
 
   uv_run(&d.loop, UV_RUN_DEFAULT);
+  demo_threads_join();
   demo_auth_stop();
 
   if (d.close_failed)

@@ -79,6 +79,16 @@ int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms);
 int demo_auth_setup(isv_server *srv, const char *token_file, const char *forbid_model,
                     const char *identity, uint64_t delay_ms);
 void demo_auth_stop(void);
+/* The same authorizer on another server (--threads: one per loop). */
+int demo_auth_attach(isv_server *srv);
+/* --threads (threads.c): n more servers on n loops in n threads, the zoo registered on each,
+ * listening on the first server's addresses (hosts[i], the bound ports[i]) with SO_REUSEPORT.
+ * 0, or -1 (said on stderr). demo_threads_stop asks them to close (any thread);
+ * demo_threads_join waits for them. */
+int demo_threads_start(unsigned n, const isv_options *opts, const char *const *hosts,
+                       const int *ports, size_t n_listen, int with_auth);
+void demo_threads_stop(void);
+void demo_threads_join(void);
 /* The demo's TLS listener (tls.c): listen with the certificate and key files (and client CAs),
  * as listener number `index`; SIGHUP reloads them. 0 or -1 (said on stderr). demo_tls_closed
  * lets go of the SIGHUP handle once the server closed. */

@@ -130,6 +130,12 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on) {
+  if (o == NULL) return ISV_EINVAL;
+  o->reuse_port = on != 0;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t ms) {
   if (o == NULL || ms == 0) return ISV_EINVAL;
   o->tls_handshake_timeout_ms = ms;

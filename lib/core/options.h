@@ -30,6 +30,7 @@ struct isv_options {
   int shared_memory; /* clients may register system shared memory regions (core/shm.h) */
   size_t buffer_cache_bytes;
   uint64_t tls_handshake_timeout_ms;
+  int reuse_port; /* listeners with SO_REUSEPORT (several servers, one port) */
   unsigned max_client_requests; /* per client key at once; 0: none (protocol/gate.c) */
   char cors_origins[1024];      /* allowed browser origins, space-separated, or "*"; "": none */
   char server_name[64];

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "transport/adapter.h"
 #include "transport/conn.h"
@@ -121,9 +122,22 @@ static int listen_on(isv__transport *t, const char *host, int port, void *tls_ct
   isv__listener *l = isv__calloc(t->mem, 1, sizeof *l);
   if (l == NULL) return ISV_ENOMEM;
   l->t = t;
-  uv_tcp_init(t->loop, &l->tcp);
+  /* with reuse_port the socket exists before bind, for SO_REUSEPORT (libuv 1.44 has no flag) */
+  int rc = uv_tcp_init_ex(t->loop, &l->tcp, t->reuse_port ? ss.ss_family : AF_UNSPEC);
+  if (rc != 0) {
+    isv__free(l);
+    snprintf(t->last_error, sizeof t->last_error, "cannot make a socket: %s", uv_strerror(rc));
+    return ISV_EIO;
+  }
   l->tcp.data = l;
-  int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&ss, 0);
+  if (t->reuse_port) {
+    uv_os_fd_t fd;
+    int on = 1;
+    if (uv_fileno((uv_handle_t *)&l->tcp, &fd) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+      rc = UV_EINVAL;
+  }
+  if (rc == 0) rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&ss, 0);
   if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 511, on_connection);
   if (rc != 0) {
     snprintf(t->last_error, sizeof t->last_error, "cannot listen on %s:%d: %s", host, port,

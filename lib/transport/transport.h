@@ -75,6 +75,7 @@ struct isv__transport {
   isv__bigbuf_cache *bufs; /* large bodies and messages; may be NULL */
   const isv_mem *mem;      /* every other allocation (codec/mem.h); NULL: libc's */
   uint64_t slice_budget_ns; /* ISV__SLICE_BUDGET_NS (conn.h); tests set 0: a slice per turn */
+  int reuse_port; /* listeners bind with SO_REUSEPORT: other servers may listen on their ports */
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;
   isv__conn *conns; /* doubly linked */

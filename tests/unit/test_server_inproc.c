@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -553,6 +555,112 @@ static void adopt_serves_and_hands_the_stream_back(void **state) {
 
 static int teardown_if_open(void **state) { return *state ? teardown(state) : 0; }
 
+/* ---- several loops: one server each, one port (isv_options_set_reuse_port) -------------- */
+
+typedef struct looper {
+  uv_thread_t th;
+  uv_loop_t loop;
+  isv_server *srv;
+  uv_async_t stop;
+  uv_sem_t ready;
+  int port; /* in: 0 for the first (picks one); out: the bound port */
+  atomic_int served;
+} looper;
+
+static int count_and_echo(isv_request *r, void *u) {
+  atomic_fetch_add(&((looper *)u)->served, 1);
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  int rc = isv_request_set_output(r, "y", ISV_FP32, shape, nd, isv_tensor_data(x),
+                                  isv_tensor_byte_size(x), ISV_STATIC);
+  return rc ? rc : isv_request_complete(r, 0, NULL);
+}
+
+static void looper_closed(isv_server *srv, void *d) {
+  (void)srv;
+  uv_close((uv_handle_t *)&((looper *)d)->stop, NULL);
+}
+static void looper_stop(uv_async_t *a) { isv_server_close(((looper *)a->data)->srv, looper_closed, a->data); }
+
+static void looper_main(void *arg) {
+  looper *l = arg;
+  uv_loop_init(&l->loop);
+  isv_options *o;
+  isv_options_new(&o);
+  isv_options_set_reuse_port(o, 1);
+  assert_int_equal(isv_server_new(&l->loop, o, &l->srv), 0);
+  isv_options_free(o);
+  isv_model_config *c;
+  isv_model_config_new("m", &c);
+  int64_t any[] = {-1};
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+  isv_backend be = {.struct_size = sizeof be, .infer = count_and_echo};
+  assert_int_equal(isv_server_add_model(l->srv, c, "1", &be, l, NULL), 0);
+  isv_model_config_free(c);
+  assert_int_equal(isv_server_listen(l->srv, "127.0.0.1", l->port), 0);
+  l->port = isv_server_bound_port(l->srv, 0);
+  uv_async_init(&l->loop, &l->stop, looper_stop);
+  l->stop.data = l;
+  uv_sem_post(&l->ready);
+  uv_run(&l->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&l->loop), 0);
+}
+
+/* One request on a fresh connection; the HTTP status. */
+static int one_request(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  static const char body[] =
+      "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[1,2]}]}";
+  char req[512];
+  int n = snprintf(req, sizeof req,
+                   "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   "Content-Length: %zu\r\n\r\n%s", sizeof body - 1, body);
+  if (write(fd, req, (size_t)n) != n) n = -1;
+  char resp[2048];
+  size_t got = 0;
+  ssize_t k;
+  while ((k = read(fd, resp + got, sizeof resp - 1 - got)) > 0) got += (size_t)k;
+  resp[got] = '\0';
+  close(fd);
+  int status = -1;
+  sscanf(resp, "HTTP/1.1 %d", &status);
+  return status;
+}
+
+/* Two loops in two threads, a server on each, one port: the kernel spreads 64 connections over
+ * both, and they never touch each other's state (the ThreadSanitizer run checks that). */
+static void two_loops_share_one_port(void **state) {
+  (void)state;
+  looper a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  uv_sem_init(&a.ready, 0);
+  uv_sem_init(&b.ready, 0);
+  uv_thread_create(&a.th, looper_main, &a);
+  uv_sem_wait(&a.ready);
+  b.port = a.port;
+  uv_thread_create(&b.th, looper_main, &b);
+  uv_sem_wait(&b.ready);
+  assert_int_equal(b.port, a.port);
+  for (int i = 0; i < 64; i++) assert_int_equal(one_request(a.port), 200);
+  assert_int_equal(atomic_load(&a.served) + atomic_load(&b.served), 64);
+  assert_true(atomic_load(&a.served) > 0 && atomic_load(&b.served) > 0); /* 2^-63 to fail */
+  uv_async_send(&a.stop);
+  uv_async_send(&b.stop);
+  uv_thread_join(&a.th);
+  uv_thread_join(&b.th);
+  uv_sem_destroy(&a.ready);
+  uv_sem_destroy(&b.ready);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, teardown),
@@ -567,6 +675,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
       cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
       cmocka_unit_test(close_abandons_backends_that_never_complete),
+      cmocka_unit_test(two_loops_share_one_port),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * it from a client thread, a reload, and a build without TLS saying so. */
 #include "cmocka_prelude.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ typedef struct client {
   char alpn[16];
   char subject_cn[64];
   char reply[512];
+  atomic_int done; /* the client thread is through: the rest may be read */
 } client;
 
 /* A blocking TLS client: handshake offering h2 and http/1.1, then one HTTP/1.1 request. */
@@ -120,6 +122,7 @@ static void client_run(void *arg) {
   }
   close(fd);
   SSL_CTX_free(ctx);
+  atomic_store(&c->done, 1);
 }
 
 
@@ -127,7 +130,7 @@ static void client_run(void *arg) {
 static void serve_client(uv_loop_t *loop, client *c) {
   uv_thread_t th;
   uv_thread_create(&th, client_run, c);
-  for (int i = 0; i < 4000 && c->reply[0] == '\0'; i++) {
+  for (int i = 0; i < 4000 && !atomic_load(&c->done); i++) {
     uv_run(loop, UV_RUN_NOWAIT);
     uv_sleep(1);
   }

@@ -1,0 +1,96 @@
+/* --threads N: the demo on N loops in N threads, one server each, all listening on the same
+ * ports with SO_REUSEPORT (isv_options_set_reuse_port) — the kernel spreads the connections.
+ * Every server registers the zoo itself (models, routes, the authorizer): a server's models,
+ * statistics, sequences and shared memory regions are its own. The first server (the main
+ * thread's) also has the model repository and the Vertex routes. SIGINT/SIGTERM on the main
+ * thread close every server: each member hears it through its own uv_async_t. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "zoo.h"
+
+typedef struct member {
+  uv_thread_t thread;
+  uv_loop_t loop;
+  isv_server *srv;
+  uv_async_t stop;
+  uv_sem_t ready;
+  int rc;
+  const isv_options *opts;
+  const char *const *hosts;
+  const int *ports;
+  size_t n;
+  int with_auth;
+} member;
+
+static member *members;
+static size_t n_members;
+
+static void member_closed(isv_server *srv, void *data) {
+  (void)srv;
+  uv_close((uv_handle_t *)&((member *)data)->stop, NULL);
+}
+
+static void member_stop(uv_async_t *a) {
+  member *m = a->data;
+  if (isv_server_close(m->srv, member_closed, m) != 0) uv_close((uv_handle_t *)a, NULL);
+}
+
+static void member_main(void *arg) {
+  member *m = arg;
+  uv_loop_init(&m->loop);
+  int rc = isv_server_new(&m->loop, m->opts, &m->srv);
+  if (rc == 0) rc = demo_zoo_register(m->srv);
+  if (rc == 0 && m->with_auth) rc = demo_auth_attach(m->srv);
+  for (size_t i = 0; rc == 0 && i < m->n; i++)
+    if ((rc = isv_server_listen(m->srv, m->hosts[i], m->ports[i])) != 0)
+      fprintf(stderr, "inferserve-demo: thread: %s\n", isv_server_last_error(m->srv));
+  if (rc == 0) rc = uv_async_init(&m->loop, &m->stop, member_stop);
+  m->stop.data = m;
+  m->rc = rc;
+  if (rc != 0 && m->srv) isv_server_close(m->srv, NULL, NULL);
+  uv_sem_post(&m->ready);
+  uv_run(&m->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&m->loop);
+}
+
+int demo_threads_start(unsigned n, const isv_options *opts, const char *const *hosts,
+                       const int *ports, size_t n_listen, int with_auth) {
+  if (n == 0) return 0;
+  members = calloc(n, sizeof *members);
+  if (members == NULL) return -1;
+  for (unsigned i = 0; i < n; i++) {
+    member *m = &members[i];
+    m->opts = opts;
+    m->hosts = hosts;
+    m->ports = ports;
+    m->n = n_listen;
+    m->with_auth = with_auth;
+    uv_sem_init(&m->ready, 0);
+    if (uv_thread_create(&m->thread, member_main, m) != 0) return -1;
+    n_members++;
+    uv_sem_wait(&m->ready); /* opts are read by isv_server_new before this */
+    if (m->rc != 0) {
+      fprintf(stderr, "inferserve-demo: thread %u: %s\n", i + 1, isv_strerror(m->rc));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void demo_threads_stop(void) {
+  for (size_t i = 0; i < n_members; i++)
+    if (members[i].rc == 0) uv_async_send(&members[i].stop);
+}
+
+void demo_threads_join(void) {
+  for (size_t i = 0; i < n_members; i++) {
+    uv_thread_join(&members[i].thread);
+    uv_sem_destroy(&members[i].ready);
+  }
+  free(members);
+  members = NULL;
+  n_members = 0;
+}
