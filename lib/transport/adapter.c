@@ -24,6 +24,44 @@ struct isv_piece {
   isv_grpc_call *call;
 };
 
+/* ---- what exchanges and calls share: their header text, their peer ------------------------ */
+
+/* Append "name\0value\0" to head (n entries so far) within `limit` bytes and 100 entries: 0,
+ * ISV_EINVAL (a missing name, a NUL inside), ISV_EHDRTOOBIG (*refused set: answered when the
+ * request is handed over), ISV_ENOMEM. */
+static int add_field(isv__buf *head, size_t *n, size_t limit, int *refused, const char *name,
+                     size_t name_len, const char *value, size_t value_len) {
+  if (name == NULL || name_len == 0 || (value == NULL && value_len) ||
+      memchr(name, '\0', name_len) || (value_len && memchr(value, '\0', value_len)))
+    return ISV_EINVAL;
+  if (*refused || head->len + name_len + value_len + 2 > limit || *n >= 100) {
+    *refused = 1;
+    return ISV_EHDRTOOBIG;
+  }
+  isv__buf_append(head, name, name_len);
+  isv__buf_putc(head, '\0');
+  if (value_len) isv__buf_append(head, value, value_len);
+  isv__buf_putc(head, '\0');
+  if (head->failed) return ISV_ENOMEM;
+  (*n)++;
+  return 0;
+}
+
+/* Copy the host's peer text and identity (replacing any earlier one). */
+static int set_peer(const isv_mem *mem, char *peer_out, size_t cap, char **identity_out,
+                    const char *peer, const char *identity) {
+  char *id = NULL;
+  if (identity) {
+    size_t n = strlen(identity) + 1;
+    if ((id = isv__malloc(mem, n)) == NULL) return ISV_ENOMEM;
+    memcpy(id, identity, n);
+  }
+  snprintf(peer_out, cap, "%s", peer ? peer : "");
+  isv__free(*identity_out);
+  *identity_out = id;
+  return 0;
+}
+
 /* ---- exchanges ---------------------------------------------------------------------------- */
 
 struct isv_exchange {
@@ -237,37 +275,19 @@ ISV_EXTERN void *isv_exchange_user(const isv_exchange *x) { return x ? x->user :
 
 ISV_EXTERN int isv_exchange_add_header(isv_exchange *x, const char *name, size_t name_len,
                                        const char *value, size_t value_len) {
-  if (x == NULL || (name == NULL && name_len) || (value == NULL && value_len) || name_len == 0 ||
-      memchr(name, '\0', name_len) || (value_len && memchr(value, '\0', value_len)))
-    return ISV_EINVAL;
+  if (x == NULL) return ISV_EINVAL;
   if (x->submitted) return ISV_ESTATE;
-  if (x->refused == 431 || x->head.len + name_len + value_len + 4 > x->t->limits.max_header_bytes ||
-      x->n_headers >= 100) {
-    x->refused = 431;
-    return ISV_EHDRTOOBIG;
-  }
-  isv__buf_append(&x->head, name, name_len);
-  isv__buf_putc(&x->head, '\0');
-  if (value_len) isv__buf_append(&x->head, value, value_len);
-  isv__buf_putc(&x->head, '\0');
-  if (x->head.failed) return ISV_ENOMEM;
-  x->n_headers++;
-  return 0;
+  int refused = x->refused == 431;
+  int rc = add_field(&x->head, &x->n_headers, x->t->limits.max_header_bytes, &refused, name,
+                     name_len, value, value_len);
+  if (refused) x->refused = 431;
+  return rc;
 }
 
 ISV_EXTERN int isv_exchange_set_peer(isv_exchange *x, const char *peer, const char *identity) {
   if (x == NULL) return ISV_EINVAL;
   if (x->submitted) return ISV_ESTATE;
-  char *id = NULL;
-  if (identity) {
-    size_t n = strlen(identity) + 1;
-    if ((id = isv__malloc(x->t->mem, n)) == NULL) return ISV_ENOMEM;
-    memcpy(id, identity, n);
-  }
-  snprintf(x->ex.peer, sizeof x->ex.peer, "%s", peer ? peer : "");
-  isv__free(x->ex.identity);
-  x->ex.identity = id;
-  return 0;
+  return set_peer(x->t->mem, x->ex.peer, sizeof x->ex.peer, &x->ex.identity, peer, identity);
 }
 
 ISV_EXTERN int isv_exchange_append_body(isv_exchange *x, const void *data, size_t len) {
@@ -477,37 +497,17 @@ ISV_EXTERN void *isv_grpc_call_user(const isv_grpc_call *c) { return c ? c->user
 
 ISV_EXTERN int isv_grpc_call_add_metadata(isv_grpc_call *c, const char *name, size_t name_len,
                                           const char *value, size_t value_len) {
-  if (c == NULL || name == NULL || name_len == 0 || (value == NULL && value_len) ||
-      memchr(name, '\0', name_len) || (value_len && memchr(value, '\0', value_len)))
-    return ISV_EINVAL;
+  if (c == NULL) return ISV_EINVAL;
   if (c->started) return ISV_ESTATE;
-  if (c->refused || c->meta.len + name_len + value_len + 2 > c->t->limits.max_header_bytes ||
-      c->n_meta >= 100) {
-    c->refused = 1;
-    return ISV_EHDRTOOBIG;
-  }
-  isv__buf_append(&c->meta, name, name_len);
-  isv__buf_putc(&c->meta, '\0');
-  if (value_len) isv__buf_append(&c->meta, value, value_len);
-  isv__buf_putc(&c->meta, '\0');
-  if (c->meta.failed) return ISV_ENOMEM;
-  c->n_meta++;
-  return 0;
+  return add_field(&c->meta, &c->n_meta, c->t->limits.max_header_bytes, &c->refused, name,
+                   name_len, value, value_len);
 }
 
 ISV_EXTERN int isv_grpc_call_set_peer(isv_grpc_call *c, const char *peer, const char *identity) {
   if (c == NULL) return ISV_EINVAL;
   if (c->started) return ISV_ESTATE;
-  char *id = NULL;
-  if (identity) {
-    size_t n = strlen(identity) + 1;
-    if ((id = isv__malloc(c->t->mem, n)) == NULL) return ISV_ENOMEM;
-    memcpy(id, identity, n);
-  }
-  snprintf(c->call.peer, sizeof c->call.peer, "%s", peer ? peer : "");
-  isv__free(c->call.identity);
-  c->call.identity = id;
-  return 0;
+  return set_peer(c->t->mem, c->call.peer, sizeof c->call.peer, &c->call.identity, peer,
+                  identity);
 }
 
 ISV_EXTERN int isv_grpc_call_set_timeout(isv_grpc_call *c, uint64_t ms) {

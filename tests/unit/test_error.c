@@ -25,6 +25,9 @@ static void codes_are_stable(void **state) {
   assert_int_equal(ISV_ENOTFOUND, -1004);
   assert_int_equal(ISV_EBACKEND, -1010);
   assert_int_equal(ISV_ETIMEOUTREQ, -1019);
+  assert_int_equal(ISV_EUNAUTH, -1020);
+  assert_int_equal(ISV_EFORBIDDEN, -1021);
+  assert_int_equal(ISV_ETOOMANY, -1022);
 #define XX(name, val, http, grpc, msg) assert_true(val <= -1001 && val > -2000);
   ISV_ERRNO_MAP(XX)
 #undef XX
@@ -38,6 +41,14 @@ static void mapping_table_matches_protocols(void **state) {
   assert_int_equal(isv_err_http_status(ISV_EBADREQ), 400);
   assert_int_equal(isv_err_http_status(ISV_ENOTFOUND), 404);
   assert_int_equal(isv_err_http_status(ISV_EUNAVAIL), 503);
+  /* the edge's (protocol/gate.c): 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 429
+   * RESOURCE_EXHAUSTED */
+  assert_int_equal(isv_err_http_status(ISV_EUNAUTH), 401);
+  assert_int_equal(isv_err_grpc_status(ISV_EUNAUTH), 16);
+  assert_int_equal(isv_err_http_status(ISV_EFORBIDDEN), 403);
+  assert_int_equal(isv_err_grpc_status(ISV_EFORBIDDEN), 7);
+  assert_int_equal(isv_err_http_status(ISV_ETOOMANY), 429);
+  assert_int_equal(isv_err_grpc_status(ISV_ETOOMANY), 8);
   assert_int_equal(isv_err_grpc_status(ISV_ENOTFOUND), 5);  /* NOT_FOUND */
   assert_int_equal(isv_err_grpc_status(ISV_EBADREQ), 3);    /* INVALID_ARGUMENT */
   assert_int_equal(isv_err_grpc_status(ISV_EUNAVAIL), 14);  /* UNAVAILABLE */
