@@ -250,7 +250,8 @@ ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
  * when struct_size covers them. Strings are valid during the call only. */
 typedef struct isv_access_entry {
   size_t struct_size;
-  const char *protocol; /* "http/1.1" (HTTP/1.0 too), "h2c" (REST over HTTP/2), "grpc", or
+  const char *protocol; /* "http/1.1" (HTTP/1.0 too; with TLS too), "h2c" (REST over HTTP/2;
+                         * "h2" with TLS), "grpc", or
                          * "adapter" (an isv_exchange the host's own server carried; the
                          * host's gRPC calls are its to log) */
   const char *method;   /* "GET", "POST", ... ("" when the request line was not read) */

@@ -964,7 +964,8 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   }
   ex->conn = st;
   isv__conn_stamp(st->h2->c, ex);
-  isv__exchange_start_access(ex, st->h2->c->t->h.access, st->h2->c->t->h.app, "h2c");
+  isv__exchange_start_access(ex, st->h2->c->t->h.access, st->h2->c->t->h.app,
+                             st->h2->c->tls ? "h2" : "h2c"); /* ALPN's names */
   ex->respond = h2_respond;
   ex->write = h2_rest_write;
   ex->end = h2_rest_end;
