@@ -86,7 +86,7 @@ def curl(d, pki, path, *args):
 
 
 def test_rest_over_https(start_demo, pki):
-    d = start_tls(start_demo, pki)
+    d = start_tls(start_demo, pki, "--access-log")
     r = requests.post(d.tls + SIMPLE, json=simple_body(), verify=pki("ca.pem"), timeout=TIMEOUT)
     assert r.status_code == 200 and r.json()["model_name"] == "simple"
     rc, body, tail, err = curl(d, pki, "/v2/health/ready", "--http1.1")
@@ -95,6 +95,11 @@ def test_rest_over_https(start_demo, pki):
                                "--data-binary", json.dumps(simple_body()))
     assert rc == 0 and tail == "200 2", (rc, tail, err)  # h2 by ALPN
     assert json.loads(body)["outputs"][0]["data"][:3] == [1, 2, 3]
+    deadline = time.time() + 3  # the access log names ALPN's protocol
+    while time.time() < deadline and not any(l.startswith("access h2 POST " + SIMPLE)
+                                             for l in d.lines):
+        time.sleep(0.02)
+    assert any(l.startswith("access h2 POST " + SIMPLE + " 200") for l in d.lines), d.lines
     # the plain listener is unchanged beside it
     assert requests.get(d.url("/v2/health/ready"), timeout=TIMEOUT).status_code == 200
 
