@@ -27,6 +27,8 @@ typedef struct tls_conn {
   BIO *rbio, *wbio; /* owned by ssl */
   int handshaken;
   int first_seen;
+  struct sealing *queue; /* large writes sealed a slice at a time, and those behind them */
+  int sealing_busy;      /* the records of a slice of the queue's head are being written */
 } tls_conn;
 
 int isv__tls_available(void) { return 1; }
@@ -159,9 +161,12 @@ int isv__tls_attach(isv__conn *c, void *ctx) {
   return 0;
 }
 
+static void fail_sealing(isv__conn *c, int status);
+
 void isv__tls_free(isv__conn *c) {
   tls_conn *t = c->tls;
   if (t == NULL) return;
+  if (t->queue) fail_sealing(c, UV_ECANCELED); /* c is still valid: closing */
   SSL_free(t->ssl);
   isv__free(t);
   c->tls = NULL;
@@ -214,26 +219,115 @@ static int flush(isv__conn *c, isv__write_cb cb, void *ctx) {
   return rc;
 }
 
+/* Seal bufs[0..n) from part *i, offset *off, at most `budget` bytes: 0, or ISV_EIO. */
+static int seal(tls_conn *t, const uv_buf_t *bufs, size_t n, size_t *i, size_t *off,
+                size_t budget) {
+  while (*i < n && budget) {
+    size_t left = bufs[*i].len - *off, k = left < budget ? left : budget;
+    if (k && SSL_write(t->ssl, bufs[*i].base + *off, (int)k) != (int)k) {
+      ERR_clear_error();
+      return ISV_EIO;
+    }
+    budget -= k;
+    if ((*off += k) == bufs[*i].len) {
+      (*i)++;
+      *off = 0;
+    }
+  }
+  return 0;
+}
+
+/* A large write is sealed ISV__WRITE_SLICE bytes at a time, the next slice once the records of
+ * the previous one are written: sealing 16 MiB at once would hold the loop ~10 ms and a copy of
+ * it in records. Writes behind one wait their turn (records must follow the plaintext's order). */
+typedef struct sealing {
+  struct sealing *next;
+  uv_buf_t *bufs; /* the caller's array, copied; its memory stays the caller's until cb */
+  size_t n, i, off;
+  isv__write_cb cb;
+  void *ctx;
+} sealing;
+
+static int pump_sealing(isv__conn *c);
+
+static void fail_sealing(isv__conn *c, int status) {
+  tls_conn *t = c->tls;
+  sealing *q = t->queue;
+  t->queue = NULL;
+  while (q) { /* in order; a callback may write again (it then fails: c is closing) */
+    sealing *next = q->next;
+    isv__write_cb cb = q->cb;
+    void *ctx = q->ctx;
+    isv__free(q->bufs);
+    isv__free(q);
+    cb(c, ctx, status);
+    q = next;
+  }
+}
+
+/* The records of the head's last slice are written: the next slice, or the next write. */
+static void slice_written(isv__conn *c, void *ctx, int status) {
+  (void)ctx;
+  tls_conn *t = c->tls;
+  if (t == NULL) return;
+  t->sealing_busy = 0;
+  if (status != 0) {
+    fail_sealing(c, status);
+    return;
+  }
+  sealing *h = t->queue;
+  if (h && h->i == h->n) { /* all of it sealed and written */
+    isv__write_cb cb = h->cb;
+    void *cctx = h->ctx;
+    t->queue = h->next;
+    isv__free(h->bufs);
+    isv__free(h);
+    cb(c, cctx, 0);
+    if (c->tls == NULL) return;
+  }
+  if (t->queue && !t->sealing_busy && c->tls && pump_sealing(c) != 0)
+    fail_sealing(c, ISV_EIO);
+}
+
+static int pump_sealing(isv__conn *c) {
+  tls_conn *t = c->tls;
+  sealing *h = t->queue;
+  int rc = seal(t, h->bufs, h->n, &h->i, &h->off, ISV__WRITE_SLICE);
+  if (rc == 0) rc = flush(c, slice_written, NULL);
+  if (rc == 0) t->sealing_busy = 1;
+  return rc;
+}
+
 int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   tls_conn *t = c->tls;
   if (!t->handshaken) return ISV_ESTATE;
   size_t total = 0;
   for (size_t i = 0; i < n; i++) total += bufs[i].len;
   if (total == 0) return isv__conn_write_raw(c, bufs, n, cb, ctx); /* nothing to seal */
-  for (size_t i = 0; i < n; i++) {
-    const char *p = bufs[i].base;
-    size_t left = bufs[i].len;
-    while (left) { /* SSL_write takes an int */
-      int k = left > (1u << 30) ? 1 << 30 : (int)left;
-      if (SSL_write(t->ssl, p, k) != k) {
-        ERR_clear_error();
-        return ISV_EIO;
-      }
-      p += k;
-      left -= (size_t)k;
-    }
+  if (t->queue == NULL && total <= ISV__WRITE_SLICE) { /* the usual case: sealed at once */
+    size_t i = 0, off = 0;
+    int rc = seal(t, bufs, n, &i, &off, total);
+    return rc ? rc : flush(c, cb, ctx);
   }
-  return flush(c, cb, ctx);
+  sealing *w = isv__calloc(c->t->mem, 1, sizeof *w);
+  uv_buf_t *copy = isv__malloc(c->t->mem, n * sizeof *copy);
+  if (w == NULL || copy == NULL) {
+    isv__free(w);
+    isv__free(copy);
+    return ISV_ENOMEM;
+  }
+  memcpy(copy, bufs, n * sizeof *copy);
+  *w = (sealing){.bufs = copy, .n = n, .cb = cb, .ctx = ctx};
+  sealing **tail = &t->queue;
+  while (*tail) tail = &(*tail)->next;
+  *tail = w;
+  if (t->queue == w && !t->sealing_busy && pump_sealing(c) != 0) {
+    t->queue = NULL; /* nothing of it went out: the caller hears it now, not through cb */
+    isv__free(copy);
+    isv__free(w);
+    return ISV_EIO;
+  }
+  return 0;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */

@@ -245,3 +245,27 @@ def test_reload_keeps_open_connections(start_demo, pki, tmp_path):
     r = s.post(d.tls + SIMPLE, json=simple_body(), verify=ca, timeout=TIMEOUT)
     assert r.status_code == 200
     assert pool.num_connections == 1  # the same connection, opened before the reload
+
+
+def test_a_client_gone_in_the_middle_of_a_large_answer(start_demo, pki):
+    # a 16 MiB answer is sealed a slice at a time: the client leaving mid-way stops it cleanly
+    d = start_tls(start_demo, pki)
+    n = 16 << 20
+    head = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "UINT8", "shape": [1, n],
+                                   "parameters": {"binary_data_size": n}}],
+                       "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]})
+    ctx = ssl.create_default_context(cafile=pki("ca.pem"))
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", d.tls_port), timeout=TIMEOUT) as s:
+            with ctx.wrap_socket(s, server_hostname="localhost") as t:
+                t.sendall(("POST /v2/models/identity_uint8/infer HTTP/1.1\r\nHost: x\r\n"
+                           "Inference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
+                           % (len(head), len(head) + n)).encode() + head.encode())
+                t.sendall(b"\0" * n)
+                got = t.recv(65536)
+                assert got.startswith(b"HTTP/1.1 200"), got[:100]
+        # closed with most of the answer unread
+    time.sleep(0.3)
+    assert d.alive()
+    r = requests.get(d.tls + "/v2/health/ready", verify=pki("ca.pem"), timeout=TIMEOUT)
+    assert r.status_code == 200
