@@ -39,10 +39,10 @@ static void setup(isv__core *c) {
   close(fd);
   if (obj == MAP_FAILED) abort();
   atexit(cleanup);
-  c->shm.enabled = 1; /* isv_options_set_shared_memory */
+  c->shm->enabled = 1; /* isv_options_set_shared_memory */
   char err[512];
-  if (isv__shm_register(&c->shm, "r", 1, key, strlen(key), 0, OBJ_SIZE, err, sizeof err) != 0 ||
-      isv__shm_register(&c->shm, "h", 1, key, strlen(key), OBJ_SIZE / 2, OBJ_SIZE / 2, err,
+  if (isv__shm_register(c->shm, "r", 1, key, strlen(key), 0, OBJ_SIZE, err, sizeof err) != 0 ||
+      isv__shm_register(c->shm, "h", 1, key, strlen(key), OBJ_SIZE / 2, OBJ_SIZE / 2, err,
                         sizeof err) != 0)
     abort();
 }
@@ -57,7 +57,7 @@ static void try_register(isv__core *c, const isv__v2shm_reg *reg) {
   const char *name = reg->name ? reg->name : "x";
   size_t nl = reg->name ? reg->name_len : 1;
   if (nl == 1 && (name[0] == 'r' || name[0] == 'h')) return; /* keep the fixed regions */
-  int rc = isv__shm_register(&c->shm, name, nl, key, strlen(key), reg->offset, reg->byte_size,
+  int rc = isv__shm_register(c->shm, name, nl, key, strlen(key), reg->offset, reg->byte_size,
                              err, sizeof err);
   if (rc == 0) {
     if (reg->offset + reg->byte_size > OBJ_SIZE) abort(); /* out of bounds accepted */

@@ -197,9 +197,52 @@ ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
 ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
 /* Listen with SO_REUSEPORT: several servers — one per loop, each in its thread — may listen on
  * the same address and port, and the kernel spreads the connections over them (the demo's
- * --threads). Each server keeps its own models, statistics and shared memory regions: register
- * the models with each. Default off. */
+ * --threads). Servers made with one group (isv_options_set_group) share their models; others
+ * keep their own. Default off. */
 ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
+
+/* ---- Every core: a group of servers, one per loop and thread, serving one set of models ----
+ *
+ *   isv_group *g;  isv_group_new(&g);
+ *   isv_options_set_group(opts, g);  isv_options_set_reuse_port(opts, 1);
+ *   // in each thread i, on its own loop:  isv_server_new(loop_i, opts, &srv_i);
+ *   //                                     isv_server_listen(srv_i, "0.0.0.0", 8000);
+ *   // once, on any member's loop thread:  isv_server_add_model(srv_0, cfg, "1", &be, u, NULL);
+ *   isv_group_free(g);   // the host's reference; the servers hold theirs until closed
+ *
+ * What a group shares: the models — isv_server_add_model, isv_server_remove_model,
+ * isv_server_set_model_state, isv_server_set_label and isv_server_set_default_version called
+ * on ANY member act on every member, present and future: once the call returned, every
+ * request any member routes after it sees the change (a member catches up before it routes,
+ * and on its loop's next turn anyway) — their statistics (every statistics and metrics
+ * endpoint of every member sums all members' numbers), being online (isv_server_set_online,
+ * grps's online/offline: one member offline takes the group offline), system shared memory
+ * regions (registered through one member, used through any; every member must agree with the
+ * first on isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL) and the
+ * per-client count of isv_options_set_max_client_requests (a client's requests on every
+ * member count against one limit).
+ * What stays per server: routes (isv_server_add_route — their numbers in /metrics are the
+ * server's — and the Vertex routes), the authorizer, the repository callbacks, the default
+ * model, listeners, the transport's limits (max_connections, max_receiving_bytes,
+ * max_inflight: each member's), the worker pool, and every model's scheduling — its queue and
+ * max_queue, its `instances` (per member: a model with 1 instance may run once on each member
+ * at the same time), dynamic batches (formed from one member's requests) and sequences (a
+ * sequence lives on the member its start reached: send a sequence's requests over one
+ * connection, as Triton's clients do).
+ *
+ * A backend registered on a group is called from every member's thread: it must be safe to
+ * call concurrently from different threads for different requests. Its destroy runs once, when
+ * the version was removed (or the group ended: the host's reference dropped and every member
+ * closed) and no member uses it any more — on the thread that let the last use go. */
+typedef struct isv_group isv_group;
+/* 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM. Any thread. */
+ISV_EXTERN int isv_group_new(isv_group **out);
+/* Drop the host's reference (NULL is a no-op); the group lives on while options or servers
+ * hold it. Any thread. */
+ISV_EXTERN void isv_group_free(isv_group *g);
+/* Servers made with these options join g (NULL: none, the default). The options hold a
+ * reference to g until they are freed or set to another group. */
+ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
@@ -766,7 +809,9 @@ ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_
  *    503 "explicit model load / unload is not allowed: ..." (Triton's words for a server
  *    without model control), and server metadata does not list "model_repository".
  * Operations run one at a time, in arrival order (a second waits until the first completes):
- * the host never sees two at once. Each runs like a request of a hidden model version
+ * the host never sees two at once on one server. In a group (isv_options_set_group) the
+ * callbacks are each member's and so is that order: members given callbacks may call them at
+ * the same time from their own threads (the registration a load makes is the group's). Each runs like a request of a hidden model version
  * ("@repository" in /metrics): a client that goes away, a deadline (gRPC's grpc-timeout) or
  * the server's close never frees an operation under the host — its answer is just dropped.
  * ------------------------------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/group.h"
 #include "core/offload.h"
 #include "core/repository.h"
 #include "core/request.h"
@@ -67,6 +68,7 @@ static const char *model_text(char *buf, size_t cap, const char *name, const cha
 static int find_model(isv_server *s, const char *name, const char *version,
                       isv__model_entry **e, isv_model **m) {
   char t[200];
+  isv__group_sync(&s->core); /* a group's: what the other members changed counts */
   *e = isv__registry_visible(&s->core.reg, name, strlen(name));
   *m = NULL;
   if (*e == NULL) {
@@ -80,7 +82,11 @@ static int find_model(isv_server *s, const char *name, const char *version,
   return 0;
 }
 
+/* A group's member follows the group's changes before it routes anything (an atomic load when
+ * nothing changed): a request that comes after a change was made, on whichever member, sees it
+ * — not only after this member's loop got round to its wake. */
 static void on_exchange(void *app, isv__exchange *ex) {
+  isv__group_sync(&((isv_server *)app)->core);
   isv__router_dispatch(&((isv_server *)app)->router, ex);
 }
 static void on_transport_error(void *app, isv__exchange *ex, int status, const char *msg) {
@@ -115,6 +121,7 @@ static int on_offload(void *app, isv__transport_job *j) {
   return 0;
 }
 static void on_grpc(void *app, isv__grpc_call *call) {
+  isv__group_sync(&((isv_server *)app)->core); /* as on_exchange */
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
 }
 
@@ -212,6 +219,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
   s->transport.bufs = &s->core.bufs;
   s->transport.reuse_port = o->reuse_port;
   s->transport.mem = s->core.mem;
+  isv__group_join(&s->core); /* a group's member gets its models now */
   *out = s;
   return 0;
 }
@@ -291,9 +299,11 @@ ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream, uv_close_c
 }
 
 ISV_EXTERN void isv_server_set_online(isv_server *srv, int online) {
-  if (srv) srv->core.online = online != 0;
+  if (srv) isv__core_set_online(&srv->core, online);
 }
-ISV_EXTERN int isv_server_is_online(const isv_server *srv) { return srv && srv->core.online; }
+ISV_EXTERN int isv_server_is_online(const isv_server *srv) {
+  return srv && isv__core_online(&srv->core);
+}
 ISV_EXTERN int isv_server_is_ready(const isv_server *srv) {
   return srv && isv__core_ready(&srv->core);
 }
@@ -309,7 +319,6 @@ static void on_async_closed(uv_handle_t *h) {
   isv_server *s = (isv_server *)h->data; /* core is the first member */
   isv__router_free(&s->router);
   isv__grpc_services_free(&s->grpc);
-  isv__gate_free(&s->gate);
   if (s->close_cb) s->close_cb(s, s->close_data);
 }
 
@@ -354,7 +363,8 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
   }
   char why[200];
   int rc = isv__registry_check(c, version, backend, why, sizeof why);
-  if (rc == 0) rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
+  if (rc == 0 && srv->core.group) rc = isv__group_add(&srv->core, c, version, backend, user, out);
+  else if (rc == 0) rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
   if (rc == ISV_EEXIST)
     set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
   else if (rc == ISV_EINVAL)
@@ -374,7 +384,11 @@ ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const 
   isv__model_entry *e;
   isv_model *m;
   int rc = find_model(srv, name, version, &e, &m);
-  return rc ? rc : isv__registry_remove(&srv->core.reg, name, version);
+  if (rc == 0 && srv->core.group && (rc = isv__group_remove(&srv->core, name, version)) != 0)
+    set_error(srv, "model '%.100s' was removed already", name); /* on another member */
+  else if (rc == 0 && !srv->core.group)
+    rc = isv__registry_remove(&srv->core.reg, name, version);
+  return rc;
 }
 
 ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
@@ -391,7 +405,11 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
   isv__model_entry *e;
   isv_model *m;
   int rc = find_model(srv, name, version, &e, &m);
-  if (rc == 0) m->state = state;
+  if (rc == 0 && srv->core.group &&
+      (rc = isv__group_set_state(&srv->core, name, version, state)) != 0)
+    set_error(srv, "model '%.100s' version '%.60s' was removed", name, version);
+  else if (rc == 0 && !srv->core.group)
+    m->state = state;
   return rc;
 }
 
@@ -540,8 +558,13 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
   isv__model_entry *e;
   isv_model *m;
   int rc = find_model(srv, name, version, &e, &m);
-  if (rc == 0 && (rc = isv__entry_set_label(e, label, version)) == ISV_ENOTFOUND)
+  if (rc != 0) return rc;
+  rc = srv->core.group ? isv__group_set_label(&srv->core, name, label, version)
+                       : isv__entry_set_label(e, label, version);
+  if (rc == ISV_ENOTFOUND && version == NULL)
     set_error(srv, "model '%.100s' has no label '%.60s'", name, label);
+  else if (rc == ISV_ENOTFOUND) /* a group's, removed on another member meanwhile */
+    set_error(srv, "model '%.100s' has no version '%.60s'", name, version);
   else if (rc == ISV_ENOMEM)
     set_error(srv, "set label: out of memory");
   return rc;
@@ -570,8 +593,12 @@ ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
   isv__model_entry *e;
   isv_model *m;
   int rc = find_model(srv, name, version, &e, &m);
-  if (rc == 0 && (rc = isv__entry_set_default(e, version)) != 0)
-    set_error(srv, "set default version: out of memory");
+  if (rc != 0) return rc;
+  rc = srv->core.group ? isv__group_set_default(&srv->core, name, version)
+                       : isv__entry_set_default(e, version);
+  if (rc == ISV_ENOMEM) set_error(srv, "set default version: out of memory");
+  else if (rc == ISV_ENOTFOUND) /* a group's, removed on another member meanwhile */
+    set_error(srv, "model '%.100s' was removed", name);
   return rc;
 }
 

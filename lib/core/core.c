@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/group.h"
 #include "core/repository.h"
 #include "core/request.h"
 
@@ -19,11 +20,18 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
   atomic_init(&c->refs, 1);
+  c->group = opts->group; /* joined by the server once it is built (isv__group_join) */
+  c->opts.group = NULL;    /* the options' reference is theirs: the core holds its own */
+  if (c->group) isv__group_use(c->group);
   int rc = isv__registry_init(&c->reg, c, c->mem);
   if (rc) return rc;
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (isv__shm_init(&c->shm, c->mem, opts->shared_memory) != 0) goto fail_mu;
+  if (isv__clients_init(&c->clients_own, c->mem) != 0) goto fail_mu;
+  c->clients = c->group ? &c->group->clients : &c->clients_own;
+  if (isv__shm_init(&c->shm_own, c->mem, opts->shared_memory) != 0) goto fail_clients;
+  c->shm = &c->shm_own;
+  if (c->group && (rc = isv__group_shm(c, opts->shared_memory)) != 0) goto fail_shm_rc;
   if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_shm;
   if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;
@@ -38,12 +46,17 @@ fail_pool:
 fail_bufs:
   isv__bigbuf_cache_destroy(&c->bufs);
 fail_shm:
-  isv__shm_destroy(&c->shm);
+  rc = ISV_ENOMEM;
+fail_shm_rc:
+  isv__shm_destroy(&c->shm_own);
+fail_clients:
+  isv__clients_free(&c->clients_own);
 fail_mu:
   uv_mutex_destroy(&c->mu);
 fail_reg:
   isv__registry_clear(&c->reg);
-  return ISV_ENOMEM;
+  if (c->group) isv__group_unuse(c->group);
+  return rc ? rc : ISV_ENOMEM;
 }
 
 /* The timer is closed first, then the async handle; then the caller's close callback runs
@@ -70,7 +83,13 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   atomic_fetch_add(&c->refs, 1);
   if (isv__pool_stop(&c->pool, may_hang, pool_gone, c) == 0) atomic_fetch_sub(&c->refs, 1);
   isv__registry_clear(&c->reg); /* a version an abandoned execution holds stays until then */
-  isv__shm_destroy(&c->shm);    /* a region a request still uses stays mapped until then */
+  isv__shm_destroy(&c->shm_own); /* a region a request still uses stays mapped until then */
+  isv__clients_free(&c->clients_own);
+  if (c->group) { /* left at the close's start (isv__core_begin_close), or never joined */
+    isv__group_leave(c);
+    isv__group_unuse(c->group);
+    c->group = NULL;
+  }
   uv_mutex_lock(&c->mu);
   c->closed = 1; /* from now on abandoned executions are freed by whoever completes them */
   isv_request *q = c->done_head; /* abandoned ones completed, not yet freed by the loop */
@@ -101,8 +120,17 @@ static void ready_one(isv__model_entry *e, void *data) {
     if (m->state != ISV_MODEL_READY) *(int *)data = 0;
 }
 
+int isv__core_online(const isv__core *c) {
+  return c->group ? atomic_load(&c->group->online) : c->online;
+}
+
+void isv__core_set_online(isv__core *c, int online) {
+  if (c->group) atomic_store(&c->group->online, online != 0);
+  c->online = online != 0;
+}
+
 int isv__core_ready(const isv__core *c) {
-  if (!c->online || c->closing) return 0;
+  if (!isv__core_online(c) || c->closing) return 0;
   if (!c->opts.strict_readiness) return 1;
   int ok = 1;
   isv__registry_foreach(&c->reg, ready_one, &ok);
@@ -120,6 +148,7 @@ void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...
 }
 
 unsigned isv__core_protocol(isv__core *c, const char *label) {
+  if (c->group) return isv__group_protocol(c, label); /* one index for every member's stats */
   for (unsigned i = 0; i < c->n_protocols; i++)
     if (strcmp(c->protocols[i], label) == 0) return i;
   if (c->n_protocols == ISV__MAX_PROTOCOLS) return 0;
@@ -128,7 +157,7 @@ unsigned isv__core_protocol(isv__core *c, const char *label) {
 }
 
 int isv__core_model_ready(const isv__core *c, const isv_model *m) {
-  return m->state == ISV_MODEL_READY && !m->removed && c->online && !c->closing;
+  return m->state == ISV_MODEL_READY && !m->removed && isv__core_online(c) && !c->closing;
 }
 
 int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model **out, char *msg,

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "codec/bigbuf.h"
+#include "core/clients.h"
 #include "core/options.h"
 #include "core/pool.h"
 #include "core/registry.h"
@@ -28,7 +29,11 @@ struct isv__core {
   isv_options opts;
   const isv_mem *mem; /* &opts.mem: every allocation of the server (codec/mem.h) */
   isv__registry reg;
-  isv__shm_registry shm; /* system shared memory regions (shm.h) */
+  isv__shm_registry *shm; /* system shared memory regions (shm.h): &shm_own, or the group's */
+  isv__shm_registry shm_own;
+  isv__clients *clients; /* requests in flight per client (clients.h): &clients_own, or the
+                          * group's */
+  isv__clients clients_own;
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   uv_async_t async;
   uv_mutex_t mu; /* guards the done queue, the responses to deliver, and every request's
@@ -66,6 +71,11 @@ struct isv__core {
   atomic_uint refs;
   void (*free_owner)(isv__core *c); /* frees the memory the core lives in, at the last one */
   unsigned stuck; /* abandoned executions whose infer has not returned on a worker; under mu */
+  /* A group's member (core/group.h): the models are the group's, this registry holds copies. */
+  isv_group *group;         /* NULL: a server on its own */
+  isv__core *group_next;    /* the group's members; under the group's mutex */
+  int group_joined;
+  unsigned group_gen;       /* the group's table as this member last followed it */
 };
 
 /* How long running requests, cancelled at the drain deadline, may still take before the close
@@ -97,6 +107,11 @@ void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...
 unsigned isv__core_protocol(isv__core *c, const char *label);
 
 /* ---- the queries every front end asks (core.c): one rule each, for every protocol ---- */
+
+/* Online (isv_server_set_online, grps's online/offline): the group's when the server is in
+ * one, so that taking one member offline drains the whole process. */
+int isv__core_online(const isv__core *c);
+void isv__core_set_online(isv__core *c, int online);
 
 /* Server readiness (PROTOCOLS.md section 1): online and not closing; with strict readiness,
  * also every registered model version READY. */

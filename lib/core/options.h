@@ -46,6 +46,7 @@ struct isv_options {
   isv_access_cb access; /* NULL: no access log */
   void *access_user;
   isv_mem mem; /* the server's allocator (isv__libc_mem by default) */
+  isv_group *group; /* a reference of the options' own (isv_options_set_group); NULL: none */
 };
 
 /* 1 / 0 when o switches the protocol `name`, -1 when it leaves it at its default. */

@@ -1,6 +1,7 @@
 #include "core/registry.h"
 
 #include "codec/datatype.h"
+#include "core/group.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,7 +300,7 @@ ISV_EXTERN int isv_model_config_set_native(isv_model_config *c, int on) {
   return 0;
 }
 
-static isv_model_config *config_copy(const isv_model_config *c, const isv_mem *mem) {
+isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem) {
   isv_model_config *d;
   if (config_new(c->name, mem, &d) != 0) return NULL;
   int rc = isv_model_config_set_platform(d, c->platform);
@@ -384,7 +385,8 @@ int isv__version_cmp(const char *a, const char *b) {
 
 static void model_free(isv_model *m) {
   isv__sched_free(m); /* ends its live sequences: before destroy */
-  if (m->backend.destroy) m->backend.destroy(m->user);
+  if (m->gm) isv__group_copy_gone(m); /* a group's copy: the group's record destroys */
+  else if (m->backend.destroy) m->backend.destroy(m->user);
   isv_model_config_free(m->cfg);
   isv__free(m->version);
   isv__free(m);
@@ -445,11 +447,7 @@ static void entry_unlink_free(isv__registry *r, isv__model_entry *e) {
   while (*pp != e) pp = &(*pp)->hnext;
   *pp = e->hnext;
   r->n_entries--;
-  for (size_t i = 0; i < e->n_labels; i++) {
-    isv__free(e->labels[i].label);
-    isv__free(e->labels[i].version);
-  }
-  isv__free(e->labels);
+  isv__labels_free(e->labels, e->n_labels);
   isv__free(e->default_version);
   isv__free(e->name);
   isv__free(e);
@@ -530,7 +528,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   isv_model *m = isv__calloc(r->mem, 1, sizeof *m);
   if (m == NULL) return ISV_ENOMEM;
   m->version = dupstr(r->mem, version);
-  m->cfg = config_copy(c, r->mem);
+  m->cfg = isv__config_copy(c, r->mem);
   if (m->version == NULL || m->cfg == NULL) goto oom;
   memcpy(&m->backend, be, sizeof m->backend < be->struct_size ? sizeof m->backend : be->struct_size);
   m->backend.struct_size = sizeof m->backend;
@@ -634,37 +632,49 @@ isv_model *isv__entry_default(const isv__model_entry *e) {
   return best_ready ? best_ready : best;
 }
 
-int isv__entry_set_label(isv__model_entry *e, const char *label, const char *version) {
+void isv__labels_free(isv__label *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    isv__free(v[i].label);
+    isv__free(v[i].version);
+  }
+  isv__free(v);
+}
+
+int isv__labels_set(const isv_mem *mem, isv__label **v, size_t *n, const char *label,
+                    const char *version) {
   size_t i;
-  for (i = 0; i < e->n_labels; i++)
-    if (strcmp(e->labels[i].label, label) == 0) break;
+  for (i = 0; i < *n; i++)
+    if (strcmp((*v)[i].label, label) == 0) break;
   if (version == NULL) {
-    if (i == e->n_labels) return ISV_ENOTFOUND;
-    isv__free(e->labels[i].label);
-    isv__free(e->labels[i].version);
-    e->labels[i] = e->labels[--e->n_labels];
+    if (i == *n) return ISV_ENOTFOUND;
+    isv__free((*v)[i].label);
+    isv__free((*v)[i].version);
+    (*v)[i] = (*v)[--*n];
     return 0;
   }
-  char *v = dupstr(e->mem, version);
-  if (v == NULL) return ISV_ENOMEM;
-  if (i < e->n_labels) {
-    isv__free(e->labels[i].version);
-    e->labels[i].version = v;
+  char *ver = dupstr(mem, version);
+  if (ver == NULL) return ISV_ENOMEM;
+  if (i < *n) {
+    isv__free((*v)[i].version);
+    (*v)[i].version = ver;
     return 0;
   }
-  isv__label *nl = isv__realloc(e->mem, e->labels, (e->n_labels + 1) * sizeof *nl);
-  char *l = dupstr(e->mem, label);
+  isv__label *nl = isv__realloc(mem, *v, (*n + 1) * sizeof *nl);
+  char *l = dupstr(mem, label);
+  if (nl) *v = nl;
   if (nl == NULL || l == NULL) {
-    if (nl) e->labels = nl;
-    isv__free(v);
+    isv__free(ver);
     isv__free(l);
     return ISV_ENOMEM;
   }
-  e->labels = nl;
-  e->labels[e->n_labels].label = l;
-  e->labels[e->n_labels].version = v;
-  e->n_labels++;
+  (*v)[*n].label = l;
+  (*v)[*n].version = ver;
+  (*n)++;
   return 0;
+}
+
+int isv__entry_set_label(isv__model_entry *e, const char *label, const char *version) {
+  return isv__labels_set(e->mem, &e->labels, &e->n_labels, label, version);
 }
 
 int isv__entry_set_default(isv__model_entry *e, const char *version) {

@@ -74,15 +74,16 @@ typedef struct isv__sched {
   unsigned *inst_seqs;  /* live sequences bound to each instance */
   isv__reqq *queues;    /* one queue; or, with sequence batching, one per instance */
   unsigned n_queues;
-  size_t queued;        /* requests waiting, all queues */
+  _Atomic size_t queued; /* requests waiting, all queues (read by other loops: stats.h) */
   isv__timed wake;      /* dynamic batching: when the oldest request's delay runs out */
   isv__seqtab seqs;
-  uint64_t *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] */
+  isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] */
   int scheduling, again;  /* schedule() is running / must go round again */
   struct isv_model *qm_prev, *qm_next; /* in the core's list of versions with waiting requests */
 } isv__sched;
 
 typedef struct isv__model_entry isv__model_entry;
+struct isv__gmodel;
 
 struct isv_model {
   isv__model_entry *entry;
@@ -94,8 +95,13 @@ struct isv_model {
   isv_model_state state;
   unsigned refs;   /* the registry's own reference + one per request using it */
   int removed;
-  isv__stats stats; /* loop thread only */
+  isv__stats stats; /* written on the loop thread; read anywhere (stats.h) */
   isv__sched sched;
+  /* A group's copy (core/group.h): the group's record of this version, the other members'
+   * copies beside it (under the group's mutex), and a link for isv__group_sync's own use. */
+  struct isv__gmodel *gm;
+  isv_model *gcopy_next, *gcopy_prev;
+  isv_model *gsync_next;
 };
 
 typedef struct isv__label {
@@ -126,6 +132,8 @@ typedef struct isv__registry {
 const char *isv__model_state_name(isv_model_state s);
 
 int isv__registry_init(isv__registry *r, struct isv__core *core, const isv_mem *mem);
+/* A deep copy of c whose every piece comes from mem (NULL: libc's). NULL when out of memory. */
+isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem);
 /* Removes every model (destroy callbacks run when their last reference goes). */
 void isv__registry_clear(isv__registry *r);
 
@@ -153,6 +161,11 @@ isv_model *isv__entry_version(const isv__model_entry *e, const char *version, si
 isv_model *isv__entry_label(const isv__model_entry *e, const char *label, size_t len);
 isv_model *isv__entry_default(const isv__model_entry *e);
 int isv__entry_set_label(isv__model_entry *e, const char *label, const char *version);
+/* A list of labels (an entry's, a group's name record): set one (version NULL removes it:
+ * ISV_ENOTFOUND when there is none; ISV_ENOMEM), free them all. Strings from mem. */
+int isv__labels_set(const isv_mem *mem, isv__label **v, size_t *n, const char *label,
+                    const char *version);
+void isv__labels_free(isv__label *v, size_t n);
 int isv__entry_set_default(isv__model_entry *e, const char *version);
 
 /* Compare two version strings: numeric ones as numbers, numeric before non-numeric. */

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "core/batch.h"
+#include "core/group.h"
 #include "core/offload.h"
 #include "core/request.h"
 
@@ -249,17 +250,24 @@ void isv__sched_free(isv_model *m) {
 /* ---- finishing requests ------------------------------------------------------------------ */
 
 static void record(isv_request *r) {
-  isv__stats *s = &r->model->stats;
-  s->inflight--;
-  if (r->status == 0) s->success[r->protocol]++;
-  else s->failure[r->protocol]++;
+  isv__stats *s = &r->model->stats; /* this loop's copy: one writer (stats.h) */
+  atomic_store_explicit(&s->inflight,
+                        atomic_load_explicit(&s->inflight, memory_order_relaxed) - 1,
+                        memory_order_relaxed);
   uint64_t now = uv_hrtime();
+  if (r->status == 0) {
+    isv__count(&s->success[r->protocol], 1);
+    isv__count(&s->success_ns, now - r->start_ns);
+  } else {
+    isv__count(&s->failure[r->protocol], 1);
+    isv__count(&s->failure_ns, now - r->start_ns);
+  }
   isv__hist_add(&s->latency, isv__lat_bounds, ISV__LAT_BUCKETS, (double)(now - r->start_ns) / 1e9);
-  if (r->status == 0) s->success_ns += now - r->start_ns;
-  else s->failure_ns += now - r->start_ns;
   uv_timeval64_t tv;
   if (uv_gettimeofday(&tv) == 0)
-    s->last_inference_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+    atomic_store_explicit(&s->last_inference_ms,
+                          (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000,
+                          memory_order_relaxed);
   if (r->run_ns)
     isv__hist_add(&s->queue, isv__lat_bounds, ISV__LAT_BUCKETS,
                   (double)(r->run_ns - r->start_ns) / 1e9);
@@ -269,10 +277,10 @@ static void record(isv_request *r) {
   isv__hist_add(&s->batch, isv__batch_bounds, ISV__BATCH_BUCKETS, rows);
   const isv_request *x = r->exec;
   if (r->status == 0 && x && x->complete_ns >= x->infer_ns && x->infer_ns >= r->run_ns) {
-    s->queue_ns += r->run_ns - r->start_ns;
-    s->compute_input_ns += x->infer_ns - r->run_ns;
-    s->compute_infer_ns += x->complete_ns - x->infer_ns;
-    s->compute_output_ns += now > x->complete_ns ? now - x->complete_ns : 0;
+    isv__count(&s->queue_ns, r->run_ns - r->start_ns);
+    isv__count(&s->compute_input_ns, x->infer_ns - r->run_ns);
+    isv__count(&s->compute_infer_ns, x->complete_ns - x->infer_ns);
+    isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
   }
 }
 
@@ -342,9 +350,9 @@ static void exec_done(isv_request *x) {
   s->inst_busy[x->instance] = 0;
   s->busy--;
   uint64_t rows = x->members || m->cfg->max_batch ? isv__batch_rows(x) : 1;
-  m->stats.exec_count++;
-  m->stats.inference_count += rows;
-  if (rows <= (m->cfg->max_batch ? m->cfg->max_batch : 1)) s->batch_execs[rows]++;
+  isv__count(&m->stats.exec_count, 1);
+  isv__count(&m->stats.inference_count, rows);
+  if (rows <= (m->cfg->max_batch ? m->cfg->max_batch : 1)) isv__count(&s->batch_execs[rows], 1);
   if (x->members) {
     isv__batch_split(x);
     for (size_t i = 0; i < x->n_members; i++) finish_request(x->members[i]);
@@ -359,6 +367,7 @@ static void exec_done(isv_request *x) {
 /* Completions that came from other threads, and responses sent from them. */
 void isv__core_drain_completions(uv_async_t *h) {
   isv__core *c = h->data;
+  isv__group_sync(c); /* a group's change woke this member (cheap when nothing changed) */
   isv__offload_drain(c);
   for (;;) {
     uv_mutex_lock(&c->mu);
@@ -685,6 +694,7 @@ static int admit(isv__core *c, isv_request *r) {
 }
 
 void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data) {
+  isv__group_sync(c); /* a group's changes first (a gRPC stream's later messages, in process) */
   r->core = c;
   r->done = done;
   r->done_data = data;
@@ -702,7 +712,9 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   isv__core_hold_loop(c);
   r->counted = 1;
   isv_model *m = r->model;
-  m->stats.inflight++;
+  atomic_store_explicit(&m->stats.inflight,
+                        atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
   if (m->removed || m->state != ISV_MODEL_READY) {
     isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
                       m->version);
@@ -880,6 +892,7 @@ void isv__abandoned_release(isv_request *x) {
 
 void isv__core_begin_close(isv__core *c, uint64_t drain_ms) {
   c->closing = 1;
+  isv__group_leave(c); /* a closing member follows the group's models no more */
   if (drain_ms) set_timed(c, &c->drain, T_DRAIN, uv_hrtime() + drain_ms * 1000000ull);
 }
 

@@ -285,7 +285,7 @@ static int acquire(isv_request *r, const isv__shm_ref *ref, const char *what, co
   if (!ref->have_region || !ref->have_size)
     return isv__request_fail(r, ISV_EBADREQ, "%s '%s': shared memory needs both "
                              "'shared_memory_region' and 'shared_memory_byte_size'", what, name);
-  isv__shm_registry *s = &r->core->shm;
+  isv__shm_registry *s = r->core->shm;
   if (!s->enabled)
     return isv__request_fail(r, ISV_EBADREQ, "%s '%s' names a shared memory region, but %s", what,
                              name, ISV__SHM_DISABLED);

@@ -9,8 +9,8 @@
  * collect the tensor parameters with isv__shm_param and hand the result to isv__shm_input /
  * isv__shm_output.
  *
- * Thread rules: register, unregister and status on the loop thread; acquire (decoding) on any
- * thread (a large body is decoded on a worker); the last release on any thread. */
+ * Thread rules: any thread — a group's registry (core/group.h) is used from every member's
+ * loop, a large body is decoded on a worker; the list is under the registry's mutex. */
 #ifndef ISV_CORE_SHM_H
 #define ISV_CORE_SHM_H
 

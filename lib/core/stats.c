@@ -4,9 +4,9 @@ const double isv__lat_bounds[ISV__LAT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001
                                                   0.01,   0.025,   0.05,   0.1,   0.5,    1.0};
 const double isv__batch_bounds[ISV__BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128};
 
-void isv__stats_triton(const isv__stats *s, unsigned n_protocols, isv__triton_stats *out) {
+void isv__stats_triton(const isv__stats_snap *s, isv__triton_stats *out) {
   uint64_t ok = 0, failed = 0;
-  for (unsigned p = 0; p < n_protocols && p < ISV__MAX_PROTOCOLS; p++) {
+  for (unsigned p = 0; p < s->n_protocols && p < ISV__MAX_PROTOCOLS; p++) {
     ok += s->success[p];
     failed += s->failure[p];
   }
@@ -26,7 +26,35 @@ void isv__stats_triton(const isv__stats *s, unsigned n_protocols, isv__triton_st
 void isv__hist_add(isv__hist *h, const double *bounds, unsigned n_bounds, double v) {
   unsigned i = 0;
   while (i < n_bounds && v > bounds[i]) i++;
-  h->counts[i]++;
-  h->sum += v;
-  h->count++;
+  isv__count(&h->counts[i], 1);
+  atomic_store_explicit(&h->sum, atomic_load_explicit(&h->sum, memory_order_relaxed) + v,
+                        memory_order_relaxed);
+  isv__count(&h->count, 1);
+}
+
+static void hist_add_to(isv__hist_snap *out, const isv__hist *h) {
+  for (unsigned i = 0; i <= ISV__LAT_BUCKETS; i++) out->counts[i] += isv__counter_get(&h->counts[i]);
+  out->sum += atomic_load_explicit((_Atomic double *)&h->sum, memory_order_relaxed);
+  out->count += isv__counter_get(&h->count);
+}
+
+void isv__stats_add_to(isv__stats_snap *out, const isv__stats *s) {
+  for (unsigned p = 0; p < ISV__MAX_PROTOCOLS; p++) {
+    out->success[p] += isv__counter_get(&s->success[p]);
+    out->failure[p] += isv__counter_get(&s->failure[p]);
+  }
+  hist_add_to(&out->latency, &s->latency);
+  hist_add_to(&out->queue, &s->queue);
+  hist_add_to(&out->batch, &s->batch);
+  out->inflight += atomic_load_explicit((_Atomic int64_t *)&s->inflight, memory_order_relaxed);
+  out->exec_count += isv__counter_get(&s->exec_count);
+  out->inference_count += isv__counter_get(&s->inference_count);
+  out->queue_ns += isv__counter_get(&s->queue_ns);
+  out->compute_input_ns += isv__counter_get(&s->compute_input_ns);
+  out->compute_infer_ns += isv__counter_get(&s->compute_infer_ns);
+  out->compute_output_ns += isv__counter_get(&s->compute_output_ns);
+  out->success_ns += isv__counter_get(&s->success_ns);
+  out->failure_ns += isv__counter_get(&s->failure_ns);
+  uint64_t last = isv__counter_get(&s->last_inference_ms);
+  if (last > out->last_inference_ms) out->last_inference_ms = last;
 }

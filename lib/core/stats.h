@@ -1,10 +1,18 @@
 /* Per model-version counters and histograms, updated on the loop thread as requests finish.
- * The core keeps numbers only; protocol/metrics_http.c renders them. */
+ * The core keeps numbers only; protocol/metrics_http.c renders them.
+ *
+ * Each counter has one writer, its loop thread, and may be read from any thread: the servers
+ * of a group (core/group.h) sum every loop's copy of a model when one of them answers a
+ * statistics or metrics request. So the counters are atomics, written with a relaxed load and
+ * store (one writer: no read-modify-write, no lock prefix on the hot path) and read relaxed;
+ * a reader sees each counter whole, not the set of them at one instant — as Prometheus
+ * expects of counters scraped while they move. */
 #ifndef ISV_CORE_STATS_H
 #define ISV_CORE_STATS_H
 
 #include "core/layer.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Protocol labels a server counts requests under ("inprocess", "v2_http", ...): the front ends
@@ -17,29 +25,64 @@ extern const double isv__lat_bounds[ISV__LAT_BUCKETS];
 #define ISV__BATCH_BUCKETS 8
 extern const double isv__batch_bounds[ISV__BATCH_BUCKETS];
 
+/* A counter with one writer (see above). */
+typedef _Atomic uint64_t isv__counter;
+static inline void isv__count(isv__counter *c, uint64_t n) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                        memory_order_relaxed);
+}
+static inline uint64_t isv__counter_get(const isv__counter *c) {
+  return atomic_load_explicit((isv__counter *)c, memory_order_relaxed);
+}
+
 typedef struct isv__hist {
-  uint64_t counts[ISV__LAT_BUCKETS + 1]; /* non-cumulative; last = over every bound */
-  double sum;
-  uint64_t count;
+  isv__counter counts[ISV__LAT_BUCKETS + 1]; /* non-cumulative; last = over every bound */
+  _Atomic double sum;
+  isv__counter count;
 } isv__hist;
 
 typedef struct isv__stats {
-  uint64_t success[ISV__MAX_PROTOCOLS]; /* by protocol label index */
-  uint64_t failure[ISV__MAX_PROTOCOLS];
+  isv__counter success[ISV__MAX_PROTOCOLS]; /* by protocol label index */
+  isv__counter failure[ISV__MAX_PROTOCOLS];
   isv__hist latency; /* submit → done, seconds */
   isv__hist queue;   /* submit → backend starts, seconds */
   isv__hist batch;   /* rows per request (uses the first ISV__BATCH_BUCKETS bounds) */
-  int64_t inflight;  /* submitted, not yet done: queued or running */
+  _Atomic int64_t inflight; /* submitted, not yet done: queued or running */
   /* Triton's statistics extension: executions of the backend and the rows they ran, and the
    * time successful requests spent in each stage, summed (ns): waiting in the queue, having
    * their inputs prepared (a batch's concatenation), in the backend, and having their outputs
    * handed back (a batch's split, output selection, classification). */
-  uint64_t exec_count;
-  uint64_t inference_count;
-  uint64_t queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
-  uint64_t success_ns, failure_ns; /* submit → done, summed over successes / failures */
-  uint64_t last_inference_ms;      /* when the last request finished, ms since the epoch */
+  isv__counter exec_count;
+  isv__counter inference_count;
+  isv__counter queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
+  isv__counter success_ns, failure_ns; /* submit → done, summed over successes / failures */
+  isv__counter last_inference_ms;      /* when the last request finished, ms since the epoch */
 } isv__stats;
+
+/* What a reader gets: the same numbers, plain, summed over every copy of the model version
+ * (one per server of a group; one alone otherwise) — isv__model_stats (core/group.h). */
+typedef struct isv__hist_snap {
+  uint64_t counts[ISV__LAT_BUCKETS + 1];
+  double sum;
+  uint64_t count;
+} isv__hist_snap;
+
+typedef struct isv__stats_snap {
+  const char *protocols[ISV__MAX_PROTOCOLS]; /* the labels success[] and failure[] count by */
+  unsigned n_protocols;
+  uint64_t success[ISV__MAX_PROTOCOLS];
+  uint64_t failure[ISV__MAX_PROTOCOLS];
+  isv__hist_snap latency, queue, batch;
+  int64_t inflight;
+  uint64_t queued; /* waiting for an instance now (the scheduler's) */
+  uint64_t exec_count, inference_count;
+  uint64_t queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
+  uint64_t success_ns, failure_ns;
+  uint64_t last_inference_ms; /* the latest of the copies' */
+} isv__stats_snap;
+
+/* Add one copy's numbers into a snapshot (its protocols[] already say which labels). */
+void isv__stats_add_to(isv__stats_snap *out, const isv__stats *s);
 
 /* Triton's statistics extension: one model version's numbers in its terms, as both of its
  * protocols (REST JSON, gRPC ModelStatistics) report them. Every stage counts the successful
@@ -52,7 +95,7 @@ typedef struct isv__triton_stats {
   uint64_t last_inference_ms, inference_count, execution_count;
   isv__stat_duration success, fail, queue, compute_input, compute_infer, compute_output;
 } isv__triton_stats;
-void isv__stats_triton(const isv__stats *s, unsigned n_protocols, isv__triton_stats *out);
+void isv__stats_triton(const isv__stats_snap *s, isv__triton_stats *out);
 
 void isv__hist_add(isv__hist *h, const double *bounds, unsigned n_bounds, double v);
 

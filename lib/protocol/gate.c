@@ -22,13 +22,6 @@ enum { IN_CB = 0, LATER = 1, DECIDED = 2 };
 
 #define LIT(s) s, sizeof s - 1 /* a literal and its length */
 
-struct isv__client {
-  isv__client *next;
-  isv__gate *g;
-  unsigned n;
-  char key[128];
-};
-
 struct isv_auth {
   isv__offload off; /* first: the async way back */
   isv__gate *g;
@@ -62,57 +55,13 @@ void isv__gate_init(isv__gate *g, isv__core *core) {
   g->core = core;
 }
 
-void isv__gate_free(isv__gate *g) {
-  for (size_t i = 0; i < ISV__GATE_BUCKETS; i++)
-    for (isv__client *c = g->clients[i], *n; c; c = n) {
-      n = c->next;
-      isv__free(c);
-    }
-  memset(g->clients, 0, sizeof g->clients);
-}
-
 int isv__gate_on(const isv__gate *g) {
   return g && (g->cb != NULL || g->core->opts.max_client_requests != 0);
 }
 
-/* ---- per-client counts ------------------------------------------------------------------- */
+/* ---- per-client counts (core/clients.h: the server's table, or its group's) ----------------- */
 
-static size_t bucket_of(const char *key) {
-  size_t h = 5381;
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = h * 33 + *p;
-  return h % ISV__GATE_BUCKETS;
-}
-
-/* One more request for `key`: its count, NULL when the limit is reached (or out of memory:
- * *full tells which). */
-static isv__client *take(isv__gate *g, const char *key, int *full) {
-  *full = 0;
-  isv__client **b = &g->clients[bucket_of(key)], *c = *b;
-  while (c && strcmp(c->key, key) != 0) c = c->next;
-  if (c == NULL) {
-    if ((c = isv__calloc(g->core->mem, 1, sizeof *c)) == NULL) return NULL;
-    c->g = g;
-    snprintf(c->key, sizeof c->key, "%s", key);
-    c->next = *b;
-    *b = c;
-  }
-  if (c->n >= g->core->opts.max_client_requests) {
-    *full = 1;
-    return NULL;
-  }
-  c->n++;
-  return c;
-}
-
-void isv__gate_release(isv__client *c) {
-  if (c == NULL || --c->n > 0) return;
-  isv__client **p = &c->g->clients[bucket_of(c->key)];
-  while (*p != c) p = &(*p)->next;
-  *p = c->next;
-  isv__free(c);
-}
-
-static void release_on_free(void *ctx) { isv__gate_release(ctx); }
+static void release_on_free(void *ctx) { isv__client_release(ctx); }
 
 /* The client's key: the host's, else the peer's address without its port. */
 static void client_key(const isv_auth *a, char *out, size_t cap) {
@@ -135,7 +84,7 @@ static int admit(isv_auth *a, isv__client **out, char *msg, size_t cap) {
   char key[128];
   client_key(a, key, sizeof key);
   int full;
-  if ((*out = take(a->g, key, &full)) != NULL) return 0;
+  if ((*out = isv__clients_take(a->g->core->clients, key, max, &full)) != NULL) return 0;
   if (!full) {
     snprintf(msg, cap, "out of memory");
     return ISV_ENOMEM;

@@ -14,19 +14,13 @@
 #include "protocol/router.h"
 #include "transport/grpc.h"
 
-typedef struct isv__client isv__client;
-
-#define ISV__GATE_BUCKETS 64
-
 typedef struct isv__gate {
   isv__core *core;
   isv_authorize_cb cb;
   void *user;
-  isv__client *clients[ISV__GATE_BUCKETS]; /* keys with requests in flight */
 } isv__gate;
 
 void isv__gate_init(isv__gate *g, isv__core *core);
-void isv__gate_free(isv__gate *g);
 /* Whether requests must pass it (an authorizer, or a per-client limit). */
 int isv__gate_on(const isv__gate *g);
 
@@ -37,11 +31,10 @@ void isv__gate_http(isv__gate *g, const isv__http_req *q, isv__http_handler h);
 /* A gRPC call whose first message names `model` (NULL: none): authorize and count it, then
  * done(ctx, 0, NULL, client) — now or later — or done(ctx, code, message, NULL) with an ISV_E*
  * code (EUNAUTH, EFORBIDDEN, ETOOMANY). `client`, when not NULL, is released with
- * isv__gate_release once the call is over. The call must stay valid until done ran. */
+ * isv__client_release (core/clients.h) once the call is over. The call must stay valid until done ran. */
 typedef void (*isv__gate_done)(void *ctx, int err, const char *message, isv__client *client);
 void isv__gate_grpc(isv__gate *g, isv__grpc_call *call, const char *protocol, const char *model,
                     size_t model_len, isv__gate_done done, void *ctx);
-void isv__gate_release(isv__client *c);
 
 /* CORS, before routing: a preflight from an allowed origin is answered here (1: ex is
  * answered); an actual request from one gets its answer's CORS headers (ex->extra). 0: go on.

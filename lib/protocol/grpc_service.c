@@ -135,7 +135,7 @@ static void gcall_maybe_free(gcall *g) {
   if (g->finished && g->inflight == 0 && g->busy == 0) {
     isv__bigbuf_free(g->msg);
     drop_held(g);
-    isv__gate_release(g->client);
+    isv__client_release(g->client);
     isv__free(g);
   }
 }

@@ -43,12 +43,12 @@ static int answer_ok(isv__grpc_unary *u, const char *str, size_t len) {
 }
 
 static int online(isv__grpc_unary *u) {
-  u->core->online = 1;
+  isv__core_set_online(u->core, 1);
   return answer_ok(u, NULL, 0);
 }
 
 static int offline(isv__grpc_unary *u) {
-  u->core->online = 0; /* readiness on every protocol: load balancers drain this replica */
+  isv__core_set_online(u->core, 0); /* readiness on every protocol: load balancers drain this replica */
   return answer_ok(u, NULL, 0);
 }
 
@@ -56,7 +56,7 @@ static int liveness(isv__grpc_unary *u) { return answer_ok(u, NULL, 0); }
 
 static int readiness(isv__grpc_unary *u) {
   if (isv__core_ready(u->core)) return answer_ok(u, NULL, 0);
-  return answer_failure(u, ISV_EUNAVAIL, u->core->online ? "the server is not ready"
+  return answer_failure(u, ISV_EUNAVAIL, isv__core_online(u->core) ? "the server is not ready"
                                                          : "the server is offline");
 }
 

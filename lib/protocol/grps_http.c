@@ -70,12 +70,12 @@ static void http_error(isv__exchange *ex, int status, const char *msg, const isv
 /* ---- health, metadata, metrics ------------------------------------------------------------- */
 
 static void online(isv__http_req *q) {
-  q->core->online = 1;
+  isv__core_set_online(q->core, 1);
   reply_ok(q->core, q->ex);
 }
 
 static void offline(isv__http_req *q) {
-  q->core->online = 0; /* readiness on every protocol: load balancers drain this replica */
+  isv__core_set_online(q->core, 0); /* readiness on every protocol: load balancers drain this replica */
   reply_ok(q->core, q->ex);
 }
 
@@ -83,7 +83,7 @@ static void live(isv__http_req *q) { reply_ok(q->core, q->ex); }
 
 static void ready(isv__http_req *q) {
   if (isv__core_ready(q->core)) reply_ok(q->core, q->ex);
-  else reply_failure(q->core, q->ex, ISV_EUNAVAIL, q->core->online ? "the server is not ready"
+  else reply_failure(q->core, q->ex, ISV_EUNAVAIL, isv__core_online(q->core) ? "the server is not ready"
                                                                    : "the server is offline");
 }
 

@@ -39,7 +39,7 @@ void isv__grps_server_yaml(const isv__core *c, isv__buf *b) {
   isv__buf_puts(b, "\nlive: true\nready: ");
   isv__buf_puts(b, isv__core_ready(c) ? "true" : "false");
   isv__buf_puts(b, "\nonline: ");
-  isv__buf_puts(b, c->online ? "true" : "false");
+  isv__buf_puts(b, isv__core_online(c) ? "true" : "false");
   isv__buf_puts(b, "\ndefault_model: ");
   str(b, c->default_model);
   isv__buf_puts(b, "\nmodels:");

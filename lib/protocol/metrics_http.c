@@ -2,6 +2,8 @@
 
 #include "protocol/builtin.h"
 
+#include "core/group.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +47,7 @@ static void u64(isv__buf *b, uint64_t v) {
   isv__buf_append(b, t, (size_t)n);
 }
 
-static void histogram(isv__buf *b, const char *name, const isv_model *m, const isv__hist *h,
+static void histogram(isv__buf *b, const char *name, const isv_model *m, const isv__hist_snap *h,
                       const double *bounds, unsigned n) {
   uint64_t cum = 0;
   for (unsigned i = 0; i <= n; i++) {
@@ -87,17 +89,19 @@ static void one_entry(isv__model_entry *e, void *data) {
   render *rd = data;
   isv__buf *b = rd->b;
   for (const isv_model *m = e->versions; m; m = m->next) {
-    const isv__stats *s = &m->stats;
+    isv__stats_snap snap; /* every member's numbers when the server is in a group */
+    isv__model_stats(m, &snap);
+    const isv__stats_snap *s = &snap;
     switch (rd->pass) {
     case 0:
-      for (unsigned p = 0; p < rd->core->n_protocols; p++)
+      for (unsigned p = 0; p < s->n_protocols; p++)
         for (int ok = 1; ok >= 0; ok--) {
           uint64_t v = ok ? s->success[p] : s->failure[p];
           if (v == 0) continue;
           isv__buf_puts(b, "isv_requests_total{");
           labels(b, m);
           isv__buf_puts(b, ",protocol=\"");
-          label_value(b, rd->core->protocols[p]);
+          label_value(b, s->protocols[p]);
           isv__buf_puts(b, ok ? "\",outcome=\"success\"} " : "\",outcome=\"failure\"} ");
           u64(b, v);
           isv__buf_putc(b, '\n');
@@ -125,7 +129,7 @@ static void one_entry(isv__model_entry *e, void *data) {
       isv__buf_puts(b, m->state == ISV_MODEL_READY ? "} 1\n" : "} 0\n");
       break;
     case 6:
-      model_value(b, "isv_queued_requests", m, m->sched.queued);
+      model_value(b, "isv_queued_requests", m, s->queued);
       break;
     case 7:
       model_value(b, "isv_executions_total", m, s->exec_count);
@@ -151,14 +155,15 @@ static void one_entry(isv__model_entry *e, void *data) {
     }
     case 10: {
       uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
-      for (uint32_t k = 0; m->sched.batch_execs && k <= max; k++) {
-        if (m->sched.batch_execs[k] == 0) continue;
+      for (uint32_t k = 0; k <= max; k++) {
+        uint64_t n = isv__model_batch_execs(m, k);
+        if (n == 0) continue;
         isv__buf_puts(b, "isv_batch_executions_total{");
         labels(b, m);
         isv__buf_puts(b, ",batch_size=\"");
         u64(b, k);
         isv__buf_puts(b, "\"} ");
-        u64(b, m->sched.batch_execs[k]);
+        u64(b, n);
         isv__buf_putc(b, '\n');
       }
       break;

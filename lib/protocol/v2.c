@@ -11,7 +11,7 @@ size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t ca
   static const char *const repo[] = {"model_repository", "model_repository(unload_dependents)"};
   size_t n = 0;
   for (size_t i = 0; i < isv__v2_n_extensions && n < cap; i++)
-    if (c->shm.enabled || strcmp(isv__v2_extensions[i], "system_shared_memory") != 0)
+    if (c->shm->enabled || strcmp(isv__v2_extensions[i], "system_shared_memory") != 0)
       out[n++] = isv__v2_extensions[i]; /* shared memory: when the host enabled it */
   for (size_t i = 0; c->repo && i < 2 && n < cap; i++) out[n++] = repo[i];
   return n;

@@ -103,7 +103,7 @@ static int model_statistics(isv__grpc_unary *u) {
     else list_versions(m->entry, &l);
   }
   int rc = l.failed ? ISV_ENOMEM
-                    : isv__v2pb_encode_model_statistics(l.v, l.n, u->core->n_protocols, u->out);
+                    : isv__v2pb_encode_model_statistics(l.v, l.n, u->out);
   isv__free(l.v);
   return rc;
 }

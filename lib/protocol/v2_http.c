@@ -8,6 +8,7 @@
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
 #include "codec/zcoding.h"
+#include "core/group.h"
 #include "core/offload.h"
 #include "core/request.h"
 #include "protocol/http_reply.h"
@@ -353,14 +354,15 @@ static void write_duration(isv__buf *b, const char *key, isv__stat_duration d) {
 
 typedef struct stats_out {
   isv__buf *b;
-  unsigned n_protocols;
   size_t n; /* model versions written */
 } stats_out;
 
 static void write_model_stats(stats_out *o, const isv_model *m) {
   isv__buf *b = o->b;
   isv__triton_stats t;
-  isv__stats_triton(&m->stats, o->n_protocols, &t);
+  isv__stats_snap snap; /* every member's numbers when the server is in a group */
+  isv__model_stats(m, &snap);
+  isv__stats_triton(&snap, &t);
   if (o->n++) isv__buf_putc(b, ',');
   isv__buf_puts(b, "{\"name\":");
   write_str(b, m->cfg->name);
@@ -388,8 +390,8 @@ static void write_model_stats(stats_out *o, const isv_model *m) {
   /* executions per batch size; the time per size is not measured (0) */
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
   size_t nb = 0;
-  for (uint32_t k = 1; m->sched.batch_execs && k <= max; k++) {
-    uint64_t c = m->sched.batch_execs[k];
+  for (uint32_t k = 1; k <= max; k++) {
+    uint64_t c = isv__model_batch_execs(m, k);
     if (c == 0) continue;
     if (nb++) isv__buf_putc(b, ',');
     isv__buf_puts(b, "{\"batch_size\":");
@@ -419,7 +421,7 @@ static void statistics(isv__http_req *q) {
   }
   isv__buf b;
   isv__buf_init(&b, q->ex->mem);
-  stats_out o = {&b, q->core->n_protocols, 0};
+  stats_out o = {&b, 0};
   isv__buf_puts(&b, "{\"model_stats\":[");
   if (one) write_model_stats(&o, one);
   else if (all_of) stats_of_entry(all_of, &o);

@@ -18,6 +18,8 @@
  * types, truncation, varints over 10 bytes, strings that are not UTF-8. */
 #include "protocol/v2_pb.h"
 
+#include "core/group.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -1055,9 +1057,11 @@ static void put_duration(isv__buf *b, uint32_t num, isv__stat_duration d) {
   isv__buf_free(&m);
 }
 
-static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_protocols) {
+static void put_model_statistics(isv__buf *b, const isv_model *m) {
   isv__triton_stats t;
-  isv__stats_triton(&m->stats, n_protocols, &t);
+  isv__stats_snap snap; /* every member's numbers when the server is in a group */
+  isv__model_stats(m, &snap);
+  isv__stats_triton(&snap, &t);
   isv__buf s, is, bs;
   isv__buf_init(&s, b->mem);
   isv__buf_init(&is, b->mem);
@@ -1074,8 +1078,8 @@ static void put_model_statistics(isv__buf *b, const isv_model *m, unsigned n_pro
   put_duration(&is, 6, t.compute_output);
   put_len(&s, 6, is.data, is.len);
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
-  for (uint32_t k = 1; m->sched.batch_execs && k <= max; k++) {
-    uint64_t c = m->sched.batch_execs[k];
+  for (uint32_t k = 1; k <= max; k++) {
+    uint64_t c = isv__model_batch_execs(m, k);
     if (c == 0) continue;
     isv__buf_init(&bs, b->mem);
     put_u64(&bs, 1, k);
@@ -1164,9 +1168,8 @@ int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   return out->failed ? ISV_ENOMEM : 0;
 }
 
-int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n,
-                                      unsigned n_protocols, isv__buf *out) {
-  for (size_t i = 0; i < n; i++) put_model_statistics(out, models[i], n_protocols);
+int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n, isv__buf *out) {
+  for (size_t i = 0; i < n; i++) put_model_statistics(out, models[i]);
   return out->failed ? ISV_ENOMEM : 0;
 }
 

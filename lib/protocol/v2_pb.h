@@ -58,7 +58,6 @@ int isv__v2pb_encode_model_metadata(const isv_model *m, isv__buf *out);
  * instance_group (KIND_CPU × instances), dynamic or sequence batching (direct), decoupled.
  * 0 or ISV_ENOMEM. */
 int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out);
-int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n,
-                                      unsigned n_protocols, isv__buf *out);
+int isv__v2pb_encode_model_statistics(const isv_model *const *models, size_t n, isv__buf *out);
 
 #endif

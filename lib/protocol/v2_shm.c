@@ -146,7 +146,7 @@ void isv__v2shm_http_status(isv__http_req *q) {
   isv__buf_init(&b, q->ex->mem);
   isv__buf_putc(&b, '[');
   char err[512];
-  int rc = isv__shm_status(&q->core->shm, name, nl, status_json, &b, err, sizeof err);
+  int rc = isv__shm_status(q->core->shm, name, nl, status_json, &b, err, sizeof err);
   if (rc) {
     isv__buf_free(&b);
     isv__reply_error(q->ex, rc, "%s", err);
@@ -173,7 +173,7 @@ void isv__v2shm_http_register(isv__http_req *q) {
     isv__reply_error(q->ex, ISV_EBADREQ, "%s", err);
     return;
   }
-  int rc = isv__shm_register(&q->core->shm, name, nl, reg.key, reg.key_len, reg.offset,
+  int rc = isv__shm_register(q->core->shm, name, nl, reg.key, reg.key_len, reg.offset,
                              reg.byte_size, err, sizeof err);
   if (rc) isv__reply_error(q->ex, rc, "%s", err);
   else reply_ok(q->ex);
@@ -183,7 +183,7 @@ void isv__v2shm_http_register(isv__http_req *q) {
 void isv__v2shm_http_unregister(isv__http_req *q) {
   size_t nl = 0;
   const char *name = isv__http_capture(q, "region", &nl);
-  isv__shm_unregister(&q->core->shm, name, name ? nl : 0);
+  isv__shm_unregister(q->core->shm, name, name ? nl : 0);
   reply_ok(q->ex);
 }
 
@@ -254,7 +254,7 @@ int isv__v2shm_grpc_status(isv__grpc_unary *u) {
     strcpy(u->err, "malformed SystemSharedMemoryStatusRequest");
     return ISV_EBADREQ;
   }
-  int rc = isv__shm_status(&u->core->shm, name, nl, status_pb, u->out, u->err, sizeof u->err);
+  int rc = isv__shm_status(u->core->shm, name, nl, status_pb, u->out, u->err, sizeof u->err);
   if (rc == 0 && u->out->failed) rc = ISV_ENOMEM;
   return rc;
 }
@@ -263,7 +263,7 @@ int isv__v2shm_grpc_register(isv__grpc_unary *u) {
   isv__v2shm_reg reg;
   if (isv__v2shm_decode_register_pb(u->msg, u->len, &reg, u->err, sizeof u->err) != 0)
     return ISV_EBADREQ;
-  return isv__shm_register(&u->core->shm, reg.name, reg.name_len, reg.key, reg.key_len,
+  return isv__shm_register(u->core->shm, reg.name, reg.name_len, reg.key, reg.key_len,
                            reg.offset, reg.byte_size, u->err, sizeof u->err);
 }
 
@@ -274,7 +274,7 @@ int isv__v2shm_grpc_unregister(isv__grpc_unary *u) {
     strcpy(u->err, "malformed SystemSharedMemoryUnregisterRequest");
     return ISV_EBADREQ;
   }
-  isv__shm_unregister(&u->core->shm, name, nl);
+  isv__shm_unregister(u->core->shm, name, nl);
   return 0;
 }
 

@@ -216,7 +216,7 @@ static void a_region_lives_while_used(void **state) {
   (void)state;
   cf_world *w = world_with_shm(1);
   char err[512];
-  assert_int_equal(reg(&w->core.shm, "in", key, 4096, 4096, err), 0);
+  assert_int_equal(reg(w->core.shm, "in", key, 4096, 4096, err), 0);
   isv_request *r = isv__request_new(&w->core);
   isv__shm_ref ref = {.region = "in", .region_len = 2, .offset = 8, .byte_size = 16,
                       .have_region = 1, .have_size = 1, .have_offset = 1};
@@ -225,14 +225,14 @@ static void a_region_lives_while_used(void **state) {
   assert_int_equal(isv__shm_input(r, &ref, "x", ISV_INT32, 4, 16, &data, &size), 0);
   assert_int_equal(size, 16);
   assert_int_equal(((int32_t *)data)[0], (4096 + 8) / 4); /* the object's words, in place */
-  isv__shm_unregister(&w->core.shm, NULL, 0);
+  isv__shm_unregister(w->core.shm, NULL, 0);
   assert_true(mapped(data));
   assert_int_equal(((int32_t *)data)[3], (4096 + 8) / 4 + 3);
   isv_request_free(r);
   assert_false(mapped(data)); /* the last reference unmapped it */
 
   /* the errors name the problem */
-  assert_int_equal(reg(&w->core.shm, "in", key, 0, 64, err), 0);
+  assert_int_equal(reg(w->core.shm, "in", key, 0, 64, err), 0);
   r = isv__request_new(&w->core);
   ref.offset = 60;
   assert_int_equal(isv__shm_input(r, &ref, "x", ISV_INT32, 4, 16, &data, &size), ISV_EBADREQ);
@@ -258,7 +258,7 @@ static void decoders_take_the_parameters(void **state) {
   (void)state;
   cf_world *w = world_with_shm(1);
   char err[512];
-  assert_int_equal(reg(&w->core.shm, "r", key, 1024, 2048, err), 0);
+  assert_int_equal(reg(w->core.shm, "r", key, 1024, 2048, err), 0);
   char body[] = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT32\",\"shape\":[2],"
                 "\"parameters\":{\"shared_memory_offset\":8,\"shared_memory_region\":\"r\","
                 "\"shared_memory_byte_size\":8}}],\"outputs\":[{\"parameters\":{"

@@ -407,7 +407,7 @@ static void server_live_and_ready_follow_online(void **state) {
 
 static void server_metadata_lists_both_extensions(void **state) {
   (void)state;
-  core.shm.enabled = 1; /* isv_options_set_shared_memory: listed only when on */
+  core.shm->enabled = 1; /* isv_options_set_shared_memory: listed only when on */
   fake f;
   unary(&f, SVC "ServerMetadata", "", 0);
   assert_int_equal(f.status, 0);
@@ -432,7 +432,7 @@ static void server_metadata_lists_both_extensions(void **state) {
   assert_int_equal(n_ext, isv__v2_n_extensions); /* the same list as REST */
   for (size_t i = 0; i < n_ext; i++) assert_string_equal(ext[i], isv__v2_extensions[i]);
   assert_int_equal(n_ext, 5);
-  core.shm.enabled = 0;
+  core.shm->enabled = 0;
   assert_string_equal(ext[4], "system_shared_memory");
   assert_string_equal(ext[0], "classification");
   assert_string_equal(ext[1], "binary_tensor_data");

@@ -230,7 +230,7 @@ static int teardown(void **state) {
 
 static void server_metadata_names_the_server_and_its_extensions(void **state) {
   (void)state;
-  core.shm.enabled = 1; /* isv_options_set_shared_memory: listed only when on */
+  core.shm->enabled = 1; /* isv_options_set_shared_memory: listed only when on */
   get("/v2");
   char want[512];
   size_t k = (size_t)snprintf(want, sizeof want, "{\"name\":\"libinferserve\",\"version\":\"%s\","
@@ -243,7 +243,7 @@ static void server_metadata_names_the_server_and_its_extensions(void **state) {
   /* only what is implemented */
   assert_int_equal(isv__v2_n_extensions, 5);
   assert_non_null(strstr(got.body, "\"system_shared_memory\""));
-  core.shm.enabled = 0;
+  core.shm->enabled = 0;
   get("/v2");
   assert_null(strstr(got.body, "shared_memory"));
   assert_non_null(strstr(got.body, "\"model_configuration\""));

@@ -1,0 +1,350 @@
+/* A group (lib/core/group.c): servers on two loops in two threads serving one set of models —
+ * registered once and served by both, changes made on either reaching the other (and a member
+ * that joins late), statistics summed over both, online shared, the backend destroyed once.
+ * Run under ThreadSanitizer in CI (scripts/test.sh) for the cross-thread parts. */
+#include "cmocka_prelude.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "inferserve.h"
+
+/* ---- one member: a loop in a thread, and a way to run code on it ---------------------------- */
+
+typedef struct member member;
+typedef void (*on_loop_fn)(member *m, void *arg);
+
+struct member {
+  uv_thread_t th;
+  uv_loop_t loop;
+  isv_group *group;
+  isv_server *srv;
+  uv_async_t stop, call;
+  uv_sem_t sem;
+  int port; /* in: 0 for the first (picks one); out: the bound port */
+  int rc;   /* isv_server_new's and isv_server_listen's */
+  uv_mutex_t mu; /* fn and arg: uv_async_send is no ordering ThreadSanitizer knows of */
+  on_loop_fn fn;
+  void *arg;
+};
+
+static void member_closed(isv_server *srv, void *d) {
+  (void)srv;
+  member *m = d;
+  uv_close((uv_handle_t *)&m->stop, NULL);
+  uv_close((uv_handle_t *)&m->call, NULL);
+}
+static void member_stop(uv_async_t *a) {
+  member *m = a->data;
+  isv_server_close(m->srv, member_closed, m);
+}
+static void member_call(uv_async_t *a) {
+  member *m = a->data;
+  uv_mutex_lock(&m->mu);
+  on_loop_fn fn = m->fn;
+  void *arg = m->arg;
+  m->fn = NULL;
+  uv_mutex_unlock(&m->mu);
+  if (fn == NULL) return; /* sends coalesce: a wake with nothing asked */
+  fn(m, arg);
+  uv_sem_post(&m->sem);
+}
+
+static void member_main(void *arg) {
+  member *m = arg;
+  uv_loop_init(&m->loop);
+  isv_options *o;
+  isv_options_new(&o);
+  isv_options_set_reuse_port(o, 1);
+  isv_options_set_group(o, m->group);
+  m->rc = isv_server_new(&m->loop, o, &m->srv);
+  isv_options_free(o); /* the server holds the group itself */
+  if (m->rc == 0) m->rc = isv_server_listen(m->srv, "127.0.0.1", m->port);
+  if (m->rc == 0) m->port = isv_server_bound_port(m->srv, 0);
+  uv_async_init(&m->loop, &m->stop, member_stop);
+  uv_async_init(&m->loop, &m->call, member_call);
+  m->stop.data = m->call.data = m;
+  uv_sem_post(&m->sem);
+  uv_run(&m->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&m->loop);
+}
+
+static void member_start(member *m, isv_group *g, int port) {
+  memset(m, 0, sizeof *m);
+  m->group = g;
+  m->port = port;
+  uv_sem_init(&m->sem, 0);
+  uv_mutex_init(&m->mu);
+  uv_thread_create(&m->th, member_main, m);
+  uv_sem_wait(&m->sem);
+  assert_int_equal(m->rc, 0);
+}
+
+static void member_end(member *m) {
+  uv_async_send(&m->stop);
+  uv_thread_join(&m->th);
+  uv_sem_destroy(&m->sem);
+  uv_mutex_destroy(&m->mu);
+}
+
+/* fn(m, arg) on m's loop thread; returns once it ran. */
+static void on_loop(member *m, on_loop_fn fn, void *arg) {
+  uv_mutex_lock(&m->mu);
+  m->fn = fn;
+  m->arg = arg;
+  uv_mutex_unlock(&m->mu);
+  uv_async_send(&m->call);
+  uv_sem_wait(&m->sem);
+}
+
+/* ---- the model: y = x, counting where it ran ---------------------------------------------- */
+
+typedef struct shared {
+  atomic_int served[2]; /* by member: which loop thread ran it */
+  atomic_int destroyed;
+  uv_thread_t threads[2];
+} shared;
+
+static int echo(isv_request *r, void *u) {
+  shared *s = u;
+  uv_thread_t self = uv_thread_self();
+  for (int i = 0; i < 2; i++)
+    if (uv_thread_equal(&self, &s->threads[i])) atomic_fetch_add(&s->served[i], 1);
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  int rc = isv_request_set_output(r, "y", ISV_FP32, shape, nd, isv_tensor_data(x),
+                                  isv_tensor_byte_size(x), ISV_STATIC);
+  return rc ? rc : isv_request_complete(r, 0, NULL);
+}
+
+static void destroy(void *u) { atomic_fetch_add(&((shared *)u)->destroyed, 1); }
+
+typedef struct add_args {
+  const char *name, *version;
+  shared *s;
+  int rc;
+} add_args;
+
+static void add_model(member *m, void *arg) {
+  add_args *a = arg;
+  isv_model_config *c;
+  isv_model_config_new(a->name, &c);
+  int64_t any[] = {-1};
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
+  isv_backend be = {.struct_size = sizeof be, .infer = echo, .destroy = destroy};
+  a->rc = isv_server_add_model(m->srv, c, a->version, &be, a->s, NULL);
+  isv_model_config_free(c);
+}
+
+static void remove_model(member *m, void *arg) {
+  add_args *a = arg;
+  a->rc = isv_server_remove_model(m->srv, a->name, a->version);
+}
+
+static void set_stable(member *m, void *version) {
+  if (isv_server_set_label(m->srv, "late", "stable", version) != 0) abort();
+}
+
+static void set_default_one(member *m, void *arg) {
+  (void)arg;
+  if (isv_server_set_default_version(m->srv, "late", "1") != 0) abort();
+}
+
+static void set_online(member *m, void *on) { isv_server_set_online(m->srv, on != NULL); }
+static void is_ready(member *m, void *out) { *(int *)out = isv_server_is_ready(m->srv); }
+
+static void note_thread(member *m, void *arg) {
+  (void)m;
+  *(uv_thread_t *)arg = uv_thread_self();
+}
+
+/* Whether `name` (at `label`, if any) is known to m's server now: 1, 0. */
+typedef struct known_args {
+  const char *name, *label;
+  int known;
+} known_args;
+static void known(member *m, void *arg) {
+  known_args *k = arg;
+  isv_request *r = NULL;
+  int rc = k->label ? isv_request_new_by_label(m->srv, k->name, k->label, &r)
+                    : isv_request_new(m->srv, k->name, NULL, &r);
+  k->known = rc == 0;
+  isv_request_free(r);
+}
+
+/* Poll m until `name` is (want 1) or is not (want 0) known: a change made on one member
+ * reaches the other within a turn of its loop. */
+static int becomes(member *m, const char *name, const char *label, int want) {
+  for (int i = 0; i < 2000; i++) {
+    known_args k = {name, label, -1};
+    on_loop(m, known, &k);
+    if (k.known == want) return 1;
+    uv_sleep(1);
+  }
+  return 0;
+}
+
+/* ---- HTTP over loopback ---------------------------------------------------------------- */
+
+/* One request on a fresh connection (the kernel picks the member); the status, the body in
+ * resp. */
+static int http(int port, const char *method, const char *path, const char *body, char *resp,
+                size_t cap) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  char req[1024];
+  int n = snprintf(req, sizeof req,
+                   "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                   method, path, body ? strlen(body) : 0, body ? body : "");
+  if (write(fd, req, (size_t)n) != n) n = -1;
+  size_t got = 0;
+  ssize_t k;
+  while (got + 1 < cap && (k = read(fd, resp + got, cap - 1 - got)) > 0) got += (size_t)k;
+  resp[got] = '\0';
+  close(fd);
+  int status = -1;
+  sscanf(resp, "HTTP/1.1 %d", &status);
+  return status;
+}
+
+static const char infer_body[] =
+    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[1,2]}]}";
+
+static int infer(int port, const char *model) {
+  char path[128], resp[4096];
+  snprintf(path, sizeof path, "/v2/models/%s/infer", model);
+  return http(port, "POST", path, infer_body, resp, sizeof resp);
+}
+
+/* How many of n requests for "late" without a version were answered by version v. */
+static int answered_by(int port, const char *v, int n) {
+  char resp[4096], want[64];
+  snprintf(want, sizeof want, "\"model_version\":\"%s\"", v);
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (http(port, "POST", "/v2/models/late/infer", infer_body, resp, sizeof resp) == 200 &&
+        strstr(resp, want))
+      k++;
+  return k;
+}
+
+/* ---- the tests ------------------------------------------------------------------------------ */
+
+/* Registered once, on the first member, before the second exists: both serve it (the kernel
+ * spreads 64 connections), and whichever member answers a statistics or metrics request
+ * counts all 64. */
+static void registered_once_served_by_every_member(void **state) {
+  (void)state;
+  isv_group *g;
+  assert_int_equal(isv_group_new(&g), 0);
+  shared s;
+  memset(&s, 0, sizeof s);
+  member a, b;
+  member_start(&a, g, 0);
+  add_args add = {"m", "1", &s, -1};
+  on_loop(&a, add_model, &add);
+  assert_int_equal(add.rc, 0);
+  member_start(&b, g, a.port); /* joins late: gets "m" as it joins */
+  on_loop(&a, note_thread, &s.threads[0]);
+  on_loop(&b, note_thread, &s.threads[1]);
+  for (int i = 0; i < 64; i++) assert_int_equal(infer(a.port, "m"), 200);
+  assert_int_equal(atomic_load(&s.served[0]) + atomic_load(&s.served[1]), 64);
+  assert_true(atomic_load(&s.served[0]) > 0 && atomic_load(&s.served[1]) > 0); /* 2^-63 */
+
+  char resp[16384];
+  for (int i = 0; i < 8; i++) { /* 8 connections: both members answer some */
+    assert_int_equal(http(a.port, "GET", "/v2/models/m/stats", NULL, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "\"inference_count\":64,"));
+    assert_non_null(strstr(resp, "\"success\":{\"count\":64,"));
+    assert_int_equal(http(a.port, "GET", "/metrics", NULL, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "isv_requests_total{model=\"m\",version=\"1\",protocol=\"v2_http\","
+                                 "outcome=\"success\"} 64\n"));
+    assert_non_null(strstr(resp, "isv_batch_executions_total{model=\"m\",version=\"1\","
+                                 "batch_size=\"1\"} 64\n"));
+  }
+  member_end(&a);
+  member_end(&b);
+  assert_int_equal(atomic_load(&s.destroyed), 0); /* the host still holds the group */
+  isv_group_free(g);
+  assert_int_equal(atomic_load(&s.destroyed), 1); /* once, when the group ended */
+}
+
+/* Made on either member, a change reaches the other: a model added on the second, a label set
+ * on the first, a version removed on the first (destroyed once, after both copies went). The
+ * same (name, version) twice is EEXIST whichever member is asked. */
+static void changes_reach_every_member(void **state) {
+  (void)state;
+  isv_group *g;
+  assert_int_equal(isv_group_new(&g), 0);
+  shared s;
+  memset(&s, 0, sizeof s);
+  member a, b;
+  member_start(&a, g, 0);
+  member_start(&b, g, a.port);
+  isv_group_free(g); /* the servers hold it */
+
+  add_args add = {"late", "1", &s, -1};
+  on_loop(&b, add_model, &add);
+  assert_int_equal(add.rc, 0);
+  assert_true(becomes(&a, "late", NULL, 1));
+  on_loop(&a, add_model, &add);
+  assert_int_equal(add.rc, ISV_EEXIST);
+  add.version = "2";
+  on_loop(&a, add_model, &add);
+  assert_int_equal(add.rc, 0);
+  for (int i = 0; i < 16; i++) assert_int_equal(infer(a.port, "late"), 200);
+
+  /* a label, set on a: b resolves it; the default version, set on b: a answers with it */
+  on_loop(&a, set_stable, "1");
+  assert_true(becomes(&b, "late", "stable", 1));
+  assert_int_equal(answered_by(a.port, "2", 16), 16); /* the rule: the highest */
+  on_loop(&b, set_default_one, NULL);
+  int all = 0;
+  for (int i = 0; i < 200 && !all; i++) /* a follows within a turn of its loop */
+    all = answered_by(a.port, "1", 16) == 16;
+  assert_true(all);
+
+  /* offline on b: a is not ready either; online again on a */
+  on_loop(&b, set_online, (void *)0);
+  int ready = -1;
+  on_loop(&a, is_ready, &ready);
+  assert_int_equal(ready, 0);
+  on_loop(&a, set_online, (void *)1);
+  on_loop(&b, is_ready, &ready);
+  assert_int_equal(ready, 1);
+
+  /* removed on a: gone from b too, each version's backend destroyed once */
+  add_args rm = {"late", NULL, &s, -1};
+  on_loop(&a, remove_model, &rm);
+  assert_int_equal(rm.rc, 0);
+  assert_true(becomes(&b, "late", NULL, 0));
+  for (int i = 0; i < 200 && atomic_load(&s.destroyed) < 2; i++) uv_sleep(1);
+  assert_int_equal(atomic_load(&s.destroyed), 2);
+  for (int i = 0; i < 16; i++) assert_int_equal(infer(a.port, "late"), 404);
+  on_loop(&b, remove_model, &rm);
+  assert_int_equal(rm.rc, ISV_ENOTFOUND);
+  member_end(&a);
+  member_end(&b);
+  assert_int_equal(atomic_load(&s.destroyed), 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(registered_once_served_by_every_member),
+      cmocka_unit_test(changes_reach_every_member),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
