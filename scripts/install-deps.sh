@@ -11,6 +11,7 @@ PKGS=(
   curl python3 python3-requests python3-pytest
   python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
   wrk haproxy nginx python3-yaml libmicrohttpd-dev chromium
+  libssl-dev openssl
   libxgboost-dev python3-xgboost python3-sklearn python3-numpy
   libtorch-dev python3-torch
 )
