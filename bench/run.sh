@@ -170,7 +170,8 @@ if command -v perf >/dev/null && perf stat -e cpu-clock true >/dev/null 2>&1; th
 # start_demo NAME: DEMO_PID, DEMO_PORT
 start_demo() {
   local out=$WORK/$1.log
-  taskset -c "$SCPU" "$DEMO" --listen 127.0.0.1:0 --max-connections 20000 \
+  # one loop, pinned to its core (the demo's default is a loop per core: bench/loops.sh)
+  taskset -c "$SCPU" "$DEMO" --listen 127.0.0.1:0 --threads 1 --max-connections 20000 \
     --idle-timeout-ms 300000 >"$out" 2>&1 &
   DEMO_PID=$!
   PIDS+=($DEMO_PID)

@@ -78,9 +78,10 @@ static void usage(FILE *f) {
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
           "                           $AIP_PREDICT_ROUTE (default /predict) and\n"
           "                           $AIP_HEALTH_ROUTE (default /health)\n"
-          "  --threads N              serve on N loops in N threads (default 1), all on the same\n"
-          "                           ports (SO_REUSEPORT); each loop's server has its own\n"
-          "                           models and statistics; the repository is the first's\n"
+          "  --threads N              serve on N loops in N threads, all on the same ports\n"
+          "                           (SO_REUSEPORT), one group of servers: the models, their\n"
+          "                           statistics and readiness are shared (default: the number\n"
+          "                           of cores; 1 with --tls-listen, which one loop serves)\n"
           "  --tls-listen HOST:PORT   also listen with TLS (needs --tls-cert and --tls-key, PEM);\n"
           "                           SIGHUP reloads them. --tls-client-ca FILE asks clients\n"
           "                           for a certificate (--tls-require-client-cert: insists)\n"
@@ -146,10 +147,9 @@ static int parse_listen(const char *s, listen_addr *a) {
 }
 
 static void on_server_closed(isv_server *srv, void *data) {
-  (void)srv;
   demo *d = data;
   d->srv = NULL; /* freed by the library after this callback */
-  demo_repo_closed();
+  demo_repo_closed(srv);
   demo_tls_closed();
   uv_close((uv_handle_t *)&d->sigint, NULL);
   uv_close((uv_handle_t *)&d->sigterm, NULL);
@@ -264,7 +264,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   listen_addr tls_addr = {"", 0}; /* --tls-listen (tls.c) */
   const char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
   int tls_require = 0;
-  unsigned long long threads = 1; /* --threads (threads.c) */
+  unsigned long long threads = 0; /* --threads (threads.c); 0: not given */
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -322,11 +322,11 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       const char *v = i + 1 < argc ? argv[++i] : "";
       char *end;
       threads = strtoull(v, &end, 10);
-      if (*v == '\0' || *end != '\0' || threads < 1 || threads > 64) {
-        fprintf(stderr, "inferserve-demo: bad value '%s' for --threads (1 to 64)\n", v);
+      if (*v == '\0' || *end != '\0' || threads < 1 || threads > DEMO_MAX_THREADS) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --threads (1 to %d)\n", v,
+                DEMO_MAX_THREADS);
         return 2;
       }
-      isv_options_set_reuse_port(opts, threads > 1);
       continue;
     }
     if (strcmp(arg, "--tls-listen") == 0) {
@@ -438,6 +438,23 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     addrs[naddrs++] = (listen_addr){"0.0.0.0", (int)p};
   }
 
+  if (threads == 0) { /* the default: a loop per core, but TLS is served by one loop yet */
+    unsigned cores = uv_available_parallelism();
+    threads = tls_addr.host[0] ? 1 : cores < 1 ? 1 : cores > DEMO_MAX_THREADS ? DEMO_MAX_THREADS
+                                                                             : cores;
+  }
+  if (threads > 1 && tls_addr.host[0]) {
+    fprintf(stderr, "inferserve-demo: --tls-listen is not served with --threads yet\n");
+    return 2;
+  }
+  if (threads > 1) { /* one group: the zoo registered once, served by every loop */
+    isv_group *group;
+    if (isv_group_new(&group) != 0) return 1;
+    isv_options_set_group(opts, group);
+    isv_group_free(group); /* the options and the servers hold it */
+    isv_options_set_reuse_port(opts, 1);
+  }
+
   /* A peer that disconnects mid-response must not kill the process. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -470,10 +487,15 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
             isv_server_last_error(d.srv));
     return 1;
   }
+  demo_threads_cfg more = {.opts = opts, .n_listen = naddrs,
+                           .with_auth = token_file || forbid_model || identity || auth_delay_ms,
+                           .repo_delay_ms = repository ? (int64_t)load_delay_ms : -1};
   if (aip_port != NULL && *aip_port != '\0') {
     const char *pr = getenv("AIP_PREDICT_ROUTE"), *hr = getenv("AIP_HEALTH_ROUTE");
-    rc = isv_server_set_vertex_routes(d.srv, vertex_model, pr && *pr ? pr : "/predict",
-                                      hr && *hr ? hr : "/health");
+    more.vertex_model = vertex_model;
+    more.predict_route = pr && *pr ? pr : "/predict";
+    more.health_route = hr && *hr ? hr : "/health";
+    rc = isv_server_set_vertex_routes(d.srv, vertex_model, more.predict_route, more.health_route);
     if (rc < 0) {
       fprintf(stderr, "inferserve-demo: AIP routes: %s\n", isv_server_last_error(d.srv));
       return 1;
@@ -492,19 +514,15 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     }
   }
 
-  if (threads > 1 && tls_addr.host[0]) {
-    fprintf(stderr, "inferserve-demo: --tls-listen is not served with --threads yet\n");
-    return 2;
-  }
   const char *hosts[MAX_LISTENERS];
   int ports[MAX_LISTENERS];
   for (size_t i = 0; i < naddrs; i++) {
     hosts[i] = addrs[i].host;
     ports[i] = isv_server_bound_port(d.srv, (unsigned)i);
   }
-  if (threads > 1 &&
-      demo_threads_start((unsigned)threads - 1, opts, hosts, ports, naddrs,
-                         token_file || forbid_model || identity || auth_delay_ms) != 0)
+  more.hosts = hosts;
+  more.ports = ports;
+  if (threads > 1 && demo_threads_start((unsigned)threads - 1, &more) != 0)
     return 1;
   if (tls_addr.host[0] &&
       (tls_cert == NULL || tls_key == NULL ||

@@ -1,10 +1,13 @@
 /* The demo's custom HTTP routes (isv_server_add_route; see zoo.h):
  *   POST /custom/echo        the body back, uppercased (inline)
  *   POST /custom/sse?n=N     Server-Sent Events "data: 0" .. "data: N-1", then "data: [DONE]"
- *                            (on the worker pool; &delay_ms=D between events; N <= 100000) */
+ *                            (on the worker pool; &delay_ms=D between events; N <= 100000)
+ *   GET  /custom/loop        which of the demo's loops (--threads) served the connection: 0
+ *                            for the main thread's, 1.. for the others (text) */
 #include "zoo.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,15 +59,30 @@ static int sse(isv_http_request *req, void *user) {
   return rc ? rc : isv_http_end(req);
 }
 
-int demo_routes_register(isv_server *srv) {
+static int which_loop(isv_http_request *req, void *user) {
+  char *out = malloc(24);
+  if (out == NULL) return ISV_ENOMEM;
+  int n = snprintf(out, 24, "%u\n", (unsigned)(uintptr_t)user);
+  return isv_http_respond(req, 200, "text/plain", out, (size_t)n, free);
+}
+
+int demo_routes_register(isv_server *srv, unsigned loop) {
   isv_route r;
   memset(&r, 0, sizeof r);
   r.struct_size = sizeof r;
+  r.method = "GET";
+  r.path = "/custom/loop";
+  r.mode = ISV_EXEC_INLINE;
+  r.handler = which_loop;
+  r.user = (void *)(uintptr_t)loop;
+  int rc = isv_server_add_route(srv, &r);
+  if (rc != 0) return rc;
+  r.user = NULL;
   r.method = "POST";
   r.path = "/custom/echo";
   r.mode = ISV_EXEC_INLINE;
   r.handler = echo_upper;
-  int rc = isv_server_add_route(srv, &r);
+  rc = isv_server_add_route(srv, &r);
   if (rc != 0) return rc;
   r.path = "/custom/sse";
   r.mode = ISV_EXEC_POOL;

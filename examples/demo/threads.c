@@ -1,9 +1,11 @@
 /* --threads N: the demo on N loops in N threads, one server each, all listening on the same
  * ports with SO_REUSEPORT (isv_options_set_reuse_port) — the kernel spreads the connections.
- * Every server registers the zoo itself (models, routes, the authorizer): a server's models,
- * statistics, sequences and shared memory regions are its own. The first server (the main
- * thread's) also has the model repository and the Vertex routes. SIGINT/SIGTERM on the main
- * thread close every server: each member hears it through its own uv_async_t. */
+ * The servers are one group (isv_options_set_group, made by main.c): the first server (the
+ * main thread's) registered the zoo's models, and every member serves them, counts them in the
+ * same statistics and follows their loads and unloads. What is a server's own is set up here on
+ * each: the custom routes, grps's default model, the authorizer, the model repository, the
+ * Vertex routes. SIGINT/SIGTERM on the main thread close every server:
+ * each member hears it through its own uv_async_t. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +20,14 @@ typedef struct member {
   uv_async_t stop;
   uv_sem_t ready;
   int rc;
-  const isv_options *opts;
-  const char *const *hosts;
-  const int *ports;
-  size_t n;
-  int with_auth;
+  const demo_threads_cfg *cfg;
 } member;
 
 static member *members;
 static size_t n_members;
 
 static void member_closed(isv_server *srv, void *data) {
-  (void)srv;
+  demo_repo_closed(srv);
   uv_close((uv_handle_t *)&((member *)data)->stop, NULL);
 }
 
@@ -41,11 +39,17 @@ static void member_stop(uv_async_t *a) {
 static void member_main(void *arg) {
   member *m = arg;
   uv_loop_init(&m->loop);
-  int rc = isv_server_new(&m->loop, m->opts, &m->srv);
-  if (rc == 0) rc = demo_zoo_register(m->srv);
-  if (rc == 0 && m->with_auth) rc = demo_auth_attach(m->srv);
-  for (size_t i = 0; rc == 0 && i < m->n; i++)
-    if ((rc = isv_server_listen(m->srv, m->hosts[i], m->ports[i])) != 0)
+  const demo_threads_cfg *cfg = m->cfg;
+  int rc = isv_server_new(&m->loop, cfg->opts, &m->srv); /* joins the group: has the models */
+  if (rc == 0) rc = demo_zoo_attach(m->srv, (unsigned)(m - members) + 1);
+  if (rc == 0 && cfg->with_auth) rc = demo_auth_attach(m->srv);
+  if (rc == 0 && cfg->repo_delay_ms >= 0)
+    rc = demo_repo_setup(m->srv, &m->loop, (uint64_t)cfg->repo_delay_ms);
+  if (rc == 0 && cfg->vertex_model)
+    rc = isv_server_set_vertex_routes(m->srv, cfg->vertex_model, cfg->predict_route,
+                                      cfg->health_route);
+  for (size_t i = 0; rc == 0 && i < cfg->n_listen; i++)
+    if ((rc = isv_server_listen(m->srv, cfg->hosts[i], cfg->ports[i])) != 0)
       fprintf(stderr, "inferserve-demo: thread: %s\n", isv_server_last_error(m->srv));
   if (rc == 0) rc = uv_async_init(&m->loop, &m->stop, member_stop);
   m->stop.data = m;
@@ -56,22 +60,17 @@ static void member_main(void *arg) {
   uv_loop_close(&m->loop);
 }
 
-int demo_threads_start(unsigned n, const isv_options *opts, const char *const *hosts,
-                       const int *ports, size_t n_listen, int with_auth) {
+int demo_threads_start(unsigned n, const demo_threads_cfg *cfg) {
   if (n == 0) return 0;
   members = calloc(n, sizeof *members);
   if (members == NULL) return -1;
   for (unsigned i = 0; i < n; i++) {
     member *m = &members[i];
-    m->opts = opts;
-    m->hosts = hosts;
-    m->ports = ports;
-    m->n = n_listen;
-    m->with_auth = with_auth;
+    m->cfg = cfg;
     uv_sem_init(&m->ready, 0);
     if (uv_thread_create(&m->thread, member_main, m) != 0) return -1;
     n_members++;
-    uv_sem_wait(&m->ready); /* opts are read by isv_server_new before this */
+    uv_sem_wait(&m->ready); /* cfg is read before this */
     if (m->rc != 0) {
       fprintf(stderr, "inferserve-demo: thread %u: %s\n", i + 1, isv_strerror(m->rc));
       return -1;

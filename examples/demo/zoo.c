@@ -714,10 +714,15 @@ int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick) {
   return rc;
 }
 
+int demo_zoo_attach(isv_server *srv, unsigned loop) {
+  TRY(demo_routes_register(srv, loop));
+  return isv_server_set_default_model(srv, DEMO_DEFAULT_MODEL);
+}
+
 int demo_zoo_register(isv_server *srv) {
   TRY(register_own(srv));
   TRY(demo_zoo_register_triton(srv));
   TRY(demo_zoo_register_grps(srv));
-  TRY(demo_routes_register(srv));
+  TRY(demo_routes_register(srv, 0));
   return demo_zoo_register_scheduling(srv);
 }

@@ -56,9 +56,17 @@
 extern "C" {
 #endif
 
-/* Register every model of the zoo on srv. 0, or the negative ISV_E* code of the first failure
- * (isv_server_last_error(srv) says more). */
+/* The most loops --threads takes. */
+#define DEMO_MAX_THREADS 64
+/* grps's default model (isv_server_set_default_model: a server's own, not its group's). */
+#define DEMO_DEFAULT_MODEL "echo"
+
+/* Register every model of the zoo on srv, and its routes. 0, or the negative ISV_E* code of
+ * the first failure (isv_server_last_error(srv) says more). */
 int demo_zoo_register(isv_server *srv);
+/* What each server of a group needs beside the group's models (threads.c): the routes (loop:
+ * its number, 1..) and the default model. 0 or the code of the first failure. */
+int demo_zoo_attach(isv_server *srv, unsigned loop);
 /* zoo.c's own models, one at a time — the demo's model repository (repo.c) reloads them:
  * pick->name alone is registered (nothing when NULL), its max batch pick->max_batch when >= 0;
  * pick->seen (may be NULL) hears every name zoo.c has (a listing: name NULL). 0 or the code of
@@ -81,12 +89,22 @@ int demo_auth_setup(isv_server *srv, const char *token_file, const char *forbid_
 void demo_auth_stop(void);
 /* The same authorizer on another server (--threads: one per loop). */
 int demo_auth_attach(isv_server *srv);
-/* --threads (threads.c): n more servers on n loops in n threads, the zoo registered on each,
- * listening on the first server's addresses (hosts[i], the bound ports[i]) with SO_REUSEPORT.
- * 0, or -1 (said on stderr). demo_threads_stop asks them to close (any thread);
- * demo_threads_join waits for them. */
-int demo_threads_start(unsigned n, const isv_options *opts, const char *const *hosts,
-                       const int *ports, size_t n_listen, int with_auth);
+/* --threads (threads.c): n more servers on n loops in n threads, in the first server's group
+ * (opts carry it: the zoo's models are the group's), each with the routes, the authorizer
+ * (with_auth), the repository (repo_delay_ms >= 0) and the Vertex routes (vertex_model not
+ * NULL), listening on the first server's addresses (hosts[i], the bound ports[i]) with
+ * SO_REUSEPORT. cfg is read before the call returns. 0, or -1 (said on stderr).
+ * demo_threads_stop asks them to close (any thread); demo_threads_join waits for them. */
+typedef struct demo_threads_cfg {
+  const isv_options *opts;
+  const char *const *hosts;
+  const int *ports;
+  size_t n_listen;
+  int with_auth;
+  int64_t repo_delay_ms;
+  const char *vertex_model, *predict_route, *health_route;
+} demo_threads_cfg;
+int demo_threads_start(unsigned n, const demo_threads_cfg *cfg);
 void demo_threads_stop(void);
 void demo_threads_join(void);
 /* The demo's TLS listener (tls.c): listen with the certificate and key files (and client CAs),
@@ -96,13 +114,16 @@ int demo_tls_listen(isv_server *srv, uv_loop_t *loop, const char *host, int port
                     const char *cert, const char *key, const char *client_ca, int require,
                     unsigned index);
 void demo_tls_closed(void);
-/* The server's close callback ran: loads still waiting complete without touching it. */
-void demo_repo_closed(void);
+/* srv's close callback ran: its loads still waiting complete without touching it (the last
+ * server's close frees the catalogue). */
+void demo_repo_closed(isv_server *srv);
 /* The scheduler's models (called by demo_zoo_register). */
 int demo_zoo_register_scheduling(isv_server *srv);
-/* The demo's custom HTTP routes (routes.c): POST /custom/echo (the body uppercased) and
- * POST /custom/sse?n=N[&delay_ms=D] (Server-Sent Events). Called by demo_zoo_register. */
-int demo_routes_register(isv_server *srv);
+/* The demo's custom HTTP routes (routes.c): POST /custom/echo (the body uppercased),
+ * POST /custom/sse?n=N[&delay_ms=D] (Server-Sent Events) and GET /custom/loop (`loop`, the
+ * number of the loop that serves them). Called by demo_zoo_register (loop 0) and
+ * demo_zoo_attach. */
+int demo_routes_register(isv_server *srv, unsigned loop);
 /* Triton's sequence and identity example models (zoo_triton.c; called by demo_zoo_register). */
 int demo_zoo_register_triton(isv_server *srv);
 /* The grps models (called by demo_zoo_register). */

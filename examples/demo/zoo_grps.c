@@ -131,6 +131,6 @@ int demo_zoo_register_grps(isv_server *srv) {
   int rc = add_open(srv, "echo", 0, 0, ISV_EXEC_INLINE, echo_infer);
   if (rc == 0) rc = add_open(srv, "echo_native", 1, 0, ISV_EXEC_INLINE, echo_native_infer);
   if (rc == 0) rc = add_open(srv, "streamer", 0, 1, ISV_EXEC_POOL, streamer_infer);
-  if (rc == 0) rc = isv_server_set_default_model(srv, "echo"); /* grps's default model */
+  if (rc == 0) rc = isv_server_set_default_model(srv, DEMO_DEFAULT_MODEL);
   return rc;
 }

@@ -208,7 +208,7 @@ def test_body_timeout_stalled_body(limited):
 def test_max_connections(start_demo):
     """With every connection busy, one more is accepted and closed (test_security.py: idle
     keep-alive connections make room instead)."""
-    d = start_demo("--max-connections", "2")
+    d = start_demo("--max-connections", "2", "--threads", "1")  # each server's: one loop
     keep = []
     try:
         for i in range(2):

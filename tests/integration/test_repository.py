@@ -215,7 +215,10 @@ def test_client_gone_during_a_load(rd):
     assert entries(index(rd), "identity_fp32")[0]["state"] == "READY"
 
 
-def test_operations_run_one_at_a_time(rd):
+def test_operations_run_one_at_a_time(start_demo):
+    # one loop: operations queue one at a time per server (each loop of --threads has its own
+    # repository callbacks; the demo's serialise the registration itself)
+    rd = start_demo("--load-delay-ms", str(DELAY_MS), "--threads", "1")
     unload(rd, "identity_int16")
     res = []
 

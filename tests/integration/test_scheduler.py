@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from isvtest import assert_error, get, infer, ok_json, outputs_by_name, tensor
-from grpc_stubs import (add_input, decode_raw, encode_raw, expect_rpc_error, outputs_of,
-                        slow_request)
+from grpc_stubs import (add_input, decode_raw, encode_raw, expect_rpc_error, make_channel,
+                        outputs_of, slow_request)
 from grpc_stubs import _grpc_channels, channel, protos, stub  # noqa: F401 (fixtures)
 
 
@@ -94,20 +94,34 @@ def wait_metric(demo, line):
     raise AssertionError("/metrics never showed %r" % line)
 
 
-def test_a_full_queue_is_refused_with_503_naming_the_model(demo, stub, protos):
+@pytest.fixture
+def demo1(start_demo):
+    """A one-loop demo: a model version's queue, instances and sequences are each loop's own
+    (include/inferserve.h, groups), and these cases count them or cross connections."""
+    return start_demo("--threads", "1")
+
+
+@pytest.fixture
+def stub1(demo1, protos):
+    ch = make_channel(demo1)
+    yield protos.pb_grpc.GRPCInferenceServiceStub(ch)
+    ch.close()
+
+
+def test_a_full_queue_is_refused_with_503_naming_the_model(demo1, stub1, protos):
     """queue1: one instance, one waiting request at most."""
     body = {"inputs": [tensor("INPUT0", "INT32", [1], [400])]}
     with cf.ThreadPoolExecutor(2) as ex:
-        first = ex.submit(requests.post, demo.url("/v2/models/queue1/infer"), json=body, timeout=10)
-        wait_metric(demo, 'isv_inflight_requests{model="queue1",version="1"} 1')
-        second = ex.submit(requests.post, demo.url("/v2/models/queue1/infer"), json=body,
+        first = ex.submit(requests.post, demo1.url("/v2/models/queue1/infer"), json=body, timeout=10)
+        wait_metric(demo1, 'isv_inflight_requests{model="queue1",version="1"} 1')
+        second = ex.submit(requests.post, demo1.url("/v2/models/queue1/infer"), json=body,
                            timeout=10)
-        wait_metric(demo, 'isv_queued_requests{model="queue1",version="1"} 1')
-        r = infer(demo, "queue1", [tensor("INPUT0", "INT32", [1], [1])])
+        wait_metric(demo1, 'isv_queued_requests{model="queue1",version="1"} 1')
+        r = infer(demo1, "queue1", [tensor("INPUT0", "INT32", [1], [1])])
         assert_error(r, 503, "model 'queue1' version '1' has 1 requests waiting, its queue limit")
         req = protos.pb.ModelInferRequest(model_name="queue1")
         add_input(req, "INPUT0", "INT32", [1], raw=encode_raw("INT32", [1]))
-        expect_rpc_error(stub.ModelInfer, grpc.StatusCode.UNAVAILABLE, "queue limit",
+        expect_rpc_error(stub1.ModelInfer, grpc.StatusCode.UNAVAILABLE, "queue limit",
                          request=req, timeout=10)
         assert first.result().status_code == 200
         assert second.result().status_code == 200
@@ -125,14 +139,14 @@ def test_the_timeout_parameter_gives_504(demo, stub, protos):
     assert_error(r, 400, "parameter 'timeout' must be a non-negative integer (microseconds)")
 
 
-def test_a_request_that_times_out_while_queued_never_runs(demo):
+def test_a_request_that_times_out_while_queued_never_runs(demo1):
     """queue1 is busy for 500 ms; a request with a 50 ms deadline waits behind it and is
     answered 504 without running (its message says it waited)."""
     body = {"inputs": [tensor("INPUT0", "INT32", [1], [500])]}
     with cf.ThreadPoolExecutor(1) as ex:
-        busy = ex.submit(requests.post, demo.url("/v2/models/queue1/infer"), json=body, timeout=10)
-        wait_metric(demo, 'isv_inflight_requests{model="queue1",version="1"} 1')
-        r = infer(demo, "queue1", [tensor("INPUT0", "INT32", [1], [1])],
+        busy = ex.submit(requests.post, demo1.url("/v2/models/queue1/infer"), json=body, timeout=10)
+        wait_metric(demo1, 'isv_inflight_requests{model="queue1",version="1"} 1')
+        r = infer(demo1, "queue1", [tensor("INPUT0", "INT32", [1], [1])],
                   parameters={"timeout": 50000})
         assert_error(r, 504, "passed its deadline while it waited")
         assert busy.result().status_code == 200
@@ -140,11 +154,11 @@ def test_a_request_that_times_out_while_queued_never_runs(demo):
 
 # ---- sequences ----------------------------------------------------------------------------
 
-def test_sequences_over_rest_and_grpc(demo, stub, protos):
+def test_sequences_over_rest_and_grpc(demo1, stub1, protos):
     sid = random.randint(1, 2 ** 62)
 
     def rest(v, **params):
-        r = infer(demo, "accumulate", [tensor("INPUT0", "INT32", [1], [v])],
+        r = infer(demo1, "accumulate", [tensor("INPUT0", "INT32", [1], [v])],
                   parameters=dict(sequence_id=sid, **params))
         return ok_json(r)["outputs"][0]["data"][0]
 
@@ -159,7 +173,7 @@ def test_sequences_over_rest_and_grpc(demo, stub, protos):
         if end:
             req.parameters["sequence_end"].bool_param = True
         add_input(req, "INPUT0", "INT32", [1], raw=encode_raw("INT32", [v]))
-        return decode_raw("INT64", outputs_of(stub.ModelInfer(req, timeout=10))["OUTPUT0"][2])[0]
+        return decode_raw("INT64", outputs_of(stub1.ModelInfer(req, timeout=10))["OUTPUT0"][2])[0]
 
     assert rest(5, sequence_start=True) == 5
     assert rpc(7, sid) == 12  # the same sequence, over gRPC
@@ -168,12 +182,12 @@ def test_sequences_over_rest_and_grpc(demo, stub, protos):
     assert rest(1) == 13
     assert rpc(1, text_id, end=True) == 101
     assert rest(2, sequence_end=True) == 15
-    r = infer(demo, "accumulate", [tensor("INPUT0", "INT32", [1], [1])],
+    r = infer(demo1, "accumulate", [tensor("INPUT0", "INT32", [1], [1])],
               parameters={"sequence_id": sid})
     assert_error(r, 400, "sequence %d of model 'accumulate' is not live" % sid)
     req = protos.pb.ModelInferRequest(model_name="accumulate")
     add_input(req, "INPUT0", "INT32", [1], raw=encode_raw("INT32", [1]))
-    expect_rpc_error(stub.ModelInfer, grpc.StatusCode.INVALID_ARGUMENT,
+    expect_rpc_error(stub1.ModelInfer, grpc.StatusCode.INVALID_ARGUMENT,
                      "model 'accumulate' is stateful", request=req, timeout=10)
 
 
@@ -272,8 +286,8 @@ def test_a_cancelled_stream_stops_a_decoupled_model(stub, protos):
 def test_close_under_load_answers_everything_in_flight_and_queued(start_demo):
     """SIGTERM while 12 `slow` calls run and `queue1` has one running and one waiting: all 14
     are answered 200 with their own result (the waiting one runs during the drain), then the
-    server exits 0."""
-    d = start_demo()
+    server exits 0. One loop: queue1's queue is each loop's own."""
+    d = start_demo("--threads", "1")
     results = {}
 
     def call(key, model, ms):

@@ -300,7 +300,8 @@ def test_too_many_inputs_over_grpc(start_demo):
 
 # --- point 6: the connection limit --------------------------------------------------------
 def test_idle_keep_alive_connections_make_room_for_new_clients(start_demo):
-    d = start_demo("--max-connections", "4")
+    # one loop: max_connections is each server's (a group of N accepts N times as many)
+    d = start_demo("--max-connections", "4", "--threads", "1")
     idle = []
     for _ in range(4):  # 4 clients each make one request and keep the connection open
         c = RawConn(d)
@@ -432,7 +433,9 @@ def test_a_fast_body_is_not_limited_by_the_rate(start_demo):
 
 
 def test_bodies_in_flight_share_a_budget(start_demo):
-    d = start_demo("--max-body-bytes", "1000000", "--max-receiving-bytes", "1000000")
+    # one loop: the receiving budget is each server's
+    d = start_demo("--max-body-bytes", "1000000", "--max-receiving-bytes", "1000000",
+                   "--threads", "1")
     holder = RawConn(d)  # announces 900 kB and sends them slowly: they are reserved
     holder.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")
     time.sleep(0.1)

@@ -16,8 +16,8 @@ from grpc_stubs import (_grpc_channels, add_input, channel, decode_raw, encode_r
 from isvtest import TIMEOUT
 
 
-def infer(demo, model, body):
-    return requests.post(demo.base + "/v2/models/%s/infer" % model, json=body, timeout=TIMEOUT)
+def infer(demo, model, body, http=requests):
+    return http.post(demo.base + "/v2/models/%s/infer" % model, json=body, timeout=TIMEOUT)
 
 
 def test_simple_int8_wraps(demo):
@@ -148,7 +148,10 @@ def ids_for(dyna):
     return [base, base + 1, str(base + 2) if dyna else str(uuid.uuid4())]
 
 
-def rest_step(demo, model, value, sid, start, end):
+def rest_step(demo, model, value, sid, start, end, http=requests):
+    """One request of a sequence. A sequence lives on the loop its start reached (the demo runs
+    one per core): its requests go over one keep-alive connection, `http`, as Triton's HTTP
+    client sends them."""
     params = {"sequence_id": sid}
     if start:
         params["sequence_start"] = True
@@ -156,7 +159,7 @@ def rest_step(demo, model, value, sid, start, end):
         params["sequence_end"] = True
     r = infer(demo, model, {"parameters": params, "inputs": [
         {"name": "INPUT", "shape": [1, 1], "datatype": "INT32", "data": [value]}],
-        "outputs": [{"name": "OUTPUT"}]})
+        "outputs": [{"name": "OUTPUT"}]}, http)
     assert r.status_code == 200, r.text
     out = r.json()["outputs"][0]
     assert (out["name"], out["datatype"], out["shape"]) == ("OUTPUT", "INT32", [1, 1])
@@ -192,8 +195,9 @@ def run_sync(send, dyna):
 
 
 def test_sequence_models_over_rest(demo):
-    for dyna in (False, True):
-        run_sync(lambda *a: rest_step(demo, *a), dyna)
+    with requests.Session() as http:
+        for dyna in (False, True):
+            run_sync(lambda *a: rest_step(demo, *a, http=http), dyna)
 
 
 def test_sequence_models_over_grpc(stub, protos):
@@ -241,15 +245,19 @@ def test_sequences_of_one_model_do_not_mix(demo):
     def one(k):
         sid = str(random.randint(1, 1 << 30))
         acc = 0
+        http = requests.Session()  # one connection per sequence (rest_step)
         try:
             for i in range(20):
                 acc += k
-                got = rest_step(demo, "simple_string_dyna_sequence", k, sid, i == 0, i == 19)
+                got = rest_step(demo, "simple_string_dyna_sequence", k, sid, i == 0, i == 19,
+                                http)
                 want = acc + (int(sid) if i == 19 else 0)
                 if got != (want + 2 ** 31) % 2 ** 32 - 2 ** 31:
                     errors.append((k, i, got, want))
         except Exception as e:  # noqa: BLE001 — a thread's failure must reach the assert
             errors.append((k, repr(e)))
+        finally:
+            http.close()
 
     threads = [threading.Thread(target=one, args=(k,)) for k in range(1, 9)]
     for t in threads:
