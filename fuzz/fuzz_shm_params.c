@@ -61,7 +61,7 @@ static void try_register(isv__core *c, const isv__v2shm_reg *reg) {
                              err, sizeof err);
   if (rc == 0) {
     if (reg->offset + reg->byte_size > OBJ_SIZE) abort(); /* out of bounds accepted */
-    isv__shm_unregister(&c->shm, name, nl);
+    isv__shm_unregister(c->shm, name, nl);
   } else if (err[0] == '\0') {
     abort();
   }
