@@ -341,10 +341,45 @@ static void changes_reach_every_member(void **state) {
   assert_int_equal(atomic_load(&s.destroyed), 2);
 }
 
+/* In one thread: members must agree with the first on shared memory (ISV_EINVAL, and nothing
+ * is left of the refused one); options hold the group until they are freed or set again. */
+static void members_agree_and_options_hold_the_group(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_group *g;
+  assert_int_equal(isv_group_new(&g), 0);
+  isv_options *o;
+  isv_options_new(&o);
+  assert_int_equal(isv_options_set_group(o, g), 0);
+  isv_group_free(g); /* the options hold it */
+  isv_options_set_shared_memory(o, 1);
+  isv_server *a, *b;
+  assert_int_equal(isv_server_new(&loop, o, &a), 0);
+  isv_options_set_shared_memory(o, 0);
+  assert_int_equal(isv_server_new(&loop, o, &b), ISV_EINVAL);
+  assert_null(b);
+  isv_options_set_shared_memory(o, 1);
+  assert_int_equal(isv_server_new(&loop, o, &b), 0);
+  assert_int_equal(isv_options_set_group(o, NULL), 0); /* the options' reference goes */
+  isv_options_free(o);
+  /* online is the group's: b offline takes a offline */
+  isv_server_set_online(b, 0);
+  assert_false(isv_server_is_online(a));
+  assert_false(isv_server_is_ready(a));
+  isv_server_set_online(a, 1);
+  assert_true(isv_server_is_ready(b));
+  assert_int_equal(isv_server_close(a, NULL, NULL), 0);
+  assert_int_equal(isv_server_close(b, NULL, NULL), 0);
+  uv_run(&loop, UV_RUN_DEFAULT); /* the last close frees the group: LeakSanitizer checks */
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(registered_once_served_by_every_member),
       cmocka_unit_test(changes_reach_every_member),
+      cmocka_unit_test(members_agree_and_options_hold_the_group),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
