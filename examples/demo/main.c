@@ -81,7 +81,7 @@ static void usage(FILE *f) {
           "  --threads N              serve on N loops in N threads, all on the same ports\n"
           "                           (SO_REUSEPORT), one group of servers: the models, their\n"
           "                           statistics and readiness are shared (default: the number\n"
-          "                           of cores; 1 with --tls-listen, which one loop serves)\n"
+          "                           of cores); --tls-listen too\n"
           "  --tls-listen HOST:PORT   also listen with TLS (needs --tls-cert and --tls-key, PEM);\n"
           "                           SIGHUP reloads them. --tls-client-ca FILE asks clients\n"
           "                           for a certificate (--tls-require-client-cert: insists)\n"
@@ -438,14 +438,9 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     addrs[naddrs++] = (listen_addr){"0.0.0.0", (int)p};
   }
 
-  if (threads == 0) { /* the default: a loop per core, but TLS is served by one loop yet */
+  if (threads == 0) { /* the default: a loop per core */
     unsigned cores = uv_available_parallelism();
-    threads = tls_addr.host[0] ? 1 : cores < 1 ? 1 : cores > DEMO_MAX_THREADS ? DEMO_MAX_THREADS
-                                                                             : cores;
-  }
-  if (threads > 1 && tls_addr.host[0]) {
-    fprintf(stderr, "inferserve-demo: --tls-listen is not served with --threads yet\n");
-    return 2;
+    threads = cores < 1 ? 1 : cores > DEMO_MAX_THREADS ? DEMO_MAX_THREADS : cores;
   }
   if (threads > 1) { /* one group: the zoo registered once, served by every loop */
     isv_group *group;
@@ -520,10 +515,6 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     hosts[i] = addrs[i].host;
     ports[i] = isv_server_bound_port(d.srv, (unsigned)i);
   }
-  more.hosts = hosts;
-  more.ports = ports;
-  if (threads > 1 && demo_threads_start((unsigned)threads - 1, &more) != 0)
-    return 1;
   if (tls_addr.host[0] &&
       (tls_cert == NULL || tls_key == NULL ||
        demo_tls_listen(d.srv, &d.loop, tls_addr.host, tls_addr.port, tls_cert, tls_key, tls_ca,
@@ -533,6 +524,17 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     return 1;
   }
 
+  more.hosts = hosts;
+  more.ports = ports;
+  if (tls_addr.host[0]) { /* every loop listens on the same TLS port too */
+    more.tls = demo_tls_shared();
+    more.tls_host = tls_addr.host;
+    more.tls_port = isv_server_bound_port(d.srv, (unsigned)naddrs);
+  }
+  rc = threads > 1 ? demo_threads_start((unsigned)threads - 1, &more) : 0;
+  demo_tls_shared_done();
+  if (rc != 0)
+    return 1;
   uv_signal_init(&d.loop, &d.sigint);
   uv_signal_init(&d.loop, &d.sigterm);
   d.sigint.data = d.sigterm.data = &d;

@@ -18,6 +18,10 @@ typedef struct member {
   uv_loop_t loop;
   isv_server *srv;
   uv_async_t stop;
+  uv_async_t tls_reload; /* a new TLS configuration for the listener (demo_threads_set_tls) */
+  uv_mutex_t mu;         /* tls_pending: uv_async_send orders nothing between threads */
+  isv_tls *tls_pending;
+  unsigned tls_index;
   uv_sem_t ready;
   int rc;
   const demo_threads_cfg *cfg;
@@ -29,6 +33,37 @@ static size_t n_members;
 static void member_closed(isv_server *srv, void *data) {
   demo_repo_closed(srv);
   uv_close((uv_handle_t *)&((member *)data)->stop, NULL);
+  uv_close((uv_handle_t *)&((member *)data)->tls_reload, NULL);
+}
+
+static void member_tls_reload(uv_async_t *a) {
+  member *m = a->data;
+  uv_mutex_lock(&m->mu);
+  isv_tls *t = m->tls_pending;
+  m->tls_pending = NULL;
+  unsigned index = m->tls_index;
+  uv_mutex_unlock(&m->mu);
+  if (t == NULL) return; /* sends coalesce: this one's was taken already */
+  if (isv_server_set_listener_tls(m->srv, index, t) != 0)
+    fprintf(stderr, "inferserve-demo: thread: TLS reload: %s\n", isv_server_last_error(m->srv));
+  isv_tls_free(t); /* the listener holds its own reference */
+}
+
+static int stopping; /* demo_threads_stop ran: members may have closed their handles */
+
+void demo_threads_set_tls(isv_tls *(*make)(void), unsigned index) {
+  for (size_t i = 0; !stopping && i < n_members; i++) {
+    member *m = &members[i];
+    isv_tls *t;
+    if (m->rc != 0 || (t = make()) == NULL) continue;
+    uv_mutex_lock(&m->mu);
+    isv_tls *old = m->tls_pending; /* a reload this loop had not applied yet: the newer wins */
+    m->tls_pending = t;
+    m->tls_index = index;
+    uv_mutex_unlock(&m->mu);
+    isv_tls_free(old);
+    uv_async_send(&m->tls_reload);
+  }
 }
 
 static void member_stop(uv_async_t *a) {
@@ -51,8 +86,12 @@ static void member_main(void *arg) {
   for (size_t i = 0; rc == 0 && i < cfg->n_listen; i++)
     if ((rc = isv_server_listen(m->srv, cfg->hosts[i], cfg->ports[i])) != 0)
       fprintf(stderr, "inferserve-demo: thread: %s\n", isv_server_last_error(m->srv));
+  if (rc == 0 && cfg->tls && /* the TLS listener last: the same index as the first server's */
+      (rc = isv_server_listen_tls(m->srv, cfg->tls_host, cfg->tls_port, cfg->tls)) != 0)
+    fprintf(stderr, "inferserve-demo: thread: %s\n", isv_server_last_error(m->srv));
   if (rc == 0) rc = uv_async_init(&m->loop, &m->stop, member_stop);
-  m->stop.data = m;
+  if (rc == 0) rc = uv_async_init(&m->loop, &m->tls_reload, member_tls_reload);
+  m->stop.data = m->tls_reload.data = m;
   m->rc = rc;
   if (rc != 0 && m->srv) isv_server_close(m->srv, NULL, NULL);
   uv_sem_post(&m->ready);
@@ -67,6 +106,7 @@ int demo_threads_start(unsigned n, const demo_threads_cfg *cfg) {
   for (unsigned i = 0; i < n; i++) {
     member *m = &members[i];
     m->cfg = cfg;
+    uv_mutex_init(&m->mu);
     uv_sem_init(&m->ready, 0);
     if (uv_thread_create(&m->thread, member_main, m) != 0) return -1;
     n_members++;
@@ -80,6 +120,7 @@ int demo_threads_start(unsigned n, const demo_threads_cfg *cfg) {
 }
 
 void demo_threads_stop(void) {
+  stopping = 1;
   for (size_t i = 0; i < n_members; i++)
     if (members[i].rc == 0) uv_async_send(&members[i].stop);
 }
@@ -88,6 +129,8 @@ void demo_threads_join(void) {
   for (size_t i = 0; i < n_members; i++) {
     uv_thread_join(&members[i].thread);
     uv_sem_destroy(&members[i].ready);
+    uv_mutex_destroy(&members[i].mu);
+    isv_tls_free(members[i].tls_pending); /* a reload that came as it closed */
   }
   free(members);
   members = NULL;

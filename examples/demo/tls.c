@@ -1,6 +1,8 @@
 /* The demo's TLS listener (--tls-listen HOST:PORT with --tls-cert and --tls-key; --tls-client-ca
  * asks clients for a certificate, --tls-require-client-cert insists). SIGHUP reads the files
- * again and gives the listener the new configuration: open connections keep theirs. */
+ * again and gives the listener the new configuration: open connections keep theirs. With
+ * --threads every loop listens on the same TLS port with the same configuration (threads.c),
+ * and a reload reaches each on its own loop. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,7 @@ static struct {
   unsigned index; /* the listener's */
   uv_signal_t sighup;
   int active;
+  isv_tls *first; /* the configuration the other loops listen with, until demo_tls_shared_done */
 } tls;
 
 /* A configuration from the files; NULL (said on stderr) when they do not make one. */
@@ -40,11 +43,15 @@ static void on_sighup(uv_signal_t *h, int signum) {
   (void)signum;
   isv_tls *t = load();
   if (t == NULL) return; /* the listener keeps what it had */
-  if (isv_server_set_listener_tls(tls.srv, tls.index, t) != 0)
+  int rc = isv_server_set_listener_tls(tls.srv, tls.index, t);
+  if (rc != 0) {
     fprintf(stderr, "inferserve-demo: TLS reload: %s\n", isv_server_last_error(tls.srv));
-  else
-    fprintf(stderr, "inferserve-demo: TLS configuration reloaded\n");
+    isv_tls_free(t);
+    return;
+  }
   isv_tls_free(t);
+  demo_threads_set_tls(load, tls.index); /* the other loops' listeners too */
+  fprintf(stderr, "inferserve-demo: TLS configuration reloaded\n");
 }
 
 int demo_tls_listen(isv_server *srv, uv_loop_t *loop, const char *host, int port,
@@ -59,15 +66,23 @@ int demo_tls_listen(isv_server *srv, uv_loop_t *loop, const char *host, int port
   isv_tls *t = load();
   if (t == NULL) return -1;
   int rc = isv_server_listen_tls(srv, host, port, t);
-  isv_tls_free(t);
   if (rc != 0) {
+    isv_tls_free(t);
     fprintf(stderr, "inferserve-demo: %s\n", isv_server_last_error(srv));
     return -1;
   }
+  tls.first = t;
   uv_signal_init(loop, &tls.sighup);
   uv_signal_start(&tls.sighup, on_sighup, SIGHUP);
   tls.active = 1;
   return 0;
+}
+
+const isv_tls *demo_tls_shared(void) { return tls.first; }
+
+void demo_tls_shared_done(void) {
+  isv_tls_free(tls.first); /* listeners keep their own reference */
+  tls.first = NULL;
 }
 
 void demo_tls_closed(void) {

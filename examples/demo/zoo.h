@@ -103,8 +103,14 @@ typedef struct demo_threads_cfg {
   int with_auth;
   int64_t repo_delay_ms;
   const char *vertex_model, *predict_route, *health_route;
+  const isv_tls *tls; /* NULL: none; else listen with it on tls_host:tls_port after the rest */
+  const char *tls_host;
+  int tls_port;
 } demo_threads_cfg;
 int demo_threads_start(unsigned n, const demo_threads_cfg *cfg);
+/* A TLS reload (tls.c's SIGHUP): every other loop gives its listener number `index` a
+ * configuration make() returns (one each; NULL: that loop keeps its own), on its own loop. */
+void demo_threads_set_tls(isv_tls *(*make)(void), unsigned index);
 void demo_threads_stop(void);
 void demo_threads_join(void);
 /* The demo's TLS listener (tls.c): listen with the certificate and key files (and client CAs),
@@ -114,6 +120,10 @@ int demo_tls_listen(isv_server *srv, uv_loop_t *loop, const char *host, int port
                     const char *cert, const char *key, const char *client_ca, int require,
                     unsigned index);
 void demo_tls_closed(void);
+/* The configuration demo_tls_listen listened with, for the other loops (--threads) to listen
+ * with too; demo_tls_shared_done lets go of it once they did. */
+const isv_tls *demo_tls_shared(void);
+void demo_tls_shared_done(void);
 /* srv's close callback ran: its loads still waiting complete without touching it (the last
  * server's close frees the catalogue). */
 void demo_repo_closed(isv_server *srv);

@@ -2,20 +2,25 @@
 group of servers (isv_options_set_group): the zoo is registered once and every loop serves it;
 statistics and metrics count every loop's requests whichever loop answers; a load, an unload or
 going offline asked of one loop holds on every loop for the next request; shared memory regions
-and the per-client limit are the group's; the authorizer guards every loop. GET /custom/loop
+and the per-client limit are the group's; the authorizer guards every loop; every loop listens
+with TLS too and a SIGHUP reload reaches each. GET /custom/loop
 tells which loop a connection reached. SIGTERM closes them all (exit 0)."""
 import concurrent.futures as cf
 import http.client
 import json
 import os
 import re
+import signal
+import time
 from multiprocessing import shared_memory
 
 import numpy as np
 import pytest
+import requests
 
 from grpc_stubs import load_stubs, make_channel, simple_request
 from isvtest import TIMEOUT, simple_body
+from test_tls import peer_cert_org, pki, tls_port  # noqa: F401 (pki: a fixture)
 
 N = 40
 
@@ -177,6 +182,30 @@ def test_bad_thread_counts_are_refused(start_demo):
     for v in ("0", "65", "x"):
         with pytest.raises(RuntimeError):
             start_demo("--threads", v)
-    with pytest.raises(RuntimeError):  # one loop serves TLS yet
-        start_demo("--threads", "2", "--tls-listen", "127.0.0.1:0", "--tls-cert", "x",
-                   "--tls-key", "y")
+
+
+def test_tls_on_every_loop_and_a_reload_reaching_each(start_demo, pki, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_bytes(open(pki("server.pem"), "rb").read())
+    key.write_bytes(open(pki("server.key"), "rb").read())
+    d = start_demo("--threads", "2", "--tls-listen", "127.0.0.1:0", "--tls-cert", str(cert),
+                   "--tls-key", str(key))
+    port = tls_port(d)
+    ca = pki("ca.pem")
+    seen = set()
+    for _ in range(N):  # a new TLS connection each time: both loops answer
+        with requests.Session() as s:
+            r = s.get("https://127.0.0.1:%d/custom/loop" % port, verify=ca, timeout=TIMEOUT)
+            assert r.status_code == 200
+            seen.add(int(r.text))
+    assert seen == {0, 1}
+    cert.write_bytes(open(pki("server2.pem"), "rb").read())
+    key.write_bytes(open(pki("server2.key"), "rb").read())
+    d.send_signal(signal.SIGHUP)
+    # once one connection sees the new certificate, the others soon do too: whichever loop
+    # takes the next 16 connections has reloaded (each loop gets it on its own turn)
+    deadline = time.time() + 5
+    while time.time() < deadline and not all(peer_cert_org(port, ca) == "reloaded"
+                                             for _ in range(16)):
+        time.sleep(0.05)
+    assert [peer_cert_org(port, ca) for _ in range(N)] == ["reloaded"] * N
