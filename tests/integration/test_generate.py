@@ -8,6 +8,7 @@ import json
 import socket
 import time
 
+import pytest
 import requests
 
 import h2raw
@@ -118,41 +119,48 @@ def slow_body(ms):
                                    "data": [ms]}]}).encode()
 
 
-def test_an_http1_client_that_hangs_up_cancels_its_request(demo):
+@pytest.fixture
+def demo1(start_demo):
+    """One loop: queue1's one instance is each loop's own, and these cases need the second call
+    to wait behind the first (else it would not tell whether the first stopped early)."""
+    return start_demo("--threads", "1")
+
+
+def test_an_http1_client_that_hangs_up_cancels_its_request(demo1):
     """queue1 (one instance) runs a 3 s call whose client hangs up after it started; the model
     stops early, so a second call is answered long before those 3 s are over. A third client
     that hangs up while still waiting behind a busy instance never runs at all."""
-    s = socket.create_connection((demo.host, demo.port))
+    s = socket.create_connection((demo1.host, demo1.port))
     s.sendall(http_request("POST", "/v2/models/queue1/infer", slow_body(3000)))
-    wait_line(demo, 'isv_inflight_requests{model="queue1",version="1"} 1')
+    wait_line(demo1, 'isv_inflight_requests{model="queue1",version="1"} 1')
     s.close()
     t0 = time.monotonic()
-    r = post_json(demo, "/v2/models/queue1/infer", slow_body(10))
+    r = post_json(demo1, "/v2/models/queue1/infer", slow_body(10))
     assert r.status_code == 200
     assert time.monotonic() - t0 < 2.0, "the abandoned 3 s call ran to its end"
     # waiting, then gone
-    before = executions(demo, "queue1")
+    before = executions(demo1, "queue1")
     with concurrent.futures.ThreadPoolExecutor(1) as ex:
-        busy = ex.submit(post_json, demo, "/v2/models/queue1/infer", slow_body(400))
-        wait_line(demo, 'isv_inflight_requests{model="queue1",version="1"} 1')
-        w = socket.create_connection((demo.host, demo.port))
+        busy = ex.submit(post_json, demo1, "/v2/models/queue1/infer", slow_body(400))
+        wait_line(demo1, 'isv_inflight_requests{model="queue1",version="1"} 1')
+        w = socket.create_connection((demo1.host, demo1.port))
         w.sendall(http_request("POST", "/v2/models/queue1/infer", slow_body(10)))
-        wait_line(demo, 'isv_queued_requests{model="queue1",version="1"} 1')
+        wait_line(demo1, 'isv_queued_requests{model="queue1",version="1"} 1')
         w.shutdown(socket.SHUT_WR)  # a half-close is a client that has gone (as nginx takes it)
-        wait_line(demo, 'isv_queued_requests{model="queue1",version="1"} 0')
+        wait_line(demo1, 'isv_queued_requests{model="queue1",version="1"} 0')
         w.close()
         assert busy.result().status_code == 200
-    assert executions(demo, "queue1") == before + 1  # only the busy one ran
+    assert executions(demo1, "queue1") == before + 1  # only the busy one ran
 
 
-def test_an_h2c_stream_reset_cancels_its_rest_request(demo):
-    with h2raw.H2Conn(demo) as c:
-        sid = c.request(h2raw.rest_headers(demo, "POST", "/v2/models/queue1/infer",
+def test_an_h2c_stream_reset_cancels_its_rest_request(demo1):
+    with h2raw.H2Conn(demo1) as c:
+        sid = c.request(h2raw.rest_headers(demo1, "POST", "/v2/models/queue1/infer",
                                            [("content-type", "application/json")]),
                         body=slow_body(3000), end_stream=True)
-        wait_line(demo, 'isv_inflight_requests{model="queue1",version="1"} 1')
+        wait_line(demo1, 'isv_inflight_requests{model="queue1",version="1"} 1')
         c.rst(sid)
         t0 = time.monotonic()
-        r = post_json(demo, "/v2/models/queue1/infer", slow_body(10))
+        r = post_json(demo1, "/v2/models/queue1/infer", slow_body(10))
         assert r.status_code == 200
         assert time.monotonic() - t0 < 2.0, "the reset 3 s call ran to its end"
