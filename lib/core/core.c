@@ -24,7 +24,10 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->opts.group = NULL;    /* the options' reference is theirs: the core holds its own */
   if (c->group) isv__group_use(c->group);
   int rc = isv__registry_init(&c->reg, c, c->mem);
-  if (rc) return rc;
+  if (rc) {
+    if (c->group) isv__group_unuse(c->group);
+    return rc;
+  }
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
   if (isv__clients_init(&c->clients_own, c->mem) != 0) goto fail_mu;
