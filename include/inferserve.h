@@ -221,8 +221,9 @@ ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
  * first on isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL) and the
  * per-client count of isv_options_set_max_client_requests (a client's requests on every
  * member count against one limit).
- * What stays per server: routes (isv_server_add_route — their numbers in /metrics are the
- * server's — and the Vertex routes), the authorizer, the repository callbacks, the default
+ * What stays per server: routes (isv_server_add_route — register a route on each member; its
+ * numbers in /metrics are summed over the members' routes of that method and path — and the
+ * Vertex routes), the authorizer, the repository callbacks, the default
  * model, listeners, the transport's limits (max_connections, max_receiving_bytes,
  * max_inflight: each member's), the worker pool, and every model's scheduling — its queue and
  * max_queue, its `instances` (per member: a model with 1 instance may run once on each member

@@ -490,6 +490,7 @@ static int route_model(isv_server *s, const isv_route *route, isv__custom_route 
   if (rc == 0) rc = isv_model_config_set_platform(c, "custom_route");
   isv_backend be = {.struct_size = sizeof be, .infer = isv__custom_infer, .destroy = free_route};
   if (rc == 0) rc = isv__registry_add(&s->core.reg, c, "1", &be, cr, &cr->model);
+  if (rc == 0) isv__group_link_hidden(&s->core, cr->model); /* counted with the group's twins */
   if (rc == ISV_EEXIST) set_error(s, "add route: %s is already served", name + 7);
   else if (rc != 0) set_error(s, "add route: %s", isv_strerror(rc));
   isv_model_config_free(c);

@@ -14,6 +14,7 @@ struct isv__gmodel {
   void *user;
   isv_model_state state; /* under mu */
   int removed;           /* out of the table; under mu */
+  int hidden;            /* a record of library models (g->hidden): refs change under mu */
   atomic_uint refs;      /* the table's + one per member's copy */
   isv_model *copies;     /* every member's copy (m->gcopy_next); under mu */
 };
@@ -149,6 +150,14 @@ static void changed(isv_group *g, const isv__core *self) {
     if (o != self) uv_async_send(&o->async);
 }
 
+static void link_copy(isv__gmodel *gm, isv_model *m) {
+  m->gm = gm;
+  m->gcopy_next = gm->copies;
+  m->gcopy_prev = NULL;
+  if (gm->copies) gm->copies->gcopy_prev = m;
+  gm->copies = m;
+}
+
 /* Register this member's copy of gm. Under mu (nothing here calls the host). */
 static int copy_into(isv__core *c, isv__gmodel *gm, isv_model **out) {
   isv_model *m;
@@ -156,25 +165,62 @@ static int copy_into(isv__core *c, isv__gmodel *gm, isv_model **out) {
   if (rc != 0) return rc;
   m->backend.destroy = NULL; /* the record's, once every copy is gone */
   m->state = gm->state;
-  m->gm = gm;
   atomic_fetch_add(&gm->refs, 1);
-  m->gcopy_next = gm->copies;
-  m->gcopy_prev = NULL;
-  if (gm->copies) gm->copies->gcopy_prev = m;
-  gm->copies = m;
+  link_copy(gm, m);
   if (out) *out = m;
   return 0;
 }
 
 void isv__group_copy_gone(isv_model *m) {
   isv__gmodel *gm = m->gm;
-  uv_mutex_lock(&gm->g->mu);
+  isv_group *g = gm->g;
+  uv_mutex_lock(&g->mu);
   if (m->gcopy_prev) m->gcopy_prev->gcopy_next = m->gcopy_next;
   else gm->copies = m->gcopy_next;
   if (m->gcopy_next) m->gcopy_next->gcopy_prev = m->gcopy_prev;
-  uv_mutex_unlock(&gm->g->mu);
+  int last_hidden = gm->hidden && atomic_fetch_sub(&gm->refs, 1) == 1;
+  if (last_hidden) { /* out of g->hidden before another member could find it */
+    isv__gmodel **pp = &g->hidden;
+    while (*pp != gm) pp = &(*pp)->next;
+    *pp = gm->next;
+  }
+  uv_mutex_unlock(&g->mu);
   m->gm = NULL;
-  gmodel_unref(gm);
+  if (!gm->hidden) {
+    gmodel_unref(gm);
+  } else if (last_hidden) {
+    gmodel_free(gm);
+    group_unref(g);
+  }
+}
+
+void isv__group_link_hidden(isv__core *c, isv_model *m) {
+  isv_group *g = c->group;
+  if (g == NULL) return;
+  uv_mutex_lock(&g->mu);
+  isv__gmodel *gm = g->hidden;
+  while (gm && !(strcmp(gm->cfg->name, m->cfg->name) == 0 && strcmp(gm->version, m->version) == 0))
+    gm = gm->next;
+  if (gm == NULL && (gm = isv__calloc(NULL, 1, sizeof *gm)) != NULL) {
+    gm->g = g;
+    gm->hidden = 1;
+    gm->cfg = isv__config_copy(m->cfg, NULL); /* its name, for the lookup */
+    gm->version = dupstr(m->version);
+    if (gm->cfg == NULL || gm->version == NULL) {
+      gmodel_free(gm);
+      gm = NULL;
+    } else {
+      atomic_init(&gm->refs, 0);
+      gm->next = g->hidden;
+      g->hidden = gm;
+      atomic_fetch_add(&g->refs, 1); /* the record's */
+    }
+  }
+  if (gm) { /* out of memory: the model counts alone */
+    atomic_fetch_add(&gm->refs, 1);
+    link_copy(gm, m);
+  }
+  uv_mutex_unlock(&g->mu);
 }
 
 /* ---- members ------------------------------------------------------------------------------- */

@@ -20,7 +20,10 @@
  *
  * Statistics: each copy counts its loop's requests (stats.h); a reader sums the copies
  * (isv__model_stats), so every member answers for the group. Protocol labels are indexed
- * group-wide for that. Readiness (online / offline) is the group's too. Per member: routes,
+ * group-wide for that. The library's own models (a custom route's, the repository's: names
+ * starting with '@') are each member's, but their numbers are summed the same way: members'
+ * models of one name are linked as copies of a record that is in no table
+ * (isv__group_link_hidden). Readiness (online / offline) is the group's too. Per member: routes,
  * the authorizer, the repository callbacks, shared memory regions, sequences (a sequence's
  * requests must reach one member: one connection).
  *
@@ -47,6 +50,8 @@ struct isv_group {
   atomic_uint gen;   /* bumped on every change of the table (under mu) */
   atomic_int online;
   isv__gmodel *models; /* the table, in registration order; under mu */
+  isv__gmodel *hidden; /* the library's own models (routes', the repository's) that members
+                        * registered each for themselves, grouped by name for their numbers */
   isv__gname *names;   /* labels and default version per model name; under mu */
   isv__core *members;  /* servers joined (linked through core->group_next); under mu */
   const char *protocols[ISV__MAX_PROTOCOLS]; /* protocol labels, indexed group-wide; under mu */
@@ -89,6 +94,10 @@ int isv__group_set_default(isv__core *c, const char *name, const char *version);
 /* The member's shared memory registry becomes the group's (c->shm). Every member must agree on
  * isv_options_set_shared_memory with the first: ISV_EINVAL otherwise. Before joining. */
 int isv__group_shm(isv__core *c, int enabled);
+
+/* m, a library model this member registered for itself ('@...'), is counted with the other
+ * members' models of its name and version (isv__model_stats sums them). Loop thread. */
+void isv__group_link_hidden(isv__core *c, isv_model *m);
 
 /* A copy's last reference is gone (registry.c's model_free, any thread): the group's record
  * loses it, and the host's destroy runs when the record is gone too. */

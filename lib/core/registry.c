@@ -385,8 +385,8 @@ int isv__version_cmp(const char *a, const char *b) {
 
 static void model_free(isv_model *m) {
   isv__sched_free(m); /* ends its live sequences: before destroy */
-  if (m->gm) isv__group_copy_gone(m); /* a group's copy: the group's record destroys */
-  else if (m->backend.destroy) m->backend.destroy(m->user);
+  if (m->gm) isv__group_copy_gone(m); /* a group's copy: the record's destroy, at its end */
+  if (m->backend.destroy) m->backend.destroy(m->user); /* NULL for the table's copies */
   isv_model_config_free(m->cfg);
   isv__free(m->version);
   isv__free(m);

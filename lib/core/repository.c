@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec/utf8.h"
+#include "core/group.h"
 #include "core/request.h"
 
 /* ---- operations ---------------------------------------------------------------------------- */
@@ -49,6 +50,7 @@ int isv__repo_attach(isv__core *c, const isv_repository *repo, char *why, size_t
   if (rc == 0) {
     isv_backend be = {.struct_size = sizeof be, .infer = isv__repo_infer, .destroy = repo_destroy};
     rc = isv__registry_add(&c->reg, cfg, "1", &be, rp, &rp->model);
+    if (rc == 0) isv__group_link_hidden(c, rp->model); /* counted with the group's twins */
   }
   isv_model_config_free(cfg);
   if (rc != 0) {

@@ -50,10 +50,9 @@ def test_sse_streams_n_events_then_done(demo, n):
     assert events(text) == ["data: %d" % i for i in range(n)] + ["data: [DONE]"]
 
 
-def test_sse_events_arrive_as_they_are_written(start_demo):
+def test_sse_events_arrive_as_they_are_written(demo):
     """The first event is read while the handler is still running (the others 100 ms apart).
-    One loop: a route's numbers in /metrics are its server's (a route is each server's own)."""
-    demo = start_demo("--threads", "1")
+    /metrics, on whichever loop, counts the route on every loop."""
     r = post(demo, "/custom/sse?n=5&delay_ms=100", stream=True)
     chunks = r.raw.read_chunked()
     assert next(chunks) == b"data: 0\n\n"
@@ -86,7 +85,7 @@ def _inflight(demo):
 
 
 def test_client_disconnect_mid_stream_stops_the_handler(start_demo):
-    d = start_demo("--threads", "1")  # one loop: the route's /metrics are its server's
+    d = start_demo()
     s = socket.create_connection((d.host, d.port), timeout=TIMEOUT)
     s.sendall(b"POST /custom/sse?n=100000&delay_ms=20 HTTP/1.1\r\nHost: x\r\n"
               b"Content-Length: 0\r\n\r\n")

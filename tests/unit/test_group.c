@@ -161,6 +161,21 @@ static void set_default_one(member *m, void *arg) {
 static void set_online(member *m, void *on) { isv_server_set_online(m->srv, on != NULL); }
 static void is_ready(member *m, void *out) { *(int *)out = isv_server_is_ready(m->srv); }
 
+/* A custom route each member registers for itself: its numbers are summed like a model's. */
+static int route_ok(isv_http_request *req, void *user) {
+  (void)user;
+  return isv_http_respond(req, 200, "text/plain", "ok", 2, ISV_STATIC);
+}
+static void add_route(member *m, void *rc) {
+  isv_route r;
+  memset(&r, 0, sizeof r);
+  r.struct_size = sizeof r;
+  r.method = "GET";
+  r.path = "/r";
+  r.handler = route_ok;
+  *(int *)rc = isv_server_add_route(m->srv, &r);
+}
+
 static void note_thread(member *m, void *arg) {
   (void)m;
   *(uv_thread_t *)arg = uv_thread_self();
@@ -245,7 +260,7 @@ static int answered_by(int port, const char *v, int n) {
 
 /* Registered once, on the first member, before the second exists: both serve it (the kernel
  * spreads 64 connections), and whichever member answers a statistics or metrics request
- * counts all 64. */
+ * counts all 64 — and all 16 requests of a route each member registered for itself. */
 static void registered_once_served_by_every_member(void **state) {
   (void)state;
   isv_group *g;
@@ -260,11 +275,17 @@ static void registered_once_served_by_every_member(void **state) {
   member_start(&b, g, a.port); /* joins late: gets "m" as it joins */
   on_loop(&a, note_thread, &s.threads[0]);
   on_loop(&b, note_thread, &s.threads[1]);
+  int rc_a = -1, rc_b = -1;
+  on_loop(&a, add_route, &rc_a);
+  on_loop(&b, add_route, &rc_b);
+  assert_int_equal(rc_a, 0);
+  assert_int_equal(rc_b, 0);
   for (int i = 0; i < 64; i++) assert_int_equal(infer(a.port, "m"), 200);
   assert_int_equal(atomic_load(&s.served[0]) + atomic_load(&s.served[1]), 64);
   assert_true(atomic_load(&s.served[0]) > 0 && atomic_load(&s.served[1]) > 0); /* 2^-63 */
 
   char resp[16384];
+  for (int i = 0; i < 16; i++) assert_int_equal(http(a.port, "GET", "/r", NULL, resp, sizeof resp), 200);
   for (int i = 0; i < 8; i++) { /* 8 connections: both members answer some */
     assert_int_equal(http(a.port, "GET", "/v2/models/m/stats", NULL, resp, sizeof resp), 200);
     assert_non_null(strstr(resp, "\"inference_count\":64,"));
@@ -274,6 +295,9 @@ static void registered_once_served_by_every_member(void **state) {
                                  "outcome=\"success\"} 64\n"));
     assert_non_null(strstr(resp, "isv_batch_executions_total{model=\"m\",version=\"1\","
                                  "batch_size=\"1\"} 64\n"));
+    /* each member's own route, counted as one */
+    assert_non_null(strstr(resp, "isv_requests_total{model=\"@route GET /r\",version=\"1\","
+                                 "protocol=\"custom\",outcome=\"success\"} 16\n"));
   }
   member_end(&a);
   member_end(&b);
