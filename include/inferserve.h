@@ -242,7 +242,10 @@ ISV_EXTERN int isv_group_new(isv_group **out);
  * hold it. Any thread. */
 ISV_EXTERN void isv_group_free(isv_group *g);
 /* Servers made with these options join g (NULL: none, the default). The options hold a
- * reference to g until they are freed or set to another group. */
+ * reference to g until they are freed or set to another group. With
+ * isv_options_set_reuse_port, members listen on the same addresses; the group's first listen
+ * on an address must find it free (ISV_EIO, "address already in use", when another process
+ * listens there), so SO_REUSEPORT shares a port among the group's members only. */
 ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */

@@ -224,16 +224,29 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
   return 0;
 }
 
+/* Listen (tls_ctx NULL: plain). A group's member joins an address another member listens on
+ * (SO_REUSEPORT); the group's first bind on an address must find it free. */
+static int listen_any(isv_server *srv, const char *host, int port, void *tls_ctx) {
+  isv__transport *t = &srv->transport;
+  int grouped = srv->core.group && host != NULL;
+  t->reuse_port_first = grouped && !isv__group_address(&srv->core, host, port, 0);
+  int rc = tls_ctx ? isv__transport_listen_tls(t, host, port, tls_ctx)
+                   : isv__transport_listen(t, host, port);
+  t->reuse_port_first = 0;
+  if (rc == 0 && grouped)
+    isv__group_address(&srv->core, host, t->listeners[t->n_listeners - 1]->port, 1);
+  if (rc != 0) {
+    if (t->last_error[0]) set_error(srv, "%s", t->last_error);
+    else set_error(srv, "listen: %s", isv_strerror(rc));
+  }
+  return rc;
+}
+
 ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port) {
   if (srv == NULL) return ISV_EINVAL;
   begin(srv);
   if (srv->closing) return closing(srv);
-  int rc = isv__transport_listen(&srv->transport, host, port);
-  if (rc != 0) {
-    if (srv->transport.last_error[0]) set_error(srv, "%s", srv->transport.last_error);
-    else set_error(srv, "listen: %s", isv_strerror(rc));
-  }
-  return rc;
+  return listen_any(srv, host, port, NULL);
 }
 
 ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port,
@@ -251,12 +264,7 @@ ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port
                                          : "no TLS configuration");
     return ISV_EINVAL;
   }
-  int rc = isv__transport_listen_tls(&srv->transport, host, port, ctx);
-  if (rc != 0) {
-    if (srv->transport.last_error[0]) set_error(srv, "%s", srv->transport.last_error);
-    else set_error(srv, "listen: %s", isv_strerror(rc));
-  }
-  return rc;
+  return listen_any(srv, host, port, ctx);
 }
 
 ISV_EXTERN int isv_server_set_listener_tls(isv_server *srv, unsigned index, const isv_tls *tls) {

@@ -19,6 +19,13 @@ struct isv__gmodel {
   isv_model *copies;     /* every member's copy (m->gcopy_next); under mu */
 };
 
+/* An address members listen on: the first bind on it was exclusive, the others join it. */
+struct isv__gaddr {
+  struct isv__gaddr *next;
+  int port;
+  char host[64];
+};
+
 /* A model name's labels and default version, for every member's registry entry. */
 struct isv__gname {
   isv__gname *next;
@@ -70,6 +77,11 @@ ISV_EXTERN void isv_group_free(isv_group *g) {
 
 static void group_unref(isv_group *g) {
   if (atomic_fetch_sub(&g->refs, 1) != 1) return;
+  while (g->addrs) {
+    struct isv__gaddr *next = g->addrs->next;
+    isv__free(g->addrs);
+    g->addrs = next;
+  }
   isv__shm_destroy(&g->shm); /* regions requests still use stay mapped until they let go */
   isv__clients_free(&g->clients);
   uv_mutex_destroy(&g->mu);
@@ -336,6 +348,22 @@ void isv__group_sync(isv__core *c) {
   if (ok) c->group_gen = gen;
   else isv__core_log(c, ISV_LOG_WARN, "group: this server could not follow every model change "
                                       "(out of memory?): it tries again at the next one");
+}
+
+int isv__group_address(isv__core *c, const char *host, int port, int add) {
+  isv_group *g = c->group;
+  uv_mutex_lock(&g->mu);
+  struct isv__gaddr *a = g->addrs;
+  while (a && !(a->port == port && strcmp(a->host, host) == 0)) a = a->next;
+  int known = a != NULL;
+  if (!known && add && strlen(host) < sizeof a->host && (a = isv__calloc(NULL, 1, sizeof *a))) {
+    a->port = port;
+    memcpy(a->host, host, strlen(host) + 1);
+    a->next = g->addrs;
+    g->addrs = a;
+  }
+  uv_mutex_unlock(&g->mu);
+  return known;
 }
 
 unsigned isv__group_protocol(isv__core *c, const char *label) {

@@ -60,6 +60,7 @@ struct isv_group {
                           * connection one member serves and use it on another's */
   int shm_set;           /* the first member's isv_options_set_shared_memory set shm.enabled */
   isv__clients clients;  /* requests in flight per client, over every member */
+  struct isv__gaddr *addrs; /* addresses members listen on (isv__group_address); under mu */
 };
 
 /* A reference for a new user (options, a server). */
@@ -74,6 +75,11 @@ void isv__group_leave(isv__core *c);
 /* Apply the table's changes to this member's registry (a no-op when nothing changed since
  * the last sync). Loop thread. */
 void isv__group_sync(isv__core *c);
+
+/* Listening (server.c): whether a member listens on host:port already — then this member joins
+ * it with SO_REUSEPORT; else the address must be free (its first bind is exclusive) — and, with
+ * add, record that this member listens there now (port: the bound one). Loop thread. */
+int isv__group_address(isv__core *c, const char *host, int port, int add);
 
 /* The group-wide index of a protocol label (see isv__core_protocol); the member's own table
  * is refreshed with the group's. */

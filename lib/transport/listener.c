@@ -1,8 +1,10 @@
 /* Listening sockets, adopted connections, and the transport's graceful close. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "transport/adapter.h"
 #include "transport/conn.h"
@@ -97,6 +99,19 @@ int isv__transport_listen_tls(isv__transport *t, const char *host, int port, voi
   return rc;
 }
 
+/* Whether another socket listens on sa already: a plain bind (SO_REUSEADDR, as libuv's, no
+ * SO_REUSEPORT) fails then. */
+static int address_taken(const struct sockaddr_storage *sa) {
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0; /* the real bind will say what is wrong */
+  int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  socklen_t len = sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int taken = bind(fd, (const struct sockaddr *)sa, len) != 0 && errno == EADDRINUSE;
+  close(fd);
+  return taken;
+}
+
 static int listen_on(isv__transport *t, const char *host, int port, void *tls_ctx) {
   t->last_error[0] = '\0';
   if (t->closing) return ISV_ESTATE;
@@ -118,6 +133,11 @@ static int listen_on(isv__transport *t, const char *host, int port, void *tls_ct
       uv_ip6_addr(h, port, (struct sockaddr_in6 *)&ss) != 0) {
     snprintf(t->last_error, sizeof t->last_error, "'%s' is not an IPv4 or IPv6 address", host);
     return ISV_EINVAL;
+  }
+  if (t->reuse_port && t->reuse_port_first && port != 0 && address_taken(&ss)) {
+    snprintf(t->last_error, sizeof t->last_error, "cannot listen on %s:%d: %s (another "
+             "process listens there)", host, port, uv_strerror(UV_EADDRINUSE));
+    return ISV_EIO;
   }
   isv__listener *l = isv__calloc(t->mem, 1, sizeof *l);
   if (l == NULL) return ISV_ENOMEM;

@@ -76,6 +76,9 @@ struct isv__transport {
   const isv_mem *mem;      /* every other allocation (codec/mem.h); NULL: libc's */
   uint64_t slice_budget_ns; /* ISV__SLICE_BUDGET_NS (conn.h); tests set 0: a slice per turn */
   int reuse_port; /* listeners bind with SO_REUSEPORT: other servers may listen on their ports */
+  int reuse_port_first; /* ...but the next listen is the address's first: it must be free (a
+                         * plain bind is tried first), so that SO_REUSEPORT never quietly
+                         * shares a port with another process */
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;
   isv__conn *conns; /* doubly linked */

@@ -178,6 +178,14 @@ def test_the_default_is_a_loop_per_core(start_demo):
     assert loops_reached(d, 16 * len(want)) == want
 
 
+def test_a_port_another_process_listens_on_is_refused(start_demo):
+    d = start_demo("--threads", "2")
+    # SO_REUSEPORT joins the demo's own loops, never a second demo on the same port
+    with pytest.raises(RuntimeError, match="address already in use"):
+        start_demo("--threads", "2", "--listen", "127.0.0.1:%d" % d.port)
+    assert loops_reached(d, 16) == {0, 1}  # the first one still serves, on both loops
+
+
 def test_bad_thread_counts_are_refused(start_demo):
     for v in ("0", "65", "x"):
         with pytest.raises(RuntimeError):

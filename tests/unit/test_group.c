@@ -366,7 +366,8 @@ static void changes_reach_every_member(void **state) {
 }
 
 /* In one thread: members must agree with the first on shared memory (ISV_EINVAL, and nothing
- * is left of the refused one); options hold the group until they are freed or set again. */
+ * is left of the refused one); options hold the group until they are freed or set again; a
+ * port is shared with the group's members, never with another process's socket. */
 static void members_agree_and_options_hold_the_group(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -377,6 +378,7 @@ static void members_agree_and_options_hold_the_group(void **state) {
   isv_options_new(&o);
   assert_int_equal(isv_options_set_group(o, g), 0);
   isv_group_free(g); /* the options hold it */
+  isv_options_set_reuse_port(o, 1);
   isv_options_set_shared_memory(o, 1);
   isv_server *a, *b;
   assert_int_equal(isv_server_new(&loop, o, &a), 0);
@@ -387,6 +389,19 @@ static void members_agree_and_options_hold_the_group(void **state) {
   assert_int_equal(isv_server_new(&loop, o, &b), 0);
   assert_int_equal(isv_options_set_group(o, NULL), 0); /* the options' reference goes */
   isv_options_free(o);
+  /* SO_REUSEPORT shares a port within the group only: an address another process (here a
+   * server outside the group) listens on is refused to the group's first bind on it */
+  isv_server *x;
+  assert_int_equal(isv_server_new(&loop, NULL, &x), 0);
+  assert_int_equal(isv_server_listen(x, "127.0.0.1", 0), 0);
+  int taken = isv_server_bound_port(x, 0);
+  assert_int_equal(isv_server_listen(a, "127.0.0.1", taken), ISV_EIO);
+  assert_non_null(strstr(isv_server_last_error(a), "address already in use"));
+  assert_int_equal(isv_server_listen(a, "127.0.0.1", 0), 0);
+  int port = isv_server_bound_port(a, 0);
+  assert_int_equal(isv_server_listen(b, "127.0.0.1", port), 0); /* a member joins it */
+  assert_int_equal(isv_server_bound_port(b, 0), port);
+  assert_int_equal(isv_server_close(x, NULL, NULL), 0);
   /* online is the group's: b offline takes a offline */
   isv_server_set_online(b, 0);
   assert_false(isv_server_is_online(a));
