@@ -39,8 +39,9 @@ openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.
   -extfile ext 2>/dev/null
 $PY "$HERE/isvbench.py" gen "$WORK" >/dev/null
 
-taskset -c "$SCPU" "$DEMO" --listen 127.0.0.1:0 --tls-listen 127.0.0.1:0 --tls-cert srv.pem \
-  --tls-key srv.key >demo.out 2>demo.err &
+# one loop, pinned to its core (the demo's default is a loop per core: bench/loops.sh)
+taskset -c "$SCPU" "$DEMO" --listen 127.0.0.1:0 --threads 1 --tls-listen 127.0.0.1:0 \
+  --tls-cert srv.pem --tls-key srv.key >demo.out 2>demo.err &
 SRV_PID=$!
 for _ in $(seq 100); do grep -q "with TLS" demo.out 2>/dev/null && break; sleep 0.05; done
 PLAIN=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' demo.out | head -1)
