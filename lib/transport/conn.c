@@ -353,6 +353,9 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
   memcpy(held, c->sniff, n);
   if (c->proto->start(c, held, n) != 0 || c->closing) return;
   if (len > take) c->proto->on_read(c, data + take, len - take);
+  /* accepted as its listener closed: what the client sent before seeing it close is served,
+   * then the engine ends the connection as every other one of the close (isv__conn_shutdown) */
+  if (c->late && !c->closing) c->proto->shutdown(c);
 }
 
 /* Plaintext, read from the socket or decrypted by tls.c: the sniff, or the engine. */
@@ -518,5 +521,5 @@ void isv__conn_start(isv__conn *c) {
 void isv__conn_shutdown(isv__conn *c) {
   if (c->closing) return;
   if (c->proto) c->proto->shutdown(c);
-  else isv__conn_close(c); /* not a byte yet */
+  else if (!c->late) isv__conn_close(c); /* not a byte yet (a late one: at its first, sniff) */
 }

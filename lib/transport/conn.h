@@ -57,6 +57,8 @@ struct isv__conn {
   uint64_t idle_since;
   int closing;
   int lingering;        /* isv__conn_linger_close: reading only to discard */
+  int late;             /* accepted from a closing listener's queue: shut down once its engine
+                         * has read what the client sent (listener.c, accept_queued) */
   size_t linger_bytes;
   int handles_open;
   uint64_t deadline;      /* the engine's (uv_now ms), 0 = none */
@@ -157,6 +159,8 @@ void isv__conn_close(isv__conn *c);
  * with unread input makes the kernel send a reset, and the client may lose the answer. The
  * engine's free runs first. */
 #define ISV__LINGER_MS 2000
+/* How long a connection accepted from a closing listener's queue may stay silent. */
+#define ISV__LATE_MS 1000
 #define ISV__LINGER_BYTES (1u << 20)
 void isv__conn_linger_close(isv__conn *c);
 

@@ -1,5 +1,6 @@
 /* Listening sockets, adopted connections, and the transport's graceful close. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,39 @@ static void on_drain_deadline(uv_timer_t *h) {
   }
 }
 
+/* The connections still in a listener's accept queue as it closes. Closing the socket would
+ * reset them, and a client (a balancer) may have written a request on one already, which it
+ * cannot always resend (nginx's gRPC): they are accepted and served like the connections open
+ * before the close — each is shut down once its engine read what came (conn.c, sniff), or
+ * closed if nothing comes within ISV__LATE_MS. Several servers on one port (SO_REUSEPORT) have
+ * a queue each, closing a moment apart: the race is theirs most. */
+static void accept_queued(isv__transport *t, isv__listener *l) {
+  uv_os_fd_t lfd;
+  if (uv_fileno((const uv_handle_t *)&l->tcp, &lfd) != 0) return;
+  for (unsigned i = 0; i < 1024; i++) { /* a queue is at most the backlog (511) */
+    int fd = accept(lfd, NULL, NULL); /* the listener is non-blocking: EAGAIN when empty */
+    if (fd < 0) return;
+    fcntl(fd, F_SETFD, FD_CLOEXEC); /* uv_tcp_open makes it non-blocking */
+    isv__conn *c = isv__conn_new(t, NULL, 0);
+    if (c == NULL) {
+      close(fd);
+      return;
+    }
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+      close(fd);
+      isv__conn_close(c);
+      continue;
+    }
+    if (l->tls_ctx && isv__tls_attach(c, l->tls_ctx) != 0) {
+      isv__conn_close(c);
+      continue;
+    }
+    c->late = 1;
+    isv__conn_start(c);
+    isv__conn_deadline(c, ISV__LATE_MS);
+  }
+}
+
 void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t)) {
   t->closing = 1;
   t->on_closed = on_closed;
@@ -234,6 +268,7 @@ void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t
     t->drain_armed = 1;
   }
   for (unsigned i = 0; i < t->n_listeners; i++) {
+    accept_queued(t, t->listeners[i]);
     t->open_handles++;
     uv_close((uv_handle_t *)&t->listeners[i]->tcp, on_listener_closed);
     t->listeners[i] = NULL;

@@ -89,15 +89,11 @@ def fleet():
     workdir = tempfile.mkdtemp(prefix="isv-nginx-")
     replicas, ngx = [], None
     try:
-        # One loop per replica: r3's bare SIGTERM (no drain) relies on nothing waiting in a
-        # listener's accept queue when it closes — a connection nginx opened in that instant is
-        # reset, and nginx cannot resend a gRPC call. Each loop of --threads has its own queue
-        # and closes a moment after the first; under ASan, one call in ~1200 was lost that way
-        # (README "Deploying": drain first with several loops). HAProxy's test drains first
-        # and runs the default loop per core.
+        # The default loop per core: r3's bare SIGTERM (no drain) counts on the close serving
+        # the connections still in each loop's accept queue (transport/listener.c) — a reset
+        # one could carry a gRPC call nginx cannot resend.
         for i, p in enumerate(rports):
-            replicas.append(Replica("r%d" % (i + 1), p,
-                                    extra=("--drain-timeout-ms", "10000", "--threads", "1")))
+            replicas.append(Replica("r%d" % (i + 1), p, extra=("--drain-timeout-ms", "10000")))
         ngx = Nginx(workdir, render(http, grpc_port, rports))
         wait_port(http, "nginx", proc=ngx.proc)
         wait_port(grpc_port, "nginx", proc=ngx.proc)

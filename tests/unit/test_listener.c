@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -165,6 +166,41 @@ static void close_stops_listening_lets_the_busy_finish_then_calls_back(void **st
   close(busy.fd);
 }
 
+/* Connected (the kernel completed the handshake) and sent a request, but never accepted: the
+ * close takes them from the listener's queue and serves them — closing the socket would have
+ * reset them — and one that says nothing is closed after ISV__LATE_MS. */
+static void connections_waiting_in_the_queue_at_the_close_are_served(void **state) {
+  tf_world *w = *state;
+  assert_int_equal(isv__transport_listen(&w->t, "127.0.0.1", 0), 0);
+  int port = w->t.listeners[0]->port;
+  tcp_client q[3], silent;
+  for (int i = 0; i < 3; i++) {
+    tcp_connect(&q[i], port);
+    struct pollfd p = {.fd = q[i].fd, .events = POLLOUT};
+    assert_int_equal(poll(&p, 1, 2000), 1); /* in the queue: the loop has not run */
+    send_str(&q[i], "GET /queued HTTP/1.1\r\nHost: h\r\n\r\n");
+  }
+  tcp_connect(&silent, port);
+  struct pollfd p = {.fd = silent.fd, .events = POLLOUT};
+  assert_int_equal(poll(&p, 1, 2000), 1);
+  assert_int_equal(w->t.n_conns, 0);
+  tf_close_transport(w);
+  assert_int_equal(w->t.n_conns, 4); /* taken from the queue, not reset */
+  for (int i = 0; i < 3; i++) {
+    tf_run_until(w, got_response, &q[i]);
+    assert_non_null(strstr(q[i].in, "HTTP/1.1 200"));
+  }
+  tf_run_until(w, transport_closed, NULL); /* the silent one went at ISV__LATE_MS */
+  assert_int_equal(w->t.n_conns, 0);
+  for (int i = 0; i < 3; i++) {
+    tf_run_until(w, got_eof, &q[i]);
+    close(q[i].fd);
+  }
+  tf_run_until(w, got_eof, &silent);
+  assert_null(strstr(silent.in, "HTTP/1.1"));
+  close(silent.fd);
+}
+
 static void the_drain_deadline_cuts_off_a_connection_still_busy(void **state) {
   tf_world *w = *state;
   w->t.limits.drain_timeout_ms = 30;
@@ -190,6 +226,7 @@ int main(void) {
       T(a_port_already_taken_is_an_io_error_naming_it),
       T(there_are_at_most_max_listeners),
       T(close_stops_listening_lets_the_busy_finish_then_calls_back),
+      T(connections_waiting_in_the_queue_at_the_close_are_served),
       T(the_drain_deadline_cuts_off_a_connection_still_busy),
   };
 #undef T
