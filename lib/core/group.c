@@ -35,13 +35,6 @@ struct isv__gname {
   char *default_version; /* NULL: the rule */
 };
 
-static char *dupstr(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *p = isv__malloc(NULL, n);
-  if (p) memcpy(p, s, n);
-  return p;
-}
-
 ISV_EXTERN int isv_group_new(isv_group **out) {
   if (out == NULL) return ISV_EINVAL;
   isv_group *g = isv__calloc(NULL, 1, sizeof *g);
@@ -217,7 +210,7 @@ void isv__group_link_hidden(isv__core *c, isv_model *m) {
     gm->g = g;
     gm->hidden = 1;
     gm->cfg = isv__config_copy(m->cfg, NULL); /* its name, for the lookup */
-    gm->version = dupstr(m->version);
+    gm->version = isv__strdup(NULL, m->version);
     if (gm->cfg == NULL || gm->version == NULL) {
       gmodel_free(gm);
       gm = NULL;
@@ -391,7 +384,7 @@ int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *versio
   if (gm == NULL) return ISV_ENOMEM;
   gm->g = g;
   gm->cfg = isv__config_copy(cfg, NULL);
-  gm->version = dupstr(version);
+  gm->version = isv__strdup(NULL, version);
   if (gm->cfg == NULL || gm->version == NULL) {
     gmodel_free(gm);
     return ISV_ENOMEM;
@@ -407,7 +400,7 @@ int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *versio
   int rc = table_find(g, cfg->name, version) ? ISV_EEXIST : 0;
   if (rc == 0 && *np == NULL) {
     if ((*np = isv__calloc(NULL, 1, sizeof **np)) == NULL ||
-        ((*np)->name = dupstr(cfg->name)) == NULL) {
+        ((*np)->name = isv__strdup(NULL, cfg->name)) == NULL) {
       isv__free(*np);
       *np = NULL;
       rc = ISV_ENOMEM;
@@ -490,7 +483,7 @@ static int name_set(isv__core *c, int what, const char *name, const char *label,
   if (rc == 0 && what == 0) {
     rc = isv__labels_set(NULL, &n->labels, &n->n_labels, label, version);
   } else if (rc == 0) {
-    char *v = version ? dupstr(version) : NULL;
+    char *v = version ? isv__strdup(NULL, version) : NULL;
     if (version && v == NULL) rc = ISV_ENOMEM;
     else {
       isv__free(n->default_version);

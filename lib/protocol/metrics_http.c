@@ -9,7 +9,6 @@
 #include <string.h>
 
 typedef struct render {
-  const isv__core *core;
   isv__buf *b;
   int pass; /* which metric family this walk over the registry writes */
 } render;
@@ -202,7 +201,7 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
                    "# TYPE isv_server_ready gauge\nisv_server_ready ");
   isv__buf_puts(b, isv__core_ready(core) ? "1\n" : "0\n");
   for (int pass = 0; pass < (int)(sizeof head / sizeof head[0]); pass++) {
-    render rd = {core, b, pass};
+    render rd = {b, pass};
     isv__buf_puts(b, head[pass]);
     isv__registry_foreach_all(&core->reg, one_entry, &rd);
   }
