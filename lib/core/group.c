@@ -176,20 +176,31 @@ static int copy_into(isv__core *c, isv__gmodel *gm, isv_model **out) {
   return 0;
 }
 
-void isv__group_copy_gone(isv_model *m) {
+void isv__group_copy_unlink(isv_model *m) {
   isv__gmodel *gm = m->gm;
   isv_group *g = gm->g;
   uv_mutex_lock(&g->mu);
   if (m->gcopy_prev) m->gcopy_prev->gcopy_next = m->gcopy_next;
   else gm->copies = m->gcopy_next;
   if (m->gcopy_next) m->gcopy_next->gcopy_prev = m->gcopy_prev;
-  int last_hidden = gm->hidden && atomic_fetch_sub(&gm->refs, 1) == 1;
-  if (last_hidden) { /* out of g->hidden before another member could find it */
-    isv__gmodel **pp = &g->hidden;
-    while (*pp != gm) pp = &(*pp)->next;
-    *pp = gm->next;
-  }
+  m->gcopy_next = m->gcopy_prev = NULL;
   uv_mutex_unlock(&g->mu);
+}
+
+void isv__group_copy_gone(isv_model *m) {
+  isv__gmodel *gm = m->gm;
+  isv_group *g = gm->g;
+  int last_hidden = 0;
+  if (gm->hidden) {
+    uv_mutex_lock(&g->mu);
+    last_hidden = atomic_fetch_sub(&gm->refs, 1) == 1;
+    if (last_hidden) { /* out of g->hidden before another member could find it */
+      isv__gmodel **pp = &g->hidden;
+      while (*pp != gm) pp = &(*pp)->next;
+      *pp = gm->next;
+    }
+    uv_mutex_unlock(&g->mu);
+  }
   m->gm = NULL;
   if (!gm->hidden) {
     gmodel_unref(gm);

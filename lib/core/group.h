@@ -19,7 +19,9 @@
  * the last one go).
  *
  * Statistics: each copy counts its loop's requests (stats.h); a reader sums the copies
- * (isv__model_stats), so every member answers for the group. Protocol labels are indexed
+ * (isv__model_stats), so every member answers for the group. It walks a record's copies under
+ * the group's mutex, so a copy leaves that list under it before any of its memory goes
+ * (registry.c's model_free: isv__group_copy_unlink). Protocol labels are indexed
  * group-wide for that. The library's own models (a custom route's, the repository's: names
  * starting with '@') are each member's, but their numbers are summed the same way: members'
  * models of one name are linked as copies of a record that is in no table
@@ -105,8 +107,12 @@ int isv__group_shm(isv__core *c, int enabled);
  * members' models of its name and version (isv__model_stats sums them). Loop thread. */
 void isv__group_link_hidden(isv__core *c, isv_model *m);
 
-/* A copy's last reference is gone (registry.c's model_free, any thread): the group's record
- * loses it, and the host's destroy runs when the record is gone too. */
+/* A copy's last reference is gone (registry.c's model_free, any thread), in two steps around
+ * the end of its scheduling state (isv__sched_free). unlink: the copy leaves its record's list
+ * (under the group's mutex), so no other member's reader of the numbers reaches it any more;
+ * then gone: the record loses the copy's reference, and the host's destroy runs when the
+ * record is gone too. */
+void isv__group_copy_unlink(isv_model *m);
 void isv__group_copy_gone(isv_model *m);
 
 /* A model version's statistics, summed over every member's copy. Any thread that may use m. */

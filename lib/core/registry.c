@@ -384,6 +384,12 @@ int isv__version_cmp(const char *a, const char *b) {
 /* ---- refcounts --------------------------------------------------------------------------- */
 
 static void model_free(isv_model *m) {
+  /* A group's copy is summed by the other members' loops (isv__model_stats,
+   * isv__model_batch_execs read its counters and its sched.batch_execs under the group's mutex,
+   * walking the record's list of copies): it leaves that list, under that mutex, before any of
+   * it is freed — else a reader on another thread sums freed memory (the end of live sequences
+   * below runs host code: that window is as long as the host makes it). */
+  if (m->gm) isv__group_copy_unlink(m);
   isv__sched_free(m); /* ends its live sequences: before destroy */
   if (m->gm) isv__group_copy_gone(m); /* a group's copy: the record's destroy, at its end */
   if (m->backend.destroy) m->backend.destroy(m->user); /* NULL for the table's copies */
