@@ -549,7 +549,9 @@ uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k) {
   isv_group *g = m->gm->g;
   uv_mutex_lock(&g->mu);
   for (const isv_model *c = m->gm->copies; c; c = c->gcopy_next)
-    if (c->sched.batch_execs) n += isv__counter_get(&c->sched.batch_execs[k]);
+    if (c->sched.batch_execs && k <= (c->cfg->max_batch ? c->cfg->max_batch : 1))
+      n += isv__counter_get(&c->sched.batch_execs[k]); /* the library's models ('@', linked
+                                                          * by name) share no config */
   uv_mutex_unlock(&g->mu);
   return n;
 }
