@@ -108,6 +108,7 @@ static void on_loop(member *m, on_loop_fn fn, void *arg) {
 typedef struct shared {
   atomic_int served[2]; /* by member: which loop thread ran it */
   atomic_int destroyed;
+  atomic_int seq_ended;
   uv_thread_t threads[2];
 } shared;
 
@@ -132,17 +133,33 @@ typedef struct add_args {
   int rc;
 } add_args;
 
-static void add_model(member *m, void *arg) {
-  add_args *a = arg;
+/* A stateful model's sequence ends as its copy goes: the host takes its time (any host code
+ * may run here while the copy is being freed). */
+static void seq_end_slowly(void *u, uint64_t id, const char *id_str, void *state,
+                           isv_sequence_end_reason reason) {
+  (void)id, (void)id_str, (void)state, (void)reason;
+  uv_sleep(2);
+  atomic_fetch_add(&((shared *)u)->seq_ended, 1);
+}
+
+static void add_model_as(member *m, add_args *a, int stateful) {
   isv_model_config *c;
   isv_model_config_new(a->name, &c);
   int64_t any[] = {-1};
   isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
   isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
   isv_backend be = {.struct_size = sizeof be, .infer = echo, .destroy = destroy};
+  if (stateful) { /* a reader of its statistics sums each of its 65 batch sizes in turn */
+    isv_model_config_set_max_batch(c, 64);
+    isv_model_config_set_sequence_batching(c, 0, 0);
+    be.sequence_end = seq_end_slowly;
+  }
   a->rc = isv_server_add_model(m->srv, c, a->version, &be, a->s, NULL);
   isv_model_config_free(c);
 }
+
+static void add_model(member *m, void *arg) { add_model_as(m, arg, 0); }
+static void add_stateful_model(member *m, void *arg) { add_model_as(m, arg, 1); }
 
 static void remove_model(member *m, void *arg) {
   add_args *a = arg;
@@ -414,11 +431,112 @@ static void members_agree_and_options_hold_the_group(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- a storm: copies freed on one loop while another sums them ------------------------------ */
+
+typedef struct storm {
+  atomic_int port; /* the member to ask: the one that is not removing the model */
+  atomic_int done; /* the writer finished */
+  int reads, bad;  /* the reader's: requests made, answers that were not sane */
+  char why[256];
+} storm;
+
+/* The number after `key` (a line of the metrics, a JSON member) in resp: -1 when absent. */
+static long long number_after(const char *resp, const char *key) {
+  const char *p = strstr(resp, key);
+  return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* GET /v2/models/storm/stats and GET /metrics until the writer is done, checking what they
+ * count: "m" its 8 requests; "storm" (each a new record) at most its one request, and only at
+ * batch size 1 — a copy read after it was freed would show anything. */
+static void storm_reader(void *arg) {
+  storm *st = arg;
+  static char resp[1 << 17];
+  static const char storm_execs[] = "isv_batch_executions_total{model=\"storm\",version=\"1\",";
+  for (int i = 0; !atomic_load(&st->done) && i < 100000; i++) {
+    int port = atomic_load(&st->port);
+    st->reads++;
+    int status = http(port, "GET", "/v2/models/storm/stats", NULL, resp, sizeof resp);
+    long long n = number_after(resp, "\"inference_count\":");
+    if (status == 200 ? n < 0 || n > 1 : status != 404) {
+      snprintf(st->why, sizeof st->why, "/v2/models/storm/stats: status %d: %.120s", status, resp);
+      st->bad++;
+    }
+    status = http(port, "GET", "/metrics", NULL, resp, sizeof resp);
+    n = number_after(resp, "isv_batch_executions_total{model=\"m\",version=\"1\",batch_size=\"1\"} ");
+    const char *x = strstr(resp, storm_execs);
+    if (status != 200 || n != 8 ||
+        (x && (strncmp(x + sizeof storm_execs - 1, "batch_size=\"1\"} 1\n", 18) != 0 ||
+               strstr(x + 1, storm_execs) != NULL))) {
+      snprintf(st->why, sizeof st->why, "/metrics: status %d, m's batch executions %lld; %.80s",
+               status, n, x ? x : "");
+      st->bad++;
+    }
+  }
+}
+
+static const char seq_body[] =
+    "{\"parameters\":{\"sequence_id\":7,\"sequence_start\":true},"
+    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,2],\"data\":[1,2]}]}";
+
+/* One member removes and adds a model again and again while a reader asks the other member
+ * for its statistics and the metrics, which sum both members' copies: each removal frees the
+ * remover's copy on its loop (its live sequence ends slowly, a host callback) while the other
+ * loop may be summing it. ThreadSanitizer must report nothing. */
+static void stats_while_copies_go(void **state) {
+  (void)state;
+  isv_group *g;
+  assert_int_equal(isv_group_new(&g), 0);
+  shared s;
+  memset(&s, 0, sizeof s);
+  member a, b;
+  member_start(&a, g, 0);
+  member_start(&b, g, 0); /* its own port: the test chooses the loop that answers */
+  isv_group_free(g);
+  add_args add = {"m", "1", &s, -1};
+  on_loop(&a, add_model, &add);
+  assert_int_equal(add.rc, 0);
+  assert_true(becomes(&b, "m", NULL, 1));
+  for (int i = 0; i < 8; i++) assert_int_equal(infer(i & 1 ? b.port : a.port, "m"), 200);
+
+  storm st;
+  memset(&st, 0, sizeof st);
+  atomic_store(&st.port, b.port);
+  uv_thread_t reader;
+  uv_thread_create(&reader, storm_reader, &st);
+  enum { CYCLES = 200 };
+  add_args sa = {"storm", "1", &s, -1};
+  char resp[4096];
+  for (int i = 0; i < CYCLES; i++) {
+    member *w = i % 4 < 2 ? &a : &b, *o = w == &a ? &b : &a; /* either loop frees its copy */
+    sa.rc = -1;
+    on_loop(w, add_stateful_model, &sa);
+    assert_int_equal(sa.rc, 0);
+    assert_true(becomes(o, "storm", NULL, 1)); /* the reader's member sums both copies */
+    atomic_store(&st.port, o->port);
+    assert_int_equal(http(w->port, "POST", "/v2/models/storm/infer", seq_body, resp, sizeof resp),
+                     200); /* a live sequence on w's copy */
+    sa.rc = -1;
+    on_loop(w, remove_model, &sa);
+    assert_int_equal(sa.rc, 0);
+  }
+  atomic_store(&st.done, 1);
+  uv_thread_join(&reader);
+  if (st.bad) fprintf(stderr, "%d of %d reads not sane; the last: %s\n", st.bad, st.reads, st.why);
+  assert_int_equal(st.bad, 0);
+  assert_true(st.reads > 0);
+  member_end(&a);
+  member_end(&b);
+  assert_int_equal(atomic_load(&s.seq_ended), CYCLES);
+  assert_int_equal(atomic_load(&s.destroyed), CYCLES + 1); /* each "storm" once, and "m" */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(registered_once_served_by_every_member),
       cmocka_unit_test(changes_reach_every_member),
       cmocka_unit_test(members_agree_and_options_hold_the_group),
+      cmocka_unit_test(stats_while_copies_go),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
