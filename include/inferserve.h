@@ -185,9 +185,14 @@ ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
  * inputs, its model version, the worker thread it runs on (detached) — until the backend
  * completes it, whenever and from whatever thread. 0: no deadline. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
-/* Connections open at once. At the limit, the oldest idle keep-alive connection is closed to
- * make room; when every connection is busy, new ones are accepted and closed at once (logged
- * once per episode). Default 10000. */
+/* Connections open at once. At the limit, the connection without a request in flight that has
+ * been so the longest is closed to make room — idle between keep-alive requests, or one that
+ * never completed a request: silent since it connected, still sending a request's head, in
+ * its TLS handshake or HTTP/2 preface — so that clients holding connections without asking
+ * anything cannot lock new ones out before their timeouts. A connection whose request is being
+ * received (its head complete), processed or answered is never closed for this. When every
+ * connection has a request in flight, new ones are accepted and closed at once (logged once
+ * per episode). Default 10000. */
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
 /* Nesting depth allowed in JSON request bodies. Default 64. */
 ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);

@@ -275,9 +275,31 @@ int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write
   return 0;
 }
 
+/* The transport's list of idle connections (transport.h): appended when one becomes idle, so
+ * the head is the one idle the longest. */
+static void idle_unlink(isv__conn *c) {
+  isv__transport *t = c->t;
+  if (c->idle_prev) c->idle_prev->idle_next = c->idle_next;
+  else if (t->idle_head == c) t->idle_head = c->idle_next;
+  if (c->idle_next) c->idle_next->idle_prev = c->idle_prev;
+  else if (t->idle_tail == c) t->idle_tail = c->idle_prev;
+  c->idle_prev = c->idle_next = NULL;
+}
+
 void isv__conn_idle(isv__conn *c, int idle) {
-  if (idle && !c->idle) c->idle_since = uv_now(c->t->loop);
-  c->idle = idle != 0;
+  idle = idle != 0 && !c->closing && !c->lingering;
+  if (idle == c->idle) return;
+  c->idle = idle;
+  if (!idle) {
+    idle_unlink(c);
+    return;
+  }
+  isv__transport *t = c->t;
+  c->idle_since = uv_now(t->loop);
+  c->idle_prev = t->idle_tail;
+  if (t->idle_tail) t->idle_tail->idle_next = c;
+  else t->idle_head = c;
+  t->idle_tail = c;
 }
 
 int isv__conn_reserve(isv__conn *c, size_t n) {
@@ -419,6 +441,7 @@ static void on_stream_closed(uv_handle_t *h) {
 
 void isv__conn_close(isv__conn *c) {
   if (c->closing) return;
+  isv__conn_idle(c, 0); /* no longer one to close to make room */
   c->closing = 1;
   c->t->n_closing++;
   if (c->proto) c->proto->free(c);
@@ -437,6 +460,7 @@ void isv__conn_linger_close(isv__conn *c) {
   if (c->proto) c->proto->free(c);
   c->proto = NULL;
   c->proto_state = NULL;
+  isv__conn_idle(c, 0); /* its last answer is on its way to the client */
   c->lingering = 1;
   c->watchdog = c->write_check = 0;
   isv__conn_set_lowat(c, 1);
@@ -466,8 +490,7 @@ isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   uv_timer_init(t->loop, &c->timer);
   c->timer.data = c;
   c->handles_open = 2;
-  c->idle = 1; /* nothing asked yet */
-  c->idle_since = uv_now(t->loop);
+  isv__conn_idle(c, 1); /* nothing asked yet */
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;
   t->conns = c;

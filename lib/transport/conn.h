@@ -53,8 +53,9 @@ struct isv__conn {
   const isv__conn_proto *proto; /* NULL until the first bytes chose it */
   void *proto_state;
   int reading;    /* uv_read_start is in effect */
-  int idle;       /* no request in progress: may be closed to make room (isv__conn_idle) */
+  int idle;       /* no request in flight: may be closed to make room (isv__conn_idle) */
   uint64_t idle_since;
+  isv__conn *idle_prev, *idle_next; /* in the transport's list of idle ones, oldest first */
   int closing;
   int lingering;        /* isv__conn_linger_close: reading only to discard */
   int late;             /* accepted from a closing listener's queue: shut down once its engine
@@ -115,8 +116,12 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
 int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
                         void *ctx);
 
-/* The engine says whether a request is in progress (idle: between keep-alive requests, or an
- * HTTP/2 connection with no stream open). */
+/* The engine says whether a request is in flight — its head is complete (it is being
+ * received, processed or answered) — or not: idle, the connection may be closed to make room
+ * under max_connections (isv__transport_make_room). A connection is idle from its accept
+ * (silent, in its TLS handshake, its HTTP/2 preface still coming), between keep-alive
+ * requests, while a request's head is still arriving, and on HTTP/2 while no stream has a
+ * complete header block. The transport keeps the idle ones in a list, oldest idle first. */
 void isv__conn_idle(isv__conn *c, int idle);
 
 /* Request bytes being received count against the server's budget (limits.max_receiving): a

@@ -430,6 +430,7 @@ static void early_error(h1 *h, int status, const char *msg) {
   unreserve(h);
   isv__conn_read_stop(c);
   isv__conn_deadline(c, 0);
+  isv__conn_idle(c, 0); /* being answered */
   h->shutting_down = 1;
   isv__exchange *ex = build_exchange(h, 0);
   if (ex == NULL) {
@@ -530,8 +531,7 @@ static void body_release(h1 *h) {
 
 static int on_message_begin(llhttp_t *p) {
   h1 *h = h1_parser(p);
-  h->in_message = 1;
-  isv__conn_idle(h->c, 0);
+  h->in_message = 1; /* still idle (isv__conn_idle) until its head is complete */
   h->headers_done = 0;
   h->last_span = 0;
   h->head.len = 0;
@@ -624,6 +624,7 @@ static int host_count(h1 *h) {
 static int on_headers_complete(llhttp_t *p) {
   h1 *h = h1_parser(p);
   h->headers_done = 1;
+  isv__conn_idle(h->c, 0); /* a request in flight: never closed to make room */
   /* CONNECT asks for a tunnel: what follows is not HTTP, so answer and close. */
   if (p->method == HTTP_CONNECT) return fail(h, 405, "CONNECT is not supported: this is not a proxy");
   /* Upgrade (h2c, websocket, ...) is optional for a server (RFC 9110 §7.8): it is ignored, the

@@ -814,8 +814,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   if (h->streams) h->streams->prev = st;
   h->streams = st;
   h->n_streams++;
-  if (!h->send_check) isv__conn_deadline(h->c, 0); /* not idle: each stream keeps its own time */
-  isv__conn_idle(h->c, 0);
+  if (!h->send_check) isv__conn_deadline(h->c, 0); /* each stream keeps its own time */
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
 }
@@ -1005,6 +1004,7 @@ static void stream_error(h2_stream *st, int status, const char *msg) {
 
 static int headers_done(h2 *h, h2_stream *st) {
   st->headers_complete = 1;
+  isv__conn_idle(h->c, 0); /* a request in flight (until no stream is left: stream_free) */
   if (st->deadline) uv_timer_stop(st->deadline); /* the header block's; a body re-arms it */
   if (index_headers(st) != 0) return -1;
   st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
