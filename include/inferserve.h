@@ -167,8 +167,10 @@ ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
 ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
 /* A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
  * received, or it is answered 408 (Apache mod_reqtimeout's MinRate): one byte every 20 s no
- * longer holds a connection and its buffer forever. 0 bytes_per_s: no minimum. Default 1024
- * bytes/s after a grace of 10000 ms. */
+ * longer holds a connection and its buffer forever. The bound is a deadline, not only a check
+ * when bytes arrive: a body that stops altogether is answered 408 the moment its allowance is
+ * spent (from its headers: grace_ms, plus one second per bytes_per_s received), not a header
+ * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms. */
 ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
                                              uint64_t grace_ms);
 /* Request bytes the server buffers while they arrive, all connections together: a body or a

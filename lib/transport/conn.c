@@ -324,6 +324,19 @@ int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got)
   return (double)elapsed_ms > allowed_ms ? -1 : 0;
 }
 
+uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t got) {
+  const isv__transport_limits *l = &c->t->limits;
+  uint64_t ms = l->header_timeout_ms;
+  if (l->min_body_rate) {
+    double allowed_ms = (double)l->min_rate_grace_ms + (double)got * 1000.0 / (double)l->min_body_rate;
+    double left = allowed_ms - (double)elapsed_ms;
+    /* past it by 1 ms when it fires, so that isv__conn_body_too_slow says so */
+    uint64_t rate_ms = left < 0 ? 1 : left > 1e12 ? (uint64_t)1e12 : (uint64_t)left + 1;
+    if (ms == 0 || rate_ms < ms) ms = rate_ms;
+  }
+  return ms;
+}
+
 /* ---- reading ------------------------------------------------------------------------------ */
 
 void isv__conn_read_stop(isv__conn *c) {

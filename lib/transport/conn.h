@@ -135,6 +135,10 @@ void isv__conn_release(isv__conn *c, size_t n);
  * minimum rate — it may take the grace period plus one second per min_body_rate bytes received
  * (Apache mod_reqtimeout's MinRate) — or -1 when it is too slow (answer 408). */
 int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got);
+/* The deadline (ms from now) for the next bytes of that body: the header timeout, or sooner
+ * the moment it becomes too slow if nothing more comes — a body that stops altogether is cut
+ * once the minimum rate's allowance is spent, not a header timeout later. At least 1. */
+uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t got);
 
 /* Reading: pause (pipelined work waits) and resume. */
 void isv__conn_read_stop(isv__conn *c);

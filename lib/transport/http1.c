@@ -665,8 +665,9 @@ static int on_headers_complete(llhttp_t *p) {
     uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
     isv__conn_write(h->c, &b, 1, on_continue_written, NULL);
   }
-  /* From here the body must keep coming: each read re-arms the same bound. */
-  isv__conn_deadline(h->c, h->c->t->limits.header_timeout_ms);
+  /* From here the body must keep coming: each read re-arms the same bound, or the minimum
+   * rate's when sooner. */
+  isv__conn_deadline(h->c, isv__conn_body_deadline(h->c, 0, 0));
   return pause ? HPE_PAUSED : 0;
 }
 
@@ -792,14 +793,21 @@ static void h1_on_read(isv__conn *c, const char *data, size_t len) {
     return;
   }
   if (h->in_message && h->headers_done) {
-    isv__conn_deadline(c, c->t->limits.header_timeout_ms); /* the body keeps coming... */
-    if (isv__conn_body_too_slow(c, uv_now(c->t->loop) - h->body_start, h->body.len + len)) {
+    uint64_t elapsed = uv_now(c->t->loop) - h->body_start;
+    isv__conn_deadline(c, isv__conn_body_deadline(c, elapsed, h->body.len + len)); /* the body
+                                                                       * keeps coming... */
+    if (isv__conn_body_too_slow(c, elapsed, h->body.len + len)) {
       early_error(h, 408, "request body arriving too slowly (under the server's minimum rate)");
       return; /* ...fast enough */
     }
   }
   execute(h, data, len);
-  if (!c->closing) isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
+  if (c->closing) return;
+  if (h->in_message && h->headers_done && h->ex == NULL) /* the body, or what came of it with
+                                                         * its head: the rate's deadline */
+    isv__conn_deadline(c, isv__conn_body_deadline(c, uv_now(c->t->loop) - h->body_start,
+                                                  h->body.len));
+  isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
 }
 
 static int h1_start(isv__conn *c, const char *data, size_t len) {
@@ -834,7 +842,10 @@ static void h1_on_eof(isv__conn *c) {
 static void h1_on_deadline(isv__conn *c) {
   h1 *h = h1_of(c);
   if (h->ex) return; /* answering: the app's time, not the client's */
-  if (h->in_message) early_error(h, 408, "request not received in time");
+  if (h->in_message && h->headers_done &&
+      isv__conn_body_too_slow(c, uv_now(c->t->loop) - h->body_start, h->body.len))
+    early_error(h, 408, "request body arriving too slowly (under the server's minimum rate)");
+  else if (h->in_message) early_error(h, 408, "request not received in time");
   else isv__conn_close(c); /* idle */
 }
 

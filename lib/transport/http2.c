@@ -717,7 +717,12 @@ static void on_deadline(uv_timer_t *t) {
   /* A REST request whose body stopped arriving, as HTTP/1.1 answers it; then RST_STREAM, so
    * that neither side keeps the stream (and its half body) open. */
   st->rst_after_end = 1;
-  stream_error(st, 408, "request not received in time"); /* answered and flushed: st may be gone */
+  isv__conn *c = st->h2->c;
+  stream_error(st, 408, isv__conn_body_too_slow(c, uv_now(c->t->loop) - st->body_start,
+                                                st->body.len)
+                            ? "request body arriving too slowly (under the server's minimum rate)"
+                            : "request not received in time"); /* answered and flushed: st may
+                                                                * be gone */
 }
 
 /* (Re)arm the stream's timer: `ms` from now. */
@@ -1122,7 +1127,9 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     return 0;
   }
   if (st->dispatched) return 0;
-  if (st->deadline) arm_deadline(st, h->c->t->limits.header_timeout_ms); /* still arriving */
+  if (st->deadline) /* still arriving: the next bytes within the header timeout and the rate */
+    arm_deadline(st, isv__conn_body_deadline(h->c, uv_now(h->c->t->loop) - st->body_start,
+                                             st->body.len + len));
   if (st->body.len + len > h->c->t->limits.max_body_bytes) {
     stream_error(st, 413, "request body exceeds the server's limit");
     return 0;
@@ -1154,7 +1161,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-      arm_deadline(st, h->c->t->limits.header_timeout_ms); /* its body must keep arriving */
+      arm_deadline(st, isv__conn_body_deadline(h->c, 0, 0)); /* its body must keep arriving */
       st->body_start = uv_now(h->c->t->loop);
     }
   }

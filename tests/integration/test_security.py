@@ -421,13 +421,44 @@ def test_h2_body_trickling_under_the_minimum_rate_gets_408(start_demo):
         assert st.status == 408 and b"arriving too slowly" in st.data, st
 
 
-def test_a_fast_body_is_not_limited_by_the_rate(start_demo):
+def test_body_that_stops_is_cut_after_the_rate_grace_not_the_header_timeout(start_demo):
+    """Headers and part of a body, then silence: nothing more arrives, so no read ever checks
+    the rate — the deadline itself is the rate's (300 ms + 100 bytes at 1000 bytes/s), not the
+    30 s header timeout."""
+    d = start_demo("--min-body-rate", "1000:300")  # the header timeout stays at 30 s
+    with RawConn(d) as c:
+        c.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n"
+               b"Content-Type: application/json\r\n\r\n" + b" " * 100)
+        t0 = time.monotonic()
+        try:
+            r = c.read_response(timeout=5.0)
+        except socket.timeout:
+            raise AssertionError("a stopped body was still waited for after 5 s")
+        elapsed = time.monotonic() - t0
+        assert r.status == 408 and "arriving too slowly" in r.json()["error"], r
+        assert 0.3 <= elapsed < 3.0, elapsed
+
+
+def test_h2_body_that_stops_is_cut_after_the_rate_grace(start_demo):
     d = start_demo("--min-body-rate", "1000:300")
+    with H2Conn(d) as c:
+        sid = c.request(rest_headers(d, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json")]), end_stream=False)
+        c.send_data(sid, b" " * 100)
+        t0 = time.monotonic()
+        st = c.wait(sid, timeout=5.0)
+        elapsed = time.monotonic() - t0
+        assert st.status == 408 and b"arriving too slowly" in st.data, st
+        assert 0.3 <= elapsed < 3.0, elapsed
+
+
+def test_a_fast_body_is_not_limited_by_the_rate(start_demo):
+    d = start_demo("--min-body-rate", "1000:1000")
     body = json.dumps(simple_body()).encode()
     with RawConn(d) as c:
         head, rest = http_request("POST", "/v2/models/simple/infer", body).split(b"\r\n\r\n", 1)
         c.send(head + b"\r\n\r\n")
-        time.sleep(0.5)  # a pause before the body is within the grace and the rate
+        time.sleep(0.5)  # a pause before the body, within the grace (a longer one is a stop)
         c.send(rest)
         assert c.read_response().status == 200
 
