@@ -162,8 +162,9 @@ ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
  * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
 /* A response that makes no progress for this long — the client stopped reading, or keeps an
- * HTTP/2 window at 0 — is dropped with its memory: the connection is closed (the stream is
- * reset on HTTP/2 when only it is stuck). Default 30000 ms. */
+ * HTTP/2 window at 0 — is dropped with its memory: the connection is reset (a TCP RST, so that
+ * the kernel drops the bytes queued for the client too, as nginx's reset_timedout_connection;
+ * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms. */
 ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
 /* A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
  * received, or it is answered 408 (Apache mod_reqtimeout's MinRate): one byte every 20 s no

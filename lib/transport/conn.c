@@ -47,6 +47,20 @@ static size_t queued(const isv__conn *c) {
   return uv_stream_get_write_queue_size(c->stream) + c->held;
 }
 
+/* The close that follows sends a reset (SO_LINGER {1, 0}), not a FIN after the queued bytes:
+ * the kernel drops what the client never read at once, instead of keeping it (and retrying)
+ * while the client keeps its window shut — nginx's reset_timedout_connection. */
+static void reset_on_close(isv__conn *c) {
+#ifndef _WIN32
+  uv_os_fd_t fd;
+  struct linger lg = {1, 0};
+  if (c->stream->type == UV_TCP && uv_fileno((const uv_handle_t *)c->stream, &fd) == 0)
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+#else
+  (void)c;
+#endif
+}
+
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
   if (c->pump_due) { /* a slice was written last turn: the next */
@@ -61,6 +75,7 @@ static void on_timer(uv_timer_t *h) {
      * queue while a slow client reads. */
     size_t q = queued(c), taken = c->write_total - q;
     if (c->write_pending && q && taken == c->write_mark) { /* nothing taken since the last look */
+      reset_on_close(c);
       isv__conn_close(c);
       return;
     }

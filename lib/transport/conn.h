@@ -7,7 +7,8 @@
  *
  * Time: one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline),
  * the read-batching watchdog, and the write check (a connection whose writes make no progress
- * for the send timeout — a client that stopped reading — is closed), armed at the earliest. */
+ * for the send timeout — a client that stopped reading — is closed with a reset, so that the
+ * kernel drops the bytes queued for it), armed at the earliest. */
 #ifndef ISV_TRANSPORT_CONN_H
 #define ISV_TRANSPORT_CONN_H
 

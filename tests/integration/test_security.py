@@ -363,6 +363,34 @@ def test_response_never_read_is_dropped_after_the_send_timeout(start_demo):
         _live(c)
 
 
+def test_response_never_read_is_reset_after_the_send_timeout(start_demo):
+    """The connection cut by the send timeout is reset (SO_LINGER 0, as nginx's
+    reset_timedout_connection), not closed with a FIN behind the bytes the client never read:
+    the kernel frees them at once. The client sees ECONNRESET, not the end of the stream."""
+    d = start_demo("--send-timeout-ms", "300")
+    s = socket.create_connection((d.host, d.port))
+    try:
+        s.sendall(_binary_identity_request(32 << 20))  # and it does not read
+        time.sleep(1.5)  # several send timeouts
+        s.settimeout(5.0)
+        outcome = None
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    outcome = "end of stream (FIN)"
+                    break
+        except ConnectionResetError:
+            outcome = "reset"
+        except socket.timeout:
+            outcome = "still open"
+        assert outcome == "reset", outcome
+    finally:
+        s.close()
+    with RawConn(d) as c:
+        _live(c)
+
+
 def test_h2_window_kept_at_zero_resets_the_stream(start_demo):
     d = start_demo("--send-timeout-ms", "300")
     with H2Conn(d, settings={h2raw.INITIAL_WINDOW_SIZE: 0}, auto_window=False) as c:
