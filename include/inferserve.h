@@ -151,8 +151,8 @@ ISV_EXTERN void isv_options_free(isv_options *o); /* NULL is a no-op */
 /* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
  * checked from the length prefix before anything is allocated). Default 64 MiB. */
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
-/* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond).
- * Default 64 KiB. */
+/* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
+ * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB. */
 ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
 /* A connection with no request in progress is closed after this long. Default 60000 ms. */
 ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);

@@ -127,14 +127,14 @@ def _amplified_block(demo, path, refs):
     return block + b"\xbe" * refs
 
 
-def test_hpack_amplification_is_reset_then_closed(demo):
+def test_hpack_amplification_is_refused_then_closed(demo):
     with H2Conn(demo) as c:
-        # one block decoding to 4 MB from 5 KB: its stream is reset once it passes twice the
-        # 64 KiB header limit, without the server decoding (and validating) the rest
+        # one block decoding to 4 MB from 5 KB: answered 431 as any block over the 64 KiB
+        # header limit (not reset: #34), nothing past the limit kept
         c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS | h2raw.END_STREAM, 1,
                            _amplified_block(demo, "/v2/health/live", 1000)))
         st = c.wait(1)
-        assert st.reset == h2raw.INTERNAL_ERROR, st
+        assert st.status == 431 and st.reset is None, st
         # the connection still serves ordinary requests
         sid = c.request(rest_headers(demo, "GET", "/v2/health/live"), sid=3)
         assert c.wait(sid).status == 200
@@ -159,6 +159,38 @@ def test_headers_a_little_over_the_limit_still_get_431(demo):
         sid = c.request(rest_headers(demo, "GET", "/v2/health/live", extra))
         st = c.wait(sid)
         assert st.status == 431, st
+
+
+def test_headers_far_over_the_limit_get_431_not_a_reset(demo):
+    """A header block past twice the limit is answered 431 as on HTTP/1.1 (and as a block a
+    little over it), in the path's shape, not RST_STREAM INTERNAL_ERROR; the connection goes
+    on."""
+    with H2Conn(demo) as c:
+        c.pump(0.05)  # the server's SETTINGS: frames up to 1 MiB
+        extra = [("x-h%d" % i, "v" * 10000) for i in range(20)]  # 200 KB: over 2 x 64 KiB
+        sid = c.request(rest_headers(demo, "GET", "/v2/health/live", extra))
+        st = c.wait(sid)
+        assert st.status == 431 and st.reset is None, st
+        assert b"exceed the server's limit" in st.data, st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
+
+
+def test_grpc_metadata_over_the_limit_gets_resource_exhausted(demo):
+    """gRPC's analogue of 431: a trailers-only RESOURCE_EXHAUSTED, a little over the limit and
+    far over it."""
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        for n in (70, 200):  # ~70 KB and ~200 KB of metadata
+            extra = [("x-m%d" % i, "v" * 1000) for i in range(n)]
+            sid = c.request(h2raw.grpc_headers(
+                demo, "/inference.GRPCInferenceService/ServerLive", extra), end_stream=True)
+            st = c.wait(sid)
+            assert st.reset is None, st
+            assert st.status == 200 and st.grpc("grpc-status") == "8", st
+            assert "exceeds the server's limit" in (st.grpc("grpc-message") or ""), st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
 
 
 def test_header_decoding_rate_is_bounded(start_demo):
