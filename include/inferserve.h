@@ -151,8 +151,8 @@ ISV_EXTERN void isv_options_free(isv_options *o); /* NULL is a no-op */
 /* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
  * checked from the length prefix before anything is allocated). Default 64 MiB. */
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
-/* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond).
- * Default 64 KiB. */
+/* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
+ * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB. */
 ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
 /* A connection with no request in progress is closed after this long. Default 60000 ms. */
 ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
@@ -162,13 +162,16 @@ ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
  * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
 /* A response that makes no progress for this long — the client stopped reading, or keeps an
- * HTTP/2 window at 0 — is dropped with its memory: the connection is closed (the stream is
- * reset on HTTP/2 when only it is stuck). Default 30000 ms. */
+ * HTTP/2 window at 0 — is dropped with its memory: the connection is reset (a TCP RST, so that
+ * the kernel drops the bytes queued for the client too, as nginx's reset_timedout_connection;
+ * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms. */
 ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
 /* A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
  * received, or it is answered 408 (Apache mod_reqtimeout's MinRate): one byte every 20 s no
- * longer holds a connection and its buffer forever. 0 bytes_per_s: no minimum. Default 1024
- * bytes/s after a grace of 10000 ms. */
+ * longer holds a connection and its buffer forever. The bound is a deadline, not only a check
+ * when bytes arrive: a body that stops altogether is answered 408 the moment its allowance is
+ * spent (from its headers: grace_ms, plus one second per bytes_per_s received), not a header
+ * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms. */
 ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
                                              uint64_t grace_ms);
 /* Request bytes the server buffers while they arrive, all connections together: a body or a
@@ -185,9 +188,14 @@ ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
  * inputs, its model version, the worker thread it runs on (detached) — until the backend
  * completes it, whenever and from whatever thread. 0: no deadline. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
-/* Connections open at once. At the limit, the oldest idle keep-alive connection is closed to
- * make room; when every connection is busy, new ones are accepted and closed at once (logged
- * once per episode). Default 10000. */
+/* Connections open at once. At the limit, the connection without a request in flight that has
+ * been so the longest is closed to make room — idle between keep-alive requests, or one that
+ * never completed a request: silent since it connected, still sending a request's head, in
+ * its TLS handshake or HTTP/2 preface — so that clients holding connections without asking
+ * anything cannot lock new ones out before their timeouts. A connection whose request is being
+ * received (its head complete), processed or answered is never closed for this. When every
+ * connection has a request in flight, new ones are accepted and closed at once (logged once
+ * per episode). Default 10000. */
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
 /* Nesting depth allowed in JSON request bodies. Default 64. */
 ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);

@@ -47,6 +47,20 @@ static size_t queued(const isv__conn *c) {
   return uv_stream_get_write_queue_size(c->stream) + c->held;
 }
 
+/* The close that follows sends a reset (SO_LINGER {1, 0}), not a FIN after the queued bytes:
+ * the kernel drops what the client never read at once, instead of keeping it (and retrying)
+ * while the client keeps its window shut — nginx's reset_timedout_connection. */
+static void reset_on_close(isv__conn *c) {
+#ifndef _WIN32
+  uv_os_fd_t fd;
+  struct linger lg = {1, 0};
+  if (c->stream->type == UV_TCP && uv_fileno((const uv_handle_t *)c->stream, &fd) == 0)
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+#else
+  (void)c;
+#endif
+}
+
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
   if (c->pump_due) { /* a slice was written last turn: the next */
@@ -61,6 +75,7 @@ static void on_timer(uv_timer_t *h) {
      * queue while a slow client reads. */
     size_t q = queued(c), taken = c->write_total - q;
     if (c->write_pending && q && taken == c->write_mark) { /* nothing taken since the last look */
+      reset_on_close(c);
       isv__conn_close(c);
       return;
     }
@@ -275,9 +290,31 @@ int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write
   return 0;
 }
 
+/* The transport's list of idle connections (transport.h): appended when one becomes idle, so
+ * the head is the one idle the longest. */
+static void idle_unlink(isv__conn *c) {
+  isv__transport *t = c->t;
+  if (c->idle_prev) c->idle_prev->idle_next = c->idle_next;
+  else if (t->idle_head == c) t->idle_head = c->idle_next;
+  if (c->idle_next) c->idle_next->idle_prev = c->idle_prev;
+  else if (t->idle_tail == c) t->idle_tail = c->idle_prev;
+  c->idle_prev = c->idle_next = NULL;
+}
+
 void isv__conn_idle(isv__conn *c, int idle) {
-  if (idle && !c->idle) c->idle_since = uv_now(c->t->loop);
-  c->idle = idle != 0;
+  idle = idle != 0 && !c->closing && !c->lingering;
+  if (idle == c->idle) return;
+  c->idle = idle;
+  if (!idle) {
+    idle_unlink(c);
+    return;
+  }
+  isv__transport *t = c->t;
+  c->idle_since = uv_now(t->loop);
+  c->idle_prev = t->idle_tail;
+  if (t->idle_tail) t->idle_tail->idle_next = c;
+  else t->idle_head = c;
+  t->idle_tail = c;
 }
 
 int isv__conn_reserve(isv__conn *c, size_t n) {
@@ -300,6 +337,19 @@ int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got)
   /* mod_reqtimeout's MinRate: the grace, plus one second per min_body_rate bytes received */
   double allowed_ms = (double)l->min_rate_grace_ms + (double)got * 1000.0 / (double)l->min_body_rate;
   return (double)elapsed_ms > allowed_ms ? -1 : 0;
+}
+
+uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t got) {
+  const isv__transport_limits *l = &c->t->limits;
+  uint64_t ms = l->header_timeout_ms;
+  if (l->min_body_rate) {
+    double allowed_ms = (double)l->min_rate_grace_ms + (double)got * 1000.0 / (double)l->min_body_rate;
+    double left = allowed_ms - (double)elapsed_ms;
+    /* past it by 1 ms when it fires, so that isv__conn_body_too_slow says so */
+    uint64_t rate_ms = left < 0 ? 1 : left > 1e12 ? (uint64_t)1e12 : (uint64_t)left + 1;
+    if (ms == 0 || rate_ms < ms) ms = rate_ms;
+  }
+  return ms;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
@@ -419,6 +469,7 @@ static void on_stream_closed(uv_handle_t *h) {
 
 void isv__conn_close(isv__conn *c) {
   if (c->closing) return;
+  isv__conn_idle(c, 0); /* no longer one to close to make room */
   c->closing = 1;
   c->t->n_closing++;
   if (c->proto) c->proto->free(c);
@@ -437,6 +488,7 @@ void isv__conn_linger_close(isv__conn *c) {
   if (c->proto) c->proto->free(c);
   c->proto = NULL;
   c->proto_state = NULL;
+  isv__conn_idle(c, 0); /* its last answer is on its way to the client */
   c->lingering = 1;
   c->watchdog = c->write_check = 0;
   isv__conn_set_lowat(c, 1);
@@ -466,8 +518,7 @@ isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   uv_timer_init(t->loop, &c->timer);
   c->timer.data = c;
   c->handles_open = 2;
-  c->idle = 1; /* nothing asked yet */
-  c->idle_since = uv_now(t->loop);
+  isv__conn_idle(c, 1); /* nothing asked yet */
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;
   t->conns = c;

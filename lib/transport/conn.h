@@ -7,7 +7,8 @@
  *
  * Time: one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline),
  * the read-batching watchdog, and the write check (a connection whose writes make no progress
- * for the send timeout — a client that stopped reading — is closed), armed at the earliest. */
+ * for the send timeout — a client that stopped reading — is closed with a reset, so that the
+ * kernel drops the bytes queued for it), armed at the earliest. */
 #ifndef ISV_TRANSPORT_CONN_H
 #define ISV_TRANSPORT_CONN_H
 
@@ -53,8 +54,9 @@ struct isv__conn {
   const isv__conn_proto *proto; /* NULL until the first bytes chose it */
   void *proto_state;
   int reading;    /* uv_read_start is in effect */
-  int idle;       /* no request in progress: may be closed to make room (isv__conn_idle) */
+  int idle;       /* no request in flight: may be closed to make room (isv__conn_idle) */
   uint64_t idle_since;
+  isv__conn *idle_prev, *idle_next; /* in the transport's list of idle ones, oldest first */
   int closing;
   int lingering;        /* isv__conn_linger_close: reading only to discard */
   int late;             /* accepted from a closing listener's queue: shut down once its engine
@@ -115,8 +117,12 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
 int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
                         void *ctx);
 
-/* The engine says whether a request is in progress (idle: between keep-alive requests, or an
- * HTTP/2 connection with no stream open). */
+/* The engine says whether a request is in flight — its head is complete (it is being
+ * received, processed or answered) — or not: idle, the connection may be closed to make room
+ * under max_connections (isv__transport_make_room). A connection is idle from its accept
+ * (silent, in its TLS handshake, its HTTP/2 preface still coming), between keep-alive
+ * requests, while a request's head is still arriving, and on HTTP/2 while no stream has a
+ * complete header block. The transport keeps the idle ones in a list, oldest idle first. */
 void isv__conn_idle(isv__conn *c, int idle);
 
 /* Request bytes being received count against the server's budget (limits.max_receiving): a
@@ -130,6 +136,10 @@ void isv__conn_release(isv__conn *c, size_t n);
  * minimum rate — it may take the grace period plus one second per min_body_rate bytes received
  * (Apache mod_reqtimeout's MinRate) — or -1 when it is too slow (answer 408). */
 int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got);
+/* The deadline (ms from now) for the next bytes of that body: the header timeout, or sooner
+ * the moment it becomes too slow if nothing more comes — a body that stops altogether is cut
+ * once the minimum rate's allowance is spent, not a header timeout later. At least 1. */
+uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t got);
 
 /* Reading: pause (pipelined work waits) and resume. */
 void isv__conn_read_stop(isv__conn *c);

@@ -430,6 +430,7 @@ static void early_error(h1 *h, int status, const char *msg) {
   unreserve(h);
   isv__conn_read_stop(c);
   isv__conn_deadline(c, 0);
+  isv__conn_idle(c, 0); /* being answered */
   h->shutting_down = 1;
   isv__exchange *ex = build_exchange(h, 0);
   if (ex == NULL) {
@@ -530,8 +531,7 @@ static void body_release(h1 *h) {
 
 static int on_message_begin(llhttp_t *p) {
   h1 *h = h1_parser(p);
-  h->in_message = 1;
-  isv__conn_idle(h->c, 0);
+  h->in_message = 1; /* still idle (isv__conn_idle) until its head is complete */
   h->headers_done = 0;
   h->last_span = 0;
   h->head.len = 0;
@@ -624,6 +624,7 @@ static int host_count(h1 *h) {
 static int on_headers_complete(llhttp_t *p) {
   h1 *h = h1_parser(p);
   h->headers_done = 1;
+  isv__conn_idle(h->c, 0); /* a request in flight: never closed to make room */
   /* CONNECT asks for a tunnel: what follows is not HTTP, so answer and close. */
   if (p->method == HTTP_CONNECT) return fail(h, 405, "CONNECT is not supported: this is not a proxy");
   /* Upgrade (h2c, websocket, ...) is optional for a server (RFC 9110 §7.8): it is ignored, the
@@ -664,8 +665,9 @@ static int on_headers_complete(llhttp_t *p) {
     uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
     isv__conn_write(h->c, &b, 1, on_continue_written, NULL);
   }
-  /* From here the body must keep coming: each read re-arms the same bound. */
-  isv__conn_deadline(h->c, h->c->t->limits.header_timeout_ms);
+  /* From here the body must keep coming: each read re-arms the same bound, or the minimum
+   * rate's when sooner. */
+  isv__conn_deadline(h->c, isv__conn_body_deadline(h->c, 0, 0));
   return pause ? HPE_PAUSED : 0;
 }
 
@@ -791,14 +793,21 @@ static void h1_on_read(isv__conn *c, const char *data, size_t len) {
     return;
   }
   if (h->in_message && h->headers_done) {
-    isv__conn_deadline(c, c->t->limits.header_timeout_ms); /* the body keeps coming... */
-    if (isv__conn_body_too_slow(c, uv_now(c->t->loop) - h->body_start, h->body.len + len)) {
+    uint64_t elapsed = uv_now(c->t->loop) - h->body_start;
+    isv__conn_deadline(c, isv__conn_body_deadline(c, elapsed, h->body.len + len)); /* the body
+                                                                       * keeps coming... */
+    if (isv__conn_body_too_slow(c, elapsed, h->body.len + len)) {
       early_error(h, 408, "request body arriving too slowly (under the server's minimum rate)");
       return; /* ...fast enough */
     }
   }
   execute(h, data, len);
-  if (!c->closing) isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
+  if (c->closing) return;
+  if (h->in_message && h->headers_done && h->ex == NULL) /* the body, or what came of it with
+                                                         * its head: the rate's deadline */
+    isv__conn_deadline(c, isv__conn_body_deadline(c, uv_now(c->t->loop) - h->body_start,
+                                                  h->body.len));
+  isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
 }
 
 static int h1_start(isv__conn *c, const char *data, size_t len) {
@@ -833,7 +842,10 @@ static void h1_on_eof(isv__conn *c) {
 static void h1_on_deadline(isv__conn *c) {
   h1 *h = h1_of(c);
   if (h->ex) return; /* answering: the app's time, not the client's */
-  if (h->in_message) early_error(h, 408, "request not received in time");
+  if (h->in_message && h->headers_done &&
+      isv__conn_body_too_slow(c, uv_now(c->t->loop) - h->body_start, h->body.len))
+    early_error(h, 408, "request body arriving too slowly (under the server's minimum rate)");
+  else if (h->in_message) early_error(h, 408, "request not received in time");
   else isv__conn_close(c); /* idle */
 }
 

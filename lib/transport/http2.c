@@ -42,10 +42,13 @@
 #define ISV__H2_CONN_WINDOW (64 << 20)
 #define ISV__H2_MAX_FRAME (1u << 20) /* what clients may send: 16 frames for 16 MiB, not 1,024 */
 /* HPACK lets a few bytes name a large header again and again (a 4 KB table entry costs one
- * byte per repeat), and nghttp2 validates every decoded byte. So: a header block stops being
- * decoded once it passes twice the header limit (its stream is reset), a connection that does
- * that ISV__H2_OVERSIZE_BLOCKS times is closed, and a connection may not make the server decode
- * more than ISV__H2_HEADER_RATE bytes of headers a second (GOAWAY ENHANCE_YOUR_CALM). */
+ * byte per repeat), and nghttp2 validates every decoded byte. So a connection may not make the
+ * server decode more than ISV__H2_HEADER_RATE bytes of headers a second, and one that sends
+ * ISV__H2_OVERSIZE_BLOCKS header blocks past twice the header limit is closed (GOAWAY
+ * ENHANCE_YOUR_CALM). A block past the limit is still decoded to its end — nothing of it past
+ * the limit is kept — and answered 431 (a gRPC call: RESOURCE_EXHAUSTED) as on HTTP/1.1:
+ * stopping nghttp2 half way (a callback failure) can only reset the stream, INTERNAL_ERROR,
+ * and the rate bounds what a connection can make us decode either way. */
 #define ISV__H2_OVERSIZE_BLOCKS 4
 #define ISV__H2_HEADER_RATE (16u << 20)
 /* A shutdown's PING unanswered this long: the final GOAWAY goes anyway; and after it, this
@@ -717,7 +720,12 @@ static void on_deadline(uv_timer_t *t) {
   /* A REST request whose body stopped arriving, as HTTP/1.1 answers it; then RST_STREAM, so
    * that neither side keeps the stream (and its half body) open. */
   st->rst_after_end = 1;
-  stream_error(st, 408, "request not received in time"); /* answered and flushed: st may be gone */
+  isv__conn *c = st->h2->c;
+  stream_error(st, 408, isv__conn_body_too_slow(c, uv_now(c->t->loop) - st->body_start,
+                                                st->body.len)
+                            ? "request body arriving too slowly (under the server's minimum rate)"
+                            : "request not received in time"); /* answered and flushed: st may
+                                                                * be gone */
 }
 
 /* (Re)arm the stream's timer: `ms` from now. */
@@ -814,8 +822,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   if (h->streams) h->streams->prev = st;
   h->streams = st;
   h->n_streams++;
-  if (!h->send_check) isv__conn_deadline(h->c, 0); /* not idle: each stream keeps its own time */
-  isv__conn_idle(h->c, 0);
+  if (!h->send_check) isv__conn_deadline(h->c, 0); /* each stream keeps its own time */
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
 }
@@ -840,14 +847,14 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   }
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
   if (st->headers_too_big) {
-    if (st->header_bytes <= 2 * limit) return 0;
-    /* far past the limit: nghttp2 resets the stream and inflates the rest of the block without
-     * validating or handing it over, which costs next to nothing */
+    if (st->header_bytes <= 2 * limit || st->header_bytes - (nlen + vlen) > 2 * limit)
+      return 0; /* dropped; the block is answered 431 once complete (headers_done) */
+    /* this one took the block past twice the limit: counted once per block */
     if (++h->oversize_blocks >= ISV__H2_OVERSIZE_BLOCKS) {
       nghttp2_session_terminate_session(s, NGHTTP2_ENHANCE_YOUR_CALM);
       return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return 0;
   }
   if (st->head.len + nlen + vlen + 2 > limit || st->n_headers >= 100) {
     st->headers_too_big = 1; /* answered 431 once the header block is complete, as on HTTP/1.1 */
@@ -1005,11 +1012,16 @@ static void stream_error(h2_stream *st, int status, const char *msg) {
 
 static int headers_done(h2 *h, h2_stream *st) {
   st->headers_complete = 1;
+  isv__conn_idle(h->c, 0); /* a request in flight (until no stream is left: stream_free) */
   if (st->deadline) uv_timer_stop(st->deadline); /* the header block's; a body re-arms it */
   if (index_headers(st) != 0) return -1;
   st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
-  if (st->headers_too_big) {
-    st->is_grpc = 0; /* whatever it was, it is answered here */
+  if (st->headers_too_big) { /* answered here, whatever it was */
+    if (st->is_grpc) { /* gRPC's analogue of 431: a trailers-only RESOURCE_EXHAUSTED */
+      grpc_refuse(st, ISV__GRPC_RESOURCE_EXHAUSTED, "request metadata exceeds the server's "
+                  "limit", NULL, NULL);
+      return 0;
+    }
     stream_error(st, 431, "request headers exceed the server's limit");
     return 0;
   }
@@ -1122,7 +1134,9 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     return 0;
   }
   if (st->dispatched) return 0;
-  if (st->deadline) arm_deadline(st, h->c->t->limits.header_timeout_ms); /* still arriving */
+  if (st->deadline) /* still arriving: the next bytes within the header timeout and the rate */
+    arm_deadline(st, isv__conn_body_deadline(h->c, uv_now(h->c->t->loop) - st->body_start,
+                                             st->body.len + len));
   if (st->body.len + len > h->c->t->limits.max_body_bytes) {
     stream_error(st, 413, "request body exceeds the server's limit");
     return 0;
@@ -1154,7 +1168,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-      arm_deadline(st, h->c->t->limits.header_timeout_ms); /* its body must keep arriving */
+      arm_deadline(st, isv__conn_body_deadline(h->c, 0, 0)); /* its body must keep arriving */
       st->body_start = uv_now(h->c->t->loop);
     }
   }

@@ -46,17 +46,14 @@ int isv__transport_make_room(isv__transport *t) {
     return 0;
   }
   if (!t->at_limit && t->h.log) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "the connection limit (%u) is reached: idle keep-alive "
-             "connections are closed to make room, then new ones refused",
+    char msg[200];
+    snprintf(msg, sizeof msg, "the connection limit (%u) is reached: connections without a "
+             "request in flight are closed to make room, oldest first, then new ones refused",
              t->limits.max_connections);
     t->h.log(t->h.app, ISV_LOG_WARN, msg);
   }
   t->at_limit = 1;
-  isv__conn *oldest = NULL; /* the list is newest first: on a tie the later one is older */
-  for (isv__conn *c = t->conns; c; c = c->next)
-    if (c->idle && !c->closing && c->proto && (oldest == NULL || c->idle_since <= oldest->idle_since))
-      oldest = c;
+  isv__conn *oldest = t->idle_head; /* idle, not closing (conn.c keeps the list) */
   if (oldest == NULL) return -1;
   isv__conn_close(oldest);
   return 0;

@@ -82,6 +82,8 @@ struct isv__transport {
   isv__listener *listeners[ISV__MAX_LISTENERS];
   unsigned n_listeners;
   isv__conn *conns; /* doubly linked */
+  isv__conn *idle_head, *idle_tail; /* those without a request in flight, not closing: oldest
+                                     * idle first (isv__conn_idle) */
   unsigned n_conns;
   unsigned n_closing;  /* of n_conns: closed, their handles not yet */
   unsigned n_hosted;   /* exchanges and calls the host's own server carries (adapter.c) */
@@ -113,9 +115,13 @@ int isv__transport_adopt(isv__transport *t, uv_stream_t *stream, uv_close_cb on_
 /* Stop accepting; close idle connections now and busy ones after their response — or at the
  * drain deadline, whichever comes first; then on_closed (possibly before this returns). */
 void isv__transport_close(isv__transport *t, void (*on_closed)(isv__transport *t));
-/* Make room for one more connection under max_connections: close the oldest idle keep-alive
- * connection when the limit is reached (nginx's reuse of keep-alive connections), so that idle
- * clients cannot lock new ones out. 0, or -1 when every connection is busy. */
+/* Make room for one more connection under max_connections: when the limit is reached, close
+ * the connection idle the longest — no request in flight: silent since its accept, in its TLS
+ * handshake or HTTP/2 preface, still sending a request's head, or between keep-alive requests
+ * (nginx's reuse of keep-alive connections, extended to those that never finished a request) —
+ * so that clients that hold connections without asking anything cannot lock new ones out. A
+ * connection with a request in flight is never closed. O(1). 0, or -1 when every connection is
+ * busy. */
 int isv__transport_make_room(isv__transport *t);
 /* conn.c: a connection is gone (its handles closed). */
 void isv__transport_conn_gone(isv__transport *t);

@@ -248,6 +248,78 @@ def test_max_connections(start_demo):
             c.close()
 
 
+def _hold_without_a_request(d, n):
+    """n connections of each kind that never complete a request, oldest first: silent since
+    their accept, a request head cut in the middle, an HTTP/2 preface cut in the middle."""
+    held = {"silent": [], "partial head": [], "partial preface": []}
+    for kind, data in (("silent", b""),
+                       ("partial head", b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-A: "),
+                       ("partial preface", b"PRI * HTTP/2.0\r\n")):
+        for _ in range(n):
+            s = socket.create_connection((d.host, d.port), timeout=TIMEOUT)
+            if data:
+                s.sendall(data)
+            held[kind].append(s)
+            time.sleep(0.005)  # accepted in this order
+    return held
+
+
+def _closed_by_server(s, wait):
+    s.settimeout(wait)
+    try:
+        return s.recv(4096) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_connections_that_never_ask_do_not_lock_new_clients_out(start_demo):
+    """max_connections filled with connections that never complete a request (silent, a
+    partial head, a partial HTTP/2 preface) — long before any of their timeouts (idle 60 s,
+    header 30 s) — still lets 10 new clients in, all connected at once: the connections idle
+    the longest make room, oldest first."""
+    n = 10
+    d = start_demo("--max-connections", str(3 * n), "--threads", "1")  # one loop: its limit
+    held = _hold_without_a_request(d, n)
+    fresh = []
+    try:
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        for _ in range(10):
+            fresh.append(RawConn(d, timeout=3.0))
+        time.sleep(0.1)
+        for c in fresh:
+            c.send(http_request("GET", "/v2/health/live"))
+        for i, c in enumerate(fresh):
+            try:
+                r = c.read_response(timeout=3.0)
+            except (Closed, socket.timeout) as e:
+                raise AssertionError("new client %d of 10 was not served: %s" % (i, e))
+            assert r.status == 200, r
+        assert time.monotonic() - t0 < 5.0
+        # the oldest made room: the silent ones; the others are still open
+        for s in held["silent"]:
+            assert _closed_by_server(s, 2.0), "the oldest (silent) connection was kept"
+        for s in held["partial head"] + held["partial preface"]:
+            assert not _closed_by_server(s, 0.01), "a newer connection was closed first"
+        # at the limit again: the partial heads go next (a new client in for each)
+        for i in range(n):
+            c = RawConn(d, timeout=3.0)
+            fresh.append(c)
+            c.send(http_request("GET", "/v2/health/ready"))
+            assert c.read_response(timeout=3.0).status == 200
+        for s in held["partial head"]:
+            assert _closed_by_server(s, 2.0), "a partial head was kept"
+        assert "connection limit (%d) is reached" % (3 * n) in d.stderr_tail()
+    finally:
+        for c in fresh:
+            c.close()
+        for group in held.values():
+            for s in group:
+                s.close()
+
+
 # --- read batching of large bodies (SO_RCVLOWAT) -------------------------------------------
 def _binary_identity_request(n, content_length=None):
     head = ('{"inputs":[{"name":"INPUT0","shape":[1,%d],"datatype":"UINT8","parameters":'

@@ -127,14 +127,14 @@ def _amplified_block(demo, path, refs):
     return block + b"\xbe" * refs
 
 
-def test_hpack_amplification_is_reset_then_closed(demo):
+def test_hpack_amplification_is_refused_then_closed(demo):
     with H2Conn(demo) as c:
-        # one block decoding to 4 MB from 5 KB: its stream is reset once it passes twice the
-        # 64 KiB header limit, without the server decoding (and validating) the rest
+        # one block decoding to 4 MB from 5 KB: answered 431 as any block over the 64 KiB
+        # header limit (not reset: #34), nothing past the limit kept
         c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS | h2raw.END_STREAM, 1,
                            _amplified_block(demo, "/v2/health/live", 1000)))
         st = c.wait(1)
-        assert st.reset == h2raw.INTERNAL_ERROR, st
+        assert st.status == 431 and st.reset is None, st
         # the connection still serves ordinary requests
         sid = c.request(rest_headers(demo, "GET", "/v2/health/live"), sid=3)
         assert c.wait(sid).status == 200
@@ -159,6 +159,38 @@ def test_headers_a_little_over_the_limit_still_get_431(demo):
         sid = c.request(rest_headers(demo, "GET", "/v2/health/live", extra))
         st = c.wait(sid)
         assert st.status == 431, st
+
+
+def test_headers_far_over_the_limit_get_431_not_a_reset(demo):
+    """A header block past twice the limit is answered 431 as on HTTP/1.1 (and as a block a
+    little over it), in the path's shape, not RST_STREAM INTERNAL_ERROR; the connection goes
+    on."""
+    with H2Conn(demo) as c:
+        c.pump(0.05)  # the server's SETTINGS: frames up to 1 MiB
+        extra = [("x-h%d" % i, "v" * 10000) for i in range(20)]  # 200 KB: over 2 x 64 KiB
+        sid = c.request(rest_headers(demo, "GET", "/v2/health/live", extra))
+        st = c.wait(sid)
+        assert st.status == 431 and st.reset is None, st
+        assert b"exceed the server's limit" in st.data, st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
+
+
+def test_grpc_metadata_over_the_limit_gets_resource_exhausted(demo):
+    """gRPC's analogue of 431: a trailers-only RESOURCE_EXHAUSTED, a little over the limit and
+    far over it."""
+    with H2Conn(demo) as c:
+        c.pump(0.05)
+        for n in (70, 200):  # ~70 KB and ~200 KB of metadata
+            extra = [("x-m%d" % i, "v" * 1000) for i in range(n)]
+            sid = c.request(h2raw.grpc_headers(
+                demo, "/inference.GRPCInferenceService/ServerLive", extra), end_stream=True)
+            st = c.wait(sid)
+            assert st.reset is None, st
+            assert st.status == 200 and st.grpc("grpc-status") == "8", st
+            assert "exceeds the server's limit" in (st.grpc("grpc-message") or ""), st
+        st = c.wait(c.request(rest_headers(demo, "GET", "/v2/health/live")))
+        assert st.status == 200, st
 
 
 def test_header_decoding_rate_is_bounded(start_demo):
@@ -363,6 +395,34 @@ def test_response_never_read_is_dropped_after_the_send_timeout(start_demo):
         _live(c)
 
 
+def test_response_never_read_is_reset_after_the_send_timeout(start_demo):
+    """The connection cut by the send timeout is reset (SO_LINGER 0, as nginx's
+    reset_timedout_connection), not closed with a FIN behind the bytes the client never read:
+    the kernel frees them at once. The client sees ECONNRESET, not the end of the stream."""
+    d = start_demo("--send-timeout-ms", "300")
+    s = socket.create_connection((d.host, d.port))
+    try:
+        s.sendall(_binary_identity_request(32 << 20))  # and it does not read
+        time.sleep(1.5)  # several send timeouts
+        s.settimeout(5.0)
+        outcome = None
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    outcome = "end of stream (FIN)"
+                    break
+        except ConnectionResetError:
+            outcome = "reset"
+        except socket.timeout:
+            outcome = "still open"
+        assert outcome == "reset", outcome
+    finally:
+        s.close()
+    with RawConn(d) as c:
+        _live(c)
+
+
 def test_h2_window_kept_at_zero_resets_the_stream(start_demo):
     d = start_demo("--send-timeout-ms", "300")
     with H2Conn(d, settings={h2raw.INITIAL_WINDOW_SIZE: 0}, auto_window=False) as c:
@@ -421,13 +481,44 @@ def test_h2_body_trickling_under_the_minimum_rate_gets_408(start_demo):
         assert st.status == 408 and b"arriving too slowly" in st.data, st
 
 
-def test_a_fast_body_is_not_limited_by_the_rate(start_demo):
+def test_body_that_stops_is_cut_after_the_rate_grace_not_the_header_timeout(start_demo):
+    """Headers and part of a body, then silence: nothing more arrives, so no read ever checks
+    the rate — the deadline itself is the rate's (300 ms + 100 bytes at 1000 bytes/s), not the
+    30 s header timeout."""
+    d = start_demo("--min-body-rate", "1000:300")  # the header timeout stays at 30 s
+    with RawConn(d) as c:
+        c.send(b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n"
+               b"Content-Type: application/json\r\n\r\n" + b" " * 100)
+        t0 = time.monotonic()
+        try:
+            r = c.read_response(timeout=5.0)
+        except socket.timeout:
+            raise AssertionError("a stopped body was still waited for after 5 s")
+        elapsed = time.monotonic() - t0
+        assert r.status == 408 and "arriving too slowly" in r.json()["error"], r
+        assert 0.3 <= elapsed < 3.0, elapsed
+
+
+def test_h2_body_that_stops_is_cut_after_the_rate_grace(start_demo):
     d = start_demo("--min-body-rate", "1000:300")
+    with H2Conn(d) as c:
+        sid = c.request(rest_headers(d, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json")]), end_stream=False)
+        c.send_data(sid, b" " * 100)
+        t0 = time.monotonic()
+        st = c.wait(sid, timeout=5.0)
+        elapsed = time.monotonic() - t0
+        assert st.status == 408 and b"arriving too slowly" in st.data, st
+        assert 0.3 <= elapsed < 3.0, elapsed
+
+
+def test_a_fast_body_is_not_limited_by_the_rate(start_demo):
+    d = start_demo("--min-body-rate", "1000:1000")
     body = json.dumps(simple_body()).encode()
     with RawConn(d) as c:
         head, rest = http_request("POST", "/v2/models/simple/infer", body).split(b"\r\n\r\n", 1)
         c.send(head + b"\r\n\r\n")
-        time.sleep(0.5)  # a pause before the body is within the grace and the rate
+        time.sleep(0.5)  # a pause before the body, within the grace (a longer one is a stop)
         c.send(rest)
         assert c.read_response().status == 200
 

@@ -269,3 +269,47 @@ def test_a_client_gone_in_the_middle_of_a_large_answer(start_demo, pki):
     assert d.alive()
     r = requests.get(d.tls + "/v2/health/ready", verify=pki("ca.pem"), timeout=TIMEOUT)
     assert r.status_code == 200
+
+
+def test_half_handshakes_do_not_lock_new_clients_out(start_demo, pki):
+    """max_connections filled with TLS handshakes that stop half way (a truncated ClientHello,
+    then silence), long before the 10 s handshake timeout: new clients still get in, on the TLS
+    listener and the plain one — the connections idle the longest make room."""
+    n = 10
+    d = start_tls(start_demo, pki, "--max-connections", str(n), "--threads", "1")
+    half = []
+    try:
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", d.tls_port), timeout=TIMEOUT)
+            s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+            half.append(s)
+        time.sleep(0.2)
+        ctx = ssl.create_default_context(cafile=pki("ca.pem"))
+        for i in range(6):  # kept open: each one takes a place
+            s = socket.create_connection(("127.0.0.1", d.tls_port if i < 3 else d.port),
+                                         timeout=5)
+            if i < 3:
+                s = ctx.wrap_socket(s, server_hostname="localhost")
+            half.append(s)
+            s.sendall(b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = s.recv(4096)
+                assert chunk, "new client %d was not served" % i
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200 "), got
+        closed = 0
+        half, fresh = half[:n], half[n:]
+        for s in half:
+            s.settimeout(0.5)
+            try:
+                closed += s.recv(4096) == b""
+            except ConnectionResetError:
+                closed += 1
+            except socket.timeout:
+                pass
+        assert closed == 6, "%d half handshakes were closed to make room, not 6" % closed
+        half += fresh
+    finally:
+        for s in half:
+            s.close()

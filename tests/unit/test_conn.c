@@ -234,12 +234,15 @@ static void the_adopted_stream_is_handed_back_with_its_own_data(void **state) {
   assert_int_equal(w->t.n_conns, 0);
 }
 
-/* At the limit, one more is refused only while no connection is idle between requests. */
+/* At the limit, one more is refused only while every connection has a request in flight. */
 static void max_connections_refuses_one_more(void **state) {
   tf_world *w = *state;
   w->t.limits.max_connections = 2;
   tf_client *a = tf_connect(w);
   tf_client *b = tf_connect(w);
+  tf_write_str(a, "GET /hold/a HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_write_str(b, "GET /hold/b HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_recs(w, 2); /* both being answered: neither makes room */
   tf_client *over = tf_connect_rc(w, ISV_EOVERLOAD);
   tf_wait_eof(over);
   tf_wait_stream_closed(over);
@@ -247,8 +250,7 @@ static void max_connections_refuses_one_more(void **state) {
   assert_int_equal(w->t.n_conns, 2);
 
   /* the two admitted are served */
-  tf_write_str(a, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n");
-  tf_write_str(b, "GET /b HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_answer_held(w);
   tf_wait_responses(a, 1);
   tf_wait_responses(b, 1);
 
@@ -262,7 +264,7 @@ static void max_connections_refuses_one_more(void **state) {
   assert_int_equal(tf_h1_responses(c, resps, 8), 1);
   assert_string_equal(resps[0].body, "GET /c");
   /* at the limit again, with b and c idle between requests: the oldest idle one (b) makes
-   * room (nginx's reuse of keep-alive connections); a silent new connection is never the one */
+   * room (nginx's reuse of keep-alive connections) */
   tf_client *d = tf_connect(w);
   tf_wait_eof(b);
   tf_write_str(d, "GET /d HTTP/1.1\r\nHost: h\r\n\r\n");
@@ -271,6 +273,34 @@ static void max_connections_refuses_one_more(void **state) {
   tf_wait_responses(c, 2);
 }
 
+/* Connections that never completed a request make room too, the one idle the longest first:
+ * silent since its accept, or still sending its request's head. */
+static void max_connections_closes_silent_and_half_sent_heads_oldest_first(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_connections = 3;
+  tf_client *silent = tf_connect(w);
+  tf_client *partial = tf_connect(w);
+  tf_write_str(partial, "GET /p HTTP/1.1\r\nHost:");
+  tf_client *busy = tf_connect(w);
+  tf_write_str(busy, "GET /hold/busy HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_recs(w, 1);
+  tf_settle(w);
+  tf_client *n1 = tf_connect(w); /* the silent one, the oldest, makes room */
+  tf_wait_eof(silent);
+  tf_client *n2 = tf_connect(w); /* then the half-sent head */
+  tf_wait_eof(partial);
+  tf_write_str(n2, "GET /n2 HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(n2, 1);
+  tf_client *n3 = tf_connect(w); /* then n1, silent since before n2 was idle again */
+  tf_wait_eof(n1);
+  tf_write_str(n3, "GET /n3 HTTP/1.1\r\nHost: h\r\n\r\n");
+  tf_wait_responses(n3, 1);
+  /* the request in flight was never the one closed */
+  tf_answer_held(w);
+  tf_wait_responses(busy, 1);
+  assert_int_equal(tf_h1_responses(busy, resps, 8), 1);
+  assert_string_equal(resps[0].body, "GET /hold/busy");
+}
 
 static int int_set(tf_world *w, void *p) {
   (void)w;
@@ -588,6 +618,7 @@ int main(void) {
       T(closing_a_transport_without_connections_calls_back_at_once),
       T(the_adopted_stream_is_handed_back_with_its_own_data),
       T(max_connections_refuses_one_more),
+      T(max_connections_closes_silent_and_half_sent_heads_oldest_first),
       T(closing_the_transport_waits_for_a_streamed_answer_to_end),
       T(the_drain_deadline_cuts_streamed_answers_off),
       T(a_large_write_goes_out_a_slice_per_loop_turn_with_no_budget),
