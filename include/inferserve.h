@@ -779,7 +779,8 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
  * "value:index[:label]" BYTES output of the classification extension. */
 ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification);
 /* Ask for one output written into the caller's own buffer `buf` of `size` bytes (the way a
- * shared memory region receives a network client's output): the backend's
+ * trusted client's shared memory region receives its output:
+ * isv_options_set_shared_memory_in_place): the backend's
  * isv_request_output() writes straight into buf when the output fits and buf is 16-byte
  * aligned, else the output is copied there once after the backend (BYTES outputs as their
  * u32-LE length + bytes form). An output larger than `size` fails the request with ISV_EBADREQ
