@@ -170,9 +170,10 @@ if command -v perf >/dev/null && perf stat -e cpu-clock true >/dev/null 2>&1; th
 # start_demo NAME: DEMO_PID, DEMO_PORT
 start_demo() {
   local out=$WORK/$1.log
-  # one loop, pinned to its core (the demo's default is a loop per core: bench/loops.sh)
+  # one loop, pinned to its core (the demo's default is a loop per core: bench/loops.sh);
+  # --shared-memory for the shm rows (BENCH_SHM_FLAGS=--shared-memory-in-place: zero copy)
   taskset -c "$SCPU" "$DEMO" --listen 127.0.0.1:0 --threads 1 --max-connections 20000 \
-    --idle-timeout-ms 300000 >"$out" 2>&1 &
+    --idle-timeout-ms 300000 ${BENCH_SHM_FLAGS:---shared-memory} >"$out" 2>&1 &
   DEMO_PID=$!
   PIDS+=($DEMO_PID)
   DEMO_PORT=""

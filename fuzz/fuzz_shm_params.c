@@ -4,11 +4,15 @@
  * read straight from the mapping, outputs with destinations, then the response encoders.
  * Must never crash, leak or hang; every failure carries a code and a message.
  *
- * The first byte chooses the decoder (mod 4); the rest is its input. One POSIX shared memory
- * object of this process (4096 bytes, filled from the input) backs every region: a decoded
- * register request is registered under its own name, offset and size but with that object's
- * key (a fuzzer must not open other objects), then unregistered. Region "r" (the whole object)
- * and "h" (its second half) stay registered for the infer requests. */
+ * The first byte chooses the decoder (mod 4) and whether the object is truncated to half its
+ * size while the infer request is decoded and its outputs written (bit 2: the client's attack
+ * of issue #34 — the library's default copies, pread and pwrite, must fail the request, never
+ * fault); the rest is its input. One POSIX shared memory object of this process (4096 bytes,
+ * filled from the input) backs every region: a decoded register request is registered under
+ * its own name, offset and size but with that object's key (a fuzzer must not open other
+ * objects), then unregistered. Region "r" (the whole object) and "h" (its second half) stay
+ * registered for the infer requests, whose inputs are copied out of them and whose outputs (the
+ * inputs echoed) are copied into them with isv__shm_write_output. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +32,7 @@
 
 static char key[64];
 static char *obj; /* the object, mapped by this file too, to fill it */
+static int obj_fd; /* to truncate it and make it whole again */
 
 static void cleanup(void) { shm_unlink(key); }
 
@@ -36,7 +41,7 @@ static void setup(isv__core *c) {
   int fd = shm_open(key, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0 || ftruncate(fd, OBJ_SIZE) != 0) abort();
   obj = mmap(NULL, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
+  obj_fd = fd;
   if (obj == MAP_FAILED) abort();
   atexit(cleanup);
   c->shm->enabled = 1; /* isv_options_set_shared_memory */
@@ -83,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (size == 0) return 0;
   unsigned mode = data[0] % 4;
+  int shrink = (data[0] >> 2) & 1;
   data++;
   size--;
   char *body = malloc(size ? size : 1);
@@ -107,7 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   case 2:
   case 3: {
-    fill(data, size);
+    fill(data, size); /* before the shrink: this file's own mapping would fault after it */
+    if (shrink && ftruncate(obj_fd, OBJ_SIZE / 2) != 0) abort();
     isv_request *r = isv_fuzz_request();
     int rc = mode == 2 ? isv__v2_decode_request(r, body, size, size, 64)
                        : isv__v2pb_decode_infer_request(r, (const uint8_t *)body, size);
@@ -118,22 +125,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       isv_tensor *outs = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *outs);
       if (outs == NULL) abort();
       if (n) memcpy(outs, r->inputs, n * sizeof *outs);
-      for (size_t i = 0; i < r->n_req_outputs && i < n; i++) {
+      int failed = 0;
+      for (size_t i = 0; i < r->n_req_outputs && i < n && !failed; i++) {
         isv__out_dest *d = r->req_outputs[i].dest;
         if (d == NULL) continue;
         d->used = outs[i].byte_size < d->cap ? outs[i].byte_size : d->cap;
         outs[i].dest = d;
+        /* the copy into the region (validate.c's into_dest does it after a backend) */
+        if (d->shm && outs[i].dt != ISV_BYTES && isv__shm_write_output(r, d, &outs[i], d->used))
+          failed = 1;
       }
+      if (failed) check_failed(r);
       r->outputs = outs;
       r->n_outputs = n;
-      if (mode == 2) {
+      if (!failed && mode == 2) {
         isv__buf b;
         isv__buf_init(&b, NULL);
         isv__v2_binpart *parts;
         size_t n_parts;
         isv__v2_encode_response(r, &b, &parts, &n_parts);
         isv__buf_free(&b);
-      } else {
+      } else if (!failed) {
         isv__parts parts;
         isv__v2pb_encode_infer_response(r, &parts);
       }
@@ -143,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check_failed(r);
     }
     isv_request_free(r);
+    if (shrink && ftruncate(obj_fd, OBJ_SIZE) != 0) abort();
     break;
   }
   }

@@ -226,7 +226,8 @@ ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
  * endpoint of every member sums all members' numbers), being online (isv_server_set_online,
  * grps's online/offline: one member offline takes the group offline), system shared memory
  * regions (registered through one member, used through any; every member must agree with the
- * first on isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL) and the
+ * first on isv_options_set_shared_memory and isv_options_set_shared_memory_in_place, else
+ * isv_server_new answers ISV_EINVAL) and the
  * per-client count of isv_options_set_max_client_requests (a client's requests on every
  * member count against one limit).
  * What stays per server: routes (isv_server_add_route — register a route on each member; its
@@ -261,11 +262,30 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
 /* Triton's system shared memory extension (its --allow-client-shm): clients may register
  * regions of POSIX shared memory objects (/v2/systemsharedmemory/..., gRPC
  * SystemSharedMemory*) and name them in their tensors' parameters, which the server then reads
- * and writes in place. Any client that reaches the server can then open, read and write every
+ * and writes. Any client that reaches the server can then open, read and write every
  * shared memory object the server's user may open: turn it on only where the clients are
  * trusted and on the same host. Default off: registering answers 501 / UNIMPLEMENTED saying
- * so, status lists nothing, and server metadata does not list "system_shared_memory". */
+ * so, status lists nothing, and server metadata does not list "system_shared_memory".
+ * By default the server never maps a client's object: an input in a region is read with
+ * pread(2) into the request's own memory before the backend runs, and an output for a region
+ * is written by the backend into library memory, then with pwrite(2) into the region — so a
+ * client that shrinks its object while a request uses it gets a 400 / INVALID_ARGUMENT
+ * ("... was shrunk ...") instead of killing the process (see
+ * isv_options_set_shared_memory_in_place for the zero-copy alternative). */
 ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
+/* Zero-copy shared memory for TRUSTED clients only (default off). With it, a region is mapped
+ * (mmap MAP_SHARED) at registration, backends read inputs in place from the client's mapping
+ * and isv_request_output hands them a pointer into the region when the output fits there (as
+ * Triton does): no copy of the tensor in or out. The risk: the pages belong to the client,
+ * which can shrink its object (ftruncate) at any moment — a backend, or the library writing an
+ * output, that then touches a page past the object's new end gets SIGBUS and the WHOLE
+ * PROCESS dies (the size check at each use cannot close that race), and a client may change
+ * an input while the backend reads it. Turn it on only when every client that can reach the
+ * server is as trusted as the process itself. No effect without isv_options_set_shared_memory.
+ * In a group (isv_options_set_group) every member must agree with the first on it, as on
+ * isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL. 0, or ISV_EINVAL
+ * (o NULL). */
+ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int trusted);
 /* Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
@@ -767,7 +787,8 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
  * "value:index[:label]" BYTES output of the classification extension. */
 ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification);
 /* Ask for one output written into the caller's own buffer `buf` of `size` bytes (the way a
- * shared memory region receives a network client's output): the backend's
+ * trusted client's shared memory region receives its output:
+ * isv_options_set_shared_memory_in_place): the backend's
  * isv_request_output() writes straight into buf when the output fits and buf is 16-byte
  * aligned, else the output is copied there once after the backend (BYTES outputs as their
  * u32-LE length + bytes form). An output larger than `size` fails the request with ISV_EBADREQ

@@ -61,8 +61,15 @@ static void usage(FILE *f) {
           "  --max-inflight N         requests queued or running at once, 503 beyond\n"
           "                           (default 0: no limit)\n"
           "  --strict-readiness       ready only while every model version is READY\n"
-          "  --no-shared-memory       refuse system shared memory regions (the demo lets its\n"
-          "                           same-host clients register them by default)\n"
+          "  --shared-memory          let clients register system shared memory regions\n"
+          "                           (Triton's --allow-client-shm; off by default): any client\n"
+          "                           may then read and write every POSIX shm object this\n"
+          "                           process's user can open. Tensors are copied in and out\n"
+          "                           of the regions (pread/pwrite)\n"
+          "  --shared-memory-in-place as --shared-memory, zero copy: backends read and write\n"
+          "                           the clients' mappings. TRUSTED clients only: one that\n"
+          "                           truncates its object mid-request kills the demo (SIGBUS)\n"
+          "  --no-shared-memory       the default (kept for old command lines)\n"
           "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
@@ -276,6 +283,11 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     int lim = parse_limit(argc, argv, &i, opts);
     if (lim < 0) return 2;
     if (lim > 0) continue;
+    if (strcmp(arg, "--shared-memory") == 0 || strcmp(arg, "--shared-memory-in-place") == 0) {
+      isv_options_set_shared_memory(opts, 1);
+      isv_options_set_shared_memory_in_place(opts, strcmp(arg, "--shared-memory-in-place") == 0);
+      continue;
+    }
     if (strcmp(arg, "--no-shared-memory") == 0) {
       isv_options_set_shared_memory(opts, 0);
       continue;
@@ -566,8 +578,6 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
 int main(int argc, char **argv) {
   isv_options *opts;
   if (isv_options_new(&opts) != 0) return 1;
-  /* the demo serves Triton's client examples on its own host: they use system shared memory */
-  isv_options_set_shared_memory(opts, 1);
   int rc = demo_main(argc, argv, opts);
   isv_options_free(opts);
   return rc;

@@ -32,9 +32,12 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
   if (isv__clients_init(&c->clients_own, c->mem) != 0) goto fail_mu;
   c->clients = c->group ? &c->group->clients : &c->clients_own;
-  if (isv__shm_init(&c->shm_own, c->mem, opts->shared_memory) != 0) goto fail_clients;
+  if (isv__shm_init(&c->shm_own, c->mem, opts->shared_memory, opts->shared_memory_in_place) != 0)
+    goto fail_clients;
   c->shm = &c->shm_own;
-  if (c->group && (rc = isv__group_shm(c, opts->shared_memory)) != 0) goto fail_shm_rc;
+  if (c->group &&
+      (rc = isv__group_shm(c, opts->shared_memory, opts->shared_memory_in_place)) != 0)
+    goto fail_shm_rc;
   if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_shm;
   if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;

@@ -43,7 +43,7 @@ ISV_EXTERN int isv_group_new(isv_group **out) {
     isv__free(g);
     return ISV_ENOMEM;
   }
-  if (isv__shm_init(&g->shm, NULL, 0) != 0) {
+  if (isv__shm_init(&g->shm, NULL, 0, 0) != 0) {
     uv_mutex_destroy(&g->mu);
     isv__free(g);
     return ISV_ENOMEM;
@@ -241,15 +241,16 @@ void isv__group_link_hidden(isv__core *c, isv_model *m) {
 
 /* ---- members ------------------------------------------------------------------------------- */
 
-int isv__group_shm(isv__core *c, int enabled) {
+int isv__group_shm(isv__core *c, int enabled, int in_place) {
   isv_group *g = c->group;
   uv_mutex_lock(&g->mu);
   int rc = 0;
   if (!g->shm_set) {
     g->shm.enabled = enabled != 0;
+    g->shm.in_place = in_place != 0;
     g->shm_set = 1;
-  } else if (g->shm.enabled != (enabled != 0)) {
-    rc = ISV_EINVAL;
+  } else if (g->shm.enabled != (enabled != 0) || g->shm.in_place != (in_place != 0)) {
+    rc = ISV_EINVAL; /* one registry: a region is mapped, or not, for every member */
   }
   uv_mutex_unlock(&g->mu);
   if (rc == 0) c->shm = &g->shm;

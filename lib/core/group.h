@@ -60,7 +60,7 @@ struct isv_group {
   unsigned n_protocols;
   isv__shm_registry shm; /* system shared memory regions: a client may register one on a
                           * connection one member serves and use it on another's */
-  int shm_set;           /* the first member's isv_options_set_shared_memory set shm.enabled */
+  int shm_set;           /* the first member's options set shm.enabled and shm.in_place */
   isv__clients clients;  /* requests in flight per client, over every member */
   struct isv__gaddr *addrs; /* addresses members listen on (isv__group_address); under mu */
 };
@@ -100,8 +100,9 @@ int isv__group_set_label(isv__core *c, const char *name, const char *label, cons
 int isv__group_set_default(isv__core *c, const char *name, const char *version);
 
 /* The member's shared memory registry becomes the group's (c->shm). Every member must agree on
- * isv_options_set_shared_memory with the first: ISV_EINVAL otherwise. Before joining. */
-int isv__group_shm(isv__core *c, int enabled);
+ * isv_options_set_shared_memory and isv_options_set_shared_memory_in_place with the first:
+ * ISV_EINVAL otherwise. Before joining. */
+int isv__group_shm(isv__core *c, int enabled, int in_place);
 
 /* m, a library model this member registered for itself ('@...'), is counted with the other
  * members' models of its name and version (isv__model_stats sums them). Loop thread. */

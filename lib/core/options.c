@@ -193,6 +193,12 @@ ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int trusted) {
+  if (o == NULL) return ISV_EINVAL;
+  o->shared_memory_in_place = trusted != 0;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
   if (o == NULL) return ISV_EINVAL;
   o->buffer_cache_bytes = n;

@@ -28,6 +28,7 @@ struct isv_options {
   unsigned max_inflight; /* 0: none */
   int strict_readiness;
   int shared_memory; /* clients may register system shared memory regions (core/shm.h) */
+  int shared_memory_in_place; /* backends get pointers into the clients' mappings (trusted) */
   size_t buffer_cache_bytes;
   uint64_t tls_handshake_timeout_ms;
   int reuse_port; /* listeners with SO_REUSEPORT (several servers, one port) */

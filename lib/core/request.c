@@ -377,7 +377,7 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
   /* the requester's buffer when it named one and the output fits there, aligned as promised
    * (else library memory, copied there or refused after the backend: postprocess) */
   const isv__out_dest *d = r->on_response ? NULL : requested_dest(r, t->name);
-  void *buf = d && dt != ISV_BYTES && t->byte_size <= d->cap && (uintptr_t)d->p % 16 == 0
+  void *buf = d && d->p && dt != ISV_BYTES && t->byte_size <= d->cap && (uintptr_t)d->p % 16 == 0
                   ? d->p
                   : isv__arena_alloc(isv__out_arena(r), t->byte_size);
   if (buf == NULL) {

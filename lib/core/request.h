@@ -33,11 +33,13 @@ struct isv_tensor {
  * isv_request_output hands it to the backend when the output fits; otherwise the output is
  * copied there after the backend (isv__request_postprocess), or the request fails 400. */
 typedef struct isv__out_dest {
-  void *p;
+  void *p;            /* where the output may be written in memory; NULL with shm */
   size_t cap;
   size_t used;        /* bytes written (BYTES outputs: their u32-LE length + bytes form) */
   const char *region; /* the shared memory region's name (front ends echo it), or NULL */
   uint64_t offset;    /* shared_memory_offset within the region */
+  struct isv__shm_region *shm; /* a region not mapped (shm.h): the output is copied there with
+                                * pwrite after the backend, never handed to it */
 } isv__out_dest;
 
 typedef struct isv__req_output {

@@ -1,6 +1,15 @@
 /* System shared memory (Triton's extension): a server's registry of named regions of POSIX
- * shared memory objects, mapped once at registration, and the rules that let a request's
- * input be read in place from a region and its output be written into one.
+ * shared memory objects, and the rules that let a request's input be read from a region and
+ * its output be written into one.
+ *
+ * The client owns the object and may shrink it at any moment; a load or store through a
+ * mapping past the object's new end is SIGBUS, which kills the process. So by default nothing
+ * is mapped: an input is copied with pread(2) into the request's arena before the backend runs,
+ * an output is written by the backend into library memory and copied with pwrite(2) after it
+ * (isv__shm_write_output) — a shrunk object then gives a short read or a size check that fails
+ * the request (400). Only a host that trusts its clients (isv_options_set_shared_memory_in_place)
+ * gets the zero-copy form: the object mapped once at registration, inputs read in place,
+ * outputs written straight into the mapping.
  *
  * A region is reference counted: the registry holds one reference, every request that uses it
  * one more (released when the request is freed). Unregistering drops the registry's; the
@@ -25,6 +34,7 @@
 
 typedef struct isv_request isv_request;
 typedef struct isv__req_output isv__req_output;
+typedef struct isv__out_dest isv__out_dest;
 
 /* Longest region name and key accepted (a POSIX shm name is at most NAME_MAX). */
 #define ISV__SHM_NAME_MAX 255
@@ -33,10 +43,10 @@ typedef struct isv__shm_region {
   struct isv__shm_region *next; /* in the registry */
   char *name, *key;
   uint64_t offset, byte_size; /* the region within the object */
-  char *map;                  /* the object mapped from 0 to offset + byte_size */
+  char *map;                  /* in place only: the object mapped from 0 to offset + byte_size */
   size_t map_len;
-  int fd; /* kept open: every use checks the object was not shrunk under the mapping (a
-           * mapped page past the object's end is SIGBUS) */
+  int fd; /* kept open: the copies go through it (pread/pwrite), and every in-place use checks
+           * the object was not shrunk under the mapping */
   atomic_uint refs;
 } isv__shm_region;
 
@@ -45,19 +55,20 @@ typedef struct isv__shm_registry {
   isv__shm_region *head;
   const isv_mem *mem;
   int ready;
-  int enabled; /* isv_options_set_shared_memory: else nothing can be registered */
+  int enabled;  /* isv_options_set_shared_memory: else nothing can be registered */
+  int in_place; /* isv_options_set_shared_memory_in_place: map regions, no copies (trusted) */
 } isv__shm_registry;
 
 #define ISV__SHM_DISABLED                                                                        \
   "system shared memory is not enabled on this server (the host enables it with "              \
   "isv_options_set_shared_memory; Triton's --allow-client-shm)"
 
-int isv__shm_init(isv__shm_registry *s, const isv_mem *mem, int enabled);
+int isv__shm_init(isv__shm_registry *s, const isv_mem *mem, int enabled, int in_place);
 /* Unregister every region (mappings still used by requests stay until their release). */
 void isv__shm_destroy(isv__shm_registry *s);
 
 /* Register `name` as [offset, offset + byte_size) of the POSIX shared memory object `key`
- * (shm_open O_RDWR, fstat, mmap MAP_SHARED). 0, or ISV_EBADREQ / ISV_ENOMEM with a message in
+ * (shm_open O_RDWR, fstat; mmap MAP_SHARED when in place). 0, or ISV_EBADREQ / ISV_ENOMEM with a message in
  * err: the name taken (Triton: "shared memory region 'x' already in manager"), no such object
  * or no permission, offset + byte_size beyond the object or overflowing, byte_size 0, empty
  * name or key; ISV_EUNIMPL when the host did not enable shared memory. */
@@ -95,15 +106,23 @@ static inline int isv__shm_used(const isv__shm_ref *ref) {
 }
 
 /* Input `name` of r (datatype dt, count elements, `bytes` the shape's byte size for fixed-size
- * types) read from the region ref names: *data points into the mapping (for BYTES: an
- * isv_bytes array in r's arena whose elements point into it), *byte_size its size, and r
- * holds a reference to the region until it is freed. 0, or r failed with ISV_EBADREQ naming
- * the problem (a parameter missing, unknown region, offset + byte_size outside the region,
- * byte_size not what the shape needs, misaligned data) or ISV_ENOMEM. */
+ * types) read from the region ref names: *data is a private copy in r's arena (in place: a
+ * pointer into the mapping; for BYTES: an isv_bytes array in r's arena whose elements point
+ * into either), *byte_size its size, and r holds a reference to the region until it is freed.
+ * 0, or r failed with ISV_EBADREQ naming the problem (a parameter missing, unknown region,
+ * offset + byte_size outside the region, byte_size not what the shape needs, misaligned data,
+ * the object shrunk below the region) or ISV_ENOMEM. */
 int isv__shm_input(isv_request *r, const isv__shm_ref *ref, const char *name, isv_datatype dt,
                    size_t count, size_t bytes, void **data, size_t *byte_size);
 /* Requested output o of r is written into the region ref names (o->dest set; r holds a
- * reference). 0, or r failed as above. */
+ * reference): in place, o->dest->p points into the mapping; else o->dest->shm names the region
+ * and isv__shm_write_output copies the output there after the backend. 0, or r failed as above. */
 int isv__shm_output(isv_request *r, const isv__shm_ref *ref, isv__req_output *o);
+/* Copy output t (need bytes: BYTES in their u32-LE length + bytes form) into the region of d
+ * (d->shm) with pwrite. 0, or r failed with ISV_EBADREQ naming the region when its object was
+ * shrunk below [offset, offset + need) — pwrite would grow it back, so it is refused first —
+ * or the write fell short, ISV_ENOMEM. Any thread; the one handling r. */
+int isv__shm_write_output(isv_request *r, const isv__out_dest *d, const isv_tensor *t,
+                          size_t need);
 
 #endif

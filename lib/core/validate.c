@@ -100,7 +100,8 @@ int isv__request_validate(isv_request *r) {
 }
 
 /* Output t goes where its requester asked (a buffer of its own, a shared memory region): in
- * place when the backend wrote it there (isv_request_output), else copied once; an output
+ * place when the backend wrote it there (isv_request_output), else copied once (into a region
+ * not mapped, through its fd: core/shm.h); an output
  * larger than the space given fails the request (the client's mistake: 400). */
 static int into_dest(isv_request *r, isv_tensor *t, isv__out_dest *d) {
   size_t need = t->dt == ISV_BYTES ? isv__rawbytes_size(t->data, t->count) : t->byte_size;
@@ -115,7 +116,9 @@ static int into_dest(isv_request *r, isv_tensor *t, isv__out_dest *d) {
     return isv__request_fail(r, ISV_EBADREQ, "the buffer given for output '%s' holds %zu bytes, "
                              "the output needs %zu", t->name, d->cap, need);
   }
-  if (t->dt == ISV_BYTES) {
+  if (d->shm) { /* a region not mapped: copied with pwrite, which a shrunk object cannot fault */
+    if (isv__shm_write_output(r, d, t, need) != 0) return r->status;
+  } else if (t->dt == ISV_BYTES) {
     isv__rawbytes_write(d->p, t->data, t->count);
   } else {
     if (need && t->data != d->p) memmove(d->p, t->data, need);

@@ -297,7 +297,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   if (sh == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);
   isv_tensor ten = {0};
-  if (isv__shm_used(&info.shm)) { /* read in place from the mapped region */
+  if (isv__shm_used(&info.shm)) { /* copied from the region (in place when trusted: core/shm.h) */
     if (isv__shm_input(r, &info.shm, name, dt, count, bytes, &ten.data, &ten.byte_size))
       return r->status;
   } else if (info.have_bin) {

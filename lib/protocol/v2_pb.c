@@ -528,7 +528,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
   memset(&t, 0, sizeof t);
   isv__shm_ref shm = {0};
   if (shm_params(r, in, 4, "input", name, &shm)) return r->status;
-  if (isv__shm_used(&shm)) { /* read in place from the mapped region */
+  if (isv__shm_used(&shm)) { /* copied from the region (in place when trusted: core/shm.h) */
     if ((raw != NULL && raw->n > 0) || (have_contents && contents_bytes > 0))
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shared memory parameters and %s: "
                                "send one", name, have_contents ? "contents" : "a raw_input_contents entry");

@@ -21,8 +21,9 @@
 /* ModelInferRequest → r: model_name, version (NULL when empty), id (has_id when non-empty),
  * parameters, inputs (raw_input_contents[i] belongs to the i-th input — or, when there are
  * fewer entries than inputs, to the i-th input not in shared memory, as Triton's clients send
- * them; an input naming a shared memory region (shared_memory_* parameters) is read in place
- * from it, and a requested output naming one is written there (core/shm.h); an input with both raw
+ * them; an input naming a shared memory region (shared_memory_* parameters) is read from it
+ * (a copy, or in place when trusted), and a requested output naming one is written there
+ * (core/shm.h); an input with both raw
  * and typed contents, a raw entry without its input, or a size not matching shape × datatype
  * are errors; typed contents are converted to the canonical little-endian buffer; BYTES raw
  * data is u32-LE length + bytes per element), requested outputs (int64_param

@@ -1,10 +1,13 @@
 """Triton's system shared memory extension, with real POSIX shared memory
-(multiprocessing.shared_memory) shared between this test and the demo: register / status /
-unregister over REST (requests) and gRPC (grpcio, stubs from proto/), inputs read in place and
-outputs written into regions by the "simple" (isv_request_output: written in place),
-"identity_fp32" (isv_request_set_output: copied once) and "simple_identity" (BYTES) models,
-mixed with ordinary tensors, every client error (400 / INVALID_ARGUMENT naming the problem),
-a region unregistered while a slow request uses it, and concurrent registration."""
+(multiprocessing.shared_memory) shared between this test and a demo started with
+--shared-memory (off by default): register / status / unregister over REST (requests) and gRPC
+(grpcio, stubs from proto/), inputs read from regions and outputs written into them by the
+"simple" (isv_request_output), "identity_fp32" (isv_request_set_output) and "simple_identity"
+(BYTES) models, mixed with ordinary tensors, every client error (400 / INVALID_ARGUMENT naming
+the problem), a region unregistered while a slow request uses it, concurrent registration, an
+object truncated while a request uses it (issue #34: a 400 or a correct answer, never SIGBUS),
+and the zero-copy form for trusted clients (--shared-memory-in-place)."""
+import signal
 import struct
 import threading
 import time
@@ -19,6 +22,7 @@ import json
 
 from grpc_stubs import (add_input, curl_h2, encode_raw, expect_rpc_error, load_stubs,
                         make_channel)
+from isvtest import Demo
 
 T = 10
 SHM = "/v2/systemsharedmemory"
@@ -47,11 +51,29 @@ def key_of(s):
     return "/" + s.name
 
 
+SHM_FLAGS = ("--shared-memory",)
+
+
+@pytest.fixture(scope="module")
+def _shm_demo():
+    """This file's demo: shared memory is off by default (the session's demo has none)."""
+    holder = {"demo": Demo(extra_args=SHM_FLAGS)}
+    yield holder
+    holder["demo"].stop_and_check(signal.SIGTERM, timeout=10.0)
+
+
 @pytest.fixture
-def clean(demo):
-    """The shared demo with no region registered, before and after the test."""
+def clean(_shm_demo):
+    """The --shared-memory demo with no region registered, before and after the test; a test
+    during which it died fails (a fresh one serves the next)."""
+    demo = _shm_demo["demo"]
+    if not demo.alive():
+        _shm_demo["demo"] = demo = Demo(extra_args=SHM_FLAGS)
     requests.post(demo.url(SHM + "/unregister"), timeout=T)
     yield demo
+    if not demo.alive():
+        pytest.fail("the demo died during this test: " + demo.describe_exit(demo.proc.returncode),
+                    pytrace=False)
     requests.post(demo.url(SHM + "/unregister"), timeout=T)
 
 
@@ -361,6 +383,110 @@ def test_unregister_while_in_flight(clean, shm):
     assert bytes(s2.buf[32:36]) == b"\0\0\0\0"
 
 
+# ---- a client truncating its object while a request uses it (issue #34) ---------------------
+
+SLOW_MS = 700
+SHRUNK = "shared memory region 'att' was shrunk below the region while the request used it"
+
+
+def shrink_to_zero(s):
+    with open("/dev/shm/" + s.name, "r+b") as f:
+        f.truncate(0)
+
+
+def slow_rest(demo, input_in_shm, output_in_shm):
+    inp = {"name": "INPUT0", "datatype": "INT32", "shape": [1]}
+    if input_in_shm:
+        inp["parameters"] = shm_params("att", 4)
+    else:
+        inp["data"] = [SLOW_MS]
+    body = {"inputs": [inp]}
+    if output_in_shm:
+        body["outputs"] = [{"name": "OUTPUT0", "parameters": shm_params("att", 4, 64)}]
+    return requests.post(demo.url("/v2/models/slow/infer"), json=body, timeout=T)
+
+
+def slow_grpc(demo, input_in_shm, output_in_shm):
+    pb = load_stubs()
+    req = pb.pb.ModelInferRequest(model_name="slow")
+    if input_in_shm:
+        shm_param_map(pb.pb, add_input(req, "INPUT0", "INT32", [1]), "att", 4)
+    else:
+        add_input(req, "INPUT0", "INT32", [1], raw=encode_raw("INT32", [SLOW_MS]))
+    if output_in_shm:
+        o = req.outputs.add()
+        o.name = "OUTPUT0"
+        shm_param_map(pb.pb, o, "att", 4, 64)
+    with make_channel(demo) as ch:
+        stub = pb.pb_grpc.GRPCInferenceServiceStub(ch)
+        try:
+            return stub.ModelInfer(req, timeout=T), None
+        except grpc.RpcError as e:
+            return None, e
+
+
+def attack(demo, s, send):
+    """send() runs the slow model (700 ms) while the object is truncated to 0 after 250 ms."""
+    s.buf[:4] = struct.pack("<i", SLOW_MS)
+    assert register(demo, "att", key_of(s), 128).status_code == 200
+    res = {}
+    t = threading.Thread(target=lambda: res.update(r=send()))
+    t.start()
+    time.sleep(0.25)
+    shrink_to_zero(s)
+    t.join()
+    # the server lives and serves
+    assert requests.get(demo.url("/v2/health/live"), timeout=T).status_code == 200
+    assert requests.get(demo.url("/v2/health/ready"), timeout=T).status_code == 200
+    return res["r"]
+
+
+@pytest.mark.parametrize("proto", ["rest", "grpc"])
+def test_object_truncated_while_its_output_is_computed(clean, shm, proto):
+    """The output cannot be written into a region whose object shrank: 400 / INVALID_ARGUMENT
+    naming the region (before the fix: SIGBUS in the library, copying the output)."""
+    s = shm(4096)
+    if proto == "rest":
+        err(attack(clean, s, lambda: slow_rest(clean, False, True)), 400, "output 'OUTPUT0'",
+            SHRUNK)
+    else:
+        resp, e = attack(clean, s, lambda: slow_grpc(clean, False, True))
+        assert resp is None and e.code() == grpc.StatusCode.INVALID_ARGUMENT, (resp, e)
+        assert SHRUNK in e.details(), e.details()
+
+
+@pytest.mark.parametrize("proto", ["rest", "grpc"])
+def test_object_truncated_while_its_input_is_used(clean, shm, proto):
+    """The backend computes on its private copy of the input, taken before it ran: the answer
+    is right (before the fix: SIGBUS in the model, reading the client's mapping)."""
+    s = shm(4096)
+    if proto == "rest":
+        r = attack(clean, s, lambda: slow_rest(clean, True, False))
+        assert r.status_code == 200, r.text
+        assert r.json()["outputs"][0]["data"] == [SLOW_MS]
+    else:
+        resp, e = attack(clean, s, lambda: slow_grpc(clean, True, False))
+        assert e is None, e
+        assert struct.unpack("<i", resp.raw_output_contents[0])[0] == SLOW_MS
+    # a request after the shrink reads short: 400 naming the region
+    err(slow_rest(clean, True, False), 400, "input 'INPUT0'", SHRUNK)
+
+
+def test_in_place_for_trusted_clients(start_demo, shm):
+    """--shared-memory-in-place (isv_options_set_shared_memory_in_place): the zero-copy form
+    serves the same answers."""
+    demo = start_demo("--shared-memory-in-place")
+    s = shm(4096)
+    s.buf[:64] = A.tobytes()
+    s.buf[64:128] = B.tobytes()
+    assert register(demo, "r", key_of(s), 4096).status_code == 200
+    body = simple_shm_body(inputs=("r", 0, 64), outputs=("r", 256, 320))
+    r = requests.post(demo.url("/v2/models/simple/infer"), json=body, timeout=T)
+    assert r.status_code == 200, r.text
+    assert (np.frombuffer(bytes(s.buf[256:320]), dtype=np.int32) == A + B).all()
+    assert (np.frombuffer(bytes(s.buf[320:384]), dtype=np.int32) == A - B).all()
+
+
 def test_register_and_infer_over_h2c(clean, shm):
     demo = clean
     s = shm(256)
@@ -514,11 +640,10 @@ def test_grpc_infer_shm(g, shm):
                      timeout=T)
 
 
-def test_disabled_by_the_host(start_demo, shm):
-    """isv_options_set_shared_memory off (the demo's --no-shared-memory; the library's
-    default): not advertised, registering refused 501 / UNIMPLEMENTED saying why, a tensor
+def test_disabled_by_the_host(demo, shm):
+    """isv_options_set_shared_memory off (the library's default and the demo's, as the shared
+    demo runs): not advertised, registering refused 501 / UNIMPLEMENTED saying why, a tensor
     naming a region refused 400."""
-    demo = start_demo("--no-shared-memory")
     s = shm(64)
     assert "system_shared_memory" not in requests.get(demo.url("/v2"), timeout=T).json()["extensions"]
     err(register(demo, "r", key_of(s), 64), 501, "system shared memory is not enabled",

@@ -121,7 +121,7 @@ def test_offline_on_one_loop_drains_every_loop(start_demo):
 
 
 def test_a_shared_memory_region_registered_on_one_loop_serves_every_loop(start_demo):
-    d = start_demo("--threads", "2")
+    d = start_demo("--threads", "2", "--shared-memory")
     shm = shared_memory.SharedMemory(create=True, size=64)
     try:
         np.ndarray((16,), np.int32, buffer=shm.buf)[:] = np.arange(16, dtype=np.int32)

@@ -107,8 +107,9 @@ if [ "${CXX:-0}" = 1 ]; then
 fi
 
 # ---- the demo ----------------------------------------------------------------------------
+# --shared-memory: Triton's simple_*_shm_* examples register system shared memory regions
 "$DEMO" --listen "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$GRPC_PORT" \
-  --server-name triton >"$WORK/demo.log" 2>&1 &
+  --server-name triton --shared-memory >"$WORK/demo.log" 2>&1 &
 DEMO_PID=$!
 for _ in $(seq 50); do
   curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" >/dev/null && break

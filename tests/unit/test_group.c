@@ -403,6 +403,9 @@ static void members_agree_and_options_hold_the_group(void **state) {
   assert_int_equal(isv_server_new(&loop, o, &b), ISV_EINVAL);
   assert_null(b);
   isv_options_set_shared_memory(o, 1);
+  isv_options_set_shared_memory_in_place(o, 1); /* one registry: mapped for all, or for none */
+  assert_int_equal(isv_server_new(&loop, o, &b), ISV_EINVAL);
+  isv_options_set_shared_memory_in_place(o, 0);
   assert_int_equal(isv_server_new(&loop, o, &b), 0);
   assert_int_equal(isv_options_set_group(o, NULL), 0); /* the options' reference goes */
   isv_options_free(o);

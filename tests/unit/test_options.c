@@ -38,6 +38,8 @@ static void new_holds_every_default(void **state) {
   assert_int_equal(o->max_json_depth, 64);
   assert_int_equal(o->buffer_cache_bytes, 64u * 1024 * 1024);
   assert_int_equal(o->strict_readiness, 0);
+  assert_int_equal(o->shared_memory, 0);
+  assert_int_equal(o->shared_memory_in_place, 0); /* copies: a client cannot SIGBUS it */
   assert_string_equal(o->server_name, "libinferserve");
   assert_string_equal(o->server_version, isv_version());
   assert_int_equal(o->n_protocols, 0);
@@ -77,6 +79,7 @@ static void every_setter_refuses_a_null_options(void **state) {
   assert_int_equal(isv_options_set_max_connections(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_max_json_depth(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_strict_readiness(NULL, 1), ISV_EINVAL);
+  assert_int_equal(isv_options_set_shared_memory_in_place(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_buffer_cache_bytes(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_server_name(NULL, "a", "b"), ISV_EINVAL);
   assert_int_equal(isv_options_set_protocol(NULL, "metrics", 0), ISV_EINVAL);

@@ -67,7 +67,7 @@ static void registry_rules(void **state) {
   (void)state;
   isv__shm_registry s;
   char err[512];
-  assert_int_equal(isv__shm_init(&s, NULL, 1), 0);
+  assert_int_equal(isv__shm_init(&s, NULL, 1, 0), 0);
   assert_int_equal(reg(&s, "a", key, 0, OBJ, err), 0);
   assert_int_equal(reg(&s, "b", key, 100, 28, err), 0);
   assert_int_equal(reg(&s, "a", key, 0, 4, err), ISV_EBADREQ);
@@ -183,10 +183,11 @@ static int mapped(const void *p) {
   return msync(base, (size_t)page, MS_ASYNC) == 0 || errno != ENOMEM;
 }
 
-static cf_world *world_with_shm(int on) {
+static cf_world *world_with_shm(int on, int in_place) {
   isv_options o;
   isv__options_defaults(&o);
   o.shared_memory = on;
+  o.shared_memory_in_place = in_place;
   return cf_world_new(&o);
 }
 
@@ -195,7 +196,7 @@ static void disabled_by_default(void **state) {
   (void)state;
   isv__shm_registry s;
   char err[512];
-  assert_int_equal(isv__shm_init(&s, NULL, 0), 0);
+  assert_int_equal(isv__shm_init(&s, NULL, 0, 0), 0);
   assert_int_equal(reg(&s, "a", key, 0, 64, err), ISV_EUNIMPL);
   assert_non_null(strstr(err, "isv_options_set_shared_memory"));
   isv__shm_destroy(&s);
@@ -211,10 +212,11 @@ static void disabled_by_default(void **state) {
   cf_world_free(w);
 }
 
-/* A region unregistered while a request reads it stays mapped until the request is freed. */
+/* In place (trusted clients): a region unregistered while a request reads it stays mapped until
+ * the request is freed. */
 static void a_region_lives_while_used(void **state) {
   (void)state;
-  cf_world *w = world_with_shm(1);
+  cf_world *w = world_with_shm(1, 1);
   char err[512];
   assert_int_equal(reg(w->core.shm, "in", key, 4096, 4096, err), 0);
   isv_request *r = isv__request_new(&w->core);
@@ -256,7 +258,7 @@ static void a_region_lives_while_used(void **state) {
  * get their destination; a wrong parameter fails the request naming the tensor. */
 static void decoders_take_the_parameters(void **state) {
   (void)state;
-  cf_world *w = world_with_shm(1);
+  cf_world *w = world_with_shm(1, 0);
   char err[512];
   assert_int_equal(reg(w->core.shm, "r", key, 1024, 2048, err), 0);
   char body[] = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT32\",\"shape\":[2],"
@@ -381,6 +383,166 @@ static void outputs_into_a_callers_buffer(void **state) {
   cf_world_free(w);
 }
 
+/* ---- a client's object is the client's: copies by default, in place when trusted ---------- */
+
+/* The test's own view of the object (the client's side). */
+static float *client_view(void) {
+  int fd = shm_open(key, O_RDWR, 0);
+  assert_true(fd >= 0);
+  float *p = mmap(NULL, OBJ, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  assert_true(p != MAP_FAILED);
+  return p;
+}
+
+/* What a backend saw: its input's address and first value, its output's address. */
+typedef struct seen_by_backend {
+  const float *x;
+  float x0;
+  const float *y;
+  int shrink; /* truncate the object to 0 before reading the input: the attack */
+} seen_by_backend;
+
+/* y = 2x through isv_request_output, noting what it was handed. */
+static int twice_noting(isv_request *r, void *u) {
+  seen_by_backend *sb = u;
+  if (sb->shrink) {
+    int fd = shm_open(key, O_RDWR, 0);
+    if (fd >= 0) {
+      if (ftruncate(fd, 0) != 0) sb->shrink = -1;
+      close(fd);
+    }
+  }
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd, n = isv_tensor_element_count(x);
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  float *y;
+  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc) return rc;
+  sb->x = isv_tensor_data(x);
+  sb->x0 = sb->x[0];
+  sb->y = y;
+  for (size_t i = 0; i < n; i++) y[i] = sb->x[i] * 2;
+  return isv_request_complete(r, 0, NULL);
+}
+
+/* Input x (4 FP32) from region "r" at byte 0; output y into "r" at byte 1024 when `out`. */
+static isv_request *shm_request(cf_world *w, char *body, size_t cap, int out) {
+  snprintf(body, cap, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[4],"
+           "\"parameters\":{\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":16}}]"
+           "%s}", out ? ",\"outputs\":[{\"name\":\"y\",\"parameters\":{\"shared_memory_region\":"
+                        "\"r\",\"shared_memory_byte_size\":16,\"shared_memory_offset\":1024}}]"
+                      : "");
+  isv_request *r = isv__request_new(&w->core);
+  r->model_name = "twice";
+  if (isv__v2_decode_request(r, body, strlen(body), strlen(body), 64) != 0) return r;
+  return r;
+}
+
+/* The request decoded (the input read), then the client changes its object, then it runs. */
+static got run_after_client_writes(cf_world *w, float *view, int out) {
+  char body[512];
+  for (int i = 0; i < 4; i++) view[i] = (float)(i + 1);
+  isv_request *r = shm_request(w, body, sizeof body, out);
+  assert_int_equal(r->status, 0);
+  for (int i = 0; i < 4; i++) view[i] = 9;
+  got g = {0};
+  isv__core_submit(&w->core, r, on_done, &g);
+  while (g.calls == 0) uv_run(&w->loop, UV_RUN_ONCE);
+  return g;
+}
+
+/* Default: the backend reads a private copy taken at decoding (the client's later write is not
+ * seen, no mapping exists) and writes into library memory, copied into the region after. */
+static void by_default_the_backend_never_sees_the_mapping(void **state) {
+  (void)state;
+  make_object(NULL);
+  cf_world *w = world_with_shm(1, 0);
+  seen_by_backend sb = {0};
+  cf_add(w, &(cf_model){.name = "twice", .infer = twice_noting, .user = &sb});
+  char err[512];
+  assert_int_equal(reg(w->core.shm, "r", key, 0, OBJ, err), 0);
+  const isv__shm_region *g = w->core.shm->head;
+  assert_null(g->map); /* nothing of the client's is mapped */
+  float *view = client_view();
+  got res = run_after_client_writes(w, view, 1);
+  assert_int_equal(res.status, 0);
+  assert_true(sb.x0 == 1); /* the copy, not the client's 9 */
+  assert_true((const char *)sb.x < (const char *)view ||
+              (const char *)sb.x >= (const char *)view + OBJ);
+  assert_true(view[256] == 2 && view[259] == 8); /* pwritten at byte 1024 */
+  munmap(view, OBJ);
+  cf_world_free(w);
+}
+
+/* isv_options_set_shared_memory_in_place: zero copy, as before — the backend's input and output
+ * pointers are the region's mapping (the client's later write is seen). */
+static void in_place_when_the_host_trusts_its_clients(void **state) {
+  (void)state;
+  make_object(NULL);
+  cf_world *w = world_with_shm(1, 1);
+  seen_by_backend sb = {0};
+  cf_add(w, &(cf_model){.name = "twice", .infer = twice_noting, .user = &sb});
+  char err[512];
+  assert_int_equal(reg(w->core.shm, "r", key, 0, OBJ, err), 0);
+  const isv__shm_region *g = w->core.shm->head;
+  assert_non_null(g->map);
+  float *view = client_view();
+  got res = run_after_client_writes(w, view, 1);
+  assert_int_equal(res.status, 0);
+  assert_ptr_equal(sb.x, g->map);        /* read in place */
+  assert_ptr_equal(sb.y, g->map + 1024); /* written in place */
+  assert_true(sb.x0 == 9);
+  assert_true(view[256] == 18);
+  munmap(view, OBJ);
+  cf_world_free(w);
+}
+
+/* The attack (issue #34): the object truncated to 0 while a request that uses it runs. The
+ * input was copied: the backend computes on it; the output cannot be written: 400 naming the
+ * region, and the process lives. Then a request after the shrink: its input reads short. */
+static void an_object_shrunk_during_a_request_fails_it(void **state) {
+  (void)state;
+  make_object(NULL);
+  cf_world *w = world_with_shm(1, 0);
+  seen_by_backend sb = {.shrink = 1};
+  cf_add(w, &(cf_model){.name = "twice", .infer = twice_noting, .user = &sb});
+  char err[512];
+  assert_int_equal(reg(w->core.shm, "r", key, 0, OBJ, err), 0);
+  float *view = client_view();
+  for (int i = 0; i < 4; i++) view[i] = (float)(i + 1);
+  munmap(view, OBJ);
+
+  char body[512];
+  isv_request *r = shm_request(w, body, sizeof body, 1); /* output into the region */
+  got g = {0};
+  isv__core_submit(&w->core, r, on_done, &g);
+  while (g.calls == 0) uv_run(&w->loop, UV_RUN_ONCE);
+  assert_int_equal(sb.shrink, 1);
+  assert_int_equal(g.status, ISV_EBADREQ);
+  assert_non_null(strstr(g.msg, "output 'y': shared memory region 'r' was shrunk below the "
+                                "region while the request used it"));
+  assert_true(sb.x0 == 1);
+
+  make_object(NULL); /* whole again; shrunk again by the backend */
+  sb.x0 = -1;
+  r = shm_request(w, body, sizeof body, 0); /* input only: its copy is the backend's */
+  memset(&g, 0, sizeof g);
+  isv__core_submit(&w->core, r, on_done, &g);
+  while (g.calls == 0) uv_run(&w->loop, UV_RUN_ONCE);
+  assert_int_equal(g.status, 0);
+  assert_int_equal(sb.shrink, 1);
+  assert_true(sb.x0 == 0); /* make_object's word 0, read from the copy after the shrink */
+
+  r = shm_request(w, body, sizeof body, 0); /* decoded after the shrink: a short read */
+  assert_int_equal(r->status, ISV_EBADREQ);
+  assert_non_null(strstr(r->errmsg, "input 'x': shared memory region 'r' was shrunk below the "
+                                    "region while the request used it (its object '"));
+  isv_request_free(r);
+  cf_world_free(w);
+  make_object(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(registry_rules),
@@ -390,6 +552,9 @@ int main(void) {
       cmocka_unit_test(a_region_lives_while_used),
       cmocka_unit_test(decoders_take_the_parameters),
       cmocka_unit_test(outputs_into_a_callers_buffer),
+      cmocka_unit_test(by_default_the_backend_never_sees_the_mapping),
+      cmocka_unit_test(in_place_when_the_host_trusts_its_clients),
+      cmocka_unit_test(an_object_shrunk_during_a_request_fails_it),
   };
   return cmocka_run_group_tests(tests, make_object, drop_object);
 }
