@@ -999,14 +999,31 @@ ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t
 /* ---------------------------------------------------------------------------------------------
  * The service's edge: authorization, per-client limits, CORS.
  *
- * The authorizer is called for every request before it is queued or answered — every
- * protocol (V2, TF Serving, Vertex, grps, custom routes, repository and shared-memory
- * endpoints, metrics, health), HTTP and gRPC, from the library's listeners or a host's
- * carrier — except CORS preflights (browsers send no credentials on them). HTTP requests are
- * authorized once routed (the model in the path is known); gRPC calls once their first message
- * is whole (the model named in it is known).
+ * The authorizer is asked about every request — every protocol (V2, TF Serving, Vertex, grps,
+ * custom routes, repository and shared-memory endpoints, metrics, health), HTTP and gRPC, from
+ * the library's listeners or a host's carrier — except CORS preflights (browsers send no
+ * credentials on them), at two stages (isv_auth_get_stage):
+ *   - ISV_AUTH_STAGE_CALLER: who is calling. Once per HTTP request and once per gRPC call (at
+ *     its headers), before a byte of the body is decoded or inflated: check the token or the
+ *     certificate here, and name the client for the per-client limit (isv_auth_set_client).
+ *     isv_auth_model is NULL.
+ *   - ISV_AUTH_STAGE_MODEL: may this caller act on this model? For each model a request acts
+ *     on — the one that runs (every message of a stream), is loaded or unloaded, or whose
+ *     metadata, config, readiness or statistics are answered — after every resolution rule
+ *     (grps "name-version", the default model, a Vertex endpoint, a TF Serving label, the
+ *     default version): isv_auth_model and isv_auth_version name the model version itself.
+ *     A model that does not exist is not asked about (the client hears it is unknown); a
+ *     repository load names a model that may not be registered yet (version NULL).
+ * Order for every request: connection limits, the caller stage, the per-client limit, content
+ * decoding, routing and decoding, the model stage, queueing. A host that only checks tokens
+ * allows the model stage at once; one that only guards models allows the caller stage.
  * ------------------------------------------------------------------------------------------- */
 typedef struct isv_auth isv_auth; /* one request waiting for a decision */
+
+typedef enum {
+  ISV_AUTH_STAGE_CALLER = 1, /* who: before the body is read or decoded */
+  ISV_AUTH_STAGE_MODEL = 2   /* what: the resolved model version the request acts on */
+} isv_auth_stage;
 
 typedef enum {
   ISV_AUTH_ALLOW = 0,
@@ -1032,8 +1049,13 @@ ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a);
 ISV_EXTERN const char *isv_auth_method(const isv_auth *a);
 /* The path as sent, without the query (gRPC: the method again). */
 ISV_EXTERN const char *isv_auth_path(const isv_auth *a);
-/* The model the request names (NULL: none — a health check, a custom route, ...). */
+/* Which question a asks (see above). */
+ISV_EXTERN isv_auth_stage isv_auth_get_stage(const isv_auth *a);
+/* The model stage's model: its name as registered, after every resolution rule (NULL at the
+ * caller stage), and its version ("1"; NULL when none is resolved: a model not registered yet,
+ * or a question about every version of it). */
 ISV_EXTERN const char *isv_auth_model(const isv_auth *a);
+ISV_EXTERN const char *isv_auth_version(const isv_auth *a);
 /* A request header or gRPC metadata entry (case-insensitive name), NULL when absent; *len its
  * length (the value is not NUL-terminated). */
 ISV_EXTERN const char *isv_auth_header(const isv_auth *a, const char *name, size_t *len);
@@ -1042,8 +1064,11 @@ ISV_EXTERN const char *isv_auth_header(const isv_auth *a, const char *name, size
 ISV_EXTERN const char *isv_auth_peer(const isv_auth *a);
 ISV_EXTERN const char *isv_auth_identity(const isv_auth *a);
 /* Who the client is for isv_options_set_max_client_requests (copied; at most 127 bytes): a
- * user, a token's subject. Default: the peer's address without its port. Before done. */
+ * user, a token's subject. Default: the peer's address without its port. At the caller stage,
+ * before done (ISV_ESTATE at the model stage: the request is counted already). */
 ISV_EXTERN int isv_auth_set_client(isv_auth *a, const char *key);
+/* The client's key: the one set at the caller stage (the model stage sees it too). */
+ISV_EXTERN const char *isv_auth_client(const isv_auth *a);
 /* The WWW-Authenticate value an HTTP 401 carries ("Bearer realm=\"models\""; copied). */
 ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value);
 /* The decision, exactly once, from any thread; message (copied, NULL: a default) is the
@@ -1051,7 +1076,9 @@ ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value);
 ISV_EXTERN int isv_auth_done(isv_auth *a, isv_auth_decision decision, const char *message);
 
 /* Requests one client may have in flight at once — every protocol together, counted from its
- * admission to its answer's end; a gRPC call counts once. Beyond: HTTP 429, gRPC
+ * admission to its answer's end; a gRPC call counts once, but a bidirectional stream
+ * (ModelStreamInfer) counts each of its requests while it is in flight instead (one over the
+ * limit is answered in the stream, RESOURCE_EXHAUSTED, and the stream goes on). Beyond: HTTP 429, gRPC
  * RESOURCE_EXHAUSTED, naming the limit. The client is the authorizer's key
  * (isv_auth_set_client) or the peer's address without the port. 0: no limit (the default). */
 ISV_EXTERN int isv_options_set_max_client_requests(isv_options *o, unsigned n);

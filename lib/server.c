@@ -14,6 +14,7 @@
 #include "core/request.h"
 #include "protocol/builtin.h"
 #include "protocol/custom_http.h"
+#include "protocol/edge.h"
 #include "protocol/gate.h"
 #include "protocol/tfs_http.h"
 #include "server_internal.h"
@@ -87,7 +88,7 @@ static int find_model(isv_server *s, const char *name, const char *version,
  * — not only after this member's loop got round to its wake. */
 static void on_exchange(void *app, isv__exchange *ex) {
   isv__group_sync(&((isv_server *)app)->core);
-  isv__router_dispatch(&((isv_server *)app)->router, ex);
+  isv__edge_http(&((isv_server *)app)->router, ex);
 }
 static void on_transport_error(void *app, isv__exchange *ex, int status, const char *msg) {
   isv__router_error(&((isv_server *)app)->router, ex, status, msg, NULL, 0);

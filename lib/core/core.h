@@ -71,6 +71,13 @@ struct isv__core {
   atomic_uint refs;
   void (*free_owner)(isv__core *c); /* frees the memory the core lives in, at the last one */
   unsigned stuck; /* abandoned executions whose infer has not returned on a worker; under mu */
+  /* The edge's model stage (protocol/gate.h) for a submitted request that carries a caller
+   * (r->caller), asked with the model version it resolved to (a repository operation: the
+   * model it loads or unloads, version NULL): 0 go on, ISV__AUTHZ_LATER (the request waits,
+   * counted in flight, until isv__core_authorized), or an ISV_E* code with r failed. NULL:
+   * nobody asks. */
+  int (*authorize)(void *ctx, isv_request *r, const char *model, const char *version);
+  void *authorize_ctx;
   /* A group's member (core/group.h): the models are the group's, this registry holds copies. */
   isv_group *group;         /* NULL: a server on its own */
   isv__core *group_next;    /* the group's members; under the group's mutex */
@@ -140,6 +147,12 @@ int isv__core_resolve(const isv__core *c, const isv__model_spec *spec, isv_model
  * loop thread exactly once — possibly before this returns. Returns 0; never fails otherwise:
  * every request-level error reaches `done`. */
 void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data);
+
+/* What core->authorize returns when the decision comes later. */
+#define ISV__AUTHZ_LATER 1
+/* The decision on a request that waited for it came (r failed when refused): it goes on from
+ * where isv__core_submit left it. Loop thread. */
+void isv__core_authorized(isv_request *r);
 
 /* A request's client is gone (disconnect, RST_STREAM, gRPC cancel): one still queued is taken
  * out and finished ISV_ECANCELED without running (its done callback runs before this

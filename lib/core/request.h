@@ -118,6 +118,9 @@ struct isv_request {
   uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
   void *fe_data;        /* frontend-private: what it hands its own backend (a custom route's
                          * isv_http_request) */
+  void *caller; /* who sent it, for the edge's model stage (protocol/gate.h; opaque here);
+                 * NULL: nobody asks (in process, the server's own hidden models) */
+  int authz_pending; /* waiting for the model stage's decision (isv__core_authorized) */
   struct isv__repo_op *repo_op; /* a model repository operation (core/repository.h): bound to
                                  * the repository's hidden model, never to a named one */
 

@@ -30,9 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/compiler.h"
 #include "core/batch.h"
 #include "core/group.h"
 #include "core/offload.h"
+#include "core/repository.h"
 #include "core/request.h"
 
 enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON };
@@ -48,6 +50,7 @@ int isv__on_loop_thread(const isv__core *c) {
 
 static void schedule(isv_model *m);
 static void finish_request(isv_request *r);
+static void run_admitted(isv_request *r);
 
 /* ---- queues ------------------------------------------------------------------------------ */
 
@@ -715,6 +718,43 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   atomic_store_explicit(&m->stats.inflight,
                         atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
                         memory_order_relaxed);
+  /* The edge's model stage: the model the request resolved to is the one judged and the one
+   * that runs (a repository operation: the model it names). The server's own hidden models
+   * ('@' names: custom routes) were judged by their route at the caller stage. */
+  if (r->caller && c->authorize && (r->repo_op || m->cfg->name[0] != '@')) {
+    const char *name = r->repo_op ? r->repo_op->name : m->cfg->name;
+    int rc = c->authorize(c->authorize_ctx, r, name ? name : "", r->repo_op ? NULL : m->version);
+    if (rc == ISV__AUTHZ_LATER) {
+      r->authz_pending = 1;
+      return;
+    }
+    if (rc != 0) {
+      finish_request(r);
+      return;
+    }
+  }
+  run_admitted(r);
+}
+
+void isv__core_authorized(isv_request *r) {
+  if (!r->authz_pending) { /* applied once: a second one would run it twice */
+    ISV_ASSERT(0, "a model-stage decision for a request that waits for none");
+    return;
+  }
+  r->authz_pending = 0;
+  if (r->status == 0 && atomic_load_explicit(&r->cancelled, memory_order_relaxed))
+    isv__request_fail(r, ISV_ECANCELED, "request cancelled before it ran");
+  if (r->status != 0) {
+    finish_request(r);
+    return;
+  }
+  run_admitted(r);
+}
+
+/* Past the edge: readiness, validation, the server's limits, the model's queue. */
+static void run_admitted(isv_request *r) {
+  isv__core *c = r->core;
+  isv_model *m = r->model;
   if (m->removed || m->state != ISV_MODEL_READY) {
     isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
                       m->version);

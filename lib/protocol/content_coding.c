@@ -7,6 +7,7 @@
 #include "codec/bigbuf.h"
 #include "codec/zcoding.h"
 #include "core/offload.h"
+#include "protocol/edge.h"
 
 /* Compressed bodies of at least this size are inflated on a worker thread: what comes out is
  * commonly 4-10 times larger, and inflating runs at a few hundred MB/s. */
@@ -54,7 +55,7 @@ static void finish(decode_job *j) {
   j->ce->value = "identity"; /* the body is plain now: routing again does not decode it */
   j->ce->value_len = 8;
   isv__free(j);
-  isv__router_dispatch(r, ex);
+  isv__edge_http(r, ex);
 }
 
 static void decode_work(isv__offload *o) { inflate_body((decode_job *)o); }

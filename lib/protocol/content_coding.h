@@ -9,7 +9,7 @@
 #include "protocol/router.h"
 
 /* 0 when ex's body is not coded (route it now). 1 when this took ex: its body is decoded —
- * here, or on a worker thread when it is large — and ex is then routed again with the plain
+ * here, or on a worker thread when it is large — and ex then goes through the edge again (edge.h) with the plain
  * body (its Content-Encoding now reads "identity"), or answered with the error: 400 naming
  * what is wrong with the data, 413 when the decoded body exceeds the server's max_body_bytes,
  * 500 out of memory. */

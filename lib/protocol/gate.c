@@ -1,10 +1,10 @@
 /* See gate.h.
  *
- * A decision's life: an isv_auth is made for the request and the host's callback runs with
+ * A decision's life: an isv_auth is made for the question and the host's callback runs with
  * the auth's phase IN_CB. isv_auth_done moves it to DECIDED. If the callback returned first,
  * the loop moves it to LATER instead (one compare-and-swap decides who came first, so a host
  * deciding on another thread at that very moment is safe), and the decision comes back through
- * the core's async handle as an offload: the request counts as in flight meanwhile, and the
+ * the core's async handle as an offload: it counts as work in flight meanwhile, and the
  * server's close waits for it. Decided inside the callback, it is applied at once, with no
  * trip through the async handle. */
 #include "protocol/gate.h"
@@ -16,7 +16,7 @@
 #include <strings.h>
 
 #include "core/offload.h"
-#include "protocol/frontend.h"
+#include "core/request.h"
 
 enum { IN_CB = 0, LATER = 1, DECIDED = 2 };
 
@@ -28,31 +28,23 @@ struct isv_auth {
   atomic_int phase;
   int decision;
   char *message;
-  char challenge[256];
-  char client[128];
-  /* what the host sees */
-  const char *protocol;
-  int grpc;
-  const char *method;
-  const char *path;
-  char *model;
-  const isv__header *headers;
-  size_t n_headers;
-  const char *peer;
-  const char *identity;
-  /* HTTP: the routed request and its handler */
-  isv__http_req q;
-  isv__http_handler h;
-  char *caps; /* q's captures, copied when the decision comes later */
-  int cancelled;
-  /* gRPC */
+  isv_auth_stage stage;
+  isv__caller *who;
+  char client[ISV__CALLER_KEY_MAX]; /* isv_auth_set_client's, "" none */
+  char *model;   /* the model stage's; NULL at the caller stage */
+  char *version; /* NULL: none */
+  isv__client **held; /* the caller stage's count goes here (NULL: count nothing) */
   isv__gate_done done;
   void *ctx;
 };
 
+static int core_authorize(void *ctx, isv_request *r, const char *model, const char *version);
+
 void isv__gate_init(isv__gate *g, isv__core *core) {
   memset(g, 0, sizeof *g);
   g->core = core;
+  core->authorize = core_authorize;
+  core->authorize_ctx = g;
 }
 
 int isv__gate_on(const isv__gate *g) {
@@ -61,36 +53,28 @@ int isv__gate_on(const isv__gate *g) {
 
 /* ---- per-client counts (core/clients.h: the server's table, or its group's) ----------------- */
 
-static void release_on_free(void *ctx) { isv__client_release(ctx); }
-
-/* The client's key: the host's, else the peer's address without its port. */
-static void client_key(const isv_auth *a, char *out, size_t cap) {
-  if (a->client[0]) {
-    snprintf(out, cap, "%s", a->client);
-    return;
-  }
-  const char *p = a->peer ? a->peer : "";
+/* The peer's address without its port: the client's key when the host named none. */
+static void peer_key(const char *peer, char *out, size_t cap) {
+  const char *p = peer ? peer : "";
   size_t n = strlen(p);
   const char *cut = p[0] == '[' ? strchr(p, ']') : strrchr(p, ':');
   if (cut) n = (size_t)(cut - p) + (p[0] == '[');
   snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
 }
 
-/* Count a's request under its client: 0, or ISV_ETOOMANY / ISV_ENOMEM with msg set. */
-static int admit(isv_auth *a, isv__client **out, char *msg, size_t cap) {
+int isv__gate_admit(isv__gate *g, const isv__caller *who, isv__client **out, char *msg,
+                    size_t cap) {
   *out = NULL;
-  unsigned max = a->g->core->opts.max_client_requests;
+  unsigned max = g->core->opts.max_client_requests;
   if (max == 0) return 0;
-  char key[128];
-  client_key(a, key, sizeof key);
   int full;
-  if ((*out = isv__clients_take(a->g->core->clients, key, max, &full)) != NULL) return 0;
+  if ((*out = isv__clients_take(g->core->clients, who->client, max, &full)) != NULL) return 0;
   if (!full) {
     snprintf(msg, cap, "out of memory");
     return ISV_ENOMEM;
   }
   snprintf(msg, cap, "client '%.100s' has %u requests in flight, the most one client may have",
-           key, max);
+           who->client, max);
   return ISV_ETOOMANY;
 }
 
@@ -99,187 +83,163 @@ static int admit(isv_auth *a, isv__client **out, char *msg, size_t cap) {
 static void auth_free(isv_auth *a) {
   isv__free(a->message);
   isv__free(a->model);
-  isv__free(a->caps);
+  isv__free(a->version);
   isv__free(a);
 }
 
 static int decision_error(int d) { return d == ISV_AUTH_FORBIDDEN ? ISV_EFORBIDDEN : ISV_EUNAUTH; }
 
-static void apply_http(isv_auth *a) {
-  isv__exchange *ex = a->q.ex;
-  const isv__frontend *fe = a->q.fe;
-  ex->on_cancel = NULL;
-  ex->app = NULL;
-  char msg[300];
-  if (a->cancelled) { /* nobody will read it: the carrier drops it */
-    isv__router_error_as(fe, ex, isv_err_http_status(ISV_ECANCELED), "the client went away",
-                         NULL, 0);
-  } else if (a->decision != ISV_AUTH_ALLOW) {
-    int err = decision_error(a->decision);
-    isv__header www = {LIT("WWW-Authenticate"), a->challenge, strlen(a->challenge)};
-    int with = err == ISV_EUNAUTH && a->challenge[0];
-    isv__router_error_as(fe, ex, isv_err_http_status(err),
-                         a->message ? a->message : isv_strerror(err), with ? &www : NULL,
-                         (size_t)with);
-  } else {
-    isv__client *c;
-    int rc = admit(a, &c, msg, sizeof msg);
-    if (rc != 0) {
-      isv__router_error_as(fe, ex, isv_err_http_status(rc), msg, NULL, 0);
-    } else {
-      if (c) {
-        ex->on_free = release_on_free;
-        ex->on_free_ctx = c;
-      }
-      a->h(&a->q);
-    }
-  }
-  auth_free(a);
-}
-
-static void apply_grpc(isv_auth *a) {
-  char msg[300];
+/* The decision as (code, message): what the caller stage also counts. */
+static int outcome(isv_auth *a, char *msg, size_t cap) {
+  isv__caller *who = a->who;
   if (a->decision != ISV_AUTH_ALLOW) {
     int err = decision_error(a->decision);
-    a->done(a->ctx, err, a->message ? a->message : isv_strerror(err), NULL);
-  } else {
-    isv__client *c;
-    int rc = admit(a, &c, msg, sizeof msg);
-    a->done(a->ctx, rc, rc ? msg : NULL, c);
+    snprintf(msg, cap, "%s", a->message ? a->message : isv_strerror(err));
+    return err;
   }
+  if (a->stage != ISV_AUTH_STAGE_CALLER) return 0;
+  if (a->client[0]) snprintf(who->client, sizeof who->client, "%s", a->client);
+  return a->held ? isv__gate_admit(a->g, who, a->held, msg, cap) : 0;
+}
+
+static void after_later(isv__offload *o) {
+  isv_auth *a = (isv_auth *)o;
+  char msg[300];
+  int rc = outcome(a, msg, sizeof msg);
+  isv__caller *who = a->who;
+  isv__gate_done done = a->done;
+  void *ctx = a->ctx;
   auth_free(a);
+  if (who->release) who->release(who);
+  done(ctx, rc, rc ? msg : NULL);
 }
 
-static void apply(isv_auth *a) {
-  if (a->grpc) apply_grpc(a);
-  else apply_http(a);
-}
-
-static void after_later(isv__offload *o) { apply((isv_auth *)o); }
-
-/* The client left while the host decides: answered into the void once it has. */
-static void cancel_pending(isv__exchange *ex) { ((isv_auth *)ex->app)->cancelled = 1; }
-
-/* Make the decision read, or wait for it. */
-static void ask(isv_auth *a) {
-  isv__gate *g = a->g;
+/* Ask the host; see gate.h for what it returns. */
+static int ask(isv__gate *g, isv_auth *a, char *msg, size_t cap) {
   if (g->cb == NULL) {
     a->decision = ISV_AUTH_ALLOW;
-    apply(a);
-    return;
+    int rc = outcome(a, msg, cap);
+    auth_free(a);
+    return rc;
   }
+  a->who->challenge[0] = '\0';
   isv__offload_begin(g->core, &a->off, after_later);
   atomic_store(&a->phase, IN_CB);
+  if (a->who->hold) a->who->hold(a->who); /* before the host may hand a to another thread */
   g->cb(a, g->user);
   int expected = IN_CB;
-  if (!atomic_compare_exchange_strong(&a->phase, &expected, LATER)) {
-    isv__offload_end_now(&a->off); /* decided inside the callback */
-    apply(a);
-    return;
-  }
-  /* later: the router's scratch the captures point into is reused by the next request */
-  if (!a->grpc) {
-    size_t total = 0;
-    for (size_t i = 0; i < a->q.n_caps; i++) total += a->q.cap_len[i] + 1;
-    a->caps = isv__malloc(g->core->mem, total ? total : 1);
-    char *p = a->caps;
-    for (size_t i = 0; p && i < a->q.n_caps; i++) {
-      memcpy(p, a->q.cap[i], a->q.cap_len[i] + 1);
-      a->q.cap[i] = p;
-      p += a->q.cap_len[i] + 1;
-    }
-    if (p == NULL) a->q.n_caps = 0; /* out of memory: the handler sees no captures */
-    a->q.ex->app = a;
-    a->q.ex->on_cancel = cancel_pending;
-  }
+  if (atomic_compare_exchange_strong(&a->phase, &expected, LATER)) return ISV__GATE_LATER;
+  isv__offload_end_now(&a->off); /* decided inside the callback */
+  if (a->who->release) a->who->release(a->who);
+  int rc = outcome(a, msg, cap);
+  auth_free(a);
+  return rc;
 }
 
-static char *dup_n(const isv_mem *mem, const char *s, size_t n) {
+static char *dup_str(const isv_mem *mem, const char *s) {
+  size_t n = strlen(s);
   char *d = isv__malloc(mem, n + 1);
-  if (d) {
-    memcpy(d, s, n);
-    d[n] = '\0';
-  }
+  if (d) memcpy(d, s, n + 1);
   return d;
 }
 
-void isv__gate_http(isv__gate *g, const isv__http_req *q, isv__http_handler h) {
+static isv_auth *auth_new(isv__gate *g, isv__caller *who, isv_auth_stage stage,
+                          isv__gate_done done, void *ctx) {
   isv_auth *a = isv__calloc(g->core->mem, 1, sizeof *a);
-  size_t mlen = 0;
-  const char *model = q ? isv__http_capture(q, "model", &mlen) : NULL;
-  if (a == NULL || (model && (a->model = dup_n(g->core->mem, model, mlen)) == NULL)) {
-    isv__free(a);
-    isv__router_error_as(q->fe, q->ex, 500, "out of memory", NULL, 0);
-    return;
-  }
-  isv__exchange *ex = q->ex;
+  if (a == NULL) return NULL;
   a->g = g;
-  a->protocol = q->fe->name;
-  a->method = ex->method_name;
-  a->path = ex->path;
-  a->headers = ex->headers;
-  a->n_headers = ex->n_headers;
-  a->peer = ex->peer;
-  a->identity = ex->identity;
-  a->q = *q;
-  a->h = h;
-  ask(a);
-}
-
-void isv__gate_grpc(isv__gate *g, isv__grpc_call *call, const char *protocol, const char *model,
-                    size_t model_len, isv__gate_done done, void *ctx) {
-  isv_auth *a = isv__calloc(g->core->mem, 1, sizeof *a);
-  if (a == NULL || (model && (a->model = dup_n(g->core->mem, model, model_len)) == NULL)) {
-    isv__free(a);
-    done(ctx, ISV_ENOMEM, "out of memory", NULL);
-    return;
-  }
-  a->g = g;
-  a->grpc = 1;
-  a->protocol = protocol;
-  a->method = call->path;
-  a->path = call->path;
-  a->headers = call->headers;
-  a->n_headers = call->n_headers;
-  a->peer = call->peer;
-  a->identity = call->identity;
+  a->stage = stage;
+  a->who = who;
   a->done = done;
   a->ctx = ctx;
-  ask(a);
+  return a;
+}
+
+int isv__gate_caller(isv__gate *g, isv__caller *who, isv__client **held, isv__gate_done done,
+                     void *ctx, char *msg, size_t cap) {
+  if (held) *held = NULL;
+  peer_key(who->peer, who->client, sizeof who->client); /* until the host names the client */
+  isv_auth *a = auth_new(g, who, ISV_AUTH_STAGE_CALLER, done, ctx);
+  if (a == NULL) {
+    snprintf(msg, cap, "out of memory");
+    return ISV_ENOMEM;
+  }
+  a->held = held;
+  return ask(g, a, msg, cap);
+}
+
+int isv__gate_model(isv__gate *g, isv__caller *who, const char *name, const char *version,
+                    isv__gate_done done, void *ctx, char *msg, size_t cap) {
+  if (g->cb == NULL) return 0; /* the per-client limit counted at the caller stage */
+  isv_auth *a = auth_new(g, who, ISV_AUTH_STAGE_MODEL, done, ctx);
+  if (a == NULL || (a->model = dup_str(g->core->mem, name ? name : "")) == NULL ||
+      (version && (a->version = dup_str(g->core->mem, version)) == NULL)) {
+    if (a) auth_free(a);
+    snprintf(msg, cap, "out of memory");
+    return ISV_ENOMEM;
+  }
+  return ask(g, a, msg, cap);
+}
+
+/* ---- the core's question: a submitted request's model (core.h) ---------------------------- */
+
+static void request_decided(void *ctx, int err, const char *message) {
+  isv_request *r = ctx;
+  if (err) isv__request_fail(r, err, "%s", message);
+  isv__core_authorized(r);
+}
+
+static int core_authorize(void *ctx, isv_request *r, const char *model, const char *version) {
+  isv__gate *g = ctx;
+  char msg[300];
+  int rc = isv__gate_model(g, r->caller, model, version, request_decided, r, msg, sizeof msg);
+  if (rc == ISV__GATE_LATER) return ISV__AUTHZ_LATER;
+  if (rc) isv__request_fail(r, rc, "%s", msg);
+  return rc;
 }
 
 /* ---- the public face ---------------------------------------------------------------------- */
 
-ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a) { return a ? a->protocol : NULL; }
-ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a) { return a && a->grpc; }
-ISV_EXTERN const char *isv_auth_method(const isv_auth *a) { return a ? a->method : NULL; }
-ISV_EXTERN const char *isv_auth_path(const isv_auth *a) { return a ? a->path : NULL; }
+ISV_EXTERN isv_auth_stage isv_auth_get_stage(const isv_auth *a) {
+  return a ? a->stage : ISV_AUTH_STAGE_CALLER;
+}
+ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a) { return a ? a->who->protocol : NULL; }
+ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a) { return a && a->who->grpc; }
+ISV_EXTERN const char *isv_auth_method(const isv_auth *a) { return a ? a->who->method : NULL; }
+ISV_EXTERN const char *isv_auth_path(const isv_auth *a) { return a ? a->who->path : NULL; }
 ISV_EXTERN const char *isv_auth_model(const isv_auth *a) { return a ? a->model : NULL; }
-ISV_EXTERN const char *isv_auth_peer(const isv_auth *a) { return a ? a->peer : NULL; }
-ISV_EXTERN const char *isv_auth_identity(const isv_auth *a) { return a ? a->identity : NULL; }
+ISV_EXTERN const char *isv_auth_version(const isv_auth *a) { return a ? a->version : NULL; }
+ISV_EXTERN const char *isv_auth_peer(const isv_auth *a) { return a ? a->who->peer : NULL; }
+ISV_EXTERN const char *isv_auth_identity(const isv_auth *a) { return a ? a->who->identity : NULL; }
+ISV_EXTERN const char *isv_auth_client(const isv_auth *a) {
+  if (a == NULL) return NULL;
+  return a->client[0] ? a->client : a->who->client;
+}
 
 ISV_EXTERN const char *isv_auth_header(const isv_auth *a, const char *name, size_t *len) {
   if (a == NULL || name == NULL) return NULL;
   size_t n = strlen(name);
-  for (size_t i = 0; i < a->n_headers; i++)
-    if (a->headers[i].name_len == n && strncasecmp(a->headers[i].name, name, n) == 0) {
-      if (len) *len = a->headers[i].value_len;
-      return a->headers[i].value;
+  const isv__caller *w = a->who;
+  for (size_t i = 0; i < w->n_headers; i++)
+    if (w->headers[i].name_len == n && strncasecmp(w->headers[i].name, name, n) == 0) {
+      if (len) *len = w->headers[i].value_len;
+      return w->headers[i].value;
     }
   return NULL;
 }
 
 ISV_EXTERN int isv_auth_set_client(isv_auth *a, const char *key) {
   if (a == NULL || key == NULL || strlen(key) >= sizeof a->client) return ISV_EINVAL;
+  if (a->stage != ISV_AUTH_STAGE_CALLER) return ISV_ESTATE; /* counted already */
   memcpy(a->client, key, strlen(key) + 1);
   return 0;
 }
 
 ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value) {
-  if (a == NULL || value == NULL || strlen(value) >= sizeof a->challenge) return ISV_EINVAL;
+  if (a == NULL || value == NULL || strlen(value) >= sizeof a->who->challenge) return ISV_EINVAL;
   for (const char *p = value; *p; p++)
     if ((unsigned char)*p < 0x20 || *p == 0x7f) return ISV_EINVAL; /* no header injection */
-  memcpy(a->challenge, value, strlen(value) + 1);
+  memcpy(a->who->challenge, value, strlen(value) + 1);
   return 0;
 }
 
@@ -290,7 +250,11 @@ ISV_EXTERN int isv_auth_done(isv_auth *a, isv_auth_decision decision, const char
   a->decision = decision;
   if (message && decision != ISV_AUTH_ALLOW) {
     size_t n = strlen(message);
-    a->message = dup_n(a->g->core->mem, message, n > 200 ? 200 : n);
+    if (n > 200) n = 200;
+    if ((a->message = isv__malloc(a->g->core->mem, n + 1)) != NULL) {
+      memcpy(a->message, message, n);
+      a->message[n] = '\0';
+    }
   }
   int expected = IN_CB;
   if (atomic_compare_exchange_strong(&a->phase, &expected, DECIDED)) return 0; /* ask applies */

@@ -1,18 +1,22 @@
-/* The service's edge (include/inferserve.h, "authorization, per-client limits, CORS"): what
- * every request passes between being routed and being handled, whatever its protocol —
- * the host's authorizer (allow, deny, or decide later from another thread), the per-client
- * count of requests in flight, and the CORS headers browsers need. The router calls it for
- * HTTP (after matching: the path's model is known), the gRPC call layer for gRPC (once the
- * first message is whole: the model named in it is known). Loop thread, but for
- * isv_auth_done. */
+/* The service's edge, its judging half (include/inferserve.h, "the service's edge"): who a
+ * request comes from, and whether it may act on a model. One host callback answers two
+ * questions, asked at two stages:
+ *   - the CALLER stage, before a byte of the body is decoded or inflated: authentication
+ *     (bearer token, TLS identity) and then the per-client count;
+ *   - the MODEL stage, for each model a request acts on, after every resolution rule
+ *     (name-version, default model, Vertex endpoint, TF label, default version): the model
+ *     that runs, is loaded or unloaded, or whose metadata is returned. The core asks it for
+ *     every submitted request that carries a caller (core.h, isv__core.authorize); a handler
+ *     that answers about a model itself asks isv__gate_model (through edge.h for HTTP, the
+ *     gRPC call layer for gRPC) with the model it resolved — never a name read a second way.
+ * edge.c runs the HTTP order, grpc_service.c the gRPC one. Loop thread, but isv_auth_done. */
 #ifndef ISV_PROTOCOL_GATE_H
 #define ISV_PROTOCOL_GATE_H
 
 #include "protocol/layer.h"
 
 #include "core/core.h"
-#include "protocol/router.h"
-#include "transport/grpc.h"
+#include "transport/exchange.h"
 
 typedef struct isv__gate {
   isv__core *core;
@@ -20,21 +24,54 @@ typedef struct isv__gate {
   void *user;
 } isv__gate;
 
+#define ISV__CALLER_KEY_MAX 128
+
+/* Who sent a request, as the carrier describes it: what the authorizer is shown at both stages.
+ * Owned by the carrier (an exchange's edge record, a gRPC call); it must stay valid — and its
+ * pointers too — while a decision on it is pending: hold/release bracket each pending one. */
+typedef struct isv__caller isv__caller;
+struct isv__caller {
+  const char *protocol; /* front end or method label */
+  int grpc;
+  const char *method;
+  const char *path;
+  const isv__header *headers;
+  size_t n_headers;
+  const char *peer;
+  const char *identity;
+  char client[ISV__CALLER_KEY_MAX]; /* its key under the per-client limit (the caller stage's) */
+  char challenge[256];              /* WWW-Authenticate of a refusal ("" none) */
+  void (*hold)(isv__caller *who);   /* a decision became pending (may be NULL) */
+  void (*release)(isv__caller *who); /* ... and was applied */
+};
+
+/* A decision taken later: done(ctx, 0, NULL) allowed, or done(ctx, code, message) refused with
+ * ISV_EUNAUTH / ISV_EFORBIDDEN / ISV_ETOOMANY / ISV_ENOMEM. On the loop thread. */
+typedef void (*isv__gate_done)(void *ctx, int err, const char *message);
+
+/* What isv__gate_caller and isv__gate_model return when the host decides later. */
+#define ISV__GATE_LATER 1
+
 void isv__gate_init(isv__gate *g, isv__core *core);
 /* Whether requests must pass it (an authorizer, or a per-client limit). */
 int isv__gate_on(const isv__gate *g);
 
-/* A routed HTTP request: authorize and count it, then run h(q) — now, or later on the loop
- * thread with q's captures copied — or answer it in q->fe's error shape (401, 403, 429). */
-void isv__gate_http(isv__gate *g, const isv__http_req *q, isv__http_handler h);
+/* The caller stage: authenticate `who`, then (count != 0) take one count of its client under
+ * the per-client limit into *held (released with isv__client_release). 0: go on; an ISV_E*
+ * code with msg (cap bytes) set: refused; ISV__GATE_LATER: done runs once decided (and *held
+ * is filled then — it must stay valid). */
+int isv__gate_caller(isv__gate *g, isv__caller *who, isv__client **held, isv__gate_done done,
+                     void *ctx, char *msg, size_t cap);
 
-/* A gRPC call whose first message names `model` (NULL: none): authorize and count it, then
- * done(ctx, 0, NULL, client) — now or later — or done(ctx, code, message, NULL) with an ISV_E*
- * code (EUNAUTH, EFORBIDDEN, ETOOMANY). `client`, when not NULL, is released with
- * isv__client_release (core/clients.h) once the call is over. The call must stay valid until done ran. */
-typedef void (*isv__gate_done)(void *ctx, int err, const char *message, isv__client *client);
-void isv__gate_grpc(isv__gate *g, isv__grpc_call *call, const char *protocol, const char *model,
-                    size_t model_len, isv__gate_done done, void *ctx);
+/* The model stage: may `who` act on model `name`, version `version` (NULL: none resolved — a
+ * model not registered, or every version)? Returns as isv__gate_caller. */
+int isv__gate_model(isv__gate *g, isv__caller *who, const char *name, const char *version,
+                    isv__gate_done done, void *ctx, char *msg, size_t cap);
+
+/* One more request of who's client (each request of a stream counts): 0 with *out (NULL when
+ * there is no limit), or ISV_ETOOMANY / ISV_ENOMEM with msg set. */
+int isv__gate_admit(isv__gate *g, const isv__caller *who, isv__client **out, char *msg,
+                    size_t cap);
 
 /* CORS, before routing: a preflight from an allowed origin is answered here (1: ex is
  * answered); an actual request from one gets its answer's CORS headers (ex->extra). 0: go on.

@@ -12,6 +12,7 @@
 #include "core/offload.h"
 #include "protocol/gate.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,23 +40,33 @@ typedef struct gcall {
   unsigned inflight;
   unsigned busy;
   job *jobs; /* requests in flight, to mark them cancelled */
+  /* the edge (gate.h): the caller stage at the call's headers, the model stage for each
+   * request (the core asks) and for what a unary answer names (isv__grpc_unary_model) */
+  isv__caller who;     /* who.hold / release find the call (CALL_OF) */
+  int judged;          /* someone judges (the gate is on): requests carry &who */
   int gate;            /* GATE_* */
-  int in_gate;         /* isv__gate_grpc is on the stack: a decision made now is read there */
   isv__client *client; /* its count under the per-client limit, released with the call */
-  held *held, **held_tail; /* a stream's messages that came while the gate decides */
+  held *held, **held_tail; /* a stream's messages that came while the caller stage decides */
+  unsigned holds;      /* decisions pending on who: the call (headers, peer) must stay */
+  int finish_deferred; /* finished while held: the status goes out at the last release */
+  int finish_status;
+  char *finish_msg;
+  char *allowed, *allowed_version; /* what a later decision allowed a unary answer to name */
 } gcall;
 
 struct held {
   held *next;
   uint8_t *msg;
   size_t len;
+  int compressed;
 };
 
 struct job {
   isv__offload off; /* a large message is decoded on the worker pool */
   gcall *g;
   job *prev, *next;
-  isv_request *r; /* holding its message (r->body) */
+  isv_request *r;      /* holding its message (r->body) */
+  isv__client *count;  /* a stream's request, counted under the per-client limit */
 };
 
 /* ---- the method table -------------------------------------------------------------------- */
@@ -118,7 +129,26 @@ int isv__grpc_services_has(const isv__grpc_services *s, const char *service) {
 static void gcall_finish(gcall *g, int status, const char *msg) {
   if (g->finished) return;
   g->finished = 1;
+  if (g->holds) { /* the host still reads the call's headers: it ends once it has decided */
+    g->finish_deferred = 1;
+    g->finish_status = status;
+    g->finish_msg = msg ? isv__strdup(g->core->mem, msg) : NULL;
+    return;
+  }
   isv__grpc_finish(g->call, status, msg);
+}
+
+#define CALL_OF(who) ((gcall *)((char *)(who) - offsetof(gcall, who)))
+
+static void who_hold(isv__caller *who) { CALL_OF(who)->holds++; }
+
+static void who_release(isv__caller *who) {
+  gcall *g = CALL_OF(who);
+  if (--g->holds || !g->finish_deferred) return;
+  g->finish_deferred = 0;
+  isv__grpc_finish(g->call, g->finish_status, g->finish_msg);
+  isv__free(g->finish_msg);
+  g->finish_msg = NULL;
 }
 
 static void drop_held(gcall *g) {
@@ -132,10 +162,12 @@ static void drop_held(gcall *g) {
 }
 
 static void gcall_maybe_free(gcall *g) {
-  if (g->finished && g->inflight == 0 && g->busy == 0) {
+  if (g->finished && g->inflight == 0 && g->busy == 0 && g->holds == 0) {
     isv__bigbuf_free(g->msg);
     drop_held(g);
     isv__client_release(g->client);
+    isv__free(g->allowed);
+    isv__free(g->allowed_version);
     isv__free(g);
   }
 }
@@ -168,6 +200,7 @@ static void end_stream(gcall *g) {
 static void job_free(void *p) {
   job *j = p;
   isv_request_free(j->r); /* and the message it took */
+  isv__client_release(j->count);
   isv__free(j);
 }
 
@@ -259,6 +292,14 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
   r->body_free = isv__bigbuf_free;
   r->protocol = (uint8_t)g->protocol;
   r->timeout_us = g->call->timeout_ms * 1000; /* grpc-timeout: the core's deadline too */
+  if (g->judged) {
+    r->caller = &g->who; /* the core asks the model stage about the model it resolves */
+    char why[300];
+    int rc = g->m->kind == ISV__RPC_BIDI_STREAM
+                 ? isv__gate_admit(g->svc->gate, &g->who, &j->count, why, sizeof why)
+                 : 0;
+    if (rc) isv__request_fail(r, rc, "%s", why); /* answered in the stream; it goes on */
+  }
   if (g->m->kind != ISV__RPC_UNARY) { /* streams carry a decoupled model's responses */
     r->on_response = stream_response;
     r->on_response_data = j;
@@ -318,26 +359,14 @@ static void finish_inflate_error(gcall *g, int rc, const char *err) {
 
 static void run_unary(gcall *g);
 
-/* ---- the gate (gate.h): the first whole message asks ------------------------------------- */
+/* ---- the edge (gate.h) ---------------------------------------------------------------------- */
 
-/* The model the message names (the method's model_field), or NULL. */
-static const char *named_model(const isv__grpc_method *m, const uint8_t *msg, size_t len,
-                               size_t *n) {
-  if (m->model_field == 0 || msg == NULL) return NULL;
-  isv__pb_reader r = {msg, msg + len};
-  isv__pb_field f;
-  while (isv__pb_read_field(&r, &f) == 1)
-    if (f.num == m->model_field && f.wt == ISV__PB_LEN && memchr(f.s.p, 0, f.s.n) == NULL) {
-      *n = f.s.n;
-      return (const char *)f.s.p;
-    }
-  return NULL;
-}
+static void take_message(gcall *g, uint8_t *msg, size_t len, int compressed);
 
-static void gated(void *ctx, int err, const char *msg, isv__client *client) {
+/* The caller stage's decision, made later (or at once: see dispatch). */
+static void gated(void *ctx, int err, const char *msg) {
   gcall *g = ctx;
   g->inflight--;
-  g->client = client;
   if (g->cancelled || g->finished) { /* the client left while the host decided */
     g->gate = GATE_REFUSED;
     drop_held(g);
@@ -349,11 +378,10 @@ static void gated(void *ctx, int err, const char *msg, isv__client *client) {
   } else {
     g->gate = GATE_ALLOWED;
   }
-  if (g->in_gate) return; /* gate_pass reads it */
   g->busy++;
   if (g->gate == GATE_ALLOWED) {
     if (g->m->kind != ISV__RPC_BIDI_STREAM) {
-      run_unary(g);
+      if (g->half_closed && g->n_msgs == 1) run_unary(g);
     } else {
       held *h = g->held;
       g->held = NULL;
@@ -362,7 +390,7 @@ static void gated(void *ctx, int err, const char *msg, isv__client *client) {
       for (held *n; h; h = n) {
         n = h->next;
         if (g->finished) isv__bigbuf_free(h->msg);
-        else submit(g, h->msg, h->len);
+        else take_message(g, h->msg, h->len, h->compressed);
         isv__free(h);
       }
       g->inflight--;
@@ -373,19 +401,35 @@ static void gated(void *ctx, int err, const char *msg, isv__client *client) {
   gcall_maybe_free(g);
 }
 
-/* 1: the call goes on now. 0: it waits for the decision (gated goes on), or was refused
- * (finished). */
-static int gate_pass(gcall *g, const uint8_t *msg, size_t len) {
-  if (g->gate == GATE_ALLOWED || !isv__gate_on(g->svc->gate)) return 1;
-  if (g->gate != GATE_NOT_ASKED) return 0;
-  g->gate = GATE_PENDING;
+/* A unary answer's model, judged later: the answer runs again, and finds it allowed. */
+static void unary_decided(void *ctx, int err, const char *msg) {
+  gcall *g = ctx;
+  g->inflight--;
+  g->busy++;
+  if (g->cancelled || g->finished) gcall_finish(g, ISV__GRPC_CANCELLED, "cancelled");
+  else if (err) finish_error(g, err, msg);
+  else run_unary(g);
+  g->busy--;
+  gcall_maybe_free(g);
+}
+
+static int same(const char *a, const char *b) {
+  return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+int isv__grpc_unary_model(isv__grpc_unary *u, const char *name, const char *version) {
+  gcall *g = u->call;
+  if (g == NULL || !g->judged) return 0;
+  if (g->allowed && strcmp(g->allowed, name) == 0 && same(g->allowed_version, version)) return 0;
+  int rc = isv__gate_model(g->svc->gate, &g->who, name, version, unary_decided, g, u->err,
+                           sizeof u->err);
+  if (rc != ISV__GATE_LATER) return rc;
+  isv__free(g->allowed);
+  isv__free(g->allowed_version);
+  g->allowed = isv__strdup(g->core->mem, name);
+  g->allowed_version = version ? isv__strdup(g->core->mem, version) : NULL;
   g->inflight++; /* the decision holds the call */
-  size_t n = 0;
-  const char *model = named_model(g->m, msg, len, &n);
-  g->in_gate = 1;
-  isv__gate_grpc(g->svc->gate, g->call, g->core->protocols[g->protocol], model, n, gated, g);
-  g->in_gate = 0;
-  return g->gate == GATE_ALLOWED;
+  return ISV__GATE_LATER;
 }
 
 /* A large compressed message is inflated on a worker thread (the call counts it in flight). */
@@ -449,12 +493,15 @@ static void run_unary(gcall *g) {
     }
     g->msg_compressed = 0;
   }
-  if (!gate_pass(g, g->msg, g->len)) return;
   if (g->m->answer) {
     isv__buf b;
     isv__buf_init(&b, g->core->mem);
-    isv__grpc_unary u = {g->core, g->svc, g->msg, g->len, &b, ""};
+    isv__grpc_unary u = {g->core, g->svc, g->msg, g->len, &b, "", g};
     int rc = g->m->answer(&u);
+    if (rc == ISV__GATE_LATER) { /* the host judges the model it names: unary_decided */
+      isv__buf_free(&b);
+      return;
+    }
     if (rc != 0) {
       isv__buf_free(&b);
       finish_error(g, rc, u.err);
@@ -471,29 +518,35 @@ static void run_unary(gcall *g) {
 
 /* ---- call events ------------------------------------------------------------------------- */
 
+/* A stream's message, past the caller stage: inflated (in order with the stream's other
+ * messages: here, on the loop) and submitted. */
+static void take_message(gcall *g, uint8_t *msg, size_t len, int compressed) {
+  char err[160];
+  int rc = compressed ? inflate_message(g->call->coding, g->core->mem,
+                                        g->core->opts.max_body_bytes, &msg, &len, err, sizeof err)
+                      : 0;
+  if (rc != 0) finish_inflate_error(g, rc, err);
+  else submit(g, msg, len);
+}
+
 static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len, int compressed) {
   gcall *g = call->app;
   g->busy++;
   if (g->m->kind == ISV__RPC_BIDI_STREAM) {
-    /* in order with the stream's other messages: inflated here, on the loop */
-    char err[160];
-    int rc = compressed ? inflate_message(call->coding, g->core->mem,
-                                          g->core->opts.max_body_bytes, &msg, &len, err,
-                                          sizeof err)
-                        : 0;
     held *h;
-    if (rc != 0) {
-      finish_inflate_error(g, rc, err);
-    } else if (gate_pass(g, msg, len)) {
-      submit(g, msg, len);
-    } else if (g->gate == GATE_PENDING && (h = isv__calloc(g->core->mem, 1, sizeof *h))) {
-      h->msg = msg; /* in order, once the host has decided */
-      h->len = len;
+    if (g->finished || g->gate == GATE_REFUSED) {
+      isv__bigbuf_free(msg);
+    } else if (g->gate != GATE_PENDING) {
+      take_message(g, msg, len, compressed);
+    } else if ((h = isv__calloc(g->core->mem, 1, sizeof *h)) != NULL) {
+      *h = (held){.msg = msg, .len = len, .compressed = compressed}; /* as it came: nothing is
+                                                                         * inflated for a caller
+                                                                         * not yet judged */
       *g->held_tail = h;
       g->held_tail = &h->next;
     } else {
       isv__bigbuf_free(msg);
-      if (g->gate == GATE_PENDING) finish_error(g, ISV_ENOMEM, "out of memory");
+      finish_error(g, ISV_ENOMEM, "out of memory");
     }
   } else if (++g->n_msgs > 1) {
     isv__bigbuf_free(msg);
@@ -516,7 +569,7 @@ static void on_half_close(isv__grpc_call *call) {
     if (g->inflight == 0) end_stream(g);
   } else if (g->n_msgs != 1) {
     finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");
-  } else {
+  } else if (g->gate != GATE_PENDING) { /* else gated runs it once the caller is judged */
     run_unary(g);
   }
   g->busy--;
@@ -526,7 +579,6 @@ static void on_half_close(isv__grpc_call *call) {
 static void on_cancel(isv__grpc_call *call) {
   gcall *g = call->app;
   g->cancelled = 1;
-  if (g->gate == GATE_PENDING) return; /* the host reads the call until it decides: gated ends it */
   g->busy++;
   /* A running request sees the flag; a waiting one leaves its queue and never runs. Each of
    * those finishes at once (infer_done frees its job), and the scheduler may then start and
@@ -583,4 +635,29 @@ void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
   call->on_half_close = on_half_close;
   call->on_cancel = on_cancel;
   call->on_drain = on_drain;
+  if (!isv__gate_on(s->gate)) return;
+  /* the caller stage, at the headers: nothing of a message is read, let alone inflated, for a
+   * caller not yet judged; a stream counts each request under the per-client limit instead */
+  g->judged = 1;
+  g->who = (isv__caller){.protocol = s->core->protocols[g->protocol],
+                         .grpc = 1,
+                         .method = call->path,
+                         .path = call->path,
+                         .headers = call->headers,
+                         .n_headers = call->n_headers,
+                         .peer = call->peer,
+                         .identity = call->identity,
+                         .hold = who_hold,
+                         .release = who_release};
+  g->gate = GATE_PENDING;
+  g->inflight++; /* the decision holds the call */
+  char msg[300];
+  int rc = isv__gate_caller(s->gate, &g->who,
+                            g->m->kind == ISV__RPC_BIDI_STREAM ? NULL : &g->client, gated, g,
+                            msg, sizeof msg);
+  if (rc == ISV__GATE_LATER) return;
+  g->busy++; /* decided now: applied as a later one is */
+  gated(g, rc, rc ? msg : NULL);
+  g->busy--;
+  gcall_maybe_free(g);
 }

@@ -50,7 +50,15 @@ typedef struct isv__grpc_unary {
   size_t len;
   isv__buf *out;                      /* the response message */
   char err[256];                      /* the status message of a nonzero answer */
+  struct gcall *call;                 /* the call layer's (isv__grpc_unary_model) */
 } isv__grpc_unary;
+
+/* The model stage (gate.h) for an answer about a model (metadata, readiness, config,
+ * statistics): `name`, `version` (NULL: none) are what the answer resolved — call it before
+ * answering. 0: go on. ISV__GATE_LATER: return it from `answer`; once the host allows, the
+ * answer runs again from the start and this returns 0 for the same model. Another code (with
+ * u->err set): the refusal — return it. */
+int isv__grpc_unary_model(isv__grpc_unary *u, const char *name, const char *version);
 
 typedef struct isv__grpc_method {
   const char *path; /* "/package.Service/Method" */
@@ -67,9 +75,6 @@ typedef struct isv__grpc_method {
   /* ... and, for methods that carry errors in their messages, an error message for the
    * ISV_E* code `status`. NULL: an error ends the call with its status. */
   int (*encode_error)(int status, const char *message, isv__buf *out);
-  /* The field of the request message that names the model (a string), shown to the
-   * authorizer (gate.h); 0: the method names none. */
-  unsigned model_field;
 } isv__grpc_method;
 
 typedef struct isv__grpc_entry {
@@ -79,7 +84,7 @@ typedef struct isv__grpc_entry {
 
 struct isv__grpc_services {
   isv__core *core;
-  struct isv__gate *gate; /* authorization and per-client limits (gate.h); NULL: none */
+  struct isv__gate *gate; /* the edge's judge (gate.h); NULL: none */
   isv__grpc_entry *entries;
   size_t n, cap;
 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "protocol/gate.h"
 #include "protocol/grps.h"
 #include "protocol/grps_conv.h"
 #include "protocol/grps_meta.h"
@@ -86,7 +87,9 @@ static int model_metadata(isv__grpc_unary *u) {
   else if (m.kind != ISV__GRPS_NONE && m.kind != ISV__GRPS_STR_DATA)
     isv__request_fail(r, ISV_EBADREQ, "ModelMetadata takes the model's name in str_data");
   else isv__grps_select_model(r, m.kind ? m.data : m.model, m.kind ? m.data_len : m.model_len);
-  if (r->status != 0) {
+  if (r->status == 0 && (rc = isv__grpc_unary_model(u, r->model->cfg->name, r->model->version))) {
+    if (rc != ISV__GATE_LATER) rc = answer_failure(u, rc, u->err); /* in grps's status */
+  } else if (r->status != 0) {
     rc = answer_failure(u, r->status, r->errmsg);
   } else {
     isv__buf y;
@@ -160,13 +163,13 @@ static int encode_error(int status, const char *message, isv__buf *out) {
 }
 
 const isv__grpc_method isv__grps_methods[] = {
-    {SVC "Online", ISV__RPC_UNARY, online, NULL, NULL, NULL, 0},
-    {SVC "Offline", ISV__RPC_UNARY, offline, NULL, NULL, NULL, 0},
-    {SVC "CheckLiveness", ISV__RPC_UNARY, liveness, NULL, NULL, NULL, 0},
-    {SVC "CheckReadiness", ISV__RPC_UNARY, readiness, NULL, NULL, NULL, 0},
-    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL, 0},
-    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL, 2},
-    {SVC "Predict", ISV__RPC_UNARY, NULL, decode, encode, encode_error, 2}, /* 2: model */
-    {SVC "PredictStreaming", ISV__RPC_SERVER_STREAM, NULL, decode, encode, encode_error, 2},
+    {SVC "Online", ISV__RPC_UNARY, online, NULL, NULL, NULL},
+    {SVC "Offline", ISV__RPC_UNARY, offline, NULL, NULL, NULL},
+    {SVC "CheckLiveness", ISV__RPC_UNARY, liveness, NULL, NULL, NULL},
+    {SVC "CheckReadiness", ISV__RPC_UNARY, readiness, NULL, NULL, NULL},
+    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
+    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
+    {SVC "Predict", ISV__RPC_UNARY, NULL, decode, encode, encode_error},
+    {SVC "PredictStreaming", ISV__RPC_SERVER_STREAM, NULL, decode, encode, encode_error},
     {0},
 };

@@ -4,6 +4,7 @@
  * and the metrics at / and /grps/v1/monitor/metrics. Every answer is a GrpsMessage with its
  * status, and the HTTP status equals status.code (a DECISION: grps's Python server does so,
  * and probes read it). */
+#include "protocol/edge.h"
 #include "protocol/grps.h"
 
 #include <stdio.h>
@@ -127,10 +128,16 @@ static void model_metadata(isv__http_req *q) {
   size_t qn = 0;
   memset(&m, 0, sizeof m);
   grps_limits_of(q->core, &lim);
-  int rc = ex->body_len ? isv__grps_json_decode(ex->body, ex->body_len, &lim, &r->arena, &m, err,
-                                                sizeof err)
-                        : 0;
-  if (rc != 0) {
+  const char *allowed_version;
+  const char *allowed = isv__edge_http_allowed(q, &allowed_version);
+  int rc = ex->body_len && !allowed ? isv__grps_json_decode(ex->body, ex->body_len, &lim,
+                                                            &r->arena, &m, err, sizeof err)
+                                    : 0;
+  if (allowed) { /* again, after the host allowed it: the body was decoded the first time */
+    r->model_name = allowed;
+    r->version = allowed_version;
+    isv__request_bind(r);
+  } else if (rc != 0) {
     isv__request_fail(r, rc, "%s", err);
   } else if (m.kind != ISV__GRPS_NONE && m.kind != ISV__GRPS_STR_DATA) {
     isv__request_fail(r, ISV_EBADREQ, "metadata/model takes the model's name in str_data");
@@ -143,7 +150,7 @@ static void model_metadata(isv__http_req *q) {
   }
   if (r->status != 0) {
     reply_failure(q->core, ex, r->status, r->errmsg);
-  } else {
+  } else if (isv__edge_http_model(q, r->model->cfg->name, r->model->version)) {
     isv__buf y;
     isv__buf_init(&y, ex->mem);
     isv__grps_model_yaml(q->core, r->model, &y);
@@ -338,6 +345,7 @@ static void predict(isv__http_req *q) {
     return;
   }
   r->protocol = (uint8_t)q->protocol;
+  r->caller = isv__edge_caller(q->ex); /* the model stage judges the model it resolves to */
   st->r = r;
   st->ex = ex;
   ex->app = r;

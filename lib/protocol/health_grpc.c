@@ -40,7 +40,7 @@ static int check(isv__grpc_unary *u) {
 }
 
 static const isv__grpc_method methods[] = {
-    {"/grpc.health.v1.Health/Check", ISV__RPC_UNARY, check, NULL, NULL, NULL, 0},
+    {"/grpc.health.v1.Health/Check", ISV__RPC_UNARY, check, NULL, NULL, NULL},
     {0},
 };
 

@@ -8,9 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "protocol/content_coding.h"
 #include "protocol/frontend.h"
-#include "protocol/gate.h"
 #include "protocol/http_reply.h"
 
 typedef enum { SEG_LITERAL, SEG_CAPTURE, SEG_REST } seg_kind;
@@ -325,9 +323,6 @@ static void method_list(unsigned mask, char *out, size_t cap) {
 }
 
 void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
-  /* a browser's preflight is answered here; an allowed origin's answer gets its CORS headers */
-  if (isv__gate_cors(r->core->opts.cors_origins, ex)) return;
-  if (isv__content_decode(r, ex)) return; /* routed again once the body is plain */
   path_segs p;
   int rc = split(r, ex->path, ex->path_len, &p);
   if (rc != 0) {
@@ -354,8 +349,7 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
     q.fe = c->fe;
     q.protocol = c->protocol;
     q.data = c->route.data;
-    if (isv__gate_on(r->gate)) isv__gate_http(r->gate, &q, c->route.handler);
-    else c->route.handler(&q);
+    c->route.handler(&q);
     return;
   }
   char msg[300];
@@ -372,8 +366,7 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
   error_as(owner_by_prefix(r, ex->path, ex->path_len), ex, 404, msg, NULL, 0);
 }
 
-void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const char *msg,
-                       const isv__header *extra, size_t n_extra) {
+const isv__frontend *isv__router_owner(isv__router *r, const isv__exchange *ex) {
   const isv__frontend *fe = NULL;
   path_segs p;
   if (ex->path && split(r, ex->path, ex->path_len, &p) == 0) {
@@ -382,7 +375,12 @@ void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const
       if (match(&r->routes[i], &p, &q)) fe = r->routes[i].fe;
     if (fe == NULL) fe = owner_by_prefix(r, ex->path, ex->path_len);
   }
-  error_as(fe, ex, http_status, msg, extra, n_extra);
+  return fe;
+}
+
+void isv__router_error(isv__router *r, isv__exchange *ex, int http_status, const char *msg,
+                       const isv__header *extra, size_t n_extra) {
+  error_as(isv__router_owner(r, ex), ex, http_status, msg, extra, n_extra);
 }
 
 /* ---- query parameters ---------------------------------------------------------------------- */

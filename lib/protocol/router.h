@@ -71,7 +71,7 @@ typedef struct isv__compiled_route isv__compiled_route;
 
 typedef struct isv__router {
   isv__core *core;
-  struct isv__gate *gate; /* authorization and per-client limits (gate.h); NULL: none */
+  struct isv__gate *gate; /* the edge's judge (gate.h, edge.h); NULL: none */
   isv__compiled_route *routes;
   size_t n_routes, cap_routes;
   const isv__frontend **prefixes; /* front ends with a path_prefix, for unmatched paths */
@@ -94,8 +94,12 @@ int isv__router_overlaps(const isv__router *r, unsigned methods, const char *pre
 void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes);
 /* Remove every route fe added (and fe's path prefix). */
 void isv__router_remove(isv__router *r, const isv__frontend *fe);
-/* Route one exchange: its handler, or 400 (malformed path), 404 or 405 (with Allow). */
+/* Route one exchange: its handler, or 400 (malformed path), 404 or 405 (with Allow). Only
+ * matching: an exchange comes here through the edge (edge.h), which judged and decoded it. */
 void isv__router_dispatch(isv__router *r, isv__exchange *ex);
+/* The front end whose shape ex's errors take: the matching route's, else the longest
+ * path_prefix's, else NULL. */
+const isv__frontend *isv__router_owner(isv__router *r, const isv__exchange *ex);
 /* Answer an error found before any handler ran — by the transport (408, 413, 431...) or the
  * router — in the shape of the front end the path belongs to (the matched route's, else the
  * longest path_prefix's, else {"error": msg}). */

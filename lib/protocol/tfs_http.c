@@ -17,6 +17,7 @@
 #include "core/offload.h"
 #include "core/registry.h"
 #include "core/request.h"
+#include "protocol/edge.h"
 #include "protocol/builtin.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
@@ -77,6 +78,15 @@ static isv_model *resolve(isv__http_req *q, const servable *s) {
 
 /* ---- status and metadata ----------------------------------------------------------------- */
 
+/* resolve(), then the edge's model stage (edge.h) on the version it resolved to — or on the
+ * model with no version when the answer covers every version (`every`). NULL when answered or
+ * waiting for the host (this handler then runs again). */
+static isv_model *judged(isv__http_req *q, const servable *s, int every) {
+  isv_model *m = resolve(q, s);
+  if (m == NULL) return NULL;
+  return isv__edge_http_model(q, m->cfg->name, every ? NULL : m->version) ? m : NULL;
+}
+
 /* TF Serving's ServableState names for the registry's states. */
 static const char *tf_state(isv_model_state st) {
   switch (st) {
@@ -105,7 +115,7 @@ static void version_status(isv__buf *b, const isv_model *m) {
 static void status(isv__http_req *q) {
   servable s;
   if (servable_of(q, &s)) return;
-  isv_model *m = resolve(q, &s);
+  isv_model *m = judged(q, &s, !(s.version || s.label));
   if (m == NULL) return;
   isv__buf b;
   isv__buf_init(&b, q->ex->mem);
@@ -191,7 +201,7 @@ static void sig_infos(isv__buf *b, const isv__io *io, size_t n_io, char *const *
 static void metadata(isv__http_req *q) {
   servable s;
   if (servable_of(q, &s)) return;
-  isv_model *m = resolve(q, &s);
+  isv_model *m = judged(q, &s, 0);
   if (m == NULL) return;
   const isv_model_config *c = m->cfg;
   isv__buf b;
@@ -331,6 +341,7 @@ static void run_predict(isv__http_req *q, const servable *s, int kind, unsigned 
     return;
   }
   r->protocol = (uint8_t)q->protocol;
+  r->caller = isv__edge_caller(q->ex); /* the model stage judges the model it resolves to */
   p->r = r;
   p->ex = ex;
   p->kind = kind;

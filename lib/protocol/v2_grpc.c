@@ -24,7 +24,8 @@ static int server_metadata(isv__grpc_unary *u) {
                                           ext, n_ext, u->out);
 }
 
-/* The model a ModelReadyRequest / ModelMetadataRequest names: 0, or an error for the call. */
+/* The model a ModelReadyRequest / ModelMetadataRequest names, judged at the edge's model stage
+ * (the version it resolved to): 0, or an error for the call (ISV__GATE_LATER: wait). */
 static int request_model(isv__grpc_unary *u, isv_model **m) {
   char name[256], version[64];
   if (isv__v2pb_decode_model_ref(u->msg, u->len, name, sizeof name, version, sizeof version) != 0) {
@@ -32,7 +33,8 @@ static int request_model(isv__grpc_unary *u, isv_model **m) {
     return ISV_EBADREQ;
   }
   isv__model_spec spec = {name, strlen(name), version[0] ? version : NULL, strlen(version), NULL, 0};
-  return isv__core_resolve(u->core, &spec, m, u->err, sizeof u->err);
+  int rc = isv__core_resolve(u->core, &spec, m, u->err, sizeof u->err);
+  return rc ? rc : isv__grpc_unary_model(u, (*m)->cfg->name, (*m)->version);
 }
 
 /* A model or version that is not there is not ready: ready=false with status OK, as Triton's
@@ -98,6 +100,8 @@ static int model_statistics(isv__grpc_unary *u) {
     isv__model_spec spec = {name, strlen(name), version[0] ? version : NULL, strlen(version),
                             NULL, 0};
     int rc = isv__core_resolve(u->core, &spec, &m, u->err, sizeof u->err);
+    int every = !version[0] && m && m->entry != NULL; /* the answer covers every version */
+    if (rc == 0) rc = isv__grpc_unary_model(u, m->cfg->name, every ? NULL : m->version);
     if (rc) return rc;
     if (version[0] || m->entry == NULL) list_one(&l, m);
     else list_versions(m->entry, &l);
@@ -108,37 +112,35 @@ static int model_statistics(isv__grpc_unary *u) {
   return rc;
 }
 
-/* The last number, where there is one: the request's field that names the model (shown to
- * the authorizer). */
 const isv__grpc_method isv__v2_methods[] = {
-    {SVC "ServerLive", ISV__RPC_UNARY, server_live, NULL, NULL, NULL, 0},
-    {SVC "ServerReady", ISV__RPC_UNARY, server_ready, NULL, NULL, NULL, 0},
-    {SVC "ModelReady", ISV__RPC_UNARY, model_ready, NULL, NULL, NULL, 1},
-    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL, 0},
-    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL, 1},
-    {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL, 1},
-    {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL, 1},
+    {SVC "ServerLive", ISV__RPC_UNARY, server_live, NULL, NULL, NULL},
+    {SVC "ServerReady", ISV__RPC_UNARY, server_ready, NULL, NULL, NULL},
+    {SVC "ModelReady", ISV__RPC_UNARY, model_ready, NULL, NULL, NULL},
+    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
+    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
+    {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL},
+    {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL},
     /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
-    {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL, 0},
-    {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL, 0},
+    {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL},
+    {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL},
     {SVC "SystemSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_unregister, NULL, NULL,
-     NULL, 0},
-    {SVC "CudaSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_status, NULL, NULL, NULL, 0},
+     NULL},
+    {SVC "CudaSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_status, NULL, NULL, NULL},
     {SVC "CudaSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_register, NULL, NULL,
-     NULL, 0},
+     NULL},
     {SVC "CudaSharedMemoryUnregister", ISV__RPC_UNARY, isv__v2shm_grpc_cuda_unregister, NULL, NULL,
-     NULL, 0},
+     NULL},
     /* Triton's model repository extension (v2_repo_pb.c) */
-    {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL, 0},
+    {SVC "RepositoryIndex", ISV__RPC_UNARY, isv__v2repo_grpc_index, NULL, NULL, NULL},
     {SVC "RepositoryModelLoad", ISV__RPC_UNARY, NULL, isv__v2repo_pb_load, isv__v2repo_pb_empty,
-     NULL, 2},
+     NULL},
     {SVC "RepositoryModelUnload", ISV__RPC_UNARY, NULL, isv__v2repo_pb_unload,
-     isv__v2repo_pb_empty, NULL, 2},
+     isv__v2repo_pb_empty, NULL},
     {SVC "ModelInfer", ISV__RPC_UNARY, NULL, isv__v2pb_decode_infer_request,
-     isv__v2pb_encode_infer_response, NULL, 1},
+     isv__v2pb_encode_infer_response, NULL},
     /* one response per request, in completion order; a failed one is a message with
      * error_message, and the stream goes on */
     {SVC "ModelStreamInfer", ISV__RPC_BIDI_STREAM, NULL, isv__v2pb_decode_infer_request,
-     isv__v2pb_encode_stream_response, isv__v2pb_encode_stream_error, 1},
+     isv__v2pb_encode_stream_response, isv__v2pb_encode_stream_error},
     {0},
 };

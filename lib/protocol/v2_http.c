@@ -11,6 +11,7 @@
 #include "core/group.h"
 #include "core/offload.h"
 #include "core/request.h"
+#include "protocol/edge.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2.h"
 #include "protocol/v2_generate.h"
@@ -326,8 +327,11 @@ static void live(isv__http_req *q) { reply_bool(q->ex, "live", 1); }
 
 static void ready(isv__http_req *q) { reply_bool(q->ex, "ready", isv__core_ready(q->core)); }
 
-/* The model version a /v2/models/{model}[/versions/{version}] path names, or 404. */
-static isv_model *path_model(isv__http_req *q) {
+/* The model version a /v2/models/{model}[/versions/{version}] path names, judged at the edge's
+ * model stage — NULL when answered (404, refused) or waiting for the host (edge.h: this
+ * handler runs again). `every_version`: the answer is about all of the model's versions
+ * (statistics without one), so the host is asked with no version. */
+static isv_model *path_model(isv__http_req *q, int every_version) {
   isv__model_spec spec = {0};
   spec.name = isv__http_capture(q, "model", &spec.name_len);
   spec.version = isv__http_capture(q, "version", &spec.version_len);
@@ -337,7 +341,8 @@ static isv_model *path_model(isv__http_req *q) {
     isv__reply_error(q->ex, ISV_ENOTFOUND, "%s", msg);
     return NULL;
   }
-  return m;
+  int all = every_version && spec.version == NULL && m->entry != NULL;
+  return isv__edge_http_model(q, m->cfg->name, all ? NULL : m->version) ? m : NULL;
 }
 
 /* ---- statistics (Triton's extension) ----------------------------------------------------- */
@@ -414,7 +419,7 @@ static void statistics(isv__http_req *q) {
   const isv_model *one = NULL;
   isv__model_entry *all_of = NULL;
   if (isv__http_capture(q, "model", NULL) != NULL) {
-    isv_model *m = path_model(q);
+    isv_model *m = path_model(q, 1);
     if (m == NULL) return;
     if (isv__http_capture(q, "version", NULL) != NULL || m->entry == NULL) one = m;
     else all_of = m->entry;
@@ -433,7 +438,7 @@ static void statistics(isv__http_req *q) {
 /* ---- model configuration (Triton's model config JSON, built from the registration) -------- */
 
 static void config(isv__http_req *q) {
-  isv_model *m = path_model(q);
+  isv_model *m = path_model(q, 0);
   if (m == NULL) return;
   const isv_model_config *c = m->cfg;
   isv__buf b;
@@ -475,12 +480,12 @@ static void config(isv__http_req *q) {
 }
 
 static void metadata(isv__http_req *q) {
-  isv_model *m = path_model(q);
+  isv_model *m = path_model(q, 0);
   if (m) model_metadata(m, q->ex);
 }
 
 static void model_ready(isv__http_req *q) {
-  isv_model *m = path_model(q);
+  isv_model *m = path_model(q, 0);
   if (m) reply_bool(q->ex, "ready", isv__core_model_ready(q->core, m));
 }
 
@@ -497,6 +502,7 @@ static isv_request *path_request(isv__http_req *q) {
     return NULL;
   }
   r->protocol = (uint8_t)q->protocol;
+  r->caller = isv__edge_caller(q->ex); /* the model stage judges the model it resolves to */
   size_t nl, vl;
   const char *name = isv__http_capture(q, "model", &nl);
   const char *version = isv__http_capture(q, "version", &vl);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/request.h"
+#include "protocol/edge.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2_repo.h"
 
@@ -56,6 +57,7 @@ static void control(isv__http_req *q, isv__repo_action action) {
     return;
   }
   r->protocol = (uint8_t)q->protocol;
+  r->caller = isv__edge_caller(q->ex); /* the model stage judges the model it resolves to */
   size_t nl = 0;
   const char *name = isv__http_capture(q, "model", &nl);
   unsigned depth = q->core->opts.max_json_depth;

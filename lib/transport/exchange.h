@@ -106,6 +106,7 @@ struct isv__exchange {
   /* Set by the handler; each may stay NULL. on_cancel: the client is gone (see the top). */
   void (*on_cancel)(isv__exchange *ex);
   void *app;
+  void *edge; /* the protocol layer's record of who sent it (protocol/edge.c); freed by on_free */
   /* transport-private */
   void *conn; /* the carrier's; NULL once it let go of ex (the client is gone, or HEAD's head
                * is out): what is answered then goes into the void */

@@ -44,30 +44,42 @@ static int on_write(isv_exchange *x, const uv_buf_t *parts, size_t n, isv_piece 
 static void on_end(isv_exchange *x) { (void)x; }
 static const isv_exchange_carrier carrier = {sizeof carrier, on_respond, on_write, on_end};
 
-/* What the authorizer decides and what it saw. */
+/* What the authorizer decides at each stage and what it saw. */
 typedef struct policy {
-  int mode; /* 0 allow, 1 deny 401, 2 forbid 403, 3 later (kept in `held`) */
-  char protocol[32], method[16], path[128], model[64], header[64], peer[64], identity[64];
-  const char *client; /* the key it sets, NULL: the default */
+  int mode[3]; /* by stage (1 caller, 2 model): 0 allow, 1 deny 401, 2 forbid 403, 3 later */
+  char protocol[32], method[16], path[128], model[64], version[16], header[64], peer[64],
+      identity[64], client[64];
+  const char *set_client; /* the key it sets at the caller stage, NULL: the default */
   isv_auth *held;
-  int calls;
+  int calls, model_calls;
 } policy;
 
 static void authorize(isv_auth *a, void *user) {
   policy *p = user;
+  isv_auth_stage stage = isv_auth_get_stage(a);
   p->calls++;
   snprintf(p->protocol, sizeof p->protocol, "%s", isv_auth_protocol(a));
   snprintf(p->method, sizeof p->method, "%s", isv_auth_method(a));
   snprintf(p->path, sizeof p->path, "%s", isv_auth_path(a));
-  snprintf(p->model, sizeof p->model, "%s", isv_auth_model(a) ? isv_auth_model(a) : "(none)");
+  if (stage == ISV_AUTH_STAGE_CALLER) {
+    assert_null(isv_auth_model(a)); /* nothing of the body is read yet */
+  } else {
+    p->model_calls++;
+    snprintf(p->model, sizeof p->model, "%s", isv_auth_model(a));
+    snprintf(p->version, sizeof p->version, "%s",
+             isv_auth_version(a) ? isv_auth_version(a) : "(none)");
+    assert_int_equal(isv_auth_set_client(a, "late"), ISV_ESTATE); /* counted already */
+  }
   size_t n = 0;
   const char *v = isv_auth_header(a, "X-Token", &n);
   snprintf(p->header, sizeof p->header, "%.*s", (int)n, v ? v : "");
   snprintf(p->peer, sizeof p->peer, "%s", isv_auth_peer(a));
   snprintf(p->identity, sizeof p->identity, "%s",
            isv_auth_identity(a) ? isv_auth_identity(a) : "(none)");
-  if (p->client) assert_int_equal(isv_auth_set_client(a, p->client), 0);
-  switch (p->mode) {
+  if (p->set_client && stage == ISV_AUTH_STAGE_CALLER)
+    assert_int_equal(isv_auth_set_client(a, p->set_client), 0);
+  snprintf(p->client, sizeof p->client, "%s", isv_auth_client(a));
+  switch (p->mode[stage]) {
   case 0: isv_auth_done(a, ISV_AUTH_ALLOW, NULL); break;
   case 1:
     assert_int_equal(isv_auth_set_challenge(a, "Bearer realm=\"t\""), 0);
@@ -169,34 +181,50 @@ static void decisions_made_in_the_callback(void **state) {
   send_req(w, &s, "POST", "/v2/models/quick/infer?x=1", "10.0.0.9:1", hdrs);
   uv_run(&w->loop, UV_RUN_DEFAULT);
   assert_int_equal(s.status, 200);
+  assert_int_equal(w->pol.calls, 2); /* who, then which model */
+  assert_int_equal(w->pol.model_calls, 1);
   assert_string_equal(w->pol.protocol, "kserve_v2");
   assert_string_equal(w->pol.method, "POST");
   assert_string_equal(w->pol.path, "/v2/models/quick/infer");
   assert_string_equal(w->pol.model, "quick");
+  assert_string_equal(w->pol.version, "1"); /* the default version, resolved */
   assert_string_equal(w->pol.header, "abc");
   assert_string_equal(w->pol.peer, "10.0.0.9:1");
   assert_string_equal(w->pol.identity, "CN=alice");
+  assert_string_equal(w->pol.client, "10.0.0.9"); /* the peer without its port */
 
-  w->pol.mode = 1;
+  w->pol.mode[ISV_AUTH_STAGE_CALLER] = 1; /* refused before anything else */
+  int model_calls = w->pol.model_calls;
   seen t = {0};
   send_req(w, &t, "GET", "/v2/models/quick", "10.0.0.8:1", NULL);
   assert_int_equal(t.status, 401);
   assert_non_null(strstr(t.headers, "WWW-Authenticate: Bearer realm=\"t\""));
   assert_non_null(strstr(t.body, "no token"));
+  assert_int_equal(w->pol.model_calls, model_calls);
+  seen t2 = {0}; /* a path no route takes: the caller is judged first, 401 before 404 */
+  send_req(w, &t2, "GET", "/nowhere", "10.0.0.8:1", NULL);
+  assert_int_equal(t2.status, 401);
 
-  w->pol.mode = 2;
+  w->pol.mode[ISV_AUTH_STAGE_CALLER] = 0;
+  w->pol.mode[ISV_AUTH_STAGE_MODEL] = 2;
   seen u = {0};
   send_req(w, &u, "GET", "/v1/models/quick", "10.0.0.8:1", NULL); /* TF Serving's status */
   assert_int_equal(u.status, 403);
   assert_string_equal(w->pol.protocol, "tfserving");
+  assert_string_equal(w->pol.model, "quick");
+  assert_string_equal(w->pol.version, "(none)"); /* the answer covers every version */
   assert_non_null(strstr(u.body, "permission denied"));
+  seen u2 = {0}; /* refused at the model stage, the request never runs */
+  send_req(w, &u2, "POST", "/v2/models/quick/infer", "10.0.0.8:1", NULL);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  assert_int_equal(u2.status, 403);
 
-  w->pol.mode = 0; /* a path no route takes is answered 404 without asking */
-  int calls = w->pol.calls;
+  w->pol.mode[ISV_AUTH_STAGE_MODEL] = 0; /* an unknown model: 404, no model stage */
+  model_calls = w->pol.model_calls;
   seen v = {0};
-  send_req(w, &v, "GET", "/nowhere", "10.0.0.8:1", NULL);
+  send_req(w, &v, "GET", "/v2/models/nosuch", "10.0.0.8:1", NULL);
   assert_int_equal(v.status, 404);
-  assert_int_equal(w->pol.calls, calls);
+  assert_int_equal(w->pol.model_calls, model_calls);
   finish(w);
 }
 
@@ -205,31 +233,66 @@ static void decide_later(void *arg) {
   isv_auth_done(arg, ISV_AUTH_ALLOW, NULL);
 }
 
+/* Let the loop run until the authorizer holds a decision; a thread allows it 20 ms later. */
+static void allow_later(world *w, uv_thread_t *t) {
+  while (w->pol.held == NULL) uv_run(&w->loop, UV_RUN_ONCE);
+  isv_auth *a = w->pol.held;
+  w->pol.held = NULL;
+  uv_thread_create(t, decide_later, a);
+}
+
 static void decisions_made_later_on_another_thread(void **state) {
   (void)state;
   world *w = make(0, "", 1);
-  w->pol.mode = 3;
+  w->pol.mode[ISV_AUTH_STAGE_CALLER] = w->pol.mode[ISV_AUTH_STAGE_MODEL] = 3;
   seen s = {0};
   send_req(w, &s, "POST", "/v2/models/quick/infer", "10.0.0.8:1", NULL);
   uv_run(&w->loop, UV_RUN_NOWAIT);
   assert_int_equal(s.responds, 0);
   assert_non_null(w->pol.held);
+  assert_int_equal(w->pol.model_calls, 0);
+  uv_thread_t t1, t2;
+  allow_later(w, &t1);
+  allow_later(w, &t2); /* then the model stage, later too */
   assert_string_equal(w->pol.model, "quick");
-  uv_thread_t t;
-  uv_thread_create(&t, decide_later, w->pol.held);
   uv_run(&w->loop, UV_RUN_DEFAULT); /* the pending decision keeps the loop alive */
-  uv_thread_join(&t);
+  uv_thread_join(&t1);
+  uv_thread_join(&t2);
   assert_int_equal(s.status, 200);
+
+  /* an answer about a model, judged later: the handler runs again for the model allowed */
+  seen m = {0};
+  send_req(w, &m, "GET", "/v2/models/quick/ready", "10.0.0.8:1", NULL);
+  uv_run(&w->loop, UV_RUN_NOWAIT);
+  allow_later(w, &t1);
+  allow_later(w, &t2);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  uv_thread_join(&t1);
+  uv_thread_join(&t2);
+  assert_int_equal(m.status, 200);
+  assert_non_null(strstr(m.body, "\"ready\":true"));
 
   /* the client leaves while the host decides: the late decision is harmless */
   seen c = {0};
   isv_exchange *x = send_req(w, &c, "POST", "/v2/models/quick/infer", "10.0.0.8:1", NULL);
   uv_run(&w->loop, UV_RUN_NOWAIT);
   isv_exchange_cancel(x);
-  uv_thread_create(&t, decide_later, w->pol.held);
+  allow_later(w, &t1);
   uv_run(&w->loop, UV_RUN_DEFAULT);
-  uv_thread_join(&t);
+  uv_thread_join(&t1);
   assert_int_equal(c.responds, 0);
+
+  /* ... or while the model stage decides: the request never runs */
+  seen c2 = {0};
+  x = send_req(w, &c2, "POST", "/v2/models/quick/infer", "10.0.0.8:1", NULL);
+  allow_later(w, &t1);
+  uv_thread_join(&t1);
+  while (w->pol.held == NULL) uv_run(&w->loop, UV_RUN_ONCE); /* the model stage asks */
+  isv_exchange_cancel(x);
+  allow_later(w, &t2);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  uv_thread_join(&t2);
+  assert_int_equal(c2.responds, 0);
 
   /* the close waits for a pending decision */
   seen d = {0};
@@ -266,7 +329,7 @@ static void the_per_client_limit(void **state) {
 
   /* with the authorizer's key: two addresses, one user */
   w = make(1, "", 1);
-  w->pol.client = "user-7";
+  w->pol.set_client = "user-7";
   seen e = {0}, f = {0};
   send_req(w, &e, "POST", "/v2/models/slow/infer", "10.0.0.1:1", NULL);
   send_req(w, &f, "POST", "/v2/models/quick/infer", "10.0.0.2:1", NULL);

@@ -122,11 +122,11 @@ static int encode_error(int status, const char *message, isv__buf *out) {
 }
 
 static const isv__grpc_method methods[] = {
-    {"/toy.S/Answer", ISV__RPC_UNARY, answer, NULL, NULL, NULL, 0},
-    {"/toy.S/Infer", ISV__RPC_UNARY, NULL, decode, encode, NULL, 0},
-    {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL, 0},
-    {"/toy.S/Stream", ISV__RPC_BIDI_STREAM, NULL, decode, encode, encode_error, 0},
-    {"/toy.S/StreamNoErr", ISV__RPC_BIDI_STREAM, NULL, decode, encode, NULL, 0},
+    {"/toy.S/Answer", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
+    {"/toy.S/Infer", ISV__RPC_UNARY, NULL, decode, encode, NULL},
+    {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL},
+    {"/toy.S/Stream", ISV__RPC_BIDI_STREAM, NULL, decode, encode, encode_error},
+    {"/toy.S/StreamNoErr", ISV__RPC_BIDI_STREAM, NULL, decode, encode, NULL},
     {0},
 };
 
@@ -186,11 +186,11 @@ static void the_table_is_checked(void **state) {
   (void)state;
   assert_int_equal(isv__grpc_services_add(&svc, &methods[0], "x"), ISV_EEXIST);
   isv__grpc_method bad[] = {
-      {"noslash", ISV__RPC_UNARY, answer, NULL, NULL, NULL, 0},
-      {"/toy.S", ISV__RPC_UNARY, answer, NULL, NULL, NULL, 0},                 /* no method */
-      {"/toy.T/Both", ISV__RPC_UNARY, answer, decode, encode, NULL, 0},      /* answer and codec */
-      {"/toy.T/None", ISV__RPC_UNARY, NULL, NULL, NULL, NULL, 0},
-      {"/toy.T/StreamAnswer", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL, 0},
+      {"noslash", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
+      {"/toy.S", ISV__RPC_UNARY, answer, NULL, NULL, NULL},                 /* no method */
+      {"/toy.T/Both", ISV__RPC_UNARY, answer, decode, encode, NULL},      /* answer and codec */
+      {"/toy.T/None", ISV__RPC_UNARY, NULL, NULL, NULL, NULL},
+      {"/toy.T/StreamAnswer", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(isv__grpc_services_add(&svc, &bad[i], "x"), ISV_EINVAL);

@@ -44,7 +44,7 @@ static int teardown(void **state) {
 static int check(const char *msg, size_t len, isv__buf *out, char *err) {
   const isv__grpc_method *m = isv__grpc_health_frontend.methods;
   assert_string_equal(m->path, "/grpc.health.v1.Health/Check");
-  isv__grpc_unary u = {&core, &services, (const uint8_t *)msg, len, out, ""};
+  isv__grpc_unary u = {&core, &services, (const uint8_t *)msg, len, out, "", NULL};
   int rc = m->answer(&u);
   strcpy(err, u.err);
   return rc;

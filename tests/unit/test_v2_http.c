@@ -13,6 +13,7 @@
 #include "codec/buf.h"
 #include "codec/zcoding.h"
 #include "core/request.h"
+#include "protocol/edge.h"
 #include "protocol/v2.h"
 
 static uv_loop_t loop;
@@ -97,7 +98,7 @@ static void call(isv__method method, const char *path, const char *ctype, const 
   ex.respond = fake_respond;
   free(got.body);
   memset(&got, 0, sizeof got);
-  isv__router_dispatch(&router, &ex);
+  isv__edge_http(&router, &ex);
   answered_inline = got.calls;
   /* inline backends answer before dispatch returns; a pool backend needs the loop */
   for (int i = 0; got.calls == 0 && i < 1000; i++) uv_run(&loop, UV_RUN_ONCE);
