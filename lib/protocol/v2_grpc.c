@@ -96,12 +96,14 @@ static int model_statistics(isv__grpc_unary *u) {
   if (name[0] == '\0') {
     isv__registry_foreach(&u->core->reg, list_versions, &l);
   } else {
-    isv_model *m;
+    isv_model *m = NULL;
     isv__model_spec spec = {name, strlen(name), version[0] ? version : NULL, strlen(version),
                             NULL, 0};
     int rc = isv__core_resolve(u->core, &spec, &m, u->err, sizeof u->err);
-    int every = !version[0] && m && m->entry != NULL; /* the answer covers every version */
-    if (rc == 0) rc = isv__grpc_unary_model(u, m->cfg->name, every ? NULL : m->version);
+    if (rc == 0) { /* judged on the version it resolved to, or none: every version answered */
+      int every = !version[0] && m->entry != NULL;
+      rc = isv__grpc_unary_model(u, m->cfg->name, every ? NULL : m->version);
+    }
     if (rc) return rc;
     if (version[0] || m->entry == NULL) list_one(&l, m);
     else list_versions(m->entry, &l);
