@@ -175,9 +175,11 @@ ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
 ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
                                              uint64_t grace_ms);
 /* Request bytes the server buffers while they arrive, all connections together: a body or a
- * gRPC message reserves its size (announced, or as it grows) until it is complete. Beyond it,
- * a new one is refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with
- * the number of slow uploads. One max_body_bytes request always fits. Default 256 MiB. */
+ * gRPC message reserves its size (announced, or as it grows) until it is complete; a
+ * compressed one's decoded bytes (Content-Encoding, grpc-encoding) are charged too, as they
+ * come out of the decoder, and held until the request is answered. Beyond it, a new one is
+ * refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with the number
+ * of slow uploads or zip bombs. One max_body_bytes request always fits. Default 256 MiB. */
 ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
 /* isv_server_close lets in-flight requests and responses finish for at most this long. Then
  * the connections still open are closed, requests still queued are answered 503 without

@@ -220,6 +220,7 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
   s->transport.bufs = &s->core.bufs;
   s->transport.reuse_port = o->reuse_port;
   s->transport.mem = s->core.mem;
+  s->core.receiving = &s->transport.receiving; /* decoded bodies hold the same budget */
   isv__group_join(&s->core); /* a group's member gets its models now */
   *out = s;
   return 0;

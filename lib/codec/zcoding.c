@@ -103,60 +103,129 @@ static void z_free(voidpf opaque, voidpf p) {
   isv__free(p);
 }
 
-/* One pass of inflate over the whole input with window bits wbits. */
-static int inflate_once(int wbits, const void *in, size_t n, size_t max_out, const isv_mem *mem,
-                        isv__buf *out, const char **why) {
+struct isv__inflater {
   z_stream z;
-  memset(&z, 0, sizeof z);
-  z.zalloc = z_alloc;
-  z.zfree = z_free;
-  z.opaque = (voidpf)(uintptr_t)mem;
-  if (inflateInit2(&z, wbits) != Z_OK) return ISV_ENOMEM;
-  const unsigned char *p = in;
-  size_t left = n;
+  int z_ready;         /* inflateInit2 done (inflateEnd owed) */
+  isv__coding coding;
+  int raw;             /* deflate: the zlib wrapper failed at once, a raw stream is tried */
+  const unsigned char *in;
+  size_t n, pos;       /* the input, and how much of it went into z */
+  size_t max_out;
+  const isv_mem *mem;
+  isv__budget *budget;
+  size_t charged;      /* taken from budget: the output buffer's capacity */
+  isv__buf out;
+  int done;
+  int in_next_member;  /* gzip: a member ended and bytes followed: they must be another */
+  const char *why;     /* ISV_EBADREQ's reason */
+};
+
+static int z_start(isv__inflater *f) {
+  memset(&f->z, 0, sizeof f->z);
+  f->z.zalloc = z_alloc;
+  f->z.zfree = z_free;
+  f->z.opaque = (voidpf)(uintptr_t)f->mem;
+  /* gzip: 16 + 15 (the gzip wrapper); deflate: the zlib wrapper, else a raw stream */
+  int wbits = f->coding == ISV__CODING_GZIP ? 16 + MAX_WBITS : f->raw ? -MAX_WBITS : MAX_WBITS;
+  if (inflateInit2(&f->z, wbits) != Z_OK) return ISV_ENOMEM;
+  f->z_ready = 1;
+  f->pos = 0;
+  return 0;
+}
+
+int isv__inflater_new(isv__coding c, const void *in, size_t n, size_t max_out, const isv_mem *mem,
+                      isv__budget *budget, isv__inflater **out) {
+  *out = NULL;
+  if (c != ISV__CODING_GZIP && c != ISV__CODING_DEFLATE) return ISV_EINVAL;
+  isv__inflater *f = isv__calloc(mem, 1, sizeof *f);
+  if (f == NULL) return ISV_ENOMEM;
+  f->coding = c;
+  f->in = in;
+  f->n = n;
+  f->max_out = max_out;
+  f->mem = mem;
+  f->budget = budget;
+  isv__buf_init(&f->out, mem);
+  if (z_start(f) != 0) {
+    isv__free(f);
+    return ISV_ENOMEM;
+  }
+  *out = f;
+  return 0;
+}
+
+/* Room for more output, charged to the budget as the buffer grows. */
+static int grow(isv__inflater *f) {
+  isv__buf *out = &f->out;
+  /* grow with what comes out: double, from 4 times the input, never past the limit */
+  size_t want = out->cap ? out->cap : (f->n < SIZE_MAX / 4 ? f->n * 4 : f->n);
+  if (want < 65536) want = 65536;
+  if (want > f->max_out - out->len) want = f->max_out - out->len;
+  size_t before = out->cap;
+  if (isv__buf_reserve(out, want) == NULL) return ISV_ENOMEM;
+  if (out->cap > before) {
+    if (isv__budget_take(f->budget, out->cap - before) != 0) return ISV_EUNAVAIL;
+    f->charged += out->cap - before;
+  }
+  return 0;
+}
+
+int isv__inflater_run(isv__inflater *f, size_t slice) {
+  if (f->done) return 0;
+  isv__buf *out = &f->out;
+  size_t start_len = out->len;
   int zrc, rc = 0;
   for (;;) {
-    if (z.avail_in == 0 && left > 0) {
-      z.next_in = (Bytef *)(uintptr_t)p;
-      z.avail_in = left > UINT_MAX ? UINT_MAX : (uInt)left;
-      p += z.avail_in;
-      left -= z.avail_in;
+    if (out->len - start_len >= slice) return ISV__INFLATE_MORE;
+    if (f->z.avail_in == 0 && f->pos < f->n) {
+      size_t left = f->n - f->pos;
+      f->z.next_in = (Bytef *)(uintptr_t)(f->in + f->pos);
+      f->z.avail_in = left > UINT_MAX ? UINT_MAX : (uInt)left;
+      f->pos += f->z.avail_in;
     }
-    if (out->len >= max_out) {
+    if (out->len >= f->max_out) {
       /* full: one more byte would be too many — unless the stream ends here */
       unsigned char probe;
-      z.next_out = &probe;
-      z.avail_out = 1;
-      zrc = inflate(&z, Z_NO_FLUSH);
-      if (z.avail_out == 0) {
+      f->z.next_out = &probe;
+      f->z.avail_out = 1;
+      zrc = inflate(&f->z, Z_NO_FLUSH);
+      if (f->z.avail_out == 0) {
         rc = ISV_ETOOBIG;
         break;
       }
     } else {
-      if (out->cap - out->len < 4096) {
-        /* grow with what comes out: double, from 4 times the input, never past the limit */
-        size_t want = out->cap ? out->cap : (n < SIZE_MAX / 4 ? n * 4 : n);
-        if (want < 65536) want = 65536;
-        if (want > max_out - out->len) want = max_out - out->len;
-        if (isv__buf_reserve(out, want) == NULL) {
+      if (out->cap - out->len < 4096 && (rc = grow(f)) != 0) break;
+      size_t room = out->cap - out->len;
+      if (room > f->max_out - out->len) room = f->max_out - out->len;
+      if (room > slice) room = slice < 4096 ? 4096 : slice; /* a slice's worth at a time */
+      if (room > UINT_MAX) room = UINT_MAX;
+      f->z.next_out = (Bytef *)out->data + out->len;
+      f->z.avail_out = (uInt)room;
+      zrc = inflate(&f->z, Z_NO_FLUSH);
+      out->len += room - f->z.avail_out;
+    }
+    if (zrc == Z_STREAM_END) {
+      if (f->z.avail_in == 0 && f->pos == f->n) break;
+      if (f->coding == ISV__CODING_GZIP) { /* RFC 1952: members follow one another */
+        if (inflateReset(&f->z) != Z_OK) {
           rc = ISV_ENOMEM;
           break;
         }
+        f->in_next_member = 1;
+        continue;
       }
-      size_t room = out->cap - out->len;
-      if (room > max_out - out->len) room = max_out - out->len;
-      if (room > UINT_MAX) room = UINT_MAX;
-      z.next_out = (Bytef *)out->data + out->len;
-      z.avail_out = (uInt)room;
-      zrc = inflate(&z, Z_NO_FLUSH);
-      out->len += room - z.avail_out;
+      rc = ISV_EBADREQ;
+      f->why = "bytes follow the end of the compressed stream";
+      break;
     }
-    if (zrc == Z_STREAM_END) break;
-    if (zrc == Z_OK) continue;
+    if (zrc == Z_OK) {
+      f->in_next_member = 0;
+      continue;
+    }
     if (zrc == Z_BUF_ERROR) { /* no progress: out of input (output room there always is) */
-      if (z.avail_in == 0 && left == 0) {
+      if (f->z.avail_in == 0 && f->pos == f->n) {
         rc = ISV_EBADREQ;
-        *why = "the data ends before the end of the compressed stream";
+        f->why = "the data ends before the end of the compressed stream";
         break;
       }
       continue;
@@ -165,16 +234,51 @@ static int inflate_once(int wbits, const void *in, size_t n, size_t max_out, con
       rc = ISV_ENOMEM;
       break;
     }
-    rc = ISV_EBADREQ; /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
-    *why = z.msg ? z.msg : "corrupt data";
+    /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR. "deflate" that is not zlib-wrapped from its
+     * first byte: a raw stream, as some clients send under that name */
+    if (f->coding == ISV__CODING_DEFLATE && !f->raw && out->len == 0) {
+      inflateEnd(&f->z);
+      f->z_ready = 0;
+      f->raw = 1;
+      if ((rc = z_start(f)) != 0) break;
+      continue;
+    }
+    rc = ISV_EBADREQ;
+    f->why = f->in_next_member ? "bytes follow the end of the compressed stream (not another "
+                                 "gzip member)"
+             : f->z.msg        ? f->z.msg
+                               : "corrupt data";
     break;
   }
-  if (rc == 0 && (z.avail_in > 0 || left > 0)) {
-    rc = ISV_EBADREQ;
-    *why = "bytes follow the end of the compressed stream";
+  if (f->z_ready) {
+    inflateEnd(&f->z);
+    f->z_ready = 0;
   }
-  inflateEnd(&z);
+  if (rc == 0 && isv__buf_reserve(out, 1) == NULL) rc = ISV_ENOMEM;
+  if (rc == 0) {
+    out->data[out->len] = '\0';
+    f->done = 1;
+  }
   return rc;
+}
+
+const char *isv__inflater_why(const isv__inflater *f) { return f->why ? f->why : "corrupt data"; }
+
+size_t isv__inflater_produced(const isv__inflater *f) { return f->out.len; }
+
+char *isv__inflater_take(isv__inflater *f, size_t *len, size_t *charged) {
+  *charged = f->charged;
+  f->charged = 0; /* the caller's to give back now */
+  *len = f->out.len;
+  return isv__buf_release(&f->out, len);
+}
+
+void isv__inflater_free(isv__inflater *f) {
+  if (f == NULL) return;
+  if (f->z_ready) inflateEnd(&f->z);
+  isv__buf_free(&f->out);
+  isv__budget_give(f->budget, f->charged);
+  isv__free(f);
 }
 
 int isv__inflate(isv__coding c, const void *in, size_t n, size_t max_out, const isv_mem *mem,
@@ -182,30 +286,18 @@ int isv__inflate(isv__coding c, const void *in, size_t n, size_t max_out, const 
   *out = NULL;
   *out_len = 0;
   if (err_cap) err[0] = '\0';
-  if (c != ISV__CODING_GZIP && c != ISV__CODING_DEFLATE) return ISV_EINVAL;
-  isv__buf b;
-  isv__buf_init(&b, mem);
-  const char *why = NULL;
-  /* gzip: 16 + 15 (the gzip wrapper); deflate: the zlib wrapper, else a raw stream */
-  int rc = inflate_once(c == ISV__CODING_GZIP ? 16 + MAX_WBITS : MAX_WBITS, in, n, max_out, mem,
-                        &b, &why);
-  if (rc == ISV_EBADREQ && c == ISV__CODING_DEFLATE && b.len == 0) {
-    const char *raw_why = NULL;
-    b.len = 0;
-    if ((rc = inflate_once(-MAX_WBITS, in, n, max_out, mem, &b, &raw_why)) == ISV_EBADREQ)
-      why = raw_why;
+  isv__inflater *f;
+  int rc = isv__inflater_new(c, in, n, max_out, mem, NULL, &f);
+  if (rc != 0) return rc;
+  if ((rc = isv__inflater_run(f, SIZE_MAX)) == 0) {
+    size_t charged;
+    *out = isv__inflater_take(f, out_len, &charged);
+  } else if (rc == ISV_EBADREQ && err_cap) {
+    snprintf(err, err_cap, "the body is not valid %s data: %s", isv__coding_name(c),
+             isv__inflater_why(f));
   }
-  if (rc == 0 && isv__buf_reserve(&b, 1) == NULL) rc = ISV_ENOMEM;
-  if (rc != 0) {
-    if (rc == ISV_EBADREQ && err_cap)
-      snprintf(err, err_cap, "the body is not valid %s data: %s", isv__coding_name(c), why);
-    isv__buf_free(&b);
-    return rc;
-  }
-  b.data[b.len] = '\0';
-  *out_len = b.len;
-  *out = isv__buf_release(&b, out_len);
-  return 0;
+  isv__inflater_free(f);
+  return rc;
 }
 
 int isv__deflate(isv__coding c, const isv__zpiece *pieces, size_t n_pieces, isv__buf *out) {

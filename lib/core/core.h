@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "codec/bigbuf.h"
+#include "codec/budget.h"
 #include "core/clients.h"
 #include "core/options.h"
 #include "core/pool.h"
@@ -35,6 +36,8 @@ struct isv__core {
                           * group's */
   isv__clients clients_own;
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
+  isv__budget *receiving; /* the server's receiving budget (isv_options_set_max_receiving_bytes,
+                           * the transport's): decoded bodies are charged to it too; NULL: none */
   uv_async_t async;
   uv_mutex_t mu; /* guards the done queue, the responses to deliver, and every request's
                   * completion flags */

@@ -6,12 +6,9 @@
 
 #include "codec/bigbuf.h"
 #include "codec/zcoding.h"
+#include "transport/exchange.h"
 #include "core/offload.h"
 #include "protocol/edge.h"
-
-/* Compressed bodies of at least this size are inflated on a worker thread: what comes out is
- * commonly 4-10 times larger, and inflating runs at a few hundred MB/s. */
-#define INFLATE_OFFLOAD_MIN_BYTES ((size_t)16 << 10)
 
 typedef struct decode_job {
   isv__offload off;
@@ -19,46 +16,56 @@ typedef struct decode_job {
   isv__exchange *ex;
   isv__header *ce; /* the Content-Encoding header */
   isv__coding coding;
-  size_t max;
+  isv__inflater *f;
   int rc;
-  char *out;
-  size_t out_len;
-  char err[160];
 } decode_job;
-
-static void inflate_body(decode_job *j) {
-  j->rc = isv__inflate(j->coding, j->ex->body, j->ex->body_len, j->max, j->ex->mem, &j->out,
-                       &j->out_len, j->err, sizeof j->err);
-}
 
 static void finish(decode_job *j) {
   isv__exchange *ex = j->ex;
   isv__router *r = j->r;
   if (j->rc != 0) {
     char msg[256];
-    int status = j->rc == ISV_ETOOBIG ? 413 : j->rc == ISV_EBADREQ ? 400 : 500;
+    size_t max = r->core->opts.max_body_bytes;
+    int status = j->rc == ISV_ETOOBIG    ? 413
+                 : j->rc == ISV_EBADREQ  ? 400
+                 : j->rc == ISV_EUNAVAIL ? 503
+                                         : 500;
     if (j->rc == ISV_ETOOBIG)
       snprintf(msg, sizeof msg, "the decoded (Content-Encoding %s) request body exceeds the "
-               "server's limit of %zu bytes", isv__coding_name(j->coding), j->max);
+               "server's limit of %zu bytes", isv__coding_name(j->coding), max);
     else if (j->rc == ISV_EBADREQ)
-      snprintf(msg, sizeof msg, "Content-Encoding %s: %s", isv__coding_name(j->coding), j->err);
+      snprintf(msg, sizeof msg, "Content-Encoding %s: the body is not valid %s data: %s",
+               isv__coding_name(j->coding), isv__coding_name(j->coding),
+               isv__inflater_why(j->f));
+    else if (j->rc == ISV_EUNAVAIL)
+      snprintf(msg, sizeof msg, "the server is receiving too much request data at once (the "
+               "decoded bodies count too); retry later");
     else snprintf(msg, sizeof msg, "out of memory decoding the request body");
+    isv__inflater_free(j->f);
     isv__free(j);
     isv__router_error(r, ex, status, msg, NULL, 0);
     return;
   }
+  size_t len, charged;
+  char *body = isv__inflater_take(j->f, &len, &charged);
+  isv__inflater_free(j->f);
   if (ex->body_big) isv__bigbuf_free(ex->body);
   else isv__free(ex->body);
-  ex->body = j->out;
-  ex->body_len = j->out_len;
+  ex->body = body;
+  ex->body_len = len;
   ex->body_big = 0;
-  j->ce->value = "identity"; /* the body is plain now: routing again does not decode it */
+  isv__exchange_hold_budget(ex, r->core->receiving, charged); /* until ex is freed */
+  j->ce->value = "identity"; /* the body is plain now: the edge does not decode it again */
   j->ce->value_len = 8;
   isv__free(j);
   isv__edge_http(r, ex);
 }
 
-static void decode_work(isv__offload *o) { inflate_body((decode_job *)o); }
+/* What is left of a body that outgrew its slice on the loop, on a worker thread. */
+static void decode_work(isv__offload *o) {
+  decode_job *j = (decode_job *)o;
+  j->rc = isv__inflater_run(j->f, SIZE_MAX);
+}
 static void decode_after(isv__offload *o) { finish((decode_job *)o); }
 
 int isv__content_decode(isv__router *r, isv__exchange *ex) {
@@ -79,11 +86,16 @@ int isv__content_decode(isv__router *r, isv__exchange *ex) {
   j->ex = ex;
   j->ce = ce;
   j->coding = coding;
-  j->max = r->core->opts.max_body_bytes;
-  if (ex->body_len >= INFLATE_OFFLOAD_MIN_BYTES &&
-      isv__offload_run(r->core, &j->off, decode_work, decode_after) == 0)
-    return 1;
-  inflate_body(j);
+  /* every byte that comes out is charged to the receiving budget as it comes; the loop
+   * inflates one slice, whatever the compressed size — a body that inflates past it goes on
+   * on a worker thread */
+  j->rc = isv__inflater_new(coding, ex->body, ex->body_len, r->core->opts.max_body_bytes, ex->mem,
+                            r->core->receiving, &j->f);
+  if (j->rc == 0) j->rc = isv__inflater_run(j->f, ISV__INFLATE_LOOP_SLICE);
+  if (j->rc == ISV__INFLATE_MORE) {
+    if (isv__offload_run(r->core, &j->off, decode_work, decode_after) == 0) return 1;
+    j->rc = isv__inflater_run(j->f, SIZE_MAX); /* no worker thread: here, then */
+  }
   finish(j);
   return 1;
 }

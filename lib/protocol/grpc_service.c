@@ -32,6 +32,9 @@ typedef struct gcall {
   uint8_t *msg; /* unary and server-streaming: the one message */
   size_t len;
   int msg_compressed; /* ... still coded with the call's grpc-encoding */
+  size_t msg_charged; /* what the decoded message holds of the receiving budget */
+  int inflating;      /* a message is being decoded on a worker thread: a stream's later
+                       * messages wait in `held`, in order */
   unsigned n_msgs;
   int half_closed;
   int cancelled;
@@ -67,6 +70,8 @@ struct job {
   job *prev, *next;
   isv_request *r;      /* holding its message (r->body) */
   isv__client *count;  /* a stream's request, counted under the per-client limit */
+  isv__budget *budget; /* its decoded message holds `charged` of the receiving budget */
+  size_t charged;
 };
 
 /* ---- the method table -------------------------------------------------------------------- */
@@ -164,6 +169,7 @@ static void drop_held(gcall *g) {
 static void gcall_maybe_free(gcall *g) {
   if (g->finished && g->inflight == 0 && g->busy == 0 && g->holds == 0) {
     isv__bigbuf_free(g->msg);
+    isv__budget_give(g->core->receiving, g->msg_charged);
     drop_held(g);
     isv__client_release(g->client);
     isv__free(g->allowed);
@@ -201,6 +207,7 @@ static void job_free(void *p) {
   job *j = p;
   isv_request_free(j->r); /* and the message it took */
   isv__client_release(j->count);
+  isv__budget_give(j->budget, j->charged);
   isv__free(j);
 }
 
@@ -272,19 +279,23 @@ static void decode_after(isv__offload *o) {
   isv__core_submit(j->g->core, j->r, infer_done, j);
 }
 
-/* Decode one message into a request and submit it; takes msg. */
-static void submit(gcall *g, uint8_t *msg, size_t len) {
+/* Decode one message into a request and submit it; takes msg, and the `charged` bytes of the
+ * receiving budget it holds (a decoded message). */
+static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
   job *j = isv__calloc(g->core->mem, 1, sizeof *j);
   isv_request *r = isv__request_new(g->core);
   if (j == NULL || r == NULL) {
     isv__free(j);
     isv__bigbuf_free(msg);
+    isv__budget_give(g->core->receiving, charged);
     isv_request_free(r);
     finish_error(g, ISV_ENOMEM, "out of memory");
     return;
   }
   j->g = g;
   j->r = r;
+  j->budget = g->core->receiving;
+  j->charged = charged;
   /* the request takes the message its inputs point into: it may outlive the call (a request
    * the server's close abandons waits for its backend) */
   r->body = msg;
@@ -320,30 +331,10 @@ static void submit(gcall *g, uint8_t *msg, size_t len) {
 
 /* ---- compressed messages (grpc-encoding gzip / deflate) --------------------------------- */
 
-/* *msg (coded, taken) decoded into a new message buffer, at most max bytes. 0, or ISV_EBADREQ
- * (err says why), ISV_ETOOBIG, ISV_ENOMEM; *msg is NULL then. */
-static int inflate_message(isv__coding coding, const isv_mem *mem, size_t max, uint8_t **msg,
-                           size_t *len, char *err, size_t cap) {
-  char *plain;
-  size_t n;
-  int rc = isv__inflate(coding, *msg, *len, max, mem, &plain, &n, err, cap);
-  isv__bigbuf_free(*msg);
-  *msg = NULL;
-  if (rc != 0) return rc;
-  /* a message buffer, END-aligned like the transport's, so raw tensors are used in place */
-  uint8_t *b = isv__bigbuf_alloc(NULL, n, 1);
-  if (b != NULL && n) memcpy(b, plain, n);
-  isv__free(plain);
-  if (b == NULL) return ISV_ENOMEM;
-  *msg = b;
-  *len = n;
-  return 0;
-}
-
 /* gRPC's rule for a message that cannot be decompressed: INTERNAL; over the limit:
  * RESOURCE_EXHAUSTED. */
 static void finish_inflate_error(gcall *g, int rc, const char *err) {
-  char msg[224];
+  char msg[256];
   if (rc == ISV_EBADREQ) {
     snprintf(msg, sizeof msg, "cannot decompress the request message (grpc-encoding %s): %s",
              isv__coding_name(g->call->coding), err);
@@ -352,6 +343,9 @@ static void finish_inflate_error(gcall *g, int rc, const char *err) {
     snprintf(msg, sizeof msg, "the decompressed message exceeds the server's limit of %zu bytes",
              g->core->opts.max_body_bytes);
     gcall_finish(g, ISV__GRPC_RESOURCE_EXHAUSTED, msg);
+  } else if (rc == ISV_EUNAVAIL) {
+    finish_error(g, rc, "the server is receiving too much request data at once (decoded "
+                        "messages count too); retry later");
   } else {
     finish_error(g, rc, "out of memory");
   }
@@ -362,6 +356,7 @@ static void run_unary(gcall *g);
 /* ---- the edge (gate.h) ---------------------------------------------------------------------- */
 
 static void take_message(gcall *g, uint8_t *msg, size_t len, int compressed);
+static void drain_held(gcall *g);
 
 /* The caller stage's decision, made later (or at once: see dispatch). */
 static void gated(void *ctx, int err, const char *msg) {
@@ -383,17 +378,7 @@ static void gated(void *ctx, int err, const char *msg) {
     if (g->m->kind != ISV__RPC_BIDI_STREAM) {
       if (g->half_closed && g->n_msgs == 1) run_unary(g);
     } else {
-      held *h = g->held;
-      g->held = NULL;
-      g->held_tail = &g->held;
-      g->inflight++; /* the first answered must not end the stream before the rest go in */
-      for (held *n; h; h = n) {
-        n = h->next;
-        if (g->finished) isv__bigbuf_free(h->msg);
-        else take_message(g, h->msg, h->len, h->compressed);
-        isv__free(h);
-      }
-      g->inflight--;
+      drain_held(g);
       if (g->half_closed && g->inflight == 0 && !g->finished) end_stream(g);
     }
   }
@@ -432,66 +417,114 @@ int isv__grpc_unary_model(isv__grpc_unary *u, const char *name, const char *vers
   return ISV__GATE_LATER;
 }
 
-/* A large compressed message is inflated on a worker thread (the call counts it in flight). */
+/* ---- compressed messages: a slice on the loop, the rest on a worker thread ----------------- */
+
+/* A message being decoded (the call counts it in flight while a worker thread has it). */
 typedef struct inflating {
   isv__offload off;
   gcall *g;
-  isv__coding coding;
-  uint8_t *msg;
-  size_t len, max;
+  uint8_t *coded; /* the message as it came: the inflater reads it */
+  isv__inflater *f;
   int rc;
-  char err[160];
 } inflating;
 
+static void message_ready(gcall *g, uint8_t *msg, size_t len, size_t charged);
+
+/* The decoder is done with w (rc): its message goes on, or the call ends with the error. */
+static void inflate_done(inflating *w, int rc) {
+  gcall *g = w->g;
+  uint8_t *msg = NULL;
+  size_t len = 0, charged = 0;
+  char why[160] = "";
+  if (rc == 0) {
+    char *plain = isv__inflater_take(w->f, &len, &charged);
+    /* a message buffer, END-aligned like the transport's, so raw tensors are used in place */
+    if ((msg = isv__bigbuf_alloc(NULL, len, 1)) != NULL && len) memcpy(msg, plain, len);
+    isv__free(plain);
+    if (msg == NULL) rc = ISV_ENOMEM;
+  } else if (rc == ISV_EBADREQ) {
+    snprintf(why, sizeof why, "the body is not valid %s data: %s",
+             isv__coding_name(g->call->coding), isv__inflater_why(w->f));
+  }
+  isv__inflater_free(w->f);
+  isv__bigbuf_free(w->coded);
+  isv__free(w);
+  if (rc != 0 || g->finished) {
+    isv__bigbuf_free(msg);
+    isv__budget_give(g->core->receiving, charged);
+    if (rc != 0) finish_inflate_error(g, rc, why);
+    return;
+  }
+  message_ready(g, msg, len, charged);
+}
+
 static void inflate_work(isv__offload *o) {
-  inflating *f = (inflating *)o;
-  f->rc = inflate_message(f->coding, f->g->core->mem, f->max, &f->msg, &f->len, f->err,
-                          sizeof f->err);
+  inflating *w = (inflating *)o;
+  w->rc = isv__inflater_run(w->f, SIZE_MAX);
 }
 
 static void inflate_after(isv__offload *o) {
-  inflating *f = (inflating *)o;
-  gcall *g = f->g;
+  inflating *w = (inflating *)o;
+  gcall *g = w->g;
   g->inflight--;
+  g->inflating = 0;
   g->busy++;
-  if (g->finished) { /* cancelled meanwhile */
-    isv__bigbuf_free(f->msg);
-  } else if (f->rc != 0) {
-    finish_inflate_error(g, f->rc, f->err);
-  } else {
-    g->msg = f->msg;
-    g->len = f->len;
-    g->msg_compressed = 0;
-    run_unary(g);
+  inflate_done(w, w->rc);
+  if (g->m->kind == ISV__RPC_BIDI_STREAM && !g->finished) {
+    drain_held(g); /* the messages that came meanwhile, in order */
+    if (g->half_closed && g->inflight == 0 && !g->inflating && !g->finished) end_stream(g);
   }
-  isv__free(f);
   g->busy--;
   gcall_maybe_free(g);
 }
 
+/* Decode `coded` (taken) with the call's grpc-encoding — every byte that comes out charged to
+ * the receiving budget — then message_ready: now when it fits the loop's slice, else from a
+ * worker thread (g->inflating meanwhile). */
+static void inflate_start(gcall *g, uint8_t *coded, size_t len) {
+  inflating *w = isv__calloc(g->core->mem, 1, sizeof *w);
+  if (w == NULL) {
+    isv__bigbuf_free(coded);
+    finish_error(g, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  w->g = g;
+  w->coded = coded;
+  int rc = isv__inflater_new(g->call->coding, coded, len, g->core->opts.max_body_bytes,
+                             g->core->mem, g->core->receiving, &w->f);
+  if (rc == 0) rc = isv__inflater_run(w->f, ISV__INFLATE_LOOP_SLICE);
+  if (rc == ISV__INFLATE_MORE) {
+    g->inflating = 1;
+    g->inflight++;
+    if (isv__offload_run(g->core, &w->off, inflate_work, inflate_after) == 0) return;
+    g->inflating = 0;
+    g->inflight--;
+    rc = isv__inflater_run(w->f, SIZE_MAX); /* no worker thread: here, then */
+  }
+  inflate_done(w, rc);
+}
+
+/* A message, decoded: a stream's is submitted, a unary call's answered. */
+static void message_ready(gcall *g, uint8_t *msg, size_t len, size_t charged) {
+  if (g->m->kind == ISV__RPC_BIDI_STREAM) {
+    submit(g, msg, len, charged);
+    return;
+  }
+  g->msg = msg;
+  g->len = len;
+  g->msg_charged = charged;
+  g->msg_compressed = 0;
+  run_unary(g);
+}
+
 /* The one message of a unary or server-streaming call has come, and the client half-closed. */
 static void run_unary(gcall *g) {
-  if (g->msg_compressed) {
-    size_t max = g->core->opts.max_body_bytes;
-    inflating *f = g->len >= (16u << 10) ? isv__calloc(g->core->mem, 1, sizeof *f) : NULL;
-    if (f) {
-      *f = (inflating){.g = g, .coding = g->call->coding, .msg = g->msg, .len = g->len,
-                       .max = max};
-      g->msg = NULL;
-      g->inflight++;
-      if (isv__offload_run(g->core, &f->off, inflate_work, inflate_after) == 0) return;
-      g->inflight--;
-      g->msg = f->msg;
-      isv__free(f);
-    }
-    char err[160];
-    int rc = inflate_message(g->call->coding, g->core->mem, max, &g->msg, &g->len, err,
-                             sizeof err);
-    if (rc != 0) {
-      finish_inflate_error(g, rc, err);
-      return;
-    }
+  if (g->msg_compressed) { /* message_ready runs this again with the decoded message */
+    uint8_t *coded = g->msg;
+    g->msg = NULL;
     g->msg_compressed = 0;
+    inflate_start(g, coded, g->len);
+    return;
   }
   if (g->m->answer) {
     isv__buf b;
@@ -512,42 +545,58 @@ static void run_unary(gcall *g) {
     return;
   }
   uint8_t *msg = g->msg;
+  size_t charged = g->msg_charged;
   g->msg = NULL;
-  submit(g, msg, g->len);
+  g->msg_charged = 0;
+  submit(g, msg, g->len, charged);
 }
 
 /* ---- call events ------------------------------------------------------------------------- */
 
-/* A stream's message, past the caller stage: inflated (in order with the stream's other
- * messages: here, on the loop) and submitted. */
+/* Keep a stream's message for later, as it came (nothing is inflated for a caller not yet
+ * judged, nor ahead of a message still being decoded). 0, or -1 out of memory (msg freed). */
+static int hold(gcall *g, uint8_t *msg, size_t len, int compressed) {
+  held *h = isv__calloc(g->core->mem, 1, sizeof *h);
+  if (h == NULL) {
+    isv__bigbuf_free(msg);
+    return -1;
+  }
+  *h = (held){.msg = msg, .len = len, .compressed = compressed};
+  *g->held_tail = h;
+  g->held_tail = &h->next;
+  return 0;
+}
+
+/* A stream's message, past the caller stage: decoded and submitted in the stream's order. */
 static void take_message(gcall *g, uint8_t *msg, size_t len, int compressed) {
-  char err[160];
-  int rc = compressed ? inflate_message(g->call->coding, g->core->mem,
-                                        g->core->opts.max_body_bytes, &msg, &len, err, sizeof err)
-                      : 0;
-  if (rc != 0) finish_inflate_error(g, rc, err);
-  else submit(g, msg, len);
+  if (g->finished) isv__bigbuf_free(msg);
+  else if (g->inflating) { /* behind the one a worker thread decodes */
+    if (hold(g, msg, len, compressed) != 0) finish_error(g, ISV_ENOMEM, "out of memory");
+  } else if (compressed) inflate_start(g, msg, len);
+  else submit(g, msg, len, 0);
+}
+
+/* The held messages, in order, until one has to wait for a worker thread again. */
+static void drain_held(gcall *g) {
+  held *h = g->held;
+  g->held = NULL;
+  g->held_tail = &g->held;
+  g->inflight++; /* the first answered must not end the stream before the rest go in */
+  for (held *n; h; h = n) {
+    n = h->next;
+    take_message(g, h->msg, h->len, h->compressed);
+    isv__free(h);
+  }
+  g->inflight--;
 }
 
 static void on_message(isv__grpc_call *call, uint8_t *msg, size_t len, int compressed) {
   gcall *g = call->app;
   g->busy++;
   if (g->m->kind == ISV__RPC_BIDI_STREAM) {
-    held *h;
-    if (g->finished || g->gate == GATE_REFUSED) {
-      isv__bigbuf_free(msg);
-    } else if (g->gate != GATE_PENDING) {
-      take_message(g, msg, len, compressed);
-    } else if ((h = isv__calloc(g->core->mem, 1, sizeof *h)) != NULL) {
-      *h = (held){.msg = msg, .len = len, .compressed = compressed}; /* as it came: nothing is
-                                                                         * inflated for a caller
-                                                                         * not yet judged */
-      *g->held_tail = h;
-      g->held_tail = &h->next;
-    } else {
-      isv__bigbuf_free(msg);
-      finish_error(g, ISV_ENOMEM, "out of memory");
-    }
+    if (g->finished || g->gate == GATE_REFUSED) isv__bigbuf_free(msg);
+    else if (g->gate != GATE_PENDING) take_message(g, msg, len, compressed);
+    else if (hold(g, msg, len, compressed) != 0) finish_error(g, ISV_ENOMEM, "out of memory");
   } else if (++g->n_msgs > 1) {
     isv__bigbuf_free(msg);
     finish_error(g, ISV_EBADREQ, "a unary call takes exactly one request message");

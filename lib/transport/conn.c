@@ -319,17 +319,16 @@ void isv__conn_idle(isv__conn *c, int idle) {
 
 int isv__conn_reserve(isv__conn *c, size_t n) {
   isv__transport *t = c->t;
-  if (t->limits.max_receiving && n > t->limits.max_receiving - t->receiving) {
+  if (isv__budget_take(&t->receiving, n) != 0) {
     if (t->h.log)
       t->h.log(t->h.app, ISV_LOG_INFO, "request refused: the request bytes being received "
                                        "would exceed the server's budget");
     return -1;
   }
-  t->receiving += n;
   return 0;
 }
 
-void isv__conn_release(isv__conn *c, size_t n) { c->t->receiving -= n; }
+void isv__conn_release(isv__conn *c, size_t n) { isv__budget_give(&c->t->receiving, n); }
 
 int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got) {
   const isv__transport_limits *l = &c->t->limits;

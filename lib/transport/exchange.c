@@ -130,8 +130,18 @@ static void log_access(const isv__exchange *ex) {
   ex->access(ex->access_app, &e);
 }
 
+void isv__exchange_hold_budget(isv__exchange *ex, isv__budget *b, size_t n) {
+  if (ex->held_budget && ex->held_budget != b) { /* one budget per exchange: give back at once */
+    isv__budget_give(b, n);
+    return;
+  }
+  ex->held_budget = b;
+  ex->held += n;
+}
+
 void isv__exchange_free(isv__exchange *ex) {
   if (ex->access && ex->status) log_access(ex);
+  isv__budget_give(ex->held_budget, ex->held);
   if (ex->on_free) ex->on_free(ex->on_free_ctx);
   isv__free(ex->storage);
   isv__free(ex->identity);

@@ -32,6 +32,8 @@
 
 #include "transport/layer.h"
 
+#include "codec/budget.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -107,6 +109,8 @@ struct isv__exchange {
   void (*on_cancel)(isv__exchange *ex);
   void *app;
   void *edge; /* the protocol layer's record of who sent it (protocol/edge.c); freed by on_free */
+  isv__budget *held_budget; /* what its decoded body holds of the receiving budget, given back */
+  size_t held;              /* when ex is freed (isv__exchange_hold_budget) */
   /* transport-private */
   void *conn; /* the carrier's; NULL once it let go of ex (the client is gone, or HEAD's head
                * is out): what is answered then goes into the void */
@@ -166,5 +170,7 @@ void isv__exchange_start_access(isv__exchange *ex, void (*access)(void *, const 
 /* Free an exchange the HTTP engines built (storage, body, headers, itself); an answered one
  * goes to the access log first. */
 void isv__exchange_free(isv__exchange *ex);
+/* ex holds n more bytes of budget b (taken already) until it is freed: its decoded body. */
+void isv__exchange_hold_budget(isv__exchange *ex, isv__budget *b, size_t n);
 
 #endif

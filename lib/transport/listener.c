@@ -18,6 +18,7 @@ void isv__transport_init(isv__transport *t, uv_loop_t *loop, const isv__transpor
   t->limits = *limits;
   t->h = *h;
   t->slice_budget_ns = ISV__SLICE_BUDGET_NS;
+  isv__budget_init(&t->receiving, limits->max_receiving);
 }
 
 static void on_drain_closed(uv_handle_t *h);

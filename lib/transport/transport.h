@@ -5,6 +5,8 @@
 
 #include "transport/layer.h"
 
+#include "codec/budget.h"
+
 #include <uv.h>
 
 #include "codec/bigbuf.h"
@@ -89,7 +91,8 @@ struct isv__transport {
   unsigned n_hosted;   /* exchanges and calls the host's own server carries (adapter.c) */
   struct isv_grpc_call *hosted_calls; /* of those, the gRPC calls at work: told to drain */
   int at_limit;        /* the connection limit was reached (logged once until it is not) */
-  size_t receiving;    /* request bytes reserved by bodies and messages still arriving */
+  isv__budget receiving; /* request bytes held by bodies and messages still arriving, and by
+                          * decoded bodies (the protocol layer charges them: isv__core.receiving) */
   unsigned open_handles; /* listeners (and the drain timer) being closed */
   uv_timer_t drain;       /* isv__transport_close's deadline */
   int drain_armed;

@@ -307,10 +307,10 @@ static void compressed_messages_are_inflated_first(void **state) {
   assert_string_equal(f.sent[2], "y=42");
   f.call.on_half_close(&f.call);
   assert_true(f.finished);
-  /* a large one (over 16 KiB coded) is inflated on a worker thread, then run */
-  char big[40000];
-  uint32_t x = 5;
-  for (size_t i = 0; i < sizeof big; i++) big[i] = (char)((x = x * 1103515245u + 12345u) >> 24);
+  /* one that decodes past the loop's slice (ISV__INFLATE_LOOP_SLICE) is decoded there on, on
+   * a worker thread, then run — judged by what comes out: 1 MiB that codes to a few KiB */
+  static char big[1 << 20];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (char)('a' + i % 7);
   start(&f, "/toy.S/Answer");
   f.call.coding = ISV__CODING_GZIP;
   message_z(&f, big, sizeof big);
@@ -320,6 +320,26 @@ static void compressed_messages_are_inflated_first(void **state) {
   assert_true(f.finished);
   assert_int_equal(f.status, 0);
   assert_int_equal(f.sent_len[0], 5 + sizeof big); /* "echo:" and all of it */
+  /* in a stream, the messages behind it wait for it: none is submitted before it */
+  start(&f, "/toy.S/Stream");
+  f.call.coding = ISV__CODING_GZIP;
+  message_z(&f, big, sizeof big); /* names no model there is: an error in the stream */
+  message_z(&f, "m", 1);
+  message(&f, "m");
+  assert_int_equal(f.n_sent, 0); /* nothing overtakes the one being decoded */
+  f.call.on_half_close(&f.call);
+  for (int i = 0; i < 1000 && !f.finished; i++) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(f.finished);
+  assert_int_equal(f.status, 0);
+  assert_int_equal(f.n_sent, 3); /* answered in completion order (a 1 MiB message is decoded
+                                  * into its request on a worker thread too) */
+  int errors = 0, ys = 0;
+  for (int i = 0; i < 3; i++) {
+    errors += memcmp(f.sent[i], "E:", 2) == 0;
+    ys += strcmp(f.sent[i], "y=42") == 0;
+  }
+  assert_int_equal(errors, 1);
+  assert_int_equal(ys, 2);
   /* not what the encoding says: INTERNAL (gRPC's rule), naming it */
   start(&f, "/toy.S/Infer");
   f.call.coding = ISV__CODING_GZIP;

@@ -674,6 +674,22 @@ static void coded_request_and_response_bodies(void **state) {
     isv__free(plain);
     isv__buf_free(&z);
   }
+  /* a small coded body that decodes past the loop's slice (ISV__INFLATE_LOOP_SLICE) is
+   * decoded there on, on a worker thread: judged by what comes out, not by its coded size */
+  size_t jn = strlen(json), pad = (size_t)1 << 20;
+  char *padded = malloc(jn + pad);
+  memcpy(padded, json, jn);
+  memset(padded + jn, ' ', pad);
+  isv__buf zb;
+  coded(ISV__CODING_GZIP, padded, jn + pad, &zb);
+  free(padded);
+  assert_true(zb.len < 16384);
+  extra[0] = (isv__header){"Content-Encoding", 16, "gzip", 4};
+  n_extra = 1;
+  call(ISV__M_POST, "/v2/models/add/infer", "application/json", NULL, zb.data, zb.len);
+  expect(200, want);
+  assert_int_equal(answered_inline, 0);
+  isv__buf_free(&zb);
   /* binary outputs: the JSON and the tensors coded as one body; the header length is the
    * decoded JSON part's */
   extra[0] = (isv__header){"Accept-Encoding", 15, "br;q=1, gzip;q=0.5", 18};

@@ -129,7 +129,21 @@ static void refusals_name_the_problem(void **state) {
   assert_int_equal(inflate_to(ISV__CODING_GZIP, more, sizeof more, 1000, &out, &len, err),
                    ISV_EBADREQ);
   assert_string_equal(err, "the body is not valid gzip data: bytes follow the end of the "
-                           "compressed stream");
+                           "compressed stream (not another gzip member)");
+  /* ... but another member is the body's continuation (RFC 1952 §2.2) */
+  unsigned char two[2 * sizeof py_gzip];
+  memcpy(two, py_gzip, sizeof py_gzip);
+  memcpy(two + sizeof py_gzip, py_gzip, sizeof py_gzip);
+  char *one;
+  size_t one_len;
+  assert_int_equal(inflate_to(ISV__CODING_GZIP, py_gzip, sizeof py_gzip, 1000, &one, &one_len,
+                              err), 0);
+  assert_int_equal(inflate_to(ISV__CODING_GZIP, two, sizeof two, 1000, &out, &len, err), 0);
+  assert_int_equal(len, 2 * one_len);
+  assert_memory_equal(out, one, one_len);
+  assert_memory_equal(out + one_len, one, one_len);
+  isv__free(out);
+  isv__free(one);
   /* a flipped bit in the data: the CRC (or the stream) tells */
   unsigned char bad[sizeof py_gzip];
   memcpy(bad, py_gzip, sizeof bad);
@@ -163,6 +177,56 @@ static void a_bomb_costs_no_more_than_the_limit(void **state) {
   assert_int_equal(inflate_to(ISV__CODING_GZIP, z.data, z.len, (size_t)1 << 20, &out, &len, err),
                    ISV_ETOOBIG);
   assert_null(out);
+  isv__buf_free(&z);
+}
+
+/* The sliced inflater: each run stops after its slice, the budget holds every byte of output
+ * buffer from the moment it exists, a bomb stops where the budget ends, and nothing stays
+ * charged once the body is given back or the inflater freed. */
+static void slices_and_the_budget(void **state) {
+  (void)state;
+  size_t n = (size_t)4 << 20;
+  char *zeros = calloc(1, n);
+  assert_non_null(zeros);
+  isv__buf z;
+  isv__buf_init(&z, NULL);
+  isv__zpiece p = {zeros, n};
+  assert_int_equal(isv__deflate(ISV__CODING_GZIP, &p, 1, &z), 0);
+  free(zeros);
+
+  isv__budget b;
+  isv__budget_init(&b, (size_t)64 << 20);
+  isv__inflater *f;
+  assert_int_equal(isv__inflater_new(ISV__CODING_GZIP, z.data, z.len, n, NULL, &b, &f), 0);
+  int runs = 0, rc;
+  size_t before = 0;
+  while ((rc = isv__inflater_run(f, (size_t)256 << 10)) == ISV__INFLATE_MORE) {
+    runs++;
+    size_t got = isv__inflater_produced(f);
+    assert_true(got - before >= ((size_t)256 << 10) && got - before < ((size_t)512 << 10));
+    assert_true(isv__budget_used(&b) >= got); /* charged as it came out */
+    before = got;
+  }
+  assert_int_equal(rc, 0);
+  assert_true(runs >= 14); /* 4 MiB in slices of 256 KiB */
+  size_t len, charged;
+  char *out = isv__inflater_take(f, &len, &charged);
+  assert_int_equal(len, n);
+  assert_int_equal(charged, isv__budget_used(&b));
+  isv__inflater_free(f); /* holds nothing now: the charge is the body's */
+  assert_int_equal(isv__budget_used(&b), charged);
+  isv__budget_give(&b, charged);
+  isv__free(out);
+  assert_int_equal(isv__budget_used(&b), 0);
+
+  /* a budget of 1 MiB: the 4 MiB body is refused when it runs out, and gives it all back */
+  isv__budget small;
+  isv__budget_init(&small, (size_t)1 << 20);
+  assert_int_equal(isv__inflater_new(ISV__CODING_GZIP, z.data, z.len, n, NULL, &small, &f), 0);
+  assert_int_equal(isv__inflater_run(f, SIZE_MAX), ISV_EUNAVAIL);
+  assert_true(isv__inflater_produced(f) <= ((size_t)1 << 20));
+  isv__inflater_free(f);
+  assert_int_equal(isv__budget_used(&small), 0);
   isv__buf_free(&z);
 }
 
@@ -211,6 +275,7 @@ int main(void) {
       cmocka_unit_test(refusals_name_the_problem),
       cmocka_unit_test(a_bomb_costs_no_more_than_the_limit),
       cmocka_unit_test(round_trips_over_pieces),
+      cmocka_unit_test(slices_and_the_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
