@@ -51,6 +51,34 @@ static int exempt(const char *path) {
   return 0;
 }
 
+/* The next RDN of an RFC 2253 name at *p ("CN=alice" of "CN=alice,O=Example"; a '\\' escapes
+ * the next character), its length in *n; *p moves past it and its ','. */
+static const char *next_rdn(const char **p, size_t *n) {
+  const char *s = *p, *e = s;
+  while (*e && *e != ',') e += e[0] == '\\' && e[1] ? 2 : 1;
+  *n = (size_t)(e - s);
+  *p = *e ? e + 1 : e;
+  return s;
+}
+
+/* Whether `want` names `id` — the same RDNs in any order: OpenSSL prints a subject most
+ * specific first ("CN=alice,O=Example"), people often write it the other way round. */
+static int same_subject(const char *id, const char *want) {
+  size_t count_id = 0, count_want = 0, n, m;
+  for (const char *p = id; *p;) next_rdn(&p, &n), count_id++;
+  for (const char *p = want; *p;) {
+    const char *w = next_rdn(&p, &n);
+    int found = 0;
+    for (const char *q = id; *q && !found;) {
+      const char *r = next_rdn(&q, &m);
+      found = m == n && strncmp(r, w, n) == 0;
+    }
+    if (!found) return 0;
+    count_want++;
+  }
+  return count_id == count_want;
+}
+
 static isv_auth_decision decide(isv_auth *a, char *msg, size_t cap) {
   const char *model = isv_auth_model(a);
   if (auth.forbid[0] && model && strcmp(model, auth.forbid) == 0) {
@@ -59,7 +87,7 @@ static isv_auth_decision decide(isv_auth *a, char *msg, size_t cap) {
   }
   if (exempt(isv_auth_path(a))) return ISV_AUTH_ALLOW;
   const char *id = isv_auth_identity(a);
-  if (auth.identity[0] && (id == NULL || strcmp(id, auth.identity) != 0)) {
+  if (auth.identity[0] && (id == NULL || !same_subject(id, auth.identity))) {
     snprintf(msg, cap, "client certificate '%.60s' is not let in", id ? id : "(none)");
     return ISV_AUTH_FORBIDDEN;
   }

@@ -92,26 +92,76 @@ static const char *ws(const char *p) {
   return p;
 }
 
-/* A JSON string at p (the library checked the whole text is JSON) into out (escapes kept as
- * the escaped character, \uXXXX as '?'); the position after it, or NULL. */
+/* Four hex digits at p, or -1. */
+static long hex4(const char *p) {
+  long v = 0;
+  for (int k = 0; k < 4; k++) {
+    char c = p[k];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/* Code point cp as UTF-8 into out[*n..cap): 0, or -1 when it does not fit. */
+static int put_utf8(char *out, size_t *n, size_t cap, long cp) {
+  unsigned char b[4];
+  size_t k = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  if (k == 1) b[0] = (unsigned char)cp;
+  else {
+    for (size_t i = k - 1; i > 0; i--, cp >>= 6) b[i] = (unsigned char)(0x80 | (cp & 0x3f));
+    b[0] = (unsigned char)((k == 2 ? 0xc0 : k == 3 ? 0xe0 : 0xf0) | cp);
+  }
+  if (*n + k >= cap) return -1;
+  memcpy(out + *n, b, k);
+  *n += k;
+  return 0;
+}
+
+/* A JSON string at p (the library checked the whole text is JSON) into out, its escapes
+ * decoded (\uXXXX and surrogate pairs as UTF-8); the position after it, or NULL — also for a
+ * string that does not fit or holds \u0000 (a name is a C string: refused, never cut). */
 static const char *string_at(const char *p, char *out, size_t cap) {
   size_t n = 0;
   if (*p++ != '"')
     return NULL;
   for (; *p && *p != '"'; p++) {
     char c = *p;
-    if (c == '\\') {
-      c = *++p;
-      if (c == '\0')
+    if (c != '\\') {
+      if (n + 1 >= cap)
         return NULL;
-      if (c == 'u') {
-        for (int k = 0; k < 4 && p[1]; k++)
-          p++;
-        c = '?';
-      }
-    }
-    if (n + 1 < cap)
       out[n++] = c;
+      continue;
+    }
+    c = *++p;
+    long cp;
+    switch (c) {
+    case 'b': cp = '\b'; break;
+    case 'f': cp = '\f'; break;
+    case 'n': cp = '\n'; break;
+    case 'r': cp = '\r'; break;
+    case 't': cp = '\t'; break;
+    case 'u':
+      if ((cp = hex4(p + 1)) < 0)
+        return NULL;
+      p += 4;
+      if (cp >= 0xd800 && cp < 0xdc00) { /* a high surrogate: its low one must follow */
+        long lo = p[1] == '\\' && p[2] == 'u' ? hex4(p + 3) : -1;
+        if (lo < 0xdc00 || lo >= 0xe000)
+          return NULL;
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        p += 6;
+      } else if (cp >= 0xdc00 && cp < 0xe000) {
+        return NULL;
+      }
+      break;
+    case '\0': return NULL;
+    default: cp = (unsigned char)c; /* \" \\ \/ */
+    }
+    if (cp == 0 || put_utf8(out, &n, cap, cp) != 0)
+      return NULL;
   }
   out[n] = '\0';
   return *p == '"' ? p + 1 : NULL;

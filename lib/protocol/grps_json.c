@@ -664,6 +664,9 @@ static int push_entry(dec *d, isv__grps_map m, const isv__json_token *k, isv__gr
     d->entries = (isv__grps_entry *)(void *)v.p;
     d->cap_entries = v.cap;
   }
+  if (k->len && memchr(k->ptr, 0, k->len)) /* "\u0000": a key is a name (a C string) further
+                                             * on — refused rather than cut at its NUL */
+    return BAD(d, "gmap.%s: a key holds a NUL character (\\u0000)", map_names[m]);
   isv__grps_entry *e = &d->entries[d->n_entries];
   memset(e, 0, sizeof *e);
   e->map = m;

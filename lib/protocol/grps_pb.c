@@ -519,6 +519,9 @@ static int parse_entry(dec *d, uint32_t map, isv__pb_span s, size_t index, isv__
   snprintf(what, sizeof what, "gmap: an entry of %s", map_names[map]);
   if (k < 0) return malformed(d, what);
   if (!utf8_ok(key)) return BAD(d, "gmap: a key of %s is not valid UTF-8", map_names[map]);
+  if (key.n && memchr(key.p, 0, key.n)) /* a key is a name (a C string) further on: refused
+                                         * rather than cut at its NUL */
+    return BAD(d, "gmap: a key of %s holds a NUL character", map_names[map]);
   char *kc = isv__arena_strndup(d->a, (const char *)key.p, key.n);
   if (kc == NULL) return nomem(d);
   e->key = kc;

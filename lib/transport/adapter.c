@@ -350,11 +350,16 @@ ISV_EXTERN int isv_exchange_submit(isv_exchange *x) {
   /* gzip and deflate bodies are decoded before routing; any other coding is refused, as the
    * HTTP engines refuse it (RFC 9110 §8.4) */
   const isv__header *ce = isv__exchange_header(ex, "content-encoding");
-  char text[128];
-  if (x->refused == 0 && ce && isv__coding_of(ce->value, ce->value_len) == ISV__CODING_UNKNOWN) {
+  unsigned lines = 0; /* two lines are one list (RFC 9110 §5.3), refused like "gzip, gzip" */
+  for (size_t i = 0; i < ex->n_headers; i++)
+    lines += ex->headers[i].name_len == 16 &&
+             strncasecmp(ex->headers[i].name, "content-encoding", 16) == 0;
+  char text[160];
+  if (x->refused == 0 && ce &&
+      (lines > 1 || isv__coding_of(ce->value, ce->value_len) == ISV__CODING_UNKNOWN)) {
     snprintf(text, sizeof text,
-             "Content-Encoding '%.*s' is not supported: send gzip, deflate or identity",
-             (int)(ce->value_len > 40 ? 40 : ce->value_len), ce->value);
+             "Content-Encoding '%.*s%s' is not supported: send gzip, deflate or identity",
+             (int)(ce->value_len > 40 ? 40 : ce->value_len), ce->value, lines > 1 ? ", ..." : "");
     for (char *m = text; *m; m++)
       if ((unsigned char)*m < 0x20 || (unsigned char)*m > 0x7e) *m = '?';
     x->refused = 415;

@@ -598,10 +598,14 @@ static const char *find_header(h1 *h, const char *name, size_t *len) {
 static int check_content_encoding(h1 *h) {
   size_t n;
   const char *v = find_header(h, "content-encoding", &n);
-  if (v == NULL || isv__coding_of(v, n) != ISV__CODING_UNKNOWN) return 0;
+  unsigned lines = 0; /* two lines are one list (RFC 9110 §5.3): "gzip, gzip", refused too */
+  for (size_t i = 0; i < h->n_hdrs; i++)
+    lines += h->hdrs[i].nl == 16 &&
+             strncasecmp(h->head.data + h->hdrs[i].no, "content-encoding", 16) == 0;
+  if (v == NULL || (lines == 1 && isv__coding_of(v, n) != ISV__CODING_UNKNOWN)) return 0;
   snprintf(h->err_text, sizeof h->err_text,
-           "Content-Encoding '%.*s' is not supported: send gzip, deflate or identity",
-           (int)(n > 40 ? 40 : n), v);
+           "Content-Encoding '%.*s%s' is not supported: send gzip, deflate or identity",
+           (int)(n > 40 ? 40 : n), v, lines > 1 ? ", ..." : "");
   for (char *m = h->err_text; *m; m++)
     if ((unsigned char)*m < 0x20 || (unsigned char)*m > 0x7e) *m = '?';
   return fail(h, 415, h->err_text);

@@ -76,6 +76,7 @@ typedef struct h2_stream {
   size_t n_headers;
   const char *path, *method, *ctype;
   const char *cencoding; /* content-encoding, NULL when absent */
+  unsigned n_cencoding;  /* its lines: two are one list (RFC 9110 §5.3), and a list is refused */
   int is_grpc;
   int bad_encoding; /* a grpc-encoding other than identity, gzip and deflate */
   isv__buf body;  /* REST */
@@ -880,7 +881,7 @@ static int index_headers(h2_stream *st) {
     if (strcmp(n, ":path") == 0) st->path = v;
     else if (strcmp(n, ":method") == 0) st->method = v;
     else if (strcmp(n, "content-type") == 0) st->ctype = v;
-    else if (strcmp(n, "content-encoding") == 0) st->cencoding = v;
+    else if (strcmp(n, "content-encoding") == 0) st->cencoding = v, st->n_cencoding++;
     else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = isv__grpc_parse_timeout(v, strlen(v));
     else if (strcmp(n, "grpc-encoding") == 0) {
       st->call.coding = isv__coding_of(v, strlen(v));
@@ -1027,10 +1028,11 @@ static int headers_done(h2 *h, h2_stream *st) {
   }
   if (!st->is_grpc) {
     if (st->cencoding &&
-        isv__coding_of(st->cencoding, strlen(st->cencoding)) == ISV__CODING_UNKNOWN) {
-      char msg[128]; /* as on HTTP/1.1: gzip and deflate are decoded by the router */
-      snprintf(msg, sizeof msg, "Content-Encoding '%.40s' is not supported: send gzip, deflate "
-               "or identity", st->cencoding);
+        (st->n_cencoding > 1 ||
+         isv__coding_of(st->cencoding, strlen(st->cencoding)) == ISV__CODING_UNKNOWN)) {
+      char msg[160]; /* as on HTTP/1.1: gzip and deflate are decoded by the router */
+      snprintf(msg, sizeof msg, "Content-Encoding '%.40s%s' is not supported: send gzip, "
+               "deflate or identity", st->cencoding, st->n_cencoding > 1 ? ", ..." : "");
       stream_error(st, 415, msg);
     }
     return 0;

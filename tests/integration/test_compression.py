@@ -194,3 +194,70 @@ def test_raw_binary_request_errors(demo):
     r = requests.post(demo.url("/v2/models/simple_identity/infer"), data=b"abc", headers=hdr,
                       timeout=TIMEOUT)
     assert_error(r, 400, "raw BYTES input 'INPUT0' needs a model input of shape [1]")
+
+
+# --- issue #34: decoded bytes are bounded like received ones; a coding list is one list -------
+
+def test_two_content_encoding_lines_are_one_list(demo):
+    # "Content-Encoding: gzip" twice is "gzip, gzip" (RFC 9110 §5.3): refused, not decoded once
+    body = gzip.compress(json.dumps(simple_body()).encode())
+    head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Encoding: gzip\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+            % (SIMPLE, len(body)))
+    with RawConn(demo) as c:
+        c.send(head.encode() + body)
+        r = c.read_response()
+        assert r.status == 415, r
+        assert "is not supported" in r.json()["error"], r
+
+
+def test_gzip_members_follow_one_another(demo):
+    # RFC 1952 §2.2: a gzip body may be several members; it decodes to their concatenation
+    text = json.dumps(simple_body()).encode()
+    half = len(text) // 2
+    data = gzip.compress(text[:half]) + gzip.compress(text[half:])
+    r = requests.post(demo.url(SIMPLE), data=data, timeout=TIMEOUT,
+                      headers={"Content-Encoding": "gzip"})
+    check_simple(ok_json(r))
+    r = requests.post(demo.url(SIMPLE), data=data + b"\0\0\0", timeout=TIMEOUT,
+                      headers={"Content-Encoding": "gzip"})
+    assert_error(r, 400, "not another gzip member")
+
+
+def peak_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    raise AssertionError("no VmHWM for %d" % pid)
+
+
+def test_decoded_bytes_count_against_the_receiving_budget(start_demo):
+    # 24 bodies of ~60 KB at once, each decoding to 60 MiB: with a receiving budget of 64 MiB,
+    # what they decode to at any moment is bounded by it (the rest are refused 503 as their
+    # decoded bytes come out), not 24 x 60 MiB (the demo peaked at 2.6 GB before)
+    d = start_demo("--max-receiving-bytes", str(64 << 20), "--threads", "1")
+    bomb = gzip.compress(b" " * (60 << 20), compresslevel=9)
+    assert len(bomb) < 100000
+    before = peak_rss_mb(d.proc.pid)
+    statuses = []
+
+    def one():
+        r = requests.post(d.url(SIMPLE), data=bomb, timeout=60,
+                          headers={"Content-Encoding": "gzip"})
+        statuses.append(r.status_code)
+
+    import threading
+    ts = [threading.Thread(target=one) for _ in range(24)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    grown = peak_rss_mb(d.proc.pid) - before
+    assert len(statuses) == 24 and set(statuses) <= {400, 503}, statuses
+    assert 503 in statuses, statuses
+    assert grown < 256, "peak RSS grew by %.0f MiB" % grown
+    # the budget is whole again: a plain request of the same size is received
+    r = requests.post(d.url(SIMPLE), data=gzip.compress(json.dumps(simple_body()).encode()),
+                      timeout=TIMEOUT, headers={"Content-Encoding": "gzip"})
+    check_simple(ok_json(r))

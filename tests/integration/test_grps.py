@@ -480,3 +480,14 @@ def test_large_gtensors_round_trip(demo, grps, protos):
     g = pb.GenericTensor(name="big", dtype=pb.DT_FLOAT32, shape=[100000], flat_float32=vals)
     out = grps.Predict(msg(protos, gtensors=pb.GenericTensorData(tensors=[g])), timeout=TIMEOUT)
     assert list(out.gtensors.tensors[0].flat_float32) == vals
+
+
+def test_a_gmap_key_with_a_nul_is_refused_not_cut(demo, protos, grps):
+    # issue #34: "a\u0000b" was cut to "a" further on; now refused, over JSON and protobuf
+    failure(predict(demo, '{"gmap": {"s_s": {"a\\u0000b": "x"}}}'), 400, "NUL character")
+    failure(predict(demo, '{"gmap": {"s_s": {"ab": "x"}}}'.replace("ab", "a\\u0000")), 400,
+            "NUL character")
+    m = protos.grps_pb.GrpsMessage()
+    m.gmap.s_s["a\0b"] = "x"
+    r = grps.Predict(m, timeout=TIMEOUT)
+    assert r.status.code == 400 and "NUL character" in r.status.msg, r

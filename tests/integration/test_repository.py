@@ -140,6 +140,12 @@ def test_config_override(rd):
     assert cfg()["max_batch_size"] == 4
     load(rd, "simple_int8")  # without an override: the zoo's config again
     assert cfg()["max_batch_size"] == 8
+    # JSON escapes in the override are decoded, \uXXXX too (a NUL is refused, never cut)
+    load(rd, "simple_int8", config='{"\\u006eame": "simple\\u005fint8", "max_batch_size": 2}')
+    assert cfg()["max_batch_size"] == 2
+    e = error_of(load(rd, "simple_int8", '{"name": "simple_int8\\u0000x"}', expect=400), 400)
+    assert "'simple_int8'" in e
+    load(rd, "simple_int8")
 
 
 def test_request_errors(rd):

@@ -149,10 +149,11 @@ def test_mtls_accepted_refused_and_seen_by_the_authorizer(start_demo, pki, tmp_p
     assert d.alive()
 
 
-def test_identity_reaches_the_authorizer(start_demo, pki):
-    # optional client certificates; the demo's authorizer lets in one subject only
-    d = start_tls(start_demo, pki, "--tls-client-ca", pki("ca.pem"), "--tls-identity",
-                  "O=Example,CN=alice")
+@pytest.mark.parametrize("subject", ["O=Example,CN=alice", "CN=alice,O=Example"])
+def test_identity_reaches_the_authorizer(start_demo, pki, subject):
+    # optional client certificates; the demo's authorizer lets in one subject only, its RDNs
+    # in either order (OpenSSL prints the most specific first)
+    d = start_tls(start_demo, pki, "--tls-client-ca", pki("ca.pem"), "--tls-identity", subject)
     r = requests.get(d.tls + "/v2/models/simple", verify=pki("ca.pem"), timeout=TIMEOUT,
                      cert=(pki("alice.pem"), pki("alice.key")))
     assert r.status_code == 200
@@ -313,3 +314,10 @@ def test_half_handshakes_do_not_lock_new_clients_out(start_demo, pki):
     finally:
         for s in half:
             s.close()
+
+
+def test_identity_must_match_every_rdn(start_demo, pki):
+    d = start_tls(start_demo, pki, "--tls-client-ca", pki("ca.pem"), "--tls-identity", "CN=alice")
+    r = requests.get(d.tls + "/v2/models/simple", verify=pki("ca.pem"), timeout=TIMEOUT,
+                     cert=(pki("alice.pem"), pki("alice.key")))
+    assert r.status_code == 403, r.text
