@@ -73,7 +73,8 @@ ISV_EXTERN unsigned isv_version_hex(void);
   XX(ETIMEOUTREQ, -1019, 408, 4, "request timeout")                                               \
   XX(EUNAUTH, -1020, 401, 16, "unauthenticated")                                                   \
   XX(EFORBIDDEN, -1021, 403, 7, "permission denied")                                               \
-  XX(ETOOMANY, -1022, 429, 8, "too many requests in flight for this client")
+  XX(ETOOMANY, -1022, 429, 8, "too many requests in flight for this client")               \
+  XX(EAGAIN, -1023, 503, 14, "the stream's send queue is full: try again when it drains")
 
 typedef enum {
 #define ISV__ERR_ENUM(name, val, http, grpc, msg) ISV_##name = (val),
@@ -174,6 +175,21 @@ ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
  * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms. */
 ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
                                              uint64_t grace_ms);
+/* Bytes a streamed answer may have queued for its client and not yet written — a custom
+ * route's isv_http_write pieces, Server-Sent Events of generate_stream, grps ?streaming=true
+ * chunks, ModelStreamInfer / PredictStreaming messages and the decoupled responses behind
+ * them — per stream (an HTTP/1.1 response, an HTTP/2 stream) and per connection (all its
+ * streams together). Past either bound the producer is told to wait: isv_http_write and
+ * isv_request_send_response answer ISV_EAGAIN, and their on_writable callback runs once the
+ * queue drained to half the bound. A client that reads slowly thus holds at most about these
+ * bytes (plus the kernel's socket buffers), and one that stops reading is cut at the send
+ * timeout (isv_options_set_send_timeout_ms) with what it holds. One piece larger than the
+ * bound is still taken when the queue is empty. Defaults: 4 MiB per stream — a few hundred
+ * milliseconds of a fast client's worth, or one 4 MiB tensor, so a reader that keeps up never
+ * waits — and 16 MiB per connection, so that an HTTP/2 connection's 100 streams cannot hold
+ * 100 times a stream's bound. ISV_EINVAL for 0. */
+ISV_EXTERN int isv_options_set_max_queued_stream_bytes(isv_options *o, size_t n);
+ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
 /* Request bytes the server buffers while they arrive, all connections together: a body or a
  * gRPC message reserves its size (announced, or as it grows) until it is complete; a
  * compressed one's decoded bytes (Content-Encoding, grpc-encoding) are charged too, as they
@@ -737,8 +753,22 @@ ISV_EXTERN void **isv_request_sequence_state(isv_request *r);
 /* Decoupled models: send the outputs and response parameters set so far as one response,
  * now, and start the next one empty. isv_request_complete() ends the stream (outputs set then
  * form a last response). ISV_ESTATE when the model is not decoupled or r is complete. Any
- * thread (the one running the backend). */
+ * thread (the one running the backend).
+ * Backpressure: ISV_EAGAIN when the stream's client has not taken what was sent so far
+ * (isv_options_set_max_queued_stream_bytes / _conn_bytes; a response counts its outputs'
+ * bytes plus a small constant). Nothing was sent then: the outputs and parameters stay set on
+ * r, and the same call may be repeated later. The call never blocks; learn when to retry with
+ * isv_request_on_writable. */
 ISV_EXTERN int isv_request_send_response(isv_request *r);
+/* Decoupled models: cb(r, user) runs ONCE, on the loop thread, when r's stream can take more
+ * responses — at once (the next loop turn) when it already can — or when r was cancelled (the
+ * client left, the deadline passed: check isv_request_cancelled and complete). A second call
+ * replaces the first callback. cb must not block (it runs on the host's loop): a backend on a
+ * worker thread typically signals its own condition variable there. Never called after r was
+ * completed. 0, or ISV_EINVAL / ISV_ESTATE (r is complete, or not decoupled). Any thread (the
+ * one running the backend). */
+typedef void (*isv_writable_cb)(isv_request *r, void *user);
+ISV_EXTERN int isv_request_on_writable(isv_request *r, isv_writable_cb cb, void *user);
 /* Memory that lives as long as the request (freed with it). NULL when out of memory.
  * Any thread (the one running the backend). */
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
@@ -955,10 +985,27 @@ ISV_EXTERN int isv_http_respond(isv_http_request *req, int status, const char *c
 /* A streamed answer: the head now (HTTP/1.1 chunked, HTTP/2 DATA frames), then any number of
  * pieces, each sent as soon as the connection takes it and in order (Server-Sent Events: one
  * "data: ...\n\n" per write), then the end. A write after the client left is dropped (0).
- * ISV_ESTATE out of order (write before begin, anything after end). */
+ * ISV_ESTATE out of order (write before begin, anything after end).
+ *
+ * isv_http_write COPIES the piece before it returns (a destructor runs before it returns too):
+ * pieces written between two loop turns join one buffer, so a small piece costs its bytes,
+ * not an allocation of its own. Backpressure: the bytes written and not yet taken by the
+ * client are bounded (isv_options_set_max_queued_stream_bytes, _conn_bytes). Past the bound
+ * the write answers ISV_EAGAIN and takes NOTHING (data stays the caller's; a destructor is not
+ * called): write it again after the isv_http_on_writable callback ran. isv_http_write never
+ * blocks, on any thread. */
 ISV_EXTERN int isv_http_begin(isv_http_request *req, int status, const char *content_type);
 ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t len,
                               isv_destructor del);
+/* cb(req, user) runs ONCE, on the loop thread, when req's stream can take more — at once (the
+ * next loop turn) when it already can — or when the client left (isv_http_cancelled: end
+ * then). A second call replaces the first callback; never called after isv_http_end. cb must
+ * not block (it runs on the host's loop): a handler on a worker thread waits on its own
+ * condition variable, signalled from cb (examples/demo/routes.c, /custom/sse); an inline or
+ * async handler goes on writing from cb. 0, ISV_EINVAL, or ISV_ESTATE (before begin or after
+ * end). Any thread. */
+typedef void (*isv_http_writable_cb)(isv_http_request *req, void *user);
+ISV_EXTERN int isv_http_on_writable(isv_http_request *req, isv_http_writable_cb cb, void *user);
 ISV_EXTERN int isv_http_end(isv_http_request *req);
 
 /* ---------------------------------------------------------------------------------------------

@@ -212,6 +212,8 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
       .min_rate_grace_ms = o->min_rate_grace_ms,
       .max_receiving = o->max_receiving > o->max_body_bytes ? o->max_receiving : o->max_body_bytes,
       .max_connections = o->max_connections,
+      .max_queued_stream = o->max_queued_stream,
+      .max_queued_conn = o->max_queued_conn,
       .tls_handshake_timeout_ms = o->tls_handshake_timeout_ms,
   };
   isv__transport_handler h = {s,      on_exchange, on_transport_error,         on_grpc,

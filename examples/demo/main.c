@@ -52,6 +52,9 @@ static void usage(FILE *f) {
           "                           together: 503 beyond (default 256 MiB)\n"
           "  --min-body-rate B/S:MS   a body must average B bytes/s after MS ms (408 below;\n"
           "                           default 1024:10000, 0:0 for none)\n"
+          "  --max-queued-stream-bytes N  a streamed answer's bytes not yet taken by its\n"
+          "                           client before its producer waits (default 4 MiB)\n"
+          "  --max-queued-conn-bytes N    ... a connection's streams together (default 16 MiB)\n"
           "  --max-connections N      at the limit the oldest idle connection makes room\n"
           "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
@@ -226,6 +229,13 @@ static int set_inflight(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_inflight(o, (unsigned)v);
 }
 
+static int set_queued_stream(isv_options *o, unsigned long long v) {
+  return isv_options_set_max_queued_stream_bytes(o, (size_t)v);
+}
+static int set_queued_conn(isv_options *o, unsigned long long v) {
+  return isv_options_set_max_queued_conn_bytes(o, (size_t)v);
+}
+
 static int set_tls_handshake(isv_options *o, unsigned long long v) {
   return isv_options_set_tls_handshake_timeout_ms(o, v);
 }
@@ -242,6 +252,8 @@ static const limit_flag limit_flags[] = {
     {"--max-tensors", set_tensors},       {"--send-timeout-ms", set_send_to},
     {"--drain-timeout-ms", set_drain_to}, {"--max-receiving-bytes", set_receiving},
     {"--worker-threads", set_workers},    {"--max-inflight", set_inflight},
+    {"--max-queued-stream-bytes", set_queued_stream},
+    {"--max-queued-conn-bytes", set_queued_conn},
 };
 
 /* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */

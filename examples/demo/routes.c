@@ -1,7 +1,8 @@
 /* The demo's custom HTTP routes (isv_server_add_route; see zoo.h):
  *   POST /custom/echo        the body back, uppercased (inline)
  *   POST /custom/sse?n=N     Server-Sent Events "data: 0" .. "data: N-1", then "data: [DONE]"
- *                            (on the worker pool; &delay_ms=D between events; N <= 100000)
+ *                            (on the worker pool; &delay_ms=D between events; N <= 100000;
+ *                            &pad=P: each event carries P more bytes, "data: i xxx...")
  *   GET  /custom/loop        which of the demo's loops (--threads) served the connection: 0
  *                            for the main thread's, 1.. for the others (text) */
 #include "zoo.h"
@@ -36,26 +37,77 @@ static long query_num(const char *query, const char *key, long max) {
   return -1;
 }
 
+/* Backpressure (isv_http_write's contract): past the stream's bound a write answers ISV_EAGAIN
+ * and takes nothing; the handler, on a worker thread, waits for the writable callback — which
+ * runs on the loop and must not block — then writes the same event again. */
+typedef struct sse_wait {
+  uv_mutex_t mu;
+  uv_cond_t cv;
+  int ready;
+} sse_wait;
+
+static void sse_writable(isv_http_request *req, void *user) {
+  (void)req;
+  sse_wait *w = user;
+  uv_mutex_lock(&w->mu);
+  w->ready = 1;
+  uv_cond_signal(&w->cv);
+  uv_mutex_unlock(&w->mu); /* the last touch: the handler may return once it has the lock */
+}
+
+/* Write one event, waiting for room as long as the client is there. */
+static int sse_write(isv_http_request *req, sse_wait *w, const void *ev, size_t len,
+                     isv_destructor del) {
+  for (;;) {
+    int rc = isv_http_write(req, ev, len, del);
+    if (rc != ISV_EAGAIN) return rc;
+    uv_mutex_lock(&w->mu);
+    w->ready = 0;
+    uv_mutex_unlock(&w->mu);
+    if ((rc = isv_http_on_writable(req, sse_writable, w)) != 0) return rc;
+    uv_mutex_lock(&w->mu);
+    while (!w->ready) uv_cond_wait(&w->cv, &w->mu);
+    uv_mutex_unlock(&w->mu);
+    if (isv_http_cancelled(req)) return 0; /* the client left: the caller stops */
+  }
+}
+
 static int sse(isv_http_request *req, void *user) {
   (void)user;
   const char *q = isv_http_query(req);
   long n = query_num(q, "n", 100000), delay = query_num(q, "delay_ms", 1000);
+  long pad = query_num(q, "pad", 65536);
   if (n < 0) {
     static const char msg[] = "query parameter n (0..100000) is needed\n";
     return isv_http_respond(req, 400, "text/plain", msg, sizeof msg - 1, ISV_STATIC);
+  }
+  sse_wait w = {.ready = 0};
+  if (uv_mutex_init(&w.mu) != 0) return ISV_ENOMEM;
+  if (uv_cond_init(&w.cv) != 0) {
+    uv_mutex_destroy(&w.mu);
+    return ISV_ENOMEM;
   }
   int rc = isv_http_add_header(req, "Cache-Control", "no-cache");
   if (rc == 0) rc = isv_http_begin(req, 200, "text/event-stream");
   for (long i = 0; rc == 0 && i < n; i++) {
     if (isv_http_cancelled(req)) break; /* the client left: stop generating */
     if (delay > 0 && i) uv_sleep((unsigned)delay);
-    char ev[40];
-    int len = snprintf(ev, sizeof ev, "data: %ld\n\n", i);
-    rc = isv_http_write(req, ev, (size_t)len, ISV_TRANSIENT);
+    char ev[40 + 65536];
+    int len = snprintf(ev, 40, "data: %ld", i);
+    if (pad > 0) {
+      ev[len++] = ' ';
+      memset(ev + len, 'x', (size_t)pad);
+      len += (int)pad;
+    }
+    memcpy(ev + len, "\n\n", 2);
+    len += 2;
+    rc = sse_write(req, &w, ev, (size_t)len, ISV_TRANSIENT);
   }
   static const char done[] = "data: [DONE]\n\n";
   if (rc == 0 && !isv_http_cancelled(req))
-    rc = isv_http_write(req, done, sizeof done - 1, ISV_STATIC);
+    rc = sse_write(req, &w, done, sizeof done - 1, ISV_STATIC);
+  uv_cond_destroy(&w.cv);
+  uv_mutex_destroy(&w.mu);
   return rc ? rc : isv_http_end(req);
 }
 

@@ -23,6 +23,8 @@ void isv__options_defaults(isv_options *o) {
   o->min_body_rate = 1024;
   o->min_rate_grace_ms = 10000;
   o->max_receiving = (size_t)256 << 20;
+  o->max_queued_stream = (size_t)4 << 20;
+  o->max_queued_conn = (size_t)16 << 20;
   o->max_connections = 10000;
   o->tls_handshake_timeout_ms = 10000;
   o->max_json_depth = 64;
@@ -104,6 +106,18 @@ ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
 ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n) {
   if (o == NULL || n == 0) return ISV_EINVAL;
   o->max_receiving = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_queued_stream_bytes(isv_options *o, size_t n) {
+  if (o == NULL || n == 0) return ISV_EINVAL;
+  o->max_queued_stream = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n) {
+  if (o == NULL || n == 0) return ISV_EINVAL;
+  o->max_queued_conn = n;
   return 0;
 }
 

@@ -21,6 +21,8 @@ struct isv_options {
   size_t min_body_rate;
   uint64_t min_rate_grace_ms;
   size_t max_receiving;
+  size_t max_queued_stream; /* a streamed answer's bytes not yet taken by its client */
+  size_t max_queued_conn;   /* ... all of a connection's together */
   unsigned max_connections;
   unsigned max_json_depth;
   unsigned max_tensors;

@@ -152,6 +152,16 @@ struct isv_request {
   isv_request *parent;         /* a response: the request that sent it */
   unsigned children;           /* responses not yet freed; under core->mu */
   int free_pending;            /* freed by its owner while responses still live */
+  /* backpressure on a decoupled request's responses (scheduler.c, "decoupled responses"):
+   * flow_pending: bytes of responses sent and not yet delivered to the front end (each
+   * counted as its outputs' bytes plus ISV__RESP_COST); flow_blocked: the front end found the
+   * stream's queue full (isv__request_flow_block) and has not resumed it yet; flow_cb: the
+   * backend's isv_request_on_writable, once. All under core->mu. */
+  size_t flow_pending;
+  size_t flow_bytes; /* a response: what it counts in its parent's flow_pending */
+  int flow_blocked;
+  void (*flow_cb)(isv_request *r, void *user);
+  void *flow_user;
   atomic_int dead;             /* freed: in the core's quarantine, every call on it refused */
   /* abandoned by the server's close: its backend still ran it past the drain deadline plus
    * the cancelled requests' grace; its memory lives on until the backend completes it
@@ -236,6 +246,16 @@ int isv__request_postprocess(isv_request *r, int partial);
 static inline isv__arena *isv__out_arena(isv_request *r) {
   return r->on_response ? &r->out_arena : &r->arena;
 }
+/* What a decoupled response counts against its stream's bound besides its outputs' bytes: the
+ * response object and its bookkeeping. */
+#define ISV__RESP_COST 512
+/* Backpressure on a decoupled request's responses, for front ends (loop thread): the stream's
+ * queue is full — isv_request_send_response answers ISV_EAGAIN until resumed — or has room
+ * again (the backend's isv_request_on_writable callback runs, on this thread). r is the
+ * request, not a response (a response's parent). */
+void isv__request_flow_block(isv_request *r);
+void isv__request_flow_resume(isv_request *r);
+
 /* Top-k classification of one output tensor, replacing it (core/classify.c). */
 int isv__classify(isv_request *r, isv_tensor *t, uint32_t k);
 

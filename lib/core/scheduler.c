@@ -287,6 +287,36 @@ static void record(isv_request *r) {
   }
 }
 
+/* The backend's isv_request_on_writable callback, when r's stream can take more or r was
+ * cancelled — never after r was completed. Loop thread. */
+static void flow_fire(isv_request *r) {
+  isv__core *c = r->core;
+  uv_mutex_lock(&c->mu);
+  void (*cb)(isv_request *, void *) = NULL;
+  void *user = r->flow_user;
+  int cancelled = atomic_load_explicit(&r->cancelled, memory_order_relaxed);
+  if (r->flow_cb && !r->completed && !r->abandoned &&
+      (cancelled || (!r->flow_blocked && r->flow_pending < c->opts.max_queued_stream / 2 + 1))) {
+    cb = r->flow_cb;
+    r->flow_cb = NULL;
+  }
+  uv_mutex_unlock(&c->mu);
+  if (cb) cb(r, user);
+}
+
+void isv__request_flow_block(isv_request *r) {
+  uv_mutex_lock(&r->core->mu);
+  r->flow_blocked = 1;
+  uv_mutex_unlock(&r->core->mu);
+}
+
+void isv__request_flow_resume(isv_request *r) {
+  uv_mutex_lock(&r->core->mu);
+  r->flow_blocked = 0;
+  uv_mutex_unlock(&r->core->mu);
+  flow_fire(r);
+}
+
 /* A decoupled model's responses sent so far, to the request's response callback, in order. */
 static void deliver_responses(isv_request *r) {
   isv__core *c = r->core;
@@ -304,6 +334,7 @@ static void deliver_responses(isv_request *r) {
     r->resp_listed = 0;
     r->resp_next = NULL;
   }
+  for (isv_request *x = q; x; x = x->resp_next) r->flow_pending -= x->flow_bytes;
   uv_mutex_unlock(&c->mu);
   while (q) {
     isv_request *next = q->resp_next;
@@ -312,6 +343,7 @@ static void deliver_responses(isv_request *r) {
     r->on_response(q, q->status, r->on_response_data); /* the callee frees q */
     q = next;
   }
+  flow_fire(r); /* may have room again: the front end blocked it or not while delivering */
 }
 
 static void finish_request(isv_request *r) {
@@ -803,6 +835,7 @@ void isv__core_cancel(isv_request *r) {
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
   if (r->queue) unqueue_fail(r, ISV_ECANCELED, "request cancelled before it ran");
   else if (r->exec && r->exec != r) batch_cancelled(r->exec);
+  else if (r->on_response) flow_fire(r); /* a backend waiting for room hears it */
 }
 
 ISV_EXTERN int isv_request_cancel(isv_request *r) {
@@ -824,6 +857,7 @@ static void deadline_passed(isv_request *r) {
   }
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
   if (r->exec && r->exec != r) batch_cancelled(r->exec);
+  else if (r->on_response) flow_fire(r);
 }
 
 /* The drain deadline: queued requests are answered without running, running ones cancelled. */
@@ -962,6 +996,14 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   if (r == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
   if (isv__request_dead(r) || !r->model->cfg->decoupled) return ISV_ESTATE;
   isv__core *c = r->core;
+  /* what the response costs its stream: its outputs' bytes and the response object */
+  size_t cost = ISV__RESP_COST;
+  for (size_t i = 0; i < r->n_outputs; i++) cost += r->outputs[i].byte_size;
+  uv_mutex_lock(&c->mu);
+  int full = r->flow_blocked ||
+             (r->flow_pending && r->flow_pending + cost > c->opts.max_queued_stream);
+  uv_mutex_unlock(&c->mu);
+  if (full) return ISV_EAGAIN; /* nothing taken: the backend retries after on_writable */
   isv_request *q = isv__request_new(c);
   if (q == NULL) return ISV_ENOMEM;
   /* the response takes what the backend set since the last one; the request starts empty */
@@ -995,6 +1037,8 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   r->owned = NULL;
   r->out_arena = (isv__arena){NULL, &c->bufs};
   r->children++;
+  q->flow_bytes = cost;
+  r->flow_pending += cost;
   if (r->resp_tail) r->resp_tail->resp_next = q;
   else r->resp_head = q;
   r->resp_tail = q;
@@ -1007,5 +1051,30 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   }
   uv_mutex_unlock(&c->mu);
   uv_async_send(&c->async); /* delivered from the loop, even when sent on it: in order */
+  return 0;
+}
+
+ISV_EXTERN int isv_request_on_writable(isv_request *r, isv_writable_cb cb, void *user) {
+  if (r == NULL || cb == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
+  if (isv__request_dead(r) || !r->model->cfg->decoupled || r->on_response == NULL)
+    return ISV_ESTATE;
+  isv__core *c = r->core;
+  uv_mutex_lock(&c->mu);
+  if (r->completed || r->abandoned) {
+    uv_mutex_unlock(&c->mu);
+    return ISV_ESTATE;
+  }
+  r->flow_cb = cb;
+  r->flow_user = user;
+  /* the loop looks at it (deliver_responses, then flow_fire) — it may have room already */
+  if (!r->resp_listed) {
+    r->resp_listed = 1;
+    r->resp_next = NULL;
+    if (c->resp_tail) c->resp_tail->resp_next = r;
+    else c->resp_head = r;
+    c->resp_tail = r;
+  }
+  uv_mutex_unlock(&c->mu);
+  uv_async_send(&c->async);
   return 0;
 }

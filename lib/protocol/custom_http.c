@@ -27,11 +27,30 @@ struct isv_http_request {
   size_t n_resp, cap_resp;
   int begun; /* isv_http_begin called */
   int done;  /* respond or end called */
+  /* A streamed answer's pieces and its backpressure: written by the handler's thread, taken by
+   * the loop. isv_http_write copies each piece into `pend`; the first one after the loop took
+   * the buffer rings the loop (`kick`: one decoupled response, empty, is on its way), which
+   * then sends the whole buffer as one piece — a piece costs its bytes, not a response object
+   * of its own. `blocked`: the exchange's queue is full (isv__exchange_writable said no) until
+   * its on_writable. */
+  uv_mutex_t mu; /* guards what follows */
+  int mu_ready;
+  const isv_mem *mem;
+  size_t limit; /* the server's max_queued_stream */
+  char *pend;
+  size_t pend_len, pend_cap;
+  int kick;
+  int blocked;
+  int gone;  /* the client left */
+  int ended; /* isv_http_end was called: no callback any more */
+  isv_http_writable_cb wcb;
+  void *wuser;
 };
 
 /* The loop's side of one custom request. In the request's arena. */
 typedef struct custom_state {
   isv__exchange *ex;
+  isv_http_request *q;
   int begun; /* the head went out */
 } custom_state;
 
@@ -147,33 +166,93 @@ ISV_EXTERN int isv_http_respond(isv_http_request *q, int status, const char *con
   return isv_request_complete(q->r, 0, NULL);
 }
 
+/* Ring the loop: one empty response, whose delivery takes the buffer (deliver). Called after
+ * setting q->kick; clears it again when the response could not be sent. */
+static int ring(isv_http_request *q) {
+  int rc = isv_request_send_response(q->r);
+  if (rc != 0) {
+    uv_mutex_lock(&q->mu);
+    q->kick = 0;
+    uv_mutex_unlock(&q->mu);
+  }
+  return rc;
+}
+
 ISV_EXTERN int isv_http_begin(isv_http_request *q, int status, const char *content_type) {
   if (q == NULL) return ISV_EINVAL;
   if (q->begun || q->done) return ISV_ESTATE;
   int rc = set_head(q, status, content_type);
-  if (rc == 0) rc = isv_request_send_response(q->r);
-  if (rc == 0) q->begun = 1;
+  if (rc != 0) return rc;
+  uv_mutex_lock(&q->mu);
+  q->kick = 1; /* the head's response takes what is written until it reaches the loop */
+  uv_mutex_unlock(&q->mu);
+  if ((rc = ring(q)) == 0) q->begun = 1;
   return rc;
+}
+
+static void destroy(void *data, isv_destructor del) {
+  if (del != ISV_STATIC && del != ISV_TRANSIENT && data) del((void *)(uintptr_t)data);
 }
 
 ISV_EXTERN int isv_http_write(isv_http_request *q, const void *data, size_t len,
                               isv_destructor del) {
   if (q == NULL || (len && data == NULL)) return ISV_EINVAL;
-  if (!q->begun || q->done) {
-    if (del != ISV_STATIC && del != ISV_TRANSIENT && data) del((void *)(uintptr_t)data);
-    return ISV_ESTATE;
+  if (!q->begun || q->done || len == 0) {
+    destroy((void *)(uintptr_t)data, del);
+    return len == 0 && q->begun && !q->done ? 0 : ISV_ESTATE;
   }
-  if (len == 0) {
-    if (del != ISV_STATIC && del != ISV_TRANSIENT && data) del((void *)(uintptr_t)data);
+  uv_mutex_lock(&q->mu);
+  if (q->gone) { /* dropped, as the carrier would */
+    uv_mutex_unlock(&q->mu);
+    destroy((void *)(uintptr_t)data, del);
     return 0;
   }
-  int rc = set_body(q, data, len, del);
-  return rc ? rc : isv_request_send_response(q->r);
+  if (q->blocked || (q->pend_len && len > q->limit - (q->pend_len < q->limit ? q->pend_len
+                                                                              : q->limit))) {
+    uv_mutex_unlock(&q->mu);
+    return ISV_EAGAIN; /* nothing taken: the caller keeps data */
+  }
+  if (q->pend_len + len > q->pend_cap) {
+    size_t cap = q->pend_cap ? 2 * q->pend_cap : 4096;
+    while (cap < q->pend_len + len) cap *= 2;
+    char *p = isv__realloc(q->mem, q->pend, cap);
+    if (p == NULL) {
+      uv_mutex_unlock(&q->mu);
+      destroy((void *)(uintptr_t)data, del);
+      return ISV_ENOMEM;
+    }
+    q->pend = p;
+    q->pend_cap = cap;
+  }
+  memcpy(q->pend + q->pend_len, data, len);
+  q->pend_len += len;
+  int first = !q->kick;
+  q->kick = 1;
+  uv_mutex_unlock(&q->mu);
+  destroy((void *)(uintptr_t)data, del);
+  return first ? ring(q) : 0;
+}
+
+ISV_EXTERN int isv_http_on_writable(isv_http_request *q, isv_http_writable_cb cb, void *user) {
+  if (q == NULL || cb == NULL) return ISV_EINVAL;
+  if (!q->begun || q->done) return ISV_ESTATE;
+  uv_mutex_lock(&q->mu);
+  q->wcb = cb;
+  q->wuser = user;
+  int first = !q->kick && !q->blocked; /* else the loop looks at it anyway: a delivery to
+                                        * come, or the exchange's on_writable */
+  if (first) q->kick = 1;
+  uv_mutex_unlock(&q->mu);
+  return first ? ring(q) : 0;
 }
 
 ISV_EXTERN int isv_http_end(isv_http_request *q) {
   if (q == NULL) return ISV_EINVAL;
   if (!q->begun || q->done) return ISV_ESTATE;
+  uv_mutex_lock(&q->mu);
+  q->ended = 1;
+  q->wcb = NULL;
+  uv_mutex_unlock(&q->mu);
   q->done = 1;
   return isv_request_complete(q->r, 0, NULL);
 }
@@ -196,19 +275,82 @@ static const isv_param *resp_param(const isv_request *r, const char *key) {
   return NULL;
 }
 
-/* The head a response carries (status, Content-Type, headers) and its piece; sends it, or
- * the piece alone once the head went out. Takes resp (released once written). `last`: the
- * whole answer, nothing follows. */
+/* The handler's writable callback, when the stream can take more (or the client left). */
+static void fire_writable(isv_http_request *q) {
+  uv_mutex_lock(&q->mu);
+  isv_http_writable_cb cb = NULL;
+  void *user = q->wuser;
+  if (q->wcb && !q->ended &&
+      (q->gone || (!q->blocked && q->pend_len < q->limit / 2 + 1))) {
+    cb = q->wcb;
+    q->wcb = NULL;
+  }
+  uv_mutex_unlock(&q->mu);
+  if (cb) cb(q, user);
+}
+
+/* The pieces written so far, taken from the handler: the loop will ring-free them. */
+static char *take_pending(isv_http_request *q, size_t *len) {
+  uv_mutex_lock(&q->mu);
+  char *p = q->pend;
+  *len = q->pend_len;
+  q->pend = NULL;
+  q->pend_len = q->pend_cap = 0;
+  q->kick = 0;
+  uv_mutex_unlock(&q->mu);
+  if (p && *len == 0) {
+    isv__free(p);
+    p = NULL;
+  }
+  return p;
+}
+
+/* After a piece went to the exchange: a full queue blocks the handler's writes until the
+ * exchange's on_writable; otherwise its callback may run now. */
+static void after_piece(custom_state *cs) {
+  isv_http_request *q = cs->q;
+  if (!isv__exchange_writable(cs->ex)) {
+    uv_mutex_lock(&q->mu);
+    if (!q->gone) q->blocked = 1;
+    uv_mutex_unlock(&q->mu);
+    return;
+  }
+  fire_writable(q);
+}
+
+static void on_writable(isv__exchange *ex) {
+  isv_http_request *q = ((isv_request *)ex->app)->fe_data;
+  uv_mutex_lock(&q->mu);
+  q->blocked = 0;
+  uv_mutex_unlock(&q->mu);
+  fire_writable(q);
+}
+
+/* The head a response carries (status, Content-Type, headers), with the pieces written so far
+ * (`last`: its "body" output, the whole answer — nothing follows); or, once the head went out,
+ * those pieces alone. Takes resp. */
 static void deliver(custom_state *cs, isv_request *resp, int last) {
   uv_buf_t part = uv_buf_init(NULL, 0);
-  for (size_t i = 0; i < resp->n_outputs; i++)
-    if (strcmp(resp->outputs[i].name, "body") == 0 && resp->outputs[i].count == 1) {
-      const isv_bytes *b = resp->outputs[i].data;
-      part = uv_buf_init((char *)(uintptr_t)b->ptr, (unsigned)b->len);
-    }
+  void (*release)(void *) = release_request;
+  void *release_ctx = resp;
+  char *pend = NULL;
+  if (last) {
+    for (size_t i = 0; i < resp->n_outputs; i++)
+      if (strcmp(resp->outputs[i].name, "body") == 0 && resp->outputs[i].count == 1) {
+        const isv_bytes *b = resp->outputs[i].data;
+        part = uv_buf_init((char *)(uintptr_t)b->ptr, (unsigned)b->len);
+      }
+  } else {
+    size_t len;
+    pend = take_pending(cs->q, &len);
+    part = uv_buf_init(pend, (unsigned)len);
+    release = isv__free;
+    release_ctx = pend;
+  }
   if (cs->begun) {
-    if (part.len) isv__exchange_write(cs->ex, &part, 1, release_request, resp);
-    else isv_request_free(resp);
+    isv_request_free(resp);
+    if (pend) isv__exchange_write(cs->ex, &part, 1, isv__free, pend);
+    after_piece(cs);
     return;
   }
   const isv_param *st = resp_param(resp, "status"), *ct = resp_param(resp, "content_type");
@@ -236,11 +378,14 @@ static void deliver(custom_state *cs, isv_request *resp, int last) {
                        .n_headers = nh,
                        .parts = &part,
                        .n_parts = part.len ? 1 : 0,
-                       .release = release_request,
-                       .release_ctx = resp,
+                       .release = part.len || last ? release : NULL,
+                       .release_ctx = release_ctx,
                        .more = !last};
   cs->begun = 1;
-  isv__exchange_respond(cs->ex, &out);
+  isv__exchange_respond(cs->ex, &out); /* copies the head */
+  if (last) return;
+  isv_request_free(resp);
+  after_piece(cs);
 }
 
 static void on_response(isv_request *resp, int status, void *data) {
@@ -251,29 +396,52 @@ static void on_response(isv_request *resp, int status, void *data) {
   deliver(data, resp, 0);
 }
 
+static void q_destroy(isv_http_request *q) {
+  if (!q->mu_ready) return;
+  isv__free(q->pend);
+  q->pend = NULL;
+  uv_mutex_destroy(&q->mu);
+  q->mu_ready = 0;
+}
+
 static void on_done(isv_request *r, int status, void *data) {
   custom_state *cs = data;
   isv__exchange *ex = cs->ex;
-  if (status != 0 && !cs->begun) { /* nothing went out: an ordinary error answer */
-    isv__reply_error(ex, status, "%s", r->errmsg && r->errmsg[0] ? r->errmsg
-                                                                 : isv_strerror(status));
-    isv_request_free(r);
+  isv_http_request *q = cs->q;
+  if (!cs->begun) {
+    q_destroy(q); /* nothing streamed: nothing else looks at it */
+    if (status != 0) { /* nothing went out: an ordinary error answer */
+      isv__reply_error(ex, status, "%s", r->errmsg && r->errmsg[0] ? r->errmsg
+                                                                   : isv_strerror(status));
+      isv_request_free(r);
+    } else {
+      deliver(cs, r, 1); /* the whole answer: r's outputs are isv_http_respond's */
+    }
     return;
   }
-  if (status != 0 || !cs->begun) { /* a stream cut short, or the whole answer */
-    if (status == 0) {
-      deliver(cs, r, 1); /* r's outputs are isv_http_respond's */
-      return;
-    }
-    isv_request_free(r);
-    isv__exchange_end(ex); /* the client sees the chunked body end early */
-    return;
+  /* the end of a stream (cut short when status != 0: the client sees the chunked body end
+   * early): what was written last goes first */
+  size_t len;
+  char *pend = take_pending(q, &len);
+  if (pend) {
+    uv_buf_t part = uv_buf_init(pend, (unsigned)len);
+    isv__exchange_write(ex, &part, 1, isv__free, pend);
   }
   isv__exchange_end(ex); /* cs lives in r's arena: ex first, then r */
+  q_destroy(q);
   isv_request_free(r);
 }
 
-static void client_gone(isv__exchange *ex) { isv__core_cancel(ex->app); }
+static void client_gone(isv__exchange *ex) {
+  isv_request *r = ex->app;
+  isv_http_request *q = r->fe_data;
+  isv__core_cancel(r);
+  uv_mutex_lock(&q->mu);
+  q->gone = 1;
+  q->blocked = 0;
+  uv_mutex_unlock(&q->mu);
+  fire_writable(q); /* a handler waiting for room hears it */
+}
 
 /* The exchange's method, path, query and headers, copied: the handler may run on another
  * thread after the client left and the carrier let go of ex. */
@@ -310,6 +478,15 @@ static void route(isv__http_req *qq) {
     isv__reply_error(ex, ISV_ENOMEM, "out of memory");
     return;
   }
+  if (uv_mutex_init(&q->mu) != 0) {
+    isv_request_free(r);
+    isv__reply_error(ex, ISV_ENOMEM, "out of memory");
+    return;
+  }
+  q->mu_ready = 1;
+  q->mem = ex->mem;
+  q->limit = qq->core->opts.max_queued_stream;
+  cs->q = q;
   r->protocol = (uint8_t)qq->protocol;
   isv__model_ref(cr->model);
   r->model = cr->model;
@@ -320,6 +497,7 @@ static void route(isv__http_req *qq) {
   r->on_response_data = cs;
   ex->app = r;
   ex->on_cancel = client_gone;
+  ex->on_writable = on_writable;
   isv__core_submit(qq->core, r, on_done, cs);
 }
 

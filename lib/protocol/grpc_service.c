@@ -232,7 +232,20 @@ static void stream_response(isv_request *resp, int status, void *data) {
     isv_request_free(resp);
     return;
   }
+  isv_request *r = resp->parent;
   isv__grpc_send(g->call, parts.v, parts.n, release_response, resp);
+  /* backpressure: a full queue holds the backend's responses back (ISV_EAGAIN) until the
+   * call drained (on_writable) */
+  if (!g->cancelled && !isv__grpc_writable(g->call)) isv__request_flow_block(r);
+}
+
+/* The call drained: every request streaming into it may send again. */
+static void on_writable(isv__grpc_call *call) {
+  gcall *g = call->app;
+  for (job *j = g->jobs, *next; j; j = next) {
+    next = j->next;
+    isv__request_flow_resume(j->r);
+  }
 }
 
 static void infer_done(isv_request *r, int status, void *data) {
@@ -684,6 +697,7 @@ void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
   call->on_half_close = on_half_close;
   call->on_cancel = on_cancel;
   call->on_drain = on_drain;
+  call->on_writable = on_writable;
   if (!isv__gate_on(s->gate)) return;
   /* the caller stage, at the headers: nothing of a message is read, let alone inflated, for a
    * caller not yet judged; a stream counts each request under the per-client limit instead */

@@ -293,8 +293,13 @@ static void stream_message(predict_state *st, isv_request *resp, int status, int
 }
 
 static void stream_response(isv_request *resp, int status, void *data) {
-  stream_message(data, resp, status, 1);
+  predict_state *st = data;
+  stream_message(st, resp, status, 1);
+  /* backpressure: a full queue holds the backend's responses back until it drained */
+  if (!isv__exchange_writable(st->ex)) isv__request_flow_block(st->r);
 }
+
+static void stream_writable(isv__exchange *ex) { isv__request_flow_resume(ex->app); }
 
 static void stream_done(isv_request *r, int status, void *data) {
   predict_state *st = data;
@@ -323,6 +328,7 @@ static void decoded(predict_state *st) {
   if (st->streaming) {
     r->on_response = stream_response;
     r->on_response_data = st;
+    st->ex->on_writable = stream_writable;
   }
   isv__core_submit(r->core, r, st->streaming ? stream_done : predict_done, st);
 }

@@ -595,8 +595,17 @@ static void generate(isv__http_req *q) {
  * request's arena (allocated before the backend can run). */
 typedef struct sse {
   isv__exchange *ex;
+  isv_request *r;
   int begun;
 } sse;
+
+/* Backpressure: a full queue (isv__exchange_writable) holds the backend's responses back
+ * (ISV_EAGAIN) until the exchange drained. */
+static void sse_check(sse *st) {
+  if (!isv__exchange_writable(st->ex)) isv__request_flow_block(st->r);
+}
+
+static void sse_writable(isv__exchange *ex) { isv__request_flow_resume(ex->app); }
 
 /* Send an event's text (b taken; empty: nothing but the head when the stream has not begun). */
 static void send_event(sse *st, isv__buf *b) {
@@ -636,6 +645,7 @@ static void stream_response(isv_request *resp, int status, void *data) {
   event_of(resp, status, &b);
   isv_request_free(resp);
   send_event(data, &b);
+  sse_check(data);
 }
 
 static void stream_done(isv_request *r, int status, void *data) {
@@ -664,6 +674,8 @@ static void generate_stream(isv__http_req *q) {
     return;
   }
   st->ex = q->ex;
+  st->r = r;
+  q->ex->on_writable = sse_writable;
   r->on_response = stream_response;
   r->on_response_data = st;
   if (r->model)

@@ -52,6 +52,11 @@ int isv__exchange_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
   return ex->write(ex, parts, n, release, ctx);
 }
 
+int isv__exchange_writable(isv__exchange *ex) {
+  if (ex->phase != ISV__EX_STREAMING || ex->conn == NULL || ex->writable == NULL) return 1;
+  return ex->writable(ex);
+}
+
 int isv__exchange_end(isv__exchange *ex) {
   if (ex->phase != ISV__EX_STREAMING) return ISV_ESTATE;
   return ex->end(ex);

@@ -107,6 +107,9 @@ struct isv__exchange {
   void *on_free_ctx;
   /* Set by the handler; each may stay NULL. on_cancel: the client is gone (see the top). */
   void (*on_cancel)(isv__exchange *ex);
+  /* Set by the handler (may stay NULL): the stream can take more pieces again, once after
+   * isv__exchange_writable said no (see there). */
+  void (*on_writable)(isv__exchange *ex);
   void *app;
   void *edge; /* the protocol layer's record of who sent it (protocol/edge.c); freed by on_free */
   isv__budget *held_budget; /* what its decoded body holds of the receiving budget, given back */
@@ -119,6 +122,8 @@ struct isv__exchange {
   int (*write)(isv__exchange *ex, const uv_buf_t *parts, size_t n, void (*release)(void *),
                void *ctx);
   int (*end)(isv__exchange *ex);
+  /* NULL: the carrier queues without bound (isv__exchange_writable always says yes) */
+  int (*writable)(isv__exchange *ex);
   int phase;      /* ISV__EX_*: the carrier moves it as the handler answers */
   int cancelled;  /* the carrier let go of it while it was pending or streaming */
   unsigned refs;  /* the carrier's writes and queued pieces that still point into it */
@@ -151,6 +156,13 @@ int isv__exchange_respond(isv__exchange *ex, const isv__response *resp);
  * ISV_ESTATE (release runs too). After the end, ex must not be used at all. */
 int isv__exchange_write(isv__exchange *ex, const uv_buf_t *parts, size_t n,
                         void (*release)(void *), void *ctx);
+/* Backpressure on a streamed answer: 1 while the pieces written and not yet taken by the
+ * client stay under the transport's bounds (limits.max_queued_stream for ex, max_queued_conn
+ * for its connection), else 0 — and then ex->on_writable runs once, on the loop thread, when
+ * both drained to half their bound (never from inside a call on ex; not at all when the
+ * client leaves first: on_cancel runs instead). A write past the bound is still queued: the
+ * handler is expected to stop producing until on_writable. 1 once the carrier let go of ex. */
+int isv__exchange_writable(isv__exchange *ex);
 /* The end of a streamed answer, exactly once — also after failed writes or on_cancel; ex must
  * not be used afterwards. 0; ISV_ESTATE before a respond with `more` (nothing happened). */
 int isv__exchange_end(isv__exchange *ex);

@@ -53,6 +53,9 @@ struct isv__grpc_call {
   /* The server is shutting down and no more messages will be delivered: finish once what is
    * in flight is answered (UNAVAILABLE tells the client to go elsewhere). */
   void (*on_drain)(isv__grpc_call *call);
+  /* Once after isv__grpc_writable said no: the call can take more messages (as
+   * isv__exchange_writable's on_writable; on_cancel instead when it is gone first). */
+  void (*on_writable)(isv__grpc_call *call);
 
   /* Set by the carrier. send: queue one message made of parts; they stay referenced until
    * release(ctx) runs — after they were written, or at once when the call is gone (then
@@ -61,12 +64,20 @@ struct isv__grpc_call {
   int (*send)(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
               void *ctx);
   void (*finish)(isv__grpc_call *call, int status, const char *message);
+  /* backpressure (isv__grpc_writable); NULL: the carrier queues without bound */
+  int (*writable)(isv__grpc_call *call);
   void *carrier; /* the carrier's own state (http2.c: the stream) */
 };
 
 static inline int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
                                  void (*release)(void *), void *ctx) {
   return call->send(call, parts, n, release, ctx);
+}
+/* 1 while the messages sent and not yet taken by the client stay under the transport's
+ * bounds (per call, per connection); else 0, and call->on_writable runs once when they drained
+ * to half (isv__exchange_writable's rules). */
+static inline int isv__grpc_writable(isv__grpc_call *call) {
+  return call->writable ? call->writable(call) : 1;
 }
 static inline void isv__grpc_finish(isv__grpc_call *call, int status, const char *message) {
   call->finish(call, status, message);

@@ -69,6 +69,8 @@ typedef struct h1 {
   int keep_alive;
   int peer_eof;      /* the client half-closed: answer what it sent, then close */
   int shutting_down; /* close once the in-flight response is written */
+  size_t queued;     /* bytes handed to isv__conn_write and not yet written (backpressure) */
+  int want_writable; /* isv__exchange_writable said no: ex->on_writable once they drain */
 } h1;
 
 static h1 *h1_of(isv__conn *c) { return c->proto_state; }
@@ -84,6 +86,7 @@ typedef struct write_ctx {
   char *head; /* the status line and headers (malloc'd), or NULL */
   void (*release)(void *);
   void *release_ctx;
+  size_t len;         /* its bytes, counted in h1.queued */
   char size_line[24]; /* a chunk's "<hex size>\r\n" */
 } write_ctx;
 
@@ -122,6 +125,7 @@ static void answered(h1 *h) {
   isv__exchange *ex = h->ex;
   h->ex = NULL;
   h->wire_done = 0;
+  h->want_writable = 0;
   ex->conn = NULL;
   isv__exchange_collect(ex); /* a HEAD's streamed answer stays the handler's until its end */
   if (h->close_after || h->shutting_down) {
@@ -132,20 +136,42 @@ static void answered(h1 *h) {
   resume(h);
 }
 
+/* The bound on what a streamed answer has queued: HTTP/1.1 carries one answer at a time, so
+ * its stream's bound and its connection's are one (the smaller). 0: none. */
+static size_t queue_bound(const isv__conn *c) {
+  size_t s = c->t->limits.max_queued_stream, k = c->t->limits.max_queued_conn;
+  return s && k ? (s < k ? s : k) : s ? s : k;
+}
+
+static int h1_writable(isv__exchange *ex) {
+  isv__conn *c = ex->conn;
+  h1 *h = h1_of(c);
+  size_t bound = queue_bound(c);
+  if (bound == 0 || h->queued < bound) return 1;
+  h->want_writable = 1;
+  return 0;
+}
+
 static void on_written(isv__conn *c, void *ctx, int status) {
   write_ctx *w = ctx;
   isv__exchange *ex = w->ex;
+  size_t len = w->len;
   if (w->release) w->release(w->release_ctx);
   isv__free(w->head);
   isv__free(w);
   ex->refs--;
   h1 *h = c->closing ? NULL : h1_of(c);
+  if (h) h->queued -= len;
   if (h == NULL || h->ex != ex) { /* the connection let go of it */
     isv__exchange_collect(ex);
     return;
   }
   if (status < 0) isv__conn_close(c); /* the exchange, if still streaming, is cancelled */
   else if (h->wire_done && ex->refs == 0) answered(h);
+  else if (h->want_writable && h->queued <= queue_bound(c) / 2 && ex->phase == ISV__EX_STREAMING) {
+    h->want_writable = 0;
+    if (ex->on_writable) ex->on_writable(ex); /* last: it may write or end ex */
+  }
 }
 
 static size_t fmt_hex(char *p, size_t v) {
@@ -187,9 +213,14 @@ static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
     for (size_t i = 0; i < n_parts; i++)
       if (parts[i].len) bufs[nb++] = parts[i];
     if (chunk) bufs[nb++] = uv_buf_init((char *)crlf, 2);
+    for (size_t i = 0; i < nb; i++) w->len += bufs[i].len;
     ex->refs++;
+    h->queued += w->len;
     rc = isv__conn_write(h->c, bufs, nb, on_written, w);
-    if (rc != 0) ex->refs--;
+    if (rc != 0) {
+      ex->refs--;
+      h->queued -= w->len;
+    }
   }
   if (bufs != stackbufs) isv__free(bufs);
   if (rc == 0) return 0;
@@ -420,6 +451,7 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
   ex->respond = h1_respond;
   ex->write = h1_write;
   ex->end = h1_end;
+  ex->writable = h1_writable;
   return ex;
 }
 

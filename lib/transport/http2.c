@@ -105,6 +105,8 @@ typedef struct h2_stream {
   size_t reserved;      /* of the server's receiving budget: a REST body, a gRPC message */
   uint64_t body_start;  /* REST: uv_now() when the headers were complete */
   size_t sent;          /* response DATA bytes handed to nghttp2 */
+  size_t queued;        /* bytes in the queue (q_head), not yet in a DATA frame (backpressure) */
+  int want_writable;    /* stream_writable said no: on_writable once it drains */
   uint64_t call_start_ns;          /* gRPC, with an access log: when the call was dispatched */
   uint64_t call_in, call_out;      /* gRPC, with an access log: message bytes each way */
   size_t sent_at_check; /* ... at the last send-progress check */
@@ -126,6 +128,9 @@ typedef struct h2 {
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
   unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
   int send_check; /* the connection's deadline checks response progress (streams are open) */
+  size_t queued;     /* its streams' queued bytes together */
+  int want_any;      /* some stream waits for on_writable */
+  int notifying;     /* notify_writable is running */
   uint64_t header_second;   /* uv_now() when the current second of header decoding began */
   size_t header_second_bytes;
 } h2;
@@ -218,6 +223,8 @@ static void write_free(h2_write *w) {
   isv__free(w);
 }
 
+static void notify_writable(h2 *h);
+
 static void after_write(isv__conn *c, void *ctx, int status) {
   write_free(ctx);
   if (c->closing) return;
@@ -226,6 +233,7 @@ static void after_write(isv__conn *c, void *ctx, int status) {
     return;
   }
   flush(h2_of(c));
+  if (!c->closing) notify_writable(h2_of(c)); /* what went out may have made room */
 }
 
 static int start_write(h2 *h, h2_write *w) {
@@ -291,6 +299,8 @@ static void flush(h2 *h) {
 /* ---- response data ----------------------------------------------------------------------- */
 
 static void release_items(h2_stream *st) {
+  if (st->h2) st->h2->queued -= st->queued;
+  st->queued = 0;
   out_item *it = st->q_head;
   st->q_head = st->q_tail = NULL;
   while (it) {
@@ -379,6 +389,8 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *fr
   if (w == NULL || frame->data.padlen > 0) return NGHTTP2_ERR_CALLBACK_FAILURE; /* never pads */
   w_copy(w, framehd, 9);
   st->sent += length;
+  st->queued -= length;
+  h->queued -= length;
   while (length > 0) {
     out_item *it = st->q_head;
     if (it == NULL) return NGHTTP2_ERR_CALLBACK_FAILURE; /* read_data counted these bytes */
@@ -427,7 +439,59 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
   if (st->q_tail) st->q_tail->next = it;
   else st->q_head = it;
   st->q_tail = it;
+  size_t bytes = total + (grpc_prefix ? ISV__GRPC_PREFIX : 0);
+  st->queued += bytes;
+  if (st->h2) st->h2->queued += bytes;
   return 0;
+}
+
+/* Backpressure (isv__exchange_writable, isv__grpc_writable): 1 while the stream's queue and
+ * the connection's stay under their bounds; else 0, and notify_writable tells it once both
+ * drained to half. */
+static int stream_writable(h2_stream *st) {
+  h2 *h = st->h2;
+  if (h == NULL || st->closed) return 1;
+  const isv__transport_limits *l = &h->c->t->limits;
+  if ((l->max_queued_stream == 0 || st->queued < l->max_queued_stream) &&
+      (l->max_queued_conn == 0 || h->queued < l->max_queued_conn))
+    return 1;
+  st->want_writable = 1;
+  h->want_any = 1;
+  return 0;
+}
+
+static int h2_rest_writable(isv__exchange *ex) { return stream_writable(ex->conn); }
+static int h2_grpc_writable(isv__grpc_call *call) { return stream_writable(call->carrier); }
+
+/* After a write completed (never from inside a call of a handler or service): the streams
+ * waiting for room that have it — their queue at half its bound or less, and the connection's
+ * — hear on_writable, one at a time (a callback may end streams or close the connection). */
+static void notify_writable(h2 *h) {
+  if (!h->want_any || h->notifying) return;
+  isv__conn *c = h->c;
+  const isv__transport_limits *l = &c->t->limits;
+  h->notifying = 1;
+  for (;;) {
+    if (l->max_queued_conn && h->queued > l->max_queued_conn / 2) break;
+    h2_stream *st = h->streams, *waiting = NULL;
+    for (; st; st = st->next) {
+      if (!st->want_writable) continue;
+      waiting = st;
+      if (l->max_queued_stream == 0 || st->queued <= l->max_queued_stream / 2) break;
+    }
+    if (waiting == NULL) h->want_any = 0;
+    if (st == NULL) break;
+    st->want_writable = 0;
+    if (st->is_grpc) {
+      if (st->call.on_writable && st->dispatched && !st->app_done && !st->cancelled &&
+          !st->closed)
+        st->call.on_writable(&st->call);
+    } else if (st->ex && st->ex->on_writable) {
+      st->ex->on_writable(st->ex);
+    }
+    if (c->closing) return; /* h is gone */
+  }
+  h->notifying = 0;
 }
 
 static int submit_or_resume(h2_stream *st, const nghttp2_nv *nv, size_t nvlen) {
@@ -905,6 +969,7 @@ static void start_call(h2 *h, h2_stream *st) {
   }
   st->call.send = h2_grpc_send;
   st->call.finish = h2_grpc_finish;
+  st->call.writable = h2_grpc_writable;
   if (h->c->t->h.access) st->call_start_ns = uv_hrtime();
   if (st->call.timeout_ms) arm_deadline(st, st->call.timeout_ms);
   h->c->t->h.grpc(h->c->t->h.app, &st->call);
@@ -977,6 +1042,7 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   ex->respond = h2_respond;
   ex->write = h2_rest_write;
   ex->end = h2_rest_end;
+  ex->writable = h2_rest_writable;
   st->ex = ex;
   st->dispatched = 1;
   return ex;

@@ -30,6 +30,10 @@ typedef struct isv__transport_limits {
   size_t max_receiving;      /* request bytes being received, all connections together */
   uint64_t tls_handshake_timeout_ms; /* a TLS client's handshake must be done within it */
   unsigned max_connections;
+  /* a streamed answer's bytes queued and not yet written (pieces, messages), per stream and per
+   * connection: past either, isv__exchange_writable / isv__grpc_writable say wait (0: none) */
+  size_t max_queued_stream;
+  size_t max_queued_conn;
 } isv__transport_limits;
 typedef struct isv__conn isv__conn;
 

@@ -258,11 +258,14 @@ static void streamed_answers_come_in_pieces_held_past_the_end(void **state) {
   run(w);
   assert_int_equal(s.responds, 1);
   assert_int_equal(s.more, 1);
-  assert_int_equal(s.writes, 3);
+  /* isv_http_write copies its pieces into one buffer per loop turn: the handler's three writes
+   * (inline, in one turn) reach the carrier as one piece or more, in order — maybe all with
+   * the head */
+  assert_true(s.writes <= 3);
   assert_int_equal(s.ends, 1);
   s.body[s.body_len] = '\0';
   assert_string_equal(s.body, "data: 0\n\ndata: 1\n\ndata: 2\n\n");
-  assert_int_equal(s.n_held, 3);
+  assert_true(s.n_held >= 1 && s.n_held <= 4);
   /* the pieces are still readable after the end (ASan would see a freed buffer) */
   for (size_t i = 0; i < s.n_held; i++) isv_piece_release(s.held[i]);
 }

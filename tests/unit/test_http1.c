@@ -810,6 +810,45 @@ static void a_stream_its_client_does_not_read_is_dropped_after_the_send_timeout(
   assert_int_equal(w->recs[0].cancels, 1);
 }
 
+/* Backpressure (exchange.h, isv__exchange_writable): the bytes a streamed answer has queued
+ * and the kernel has not taken are counted; past the bound the exchange says wait, and
+ * on_writable runs once they drained to half of it. */
+static int writable_calls;
+static void count_writable(isv__exchange *ex) {
+  (void)ex;
+  writable_calls++;
+}
+
+static void a_stream_past_its_queue_bound_waits_until_it_drained(void **state) {
+  tf_world *w = *state;
+  w->t.limits.max_queued_stream = 64 * 1024;
+  w->t.limits.max_queued_conn = 1 << 20;
+  writable_calls = 0;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, REQ("GET /stream/manual/bound"));
+  tf_wait_in(c, "\r\n\r\n");
+  tf_settle(w);
+  isv__exchange *ex = w->streamed[0].ex;
+  ex->on_writable = count_writable;
+  assert_int_equal(isv__exchange_writable(ex), 1); /* nothing queued */
+  tf_pause_reading(c, 1);
+  static char big[4 << 20]; /* more than the socket buffers take (the fixture's client
+                                * keeps only the start of what it reads) */
+  memset(big, 'q', sizeof big);
+  assert_int_equal(tf_stream_write(w, 0, big, sizeof big), 0);
+  tf_run_for(w, 20);
+  assert_int_equal(isv__exchange_writable(ex), 0); /* the bound is passed: wait */
+  assert_int_equal(writable_calls, 0);
+  tf_pause_reading(c, 0); /* it reads: the queue drains, on_writable once */
+  tf_run_until(w, int_set, &writable_calls);
+  assert_int_equal(writable_calls, 1);
+  assert_int_equal(isv__exchange_writable(ex), 1);
+  tf_stream_end(w, 0);
+  tf_close_client(c);
+  tf_wait_stream_closed(c);
+  assert_int_equal(writable_calls, 1); /* once */
+}
+
 /* Progress is bytes the client takes: a reader slower than the stream but never stopped is not
  * cut off, though the backlog grows; once it stops, the send timeout drops it. The timeout is
  * long next to the reader's pauses (100 ms), so that a loaded machine does not fail this. */
@@ -938,6 +977,7 @@ int main(void) {
       T(a_stream_waiting_for_its_handler_outlives_the_idle_and_header_deadlines),
       T(a_stream_its_client_does_not_read_is_dropped_after_the_send_timeout),
       T(a_slow_reader_that_keeps_reading_is_not_dropped),
+      T(a_stream_past_its_queue_bound_waits_until_it_drained),
       T(a_client_that_goes_away_while_answered_cancels_its_exchange),
       T(no_cancel_once_the_answer_ended),
   };
