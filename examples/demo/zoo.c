@@ -25,6 +25,44 @@ int demo_fail(isv_request *req, int code, const char *fmt, ...) {
   return isv_request_complete(req, code, msg);
 }
 
+/* One waiter per blocked send: the loop's writable callback wakes the worker thread. */
+typedef struct send_wait {
+  uv_mutex_t mu;
+  uv_cond_t cv;
+  int ready;
+} send_wait;
+
+static void on_writable(isv_request *req, void *user) {
+  (void)req;
+  send_wait *w = user;
+  uv_mutex_lock(&w->mu);
+  w->ready = 1;
+  uv_cond_signal(&w->cv);
+  uv_mutex_unlock(&w->mu);
+}
+
+int demo_send_response(isv_request *req) {
+  int rc = isv_request_send_response(req);
+  if (rc != ISV_EAGAIN) return rc;
+  send_wait w = {.ready = 0};
+  if (uv_mutex_init(&w.mu) != 0) return ISV_ENOMEM;
+  if (uv_cond_init(&w.cv) != 0) {
+    uv_mutex_destroy(&w.mu);
+    return ISV_ENOMEM;
+  }
+  while (rc == ISV_EAGAIN) {
+    w.ready = 0;
+    if ((rc = isv_request_on_writable(req, on_writable, &w)) != 0) break;
+    uv_mutex_lock(&w.mu);
+    while (!w.ready) uv_cond_wait(&w.cv, &w.mu);
+    uv_mutex_unlock(&w.mu);
+    rc = isv_request_cancelled(req) ? ISV_ECANCELED : isv_request_send_response(req);
+  }
+  uv_cond_destroy(&w.cv);
+  uv_mutex_destroy(&w.mu);
+  return rc;
+}
+
 /* Input `name` of datatype dt whose buffer really holds element_count elements; NULL (and the
  * request completed with ISV_EBADREQ) otherwise. */
 static const isv_tensor *input_or_fail(isv_request *req, const char *name, isv_datatype dt) {

@@ -145,6 +145,11 @@ int demo_fail(isv_request *req, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* isv_request_send_response for a decoupled backend on a worker thread, waiting while the
+ * client has not taken what was sent (ISV_EAGAIN: the library's backpressure) until
+ * isv_request_on_writable says it can — or the request was cancelled (ISV_ECANCELED: complete
+ * it). Never call it on the loop thread (an inline backend): that wait would stall the loop. */
+int demo_send_response(isv_request *req);
 /* slow's backend (zoo.c): sleeps INPUT0 ms on a worker thread, stops early when cancelled. */
 int demo_slow_infer(isv_request *req, void *user);
 

@@ -98,7 +98,8 @@ static int streamer_infer(isv_request *req, void *user) {
     isv_bytes s = {text, (size_t)len};
     int rc = isv_request_set_output(req, "str_data", ISV_BYTES, &one, 1, &s, 0, ISV_TRANSIENT);
     if (rc == 0) rc = isv_request_set_response_param(req, "grps_data", &str_kind);
-    if (rc == 0) rc = isv_request_send_response(req);
+    if (rc == 0) rc = demo_send_response(req);
+    if (rc == ISV_ECANCELED) return isv_request_complete(req, rc, "cancelled");
     if (rc != 0) return rc;
   }
   return isv_request_complete(req, 0, NULL);

@@ -119,7 +119,8 @@ static int send_repeats(isv_request *req, const unsigned char *in, size_t n,
     if (rc != 0) return rc;
     memcpy(out, in + i * sizeof *out, sizeof *out);
     *idx = (uint32_t)i;
-    if ((rc = isv_request_send_response(req)) != 0) return rc;
+    if ((rc = demo_send_response(req)) != 0)
+      return rc == ISV_ECANCELED ? isv_request_complete(req, rc, "cancelled") : rc;
   }
   return isv_request_complete(req, 0, NULL);
 }
@@ -170,7 +171,8 @@ static int tokens_infer(isv_request *req, void *user) {
       return demo_fail(req, ISV_EBACKEND, "asked to fail at byte %zu", start);
     int rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, &word, 0,
                                     ISV_TRANSIENT);
-    if (rc == 0) rc = isv_request_send_response(req);
+    if (rc == 0) rc = demo_send_response(req);
+    if (rc == ISV_ECANCELED) return isv_request_complete(req, rc, "cancelled");
     if (rc != 0) return rc;
   }
   return isv_request_complete(req, 0, NULL);
