@@ -79,6 +79,7 @@ typedef struct decision {
 
 static void decide_body(void *arg) {
   decision *d = arg;
+  uv_sleep(1); /* after the callback returned: the pending path, not the one inside it */
   isv_auth_done(d->a, d->d, d->d == ISV_AUTH_ALLOW ? NULL : DENIED " (model 'no')");
   free(d);
 }
@@ -292,11 +293,11 @@ static const char *const known_gaps[] = {
     "'no'*never asked",
     /* grps gRPC ModelMetadata, refused: the message's text is lost (grps_grpc.c answer_failure
      * passes u->err as the message, and isv__grps_pb_encode clears err before encoding it) */
-    "now /grps.protos.v1.GrpsService/ModelMetadata *: refused with grps status 403, but its "
+    "* /grps.protos.v1.GrpsService/ModelMetadata *: refused with grps status 403, but its "
     "message lost the authorizer's text",
     /* ... and refused later, the call ends PERMISSION_DENIED instead of grps's status 403 in a
      * message (grpc_service.c unary_decided -> finish_error) */
-    "later /grps.protos.v1.GrpsService/ModelMetadata *: refused with gRPC status 7, not in the "
+    "* /grps.protos.v1.GrpsService/ModelMetadata *: refused with gRPC status 7, not in the "
     "message (OK)",
     /* TF Serving decodes the body against the model before the model stage: a client refused
      * "no" learns its inputs from the 400 ("input 'zz': the model has no input of that name") */
@@ -401,6 +402,8 @@ static void run_case(world *w, const request *rq, const expect *ex, const char *
   }
 #undef FAIL
   if (why[0]) {
+    for (char *p = why; *p; p++)
+      if ((unsigned char)*p < 32) *p = '.';
     int gap = is_known_gap(w, label, why) && getenv("ISV_AUTHZ_STRICT") == NULL;
     fprintf(stderr, "%s [%s] %s%s%s: %s (status %d; asked:", gap ? "KNOWN GAP" : "FAIL",
             w->later ? "later" : "now", rq->method, rq->grpc ? "" : " ",
