@@ -1062,7 +1062,11 @@ ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t
  *     (grps "name-version", the default model, a Vertex endpoint, a TF Serving label, the
  *     default version): isv_auth_model and isv_auth_version name the model version itself.
  *     A model that does not exist is not asked about (the client hears it is unknown); a
- *     repository load names a model that may not be registered yet (version NULL).
+ *     repository load names a model that may not be registered yet (version NULL). Nothing
+ *     else is said about a refused model: not even what is wrong with the body sent to it.
+ *     Answers that list every model (server metadata, statistics of every model, the
+ *     repository index, /metrics) are judged at the caller stage only: a host that must hide
+ *     models from a caller refuses it those paths.
  * Order for every request: connection limits, the caller stage, the per-client limit, content
  * decoding, routing and decoding, the model stage, queueing. A host that only checks tokens
  * allows the model stage at once; one that only guards models allows the caller stage.

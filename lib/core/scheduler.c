@@ -736,28 +736,26 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   r->submitted = 1;
   r->start_ns = uv_hrtime();
   /* The one order of errors for every protocol: an unknown model or version (404), then the
-   * front end's decode error (400...), then a model that is not ready (503), then validation,
-   * then admission (limits, parameters the core reads, sequences). */
-  if (isv__request_bind(r) != 0 || r->status != 0) {
+   * edge's model stage (401, 403: nothing else is said about a model the caller may not use,
+   * not even what is wrong with the body it sent), then the front end's decode error (400...),
+   * then a model that is not ready (503), then validation, then admission (limits, parameters
+   * the core reads, sequences). */
+  if (isv__request_bind(r) != 0) {
     finish_request(r);
     return;
   }
-  /* While requests are in flight, the async handle keeps the loop alive for their completions. */
-  c->inflight++;
-  isv__core_hold_loop(c);
-  r->counted = 1;
-  isv_model *m = r->model;
-  atomic_store_explicit(&m->stats.inflight,
-                        atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
   /* The edge's model stage: the model the request resolved to is the one judged and the one
    * that runs (a repository operation: the model it names). The server's own hidden models
-   * ('@' names: custom routes) were judged by their route at the caller stage. */
+   * ('@' names: custom routes) were judged by their route at the caller stage. A refused
+   * request is not counted in the model's statistics. */
+  isv_model *m = r->model;
   if (r->caller && c->authorize && (r->repo_op || m->cfg->name[0] != '@')) {
     const char *name = r->repo_op ? r->repo_op->name : m->cfg->name;
     int rc = c->authorize(c->authorize_ctx, r, name ? name : "", r->repo_op ? NULL : m->version);
-    if (rc == ISV__AUTHZ_LATER) {
+    if (rc == ISV__AUTHZ_LATER) { /* in flight meanwhile: the close waits for the decision */
       r->authz_pending = 1;
+      c->inflight++;
+      isv__core_hold_loop(c);
       return;
     }
     if (rc != 0) {
@@ -774,19 +772,30 @@ void isv__core_authorized(isv_request *r) {
     return;
   }
   r->authz_pending = 0;
+  isv__core *c = r->core;
+  c->inflight--; /* counted again below when it goes on */
+  isv__core_hold_loop(c);
   if (r->status == 0 && atomic_load_explicit(&r->cancelled, memory_order_relaxed))
     isv__request_fail(r, ISV_ECANCELED, "request cancelled before it ran");
+  run_admitted(r);
+}
+
+/* Past the edge: the decode error, readiness, validation, the server's limits, the model's
+ * queue. */
+static void run_admitted(isv_request *r) {
+  isv__core *c = r->core;
   if (r->status != 0) {
     finish_request(r);
     return;
   }
-  run_admitted(r);
-}
-
-/* Past the edge: readiness, validation, the server's limits, the model's queue. */
-static void run_admitted(isv_request *r) {
-  isv__core *c = r->core;
+  /* While requests are in flight, the async handle keeps the loop alive for their completions. */
+  c->inflight++;
+  isv__core_hold_loop(c);
+  r->counted = 1;
   isv_model *m = r->model;
+  atomic_store_explicit(&m->stats.inflight,
+                        atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
   if (m->removed || m->state != ISV_MODEL_READY) {
     isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
                       m->version);

@@ -54,7 +54,9 @@ typedef struct gcall {
   int finish_deferred; /* finished while held: the status goes out at the last release */
   int finish_status;
   char *finish_msg;
-  char *allowed, *allowed_version; /* what a later decision allowed a unary answer to name */
+  char *allowed, *allowed_version; /* what a later decision judged for a unary answer ... */
+  int refused;                      /* ... and the refusal's code (0: allowed) and text */
+  char refused_msg[256];
 } gcall;
 
 struct held {
@@ -404,8 +406,10 @@ static void unary_decided(void *ctx, int err, const char *msg) {
   gcall *g = ctx;
   g->inflight--;
   g->busy++;
+  g->refused = err; /* the answer words a refusal in its own protocol's shape (grps: a status) */
+  snprintf(g->refused_msg, sizeof g->refused_msg, "%s", err && msg ? msg : "");
   if (g->cancelled || g->finished) gcall_finish(g, ISV__GRPC_CANCELLED, "cancelled");
-  else if (err) finish_error(g, err, msg);
+  else if (err && g->allowed == NULL) finish_error(g, err, msg); /* nothing to run again */
   else run_unary(g);
   g->busy--;
   gcall_maybe_free(g);
@@ -418,7 +422,10 @@ static int same(const char *a, const char *b) {
 int isv__grpc_unary_model(isv__grpc_unary *u, const char *name, const char *version) {
   gcall *g = u->call;
   if (g == NULL || !g->judged) return 0;
-  if (g->allowed && strcmp(g->allowed, name) == 0 && same(g->allowed_version, version)) return 0;
+  if (g->allowed && strcmp(g->allowed, name) == 0 && same(g->allowed_version, version)) {
+    if (g->refused) snprintf(u->err, sizeof u->err, "%s", g->refused_msg);
+    return g->refused;
+  }
   int rc = isv__gate_model(g->svc->gate, &g->who, name, version, unary_decided, g, u->err,
                            sizeof u->err);
   if (rc != ISV__GATE_LATER) return rc;

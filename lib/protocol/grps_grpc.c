@@ -88,7 +88,9 @@ static int model_metadata(isv__grpc_unary *u) {
     isv__request_fail(r, ISV_EBADREQ, "ModelMetadata takes the model's name in str_data");
   else isv__grps_select_model(r, m.kind ? m.data : m.model, m.kind ? m.data_len : m.model_len);
   if (r->status == 0 && (rc = isv__grpc_unary_model(u, r->model->cfg->name, r->model->version))) {
-    if (rc != ISV__GATE_LATER) rc = answer_failure(u, rc, u->err); /* in grps's status */
+    char why[sizeof u->err]; /* u->err is the answer's too: the encoder clears it */
+    snprintf(why, sizeof why, "%s", u->err);
+    if (rc != ISV__GATE_LATER) rc = answer_failure(u, rc, why); /* in grps's status */
   } else if (r->status != 0) {
     rc = answer_failure(u, r->status, r->errmsg);
   } else {
