@@ -12,8 +12,13 @@
  *  - Handles are opaque. Options are set through setters, so new features never change a
  *    struct layout. Structs that ARE public (isv_backend) start with struct_size.
  *  - Threads: every function says which thread may call it. "Loop thread": the thread that
- *    runs the server's uv_loop_t. "Any thread": any, one thread at a time per object (a
- *    request is touched by the thread running its backend, or completing it).
+ *    runs the server's uv_loop_t (the one that called isv_server_new). "Any thread": any, one
+ *    thread at a time per object (a request is touched by the thread running its backend, or
+ *    completing it). A server call made from another thread than its loop's is refused with
+ *    ISV_ETHREAD and does nothing (not even isv_server_last_error changes: it is the loop's).
+ *  - A request belongs to its backend until isv_request_complete: afterwards its outputs and
+ *    response parameters are the library's (it may be encoding them) and every setter on it
+ *    answers ISV_ESTATE, changing nothing.
  *  - A call that fails never fires its callback.
  *  - Like any libuv program that writes to sockets, the host must ignore SIGPIPE
  *    (signal(SIGPIPE, SIG_IGN)): a client that disconnects mid-response must not kill it.
@@ -74,7 +79,8 @@ ISV_EXTERN unsigned isv_version_hex(void);
   XX(EUNAUTH, -1020, 401, 16, "unauthenticated")                                                   \
   XX(EFORBIDDEN, -1021, 403, 7, "permission denied")                                               \
   XX(ETOOMANY, -1022, 429, 8, "too many requests in flight for this client")               \
-  XX(EAGAIN, -1023, 503, 14, "the stream's send queue is full: try again when it drains")
+  XX(EAGAIN, -1023, 503, 14, "the stream's send queue is full: try again when it drains")          \
+  XX(ETHREAD, -1024, 500, 13, "called from a thread other than the server's loop thread")
 
 typedef enum {
 #define ISV__ERR_ENUM(name, val, http, grpc, msg) ISV_##name = (val),
@@ -708,7 +714,8 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
  * isv_bytes array whose entries the backend fills with memory that stays valid until the
  * request completes (isv_request_alloc() memory, or its own). ISV_EINVAL when a rule is broken
  * (the request keeps which one, for the 500 its client gets if the backend returns the code),
- * ISV_EEXIST when the output is already set, ISV_ENOMEM. Any thread. */
+ * ISV_EEXIST when the output is already set, ISV_ESTATE after isv_request_complete,
+ * ISV_ENOMEM. Any thread. */
 ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
 /* Set output `name` to memory the backend already holds, without a copy: a pass-through of an
@@ -732,8 +739,9 @@ ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_data
  * passed. Any thread. */
 ISV_EXTERN int isv_request_cancelled(const isv_request *r);
 /* Attach a parameter to the response (V2 REST "parameters", ModelInferResponse.parameters).
- * Key and string values are copied; a repeated key replaces the earlier value. Any thread
- * (the one running the backend, before it completes). */
+ * Key and string values are copied; a repeated key replaces the earlier value. ISV_EINVAL
+ * for a request not submitted, ISV_ESTATE once it completed. Any thread (the one running the
+ * backend, before it completes). */
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value);
 /* Which instance of the model runs r: 0..instances-1 (isv_model_config_set_instances). Any

@@ -49,7 +49,15 @@ static void set_error(isv_server *s, const char *fmt, ...) {
 }
 
 /* Every fallible call starts with a clean slate: isv_server_last_error() describes THIS call. */
-static void begin(isv_server *s) { s->last_error[0] = '\0'; }
+/* Every public call on a server starts here: one made from a thread other than the server's
+ * loop thread would race the loop (registry, listeners, the error text itself) — it is
+ * refused with ISV_ETHREAD and changes nothing, not even isv_server_last_error (that too is
+ * the loop's). */
+static int begin(isv_server *s) {
+  if (!isv__on_loop_thread(&s->core)) return ISV_ETHREAD;
+  s->last_error[0] = '\0';
+  return 0;
+}
 
 /* The closing error every call after isv_server_close gives. */
 static int closing(isv_server *s) {
@@ -248,7 +256,7 @@ static int listen_any(isv_server *srv, const char *host, int port, void *tls_ctx
 
 ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   return listen_any(srv, host, port, NULL);
 }
@@ -256,7 +264,7 @@ ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port) {
 ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port,
                                      const isv_tls *tls) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   if (!isv__tls_available()) {
     set_error(srv, "%s", isv_tls_last_error(NULL));
@@ -273,7 +281,7 @@ ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port
 
 ISV_EXTERN int isv_server_set_listener_tls(isv_server *srv, unsigned index, const isv_tls *tls) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   void *ctx = isv__tls_ctx_ref(tls);
   if (ctx == NULL) {
@@ -297,7 +305,7 @@ ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream, uv_close_c
     if (stream) uv_close((uv_handle_t *)stream, close_cb);
     return ISV_EINVAL;
   }
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   int rc = isv__transport_adopt(&srv->transport, stream, close_cb);
   if (rc == ISV_ESTATE) closing(srv);
   else if (rc == ISV_EINVAL)
@@ -350,7 +358,7 @@ static void on_transport_closed(isv__transport *t) {
 
 ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   srv->closing = 1;
   srv->close_cb = cb;
@@ -367,7 +375,7 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
                                     const char *version, const isv_backend *backend, void *user,
                                     isv_model **out) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   if (c && c->name && c->name[0] == '@') { /* the library's own (custom routes') */
     set_error(srv, "add model: names starting with '@' are reserved");
@@ -388,7 +396,7 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
 
 ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const char *version) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (name == NULL) {
     set_error(srv, "remove model: no name");
     return ISV_EINVAL;
@@ -406,7 +414,7 @@ ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const 
 ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
                                           isv_model_state state) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (name == NULL || version == NULL || state < ISV_MODEL_UNKNOWN ||
       state > ISV_MODEL_UNAVAILABLE) {
     set_error(srv, "set model state: %s", name == NULL || version == NULL
@@ -428,7 +436,7 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   if (model == NULL || model[0] == '\0' || strlen(model) >= sizeof srv->vertex_model) {
     set_error(srv, "vertex routes: %s", model && model[0] ? "model name too long" : "no model");
@@ -454,7 +462,7 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
 
 ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *repo) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   return isv__repo_attach(&srv->core, repo, srv->last_error, sizeof srv->last_error);
 }
@@ -463,7 +471,7 @@ ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *
 
 ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, void *user) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   srv->gate.cb = cb;
   srv->gate.user = cb ? user : NULL;
@@ -511,7 +519,7 @@ static int route_model(isv_server *s, const isv_route *route, isv__custom_route 
 
 ISV_EXTERN int isv_server_add_route(isv_server *srv, const isv_route *route) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   if (route == NULL || route->struct_size < offsetof(isv_route, user) + sizeof route->user ||
       route->handler == NULL || route->path == NULL) {
@@ -563,7 +571,7 @@ ISV_EXTERN int isv_server_add_route(isv_server *srv, const isv_route *route) {
 ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
                                     const char *version) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (name == NULL || label == NULL || label[0] == '\0') {
     set_error(srv, "set label: a name and a non-empty label are needed");
     return ISV_EINVAL;
@@ -585,7 +593,7 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
 
 ISV_EXTERN int isv_server_set_default_model(isv_server *srv, const char *name) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (name && strlen(name) >= sizeof srv->core.default_model) {
     set_error(srv, "set default model: the name is longer than %zu bytes",
               sizeof srv->core.default_model - 1);
@@ -598,7 +606,7 @@ ISV_EXTERN int isv_server_set_default_model(isv_server *srv, const char *name) {
 ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
                                               const char *version) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (name == NULL) {
     set_error(srv, "set default version: no name");
     return ISV_EINVAL;
@@ -623,7 +631,7 @@ static int request_new(isv_server *srv, const char *name, const char *version, c
                        isv_request **out) {
   if (out) *out = NULL;
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (name == NULL || out == NULL) {
     set_error(srv, "request new: %s", name == NULL ? "no model name" : "out is NULL");
     return ISV_EINVAL;
@@ -671,7 +679,7 @@ ISV_EXTERN int isv_request_new_by_label(isv_server *srv, const char *name, const
 
 ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data) {
   if (srv == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (r == NULL || cb == NULL || r->submitted || r->core != &srv->core) {
     set_error(srv, "infer: %s", r == NULL || cb == NULL ? "a request and a callback are needed"
                                 : r->submitted ? "the request was already submitted"
@@ -689,7 +697,7 @@ ISV_EXTERN int isv_exchange_new(isv_server *srv, const isv_exchange_carrier *car
                                 const char *method, const char *target, isv_exchange **out) {
   if (out) *out = NULL;
   if (srv == NULL || out == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   const char *why;
   int rc = isv__adapter_exchange_new(&srv->transport, carrier, user, method, target, out, &why);
@@ -701,7 +709,7 @@ ISV_EXTERN int isv_grpc_call_new(isv_server *srv, const isv_grpc_carrier *carrie
                                  const char *method, isv_grpc_call **out) {
   if (out) *out = NULL;
   if (srv == NULL || out == NULL) return ISV_EINVAL;
-  begin(srv);
+  if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
   const char *why;
   int rc = isv__adapter_call_new(&srv->transport, carrier, user, method, out, &why);

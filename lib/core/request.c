@@ -283,6 +283,17 @@ static int misuse(isv_request *r, int code, const char *fmt, ...) {
   return code;
 }
 
+/* Whether r's backend completed it already (isv_request_complete, or infer's error): from then
+ * on the loop owns its outputs — it may be encoding them — so a late output or parameter is
+ * refused (ISV_ESTATE) and changes nothing of r, not even its misuse text. */
+static int completed_already(isv_request *r) {
+  if (r->core == NULL) return 0;
+  uv_mutex_lock(&r->core->mu);
+  int done = r->completed;
+  uv_mutex_unlock(&r->core->mu);
+  return done;
+}
+
 /* Appends output tensor `name` (copied) with its shape copied; data is left for the caller. */
 static int append_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
                        size_t ndim, size_t count, size_t bytes, isv_tensor **out) {
@@ -329,6 +340,7 @@ static int output_slot(isv_request *r, const char *name, isv_datatype dt, const 
                        size_t ndim, isv_tensor **out) {
   if (r == NULL) return ISV_EINVAL;
   if (isv__request_dead(r)) return ISV_ESTATE; /* completed and freed: no outputs any more */
+  if (completed_already(r)) return ISV_ESTATE;
   if (name == NULL || r->model == NULL || (ndim && !shape))
     return misuse(r, ISV_EINVAL, "an output needs a name%s", ndim && !shape ? " and a shape" : "");
   const isv_model_config *c = r->model->cfg;
@@ -682,8 +694,8 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
 
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value) {
-  if (r == NULL || !r->submitted || r->completed) return ISV_EINVAL;
-  if (isv__request_dead(r)) return ISV_ESTATE;
+  if (r == NULL || !r->submitted) return ISV_EINVAL;
+  if (isv__request_dead(r) || completed_already(r)) return ISV_ESTATE;
   return isv__request_add_resp_param(r, key, value);
 }
 

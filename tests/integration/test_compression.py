@@ -256,7 +256,9 @@ def test_decoded_bytes_count_against_the_receiving_budget(start_demo):
     grown = peak_rss_mb(d.proc.pid) - before
     assert len(statuses) == 24 and set(statuses) <= {400, 503}, statuses
     assert 503 in statuses, statuses
-    assert grown < 256, "peak RSS grew by %.0f MiB" % grown
+    # 64 MiB of decoded bodies at a time plus the allocator's and (under ASan) the
+    # quarantine's slack; 984c632 grew by 1,442 MiB in this very test
+    assert grown < 512, "peak RSS grew by %.0f MiB" % grown
     # the budget is whole again: a plain request of the same size is received
     r = requests.post(d.url(SIMPLE), data=gzip.compress(json.dumps(simple_body()).encode()),
                       timeout=TIMEOUT, headers={"Content-Encoding": "gzip"})

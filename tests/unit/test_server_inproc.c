@@ -168,6 +168,71 @@ static void inline_and_pool_give_the_same_answer(void **state) {
   assert_memory_equal(a.y, b.y, sizeof a.y);
 }
 
+/* Completes, then tries to add to what it completed: each call refused ISV_ESTATE, nothing of
+ * the answer changed (late[] records the codes; the backend runs on its own thread). */
+static int late[4];
+static void complete_then_write(void *arg) {
+  isv_request *r = arg;
+  twice(r, NULL);
+  float *y;
+  int64_t one = 1;
+  static const float v = 99;
+  isv_param p = {.type = ISV_PARAM_INT64, .v.i64 = 1};
+  late[0] = isv_request_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
+  late[1] = isv_request_set_output(r, "y", ISV_FP32, &one, 1, &v, sizeof v, ISV_TRANSIENT);
+  late[2] = isv_request_set_response_param(r, "late", &p);
+  late[3] = isv_request_complete(r, 0, NULL);
+}
+static int writes_late(isv_request *r, void *u) {
+  (void)u;
+  return uv_thread_create(&thread, complete_then_write, r) == 0 ? 0 : ISV_EINTERNAL;
+}
+
+static void nothing_is_added_after_completion(void **state) {
+  world *w = *state;
+  add(w, "late", writes_late, NULL, ISV_EXEC_ASYNC);
+  float x[] = {4};
+  result r = run(w, "late", x, 1, 0);
+  uv_thread_join(&thread);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.n, 1); /* the answer the backend completed with, and only it */
+  assert_true(r.y[0] == 8.0f);
+  for (int i = 0; i < 4; i++) assert_int_equal(late[i], ISV_ESTATE);
+}
+
+/* The loop-thread-only calls, made from another thread: refused ISV_ETHREAD, nothing done. */
+static int foreign[6];
+static void call_from_elsewhere(void *arg) {
+  world *w = arg;
+  isv_model_config *c;
+  isv_model_config_new("elsewhere", &c);
+  int64_t any[] = {-1};
+  isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
+  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  isv_request *r = NULL;
+  foreign[0] = isv_server_add_model(w->srv, c, "1", &be, NULL, NULL);
+  foreign[1] = isv_server_remove_model(w->srv, "inline", NULL);
+  foreign[2] = isv_server_listen(w->srv, "127.0.0.1", 0);
+  foreign[3] = isv_request_new(w->srv, "inline", NULL, &r);
+  foreign[4] = isv_server_set_default_model(w->srv, "inline");
+  foreign[5] = isv_server_close(w->srv, on_closed, w);
+  isv_model_config_free(c);
+}
+
+static void loop_thread_calls_refuse_other_threads(void **state) {
+  world *w = *state;
+  uv_thread_t t;
+  assert_int_equal(uv_thread_create(&t, call_from_elsewhere, w), 0);
+  uv_thread_join(&t);
+  for (int i = 0; i < 6; i++) assert_int_equal(foreign[i], ISV_ETHREAD);
+  assert_string_equal(isv_strerror(ISV_ETHREAD),
+                      "called from a thread other than the server's loop thread");
+  isv_request *r;
+  assert_int_equal(isv_request_new(w->srv, "elsewhere", NULL, &r), ISV_ENOTFOUND); /* not added */
+  float x[] = {1};
+  assert_int_equal(run(w, "inline", x, 1, 0).status, 0); /* not removed, not closed */
+}
+
 static void completion_from_another_thread(void **state) {
   world *w = *state;
   add(w, "threaded", threaded, NULL, ISV_EXEC_INLINE);
@@ -665,6 +730,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, teardown),
       cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(nothing_is_added_after_completion, setup, teardown),
+      cmocka_unit_test_setup_teardown(loop_thread_calls_refuse_other_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(the_last_error_is_the_last_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, teardown),
       cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
