@@ -278,7 +278,9 @@ ISV_EXTERN void isv_group_free(isv_group *g);
  * reference to g until they are freed or set to another group. With
  * isv_options_set_reuse_port, members listen on the same addresses; the group's first listen
  * on an address must find it free (ISV_EIO, "address already in use", when another process
- * listens there), so SO_REUSEPORT shares a port among the group's members only. */
+ * listens there), so SO_REUSEPORT shares a port among the group's members only. Members may
+ * call isv_server_listen on one address at the same moment, each from its own loop thread:
+ * the group takes their listens one at a time, and all succeed. */
 ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g);
 /* Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online). */

@@ -241,12 +241,14 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
 static int listen_any(isv_server *srv, const char *host, int port, void *tls_ctx) {
   isv__transport *t = &srv->transport;
   int grouped = srv->core.group && host != NULL;
+  if (grouped) isv__group_listen_lock(&srv->core); /* members listening at once: one by one */
   t->reuse_port_first = grouped && !isv__group_address(&srv->core, host, port, 0);
   int rc = tls_ctx ? isv__transport_listen_tls(t, host, port, tls_ctx)
                    : isv__transport_listen(t, host, port);
   t->reuse_port_first = 0;
   if (rc == 0 && grouped)
     isv__group_address(&srv->core, host, t->listeners[t->n_listeners - 1]->port, 1);
+  if (grouped) isv__group_listen_unlock(&srv->core);
   if (rc != 0) {
     if (t->last_error[0]) set_error(srv, "%s", t->last_error);
     else set_error(srv, "listen: %s", isv_strerror(rc));

@@ -43,13 +43,20 @@ ISV_EXTERN int isv_group_new(isv_group **out) {
     isv__free(g);
     return ISV_ENOMEM;
   }
+  if (uv_mutex_init(&g->listen_mu) != 0) {
+    uv_mutex_destroy(&g->mu);
+    isv__free(g);
+    return ISV_ENOMEM;
+  }
   if (isv__shm_init(&g->shm, NULL, 0, 0) != 0) {
+    uv_mutex_destroy(&g->listen_mu);
     uv_mutex_destroy(&g->mu);
     isv__free(g);
     return ISV_ENOMEM;
   }
   if (isv__clients_init(&g->clients, NULL) != 0) {
     isv__shm_destroy(&g->shm);
+    uv_mutex_destroy(&g->listen_mu);
     uv_mutex_destroy(&g->mu);
     isv__free(g);
     return ISV_ENOMEM;
@@ -77,6 +84,7 @@ static void group_unref(isv_group *g) {
   }
   isv__shm_destroy(&g->shm); /* regions requests still use stay mapped until they let go */
   isv__clients_free(&g->clients);
+  uv_mutex_destroy(&g->listen_mu);
   uv_mutex_destroy(&g->mu);
   isv__free(g);
 }
@@ -370,6 +378,9 @@ int isv__group_address(isv__core *c, const char *host, int port, int add) {
   uv_mutex_unlock(&g->mu);
   return known;
 }
+
+void isv__group_listen_lock(isv__core *c) { uv_mutex_lock(&c->group->listen_mu); }
+void isv__group_listen_unlock(isv__core *c) { uv_mutex_unlock(&c->group->listen_mu); }
 
 unsigned isv__group_protocol(isv__core *c, const char *label) {
   isv_group *g = c->group;

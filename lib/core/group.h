@@ -46,6 +46,7 @@ typedef struct isv__gname isv__gname;
 
 struct isv_group {
   uv_mutex_t mu;
+  uv_mutex_t listen_mu; /* one member's listen at a time: isv__group_listen_lock */
   atomic_uint users; /* the host's (isv_group_free), each options object and each server
                       * holding it; at 0 the table is emptied */
   atomic_uint refs;  /* the memory: 1 while there are users, + 1 per table record alive */
@@ -82,6 +83,12 @@ void isv__group_sync(isv__core *c);
  * it with SO_REUSEPORT; else the address must be free (its first bind is exclusive) — and, with
  * add, record that this member listens there now (port: the bound one). Loop thread. */
 int isv__group_address(isv__core *c, const char *host, int port, int add);
+/* Around a member's listen — the look-up, the first member's exclusive probe, the bind and the
+ * record — so that members listening on one address at the same moment all succeed: the
+ * first probes and binds while the others wait, then they find the address recorded and join
+ * it. A second process on that port still fails (the first's probe). Any member's thread. */
+void isv__group_listen_lock(isv__core *c);
+void isv__group_listen_unlock(isv__core *c);
 
 /* The group-wide index of a protocol label (see isv__core_protocol); the member's own table
  * is refreshed with the group's. */
