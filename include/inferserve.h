@@ -156,7 +156,8 @@ typedef struct isv_options isv_options;
 ISV_EXTERN int isv_options_new(isv_options **out);
 ISV_EXTERN void isv_options_free(isv_options *o); /* NULL is a no-op */
 /* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
- * checked from the length prefix before anything is allocated). Default 64 MiB. */
+ * checked from the length prefix before anything is allocated). Default 65 MiB: a 64 MiB
+ * tensor (binary, raw contents) with the JSON header or message fields that describe it. */
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
 /* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
  * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB. */

@@ -14,7 +14,7 @@ static void log_stderr(void *user, isv_log_level level, const char *message) {
 
 void isv__options_defaults(isv_options *o) {
   memset(o, 0, sizeof *o);
-  o->max_body_bytes = 64u << 20;
+  o->max_body_bytes = (64u << 20) + (1u << 20); /* a 64 MiB tensor and what describes it */
   o->max_header_bytes = 64u << 10;
   o->idle_timeout_ms = 60000;
   o->header_timeout_ms = 30000;

@@ -56,3 +56,18 @@ def test_repeated_large_round_trips(start_demo, cache):
         assert rss[-1] <= rss[2] + 16 * 1024, "RSS grew: %s KiB" % rss
     finally:
         ch.close()
+
+
+def test_a_64_mib_tensor_fits_the_default_limits(demo):
+    # the default body and message limit holds a 64 MiB tensor with what describes it (its JSON
+    # header, or the message's other fields): 65 MiB
+    n = (64 << 20) // 4
+    raw = struct.pack("<I", 7) * n
+    head = ('{"inputs":[{"name":"INPUT0","shape":[1,%d],"datatype":"FP32","parameters":'
+            '{"binary_data_size":%d}}],"parameters":{"binary_data_output":true}}' % (n, len(raw))
+            ).encode()
+    r = requests.post(demo.url("/v2/models/identity_fp32/infer"), data=head + raw,
+                      headers={"Inference-Header-Content-Length": str(len(head))}, timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    hl = int(r.headers["Inference-Header-Content-Length"])
+    assert r.content[hl:] == raw
