@@ -767,7 +767,8 @@ ISV_EXTERN void **isv_request_sequence_state(isv_request *r);
  * thread (the one running the backend).
  * Backpressure: ISV_EAGAIN when the stream's client has not taken what was sent so far
  * (isv_options_set_max_queued_stream_bytes / _conn_bytes; a response counts its outputs'
- * bytes plus a small constant). Nothing was sent then: the outputs and parameters stay set on
+ * bytes, the memory it holds — 8 KiB at the least — and a small constant; a piece queued on
+ * the connection its bytes and 256 more). Nothing was sent then: the outputs and parameters stay set on
  * r, and the same call may be repeated later. The call never blocks; learn when to retry with
  * isv_request_on_writable. */
 ISV_EXTERN int isv_request_send_response(isv_request *r);

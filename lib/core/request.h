@@ -154,7 +154,7 @@ struct isv_request {
   int free_pending;            /* freed by its owner while responses still live */
   /* backpressure on a decoupled request's responses (scheduler.c, "decoupled responses"):
    * flow_pending: bytes of responses sent and not yet delivered to the front end (each
-   * counted as its outputs' bytes plus ISV__RESP_COST); flow_blocked: the front end found the
+   * counted as its arena, its outputs' bytes and ISV__RESP_COST); flow_blocked: the front end found the
    * stream's queue full (isv__request_flow_block) and has not resumed it yet; flow_cb: the
    * backend's isv_request_on_writable, once. All under core->mu. */
   size_t flow_pending;

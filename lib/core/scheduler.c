@@ -1005,8 +1005,9 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   if (r == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
   if (isv__request_dead(r) || !r->model->cfg->decoupled) return ISV_ESTATE;
   isv__core *c = r->core;
-  /* what the response costs its stream: its outputs' bytes and the response object */
-  size_t cost = ISV__RESP_COST;
+  /* what the response costs its stream: the response object, the arena it takes (8 KiB at the
+   * least: a stream of one-word responses is mostly arenas) and its outputs' bytes */
+  size_t cost = ISV__RESP_COST + isv__arena_capacity(&r->out_arena);
   for (size_t i = 0; i < r->n_outputs; i++) cost += r->outputs[i].byte_size;
   uv_mutex_lock(&c->mu);
   int full = r->flow_blocked ||

@@ -102,6 +102,11 @@ void isv__conn_deadline(isv__conn *c, uint64_t ms);
  * code and cb is NOT called. */
 typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
 #define ISV__WRITE_SLICE ((size_t)256 << 10)
+/* What one queued piece of a streamed answer costs besides its bytes — its write context,
+ * uv_write_t, iovecs, the producer's block header — counted against the queue bounds
+ * (isv_options_set_max_queued_stream_bytes): a stream of 40-byte events must not queue
+ * 100,000 of them under a 4 MiB bound. */
+#define ISV__QUEUED_PIECE_COST ((size_t)256)
 /* A body read in place (the engine's read_buf) is read at most this much per read(); every
  * read, in place or into the shared buffer, is under the same budget: once the connection's
  * reads of this turn took ISV__SLICE_BUDGET_NS, the rest waits for the next loop turn — a read()

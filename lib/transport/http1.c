@@ -86,7 +86,7 @@ typedef struct write_ctx {
   char *head; /* the status line and headers (malloc'd), or NULL */
   void (*release)(void *);
   void *release_ctx;
-  size_t len;         /* its bytes, counted in h1.queued */
+  size_t len;         /* its bytes and ISV__QUEUED_PIECE_COST, counted in h1.queued */
   char size_line[24]; /* a chunk's "<hex size>\r\n" */
 } write_ctx;
 
@@ -214,6 +214,7 @@ static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
       if (parts[i].len) bufs[nb++] = parts[i];
     if (chunk) bufs[nb++] = uv_buf_init((char *)crlf, 2);
     for (size_t i = 0; i < nb; i++) w->len += bufs[i].len;
+    w->len += ISV__QUEUED_PIECE_COST; /* a piece costs more than its bytes */
     ex->refs++;
     h->queued += w->len;
     rc = isv__conn_write(h->c, bufs, nb, on_written, w);

@@ -106,6 +106,7 @@ typedef struct h2_stream {
   uint64_t body_start;  /* REST: uv_now() when the headers were complete */
   size_t sent;          /* response DATA bytes handed to nghttp2 */
   size_t queued;        /* bytes in the queue (q_head), not yet in a DATA frame (backpressure) */
+  size_t pieces;        /* items in the queue: each costs ISV__QUEUED_PIECE_COST more */
   int want_writable;    /* stream_writable said no: on_writable once it drains */
   uint64_t call_start_ns;          /* gRPC, with an access log: when the call was dispatched */
   uint64_t call_in, call_out;      /* gRPC, with an access log: message bytes each way */
@@ -129,6 +130,7 @@ typedef struct h2 {
   unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
   int send_check; /* the connection's deadline checks response progress (streams are open) */
   size_t queued;     /* its streams' queued bytes together */
+  size_t pieces;     /* ... and their queued items */
   int want_any;      /* some stream waits for on_writable */
   int notifying;     /* notify_writable is running */
   uint64_t header_second;   /* uv_now() when the current second of header decoding began */
@@ -299,8 +301,8 @@ static void flush(h2 *h) {
 /* ---- response data ----------------------------------------------------------------------- */
 
 static void release_items(h2_stream *st) {
-  if (st->h2) st->h2->queued -= st->queued;
-  st->queued = 0;
+  if (st->h2) st->h2->queued -= st->queued, st->h2->pieces -= st->pieces;
+  st->queued = st->pieces = 0;
   out_item *it = st->q_head;
   st->q_head = st->q_tail = NULL;
   while (it) {
@@ -325,6 +327,8 @@ static void submit_trailers(h2_stream *st) {
 
 static void pop_item(h2_stream *st, out_item **held) {
   out_item *it = st->q_head;
+  st->pieces--;
+  if (st->h2) st->h2->pieces--;
   st->q_head = it->next;
   if (st->q_head == NULL) st->q_tail = NULL;
   if (held) { /* referenced by the write being built: released after it */
@@ -441,19 +445,27 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
   st->q_tail = it;
   size_t bytes = total + (grpc_prefix ? ISV__GRPC_PREFIX : 0);
   st->queued += bytes;
-  if (st->h2) st->h2->queued += bytes;
+  st->pieces++;
+  if (st->h2) st->h2->queued += bytes, st->h2->pieces++;
   return 0;
 }
 
 /* Backpressure (isv__exchange_writable, isv__grpc_writable): 1 while the stream's queue and
  * the connection's stay under their bounds; else 0, and notify_writable tells it once both
  * drained to half. */
+/* What a stream's and a connection's queues hold against their bounds: their bytes, and what
+ * each queued piece costs besides (ISV__QUEUED_PIECE_COST). */
+static size_t stream_load(const h2_stream *st) {
+  return st->queued + st->pieces * ISV__QUEUED_PIECE_COST;
+}
+static size_t conn_load(const h2 *h) { return h->queued + h->pieces * ISV__QUEUED_PIECE_COST; }
+
 static int stream_writable(h2_stream *st) {
   h2 *h = st->h2;
   if (h == NULL || st->closed) return 1;
   const isv__transport_limits *l = &h->c->t->limits;
-  if ((l->max_queued_stream == 0 || st->queued < l->max_queued_stream) &&
-      (l->max_queued_conn == 0 || h->queued < l->max_queued_conn))
+  if ((l->max_queued_stream == 0 || stream_load(st) < l->max_queued_stream) &&
+      (l->max_queued_conn == 0 || conn_load(h) < l->max_queued_conn))
     return 1;
   st->want_writable = 1;
   h->want_any = 1;
@@ -472,12 +484,12 @@ static void notify_writable(h2 *h) {
   const isv__transport_limits *l = &c->t->limits;
   h->notifying = 1;
   for (;;) {
-    if (l->max_queued_conn && h->queued > l->max_queued_conn / 2) break;
+    if (l->max_queued_conn && conn_load(h) > l->max_queued_conn / 2) break;
     h2_stream *st = h->streams, *waiting = NULL;
     for (; st; st = st->next) {
       if (!st->want_writable) continue;
       waiting = st;
-      if (l->max_queued_stream == 0 || st->queued <= l->max_queued_stream / 2) break;
+      if (l->max_queued_stream == 0 || stream_load(st) <= l->max_queued_stream / 2) break;
     }
     if (waiting == NULL) h->want_any = 0;
     if (st == NULL) break;

@@ -169,3 +169,27 @@ def test_slow_reader_gets_every_event_in_order(start_demo, proto):
             st = c.streams[sid]
             assert st.ended, st
             _check_events(st.data, n)
+
+
+def test_non_reading_generate_stream_client_bounded(start_demo):
+    # the same for a decoupled model's responses as Server-Sent Events (generate_stream): the
+    # demo's `tokens` sends a response per word, and waits (ISV_EAGAIN) while nobody reads
+    d = start_demo("--threads", "1")
+    pid = d.proc.pid
+    _warm(d)
+    time.sleep(0.3)
+    base = _rss(pid)
+    body = ('{"text_input": "%s"}' % ("w " * 150000)).encode()
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((d.host, d.port))
+    s.sendall(("POST /v2/models/tokens/generate_stream HTTP/1.1\r\nHost: x\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+               % len(body)).encode() + body)
+    try:
+        peak = _peak_while(pid, 3.0)
+    finally:
+        s.close()
+    assert peak - base < 48 * MIB, "RSS grew %.0f MiB with a generate_stream client that does " \
+        "not read" % ((peak - base) / MIB)
+    assert d.alive()
