@@ -342,25 +342,31 @@ void isv__group_sync(isv__core *c) {
     isv__model_unref(m);
   }
   /* 2. versions this member lacks, states, labels, default versions */
-  int ok = 1;
+  int ok = 1, oom = 0; /* not done yet: tried again at the next sync; out of memory: said */
   uv_mutex_lock(&g->mu);
   for (isv__gmodel *gm = g->models; gm; gm = gm->next) {
     isv__model_entry *e = isv__registry_entry(&c->reg, gm->cfg->name, strlen(gm->cfg->name));
     isv_model *m = e ? isv__entry_version(e, gm->version, strlen(gm->version)) : NULL;
+    int rc = 0;
     if (m == NULL) {
-      if (copy_into(c, gm, NULL) != 0) ok = 0;
+      rc = copy_into(c, gm, NULL);
     } else if (m->gm == gm) {
       m->state = gm->state;
     } else {
-      ok = 0; /* a copy of an older record, removed in between: the next wake takes it away */
+      ok = 0; /* a copy of an older record, removed in between: the next wake takes it away —
+               * ordinary churn, nothing to say */
     }
+    if (rc != 0) ok = 0, oom |= rc == ISV_ENOMEM;
   }
-  for (const isv__gname *n = g->names; n; n = n->next)
-    if (follow_name(c, n) != 0) ok = 0;
+  for (const isv__gname *n = g->names; n; n = n->next) {
+    int rc = follow_name(c, n);
+    if (rc != 0) ok = 0, oom |= rc == ISV_ENOMEM;
+  }
   uv_mutex_unlock(&g->mu);
   if (ok) c->group_gen = gen;
-  else isv__core_log(c, ISV_LOG_WARN, "group: this server could not follow every model change "
-                                      "(out of memory?): it tries again at the next one");
+  if (oom)
+    isv__core_log(c, ISV_LOG_WARN, "group: out of memory following the group's model changes: "
+                                   "this server tries again at the next one");
 }
 
 int isv__group_address(isv__core *c, const char *host, int port, int add) {
