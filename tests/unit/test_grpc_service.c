@@ -164,6 +164,7 @@ static int setup(void **state) {
     isv_model_config_new(i ? "later" : "m", &c);
     isv_model_config_add_input(c, "x", ISV_INT32, one, 1);
     isv_model_config_add_output(c, "y", ISV_INT32, one, 1);
+    if (i) isv_model_config_set_exec_mode(c, ISV_EXEC_ASYNC); /* completed by the test */
     assert_int_equal(isv__registry_add(&core.reg, c, "1", &be, NULL, NULL), 0);
     isv_model_config_free(c);
   }
