@@ -4,7 +4,9 @@
 #   2. the same again on an ASan+UBSan build (leaks fail the run: LeakSanitizer is on);
 #   3. a short soak of the ASan demo under mixed load and attacks (scripts/soak.sh; SOAK_SECONDS,
 #      default 45; skip: SOAK_SECONDS=0);
-#   4. the unit tests on a ThreadSanitizer build (worker threads, completions from any thread);
+#   4. the unit tests on a ThreadSanitizer build (worker threads, completions from any thread),
+#      then, if STORM_SECONDS is set (default 0: off), a storm of that many seconds against the
+#      TSan demo (scripts/storm.sh: --threads 2, repository churn, stats, SSE, gzip, shm shrinks);
 #   5. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
 # Ends with one line "N passed, N failed" and exits non-zero when anything failed.
 set -uo pipefail
@@ -12,6 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 SOAK_SECONDS=${SOAK_SECONDS:-45}
+STORM_SECONDS=${STORM_SECONDS:-0}
 PY=/usr/bin/python3 # Debian's python3-* packages are for this interpreter
 passed=0
 failed=0
@@ -87,6 +90,15 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if build_or_fail build-tsan "tsan build" -Dwerror=true -Db_sanitize=thread -Db_lundef=false; then
   meson test -C build-tsan --suite unit --print-errorlogs --num-processes 2 || true
   count_meson build-tsan "tsan"
+  # the storm: counts as one test (every report collected, not the first only)
+  if [ "$STORM_SECONDS" != 0 ]; then
+    if TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1 BUILD_DIR=build-tsan \
+        scripts/storm.sh "$STORM_SECONDS"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1)); failures+=("storm")
+    fi
+  fi
 fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
