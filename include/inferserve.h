@@ -380,11 +380,15 @@ ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, con
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
 /* The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
  * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
- * (nghttp2 is given the same functions), requests and their tensors, responses, registered
- * models, buffers under 1 MiB. Not through it: buffers of 1 MiB or more (mapped directly, 2 MiB
- * aligned for huge pages, and cached: isv_options_set_buffer_cache_bytes); isv_options and
- * isv_model_config objects, which exist before any server (libc's malloc); libuv's own
- * allocations (uv_replace_allocator is the process's, the host's to set).
+ * (nghttp2 is given the same functions), requests and their tensors, registered models, and
+ * the encoded answers and decoded (inflated) bodies (they grow through it by doubling,
+ * whatever their size: a 66 MiB JSON answer takes up to 128 MiB of it at its peak). Not
+ * through it: the large blocks the library maps itself — request bodies and gRPC messages as
+ * they arrive, big tensors of 1 MiB or more (mapped directly, 2 MiB aligned for huge pages, and
+ * cached: isv_options_set_buffer_cache_bytes); a group's table (isv_group: shared by servers
+ * that may have different allocators, libc's); isv_options and isv_model_config objects,
+ * which exist before any server (libc's malloc); libuv's own allocations
+ * (uv_replace_allocator is the process's, the host's to set).
  * The functions are called from the loop thread, the server's worker threads and any thread a
  * backend calls the request API from: they must be thread-safe. They must return memory
  * aligned for any type (as malloc does); calloc's must be zeroed; realloc(NULL, n) and
