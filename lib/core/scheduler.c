@@ -1001,6 +1001,17 @@ static void on_timer(uv_timer_t *t) {
 
 /* ---- decoupled responses ----------------------------------------------------------------- */
 
+/* Under c->mu: r goes into the core's list of requests the loop looks at (responses to
+ * deliver, a writable callback to fire), once. */
+static void list_for_delivery(isv__core *c, isv_request *r) {
+  if (r->resp_listed) return;
+  r->resp_listed = 1;
+  r->resp_next = NULL;
+  if (c->resp_tail) c->resp_tail->resp_next = r;
+  else c->resp_head = r;
+  c->resp_tail = r;
+}
+
 ISV_EXTERN int isv_request_send_response(isv_request *r) {
   if (r == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
   if (isv__request_dead(r) || !r->model->cfg->decoupled) return ISV_ESTATE;
@@ -1052,13 +1063,7 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   if (r->resp_tail) r->resp_tail->resp_next = q;
   else r->resp_head = q;
   r->resp_tail = q;
-  if (!r->resp_listed) {
-    r->resp_listed = 1;
-    r->resp_next = NULL;
-    if (c->resp_tail) c->resp_tail->resp_next = r;
-    else c->resp_head = r;
-    c->resp_tail = r;
-  }
+  list_for_delivery(c, r);
   uv_mutex_unlock(&c->mu);
   uv_async_send(&c->async); /* delivered from the loop, even when sent on it: in order */
   return 0;
@@ -1077,13 +1082,7 @@ ISV_EXTERN int isv_request_on_writable(isv_request *r, isv_writable_cb cb, void 
   r->flow_cb = cb;
   r->flow_user = user;
   /* the loop looks at it (deliver_responses, then flow_fire) — it may have room already */
-  if (!r->resp_listed) {
-    r->resp_listed = 1;
-    r->resp_next = NULL;
-    if (c->resp_tail) c->resp_tail->resp_next = r;
-    else c->resp_head = r;
-    c->resp_tail = r;
-  }
+  list_for_delivery(c, r);
   uv_mutex_unlock(&c->mu);
   uv_async_send(&c->async);
   return 0;
