@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Streamed responses up to this size are copied into one block and their response freed at
+ * once (see stream_response); larger ones go out by reference. */
+#define ISV__SMALL_RESPONSE_COPY ((size_t)16 << 10)
+
 typedef struct job job;
 typedef struct held held;
 
@@ -235,7 +239,25 @@ static void stream_response(isv_request *resp, int status, void *data) {
     return;
   }
   isv_request *r = resp->parent;
-  isv__grpc_send(g->call, parts.v, parts.n, release_response, resp);
+  if (parts.total <= ISV__SMALL_RESPONSE_COPY) {
+    /* a small message is copied and its response freed now: a queued piece costs its bytes
+     * (and the transport's constant), not the response's arena (8 KiB at the least) */
+    char *copy = isv__malloc(g->core->mem, parts.total ? parts.total : 1);
+    if (copy) {
+      size_t at = 0;
+      for (size_t i = 0; i < parts.n; i++) {
+        if (parts.v[i].len) memcpy(copy + at, parts.v[i].base, parts.v[i].len);
+        at += parts.v[i].len;
+      }
+      isv_request_free(resp);
+      uv_buf_t one = uv_buf_init(copy, (unsigned)at);
+      isv__grpc_send(g->call, &one, 1, isv__free, copy);
+    } else {
+      isv__grpc_send(g->call, parts.v, parts.n, release_response, resp);
+    }
+  } else {
+    isv__grpc_send(g->call, parts.v, parts.n, release_response, resp);
+  }
   /* backpressure: a full queue holds the backend's responses back (ISV_EAGAIN) until the
    * call drained (on_writable) */
   if (!g->cancelled && !isv__grpc_writable(g->call)) isv__request_flow_block(r);

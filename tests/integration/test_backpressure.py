@@ -198,3 +198,32 @@ def test_non_reading_generate_stream_client_bounded(start_demo):
     assert peak - base < 48 * MIB, "RSS grew %.0f MiB with a generate_stream client that does " \
         "not read" % ((peak - base) / MIB)
     assert d.alive()
+
+
+def test_h2_zero_window_model_stream_infer_bounded_and_cut(start_demo):
+    # a decoupled model's responses on ModelStreamInfer: `repeat` answers once per element of
+    # IN (200,000 here) and waits while the client takes nothing (a zero window), so memory
+    # stays bounded; the stuck stream is cut at the send timeout
+    from grpc_stubs import add_input, encode_raw, grpc_frame, load_stubs
+    pb = load_stubs().pb
+    asan = os.environ.get("ASAN_OPTIONS", "")  # a small quarantine: see the test above
+    d = start_demo("--send-timeout-ms", "1000", "--threads", "1",
+                   env={"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=4"})
+    pid = d.proc.pid
+    base = _rss(pid)
+    n = 200000
+    req = pb.ModelInferRequest(model_name="repeat")
+    add_input(req, "IN", "INT32", [n], raw=encode_raw("INT32", list(range(n))))
+    with H2Conn(d, settings={h2raw.INITIAL_WINDOW_SIZE: 0}, auto_window=False) as c:
+        sid = c.request(h2raw.grpc_headers(d, "/inference.GRPCInferenceService/ModelStreamInfer"),
+                        body=grpc_frame(req.SerializeToString()), end_stream=True)
+        start = time.time()
+        peak = 0
+        while time.time() - start < 6 and not c.streams[sid].done:
+            c.pump(0.1)
+            peak = max(peak, _rss(pid))
+        st = c.streams[sid]
+        assert peak - base < 100 * MIB, "RSS grew %.0f MiB for one zero-window gRPC stream" % (
+            (peak - base) / MIB)
+        assert st.reset is not None or c.closed, "the stuck stream was not cut: %r" % st
+    assert d.alive()
