@@ -31,6 +31,7 @@ struct isv_auth {
   isv_auth_stage stage;
   isv__caller *who;
   char client[ISV__CALLER_KEY_MAX]; /* isv_auth_set_client's, "" none */
+  char challenge[256];               /* isv_auth_set_challenge's: the caller's once applied */
   char *model;   /* the model stage's; NULL at the caller stage */
   char *version; /* NULL: none */
   isv__client **held; /* the caller stage's count goes here (NULL: count nothing) */
@@ -92,6 +93,7 @@ static int decision_error(int d) { return d == ISV_AUTH_FORBIDDEN ? ISV_EFORBIDD
 /* The decision as (code, message): what the caller stage also counts. */
 static int outcome(isv_auth *a, char *msg, size_t cap) {
   isv__caller *who = a->who;
+  memcpy(who->challenge, a->challenge, sizeof who->challenge); /* on the loop: the caller's */
   if (a->decision != ISV_AUTH_ALLOW) {
     int err = decision_error(a->decision);
     snprintf(msg, cap, "%s", a->message ? a->message : isv_strerror(err));
@@ -122,7 +124,6 @@ static int ask(isv__gate *g, isv_auth *a, char *msg, size_t cap) {
     auth_free(a);
     return rc;
   }
-  a->who->challenge[0] = '\0';
   isv__offload_begin(g->core, &a->off, after_later);
   atomic_store(&a->phase, IN_CB);
   if (a->who->hold) a->who->hold(a->who); /* before the host may hand a to another thread */
@@ -236,10 +237,10 @@ ISV_EXTERN int isv_auth_set_client(isv_auth *a, const char *key) {
 }
 
 ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value) {
-  if (a == NULL || value == NULL || strlen(value) >= sizeof a->who->challenge) return ISV_EINVAL;
+  if (a == NULL || value == NULL || strlen(value) >= sizeof a->challenge) return ISV_EINVAL;
   for (const char *p = value; *p; p++)
     if ((unsigned char)*p < 0x20 || *p == 0x7f) return ISV_EINVAL; /* no header injection */
-  memcpy(a->who->challenge, value, strlen(value) + 1);
+  memcpy(a->challenge, value, strlen(value) + 1);
   return 0;
 }
 
