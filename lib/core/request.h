@@ -114,17 +114,17 @@ struct isv_request {
   uint64_t run_ns;      /* when its execution started (0: never ran) */
   uint64_t infer_ns;    /* when infer was called */
   uint64_t complete_ns; /* when the backend completed it (any thread) */
+  void *caller; /* who sent it, for the edge's model stage (protocol/gate.h; opaque here);
+                 * NULL: nobody asks (in process, the server's own hidden models) */
   uint8_t protocol;     /* the front end's label index (isv__core_protocol), for the metrics */
   uint32_t proto_flags; /* frontend-private (e.g. V2's binary_data_output default) */
   void *fe_data;        /* frontend-private: what it hands its own backend (a custom route's
                          * isv_http_request) */
-  void *caller; /* who sent it, for the edge's model stage (protocol/gate.h; opaque here);
-                 * NULL: nobody asks (in process, the server's own hidden models) */
-  int authz_pending; /* waiting for the model stage's decision (isv__core_authorized) */
   struct isv__repo_op *repo_op; /* a model repository operation (core/repository.h): bound to
                                  * the repository's hidden model, never to a named one */
 
   /* scheduling (scheduler.c; loop thread) */
+  int authz_pending;       /* waiting for the model stage's decision (isv__core_authorized) */
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */
   isv__timed deadline;     /* the request's deadline in the core's time heap */
   int timed_out;           /* the deadline passed: it ends ETIMEDOUT whatever it completes with */
@@ -153,15 +153,17 @@ struct isv_request {
   unsigned children;           /* responses not yet freed; under core->mu */
   int free_pending;            /* freed by its owner while responses still live */
   /* backpressure on a decoupled request's responses (scheduler.c, "decoupled responses"):
-   * flow_pending: bytes of responses sent and not yet delivered to the front end (each
-   * counted as its arena, its outputs' bytes and ISV__RESP_COST); flow_blocked: the front end found the
-   * stream's queue full (isv__request_flow_block) and has not resumed it yet; flow_cb: the
-   * backend's isv_request_on_writable, once. All under core->mu. */
-  size_t flow_pending;
-  size_t flow_bytes; /* a response: what it counts in its parent's flow_pending */
-  int flow_blocked;
-  void (*flow_cb)(isv_request *r, void *user);
-  void *flow_user;
+   * pending: bytes of responses sent and not yet delivered to the front end (each counted as
+   * its arena, its outputs' bytes and ISV__RESP_COST); bytes (a response): what it counts in
+   * its parent's pending; blocked: the front end found the stream's queue full
+   * (isv__request_flow_block) and has not resumed it yet; cb, user: the backend's
+   * isv_request_on_writable, once. All under core->mu. */
+  struct {
+    size_t pending, bytes;
+    int blocked;
+    void (*cb)(isv_request *r, void *user);
+    void *user;
+  } flow;
   atomic_int dead;             /* freed: in the core's quarantine, every call on it refused */
   /* abandoned by the server's close: its backend still ran it past the drain deadline plus
    * the cancelled requests' grace; its memory lives on until the backend completes it

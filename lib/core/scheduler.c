@@ -293,12 +293,12 @@ static void flow_fire(isv_request *r) {
   isv__core *c = r->core;
   uv_mutex_lock(&c->mu);
   void (*cb)(isv_request *, void *) = NULL;
-  void *user = r->flow_user;
+  void *user = r->flow.user;
   int cancelled = atomic_load_explicit(&r->cancelled, memory_order_relaxed);
-  if (r->flow_cb && !r->completed && !r->abandoned &&
-      (cancelled || (!r->flow_blocked && r->flow_pending < c->opts.max_queued_stream / 2 + 1))) {
-    cb = r->flow_cb;
-    r->flow_cb = NULL;
+  if (r->flow.cb && !r->completed && !r->abandoned &&
+      (cancelled || (!r->flow.blocked && r->flow.pending < c->opts.max_queued_stream / 2 + 1))) {
+    cb = r->flow.cb;
+    r->flow.cb = NULL;
   }
   uv_mutex_unlock(&c->mu);
   if (cb) cb(r, user);
@@ -306,13 +306,13 @@ static void flow_fire(isv_request *r) {
 
 void isv__request_flow_block(isv_request *r) {
   uv_mutex_lock(&r->core->mu);
-  r->flow_blocked = 1;
+  r->flow.blocked = 1;
   uv_mutex_unlock(&r->core->mu);
 }
 
 void isv__request_flow_resume(isv_request *r) {
   uv_mutex_lock(&r->core->mu);
-  r->flow_blocked = 0;
+  r->flow.blocked = 0;
   uv_mutex_unlock(&r->core->mu);
   flow_fire(r);
 }
@@ -334,7 +334,7 @@ static void deliver_responses(isv_request *r) {
     r->resp_listed = 0;
     r->resp_next = NULL;
   }
-  for (isv_request *x = q; x; x = x->resp_next) r->flow_pending -= x->flow_bytes;
+  for (isv_request *x = q; x; x = x->resp_next) r->flow.pending -= x->flow.bytes;
   uv_mutex_unlock(&c->mu);
   while (q) {
     isv_request *next = q->resp_next;
@@ -1021,8 +1021,8 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   size_t cost = ISV__RESP_COST + isv__arena_capacity(&r->out_arena);
   for (size_t i = 0; i < r->n_outputs; i++) cost += r->outputs[i].byte_size;
   uv_mutex_lock(&c->mu);
-  int full = r->flow_blocked ||
-             (r->flow_pending && r->flow_pending + cost > c->opts.max_queued_stream);
+  int full = r->flow.blocked ||
+             (r->flow.pending && r->flow.pending + cost > c->opts.max_queued_stream);
   uv_mutex_unlock(&c->mu);
   if (full) return ISV_EAGAIN; /* nothing taken: the backend retries after on_writable */
   isv_request *q = isv__request_new(c);
@@ -1058,8 +1058,8 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   r->owned = NULL;
   r->out_arena = (isv__arena){NULL, &c->bufs};
   r->children++;
-  q->flow_bytes = cost;
-  r->flow_pending += cost;
+  q->flow.bytes = cost;
+  r->flow.pending += cost;
   if (r->resp_tail) r->resp_tail->resp_next = q;
   else r->resp_head = q;
   r->resp_tail = q;
@@ -1079,8 +1079,8 @@ ISV_EXTERN int isv_request_on_writable(isv_request *r, isv_writable_cb cb, void 
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
-  r->flow_cb = cb;
-  r->flow_user = user;
+  r->flow.cb = cb;
+  r->flow.user = user;
   /* the loop looks at it (deliver_responses, then flow_fire) — it may have room already */
   list_for_delivery(c, r);
   uv_mutex_unlock(&c->mu);

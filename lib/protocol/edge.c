@@ -19,15 +19,13 @@ typedef struct edge_http {
   isv__client *count; /* the per-client count, released with the exchange */
   int cancelled;      /* the client left while a decision was pending */
   const isv__frontend *fe; /* the error shape of a pending model-stage decision */
-  char *allowed;           /* the model a later decision allowed (isv__edge_http_allowed) */
-  char *allowed_version;
+  isv__gate_pin allowed;   /* the model a later decision allowed (isv__edge_http_allowed) */
 } edge_http;
 
 static void edge_free(void *p) {
   edge_http *e = p;
   isv__client_release(e->count);
-  isv__free(e->allowed);
-  isv__free(e->allowed_version);
+  isv__gate_pin_free(&e->allowed);
   isv__free(e);
 }
 
@@ -114,14 +112,10 @@ void isv__edge_http(isv__router *r, isv__exchange *ex) {
 
 /* ---- the model stage of what a handler answers itself -------------------------------------- */
 
-static int same(const char *a, const char *b) {
-  return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
-}
-
 const char *isv__edge_http_allowed(const isv__http_req *q, const char **version) {
   const edge_http *e = q->ex->edge;
-  if (version) *version = e ? e->allowed_version : NULL;
-  return e ? e->allowed : NULL;
+  if (version) *version = e ? e->allowed.version : NULL;
+  return e ? e->allowed.model : NULL;
 }
 
 static void model_decided(void *ctx, int err, const char *msg) {
@@ -132,7 +126,7 @@ static void model_decided(void *ctx, int err, const char *msg) {
 int isv__edge_http_model(const isv__http_req *q, const char *name, const char *version) {
   edge_http *e = q->ex->edge;
   if (e == NULL) return 1; /* nobody judges */
-  if (e->allowed && strcmp(e->allowed, name) == 0 && same(e->allowed_version, version)) return 1;
+  if (isv__gate_pin_is(&e->allowed, name, version)) return 1;
   char msg[300];
   int rc = isv__gate_model(e->r->gate, &e->who, name, version, model_decided, e, msg, sizeof msg);
   if (rc == 0) return 1;
@@ -141,14 +135,7 @@ int isv__edge_http_model(const isv__http_req *q, const char *name, const char *v
     return 0;
   }
   /* remembered now: the handler that runs again finds it (a refusal answers instead) */
-  isv__free(e->allowed);
-  isv__free(e->allowed_version);
-  e->allowed = isv__strdup(q->ex->mem, name);
-  e->allowed_version = version ? isv__strdup(q->ex->mem, version) : NULL;
-  if (e->allowed == NULL || (version && e->allowed_version == NULL)) {
-    isv__free(e->allowed); /* the run after the decision asks again */
-    e->allowed = NULL;
-  }
+  isv__gate_pin_set(&e->allowed, q->ex->mem, name, version);
   e->fe = q->fe;
   wait_for_decision(e);
   return 0;

@@ -182,6 +182,28 @@ int isv__gate_model(isv__gate *g, isv__caller *who, const char *name, const char
   return ask(g, a, msg, cap);
 }
 
+/* ---- a handler's model, judged later (gate.h) --------------------------------------------- */
+
+int isv__gate_pin_is(const isv__gate_pin *p, const char *name, const char *version) {
+  if (p->model == NULL || strcmp(p->model, name) != 0) return 0;
+  return (p->version == NULL && version == NULL) ||
+         (p->version && version && strcmp(p->version, version) == 0);
+}
+
+void isv__gate_pin_set(isv__gate_pin *p, const isv_mem *mem, const char *name,
+                       const char *version) {
+  isv__gate_pin_free(p);
+  p->model = dup_str(mem, name);
+  p->version = version ? dup_str(mem, version) : NULL;
+  if (p->model == NULL || (version && p->version == NULL)) isv__gate_pin_free(p);
+}
+
+void isv__gate_pin_free(isv__gate_pin *p) {
+  isv__free(p->model);
+  isv__free(p->version);
+  p->model = p->version = NULL;
+}
+
 /* ---- the core's question: a submitted request's model (core.h) ---------------------------- */
 
 static void request_decided(void *ctx, int err, const char *message) {

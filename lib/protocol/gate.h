@@ -73,6 +73,20 @@ int isv__gate_model(isv__gate *g, isv__caller *who, const char *name, const char
 int isv__gate_admit(isv__gate *g, const isv__caller *who, isv__client **out, char *msg,
                     size_t cap);
 
+/* The model a handler asked about when the host decided later: the handler runs again once
+ * the decision came, and finds it here (isv__gate_pin_is) instead of asking twice. */
+typedef struct isv__gate_pin {
+  char *model;   /* NULL: none */
+  char *version; /* NULL: none */
+} isv__gate_pin;
+/* Whether p holds (name, version). */
+int isv__gate_pin_is(const isv__gate_pin *p, const char *name, const char *version);
+/* p holds copies of (name, version) — or nothing, out of memory (the run after the decision
+ * then asks again). */
+void isv__gate_pin_set(isv__gate_pin *p, const isv_mem *mem, const char *name,
+                       const char *version);
+void isv__gate_pin_free(isv__gate_pin *p);
+
 /* CORS, before routing: a preflight from an allowed origin is answered here (1: ex is
  * answered); an actual request from one gets its answer's CORS headers (ex->extra). 0: go on.
  * `origins` is isv_options' cors_origins. */

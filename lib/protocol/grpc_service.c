@@ -58,7 +58,7 @@ typedef struct gcall {
   int finish_deferred; /* finished while held: the status goes out at the last release */
   int finish_status;
   char *finish_msg;
-  char *allowed, *allowed_version; /* what a later decision judged for a unary answer ... */
+  isv__gate_pin allowed; /* what a later decision judged for a unary answer ... */
   int refused;                      /* ... and the refusal's code (0: allowed) and text */
   char refused_msg[256];
 } gcall;
@@ -178,8 +178,7 @@ static void gcall_maybe_free(gcall *g) {
     isv__budget_give(g->core->receiving, g->msg_charged);
     drop_held(g);
     isv__client_release(g->client);
-    isv__free(g->allowed);
-    isv__free(g->allowed_version);
+    isv__gate_pin_free(&g->allowed);
     isv__free(g);
   }
 }
@@ -431,30 +430,23 @@ static void unary_decided(void *ctx, int err, const char *msg) {
   g->refused = err; /* the answer words a refusal in its own protocol's shape (grps: a status) */
   snprintf(g->refused_msg, sizeof g->refused_msg, "%s", err && msg ? msg : "");
   if (g->cancelled || g->finished) gcall_finish(g, ISV__GRPC_CANCELLED, "cancelled");
-  else if (err && g->allowed == NULL) finish_error(g, err, msg); /* nothing to run again */
+  else if (err && g->allowed.model == NULL) finish_error(g, err, msg); /* nothing to run again */
   else run_unary(g);
   g->busy--;
   gcall_maybe_free(g);
 }
 
-static int same(const char *a, const char *b) {
-  return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
-}
-
 int isv__grpc_unary_model(isv__grpc_unary *u, const char *name, const char *version) {
   gcall *g = u->call;
   if (g == NULL || !g->judged) return 0;
-  if (g->allowed && strcmp(g->allowed, name) == 0 && same(g->allowed_version, version)) {
+  if (isv__gate_pin_is(&g->allowed, name, version)) {
     if (g->refused) snprintf(u->err, sizeof u->err, "%s", g->refused_msg);
     return g->refused;
   }
   int rc = isv__gate_model(g->svc->gate, &g->who, name, version, unary_decided, g, u->err,
                            sizeof u->err);
   if (rc != ISV__GATE_LATER) return rc;
-  isv__free(g->allowed);
-  isv__free(g->allowed_version);
-  g->allowed = isv__strdup(g->core->mem, name);
-  g->allowed_version = version ? isv__strdup(g->core->mem, version) : NULL;
+  isv__gate_pin_set(&g->allowed, g->core->mem, name, version);
   g->inflight++; /* the decision holds the call */
   return ISV__GATE_LATER;
 }
