@@ -496,6 +496,18 @@ static void after_infer(isv_request *x, int rc) {
                                                 "completing the request" : NULL);
     x->completed = done = 1;
     x->complete_ns = uv_hrtime();
+  } else if (!done && x->model->cfg->exec_mode == ISV_EXEC_INLINE &&
+             x->model->cfg->name[0] != '@') {
+    /* ISV_EXEC_INLINE promises the completion before infer returns: nobody would ever answer
+     * this request (a route's handler, '@', may answer later whatever its mode). A completion
+     * that comes later anyway is refused (ISV_ESTATE). */
+    isv__request_fail(x, ISV_EBACKEND, "model '%s' version '%s': its ISV_EXEC_INLINE backend "
+                      "returned 0 without completing the request (inline backends complete "
+                      "before they return; ISV_EXEC_ASYNC completes later)", x->model->cfg->name,
+                      x->model->version);
+    x->backend_fault = 1; /* the host's log hears of it too */
+    x->completed = done = 1;
+    x->complete_ns = uv_hrtime();
   }
   uv_mutex_unlock(&c->mu);
   if (done) exec_done(x);

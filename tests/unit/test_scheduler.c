@@ -143,7 +143,7 @@ static int setup(void **state) {
   fixture *f = cf_world_new(NULL);
   add_model(f, "inline", be_twice, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "pool", be_twice, NULL, ISV_EXEC_POOL, 0);
-  add_model(f, "thread", be_other_thread, NULL, ISV_EXEC_INLINE, 0);
+  add_model(f, "thread", be_other_thread, NULL, ISV_EXEC_ASYNC, 0);
   add_model(f, "pool_thread", be_other_thread, NULL, ISV_EXEC_POOL, 0);
   add_model(f, "joined", be_other_thread_joined, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "twice_done", be_complete_twice, NULL, ISV_EXEC_INLINE, 0);

@@ -233,6 +233,33 @@ static void loop_thread_calls_refuse_other_threads(void **state) {
   assert_int_equal(run(w, "inline", x, 1, 0).status, 0); /* not removed, not closed */
 }
 
+/* ISV_EXEC_INLINE, returning 0 without completing: answered at once, 500 naming the rule;
+ * the completion that comes later anyway is refused. */
+static isv_request *forgotten;
+static int forgets_to_complete(isv_request *r, void *u) {
+  (void)u;
+  forgotten = r;
+  return 0;
+}
+
+static void an_inline_backend_must_complete_before_it_returns(void **state) {
+  world *w = *state;
+  add(w, "forgetful", forgets_to_complete, NULL, ISV_EXEC_INLINE);
+  float x[] = {1};
+  result res;
+  memset(&res, 0, sizeof res);
+  isv_request *r;
+  int64_t n = 1;
+  assert_int_equal(isv_request_new(w->srv, "forgetful", NULL, &r), 0);
+  assert_int_equal(isv_request_add_input(r, "x", ISV_FP32, &n, 1, x, 4, ISV_TRANSIENT), 0);
+  assert_int_equal(isv_server_infer(w->srv, r, on_done, &res), 0);
+  assert_int_equal(res.calls, 1); /* answered before infer returned to its caller */
+  assert_int_equal(res.status, ISV_EBACKEND);
+  assert_non_null(strstr(res.msg, "'forgetful'"));
+  assert_non_null(strstr(res.msg, "ISV_EXEC_INLINE backend returned 0 without completing"));
+  assert_int_equal(isv_request_complete(forgotten, 0, NULL), ISV_ESTATE);
+}
+
 static void completion_from_another_thread(void **state) {
   world *w = *state;
   add(w, "threaded", threaded, NULL, ISV_EXEC_ASYNC);
@@ -731,6 +758,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, teardown),
       cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(nothing_is_added_after_completion, setup, teardown),
+      cmocka_unit_test_setup_teardown(an_inline_backend_must_complete_before_it_returns, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(loop_thread_calls_refuse_other_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(the_last_error_is_the_last_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, teardown),
