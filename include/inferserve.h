@@ -465,7 +465,9 @@ typedef enum {
 /* Where infer runs. Whatever the mode, one model version runs at most `instances` requests at
  * once (isv_model_config_set_instances); the others wait in its queue. */
 typedef enum {
-  ISV_EXEC_INLINE = 0, /* on the loop thread, completing before it returns: it must not block */
+  ISV_EXEC_INLINE = 0, /* on the loop thread, completing before it returns: it must not block.
+                        * One that returns 0 without completing fails its request with
+                        * ISV_EBACKEND naming the rule (and a later completion: ISV_ESTATE) */
   ISV_EXEC_POOL = 1,   /* on one of the server's worker threads (isv_options_set_worker_threads) */
   ISV_EXEC_ASYNC = 2   /* on the loop thread, where it only starts the work and returns; the
                         * backend completes later from a thread of its own (a GPU stream's
