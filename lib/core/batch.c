@@ -45,12 +45,11 @@ int isv__batch_joinable(const isv_request *a, const isv_request *b) {
   return params_within(a, b) && params_within(b, a);
 }
 
-size_t isv__batch_pick(const isv__reqq *q, uint64_t max_rows, isv_request **out, size_t max_n,
-                       uint64_t *rows) {
+size_t isv__batch_pick(isv_request *head, isv_request *(*next)(const isv_request *),
+                       uint64_t max_rows, isv_request **out, size_t max_n, uint64_t *rows) {
   size_t n = 0;
   uint64_t total = 0;
-  isv_request *head = q->head;
-  for (isv_request *r = head; r && n < max_n && total < max_rows; r = r->sq_next) {
+  for (isv_request *r = head; r && n < max_n && total < max_rows; r = next(r)) {
     uint64_t k = isv__batch_rows(r);
     if (total + k > max_rows || (r != head && !isv__batch_joinable(head, r))) continue;
     out[n++] = r;
@@ -100,18 +99,19 @@ static int concat_input(isv_request *b, isv_tensor *t, isv_request **members, si
   return 0;
 }
 
-int isv__batch_build(isv_request *b, isv_request **members, size_t n) {
+isv__batch *isv__batch_build(isv_request *b, isv_request **members, size_t n) {
   isv_request *head = members[0];
-  b->members = isv__arena_alloc(&b->arena, n * sizeof *b->members);
+  isv__batch *batch = isv__arena_alloc(&b->arena, sizeof *batch);
+  isv_request **copy = isv__arena_alloc(&b->arena, n * sizeof *copy);
   b->inputs = isv__arena_alloc(&b->arena, head->n_inputs * sizeof *b->inputs);
-  if (b->members == NULL || b->inputs == NULL) return ISV_ENOMEM;
-  memcpy(b->members, members, n * sizeof *members);
-  b->n_members = n;
+  if (batch == NULL || copy == NULL || b->inputs == NULL) return NULL;
+  memcpy(copy, members, n * sizeof *members);
+  *batch = (isv__batch){.req = b, .members = copy, .n_members = n, .refs = 1};
   memset(b->inputs, 0, head->n_inputs * sizeof *b->inputs);
   b->n_inputs = b->cap_inputs = head->n_inputs;
   for (size_t i = 0; i < head->n_inputs; i++) {
     b->inputs[i].name = head->inputs[i].name;
-    if (concat_input(b, &b->inputs[i], members, n) != 0) return ISV_ENOMEM;
+    if (concat_input(b, &b->inputs[i], members, n) != 0) return NULL;
   }
   /* the outputs any member asked for; all of them when one asked for none */
   int all = 0;
@@ -122,7 +122,7 @@ int isv__batch_build(isv_request *b, isv_request **members, size_t n) {
   }
   if (!all && total) {
     b->req_outputs = isv__arena_alloc(&b->arena, total * sizeof *b->req_outputs);
-    if (b->req_outputs == NULL) return ISV_ENOMEM;
+    if (b->req_outputs == NULL) return NULL;
     for (size_t i = 0; i < n; i++)
       for (size_t j = 0; j < members[i]->n_req_outputs; j++) {
         const char *name = members[i]->req_outputs[j].name;
@@ -135,12 +135,12 @@ int isv__batch_build(isv_request *b, isv_request **members, size_t n) {
   }
   b->params = head->params; /* equal in every member (isv__batch_joinable) */
   b->n_params = b->cap_params = head->n_params;
-  return 0;
+  return batch;
 }
 
 void isv__batch_release(void *p) {
-  isv_request *b = p;
-  if (--b->batch_refs == 0) isv_request_free(b);
+  isv__batch *b = p;
+  if (--b->refs == 0) isv_request_free(b->req); /* b lives in its arena */
 }
 
 /* Member m's rows [off, off + rows) of t, appended to m's outputs. */
@@ -163,19 +163,21 @@ static int slice(isv_request *m, const isv_tensor *t, uint64_t off, uint64_t row
   return 0;
 }
 
-void isv__batch_split(isv_request *b) {
+void isv__batch_split(isv__batch *batch) {
+  const isv_request *b = batch->req;
+  isv_request *const *members = batch->members;
+  size_t n = batch->n_members;
   uint64_t total = 0;
-  for (size_t i = 0; i < b->n_members; i++) total += isv__batch_rows(b->members[i]);
+  for (size_t i = 0; i < n; i++) total += isv__batch_rows(members[i]);
   if (b->status != 0) {
-    for (size_t i = 0; i < b->n_members; i++)
-      isv__request_fail(b->members[i], b->status, "%s", b->errmsg);
+    for (size_t i = 0; i < n; i++) isv__request_fail(members[i], b->status, "%s", b->errmsg);
     return;
   }
   for (size_t j = 0; j < b->n_outputs; j++) {
     const isv_tensor *t = &b->outputs[j];
     if (t->ndim == 0 || (uint64_t)t->shape[0] != total) {
-      for (size_t i = 0; i < b->n_members; i++)
-        isv__request_fail(b->members[i], ISV_EBACKEND,
+      for (size_t i = 0; i < n; i++)
+        isv__request_fail(members[i], ISV_EBACKEND,
                           "model '%s' returned output '%s' with %lld rows for a batch of %llu",
                           b->model->cfg->name, t->name, t->ndim ? (long long)t->shape[0] : 0,
                           (unsigned long long)total);
@@ -183,16 +185,16 @@ void isv__batch_split(isv_request *b) {
     }
   }
   uint64_t off = 0;
-  for (size_t i = 0; i < b->n_members; i++) {
-    isv_request *m = b->members[i];
+  for (size_t i = 0; i < n; i++) {
+    isv_request *m = members[i];
     uint64_t rows = isv__batch_rows(m);
     int rc = 0;
     for (size_t j = 0; rc == 0 && j < b->n_outputs; j++)
       rc = slice(m, &b->outputs[j], off, rows, total);
     for (size_t j = 0; rc == 0 && j < b->n_resp_params; j++)
       rc = isv__request_add_resp_param(m, b->resp_params[j].key, &b->resp_params[j].val);
-    if (rc == 0 && b->n_outputs) rc = isv__request_keep(m, b, isv__batch_release);
-    if (rc == 0 && b->n_outputs) b->batch_refs++;
+    if (rc == 0 && b->n_outputs) rc = isv__request_keep(m, batch, isv__batch_release);
+    if (rc == 0 && b->n_outputs) batch->refs++;
     if (rc != 0) isv__request_fail(m, ISV_ENOMEM, "out of memory while splitting a batch");
     off += rows;
   }

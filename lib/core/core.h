@@ -43,7 +43,7 @@ struct isv__core {
                   * completion flags */
   isv_request *done_head;
   isv_request *done_tail;
-  isv_request *resp_head; /* requests with responses sent from other threads (decoupled) */
+  isv_request *resp_head; /* streaming requests with something to deliver (responses.h) */
   isv_request *resp_tail;
   size_t inflight; /* requests submitted and counted, not yet done: queued or running */
   size_t offloads; /* front-end work on a worker thread (offload.h), not yet back */
@@ -54,7 +54,7 @@ struct isv__core {
   isv__timed abandon;     /* the drain deadline plus ISV__CANCEL_GRACE_MS: abandon the running */
   isv__pool pool;         /* ISV_EXEC_POOL backends */
   isv_model *waiting;     /* model versions with requests waiting */
-  isv_request *running;   /* executions running */
+  struct isv__job *running; /* executions running (their scheduler records: scheduler.c) */
   int cut;                /* the drain deadline passed: nothing new starts */
   uv_close_cb close_cb;   /* isv__core_close's, once both handles are closed */
   int online;
@@ -161,6 +161,8 @@ void isv__core_authorized(isv_request *r);
  * out and finished ISV_ECANCELED without running (its done callback runs before this
  * returns); one running is marked cancelled for its backend. Nothing for a finished one. */
 void isv__core_cancel(isv_request *r);
+/* Whether r waits in its model's queue (submitted, not yet running nor finished). */
+int isv__core_queued(const isv_request *r);
 
 int isv__on_loop_thread(const isv__core *c);
 /* Nothing in flight: no request, no offloaded work (what the close waits for). */

@@ -537,13 +537,13 @@ int isv__group_set_default(isv__core *c, const char *name, const char *version) 
 
 static void add_copy(isv__stats_snap *out, const isv_model *m) {
   isv__stats_add_to(out, &m->stats);
-  out->queued += atomic_load_explicit((_Atomic size_t *)&m->sched.queued, memory_order_relaxed);
+  out->queued += atomic_load_explicit((_Atomic size_t *)&m->stats.queued, memory_order_relaxed);
 }
 
 void isv__model_stats(const isv_model *m, isv__stats_snap *out) {
   memset(out, 0, sizeof *out);
   if (m->gm == NULL) {
-    const isv__core *c = m->sched.core;
+    const isv__core *c = m->core;
     if (c) {
       memcpy(out->protocols, c->protocols, sizeof out->protocols);
       out->n_protocols = c->n_protocols;
@@ -562,13 +562,13 @@ void isv__model_stats(const isv_model *m, isv__stats_snap *out) {
 uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k) {
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
   if (k > max) return 0;
-  if (m->gm == NULL) return m->sched.batch_execs ? isv__counter_get(&m->sched.batch_execs[k]) : 0;
+  if (m->gm == NULL) return m->stats.batch_execs ? isv__counter_get(&m->stats.batch_execs[k]) : 0;
   uint64_t n = 0;
   isv_group *g = m->gm->g;
   uv_mutex_lock(&g->mu);
   for (const isv_model *c = m->gm->copies; c; c = c->gcopy_next)
-    if (c->sched.batch_execs && k <= (c->cfg->max_batch ? c->cfg->max_batch : 1))
-      n += isv__counter_get(&c->sched.batch_execs[k]); /* the library's models ('@', linked
+    if (c->stats.batch_execs && k <= (c->cfg->max_batch ? c->cfg->max_batch : 1))
+      n += isv__counter_get(&c->stats.batch_execs[k]); /* the library's models ('@', linked
                                                           * by name) share no config */
   uv_mutex_unlock(&g->mu);
   return n;

@@ -125,7 +125,7 @@ void isv__group_copy_gone(isv_model *m);
 
 /* A model version's statistics, summed over every member's copy. Any thread that may use m. */
 void isv__model_stats(const isv_model *m, isv__stats_snap *out);
-/* Executions of batch size k (isv__sched.batch_execs), summed likewise. */
+/* Executions of batch size k (isv__stats.batch_execs), summed likewise. */
 uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k);
 
 #endif

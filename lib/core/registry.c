@@ -385,7 +385,7 @@ int isv__version_cmp(const char *a, const char *b) {
 
 static void model_free(isv_model *m) {
   /* A group's copy is summed by the other members' loops (isv__model_stats,
-   * isv__model_batch_execs read its counters and its sched.batch_execs under the group's mutex,
+   * isv__model_batch_execs read its counters and its stats.batch_execs under the group's mutex,
    * walking the record's list of copies): it leaves that list, under that mutex, before any of
    * it is freed — else a reader on another thread sums freed memory (the end of live sequences
    * below runs host code: that window is as long as the host makes it). */
@@ -541,6 +541,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   m->user = user;
   m->state = ISV_MODEL_READY;
   m->refs = 1;
+  m->core = r->core;
   if (isv__sched_init(m, r->core) != 0) goto oom;
 
   if (e == NULL) {

@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/sequence.h"
 #include "core/stats.h"
 #include "core/timeheap.h"
 #include "inferserve.h"
@@ -63,24 +62,10 @@ struct isv_model_config {
   int native;  /* wants a protocol's own message (isv_model_config_set_native) */
 };
 
-typedef struct isv__reqq isv__reqq; /* core/request.h */
 struct isv__core;
-
-/* A model version's scheduling state (core/scheduler.c). */
-typedef struct isv__sched {
-  struct isv__core *core;
-  unsigned busy;        /* instances running an execution */
-  uint8_t *inst_busy;   /* per instance */
-  unsigned *inst_seqs;  /* live sequences bound to each instance */
-  isv__reqq *queues;    /* one queue; or, with sequence batching, one per instance */
-  unsigned n_queues;
-  _Atomic size_t queued; /* requests waiting, all queues (read by other loops: stats.h) */
-  isv__timed wake;      /* dynamic batching: when the oldest request's delay runs out */
-  isv__seqtab seqs;
-  isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] */
-  int scheduling, again;  /* schedule() is running / must go round again */
-  struct isv_model *qm_prev, *qm_next; /* in the core's list of versions with waiting requests */
-} isv__sched;
+/* A model version's scheduling state: its queues, instances, batching wake-up and live
+ * sequences. Private to core/scheduler.c, which creates it with the version (isv__sched_init). */
+struct isv__sched;
 
 typedef struct isv__model_entry isv__model_entry;
 struct isv__gmodel;
@@ -95,8 +80,9 @@ struct isv_model {
   isv_model_state state;
   unsigned refs;   /* the registry's own reference + one per request using it */
   int removed;
+  struct isv__core *core; /* the server whose registry holds it */
   isv__stats stats; /* written on the loop thread; read anywhere (stats.h) */
-  isv__sched sched;
+  struct isv__sched *sched; /* core/scheduler.c's */
   /* A group's copy (core/group.h): the group's record of this version, the other members'
    * copies beside it (under the group's mutex), and a link for isv__group_sync's own use. */
   struct isv__gmodel *gm;
@@ -175,6 +161,8 @@ int isv__version_cmp(const char *a, const char *b);
  * goes ends its live sequences (the backend's sequence_end) and leaves the time heap. */
 int isv__sched_init(isv_model *m, struct isv__core *core);
 void isv__sched_free(isv_model *m);
+/* Instances of m running an execution now. */
+unsigned isv__sched_busy(const isv_model *m);
 
 void isv__model_ref(isv_model *m);
 void isv__model_unref(isv_model *m);

@@ -225,26 +225,6 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
   return 0;
 }
 
-ISV_EXTERN unsigned isv_request_instance(const isv_request *r) { return r ? r->instance : 0; }
-
-ISV_EXTERN int isv_request_sequence(const isv_request *r, uint64_t *id, const char **id_str) {
-  const isv__seq *q = r ? r->seq : NULL;
-  if (id) *id = q ? q->id : 0;
-  if (id_str) *id_str = q ? q->id_str : NULL;
-  return q ? (int)r->seq_flags : -1;
-}
-
-ISV_EXTERN void **isv_request_sequence_state(isv_request *r) {
-  return r && r->seq ? &r->seq->state : NULL;
-}
-
-ISV_EXTERN int isv_request_set_response_cb(isv_request *r, isv_infer_cb cb, void *data) {
-  if (r == NULL || cb == NULL || r->submitted) return ISV_EINVAL;
-  r->on_response = cb;
-  r->on_response_data = data;
-  return 0;
-}
-
 ISV_EXTERN int isv_request_cancelled(const isv_request *r) {
   return r ? atomic_load_explicit(&((isv_request *)r)->cancelled, memory_order_relaxed) : 0;
 }
@@ -388,7 +368,7 @@ ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype
   if (rc != 0) return rc;
   /* the requester's buffer when it named one and the output fits there, aligned as promised
    * (else library memory, copied there or refused after the backend: postprocess) */
-  const isv__out_dest *d = r->on_response ? NULL : requested_dest(r, t->name);
+  const isv__out_dest *d = r->stream ? NULL : requested_dest(r, t->name);
   void *buf = d && d->p && dt != ISV_BYTES && t->byte_size <= d->cap && (uintptr_t)d->p % 16 == 0
                   ? d->p
                   : isv__arena_alloc(isv__out_arena(r), t->byte_size);
@@ -571,7 +551,7 @@ ISV_EXTERN void isv_request_free(isv_request *r) {
   if (r == NULL) return;
   if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
   isv_request *parent = r->parent;
-  if (parent == NULL && r->on_response == NULL && !r->abandoned) { /* nothing borrows from it */
+  if (parent == NULL && r->stream == NULL && !r->abandoned) { /* nothing borrows from it */
     isv__request_release(r);
     return;
   }

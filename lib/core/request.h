@@ -11,8 +11,6 @@
 
 #include "core/arena.h"
 #include "core/core.h"
-#include "core/pool.h"
-#include "core/timeheap.h"
 
 struct isv_tensor {
   const char *name;
@@ -61,11 +59,10 @@ typedef struct isv__param_entry {
   isv_param val;
 } isv__param_entry;
 
-/* A FIFO of requests, linked through their sq_prev / sq_next. */
-typedef struct isv__reqq {
-  isv_request *head, *tail;
-  size_t n;
-} isv__reqq;
+/* The scheduler's record of a submitted request (core/scheduler.c: private there). */
+struct isv__job;
+/* A streaming request's responses (core/responses.h). */
+struct isv__stream;
 
 struct isv_request {
   isv__core *core;
@@ -110,9 +107,7 @@ struct isv_request {
   isv_infer_cb done;
   void *done_data;
   isv_request *qnext; /* in the core's queue of completions */
-  uint64_t start_ns;
-  uint64_t run_ns;      /* when its execution started (0: never ran) */
-  uint64_t infer_ns;    /* when infer was called */
+  uint64_t start_ns;    /* when it was submitted */
   uint64_t complete_ns; /* when the backend completed it (any thread) */
   void *caller; /* who sent it, for the edge's model stage (protocol/gate.h; opaque here);
                  * NULL: nobody asks (in process, the server's own hidden models) */
@@ -123,47 +118,19 @@ struct isv_request {
   struct isv__repo_op *repo_op; /* a model repository operation (core/repository.h): bound to
                                  * the repository's hidden model, never to a named one */
 
-  /* scheduling (scheduler.c; loop thread) */
-  int authz_pending;       /* waiting for the model stage's decision (isv__core_authorized) */
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */
-  isv__timed deadline;     /* the request's deadline in the core's time heap */
-  int timed_out;           /* the deadline passed: it ends ETIMEDOUT whatever it completes with */
-  isv_request *sq_prev, *sq_next; /* in a model's queue */
-  isv__reqq *queue;        /* the queue it waits in; NULL when not queued */
-  isv_request *exec;       /* the execution it runs in (itself, or a batch); NULL before */
-  unsigned instance;       /* of the model, running it */
-  isv__pool_job job;       /* ISV_EXEC_POOL: the worker thread's job */
-  isv_request *live_prev, *live_next; /* an execution, in the core's running list */
-  /* a batch (dynamic batching): an execution of several requests' rows at once */
-  isv_request **members;
-  size_t n_members;
-  unsigned batch_refs; /* members whose outputs point into it, + 1 while it runs */
-  /* sequence batching */
-  struct isv__seq *seq;
-  unsigned seq_flags; /* ISV_SEQUENCE_START / END as the request said */
-  /* decoupled models: responses sent before completion (isv_request_send_response) */
-  isv_infer_cb on_response;
-  void *on_response_data;
-  isv__arena out_arena;        /* where the next response's outputs are allocated */
-  isv_request *resp_head, *resp_tail; /* sent, not yet delivered; under core->mu */
-  isv_request *resp_next;      /* in that list (a response), or in the core's list of requests
-                                * with responses to deliver (a request); under core->mu */
-  int resp_listed;             /* in the core's list; under core->mu */
+  int is_exec;             /* handed to a backend's infer (an execution, not a batch's member):
+                            * the one a backend may complete; set before infer, never cleared */
+  struct isv__job *job;    /* the scheduler's, from submission (core/scheduler.c); NULL before */
+  /* decoupled models: responses sent before completion (core/responses.h) */
+  struct isv__stream *stream;  /* its responses' way to the front end; NULL: answers once */
+  isv__arena out_arena;        /* a streaming request's: where the next response's outputs are
+                                * allocated (the request's own arena holds its message) */
   isv_request *parent;         /* a response: the request that sent it */
+  isv_request *resp_next;      /* a response: in its parent's stream, not yet delivered */
+  size_t resp_cost;            /* a response: what it counts in its stream's pending bytes */
   unsigned children;           /* responses not yet freed; under core->mu */
   int free_pending;            /* freed by its owner while responses still live */
-  /* backpressure on a decoupled request's responses (scheduler.c, "decoupled responses"):
-   * pending: bytes of responses sent and not yet delivered to the front end (each counted as
-   * its arena, its outputs' bytes and ISV__RESP_COST); bytes (a response): what it counts in
-   * its parent's pending; blocked: the front end found the stream's queue full
-   * (isv__request_flow_block) and has not resumed it yet; cb, user: the backend's
-   * isv_request_on_writable, once. All under core->mu. */
-  struct {
-    size_t pending, bytes;
-    int blocked;
-    void (*cb)(isv_request *r, void *user);
-    void *user;
-  } flow;
   atomic_int dead;             /* freed: in the core's quarantine, every call on it refused */
   /* abandoned by the server's close: its backend still ran it past the drain deadline plus
    * the cancelled requests' grace; its memory lives on until the backend completes it
@@ -246,7 +213,7 @@ int isv__request_postprocess(isv_request *r, int partial);
 /* The arena a backend's outputs and response parameters go to: the request's, or for a
  * decoupled model the next response's. */
 static inline isv__arena *isv__out_arena(isv_request *r) {
-  return r->on_response ? &r->out_arena : &r->arena;
+  return r->stream ? &r->out_arena : &r->arena;
 }
 /* What a decoupled response counts against its stream's bound besides its outputs' bytes: the
  * response object and its bookkeeping. */

@@ -36,12 +36,61 @@
 #include "core/offload.h"
 #include "core/repository.h"
 #include "core/request.h"
+#include "core/responses.h"
+#include "core/sequence.h"
 
 enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON };
 
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define US 1000ull /* ns */
 #define MAX_TIMEOUT_US (1000000ull * 86400 * 365) /* a year: no overflow in ns */
+
+typedef struct isv__job isv__job;
+
+/* A FIFO of waiting requests' jobs. */
+typedef struct job_queue {
+  isv__job *head, *tail;
+  size_t n;
+} job_queue;
+
+/* The scheduler's record of a submitted request (r->job), made in the request's arena when it
+ * is submitted: where it waits, which execution runs it and on which instance, its deadline,
+ * its sequence. Nothing outside this file reads it; the request itself holds the message and
+ * the completion protocol (core/request.h). Loop thread only. */
+struct isv__job {
+  isv_request *r;
+  isv__job *sq_prev, *sq_next; /* in its queue */
+  job_queue *queue;            /* the queue it waits in; NULL when not queued */
+  isv_request *exec;           /* the execution it runs in (itself, or a batch's); NULL before */
+  isv__batch *batch;           /* an execution of several requests' rows (r is the batch's) */
+  unsigned instance;           /* of the model, running it */
+  isv__pool_job pool;          /* ISV_EXEC_POOL: the worker thread's job */
+  isv__job *live_prev, *live_next; /* an execution, in the core's running list */
+  isv__timed deadline;         /* the request's deadline in the core's time heap */
+  int timed_out;               /* the deadline passed: it ends ETIMEDOUT whatever it completes */
+  int authz_pending;           /* waiting for the model stage's decision (isv__core_authorized) */
+  isv__seq *seq;               /* sequence batching: its sequence */
+  unsigned seq_flags;          /* ISV_SEQUENCE_START / END as the request said */
+  uint64_t run_ns;             /* when its execution started (0: never ran) */
+  uint64_t infer_ns;           /* when infer was called */
+};
+
+/* A model version's scheduling state (registry.h's isv_model.sched). Loop thread; the counts
+ * others read are in the model's stats (queued, batch_execs). */
+struct isv__sched {
+  isv_model *model;
+  isv__core *core;
+  unsigned busy;        /* instances running an execution */
+  uint8_t *inst_busy;   /* per instance */
+  unsigned *inst_seqs;  /* live sequences bound to each instance */
+  job_queue *queues;    /* one queue; or, with sequence batching, one per instance */
+  unsigned n_queues;
+  isv__timed wake;      /* dynamic batching: when the oldest request's delay runs out */
+  isv__seqtab seqs;
+  int scheduling, again;  /* schedule() is running / must go round again */
+  isv_model *qm_prev, *qm_next; /* in the core's list of versions with waiting requests */
+};
+typedef struct isv__sched isv__sched;
 
 int isv__on_loop_thread(const isv__core *c) {
   uv_thread_t self = uv_thread_self();
@@ -52,64 +101,98 @@ static void schedule(isv_model *m);
 static void finish_request(isv_request *r);
 static void run_admitted(isv_request *r);
 
+/* ---- what a backend asks of its request's job -------------------------------------------- */
+
+ISV_EXTERN unsigned isv_request_instance(const isv_request *r) {
+  return r && r->job ? r->job->instance : 0;
+}
+
+ISV_EXTERN int isv_request_sequence(const isv_request *r, uint64_t *id, const char **id_str) {
+  const isv__seq *q = r && r->job ? r->job->seq : NULL;
+  if (id) *id = q ? q->id : 0;
+  if (id_str) *id_str = q ? q->id_str : NULL;
+  return q ? (int)r->job->seq_flags : -1;
+}
+
+ISV_EXTERN void **isv_request_sequence_state(isv_request *r) {
+  return r && r->job && r->job->seq ? &r->job->seq->state : NULL;
+}
+
 /* ---- queues ------------------------------------------------------------------------------ */
 
 /* The core's list of model versions with requests waiting (for the drain deadline). */
 static void models_link(isv__core *c, isv_model *m) {
-  m->sched.qm_prev = NULL;
-  m->sched.qm_next = c->waiting;
-  if (c->waiting) c->waiting->sched.qm_prev = m;
+  m->sched->qm_prev = NULL;
+  m->sched->qm_next = c->waiting;
+  if (c->waiting) c->waiting->sched->qm_prev = m;
   c->waiting = m;
 }
 
 static void models_unlink(isv__core *c, isv_model *m) {
-  isv__sched *s = &m->sched;
-  if (s->qm_prev) s->qm_prev->sched.qm_next = s->qm_next;
+  isv__sched *s = m->sched;
+  if (s->qm_prev) s->qm_prev->sched->qm_next = s->qm_next;
   else c->waiting = s->qm_next;
-  if (s->qm_next) s->qm_next->sched.qm_prev = s->qm_prev;
+  if (s->qm_next) s->qm_next->sched->qm_prev = s->qm_prev;
   s->qm_prev = s->qm_next = NULL;
 }
 
 /* The core's list of executions running (for the drain deadline). */
-static void running_link(isv__core *c, isv_request *x) {
+static void running_link(isv__core *c, isv__job *x) {
   x->live_prev = NULL;
   x->live_next = c->running;
   if (c->running) c->running->live_prev = x;
   c->running = x;
 }
 
-static void running_unlink(isv__core *c, isv_request *x) {
+static void running_unlink(isv__core *c, isv__job *x) {
   if (x->live_prev) x->live_prev->live_next = x->live_next;
   else c->running = x->live_next;
   if (x->live_next) x->live_next->live_prev = x->live_prev;
   x->live_prev = x->live_next = NULL;
 }
 
-static void q_push(isv__reqq *q, isv_request *r) {
-  r->sq_next = NULL;
-  r->sq_prev = q->tail;
-  if (q->tail) q->tail->sq_next = r;
-  else q->head = r;
-  q->tail = r;
+static void q_push(job_queue *q, isv__job *j) {
+  j->sq_next = NULL;
+  j->sq_prev = q->tail;
+  if (q->tail) q->tail->sq_next = j;
+  else q->head = j;
+  q->tail = j;
   q->n++;
-  r->queue = q;
+  j->queue = q;
 }
 
 static void q_remove(isv_request *r) {
-  isv__reqq *q = r->queue;
-  if (r->sq_prev) r->sq_prev->sq_next = r->sq_next;
-  else q->head = r->sq_next;
-  if (r->sq_next) r->sq_next->sq_prev = r->sq_prev;
-  else q->tail = r->sq_prev;
+  isv__job *j = r->job;
+  job_queue *q = j->queue;
+  if (j->sq_prev) j->sq_prev->sq_next = j->sq_next;
+  else q->head = j->sq_next;
+  if (j->sq_next) j->sq_next->sq_prev = j->sq_prev;
+  else q->tail = j->sq_prev;
   q->n--;
-  r->queue = NULL;
-  r->sq_prev = r->sq_next = NULL;
+  j->queue = NULL;
+  j->sq_prev = j->sq_next = NULL;
   isv_model *m = r->model;
-  isv__sched *s = &m->sched;
-  if (--s->queued == 0 && s->core) {
+  isv__sched *s = m->sched;
+  if (--m->stats.queued == 0 && s->core) {
     isv__timeheap_remove(&s->core->timers, &s->wake);
     models_unlink(s->core, m);
   }
+}
+
+/* The request after r in its queue (isv__batch_pick's walk). */
+static isv_request *q_next(const isv_request *r) {
+  return r->job->sq_next ? r->job->sq_next->r : NULL;
+}
+
+/* A job for r, in its arena (at submission; a batch's when it is built). 0, or ISV_ENOMEM. */
+static int job_make(isv_request *r) {
+  if (r->job) return 0;
+  isv__job *j = isv__arena_alloc(&r->arena, sizeof *j);
+  if (j == NULL) return ISV_ENOMEM;
+  memset(j, 0, sizeof *j);
+  j->r = r;
+  r->job = j;
+  return 0;
 }
 
 /* ---- the time heap's timer --------------------------------------------------------------- */
@@ -138,8 +221,8 @@ static int set_timed(isv__core *c, isv__timed *e, int kind, uint64_t when) {
 /* ---- sequences --------------------------------------------------------------------------- */
 
 static void seq_finalize(isv_model *m, isv__seq *q) {
-  if (m->sched.core) isv__timeheap_remove(&m->sched.core->timers, &q->idle);
-  m->sched.inst_seqs[q->instance]--;
+  if (m->sched->core) isv__timeheap_remove(&m->sched->core->timers, &q->idle);
+  m->sched->inst_seqs[q->instance]--;
   if (m->backend.sequence_end)
     m->backend.sequence_end(m->user, q->id, q->id_str, q->state,
                             (isv_sequence_end_reason)q->end_reason);
@@ -149,20 +232,20 @@ static void seq_finalize(isv_model *m, isv__seq *q) {
 /* The sequence leaves the table (no request may join it any more); it ends once its last
  * pending request is done. */
 static void seq_end(isv_model *m, isv__seq *q, int reason) {
-  isv__seqtab_remove(&m->sched.seqs, q);
+  isv__seqtab_remove(&m->sched->seqs, q);
   q->ended = 1;
   q->end_reason = reason;
   if (q->pending == 0) seq_finalize(m, q);
 }
 
 static void seq_request_done(isv_request *r) {
-  isv__seq *q = r->seq;
+  isv__seq *q = r->job->seq;
   isv_model *m = r->model;
-  r->seq = NULL;
+  r->job->seq = NULL;
   if (--q->pending > 0) return;
   if (q->ended) {
     seq_finalize(m, q);
-  } else if (set_timed(m->sched.core, &q->idle, T_SEQ_IDLE,
+  } else if (set_timed(m->sched->core, &q->idle, T_SEQ_IDLE,
                        uv_hrtime() + m->cfg->seq_idle_us * US) != 0) {
     seq_end(m, q, ISV_SEQUENCE_IDLE); /* no memory for its timer: do not let it leak */
   }
@@ -184,7 +267,7 @@ static void seq_text(char *out, size_t cap, uint64_t id, const char *s, size_t l
 static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len, unsigned flags) {
   isv_model *m = r->model;
   const isv_model_config *c = m->cfg;
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
   char idt[128];
   if (id == 0 && id_str == NULL)
     return isv__request_fail(r, ISV_EBADREQ, "model '%s' is stateful: every request needs a "
@@ -206,8 +289,8 @@ static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len
   }
   isv__timeheap_remove(&s->core->timers, &q->idle);
   q->pending++;
-  r->seq = q;
-  r->seq_flags = flags;
+  r->job->seq = q;
+  r->job->seq_flags = flags;
   if (flags & ISV_SEQUENCE_END) seq_end(m, q, ISV_SEQUENCE_ENDED);
   return 0;
 }
@@ -215,23 +298,28 @@ static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len
 /* ---- the model's scheduling state -------------------------------------------------------- */
 
 int isv__sched_init(isv_model *m, struct isv__core *core) {
-  isv__sched *s = &m->sched;
   const isv_model_config *c = m->cfg;
-  memset(s, 0, sizeof *s);
+  const isv_mem *mem = c->mem; /* the registry's copy of the config: the server's */
+  isv__sched *s = isv__calloc(mem, 1, sizeof *s);
+  m->sched = s;
+  if (s == NULL) return ISV_ENOMEM;
+  s->model = m;
   s->core = core;
   s->n_queues = c->sequences ? c->instances : 1;
-  const isv_mem *mem = c->mem; /* the registry's copy of the config: the server's */
   s->inst_busy = isv__calloc(mem, c->instances, sizeof *s->inst_busy);
   s->inst_seqs = isv__calloc(mem, c->instances, sizeof *s->inst_seqs);
   s->queues = isv__calloc(mem, s->n_queues, sizeof *s->queues);
-  s->batch_execs = isv__calloc(mem, (size_t)(c->max_batch ? c->max_batch : 1) + 1,
-                               sizeof *s->batch_execs);
+  m->stats.batch_execs = isv__calloc(mem, (size_t)(c->max_batch ? c->max_batch : 1) + 1,
+                                     sizeof *m->stats.batch_execs);
   isv__seqtab_init(&s->seqs, mem);
-  return s->inst_busy && s->inst_seqs && s->queues && s->batch_execs ? 0 : ISV_ENOMEM;
+  return s->inst_busy && s->inst_seqs && s->queues && m->stats.batch_execs ? 0 : ISV_ENOMEM;
 }
 
 void isv__sched_free(isv_model *m) {
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
+  isv__free(m->stats.batch_execs);
+  m->stats.batch_execs = NULL;
+  if (s == NULL) return;
   isv__seq *q;
   while ((q = isv__seqtab_pop(&s->seqs)) != NULL) {
     q->ended = 1;
@@ -243,12 +331,11 @@ void isv__sched_free(isv_model *m) {
   isv__free(s->inst_busy);
   isv__free(s->inst_seqs);
   isv__free(s->queues);
-  isv__free(s->batch_execs);
-  s->inst_busy = NULL;
-  s->inst_seqs = NULL;
-  s->queues = NULL;
-  s->batch_execs = NULL;
+  isv__free(s);
+  m->sched = NULL;
 }
+
+unsigned isv__sched_busy(const isv_model *m) { return m->sched ? m->sched->busy : 0; }
 
 /* ---- finishing requests ------------------------------------------------------------------ */
 
@@ -271,93 +358,35 @@ static void record(isv_request *r) {
     atomic_store_explicit(&s->last_inference_ms,
                           (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000,
                           memory_order_relaxed);
-  if (r->run_ns)
+  if (r->job->run_ns)
     isv__hist_add(&s->queue, isv__lat_bounds, ISV__LAT_BUCKETS,
-                  (double)(r->run_ns - r->start_ns) / 1e9);
+                  (double)(r->job->run_ns - r->start_ns) / 1e9);
   double rows = 1;
   if (r->model->cfg->max_batch > 0 && r->n_inputs > 0 && r->inputs[0].ndim > 0)
     rows = (double)r->inputs[0].shape[0];
   isv__hist_add(&s->batch, isv__batch_bounds, ISV__BATCH_BUCKETS, rows);
-  const isv_request *x = r->exec;
-  if (r->status == 0 && x && x->complete_ns >= x->infer_ns && x->infer_ns >= r->run_ns) {
-    isv__count(&s->queue_ns, r->run_ns - r->start_ns);
-    isv__count(&s->compute_input_ns, x->infer_ns - r->run_ns);
-    isv__count(&s->compute_infer_ns, x->complete_ns - x->infer_ns);
+  const isv_request *x = r->job->exec;
+  if (r->status == 0 && x && x->complete_ns >= x->job->infer_ns && x->job->infer_ns >= r->job->run_ns) {
+    isv__count(&s->queue_ns, r->job->run_ns - r->start_ns);
+    isv__count(&s->compute_input_ns, x->job->infer_ns - r->job->run_ns);
+    isv__count(&s->compute_infer_ns, x->complete_ns - x->job->infer_ns);
     isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
   }
 }
 
-/* The backend's isv_request_on_writable callback, when r's stream can take more or r was
- * cancelled — never after r was completed. Loop thread. */
-static void flow_fire(isv_request *r) {
-  isv__core *c = r->core;
-  uv_mutex_lock(&c->mu);
-  void (*cb)(isv_request *, void *) = NULL;
-  void *user = r->flow.user;
-  int cancelled = atomic_load_explicit(&r->cancelled, memory_order_relaxed);
-  if (r->flow.cb && !r->completed && !r->abandoned &&
-      (cancelled || (!r->flow.blocked && r->flow.pending < c->opts.max_queued_stream / 2 + 1))) {
-    cb = r->flow.cb;
-    r->flow.cb = NULL;
-  }
-  uv_mutex_unlock(&c->mu);
-  if (cb) cb(r, user);
-}
-
-void isv__request_flow_block(isv_request *r) {
-  uv_mutex_lock(&r->core->mu);
-  r->flow.blocked = 1;
-  uv_mutex_unlock(&r->core->mu);
-}
-
-void isv__request_flow_resume(isv_request *r) {
-  uv_mutex_lock(&r->core->mu);
-  r->flow.blocked = 0;
-  uv_mutex_unlock(&r->core->mu);
-  flow_fire(r);
-}
-
-/* A decoupled model's responses sent so far, to the request's response callback, in order. */
-static void deliver_responses(isv_request *r) {
-  isv__core *c = r->core;
-  uv_mutex_lock(&c->mu);
-  isv_request *q = r->resp_head;
-  r->resp_head = r->resp_tail = NULL;
-  if (r->resp_listed) { /* it is done with the core's list: unlink it */
-    isv_request **pp = &c->resp_head, *prev = NULL;
-    while (*pp != r) {
-      prev = *pp;
-      pp = &(*pp)->resp_next;
-    }
-    *pp = r->resp_next;
-    if (c->resp_tail == r) c->resp_tail = prev;
-    r->resp_listed = 0;
-    r->resp_next = NULL;
-  }
-  for (isv_request *x = q; x; x = x->resp_next) r->flow.pending -= x->flow.bytes;
-  uv_mutex_unlock(&c->mu);
-  while (q) {
-    isv_request *next = q->resp_next;
-    q->resp_next = NULL;
-    if (isv__request_postprocess(q, 1) != 0) q->n_outputs = 0;
-    r->on_response(q, q->status, r->on_response_data); /* the callee frees q */
-    q = next;
-  }
-  flow_fire(r); /* may have room again: the front end blocked it or not while delivering */
-}
-
 static void finish_request(isv_request *r) {
   isv__core *c = r->core;
-  if (r->on_response) deliver_responses(r);
-  if (r->counted) isv__timeheap_remove(&c->timers, &r->deadline);
-  if (r->timed_out)
+  isv__job *j = r->job; /* NULL: no memory for it at submission (r failed) */
+  if (r->stream) isv__responses_deliver(r);
+  if (r->counted) isv__timeheap_remove(&c->timers, &j->deadline);
+  if (j && j->timed_out)
     isv__request_fail(r, ISV_ETIMEDOUT, "request to model '%s' passed its deadline while it %s",
-                      r->model->cfg->name, r->run_ns ? "ran" : "waited");
+                      r->model->cfg->name, j->run_ns ? "ran" : "waited");
   if (r->status == 0 && isv__request_postprocess(r, 0) != 0 && r->errmsg[0] == '\0')
     r->errmsg = isv_strerror(r->status);
   if (r->status != 0 && !r->abandoned) r->n_outputs = 0; /* no partial outputs (an abandoned
                                                            * one's are its backend's still) */
-  if (r->seq && !r->abandoned) seq_request_done(r);
+  if (j && j->seq && !r->abandoned) seq_request_done(r);
   if (r->backend_fault)
     isv__core_log(c, ISV_LOG_WARN, "model '%s' version '%s': %s", r->model->cfg->name,
                   r->model->version, r->errmsg);
@@ -379,19 +408,24 @@ static void exec_done(isv_request *x) {
     return;
   }
   isv_model *m = x->model;
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
+  isv__job *j = x->job;
   isv__model_ref(m); /* the requests' done callbacks may drop the last other reference */
-  running_unlink(x->core, x);
-  s->inst_busy[x->instance] = 0;
+  running_unlink(x->core, j);
+  ISV_ASSERT(s->inst_busy[j->instance] && s->busy > 0, "an execution ends on a busy instance");
+  s->inst_busy[j->instance] = 0;
   s->busy--;
-  uint64_t rows = x->members || m->cfg->max_batch ? isv__batch_rows(x) : 1;
+  uint64_t rows = j->batch || m->cfg->max_batch ? isv__batch_rows(x) : 1;
   isv__count(&m->stats.exec_count, 1);
   isv__count(&m->stats.inference_count, rows);
-  if (rows <= (m->cfg->max_batch ? m->cfg->max_batch : 1)) isv__count(&s->batch_execs[rows], 1);
-  if (x->members) {
-    isv__batch_split(x);
-    for (size_t i = 0; i < x->n_members; i++) finish_request(x->members[i]);
-    isv__batch_release(x); /* the scheduler's reference; members keep theirs */
+  if (rows <= (m->cfg->max_batch ? m->cfg->max_batch : 1))
+    isv__count(&m->stats.batch_execs[rows], 1);
+  if (j->batch) {
+    isv__batch *b = j->batch;
+    ISV_ASSERT(b->refs == 1, "a batch that ran holds only the scheduler's reference");
+    isv__batch_split(b);
+    for (size_t i = 0; i < b->n_members; i++) finish_request(b->members[i]);
+    isv__batch_release(b); /* the scheduler's reference; members keep theirs */
   } else {
     finish_request(x);
   }
@@ -409,7 +443,7 @@ void isv__core_drain_completions(uv_async_t *h) {
     isv_request *r = c->resp_head;
     uv_mutex_unlock(&c->mu);
     if (r == NULL) break;
-    deliver_responses(r); /* unlinks r */
+    isv__responses_deliver(r); /* unlinks r */
   }
   uv_mutex_lock(&c->mu);
   isv_request *q = c->done_head;
@@ -455,7 +489,7 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
   uint64_t now = uv_hrtime();
   uv_mutex_lock(&c->mu);
   /* dead: completed, answered and freed (request.c's quarantine) — a second completion */
-  if (isv__request_dead(r) || r->completed || !r->submitted || r->exec != r) {
+  if (isv__request_dead(r) || r->completed || !r->submitted || !r->is_exec) {
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
@@ -514,10 +548,10 @@ static void after_infer(isv_request *x, int rc) {
 }
 
 /* A worker thread runs the backend; a completed execution goes back to the loop. */
-static void pool_run(isv__pool_job *job) {
-  isv_request *x = OWNER(job, isv_request, job);
+static void pool_run(isv__pool_job *pj) {
+  isv_request *x = OWNER(pj, isv__job, pool)->r;
   isv__core *c = x->core;
-  x->infer_ns = uv_hrtime();
+  x->job->infer_ns = uv_hrtime();
   int rc = x->model->backend.infer(x, x->model->user);
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
@@ -540,28 +574,32 @@ static void pool_run(isv__pool_job *job) {
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
 static void start_exec(isv_model *m, isv_request *x, unsigned instance) {
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
   isv__core *c = x->core;
+  isv__job *j = x->job;
+  ISV_ASSERT(!s->inst_busy[instance] && s->busy < m->cfg->instances,
+             "an execution starts on a free instance");
   s->inst_busy[instance] = 1;
   s->busy++;
-  running_link(c, x);
-  x->exec = x;
-  x->instance = instance;
-  x->run_ns = uv_hrtime();
+  running_link(c, j);
+  j->exec = x;
+  j->instance = instance;
+  j->run_ns = uv_hrtime();
+  x->is_exec = 1;
   x->in_infer = 1; /* before any other thread can see x */
   if (m->cfg->exec_mode == ISV_EXEC_POOL) {
-    x->job.run = pool_run;
-    if (isv__pool_submit(&c->pool, &x->job) != 0) {
+    j->pool.run = pool_run;
+    if (isv__pool_submit(&c->pool, &j->pool) != 0) {
       x->in_infer = 0;
       x->completed = 1;
-      x->complete_ns = x->run_ns;
+      x->complete_ns = j->run_ns;
       isv__request_fail(x, ISV_EINTERNAL, "no worker thread could be started for model '%s'",
                         m->cfg->name);
       exec_done(x);
     }
     return;
   }
-  x->infer_ns = x->run_ns;
+  x->job->infer_ns = x->job->run_ns;
   int rc = m->backend.infer(x, m->user);
   after_infer(x, rc);
 }
@@ -576,7 +614,7 @@ static unsigned free_instance(const isv__sched *s, unsigned n) {
  * 1 when an execution started, 0 when the batch waits (the wake-up is armed). */
 static int dispatch_batch(isv_model *m, unsigned instance) {
   const isv_model_config *c = m->cfg;
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
   isv__core *core = s->core;
   isv_request *picked[64], **members = picked;
   size_t cap = c->max_batch < 64 ? 64 : c->max_batch;
@@ -585,7 +623,7 @@ static int dispatch_batch(isv_model *m, unsigned instance) {
     cap = 64;
   }
   uint64_t rows;
-  size_t n = isv__batch_pick(&s->queues[0], c->max_batch, members, cap, &rows);
+  size_t n = isv__batch_pick(s->queues[0].head->r, q_next, c->max_batch, members, cap, &rows);
   isv_request *head = members[0];
   int full = rows >= c->max_batch || isv__batch_preferred(c, rows);
   uint64_t due = head->start_ns + c->batch_delay_us * US;
@@ -609,9 +647,10 @@ static int dispatch_batch(isv_model *m, unsigned instance) {
     start_exec(m, head, instance);
     goto out;
   }
-  for (size_t i = 0; i < n; i++) members[i]->run_ns = uv_hrtime(); /* input work starts */
+  for (size_t i = 0; i < n; i++) members[i]->job->run_ns = uv_hrtime(); /* input work starts */
   isv_request *b = isv__request_new(core);
-  if (b == NULL || isv__batch_build(b, members, n) != 0) {
+  isv__batch *batch = b && job_make(b) == 0 ? isv__batch_build(b, members, n) : NULL;
+  if (batch == NULL) {
     if (b) isv_request_free(b);
     for (size_t i = 0; i < n; i++) {
       isv__request_fail(members[i], ISV_ENOMEM, "out of memory while batching");
@@ -622,9 +661,9 @@ static int dispatch_batch(isv_model *m, unsigned instance) {
   b->model = m;
   isv__model_ref(m);
   b->submitted = 1;
-  b->finished = 1; /* freed by its last reference, never called back */
-  b->batch_refs = 1;
-  for (size_t i = 0; i < n; i++) members[i]->exec = b;
+  b->finished = 1; /* freed by its last reference (the batch's), never called back */
+  b->job->batch = batch;
+  for (size_t i = 0; i < n; i++) members[i]->job->exec = b;
   start_exec(m, b, instance);
 out:
   if (members != picked) isv__free(members);
@@ -634,31 +673,31 @@ out:
 /* Start what can start. */
 static void schedule_once(isv_model *m) {
   const isv_model_config *c = m->cfg;
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
   if (s->core && s->core->cut) return; /* the drain deadline passed: nothing new runs */
   if (c->sequences) { /* each instance runs its own sequences' queue */
     for (unsigned i = 0; i < c->instances; i++)
       if (!s->inst_busy[i] && s->queues[i].n) {
-        isv_request *r = s->queues[i].head;
+        isv_request *r = s->queues[i].head->r;
         q_remove(r);
         start_exec(m, r, i);
       }
     return;
   }
-  while (s->busy < c->instances && s->queued > 0) {
+  while (s->busy < c->instances && m->stats.queued > 0) {
     unsigned i = free_instance(s, c->instances);
     if (c->batching) {
       if (!dispatch_batch(m, i)) return;
       continue;
     }
-    isv_request *r = s->queues[0].head;
+    isv_request *r = s->queues[0].head->r;
     q_remove(r);
     start_exec(m, r, i);
   }
 }
 
 static void schedule(isv_model *m) {
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
   if (s->scheduling) { /* a completion inside a dispatch: the outer loop goes round again */
     s->again = 1;
     return;
@@ -713,30 +752,31 @@ static uint64_t earliest(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 ||
 static int admit(isv__core *c, isv_request *r) {
   isv_model *m = r->model;
   const isv_model_config *cfg = m->cfg;
-  isv__sched *s = &m->sched;
+  isv__sched *s = m->sched;
   uint64_t timeout_us = 0, seq_id = 0;
   const char *seq_s = NULL;
   size_t seq_len = 0;
   unsigned flags = 0;
   if (core_params(r, &timeout_us, &seq_id, &seq_s, &seq_len, &flags) != 0) return r->status;
-  if (cfg->decoupled && r->on_response == NULL)
+  if (cfg->decoupled && r->stream == NULL)
     return isv__request_fail(r, ISV_EBADREQ, "model '%s' is decoupled (it streams any number "
                              "of responses): this endpoint answers once, use a streaming one",
                              cfg->name);
-  if (cfg->max_queue && s->queued >= cfg->max_queue)
+  size_t queued = m->stats.queued;
+  if (cfg->max_queue && queued >= cfg->max_queue)
     return isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' has %zu requests waiting, "
-                             "its queue limit: retry later", cfg->name, m->version, s->queued);
+                             "its queue limit: retry later", cfg->name, m->version, queued);
   uint64_t us = earliest(earliest(timeout_us, r->timeout_us), cfg->default_timeout_us);
   if (us > MAX_TIMEOUT_US) us = MAX_TIMEOUT_US;
-  if (us && set_timed(c, &r->deadline, T_DEADLINE, r->start_ns + us * US) != 0)
+  if (us && set_timed(c, &r->job->deadline, T_DEADLINE, r->start_ns + us * US) != 0)
     return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   unsigned q = 0;
   if (cfg->sequences) {
     if (seq_admit(r, seq_id, seq_s, seq_len, flags) != 0) return r->status;
-    q = r->seq->instance;
+    q = r->job->seq->instance;
   }
-  q_push(&s->queues[q], r);
-  if (s->queued++ == 0) models_link(c, m);
+  q_push(&s->queues[q], r->job);
+  if (m->stats.queued++ == 0) models_link(c, m);
   return 0;
 }
 
@@ -747,6 +787,11 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
   r->done_data = data;
   r->submitted = 1;
   r->start_ns = uv_hrtime();
+  if (job_make(r) != 0) { /* the scheduler's record of it, in its arena */
+    isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    finish_request(r);
+    return;
+  }
   /* The one order of errors for every protocol: an unknown model or version (404), then the
    * edge's model stage (401, 403: nothing else is said about a model the caller may not use,
    * not even what is wrong with the body it sent), then the front end's decode error (400...),
@@ -765,7 +810,7 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
     const char *name = r->repo_op ? r->repo_op->name : m->cfg->name;
     int rc = c->authorize(c->authorize_ctx, r, name ? name : "", r->repo_op ? NULL : m->version);
     if (rc == ISV__AUTHZ_LATER) { /* in flight meanwhile: the close waits for the decision */
-      r->authz_pending = 1;
+      r->job->authz_pending = 1;
       c->inflight++;
       isv__core_hold_loop(c);
       return;
@@ -779,11 +824,11 @@ void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *dat
 }
 
 void isv__core_authorized(isv_request *r) {
-  if (!r->authz_pending) { /* applied once: a second one would run it twice */
+  if (r->job == NULL || !r->job->authz_pending) { /* applied once: twice would run it twice */
     ISV_ASSERT(0, "a model-stage decision for a request that waits for none");
     return;
   }
-  r->authz_pending = 0;
+  r->job->authz_pending = 0;
   isv__core *c = r->core;
   c->inflight--; /* counted again below when it goes on */
   isv__core_hold_loop(c);
@@ -834,10 +879,11 @@ static void run_admitted(isv_request *r) {
 /* ---- cancellation, deadlines, drain ------------------------------------------------------ */
 
 /* A running member of a batch was cancelled: the batch is, once every member is. */
-static void batch_cancelled(isv_request *b) {
+static void batch_cancelled(isv_request *x) {
+  const isv__batch *b = x->job->batch;
   for (size_t i = 0; i < b->n_members; i++)
     if (!atomic_load_explicit(&b->members[i]->cancelled, memory_order_relaxed)) return;
-  atomic_store_explicit(&b->cancelled, 1, memory_order_relaxed);
+  atomic_store_explicit(&x->cancelled, 1, memory_order_relaxed);
 }
 
 /* r leaves its queue and finishes with (status, msg) without running. */
@@ -852,12 +898,14 @@ static void unqueue_fail(isv_request *r, int status, const char *msg) {
 }
 
 void isv__core_cancel(isv_request *r) {
-  if (r == NULL || !r->submitted || r->finished || r->parent) return;
+  if (r == NULL || !r->submitted || r->finished || r->parent || r->job == NULL) return;
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
-  if (r->queue) unqueue_fail(r, ISV_ECANCELED, "request cancelled before it ran");
-  else if (r->exec && r->exec != r) batch_cancelled(r->exec);
-  else if (r->on_response) flow_fire(r); /* a backend waiting for room hears it */
+  if (r->job->queue) unqueue_fail(r, ISV_ECANCELED, "request cancelled before it ran");
+  else if (r->job->exec && r->job->exec != r) batch_cancelled(r->job->exec);
+  else if (r->stream) isv__responses_cancelled(r); /* a backend waiting for room hears it */
 }
+
+int isv__core_queued(const isv_request *r) { return r->job && r->job->queue; }
 
 ISV_EXTERN int isv_request_cancel(isv_request *r) {
   if (r == NULL) return ISV_EINVAL;
@@ -867,33 +915,33 @@ ISV_EXTERN int isv_request_cancel(isv_request *r) {
 }
 
 static void deadline_passed(isv_request *r) {
-  r->timed_out = 1;
-  if (r->queue) {
+  r->job->timed_out = 1;
+  if (r->job->queue) {
     char msg[300];
     snprintf(msg, sizeof msg, "request to model '%s' passed its deadline while it waited",
              r->model->cfg->name);
-    r->timed_out = 0; /* the message says it all */
+    r->job->timed_out = 0; /* the message says it all */
     unqueue_fail(r, ISV_ETIMEDOUT, msg);
     return;
   }
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
-  if (r->exec && r->exec != r) batch_cancelled(r->exec);
-  else if (r->on_response) flow_fire(r);
+  if (r->job->exec && r->job->exec != r) batch_cancelled(r->job->exec);
+  else if (r->stream) isv__responses_cancelled(r);
 }
 
 /* The drain deadline: queued requests are answered without running, running ones cancelled. */
 static void drain_passed(isv__core *c) {
   c->cut = 1; /* schedule() starts nothing from now on */
   while (c->waiting) {
-    isv__sched *s = &c->waiting->sched;
+    isv__sched *s = c->waiting->sched;
     unsigned q = 0;
     while (s->queues[q].head == NULL) q++;
-    unqueue_fail(s->queues[q].head, ISV_EUNAVAIL, "the server closed before the request ran");
+    unqueue_fail(s->queues[q].head->r, ISV_EUNAVAIL, "the server closed before the request ran");
   }
-  for (isv_request *x = c->running; x; x = x->live_next) {
-    atomic_store_explicit(&x->cancelled, 1, memory_order_relaxed);
-    for (size_t i = 0; i < x->n_members; i++)
-      atomic_store_explicit(&x->members[i]->cancelled, 1, memory_order_relaxed);
+  for (isv__job *j = c->running; j; j = j->live_next) {
+    atomic_store_explicit(&j->r->cancelled, 1, memory_order_relaxed);
+    for (size_t i = 0; j->batch && i < j->batch->n_members; i++)
+      atomic_store_explicit(&j->batch->members[i]->cancelled, 1, memory_order_relaxed);
   }
   if (c->running)
     set_timed(c, &c->abandon, T_ABANDON, uv_hrtime() + ISV__CANCEL_GRACE_MS * 1000000ull);
@@ -910,37 +958,39 @@ static const char abandoned_msg[] =
  * inputs and writing outputs; nobody reads them any more. */
 static void abandon(isv__core *c, isv_request *x) {
   atomic_fetch_add(&c->refs, 1); /* the core's memory outlives its close for x */
-  running_unlink(c, x);
+  running_unlink(c, x->job);
   isv_model *m = x->model;
   isv__core_log(c, ISV_LOG_WARN,
                 "model '%s' version '%s': the server closed while its backend still ran a "
                 "request cancelled %u ms before; abandoned (freed when the backend completes it)",
                 m->cfg->name, m->version, (unsigned)ISV__CANCEL_GRACE_MS);
-  if (x->members) { /* a batch: its requests are distinct from it, the backend sees only x */
-    for (size_t i = 0; i < x->n_members; i++) {
-      isv_request *r = x->members[i];
-      r->timed_out = 0;
+  const isv__batch *b = x->job->batch;
+  if (b) { /* a batch: its requests are distinct from it, the backend sees only x */
+    for (size_t i = 0; i < b->n_members; i++) {
+      isv_request *r = b->members[i];
+      r->job->timed_out = 0;
       r->status = ISV_EUNAVAIL;
       r->errmsg = abandoned_msg;
       finish_request(r);
     }
     return;
   }
-  x->timed_out = 0;
+  x->job->timed_out = 0;
   x->status = ISV_EUNAVAIL;
   x->errmsg = abandoned_msg;
   finish_request(x); /* its sequence ends when the backend is done with it, not now */
 }
 
 static void abandon_running(isv__core *c) {
-  isv_request *x = c->running;
-  while (x) {
-    isv_request *next = x->live_next;
+  isv__job *j = c->running;
+  while (j) {
+    isv__job *next = j->live_next;
+    isv_request *x = j->r;
     uv_mutex_lock(&c->mu);
     int completed = x->completed; /* on its way to exec_done: not abandoned */
     if (!completed) {
       x->abandoned = 1;
-      if (x->members) x->free_pending = 1; /* a batch has no owner to let go of it */
+      if (x->job->batch) x->free_pending = 1; /* a batch has no owner to let go of it */
       if (x->in_infer && x->model->cfg->exec_mode == ISV_EXEC_POOL) {
         x->stuck = 1; /* its worker thread may never come back: the close must not join it */
         c->stuck++;
@@ -948,7 +998,7 @@ static void abandon_running(isv__core *c) {
     }
     uv_mutex_unlock(&c->mu);
     if (!completed) abandon(c, x);
-    x = next;
+    j = next;
   }
 }
 
@@ -959,8 +1009,8 @@ static void abandoned_seq_done(isv_request *x, int closed) {
     seq_request_done(x);
     return;
   }
-  isv__seq *q = x->seq;
-  x->seq = NULL;
+  isv__seq *q = x->job->seq;
+  x->job->seq = NULL;
   if (--q->pending == 0 && q->ended) seq_finalize(x->model, q);
 }
 
@@ -979,7 +1029,7 @@ void isv__abandoned_release(isv_request *x) {
   /* after the close: whoever completes an abandoned execution frees it, under mu (model
    * versions' counts are shared by them); on the loop before it, the loop alone */
   if (!closed) uv_mutex_unlock(&c->mu);
-  if (x->seq) abandoned_seq_done(x, closed);
+  if (x->job->seq) abandoned_seq_done(x, closed);
   isv__request_release(x);
   if (closed) uv_mutex_unlock(&c->mu);
   isv__core_unref(c);
@@ -997,8 +1047,8 @@ static void on_timer(uv_timer_t *t) {
   while ((e = isv__timeheap_top(&c->timers)) != NULL && e->when <= uv_hrtime()) {
     isv__timeheap_remove(&c->timers, e);
     switch (e->kind) {
-    case T_DEADLINE: deadline_passed(OWNER(e, isv_request, deadline)); break;
-    case T_WAKE: schedule(OWNER(e, isv_model, sched.wake)); break;
+    case T_DEADLINE: deadline_passed(OWNER(e, isv__job, deadline)->r); break;
+    case T_WAKE: schedule(OWNER(e, isv__sched, wake)->model); break;
     case T_SEQ_IDLE: {
       isv__seq *q = OWNER(e, isv__seq, idle);
       seq_end(q->model, q, ISV_SEQUENCE_IDLE);
@@ -1009,93 +1059,4 @@ static void on_timer(uv_timer_t *t) {
     }
   }
   arm_timer(c);
-}
-
-/* ---- decoupled responses ----------------------------------------------------------------- */
-
-/* Under c->mu: r goes into the core's list of requests the loop looks at (responses to
- * deliver, a writable callback to fire), once. */
-static void list_for_delivery(isv__core *c, isv_request *r) {
-  if (r->resp_listed) return;
-  r->resp_listed = 1;
-  r->resp_next = NULL;
-  if (c->resp_tail) c->resp_tail->resp_next = r;
-  else c->resp_head = r;
-  c->resp_tail = r;
-}
-
-ISV_EXTERN int isv_request_send_response(isv_request *r) {
-  if (r == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
-  if (isv__request_dead(r) || !r->model->cfg->decoupled) return ISV_ESTATE;
-  isv__core *c = r->core;
-  /* what the response costs its stream: the response object, the arena it takes (8 KiB at the
-   * least: a stream of one-word responses is mostly arenas) and its outputs' bytes */
-  size_t cost = ISV__RESP_COST + isv__arena_capacity(&r->out_arena);
-  for (size_t i = 0; i < r->n_outputs; i++) cost += r->outputs[i].byte_size;
-  uv_mutex_lock(&c->mu);
-  int full = r->flow.blocked ||
-             (r->flow.pending && r->flow.pending + cost > c->opts.max_queued_stream);
-  uv_mutex_unlock(&c->mu);
-  if (full) return ISV_EAGAIN; /* nothing taken: the backend retries after on_writable */
-  isv_request *q = isv__request_new(c);
-  if (q == NULL) return ISV_ENOMEM;
-  /* the response takes what the backend set since the last one; the request starts empty */
-  q->parent = r;
-  q->model = r->model; /* borrowed, like id and requested outputs: r outlives q */
-  q->id = r->id;
-  q->has_id = r->has_id;
-  q->protocol = r->protocol;
-  q->proto_flags = r->proto_flags;
-  q->req_outputs = r->req_outputs;
-  q->n_req_outputs = r->n_req_outputs;
-  q->submitted = q->completed = q->finished = 1;
-  q->outputs = r->outputs;
-  q->n_outputs = r->n_outputs;
-  q->cap_outputs = r->cap_outputs;
-  q->resp_params = r->resp_params;
-  q->n_resp_params = r->n_resp_params;
-  q->cap_resp_params = r->cap_resp_params;
-  q->owned = r->owned;
-  q->arena = r->out_arena;
-  uv_mutex_lock(&c->mu);
-  if (r->completed || r->abandoned) {
-    uv_mutex_unlock(&c->mu);
-    isv__free(q); /* took nothing yet */
-    return ISV_ESTATE;
-  }
-  r->outputs = NULL;
-  r->n_outputs = r->cap_outputs = 0;
-  r->resp_params = NULL;
-  r->n_resp_params = r->cap_resp_params = 0;
-  r->owned = NULL;
-  r->out_arena = (isv__arena){NULL, &c->bufs};
-  r->children++;
-  q->flow.bytes = cost;
-  r->flow.pending += cost;
-  if (r->resp_tail) r->resp_tail->resp_next = q;
-  else r->resp_head = q;
-  r->resp_tail = q;
-  list_for_delivery(c, r);
-  uv_mutex_unlock(&c->mu);
-  uv_async_send(&c->async); /* delivered from the loop, even when sent on it: in order */
-  return 0;
-}
-
-ISV_EXTERN int isv_request_on_writable(isv_request *r, isv_writable_cb cb, void *user) {
-  if (r == NULL || cb == NULL || !r->submitted || r->parent || r->exec != r) return ISV_EINVAL;
-  if (isv__request_dead(r) || !r->model->cfg->decoupled || r->on_response == NULL)
-    return ISV_ESTATE;
-  isv__core *c = r->core;
-  uv_mutex_lock(&c->mu);
-  if (r->completed || r->abandoned) {
-    uv_mutex_unlock(&c->mu);
-    return ISV_ESTATE;
-  }
-  r->flow.cb = cb;
-  r->flow.user = user;
-  /* the loop looks at it (deliver_responses, then flow_fire) — it may have room already */
-  list_for_delivery(c, r);
-  uv_mutex_unlock(&c->mu);
-  uv_async_send(&c->async);
-  return 0;
 }

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "protocol/http_reply.h"
+#include "core/responses.h"
 
 /* What the handler sees (the request's copy of the exchange) and what it has answered. Lives in
  * the request's arena; touched by the handler's thread only, after the loop filled it. */
@@ -493,8 +494,8 @@ static void route(isv__http_req *qq) {
   r->fe_data = q;
   isv__http_give_body(r, ex); /* q->body points into it */
   cs->ex = ex;
-  r->on_response = on_response;
-  r->on_response_data = cs;
+  if (isv__request_stream(r, on_response, cs) != 0 && r->status == 0)
+    isv__request_fail(r, ISV_ENOMEM, "out of memory");
   ex->app = r;
   ex->on_cancel = client_gone;
   ex->on_writable = on_writable;

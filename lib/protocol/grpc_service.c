@@ -11,6 +11,7 @@
 #include "codec/zcoding.h"
 #include "core/offload.h"
 #include "protocol/gate.h"
+#include "core/responses.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -348,8 +349,8 @@ static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
     if (rc) isv__request_fail(r, rc, "%s", why); /* answered in the stream; it goes on */
   }
   if (g->m->kind != ISV__RPC_UNARY) { /* streams carry a decoupled model's responses */
-    r->on_response = stream_response;
-    r->on_response_data = j;
+    if (isv__request_stream(r, stream_response, j) != 0 && r->status == 0)
+      isv__request_fail(r, ISV_ENOMEM, "out of memory");
   }
   j->next = g->jobs;
   if (g->jobs) g->jobs->prev = j;
@@ -667,10 +668,10 @@ static void on_cancel(isv__grpc_call *call) {
    * those finishes at once (infer_done frees its job), and the scheduler may then start and
    * finish others of this call: look for the next waiting one from the start each time. */
   for (job *j = g->jobs; j; j = j->next)
-    if (j->r->queue == NULL) isv__core_cancel(j->r); /* running: only flagged */
+    if (!isv__core_queued(j->r)) isv__core_cancel(j->r); /* running: only flagged */
   for (;;) {
     job *w = g->jobs;
-    while (w && w->r->queue == NULL) w = w->next;
+    while (w && !isv__core_queued(w->r)) w = w->next;
     if (w == NULL) break;
     isv__core_cancel(w->r);
   }

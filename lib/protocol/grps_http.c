@@ -16,6 +16,7 @@
 #include "protocol/grps_meta.h"
 #include "protocol/http_reply.h"
 #include "protocol/metrics_http.h"
+#include "core/responses.h"
 
 /* ---- answers ------------------------------------------------------------------------------ */
 
@@ -326,8 +327,8 @@ static void decoded(predict_state *st) {
   }
   isv__http_give_body(r, st->ex); /* the message points into it */
   if (st->streaming) {
-    r->on_response = stream_response;
-    r->on_response_data = st;
+    if (isv__request_stream(r, stream_response, st) != 0 && r->status == 0)
+      isv__request_fail(r, ISV_ENOMEM, "out of memory");
     st->ex->on_writable = stream_writable;
   }
   isv__core_submit(r->core, r, st->streaming ? stream_done : predict_done, st);

@@ -18,6 +18,7 @@
 #include "protocol/v2_json.h"
 #include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
+#include "core/responses.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 
@@ -676,8 +677,8 @@ static void generate_stream(isv__http_req *q) {
   st->ex = q->ex;
   st->r = r;
   q->ex->on_writable = sse_writable;
-  r->on_response = stream_response;
-  r->on_response_data = st;
+  if (isv__request_stream(r, stream_response, st) != 0 && r->status == 0)
+    isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
   isv__http_give_body(r, q->ex);

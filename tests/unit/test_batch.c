@@ -115,7 +115,11 @@ static void build_concatenates_and_split_hands_back_rows(void **state) {
   isv_request *b = isv__request_new(&w->core);
   b->model = m;
   isv__model_ref(m);
-  assert_int_equal(isv__batch_build(b, mem, 2), 0);
+  isv__batch *batch = isv__batch_build(b, mem, 2);
+  assert_non_null(batch);
+  assert_ptr_equal(batch->req, b);
+  assert_int_equal(batch->n_members, 2);
+  assert_int_equal(batch->refs, 1); /* the caller's */
   const isv_tensor *x = isv_request_input(b, "x");
   size_t nd;
   const int64_t *sh = isv_tensor_shape(x, &nd);
@@ -130,13 +134,12 @@ static void build_concatenates_and_split_hands_back_rows(void **state) {
 
   /* the backend's answer, then the split (what the scheduler does around it) */
   b->submitted = b->finished = 1;
-  b->exec = b;
-  b->batch_refs = 1;
+  b->is_exec = 1;
   float *y;
   assert_int_equal(isv_request_output(b, "y", ISV_FP32, sh, 2, (void **)&y), 0);
   for (int i = 0; i < 9; i++) y[i] = want[i] * 10;
-  isv__batch_split(b);
-  assert_int_equal(b->batch_refs, 3); /* each member keeps b alive */
+  isv__batch_split(batch);
+  assert_int_equal(batch->refs, 3); /* each member keeps b alive */
   const isv_tensor *ya = isv_request_output_tensor(mem[0], "y");
   const isv_tensor *yb = isv_request_output_tensor(mem[1], "y");
   assert_non_null(ya);
@@ -148,10 +151,10 @@ static void build_concatenates_and_split_hands_back_rows(void **state) {
   assert_true(((const float *)isv_tensor_data(yb))[0] == 40);
   assert_true(((const float *)isv_tensor_data(yb))[5] == 90);
   assert_ptr_equal(isv_tensor_data(yb), y + 3); /* rows of b: no copy */
-  isv__batch_release(b);
+  isv__batch_release(batch);
   mem[0]->finished = mem[1]->finished = 1;
   isv_request_free(mem[0]);
-  assert_int_equal(b->batch_refs, 1);
+  assert_int_equal(batch->refs, 1);
   isv_request_free(mem[1]); /* the last reference frees b (LeakSanitizer checks) */
 }
 
@@ -189,11 +192,11 @@ static void a_full_batch_runs_at_once_and_each_gets_its_rows(void **state) {
   cf_submit(w, ra, &a);
   cf_submit(w, cf_request(w, "b8", x2, 6, 2), &b);
   assert_int_equal(be.calls, 0); /* 3 rows of 8, 10 s of delay: they wait */
-  assert_int_equal(m->sched.queued, 2);
+  assert_int_equal(m->stats.queued, 2);
   cf_submit(w, cf_request(w, "b8", x5, 15, 5), &c); /* 8 rows: full */
   assert_int_equal(be.calls, 1);
   assert_int_equal(be.rows[0], 8);
-  assert_int_equal(m->sched.queued, 0);
+  assert_int_equal(m->stats.queued, 0);
   assert_int_equal(a.status, 0);
   assert_int_equal(a.y_rows, 1);
   assert_int_equal(a.n, 3);
@@ -207,7 +210,7 @@ static void a_full_batch_runs_at_once_and_each_gets_its_rows(void **state) {
   /* statistics: one execution of 8 rows, three requests */
   assert_int_equal(m->stats.exec_count, 1);
   assert_int_equal(m->stats.inference_count, 8);
-  assert_int_equal(m->sched.batch_execs[8], 1);
+  assert_int_equal(m->stats.batch_execs[8], 1);
   assert_int_equal(m->stats.success[0], 3);
 }
 
@@ -242,7 +245,7 @@ static void a_preferred_size_goes_at_once(void **state) {
   cf_submit(w, cf_request(w, "pref", x, 3, 1), &r[3]); /* 4 rows: preferred */
   assert_int_equal(be.calls, 2);
   assert_int_equal(be.rows[1], 4);
-  assert_int_equal(m->sched.queued, 0);
+  assert_int_equal(m->stats.queued, 0);
   for (int i = 0; i < 4; i++) assert_int_equal(r[i].status, 0);
 }
 

@@ -34,8 +34,8 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   m->stats.exec_count = 5;
   m->stats.inference_count = 9;
   m->stats.compute_infer_ns = 1500000000;
-  m->sched.queued = 4;
-  m->sched.batch_execs[1] = 5;
+  m->stats.queued = 4;
+  m->stats.batch_execs[1] = 5;
   isv__buf b;
   isv__buf_init(&b, NULL);
   isv__metrics_render(&core, &b);
@@ -63,7 +63,7 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   assert_non_null(strstr(t, "isv_batch_executions_total{model=\"m\\\"q\",version=\"7\","
                             "batch_size=\"1\"} 5\n"));
   assert_non_null(strstr(t, "# TYPE isv_executions_total counter\n"));
-  m->sched.queued = 0; /* nothing really waits: the core must close */
+  m->stats.queued = 0; /* nothing really waits: the core must close */
   isv__buf_free(&b);
   isv__core_close(&core, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);

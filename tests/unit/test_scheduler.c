@@ -3,7 +3,7 @@
  * wake-up of the loop, the in-flight count that keeps the loop alive only while needed, the
  * closing hook, cancellation, and the statistics every finished request records; then (with
  * tests/unit/core_fixture.c) instances and their queue, the queue and in-flight limits,
- * deadlines, decoupled responses and the drain deadline. Dynamic batching is in test_batch.c,
+ * deadlines and the drain deadline (decoupled responses: test_responses.c). Dynamic batching is in test_batch.c,
  * sequences in test_sequence.c. */
 #include "cmocka_prelude.h"
 
@@ -536,10 +536,10 @@ static void a_queued_request_cancelled_never_runs(void **state) {
   uv_sem_wait(&ctl.started); /* the only instance is busy */
   isv_request *r2 = submit(f, "watch", &second);
   second.keep = 1;
-  assert_int_equal(m->sched.queued, 1);
+  assert_int_equal(m->stats.queued, 1);
   assert_int_equal(isv_request_cancel(r2), 0);
   assert_int_equal(second.calls, 1); /* at once */
-  assert_int_equal(m->sched.queued, 0);
+  assert_int_equal(m->stats.queued, 0);
   assert_int_equal(isv_request_cancel(r2), ISV_ESTATE); /* finished */
   isv_request_free(r2);
   uv_sem_post(&ctl.go);
@@ -727,8 +727,8 @@ static void two_instances_run_two_at_once_the_third_waits(void **state) {
   for (int i = 0; i < 3; i++) cf_submit(w, cf_request(w, "two", &x, 1, 0), &r[i]);
   uv_sem_wait(&gate.started);
   uv_sem_wait(&gate.started);
-  assert_int_equal(m->sched.busy, 2);
-  assert_int_equal(m->sched.queued, 1);
+  assert_int_equal(isv__sched_busy(m), 2);
+  assert_int_equal(m->stats.queued, 1);
   assert_int_not_equal(gate.instance[0], gate.instance[1]);
   for (int i = 0; i < 3; i++) uv_sem_post(&gate.go);
   for (int i = 0; i < 3; i++) cf_wait(w, &r[i], 1);
@@ -751,7 +751,7 @@ static void one_instance_runs_its_queue_in_order(void **state) {
   }
   for (int i = 0; i < 3; i++) {
     assert_int_equal(gate.n_held, i + 1); /* the next starts only when the last completed */
-    assert_int_equal(m->sched.queued, (size_t)(2 - i));
+    assert_int_equal(m->stats.queued, (size_t)(2 - i));
     assert_int_equal(cf_scale(gate.held[i], 1), 0);
     assert_int_equal(r[i].order_no, i + 1);
     assert_true(r[i].y[0] == x[i]);
@@ -808,7 +808,7 @@ static void a_request_past_its_deadline_in_the_queue_never_runs(void **state) {
   assert_int_equal(late.status, ISV_ETIMEDOUT);
   assert_string_equal(late.msg, "request to model 'hold' passed its deadline while it waited");
   assert_int_equal(gate.n_held, 1); /* it never ran */
-  assert_int_equal(cf_find(w, "hold")->sched.queued, 0);
+  assert_int_equal(cf_find(w, "hold")->stats.queued, 0);
   cf_scale(gate.held[0], 1);
   assert_int_equal(first.status, 0);
 }
@@ -917,122 +917,6 @@ static void queued_work_runs_during_the_drain(void **state) {
   assert_true(a.status == 0 && b.status == 0);
 }
 
-/* ---- decoupled responses ----------------------------------------------------------------- */
-
-static struct {
-  cf_result resp[8];
-  int n;
-  int order;
-} dec;
-
-static void on_response(isv_request *r, int status, void *data) {
-  (void)data;
-  if (dec.n < 8) {
-    dec.resp[dec.n].order = &dec.order;
-    cf_on_done(r, status, &dec.resp[dec.n]); /* frees r */
-  } else {
-    isv_request_free(r);
-  }
-  dec.n++;
-}
-
-/* Three responses (y = x, 2x, 3x) from a thread of its own, then completes with y = 10x. */
-static void stream_main(void *arg) {
-  isv_request *r = arg;
-  const isv_tensor *x = isv_request_input(r, "x");
-  for (int k = 1; k <= 4; k++) {
-    float *y;
-    if (isv_request_output(r, "y", ISV_FP32, isv_tensor_shape(x, NULL), 1, (void **)&y) != 0)
-      break;
-    *y = *(const float *)isv_tensor_data(x) * (k == 4 ? 10 : (float)k);
-    if (k < 4) isv_request_send_response(r);
-  }
-  isv_request_complete(r, 0, NULL);
-}
-
-static uv_thread_t stream_thread;
-static int be_stream(isv_request *r, void *u) {
-  (void)u;
-  return uv_thread_create(&stream_thread, stream_main, r) == 0 ? 0 : ISV_EINTERNAL;
-}
-
-static int setup3(void **state) {
-  memset(&dec, 0, sizeof dec);
-  cf_world *w = cf_world_new(NULL);
-  cf_model m = {.name = "stream", .infer = be_stream, .mode = ISV_EXEC_ASYNC, .decoupled = 1};
-  cf_add(w, &m);
-  cf_model plain = {.name = "plain", .infer = be_hold, .mode = ISV_EXEC_ASYNC};
-  cf_add(w, &plain);
-  memset(&gate, 0, sizeof gate);
-  *state = w;
-  return 0;
-}
-
-static void a_decoupled_model_streams_its_responses_in_order(void **state) {
-  cf_world *w = *state;
-  float x = 2;
-  cf_result done = {0};
-  done.order = &dec.order;
-  isv_request *r = cf_request(w, "stream", &x, 1, 0);
-  assert_int_equal(isv_request_set_response_cb(r, on_response, NULL), 0);
-  cf_submit(w, r, &done);
-  cf_wait(w, &done, 1);
-  uv_thread_join(&stream_thread);
-  assert_int_equal(dec.n, 3);
-  for (int k = 0; k < 3; k++) {
-    assert_int_equal(dec.resp[k].status, 0);
-    assert_int_equal(dec.resp[k].order_no, k + 1); /* in order, all before the final */
-    assert_true(dec.resp[k].y[0] == 2.0f * (float)(k + 1));
-  }
-  assert_int_equal(done.order_no, 4);
-  assert_int_equal(done.status, 0);
-  assert_true(done.n == 1 && done.y[0] == 20);
-}
-
-static void a_decoupled_model_needs_a_streaming_client(void **state) {
-  cf_world *w = *state;
-  float x = 2;
-  cf_result res = {0};
-  cf_submit(w, cf_request(w, "stream", &x, 1, 0), &res);
-  assert_int_equal(res.status, ISV_EBADREQ);
-  assert_string_equal(res.msg, "model 'stream' is decoupled (it streams any number of "
-                               "responses): this endpoint answers once, use a streaming one");
-  /* and a model that is not decoupled sends no response before completing */
-  cf_result p = {0};
-  cf_submit(w, cf_request(w, "plain", &x, 1, 0), &p);
-  assert_int_equal(isv_request_send_response(gate.held[0]), ISV_ESTATE);
-  cf_scale(gate.held[0], 1);
-  assert_int_equal(p.status, 0);
-}
-
-static isv_request *kept[8];
-static int n_kept;
-static void keep_response(isv_request *r, int status, void *data) {
-  (void)status;
-  (void)data;
-  if (n_kept < 8) kept[n_kept++] = r;
-}
-
-static void a_response_outlives_the_request_that_sent_it(void **state) {
-  cf_world *w = *state;
-  float x = 3;
-  cf_result done = {0};
-  n_kept = 0;
-  isv_request *r = cf_request(w, "stream", &x, 1, 0);
-  isv_request_set_response_cb(r, keep_response, NULL);
-  cf_submit(w, r, &done); /* cf_on_done frees the request while its responses are kept */
-  cf_wait(w, &done, 1);
-  uv_thread_join(&stream_thread);
-  assert_int_equal(n_kept, 3);
-  for (int k = 0; k < 3; k++) {
-    const isv_tensor *y = isv_request_output_tensor(kept[k], "y");
-    assert_non_null(y);
-    assert_true(*(const float *)isv_tensor_data(y) == 3.0f * (float)(k + 1));
-    assert_string_equal(isv_request_model_name(kept[k]), "stream");
-    isv_request_free(kept[k]); /* the last one frees the request (LeakSanitizer checks) */
-  }
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(inline_pool_and_other_thread_give_the_same_result, setup,
@@ -1075,12 +959,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(the_drain_deadline_answers_the_queue_and_cancels_the_running,
                                       setup2, teardown2),
       cmocka_unit_test_setup_teardown(queued_work_runs_during_the_drain, setup2, teardown2),
-      cmocka_unit_test_setup_teardown(a_decoupled_model_streams_its_responses_in_order, setup3,
-                                      teardown2),
-      cmocka_unit_test_setup_teardown(a_decoupled_model_needs_a_streaming_client, setup3,
-                                      teardown2),
-      cmocka_unit_test_setup_teardown(a_response_outlives_the_request_that_sent_it, setup3,
-                                      teardown2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -288,7 +288,7 @@ static void a_sequences_requests_run_one_at_a_time_in_order(void **state) {
   step(w, "acc_async", 1, NULL, ISV_SEQUENCE_END, 3, &r[2]);
   for (int i = 0; i < 3; i++) {
     assert_non_null(be.pending);
-    assert_int_equal(m->sched.queued, (size_t)(2 - i)); /* the others wait */
+    assert_int_equal(m->stats.queued, (size_t)(2 - i)); /* the others wait */
     isv_request *p = be.pending;
     be.pending = NULL;
     assert_int_equal(accumulate(p), 0); /* completes on the loop thread: the next one starts */

@@ -555,7 +555,7 @@ static void model_statistics_of_one_version_a_model_or_all(void **state) {
   add_v2->stats.exec_count = 3;
   add_v2->stats.success[0] = 2;
   add_v2->stats.failure[0] = 1;
-  add_v2->sched.batch_execs[4] = 3;
+  add_v2->stats.batch_execs[4] = 3;
   model_query(&f, SVC "ModelStatistics", "add", "2");
   st = read_stats(&f);
   assert_int_equal(st.exec_count, 3);

@@ -512,7 +512,7 @@ static void statistics_in_tritons_shape(void **state) {
   s->queue_ns = 100;
   s->compute_infer_ns = 2000;
   s->last_inference_ms = 1700000000123;
-  add_v2->sched.batch_execs[2] = 1;
+  add_v2->stats.batch_execs[2] = 1;
   get("/v2/models/add/versions/2/stats");
   expect(200, "{\"model_stats\":[{\"name\":\"add\",\"version\":\"2\",\"last_inference\":"
               "1700000000123,\"inference_count\":2,\"execution_count\":1,\"inference_stats\":{"
