@@ -50,8 +50,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -465,7 +465,8 @@ class server {
    * returning, is refused (ISV_EINVAL). */
   void add_async_model(const model_config &cfg, const std::string &version, async_backend fn) {
     if (cfg.mode_set_ && cfg.mode_ == ISV_EXEC_INLINE)
-      throw error(ISV_EINVAL, "model '" + cfg.name() + "': an asynchronous backend cannot run ISV_EXEC_INLINE");
+      throw error(ISV_EINVAL, "model '" + cfg.name() +
+                                  "': an asynchronous backend cannot run ISV_EXEC_INLINE");
     std::unique_ptr<detail::async_backend_box> box(new detail::async_backend_box{std::move(fn)});
     isv_backend be{};
     be.struct_size = sizeof be;
