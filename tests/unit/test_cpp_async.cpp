@@ -231,7 +231,7 @@ int main() {
     CHECK(o.status == ISV_ECANCELED);
     // ... and a deadline passing (answered 504 whatever the backend completes with).
     isv::model_config slow = xy("deadline");
-    slow.default_timeout_us(20000);
+    slow.default_timeout_us(200000);  // 200 ms: long enough to start even under TSan
     started = false;
     saw_cancel = false;
     srv.add_async_model(slow, "1", [&, token](isv::async_request &h) {
