@@ -11,17 +11,38 @@
  *   });                                             // returns: the request completes with 0
  *   srv.listen("127.0.0.1", 8000);
  *
- * Backends are synchronous: the function fills the outputs and returns, and the request is
- * completed for it. What it throws becomes the request's error: an isv::error keeps its code
- * and message (ISV_EBADREQ: the client's data was wrong, 400), any other std::exception is the
- * backend's failure (500 with what()). A backend that needs to complete later, from its own
- * thread, uses the C API (isv_backend) — both mix freely on one server.
+ * Backends given to add_model are synchronous: the function fills the outputs and returns, and
+ * the request is completed for it. What it throws becomes the request's error: an isv::error
+ * keeps its code and message (ISV_EBADREQ: the client's data was wrong, 400), any other
+ * std::exception is the backend's failure (500 with what()).
  *
- * Lifetimes: the function given to add_model lives until the model version is unregistered and
- * its last request is done (the C destroy callback deletes it). A tensor_view, a span of its
- * data or of an output, and a request are valid during the call only. Thread rules are the C
- * API's: server and model_config calls on the loop thread; a backend runs on the loop thread
- * (ISV_EXEC_INLINE) or a worker thread (ISV_EXEC_POOL). */
+ * Backends given to add_async_model complete later, from any thread (a GPU stream's callback,
+ * a remote call, a thread of the host's): the function receives an isv::async_request — a
+ * move-only handle that owns the request until it is completed — and may move it anywhere:
+ *
+ *   srv.add_async_model(cfg, "1", [&jobs](isv::async_request &h) {  // on the loop thread
+ *     jobs.push([h = std::move(h)]() mutable {                       // any thread, later
+ *       if (h->cancelled()) return h.fail(ISV_ECANCELED);
+ *       auto y = h->output<float>("y", h->input("x").shape());
+ *       ...
+ *       h.complete();                                                // or h.fail(code, text)
+ *     });
+ *   });
+ *
+ * The request is completed exactly once, whatever happens: by complete() or fail(); by what
+ * the function throws while it still holds the handle (as for add_model); and by the handle's
+ * destructor when the last holder drops it without completing (ISV_EBACKEND, a 500 that says
+ * so) — a lost handle never leaves a client waiting or the request allocated. Both kinds of
+ * backend and C backends (isv_backend) mix freely on one server.
+ *
+ * Lifetimes: the function given to add_model / add_async_model lives until the model version
+ * is unregistered and its last request is done (the C destroy callback deletes it). A
+ * tensor_view, a span of its data or of an output, and a request are valid during the call
+ * only — for an async_request, until it is completed. Thread rules are the C API's: server and
+ * model_config calls on the loop thread; a backend runs on the loop thread (ISV_EXEC_INLINE,
+ * ISV_EXEC_ASYNC) or a worker thread (ISV_EXEC_POOL); an async_request may be used and
+ * completed from any thread, one thread at a time (moving it to another thread hands it over).
+ * No call of this header changes the C library's ABI: it is all inline over inferserve.h. */
 #ifndef INFERSERVE_HPP
 #define INFERSERVE_HPP
 
@@ -29,6 +50,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -171,6 +193,23 @@ class request {
   void set_response_param(const char *key, const isv_param &value) {
     detail::check(isv_request_set_response_param(r_, key, &value));
   }
+  /* Decoupled models (model_config::decoupled): send the outputs and response parameters set
+   * so far as one response and start the next one empty. true when sent; false when the
+   * stream's client has not taken what was sent so far (ISV_EAGAIN: nothing was sent, the
+   * outputs stay set, call it again once the stream drained: on_writable). Other refusals
+   * throw isv::error (ISV_ESTATE: not decoupled, or completed). */
+  bool send_response() {
+    int rc = isv_request_send_response(r_);
+    if (rc == ISV_EAGAIN) return false;
+    detail::check(rc, "send_response");
+    return true;
+  }
+  /* Decoupled models: cb(r, user) runs once, on the loop thread, when the stream can take more
+   * responses, or when the request was cancelled (isv_request_on_writable; a C callback, so
+   * that nothing is left to free when the request completes first). */
+  void on_writable(isv_writable_cb cb, void *user) {
+    detail::check(isv_request_on_writable(r_, cb, user), "on_writable");
+  }
   isv_request *get() const noexcept { return r_; }
 
  private:
@@ -180,11 +219,12 @@ class request {
 /* A model version's description (owning; copied by server::add_model). */
 class model_config {
  public:
-  explicit model_config(const std::string &name) {
+  explicit model_config(const std::string &name) : name_(name) {
     isv_model_config *c = nullptr;
     detail::check(isv_model_config_new(name.c_str(), &c), "model config '" + name + "'");
     c_.reset(c);
   }
+  const std::string &name() const noexcept { return name_; }
   model_config &input(const std::string &name, isv_datatype dt,
                       std::initializer_list<std::int64_t> shape) {
     detail::check(isv_model_config_add_input(c_.get(), name.c_str(), dt, shape.begin(),
@@ -216,8 +256,16 @@ class model_config {
     detail::check(isv_model_config_set_platform(c_.get(), p.c_str()));
     return *this;
   }
+  /* Default ISV_EXEC_INLINE for add_model, ISV_EXEC_ASYNC for add_async_model. */
   model_config &exec_mode(isv_exec_mode m) {
     detail::check(isv_model_config_set_exec_mode(c_.get(), m));
+    mode_ = m;
+    mode_set_ = true;
+    return *this;
+  }
+  /* A decoupled model: any number of responses per request (request::send_response). */
+  model_config &decoupled(bool on = true) {
+    detail::check(isv_model_config_set_decoupled(c_.get(), on ? 1 : 0));
     return *this;
   }
   model_config &instances(std::uint32_t n) {
@@ -235,16 +283,32 @@ class model_config {
   const isv_model_config *get() const noexcept { return c_.get(); }
 
  private:
+  friend class server;
   struct deleter {
     void operator()(isv_model_config *c) const noexcept { isv_model_config_free(c); }
   };
   std::unique_ptr<isv_model_config, deleter> c_;
+  std::string name_;
+  isv_exec_mode mode_ = ISV_EXEC_INLINE;
+  bool mode_set_ = false; /* exec_mode() was called (else each add_* picks its default) */
 };
 
 /* A synchronous backend: fill the outputs and return (see the top of this file). */
 using backend = std::function<void(request &)>;
 
 namespace detail {
+/* Complete r with the exception e as the request's error (the rule at the top of this file). */
+inline int complete_with(isv_request *r, std::exception_ptr e) noexcept {
+  try {
+    std::rethrow_exception(e);
+  } catch (const error &x) {
+    return isv_request_complete(r, x.code(), x.has_message() ? x.what() : nullptr);
+  } catch (const std::exception &x) {
+    return isv_request_complete(r, ISV_EBACKEND, x.what());
+  } catch (...) {
+    return isv_request_complete(r, ISV_EBACKEND, "the backend threw a non-std exception");
+  }
+}
 struct backend_box {
   backend fn;
 };
@@ -252,16 +316,115 @@ inline int infer(isv_request *r, void *user) {
   request req(r);
   try {
     static_cast<backend_box *>(user)->fn(req);
-  } catch (const error &e) {
-    return isv_request_complete(r, e.code(), e.has_message() ? e.what() : nullptr);
-  } catch (const std::exception &e) {
-    return isv_request_complete(r, ISV_EBACKEND, e.what());
   } catch (...) {
-    return isv_request_complete(r, ISV_EBACKEND, "the backend threw a non-std exception");
+    return complete_with(r, std::current_exception());
   }
   return isv_request_complete(r, 0, nullptr);
 }
 inline void destroy(void *user) { delete static_cast<backend_box *>(user); }
+}  // namespace detail
+
+/* A request an asynchronous backend completes later (add_async_model): a move-only handle that
+ * owns the obligation to complete it. Use the request through it (h->input("x"),
+ * h->output<float>(...), h->cancelled(), h->send_response()), move it to the thread that
+ * finishes the work, then complete() or fail() — from any thread, once. Afterwards, or once
+ * moved from, the handle is empty: its request is the library's, and using it throws
+ * isv::error(ISV_ESTATE).
+ *
+ * Dropping a handle that still holds its request — its destructor, or move-assigning another
+ * one over it — completes the request with ISV_EBACKEND ("... dropped its isv::async_request
+ * without completing it"): the client gets a 500 at once, never a hang, and the request's
+ * memory is freed. A destructor run while an exception unwinds says so instead. */
+class async_request {
+ public:
+  async_request() noexcept = default;
+  /* Take over a submitted request whose completion is the caller's (a C backend's isv_request
+   * that a C++ part finishes). */
+  explicit async_request(isv_request *r) noexcept : req_(r) {}
+  async_request(async_request &&o) noexcept : req_(std::exchange(o.req_, request(nullptr))) {}
+  async_request &operator=(async_request &&o) noexcept {
+    if (this != &o) {
+      drop();
+      req_ = std::exchange(o.req_, request(nullptr));
+    }
+    return *this;
+  }
+  async_request(const async_request &) = delete;
+  async_request &operator=(const async_request &) = delete;
+  ~async_request() { drop(); }
+
+  /* Whether the handle holds a request that is not completed yet. */
+  explicit operator bool() const noexcept { return req_.get() != nullptr; }
+  request *operator->() { return &held(); }
+  request &operator*() { return held(); }
+
+  /* Complete with success: the outputs set are the answer. */
+  void complete() { finish(0, nullptr); }
+  /* Complete with an error: code is an ISV_E* value (ISV_EBACKEND: the model failed, 500;
+   * ISV_EBADREQ: the client's data was wrong, 400; ISV_ECANCELED: stopped because
+   * cancelled()), message what the client reads ("": the code's own text). */
+  void fail(int code, const std::string &message = std::string()) {
+    finish(code, message.empty() ? nullptr : message.c_str());
+  }
+  /* Complete with an exception as the error, mapped as a synchronous backend's throw is:
+   *   catch (...) { h.fail(std::current_exception()); } */
+  void fail(std::exception_ptr e) {
+    isv_request *r = take();
+    int rc = detail::complete_with(r, std::move(e));
+    if (rc < 0) throw error(rc, "isv::async_request::fail: the request was completed already");
+  }
+  /* Let go of the request without completing it: its completion is the caller's
+   * (isv_request_complete). nullptr when empty. */
+  isv_request *release() noexcept { return std::exchange(req_, request(nullptr)).get(); }
+  isv_request *get() const noexcept { return req_.get(); }
+
+ private:
+  request &held() {
+    if (req_.get() == nullptr)
+      throw error(ISV_ESTATE, "isv::async_request: empty (completed, released or moved from)");
+    return req_;
+  }
+  isv_request *take() { return std::exchange(held(), request(nullptr)).get(); }
+  void finish(int status, const char *message) {
+    int rc = isv_request_complete(take(), status, message); /* the handle is empty either way */
+    if (rc < 0) throw error(rc, "isv::async_request: the request was completed already");
+  }
+  void drop() noexcept {
+    isv_request *r = release();
+    if (r == nullptr) return;
+    const char *name = isv_request_model_name(r);
+    const char *version = isv_request_model_version(r);
+    std::string why = std::string("model '") + (name ? name : "") + "' version '" +
+                      (version ? version : "") + "': the backend " +
+                      (std::uncaught_exceptions() > 0
+                           ? "threw an exception while its isv::async_request held the request"
+                           : "dropped its isv::async_request without completing it");
+    isv_request_complete(r, ISV_EBACKEND, why.c_str());
+  }
+  request req_{nullptr};
+};
+
+/* An asynchronous backend: it receives the handle and moves it to whatever completes the
+ * request later (see the top of this file). It runs on the loop thread (ISV_EXEC_ASYNC, the
+ * default for add_async_model: it must not block) or a worker thread (ISV_EXEC_POOL). */
+using async_backend = std::function<void(async_request &)>;
+
+namespace detail {
+struct async_backend_box {
+  async_backend fn;
+};
+inline int infer_async(isv_request *r, void *user) {
+  async_request h(r);
+  try {
+    static_cast<async_backend_box *>(user)->fn(h);
+  } catch (...) {
+    /* Still held: the exception is the request's error. Moved away: its holder completes it
+     * (the exception cannot: that would race the holder). */
+    if (h) return complete_with(h.release(), std::current_exception());
+  }
+  return 0; /* h, if the function kept neither it nor a completion, completes as dropped */
+}
+inline void destroy_async(void *user) { delete static_cast<async_backend_box *>(user); }
 }  // namespace detail
 
 /* A server on the host's loop. Move-only. Destroying it closes it (isv_server_close with no
@@ -293,6 +456,29 @@ class server {
     be.infer = detail::infer;
     be.destroy = detail::destroy;
     check(isv_server_add_model(s_, cfg.get(), version.c_str(), &be, box.get(), nullptr));
+    box.release(); /* the server's now: destroy deletes it */
+  }
+  /* Register `fn` as model version `version` of `cfg`, an asynchronous backend: each request
+   * reaches it as an isv::async_request to complete later, from any thread. It runs as cfg's
+   * exec_mode says: ISV_EXEC_ASYNC unless set (on the loop thread: start the work and return),
+   * or ISV_EXEC_POOL (on a worker thread); ISV_EXEC_INLINE, which must complete before
+   * returning, is refused (ISV_EINVAL). */
+  void add_async_model(const model_config &cfg, const std::string &version, async_backend fn) {
+    if (cfg.mode_set_ && cfg.mode_ == ISV_EXEC_INLINE)
+      throw error(ISV_EINVAL, "model '" + cfg.name() +
+                                  "': an asynchronous backend cannot run ISV_EXEC_INLINE");
+    std::unique_ptr<detail::async_backend_box> box(new detail::async_backend_box{std::move(fn)});
+    isv_backend be{};
+    be.struct_size = sizeof be;
+    be.infer = detail::infer_async;
+    be.destroy = detail::destroy_async;
+    /* The C config says ASYNC for this call only (add_model copies it; cfg is unchanged). */
+    isv_model_config *c = cfg.c_.get();
+    bool lend = !cfg.mode_set_;
+    if (lend) detail::check(isv_model_config_set_exec_mode(c, ISV_EXEC_ASYNC));
+    int rc = isv_server_add_model(s_, c, version.c_str(), &be, box.get(), nullptr);
+    if (lend) isv_model_config_set_exec_mode(c, ISV_EXEC_INLINE);
+    check(rc);
     box.release(); /* the server's now: destroy deletes it */
   }
   void remove_model(const std::string &name, const char *version = nullptr) {

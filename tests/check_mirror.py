@@ -44,6 +44,7 @@ NOT_A_MIRROR = {
     "test_server_inproc.c": "lib/server.c and the public API as a host uses it",
     "test_cpp_host.cpp": "include/inferserve.h compiled and linked as C++17",
     "test_cpp_face.cpp": "include/inferserve.hpp, the header-only C++17 face",
+    "test_cpp_async.cpp": "include/inferserve.hpp's asynchronous backends (isv::async_request)",
     "test_fail_malloc.c": "every allocation of the library failing in turn, through the API",
     "test_authz_differential.c": "the edge's model stage against what runs, on every route and "
                                  "gRPC method of every built-in front end (issue #34)",
