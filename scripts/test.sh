@@ -63,7 +63,8 @@ build_or_fail() { # $1 = dir, $2 = label, rest = meson options
 
 # 1. a release build, as users build it, with warnings as errors (-Wall -Wextra -Werror: CI
 #    only; the default leaves -Werror off so that a newer compiler never breaks a user's build)
-if build_or_fail build "release build" --buildtype=release -Dwerror=true; then
+if build_or_fail build "release build" --buildtype=release -Dwerror=true -Dtests=enabled \
+    -Dtorch=enabled; then
   run_suite build "build"
 fi
 
@@ -105,7 +106,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 # 5. fuzz targets, a short while each on their seed corpora
 if [ "$FUZZ_SECONDS" != 0 ]; then
-  if CC=clang build_or_fail build-fuzz "fuzz build" -Dwerror=true -Dfuzz=true -Dtests=false \
+  if CC=clang build_or_fail build-fuzz "fuzz build" -Dwerror=true -Dfuzz=true -Dtests=disabled \
       -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; then
     for target in build-fuzz/fuzz/fuzz_*; do
       [ -f "$target" ] && [ -x "$target" ] || continue

@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${BUILD_DIR:-/tmp/isv-bench-json}
 # the meson build with the bench programs (-O2, as a user's default build)
-[ -f "$out/build.ninja" ] || meson setup "$out" "$root" -Dbench=true -Dtests=false >/dev/null
+[ -f "$out/build.ninja" ] || meson setup "$out" "$root" -Dbench=true -Dtests=disabled >/dev/null
 meson configure "$out" -Dbench=true >/dev/null
 ninja -C "$out" bench/bench_json bench/check_all_f32 >/dev/null
 CC=${CC:-cc}
