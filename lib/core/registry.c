@@ -1,6 +1,7 @@
 #include "core/registry.h"
 
 #include "codec/datatype.h"
+#include "codec/compiler.h"
 #include "core/group.h"
 
 #include <stdio.h>
@@ -398,9 +399,13 @@ static void model_free(isv_model *m) {
   isv__free(m);
 }
 
-void isv__model_ref(isv_model *m) { m->refs++; }
+void isv__model_ref(isv_model *m) {
+  ISV_ASSERT(m->refs > 0, "a model version is referenced only while it lives");
+  m->refs++;
+}
 
 void isv__model_unref(isv_model *m) {
+  ISV_ASSERT(m->refs > 0, "a model version's references are dropped once each");
   if (--m->refs == 0) model_free(m);
 }
 

@@ -1,6 +1,7 @@
 /* The request object: construction (frontends and the in-process API), accessors for
  * backends, and output allocation. */
 #include "core/request.h"
+#include "codec/compiler.h"
 
 #include "codec/datatype.h"
 #include "core/offload.h"
@@ -472,6 +473,7 @@ static void bury(isv_request *r) {
     return;
   }
   uv_mutex_lock(&c->mu);
+  ISV_ASSERT(!isv__request_dead(r), "a request is freed once");
   atomic_store_explicit(&r->dead, 1, memory_order_relaxed);
   isv_request *old = c->q_len == ISV__QUARANTINE ? c->quarantine[c->q_next] : NULL;
   c->quarantine[c->q_next] = r;

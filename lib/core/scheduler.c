@@ -376,6 +376,7 @@ static void record(isv_request *r) {
 
 static void finish_request(isv_request *r) {
   isv__core *c = r->core;
+  ISV_ASSERT(!r->finished, "a request's done callback runs once");
   isv__job *j = r->job; /* NULL: no memory for it at submission (r failed) */
   if (r->stream) isv__responses_deliver(r);
   if (r->counted) isv__timeheap_remove(&c->timers, &j->deadline);
