@@ -83,7 +83,7 @@ typedef struct isv__sched {
 } isv__sched;
 
 typedef struct isv__model_entry isv__model_entry;
-struct isv__gmodel;
+struct isv__gcopy;
 
 struct isv_model {
   isv__model_entry *entry;
@@ -97,11 +97,9 @@ struct isv_model {
   int removed;
   isv__stats stats; /* written on the loop thread; read anywhere (stats.h) */
   isv__sched sched;
-  /* A group's copy (core/group.h): the group's record of this version, the other members'
-   * copies beside it (under the group's mutex), and a link for isv__group_sync's own use. */
-  struct isv__gmodel *gm;
-  isv_model *gcopy_next, *gcopy_prev;
-  isv_model *gsync_next;
+  /* This version as a copy of its group's record (core/group.c's, private to it; every server
+   * is in a group, a lone one in a group of one). NULL: registered past the group. */
+  struct isv__gcopy *gcopy;
 };
 
 typedef struct isv__label {

@@ -17,6 +17,7 @@
 #include "core/offload.h"
 #include "core/registry.h"
 #include "core/request.h"
+#include "core/resolve.h"
 #include "protocol/edge.h"
 #include "protocol/builtin.h"
 #include "protocol/frontend.h"
@@ -54,25 +55,15 @@ static int servable_of(isv__http_req *q, servable *s) {
   return 0;
 }
 
-/* The model version the path names, or NULL answered with TF Serving's texts: an unknown model
- * or version is 404 "Servable not found for request: Latest(m)" / "Specific(m, v)"; an unknown
- * label is 400. */
+/* The model version the path names, or NULL answered with TF Serving's words for why not
+ * (core/resolve.h: an unknown model or version is 404 "Servable not found for request:
+ * Latest(m)" / "Specific(m, v)"; an unknown label is 400). */
 static isv_model *resolve(isv__http_req *q, const servable *s) {
-  isv_model *m = NULL;
-  char msg[300];
-  if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) == 0 && m) return m;
-  const isv__model_entry *e = isv__registry_visible(&q->core->reg, s->name, s->spec.name_len);
-  if (e && s->label) {
-    snprintf(msg, sizeof msg, "Unrecognized servable version label: %.200s", s->label);
-    isv__reply_error_msg(q->ex, 400, msg, NULL, 0);
-    return NULL;
-  }
-  if (s->version)
-    snprintf(msg, sizeof msg, "Servable not found for request: Specific(%.128s, %.20s)", s->name,
-             s->version);
-  else
-    snprintf(msg, sizeof msg, "Servable not found for request: Latest(%.128s)", s->name);
-  isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+  isv_model *m;
+  isv__why why = isv__core_resolve(q->core, &s->spec, &m);
+  if (why == ISV__FOUND) return m;
+  char msg[512];
+  isv__reply_error(q->ex, isv__why_say(why, ISV__WORDS_TFS, &s->spec, msg, sizeof msg), "%s", msg);
   return NULL;
 }
 
@@ -440,9 +431,11 @@ static void vertex_run(isv__http_req *q, servable *s) {
   s->spec.name = s->name;
   s->spec.version = s->version;
   isv_model *m;
-  char msg[300];
-  if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) != 0) {
-    isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+  isv__why why = isv__core_resolve(q->core, &s->spec, &m);
+  if (why != ISV__FOUND) {
+    char msg[512];
+    isv__reply_error(q->ex, isv__why_say(why, ISV__WORDS_KSERVE, &s->spec, msg, sizeof msg), "%s",
+                     msg);
     return;
   }
   run_predict(q, s, PREDICT, ISV__TFS_VERTEX, 1);
