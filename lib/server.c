@@ -18,7 +18,6 @@
 #include "protocol/edge.h"
 #include "protocol/frontend.h"
 #include "protocol/gate.h"
-#include "protocol/tfs_http.h"
 #include "server_internal.h"
 #include "transport/adapter.h"
 #include "transport/tls.h"
@@ -34,7 +33,6 @@ struct isv_server {
   void *close_data;
   int closing;
   int transport_closed;
-  char vertex_model[128]; /* isv_server_set_vertex_routes's model ("": none set) */
   char last_error[256];
 };
 
@@ -420,29 +418,23 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
   return rc;
 }
 
+/* A host's setting for the built-in front end `name`, through its configure hook. */
+static int configure(isv_server *s, const char *name, const char *const *args, size_t n) {
+  const isv__frontend *const *fe = isv__builtin_frontends;
+  while (*fe && strcmp((*fe)->name, name) != 0) fe++;
+  if (*fe == NULL || (*fe)->configure == NULL) {
+    set_error(s, "protocol '%s' takes no settings", name);
+    return ISV_EUNIMPL;
+  }
+  return (*fe)->configure(&s->router, args, n, s->last_error, sizeof s->last_error);
+}
+
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route) {
   if (srv == NULL) return ISV_EINVAL;
   if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
-  if (model == NULL || model[0] == '\0' || strlen(model) >= sizeof srv->vertex_model) {
-    set_error(srv, "vertex routes: %s", model && model[0] ? "model name too long" : "no model");
-    return ISV_EINVAL;
-  }
-  if (srv->vertex_model[0]) {
-    set_error(srv, "vertex routes: already set (for model '%s')", srv->vertex_model);
-    return ISV_ESTATE;
-  }
-  snprintf(srv->vertex_model, sizeof srv->vertex_model, "%s", model);
-  int rc = isv__vertex_add_routes(&srv->router, srv->vertex_model, predict_route, health_route);
-  if (rc != 0) {
-    srv->vertex_model[0] = '\0';
-    set_error(srv, "vertex routes: %s", rc == ISV_EEXIST ? "a route is already served (by a "
-                                                            "built-in front end?)"
-                                        : rc == ISV_EINVAL ? "a route is not a valid path"
-                                                           : isv_strerror(rc));
-  }
-  return rc;
+  return configure(srv, "vertex", (const char *const[]){model, predict_route, health_route}, 3);
 }
 
 /* ---- model repository (core/repository.h) ------------------------------------------------- */
