@@ -385,8 +385,9 @@ ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
  * whatever their size: a 66 MiB JSON answer takes up to 128 MiB of it at its peak). Not
  * through it: the large blocks the library maps itself — request bodies and gRPC messages as
  * they arrive, big tensors of 1 MiB or more (mapped directly, 2 MiB aligned for huge pages, and
- * cached: isv_options_set_buffer_cache_bytes); a group's table (isv_group: shared by servers
- * that may have different allocators, libc's); isv_options and isv_model_config objects,
+ * cached: isv_options_set_buffer_cache_bytes); the table of a group the host made (isv_group:
+ * shared by servers that may have different allocators, libc's — a server made without one
+ * keeps its models' table through these functions); isv_options and isv_model_config objects,
  * which exist before any server (libc's malloc); libuv's own allocations
  * (uv_replace_allocator is the process's, the host's to set).
  * The functions are called from the loop thread, the server's worker threads and any thread a

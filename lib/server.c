@@ -12,11 +12,12 @@
 #include "core/offload.h"
 #include "core/repository.h"
 #include "core/request.h"
+#include "core/resolve.h"
 #include "protocol/builtin.h"
 #include "protocol/custom_http.h"
 #include "protocol/edge.h"
+#include "protocol/frontend.h"
 #include "protocol/gate.h"
-#include "protocol/tfs_http.h"
 #include "server_internal.h"
 #include "transport/adapter.h"
 #include "transport/tls.h"
@@ -32,7 +33,6 @@ struct isv_server {
   void *close_data;
   int closing;
   int transport_closed;
-  char vertex_model[128]; /* isv_server_set_vertex_routes's model ("": none set) */
   char last_error[256];
 };
 
@@ -65,37 +65,32 @@ static int closing(isv_server *s) {
   return ISV_ESTATE;
 }
 
-/* "model 'm'", or "model 'm' version 'v'", into buf. */
-static const char *model_text(char *buf, size_t cap, const char *name, const char *version) {
-  if (version) snprintf(buf, cap, "model '%.100s' version '%.60s'", name, version);
-  else snprintf(buf, cap, "model '%.100s'", name);
-  return buf;
+/* The spec of (name, version or label) as a public call names it. */
+static isv__model_spec spec_of(const char *name, const char *version, const char *label) {
+  isv__model_spec spec = {name, strlen(name), version, version ? strlen(version) : 0,
+                          label, label ? strlen(label) : 0};
+  return spec;
 }
 
-/* The version a call names: 0, or ISV_ENOTFOUND with the message set. *m may be NULL when
- * version is NULL (the model as a whole). */
-static int find_model(isv_server *s, const char *name, const char *version,
-                      isv__model_entry **e, isv_model **m) {
-  char t[200];
-  isv__group_sync(&s->core); /* a group's: what the other members changed counts */
-  *e = isv__registry_visible(&s->core.reg, name, strlen(name));
-  *m = NULL;
-  if (*e == NULL) {
-    set_error(s, "no %s is registered", model_text(t, sizeof t, name, NULL));
-    return ISV_ENOTFOUND;
-  }
-  if (version && (*m = isv__entry_version(*e, version, strlen(version))) == NULL) {
-    set_error(s, "%s has no version '%.60s'", model_text(t, sizeof t, name, NULL), version);
-    return ISV_ENOTFOUND;
-  }
-  return 0;
+/* The model version a call names (neither version nor label: the default one): 0, or the
+ * code of why not with the in-process API's words for it as the last error. */
+static int find_model(isv_server *s, const char *name, const char *version, const char *label,
+                      isv_model **m) {
+  isv__model_spec spec = spec_of(name, version, label);
+  isv__why why = isv__core_resolve(&s->core, &spec, m);
+  if (why == ISV__FOUND) return 0;
+  return isv__why_say(why, ISV__WORDS_API, &spec, s->last_error, sizeof s->last_error);
 }
 
-/* A group's member follows the group's changes before it routes anything (an atomic load when
- * nothing changed): a request that comes after a change was made, on whichever member, sees it
- * — not only after this member's loop got round to its wake. */
+/* A model call that found its model, refused by the group: it went meanwhile (removed on
+ * another member), said as a lookup would say it. */
+static int gone(isv_server *s, isv__why why, const char *name, const char *version,
+                const char *label) {
+  isv__model_spec spec = spec_of(name, version, label);
+  return isv__why_say(why, ISV__WORDS_API, &spec, s->last_error, sizeof s->last_error);
+}
+
 static void on_exchange(void *app, isv__exchange *ex) {
-  isv__group_sync(&((isv_server *)app)->core);
   isv__edge_http(&((isv_server *)app)->router, ex);
 }
 static void on_transport_error(void *app, isv__exchange *ex, int status, const char *msg) {
@@ -130,7 +125,6 @@ static int on_offload(void *app, isv__transport_job *j) {
   return 0;
 }
 static void on_grpc(void *app, isv__grpc_call *call) {
-  isv__group_sync(&((isv_server *)app)->core); /* as on_exchange */
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
 }
 
@@ -231,24 +225,20 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
   s->transport.reuse_port = o->reuse_port;
   s->transport.mem = s->core.mem;
   s->core.receiving = &s->transport.receiving; /* decoded bodies hold the same budget */
-  isv__group_join(&s->core); /* a group's member gets its models now */
   *out = s;
   return 0;
 }
 
-/* Listen (tls_ctx NULL: plain). A group's member joins an address another member listens on
- * (SO_REUSEPORT); the group's first bind on an address must find it free. */
+/* Listen (tls_ctx NULL: plain). A member joins an address another member of its group listens
+ * on (SO_REUSEPORT); the group's first bind on an address must find it free. */
 static int listen_any(isv_server *srv, const char *host, int port, void *tls_ctx) {
   isv__transport *t = &srv->transport;
-  int grouped = srv->core.group && host != NULL;
-  if (grouped) isv__group_listen_lock(&srv->core); /* members listening at once: one by one */
-  t->reuse_port_first = grouped && !isv__group_address(&srv->core, host, port, 0);
+  t->reuse_port_first = isv__group_listen_begin(&srv->core, host, port);
   int rc = tls_ctx ? isv__transport_listen_tls(t, host, port, tls_ctx)
                    : isv__transport_listen(t, host, port);
   t->reuse_port_first = 0;
-  if (rc == 0 && grouped)
-    isv__group_address(&srv->core, host, t->listeners[t->n_listeners - 1]->port, 1);
-  if (grouped) isv__group_listen_unlock(&srv->core);
+  isv__group_listen_end(&srv->core, host, rc == 0 ? t->listeners[t->n_listeners - 1]->port : port,
+                        rc == 0);
   if (rc != 0) {
     if (t->last_error[0]) set_error(srv, "%s", t->last_error);
     else set_error(srv, "listen: %s", isv_strerror(rc));
@@ -327,7 +317,8 @@ ISV_EXTERN int isv_server_is_online(const isv_server *srv) {
   return srv && isv__core_online(&srv->core);
 }
 ISV_EXTERN int isv_server_is_ready(const isv_server *srv) {
-  return srv && isv__core_ready(&srv->core);
+  /* catching up with the group (strict readiness reads the models) is no change the host sees */
+  return srv && isv__core_ready((isv__core *)&srv->core);
 }
 ISV_EXTERN const char *isv_server_last_error(const isv_server *srv) {
   return srv ? srv->last_error : "no server";
@@ -385,8 +376,7 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
   }
   char why[200];
   int rc = isv__registry_check(c, version, backend, why, sizeof why);
-  if (rc == 0 && srv->core.group) rc = isv__group_add(&srv->core, c, version, backend, user, out);
-  else if (rc == 0) rc = isv__registry_add(&srv->core.reg, c, version, backend, user, out);
+  if (rc == 0) rc = isv__group_add(&srv->core, c, version, backend, user, out);
   if (rc == ISV_EEXIST)
     set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
   else if (rc == ISV_EINVAL)
@@ -403,13 +393,10 @@ ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const 
     set_error(srv, "remove model: no name");
     return ISV_EINVAL;
   }
-  isv__model_entry *e;
   isv_model *m;
-  int rc = find_model(srv, name, version, &e, &m);
-  if (rc == 0 && srv->core.group && (rc = isv__group_remove(&srv->core, name, version)) != 0)
+  int rc = find_model(srv, name, version, NULL, &m);
+  if (rc == 0 && (rc = isv__group_remove(&srv->core, name, version)) != 0)
     set_error(srv, "model '%.100s' was removed already", name); /* on another member */
-  else if (rc == 0 && !srv->core.group)
-    rc = isv__registry_remove(&srv->core.reg, name, version);
   return rc;
 }
 
@@ -424,15 +411,22 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
                                               : "not an isv_model_state");
     return ISV_EINVAL;
   }
-  isv__model_entry *e;
   isv_model *m;
-  int rc = find_model(srv, name, version, &e, &m);
-  if (rc == 0 && srv->core.group &&
-      (rc = isv__group_set_state(&srv->core, name, version, state)) != 0)
+  int rc = find_model(srv, name, version, NULL, &m);
+  if (rc == 0 && (rc = isv__group_set_state(&srv->core, name, version, state)) != 0)
     set_error(srv, "model '%.100s' version '%.60s' was removed", name, version);
-  else if (rc == 0 && !srv->core.group)
-    m->state = state;
   return rc;
+}
+
+/* A host's setting for the built-in front end `name`, through its configure hook. */
+static int configure(isv_server *s, const char *name, const char *const *args, size_t n) {
+  const isv__frontend *const *fe = isv__builtin_frontends;
+  while (*fe && strcmp((*fe)->name, name) != 0) fe++;
+  if (*fe == NULL || (*fe)->configure == NULL) {
+    set_error(s, "protocol '%s' takes no settings", name);
+    return ISV_EUNIMPL;
+  }
+  return (*fe)->configure(&s->router, args, n, s->last_error, sizeof s->last_error);
 }
 
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
@@ -440,24 +434,7 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
   if (srv == NULL) return ISV_EINVAL;
   if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
-  if (model == NULL || model[0] == '\0' || strlen(model) >= sizeof srv->vertex_model) {
-    set_error(srv, "vertex routes: %s", model && model[0] ? "model name too long" : "no model");
-    return ISV_EINVAL;
-  }
-  if (srv->vertex_model[0]) {
-    set_error(srv, "vertex routes: already set (for model '%s')", srv->vertex_model);
-    return ISV_ESTATE;
-  }
-  snprintf(srv->vertex_model, sizeof srv->vertex_model, "%s", model);
-  int rc = isv__vertex_add_routes(&srv->router, srv->vertex_model, predict_route, health_route);
-  if (rc != 0) {
-    srv->vertex_model[0] = '\0';
-    set_error(srv, "vertex routes: %s", rc == ISV_EEXIST ? "a route is already served (by a "
-                                                            "built-in front end?)"
-                                        : rc == ISV_EINVAL ? "a route is not a valid path"
-                                                           : isv_strerror(rc));
-  }
-  return rc;
+  return configure(srv, "vertex", (const char *const[]){model, predict_route, health_route}, 3);
 }
 
 /* ---- model repository (core/repository.h) ------------------------------------------------- */
@@ -498,24 +475,24 @@ static void route_name(char *out, size_t cap, const isv_route *route) {
   snprintf(out, cap, "@route %s %s", route->method ? route->method : "*", route->path);
 }
 
-/* The hidden model that runs the route's handler: open I/O, decoupled (the answer's pieces are
- * its responses). */
+/* The hidden model that runs the route's handler: decoupled (the answer's pieces are its
+ * responses). */
 static int route_model(isv_server *s, const isv_route *route, isv__custom_route *cr) {
   char name[300];
   route_name(name, sizeof name, route);
-  isv_model_config *c;
-  int rc = isv_model_config_new(name, &c);
-  if (rc == 0) rc = isv_model_config_set_open_io(c, 1);
-  if (rc == 0) rc = isv_model_config_set_decoupled(c, 1);
-  if (rc == 0) rc = isv_model_config_set_exec_mode(c, route->mode);
-  if (rc == 0) rc = isv_model_config_set_instances(c, route->instances ? route->instances : 16);
-  if (rc == 0) rc = isv_model_config_set_platform(c, "custom_route");
-  isv_backend be = {.struct_size = sizeof be, .infer = isv__custom_infer, .destroy = free_route};
-  if (rc == 0) rc = isv__registry_add(&s->core.reg, c, "1", &be, cr, &cr->model);
-  if (rc == 0) isv__group_link_hidden(&s->core, cr->model); /* counted with the group's twins */
+  isv__hidden_model h = {
+      .name = name,
+      .platform = "custom_route",
+      .mode = route->mode,
+      .instances = route->instances ? route->instances : 16,
+      .decoupled = 1,
+      .backend = {.struct_size = sizeof h.backend, .infer = isv__custom_infer,
+                  .destroy = free_route},
+      .user = cr,
+  };
+  int rc = isv__group_add_hidden(&s->core, &h, &cr->model);
   if (rc == ISV_EEXIST) set_error(s, "add route: %s is already served", name + 7);
   else if (rc != 0) set_error(s, "add route: %s", isv_strerror(rc));
-  isv_model_config_free(c);
   return rc;
 }
 
@@ -578,16 +555,14 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
     set_error(srv, "set label: a name and a non-empty label are needed");
     return ISV_EINVAL;
   }
-  isv__model_entry *e;
   isv_model *m;
-  int rc = find_model(srv, name, version, &e, &m);
+  int rc = find_model(srv, name, version, NULL, &m);
   if (rc != 0) return rc;
-  rc = srv->core.group ? isv__group_set_label(&srv->core, name, label, version)
-                       : isv__entry_set_label(e, label, version);
-  if (rc == ISV_ENOTFOUND && version == NULL)
-    set_error(srv, "model '%.100s' has no label '%.60s'", name, label);
-  else if (rc == ISV_ENOTFOUND) /* a group's, removed on another member meanwhile */
-    set_error(srv, "model '%.100s' has no version '%.60s'", name, version);
+  rc = isv__group_set_label(&srv->core, name, label, version);
+  if (rc == ISV_ENOTFOUND && version == NULL) /* removing a label it does not have */
+    gone(srv, ISV__NO_LABEL, name, NULL, label);
+  else if (rc == ISV_ENOTFOUND) /* removed on another member meanwhile */
+    gone(srv, ISV__NO_VERSION, name, version, NULL);
   else if (rc == ISV_ENOMEM)
     set_error(srv, "set label: out of memory");
   return rc;
@@ -613,12 +588,10 @@ ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
     set_error(srv, "set default version: no name");
     return ISV_EINVAL;
   }
-  isv__model_entry *e;
   isv_model *m;
-  int rc = find_model(srv, name, version, &e, &m);
+  int rc = find_model(srv, name, version, NULL, &m);
   if (rc != 0) return rc;
-  rc = srv->core.group ? isv__group_set_default(&srv->core, name, version)
-                       : isv__entry_set_default(e, version);
+  rc = isv__group_set_default(&srv->core, name, version);
   if (rc == ISV_ENOMEM) set_error(srv, "set default version: out of memory");
   else if (rc == ISV_ENOTFOUND) /* a group's, removed on another member meanwhile */
     set_error(srv, "model '%.100s' was removed", name);
@@ -638,15 +611,9 @@ static int request_new(isv_server *srv, const char *name, const char *version, c
     set_error(srv, "request new: %s", name == NULL ? "no model name" : "out is NULL");
     return ISV_EINVAL;
   }
-  isv__model_entry *e;
   isv_model *m;
-  int rc = find_model(srv, name, version, &e, &m);
+  int rc = find_model(srv, name, version, label, &m);
   if (rc != 0) return rc;
-  if (label && isv__entry_label(e, label, strlen(label)) == NULL) {
-    char t[200];
-    set_error(srv, "%s has no label '%.60s'", model_text(t, sizeof t, name, NULL), label);
-    return ISV_ENOTFOUND;
-  }
   isv_request *r = isv__request_new(&srv->core);
   if (r == NULL) {
     set_error(srv, "request new: out of memory");

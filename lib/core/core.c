@@ -9,6 +9,7 @@
 #include "core/group.h"
 #include "core/repository.h"
 #include "core/request.h"
+#include "core/resolve.h"
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   memset(c, 0, sizeof *c);
@@ -16,29 +17,19 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->loop_thread = uv_thread_self();
   c->opts = *opts;
   c->mem = &c->opts.mem;
-  c->online = 1;
+  c->opts.group = NULL; /* the options' reference is theirs: the core holds its own */
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
   atomic_init(&c->refs, 1);
-  c->group = opts->group; /* joined by the server once it is built (isv__group_join) */
-  c->opts.group = NULL;    /* the options' reference is theirs: the core holds its own */
-  if (c->group) isv__group_use(c->group);
   int rc = isv__registry_init(&c->reg, c, c->mem);
-  if (rc) {
-    if (c->group) isv__group_unuse(c->group);
-    return rc;
-  }
+  if (rc) return rc;
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
-  if (isv__clients_init(&c->clients_own, c->mem) != 0) goto fail_mu;
-  c->clients = c->group ? &c->group->clients : &c->clients_own;
-  if (isv__shm_init(&c->shm_own, c->mem, opts->shared_memory, opts->shared_memory_in_place) != 0)
-    goto fail_clients;
-  c->shm = &c->shm_own;
-  if (c->group &&
-      (rc = isv__group_shm(c, opts->shared_memory, opts->shared_memory_in_place)) != 0)
-    goto fail_shm_rc;
-  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_shm;
+  /* the options' group, or a group of one: c->shm and c->clients are the group's */
+  if ((rc = isv__group_enter(c, opts->group, opts->shared_memory,
+                             opts->shared_memory_in_place)) != 0)
+    goto fail_mu;
+  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_group;
   if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;
   c->async.data = c;
@@ -46,22 +37,18 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   uv_timer_init(loop, &c->timer);
   c->timer.data = c;
   uv_unref((uv_handle_t *)&c->timer); /* deadlines never keep the host's loop alive */
+  isv__group_join(c); /* the group's models arrive */
   return 0;
 fail_pool:
   isv__pool_destroy(&c->pool);
 fail_bufs:
   isv__bigbuf_cache_destroy(&c->bufs);
-fail_shm:
-  rc = ISV_ENOMEM;
-fail_shm_rc:
-  isv__shm_destroy(&c->shm_own);
-fail_clients:
-  isv__clients_free(&c->clients_own);
+fail_group:
+  isv__group_exit(c);
 fail_mu:
   uv_mutex_destroy(&c->mu);
 fail_reg:
   isv__registry_clear(&c->reg);
-  if (c->group) isv__group_unuse(c->group);
   return rc ? rc : ISV_ENOMEM;
 }
 
@@ -89,13 +76,10 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   atomic_fetch_add(&c->refs, 1);
   if (isv__pool_stop(&c->pool, may_hang, pool_gone, c) == 0) atomic_fetch_sub(&c->refs, 1);
   isv__registry_clear(&c->reg); /* a version an abandoned execution holds stays until then */
-  isv__shm_destroy(&c->shm_own); /* a region a request still uses stays mapped until then */
-  isv__clients_free(&c->clients_own);
-  if (c->group) { /* left at the close's start (isv__core_begin_close), or never joined */
-    isv__group_leave(c);
-    isv__group_unuse(c->group);
-    c->group = NULL;
-  }
+  /* left the group at the close's start (isv__core_begin_close); now its reference goes — a
+   * group of one's table, shared memory and client counts with it (a region a request still
+   * uses stays mapped until then) */
+  isv__group_exit(c);
   uv_mutex_lock(&c->mu);
   c->closed = 1; /* from now on abandoned executions are freed by whoever completes them */
   isv_request *q = c->done_head; /* abandoned ones completed, not yet freed by the loop */
@@ -126,20 +110,15 @@ static void ready_one(isv__model_entry *e, void *data) {
     if (m->state != ISV_MODEL_READY) *(int *)data = 0;
 }
 
-int isv__core_online(const isv__core *c) {
-  return c->group ? atomic_load(&c->group->online) : c->online;
-}
+int isv__core_online(const isv__core *c) { return isv__group_online(c); }
 
-void isv__core_set_online(isv__core *c, int online) {
-  if (c->group) atomic_store(&c->group->online, online != 0);
-  c->online = online != 0;
-}
+void isv__core_set_online(isv__core *c, int online) { isv__group_set_online(c, online); }
 
-int isv__core_ready(const isv__core *c) {
+int isv__core_ready(isv__core *c) {
   if (!isv__core_online(c) || c->closing) return 0;
   if (!c->opts.strict_readiness) return 1;
   int ok = 1;
-  isv__registry_foreach(&c->reg, ready_one, &ok);
+  isv__registry_foreach(isv__core_models(c), ready_one, &ok);
   return ok;
 }
 
@@ -154,47 +133,33 @@ void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...
 }
 
 unsigned isv__core_protocol(isv__core *c, const char *label) {
-  if (c->group) return isv__group_protocol(c, label); /* one index for every member's stats */
-  for (unsigned i = 0; i < c->n_protocols; i++)
-    if (strcmp(c->protocols[i], label) == 0) return i;
-  if (c->n_protocols == ISV__MAX_PROTOCOLS) return 0;
-  c->protocols[c->n_protocols] = label;
-  return c->n_protocols++;
+  return isv__group_protocol(c, label); /* one index for every member's statistics */
 }
 
 int isv__core_model_ready(const isv__core *c, const isv_model *m) {
   return m->state == ISV_MODEL_READY && !m->removed && isv__core_online(c) && !c->closing;
 }
 
-int isv__core_resolve(const isv__core *c, const isv__model_spec *ref, isv_model **out, char *msg,
-                      size_t msglen) {
-  const isv__model_entry *e = isv__registry_visible(&c->reg, ref->name, ref->name_len);
-  int nl = (int)(ref->name_len > 200 ? 200 : ref->name_len);
-  if (e == NULL) {
-    snprintf(msg, msglen, "Request for unknown model: '%.*s' is not found", nl, ref->name);
-    return ISV_ENOTFOUND;
-  }
-  isv_model *m;
-  if (ref->label) {
-    m = isv__entry_label(e, ref->label, ref->label_len);
-    if (m == NULL) {
-      snprintf(msg, msglen, "unknown label '%.*s' of model '%s'",
-               (int)(ref->label_len > 200 ? 200 : ref->label_len), ref->label, e->name);
-      return ISV_ENOTFOUND;
-    }
-  } else if (ref->version) {
-    m = isv__entry_version(e, ref->version, ref->version_len);
-    if (m == NULL) {
-      /* Triton's text: clients match on "Request for unknown model" */
-      snprintf(msg, msglen, "Request for unknown model: '%s' version %.*s is not found", e->name,
-               (int)(ref->version_len > 200 ? 200 : ref->version_len), ref->version);
-      return ISV_ENOTFOUND;
-    }
-  } else {
-    m = isv__entry_default(e);
-  }
-  *out = m;
-  return 0;
+isv__registry *isv__core_models(isv__core *c) {
+  isv__group_sync(c);
+  return &c->reg;
+}
+
+isv__why isv__core_resolve(isv__core *c, const isv__model_spec *ref, isv_model **out) {
+  *out = NULL;
+  const isv__model_entry *e = isv__registry_visible(isv__core_models(c), ref->name, ref->name_len);
+  if (e == NULL) return ISV__NO_MODEL;
+  if (ref->label) *out = isv__entry_label(e, ref->label, ref->label_len);
+  else if (ref->version) *out = isv__entry_version(e, ref->version, ref->version_len);
+  else *out = isv__entry_default(e); /* an entry has a version: it goes with its last one */
+  if (*out) return ISV__FOUND;
+  return ref->label ? ISV__NO_LABEL : ISV__NO_VERSION;
+}
+
+int isv__core_fail_why(isv_request *r, isv__why why, const isv__model_spec *spec) {
+  char msg[512];
+  int code = isv__why_say(why, ISV__WORDS_KSERVE, spec, msg, sizeof msg);
+  return isv__request_fail(r, code, "%s", msg);
 }
 
 int isv__request_bind(isv_request *r) {
@@ -206,10 +171,9 @@ int isv__request_bind(isv_request *r) {
   }
   isv__model_spec ref = {r->model_name, strlen(r->model_name), r->version,
                         r->version ? strlen(r->version) : 0, r->label, r->label ? strlen(r->label) : 0};
-  char msg[512];
   isv_model *m;
-  int rc = isv__core_resolve(r->core, &ref, &m, msg, sizeof msg);
-  if (rc != 0) return isv__request_fail(r, rc, "%s", msg); /* replaces a decode error */
+  isv__why why = isv__core_resolve(r->core, &ref, &m);
+  if (why != ISV__FOUND) return isv__core_fail_why(r, why, &ref); /* replaces a decode error */
   isv__model_ref(m);
   r->model = m;
   return 0;

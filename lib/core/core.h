@@ -8,6 +8,7 @@
 #include "core/layer.h"
 
 #include <stdatomic.h>
+#include <string.h>
 #include <uv.h>
 
 #include "codec/bigbuf.h"
@@ -30,11 +31,8 @@ struct isv__core {
   isv_options opts;
   const isv_mem *mem; /* &opts.mem: every allocation of the server (codec/mem.h) */
   isv__registry reg;
-  isv__shm_registry *shm; /* system shared memory regions (shm.h): &shm_own, or the group's */
-  isv__shm_registry shm_own;
-  isv__clients *clients; /* requests in flight per client (clients.h): &clients_own, or the
-                          * group's */
-  isv__clients clients_own;
+  isv__shm_registry *shm; /* system shared memory regions (shm.h): the group's */
+  isv__clients *clients;  /* requests in flight per client (clients.h): the group's */
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   isv__budget *receiving; /* the server's receiving budget (isv_options_set_max_receiving_bytes,
                            * the transport's): decoded bodies are charged to it too; NULL: none */
@@ -57,7 +55,6 @@ struct isv__core {
   struct isv__job *running; /* executions running (their scheduler records: scheduler.c) */
   int cut;                /* the drain deadline passed: nothing new starts */
   uv_close_cb close_cb;   /* isv__core_close's, once both handles are closed */
-  int online;
   int closing;
   char default_model[128]; /* isv_server_set_default_model ("": none) */
   struct isv__repo *repo;   /* isv_server_set_repository's (core/repository.h); NULL: none */
@@ -81,11 +78,9 @@ struct isv__core {
    * nobody asks. */
   int (*authorize)(void *ctx, isv_request *r, const char *model, const char *version);
   void *authorize_ctx;
-  /* A group's member (core/group.h): the models are the group's, this registry holds copies. */
-  isv_group *group;         /* NULL: a server on its own */
-  isv__core *group_next;    /* the group's members; under the group's mutex */
-  int group_joined;
-  unsigned group_gen;       /* the group's table as this member last followed it */
+  /* Its place in its group (core/group.h, private to group.c): the models are the group's,
+   * this registry holds copies. A server made without a group is a group of one. */
+  struct isv__member *member;
 };
 
 /* How long running requests, cancelled at the drain deadline, may still take before the close
@@ -118,14 +113,14 @@ unsigned isv__core_protocol(isv__core *c, const char *label);
 
 /* ---- the queries every front end asks (core.c): one rule each, for every protocol ---- */
 
-/* Online (isv_server_set_online, grps's online/offline): the group's when the server is in
- * one, so that taking one member offline drains the whole process. */
+/* Online (isv_server_set_online, grps's online/offline): the group's, so that taking one
+ * member offline drains the whole process. */
 int isv__core_online(const isv__core *c);
 void isv__core_set_online(isv__core *c, int online);
 
 /* Server readiness (PROTOCOLS.md section 1): online and not closing; with strict readiness,
- * also every registered model version READY. */
-int isv__core_ready(const isv__core *c);
+ * also every registered model version READY (of the group's models as they are now). */
+int isv__core_ready(isv__core *c);
 /* A model version's readiness as reported to clients: READY, registered, and the server
  * online and not closing. (Requests are served offline too: offline only drains.) */
 int isv__core_model_ready(const isv__core *c, const isv_model *m);
@@ -141,10 +136,32 @@ typedef struct isv__model_spec {
   size_t label_len;
 } isv__model_spec;
 
-/* 0 and *out, or ISV_ENOTFOUND with msg naming what is unknown (the model, its version, its
- * label). The model is not referenced: use it before returning to the loop. */
-int isv__core_resolve(const isv__core *c, const isv__model_spec *spec, isv_model **out,
-                      char *msg, size_t msglen);
+/* Why a model a client names cannot be served. Each front end words a reason in its own
+ * protocol's text, from one table (core/resolve.h). */
+typedef enum isv__why {
+  ISV__FOUND = 0,
+  ISV__NO_MODEL,   /* no model of that name (a hidden one's name included) */
+  ISV__NO_VERSION, /* the model has no such version */
+  ISV__NO_LABEL,   /* the model has no such label */
+  ISV__NOT_READY,  /* the version is there, not READY (the submit's rule: isv__core_submit) */
+  ISV__N_WHY
+} isv__why;
+
+/* The model version spec names, as the group has it now (a change made on any member before
+ * this call counts: the member catches up here first). ISV__FOUND and *out, or why not (*out
+ * NULL). The model is not referenced: use it before returning to the loop. */
+isv__why isv__core_resolve(isv__core *c, const isv__model_spec *spec, isv_model **out);
+/* The spec of a model version (for its reasons' words). */
+static inline isv__model_spec isv__model_spec_of(const isv_model *m) {
+  isv__model_spec s = {m->cfg->name, strlen(m->cfg->name), m->version, strlen(m->version), NULL, 0};
+  return s;
+}
+/* The registry, caught up with the group: every reader of the models (listings, metrics,
+ * strict readiness, the repository's index) gets it here. Loop thread. */
+isv__registry *isv__core_models(isv__core *c);
+/* Fail r for why, in the words every protocol's inference answers with (KServe's). Returns the
+ * request's status. */
+int isv__core_fail_why(isv_request *r, isv__why why, const isv__model_spec *spec);
 
 /* Submit a request already filled by a frontend (or the in-process API). `done` runs on the
  * loop thread exactly once — possibly before this returns. Returns 0; never fails otherwise:

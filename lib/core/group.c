@@ -2,13 +2,63 @@
  * it (core/group.h says why it is built this way). */
 #include "core/group.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+typedef struct isv__gmodel isv__gmodel;
+typedef struct isv__gname isv__gname;
+
+struct isv_group {
+  const isv_mem *mem; /* the records' allocator: libc's for the host's groups, the server's for
+                       * a group of one */
+  int one;            /* a lone server's group of one (isv__group_enter made it) */
+  uv_mutex_t mu;
+  uv_mutex_t listen_mu; /* one member's listen at a time: isv__group_listen_begin */
+  atomic_uint users; /* the host's (isv_group_free), each options object and each server
+                      * holding it; at 0 the table is emptied */
+  atomic_uint refs;  /* the memory: 1 while there are users, + 1 per table record alive */
+  atomic_uint gen;   /* bumped on every change of the table (under mu) */
+  atomic_int online;
+  isv__gmodel *models; /* the table, in registration order; under mu */
+  isv__gmodel *hidden; /* the library's own models (routes', the repository's) that members
+                        * registered each for themselves, grouped by name for their numbers */
+  isv__gname *names;   /* labels and default version per model name; under mu */
+  struct isv__member *members; /* servers joined; under mu */
+  const char *protocols[ISV__MAX_PROTOCOLS]; /* protocol labels, indexed group-wide; under mu */
+  unsigned n_protocols;
+  isv__shm_registry shm; /* system shared memory regions: a client may register one on a
+                          * connection one member serves and use it on another's */
+  int shm_set;           /* the first member's options set shm.enabled and shm.in_place */
+  isv__clients clients;  /* requests in flight per client, over every member */
+  struct isv__gaddr *addrs; /* addresses members listen on (isv__group_listen_end); under mu */
+};
+
+/* A server's place in its group (core->member). */
+struct isv__member {
+  isv_group *g;
+  isv__core *core;
+  struct isv__member *next; /* the group's members; under the group's mutex */
+  int joined;
+  unsigned gen; /* the group's table as this member last followed it */
+};
+typedef struct isv__member isv__member;
+
+/* A member's model version as a copy of a group record (m->gcopy): the record, the other
+ * members' copies beside it (under the group's mutex), and a link for isv__group_sync's own
+ * use. */
+struct isv__gcopy {
+  isv__gmodel *gm;
+  isv_model *m;
+  struct isv__gcopy *next, *prev;
+  struct isv__gcopy *sync_next;
+};
+typedef struct isv__gcopy isv__gcopy;
 
 /* One model version the host registered on the group. */
 struct isv__gmodel {
   isv__gmodel *next; /* the table */
   isv_group *g;
-  isv_model_config *cfg; /* libc's copy: the group has no allocator of its own */
+  isv_model_config *cfg; /* the group's copy (g->mem) */
   char *version;
   isv_backend backend; /* the host's, destroy included: the copies have none */
   void *user;
@@ -16,7 +66,7 @@ struct isv__gmodel {
   int removed;           /* out of the table; under mu */
   int hidden;            /* a record of library models (g->hidden): refs change under mu */
   atomic_uint refs;      /* the table's + one per member's copy */
-  isv_model *copies;     /* every member's copy (m->gcopy_next); under mu */
+  isv__gcopy *copies;    /* every member's copy; under mu */
 };
 
 /* An address members listen on: the first bind on it was exclusive, the others join it. */
@@ -35,10 +85,10 @@ struct isv__gname {
   char *default_version; /* NULL: the rule */
 };
 
-ISV_EXTERN int isv_group_new(isv_group **out) {
-  if (out == NULL) return ISV_EINVAL;
-  isv_group *g = isv__calloc(NULL, 1, sizeof *g);
+static int group_new(const isv_mem *mem, isv_group **out) {
+  isv_group *g = isv__calloc(mem, 1, sizeof *g);
   if (g == NULL) return ISV_ENOMEM;
+  g->mem = mem;
   if (uv_mutex_init(&g->mu) != 0) {
     isv__free(g);
     return ISV_ENOMEM;
@@ -48,13 +98,13 @@ ISV_EXTERN int isv_group_new(isv_group **out) {
     isv__free(g);
     return ISV_ENOMEM;
   }
-  if (isv__shm_init(&g->shm, NULL, 0, 0) != 0) {
+  if (isv__shm_init(&g->shm, mem, 0, 0) != 0) {
     uv_mutex_destroy(&g->listen_mu);
     uv_mutex_destroy(&g->mu);
     isv__free(g);
     return ISV_ENOMEM;
   }
-  if (isv__clients_init(&g->clients, NULL) != 0) {
+  if (isv__clients_init(&g->clients, mem) != 0) {
     isv__shm_destroy(&g->shm);
     uv_mutex_destroy(&g->listen_mu);
     uv_mutex_destroy(&g->mu);
@@ -69,6 +119,11 @@ ISV_EXTERN int isv_group_new(isv_group **out) {
   g->n_protocols = 1;
   *out = g;
   return 0;
+}
+
+ISV_EXTERN int isv_group_new(isv_group **out) {
+  if (out == NULL) return ISV_EINVAL;
+  return group_new(NULL, out); /* libc's: the group outlives any one server's allocator */
 }
 
 ISV_EXTERN void isv_group_free(isv_group *g) {
@@ -159,44 +214,56 @@ static isv__gname **gname_find(isv_group *g, const char *name) {
 /* Every member but `self` hears of a change on its loop (its async handle: isv__group_sync). */
 static void changed(isv_group *g, const isv__core *self) {
   atomic_fetch_add(&g->gen, 1);
-  for (isv__core *o = g->members; o; o = o->group_next)
-    if (o != self) uv_async_send(&o->async);
+  for (isv__member *o = g->members; o; o = o->next)
+    if (o->core != self) uv_async_send(&o->core->async);
 }
 
-static void link_copy(isv__gmodel *gm, isv_model *m) {
-  m->gm = gm;
-  m->gcopy_next = gm->copies;
-  m->gcopy_prev = NULL;
-  if (gm->copies) gm->copies->gcopy_prev = m;
-  gm->copies = m;
+static void link_copy(isv__gmodel *gm, isv__gcopy *k, isv_model *m) {
+  k->gm = gm;
+  k->m = m;
+  k->next = gm->copies;
+  k->prev = NULL;
+  k->sync_next = NULL;
+  if (gm->copies) gm->copies->prev = k;
+  gm->copies = k;
+  m->gcopy = k;
 }
 
 /* Register this member's copy of gm. Under mu (nothing here calls the host). */
 static int copy_into(isv__core *c, isv__gmodel *gm, isv_model **out) {
+  isv__gcopy *k = isv__calloc(c->mem, 1, sizeof *k);
+  if (k == NULL) return ISV_ENOMEM;
   isv_model *m;
   int rc = isv__registry_add(&c->reg, gm->cfg, gm->version, &gm->backend, gm->user, &m);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    isv__free(k);
+    return rc;
+  }
   m->backend.destroy = NULL; /* the record's, once every copy is gone */
   m->state = gm->state;
   atomic_fetch_add(&gm->refs, 1);
-  link_copy(gm, m);
+  link_copy(gm, k, m);
   if (out) *out = m;
   return 0;
 }
 
 void isv__group_copy_unlink(isv_model *m) {
-  isv__gmodel *gm = m->gm;
+  isv__gcopy *k = m->gcopy;
+  if (k == NULL) return; /* registered past the group (a unit test's), or its link failed */
+  isv__gmodel *gm = k->gm;
   isv_group *g = gm->g;
   uv_mutex_lock(&g->mu);
-  if (m->gcopy_prev) m->gcopy_prev->gcopy_next = m->gcopy_next;
-  else gm->copies = m->gcopy_next;
-  if (m->gcopy_next) m->gcopy_next->gcopy_prev = m->gcopy_prev;
-  m->gcopy_next = m->gcopy_prev = NULL;
+  if (k->prev) k->prev->next = k->next;
+  else gm->copies = k->next;
+  if (k->next) k->next->prev = k->prev;
+  k->next = k->prev = NULL;
   uv_mutex_unlock(&g->mu);
 }
 
 void isv__group_copy_gone(isv_model *m) {
-  isv__gmodel *gm = m->gm;
+  isv__gcopy *k = m->gcopy;
+  if (k == NULL) return;
+  isv__gmodel *gm = k->gm;
   isv_group *g = gm->g;
   int last_hidden = 0;
   if (gm->hidden) {
@@ -209,7 +276,8 @@ void isv__group_copy_gone(isv_model *m) {
     }
     uv_mutex_unlock(&g->mu);
   }
-  m->gm = NULL;
+  m->gcopy = NULL;
+  isv__free(k);
   if (!gm->hidden) {
     gmodel_unref(gm);
   } else if (last_hidden) {
@@ -218,18 +286,21 @@ void isv__group_copy_gone(isv_model *m) {
   }
 }
 
-void isv__group_link_hidden(isv__core *c, isv_model *m) {
-  isv_group *g = c->group;
-  if (g == NULL) return;
+/* m, a library model this member registered for itself, joins the copies of the group's hidden
+ * record of its name and version (made on first use). Out of memory: m counts alone. */
+static void link_hidden(isv__core *c, isv_model *m) {
+  isv_group *g = c->member->g;
+  isv__gcopy *k = isv__calloc(c->mem, 1, sizeof *k);
+  if (k == NULL) return;
   uv_mutex_lock(&g->mu);
   isv__gmodel *gm = g->hidden;
   while (gm && !(strcmp(gm->cfg->name, m->cfg->name) == 0 && strcmp(gm->version, m->version) == 0))
     gm = gm->next;
-  if (gm == NULL && (gm = isv__calloc(NULL, 1, sizeof *gm)) != NULL) {
+  if (gm == NULL && (gm = isv__calloc(g->mem, 1, sizeof *gm)) != NULL) {
     gm->g = g;
     gm->hidden = 1;
-    gm->cfg = isv__config_copy(m->cfg, NULL); /* its name, for the lookup */
-    gm->version = isv__strdup(NULL, m->version);
+    gm->cfg = isv__config_copy(m->cfg, g->mem); /* its name, for the lookup */
+    gm->version = isv__strdup(g->mem, m->version);
     if (gm->cfg == NULL || gm->version == NULL) {
       gmodel_free(gm);
       gm = NULL;
@@ -240,17 +311,36 @@ void isv__group_link_hidden(isv__core *c, isv_model *m) {
       atomic_fetch_add(&g->refs, 1); /* the record's */
     }
   }
-  if (gm) { /* out of memory: the model counts alone */
+  if (gm) {
     atomic_fetch_add(&gm->refs, 1);
-    link_copy(gm, m);
+    link_copy(gm, k, m);
   }
   uv_mutex_unlock(&g->mu);
+  if (gm == NULL) isv__free(k);
+}
+
+int isv__group_add_hidden(isv__core *c, const isv__hidden_model *h, isv_model **out) {
+  isv_model_config *cfg;
+  int rc = isv_model_config_new(h->name, &cfg);
+  if (rc == 0) rc = isv_model_config_set_open_io(cfg, 1);
+  if (rc == 0 && h->decoupled) rc = isv_model_config_set_decoupled(cfg, 1);
+  if (rc == 0) rc = isv_model_config_set_exec_mode(cfg, h->mode);
+  if (rc == 0) rc = isv_model_config_set_instances(cfg, h->instances ? h->instances : 1);
+  if (rc == 0 && h->platform) rc = isv_model_config_set_platform(cfg, h->platform);
+  isv_model *m = NULL;
+  if (rc == 0) rc = isv__registry_add(&c->reg, cfg, "1", &h->backend, h->user, &m);
+  if (rc == 0) link_hidden(c, m); /* counted with the other members' twins */
+  isv_model_config_free(cfg);
+  if (out) *out = m;
+  return rc;
 }
 
 /* ---- members ------------------------------------------------------------------------------- */
 
-int isv__group_shm(isv__core *c, int enabled, int in_place) {
-  isv_group *g = c->group;
+/* The member's shared memory registry is the group's: every member must agree with the first
+ * on whether there is one and whether regions are mapped in place (one registry: a region is
+ * mapped, or not, for every member). */
+static int agree_shm(isv_group *g, int enabled, int in_place) {
   uv_mutex_lock(&g->mu);
   int rc = 0;
   if (!g->shm_set) {
@@ -258,48 +348,88 @@ int isv__group_shm(isv__core *c, int enabled, int in_place) {
     g->shm.in_place = in_place != 0;
     g->shm_set = 1;
   } else if (g->shm.enabled != (enabled != 0) || g->shm.in_place != (in_place != 0)) {
-    rc = ISV_EINVAL; /* one registry: a region is mapped, or not, for every member */
+    rc = ISV_EINVAL;
   }
   uv_mutex_unlock(&g->mu);
-  if (rc == 0) c->shm = &g->shm;
   return rc;
 }
 
+int isv__group_enter(isv__core *c, isv_group *g, int shm_enabled, int shm_in_place) {
+  isv__member *me = isv__calloc(c->mem, 1, sizeof *me);
+  if (me == NULL) return ISV_ENOMEM;
+  if (g) {
+    isv__group_use(g);
+  } else if (group_new(c->mem, &g) == 0) {
+    g->one = 1;
+  } else {
+    isv__free(me);
+    return ISV_ENOMEM;
+  }
+  int rc = agree_shm(g, shm_enabled, shm_in_place);
+  if (rc != 0) {
+    isv__group_unuse(g);
+    isv__free(me);
+    return rc;
+  }
+  me->g = g;
+  me->core = c;
+  c->member = me;
+  c->shm = &g->shm;
+  c->clients = &g->clients;
+  return 0;
+}
+
 void isv__group_join(isv__core *c) {
-  isv_group *g = c->group;
-  if (g == NULL) return;
+  isv__member *me = c->member;
+  isv_group *g = me->g;
   uv_mutex_lock(&g->mu);
-  c->group_next = g->members;
-  g->members = c;
-  c->group_joined = 1;
-  c->group_gen = atomic_load(&g->gen) - 1; /* never synced */
+  me->next = g->members;
+  g->members = me;
+  me->joined = 1;
+  me->gen = atomic_load(&g->gen) - 1; /* never synced */
   uv_mutex_unlock(&g->mu);
   isv__group_sync(c);
 }
 
 void isv__group_leave(isv__core *c) {
-  isv_group *g = c->group;
-  if (g == NULL || !c->group_joined) return;
+  isv__member *me = c->member;
+  if (me == NULL || !me->joined) return;
+  isv_group *g = me->g;
   uv_mutex_lock(&g->mu);
-  isv__core **pp = &g->members;
-  while (*pp != c) pp = &(*pp)->group_next;
-  *pp = c->group_next;
-  c->group_next = NULL;
-  c->group_joined = 0;
+  isv__member **pp = &g->members;
+  while (*pp != me) pp = &(*pp)->next;
+  *pp = me->next;
+  me->next = NULL;
+  me->joined = 0;
   uv_mutex_unlock(&g->mu);
 }
 
+void isv__group_exit(isv__core *c) {
+  isv__member *me = c->member;
+  if (me == NULL) return;
+  isv__group_leave(c);
+  c->member = NULL;
+  isv_group *g = me->g;
+  isv__free(me);
+  isv__group_unuse(g); /* a group of one: its table goes (the host's destroys may run) */
+}
+
+int isv__group_online(const isv__core *c) { return atomic_load(&c->member->g->online); }
+void isv__group_set_online(isv__core *c, int online) {
+  atomic_store(&c->member->g->online, online != 0);
+}
+
 typedef struct stale_walk {
-  isv_model *head; /* copies whose record left the table, each referenced */
+  isv__gcopy *head; /* copies whose record left the table, each model referenced */
 } stale_walk;
 
 static void collect_stale(isv__model_entry *e, void *data) {
   stale_walk *w = data;
   for (isv_model *m = e->versions; m; m = m->next)
-    if (m->gm && m->gm->removed) {
+    if (m->gcopy && m->gcopy->gm->removed) {
       isv__model_ref(m);
-      m->gsync_next = w->head;
-      w->head = m;
+      m->gcopy->sync_next = w->head;
+      w->head = m->gcopy;
     }
 }
 
@@ -323,10 +453,11 @@ static int follow_name(isv__core *c, const isv__gname *n) {
 }
 
 void isv__group_sync(isv__core *c) {
-  isv_group *g = c->group;
-  if (g == NULL || !c->group_joined) return;
+  isv__member *me = c->member;
+  if (me == NULL || !me->joined) return; /* not yet, or no longer, following the table */
+  isv_group *g = me->g;
   unsigned gen = atomic_load(&g->gen);
-  if (gen == c->group_gen) return;
+  if (gen == me->gen) return;
   /* 1. copies of versions that left the table go, outside the lock: the last reference to one
    *    ends its sequences (the host's sequence_end) and may run the host's destroy */
   stale_walk w = {NULL};
@@ -335,9 +466,9 @@ void isv__group_sync(isv__core *c) {
   isv__registry_foreach(&c->reg, collect_stale, &w);
   uv_mutex_unlock(&g->mu);
   while (w.head) {
-    isv_model *m = w.head;
-    w.head = m->gsync_next;
-    m->gsync_next = NULL;
+    isv_model *m = w.head->m;
+    w.head = w.head->sync_next; /* before the model (and its copy record) may go */
+    m->gcopy->sync_next = NULL;
     if (m->entry) isv__registry_remove(&c->reg, m->cfg->name, m->version);
     isv__model_unref(m);
   }
@@ -350,7 +481,7 @@ void isv__group_sync(isv__core *c) {
     int rc = 0;
     if (m == NULL) {
       rc = copy_into(c, gm, NULL);
-    } else if (m->gm == gm) {
+    } else if (m->gcopy && m->gcopy->gm == gm) {
       m->state = gm->state;
     } else {
       ok = 0; /* a copy of an older record, removed in between: the next wake takes it away —
@@ -363,19 +494,18 @@ void isv__group_sync(isv__core *c) {
     if (rc != 0) ok = 0, oom |= rc == ISV_ENOMEM;
   }
   uv_mutex_unlock(&g->mu);
-  if (ok) c->group_gen = gen;
+  if (ok) me->gen = gen;
   if (oom)
     isv__core_log(c, ISV_LOG_WARN, "group: out of memory following the group's model changes: "
                                    "this server tries again at the next one");
 }
 
-int isv__group_address(isv__core *c, const char *host, int port, int add) {
-  isv_group *g = c->group;
+static int address_known(isv_group *g, const char *host, int port, int add) {
   uv_mutex_lock(&g->mu);
   struct isv__gaddr *a = g->addrs;
   while (a && !(a->port == port && strcmp(a->host, host) == 0)) a = a->next;
   int known = a != NULL;
-  if (!known && add && strlen(host) < sizeof a->host && (a = isv__calloc(NULL, 1, sizeof *a))) {
+  if (!known && add && strlen(host) < sizeof a->host && (a = isv__calloc(g->mem, 1, sizeof *a))) {
     a->port = port;
     memcpy(a->host, host, strlen(host) + 1);
     a->next = g->addrs;
@@ -385,11 +515,20 @@ int isv__group_address(isv__core *c, const char *host, int port, int add) {
   return known;
 }
 
-void isv__group_listen_lock(isv__core *c) { uv_mutex_lock(&c->group->listen_mu); }
-void isv__group_listen_unlock(isv__core *c) { uv_mutex_unlock(&c->group->listen_mu); }
+int isv__group_listen_begin(isv__core *c, const char *host, int port) {
+  isv_group *g = c->member->g;
+  uv_mutex_lock(&g->listen_mu); /* members listening at once: one by one */
+  return !g->one && host != NULL && !address_known(g, host, port, 0);
+}
+
+void isv__group_listen_end(isv__core *c, const char *host, int port, int listening) {
+  isv_group *g = c->member->g;
+  if (listening && host != NULL) address_known(g, host, port, 1);
+  uv_mutex_unlock(&g->listen_mu);
+}
 
 unsigned isv__group_protocol(isv__core *c, const char *label) {
-  isv_group *g = c->group;
+  isv_group *g = c->member->g;
   uv_mutex_lock(&g->mu);
   unsigned i = 0;
   while (i < g->n_protocols && strcmp(g->protocols[i], label) != 0) i++;
@@ -407,13 +546,13 @@ unsigned isv__group_protocol(isv__core *c, const char *label) {
 
 int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *version,
                    const isv_backend *be, void *user, isv_model **out) {
-  isv_group *g = c->group;
+  isv_group *g = c->member->g;
   isv__group_sync(c); /* a copy of a version removed elsewhere would make this one EEXIST */
-  isv__gmodel *gm = isv__calloc(NULL, 1, sizeof *gm);
+  isv__gmodel *gm = isv__calloc(g->mem, 1, sizeof *gm);
   if (gm == NULL) return ISV_ENOMEM;
   gm->g = g;
-  gm->cfg = isv__config_copy(cfg, NULL);
-  gm->version = isv__strdup(NULL, version);
+  gm->cfg = isv__config_copy(cfg, g->mem);
+  gm->version = isv__strdup(g->mem, version);
   if (gm->cfg == NULL || gm->version == NULL) {
     gmodel_free(gm);
     return ISV_ENOMEM;
@@ -428,8 +567,8 @@ int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *versio
   isv__gname **np = gname_find(g, cfg->name);
   int rc = table_find(g, cfg->name, version) ? ISV_EEXIST : 0;
   if (rc == 0 && *np == NULL) {
-    if ((*np = isv__calloc(NULL, 1, sizeof **np)) == NULL ||
-        ((*np)->name = isv__strdup(NULL, cfg->name)) == NULL) {
+    if ((*np = isv__calloc(g->mem, 1, sizeof **np)) == NULL ||
+        ((*np)->name = isv__strdup(g->mem, cfg->name)) == NULL) {
       isv__free(*np);
       *np = NULL;
       rc = ISV_ENOMEM;
@@ -453,7 +592,7 @@ int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *versio
 }
 
 int isv__group_remove(isv__core *c, const char *name, const char *version) {
-  isv_group *g = c->group;
+  isv_group *g = c->member->g;
   isv__gmodel *gone = NULL;
   uv_mutex_lock(&g->mu);
   for (isv__gmodel **pp = &g->models; *pp;) {
@@ -489,7 +628,7 @@ int isv__group_remove(isv__core *c, const char *name, const char *version) {
 
 int isv__group_set_state(isv__core *c, const char *name, const char *version,
                          isv_model_state state) {
-  isv_group *g = c->group;
+  isv_group *g = c->member->g;
   uv_mutex_lock(&g->mu);
   isv__gmodel *gm = table_find(g, name, version);
   if (gm) {
@@ -505,14 +644,14 @@ int isv__group_set_state(isv__core *c, const char *name, const char *version,
 /* A label (what = 0) or the default version (what = 1) of a model name. */
 static int name_set(isv__core *c, int what, const char *name, const char *label,
                     const char *version) {
-  isv_group *g = c->group;
+  isv_group *g = c->member->g;
   uv_mutex_lock(&g->mu);
   isv__gname *n = *gname_find(g, name);
   int rc = n == NULL || (version && table_find(g, name, version) == NULL) ? ISV_ENOTFOUND : 0;
   if (rc == 0 && what == 0) {
-    rc = isv__labels_set(NULL, &n->labels, &n->n_labels, label, version);
+    rc = isv__labels_set(g->mem, &n->labels, &n->n_labels, label, version);
   } else if (rc == 0) {
-    char *v = version ? isv__strdup(NULL, version) : NULL;
+    char *v = version ? isv__strdup(g->mem, version) : NULL;
     if (version && v == NULL) rc = ISV_ENOMEM;
     else {
       isv__free(n->default_version);
@@ -542,7 +681,7 @@ static void add_copy(isv__stats_snap *out, const isv_model *m) {
 
 void isv__model_stats(const isv_model *m, isv__stats_snap *out) {
   memset(out, 0, sizeof *out);
-  if (m->gm == NULL) {
+  if (m->gcopy == NULL) { /* registered past the group (a unit test's), or its link failed */
     const isv__core *c = m->core;
     if (c) {
       memcpy(out->protocols, c->protocols, sizeof out->protocols);
@@ -551,25 +690,28 @@ void isv__model_stats(const isv_model *m, isv__stats_snap *out) {
     add_copy(out, m);
     return;
   }
-  isv_group *g = m->gm->g;
+  isv_group *g = m->gcopy->gm->g;
   uv_mutex_lock(&g->mu);
   memcpy(out->protocols, g->protocols, sizeof out->protocols);
   out->n_protocols = g->n_protocols;
-  for (const isv_model *k = m->gm->copies; k; k = k->gcopy_next) add_copy(out, k);
+  for (const isv__gcopy *k = m->gcopy->gm->copies; k; k = k->next) add_copy(out, k->m);
   uv_mutex_unlock(&g->mu);
 }
 
 uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k) {
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
   if (k > max) return 0;
-  if (m->gm == NULL) return m->stats.batch_execs ? isv__counter_get(&m->stats.batch_execs[k]) : 0;
+  if (m->gcopy == NULL)
+    return m->stats.batch_execs ? isv__counter_get(&m->stats.batch_execs[k]) : 0;
   uint64_t n = 0;
-  isv_group *g = m->gm->g;
+  isv_group *g = m->gcopy->gm->g;
   uv_mutex_lock(&g->mu);
-  for (const isv_model *c = m->gm->copies; c; c = c->gcopy_next)
+  for (const isv__gcopy *kc = m->gcopy->gm->copies; kc; kc = kc->next) {
+    const isv_model *c = kc->m;
     if (c->stats.batch_execs && k <= (c->cfg->max_batch ? c->cfg->max_batch : 1))
       n += isv__counter_get(&c->stats.batch_execs[k]); /* the library's models ('@', linked
                                                           * by name) share no config */
+  }
   uv_mutex_unlock(&g->mu);
   return n;
 }

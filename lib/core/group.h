@@ -25,9 +25,18 @@
  * group-wide for that. The library's own models (a custom route's, the repository's: names
  * starting with '@') are each member's, but their numbers are summed the same way: members'
  * models of one name are linked as copies of a record that is in no table
- * (isv__group_link_hidden). Readiness (online / offline) is the group's too. Per member: routes,
+ * (isv__group_add_hidden). Readiness (online / offline) is the group's too. Per member: routes,
  * the authorizer, the repository callbacks, shared memory regions, sequences (a sequence's
  * requests must reach one member: one connection).
+ *
+ * A server made without a group is a group of one (isv__group_enter makes it, with the
+ * server's allocator): the same table, the same calls, the same sync, so a lone server and a
+ * member run one code path. What differs is said by the group itself, here in group.c: a group
+ * of one has nobody to wake, and its listens do not probe (a lone server with SO_REUSEPORT
+ * shares its port with whoever the host meant).
+ *
+ * Everything of the group is private to group.c: the core holds one pointer to its member
+ * record (core->member), a model version one pointer to its copy record (m->gcopy).
  *
  * Lock order: a core's mu, then the group's mu; nothing that can call the host (a destroy, a
  * sequence_end) runs under the group's mu. */
@@ -36,67 +45,49 @@
 
 #include "core/layer.h"
 
-#include <stdatomic.h>
-#include <uv.h>
-
 #include "core/core.h"
-
-typedef struct isv__gmodel isv__gmodel;
-typedef struct isv__gname isv__gname;
-
-struct isv_group {
-  uv_mutex_t mu;
-  uv_mutex_t listen_mu; /* one member's listen at a time: isv__group_listen_lock */
-  atomic_uint users; /* the host's (isv_group_free), each options object and each server
-                      * holding it; at 0 the table is emptied */
-  atomic_uint refs;  /* the memory: 1 while there are users, + 1 per table record alive */
-  atomic_uint gen;   /* bumped on every change of the table (under mu) */
-  atomic_int online;
-  isv__gmodel *models; /* the table, in registration order; under mu */
-  isv__gmodel *hidden; /* the library's own models (routes', the repository's) that members
-                        * registered each for themselves, grouped by name for their numbers */
-  isv__gname *names;   /* labels and default version per model name; under mu */
-  isv__core *members;  /* servers joined (linked through core->group_next); under mu */
-  const char *protocols[ISV__MAX_PROTOCOLS]; /* protocol labels, indexed group-wide; under mu */
-  unsigned n_protocols;
-  isv__shm_registry shm; /* system shared memory regions: a client may register one on a
-                          * connection one member serves and use it on another's */
-  int shm_set;           /* the first member's options set shm.enabled and shm.in_place */
-  isv__clients clients;  /* requests in flight per client, over every member */
-  struct isv__gaddr *addrs; /* addresses members listen on (isv__group_address); under mu */
-};
 
 /* A reference for a new user (options, a server). */
 void isv__group_use(isv_group *g);
 /* Drop a user's reference (the last empties the table: destroy callbacks may run here). */
 void isv__group_unuse(isv_group *g);
 
-/* The member's life: join once its server is built (and sync it); leave when it starts
- * closing (no change reaches it after that). Loop thread. */
+/* The core's life in its group: enter at init — g, the options' group, or NULL for a group of
+ * one made with the core's allocator — which sets c->member, c->shm and c->clients (the
+ * group's); ISV_EINVAL when the shared memory options disagree with the first member's
+ * (isv__group_shm's rule), ISV_ENOMEM. Then join (its models arrive: a sync); leave when the
+ * close starts (no change reaches it after that); exit at the close (leave, and the core's
+ * reference goes). Loop thread. */
+int isv__group_enter(isv__core *c, isv_group *g, int shm_enabled, int shm_in_place);
 void isv__group_join(isv__core *c);
 void isv__group_leave(isv__core *c);
+void isv__group_exit(isv__core *c);
 /* Apply the table's changes to this member's registry (a no-op when nothing changed since
- * the last sync). Loop thread. */
+ * the last sync: one atomic load). Called by the core only: its resolve, its submit, its
+ * registry reader (isv__core_models) and the wake. Loop thread. */
 void isv__group_sync(isv__core *c);
 
-/* Listening (server.c): whether a member listens on host:port already — then this member joins
- * it with SO_REUSEPORT; else the address must be free (its first bind is exclusive) — and, with
- * add, record that this member listens there now (port: the bound one). Loop thread. */
-int isv__group_address(isv__core *c, const char *host, int port, int add);
-/* Around a member's listen — the look-up, the first member's exclusive probe, the bind and the
- * record — so that members listening on one address at the same moment all succeed: the
- * first probes and binds while the others wait, then they find the address recorded and join
- * it. A second process on that port still fails (the first's probe). Any member's thread. */
-void isv__group_listen_lock(isv__core *c);
-void isv__group_listen_unlock(isv__core *c);
+/* Online (isv_server_set_online): the group's, so that one member offline drains them all. */
+int isv__group_online(const isv__core *c);
+void isv__group_set_online(isv__core *c, int online);
+
+/* Around a member's listen on host:port — the look-up, the first member's exclusive probe,
+ * the bind and the record — one member at a time, so that members listening on one address at
+ * the same moment all succeed: the first probes and binds while the others wait, then they
+ * find the address recorded and join it. begin returns whether the listen must find the
+ * address free (the group's first on it; never for a group of one: a lone server with
+ * SO_REUSEPORT shares its port with whoever the host meant); end records it when listening
+ * (port: the bound one) and lets the next member in. Any member's thread. */
+int isv__group_listen_begin(isv__core *c, const char *host, int port);
+void isv__group_listen_end(isv__core *c, const char *host, int port, int listening);
 
 /* The group-wide index of a protocol label (see isv__core_protocol); the member's own table
  * is refreshed with the group's. */
 unsigned isv__group_protocol(isv__core *c, const char *label);
 
 /* The public model calls, made on the group: the table first, then this member; the others
- * are woken. Same results and errors as on a lone server; *out is this member's copy. `why`
- * gets a reason for ISV_EINVAL and ISV_ENOTFOUND where there is one. */
+ * are woken. *out is this member's copy. ISV_EEXIST, ISV_ENOTFOUND (gone meanwhile: removed on
+ * another member), ISV_ENOMEM. */
 int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *version,
                    const isv_backend *be, void *user, isv_model **out);
 int isv__group_remove(isv__core *c, const char *name, const char *version);
@@ -106,20 +97,26 @@ int isv__group_set_state(isv__core *c, const char *name, const char *version,
 int isv__group_set_label(isv__core *c, const char *name, const char *label, const char *version);
 int isv__group_set_default(isv__core *c, const char *name, const char *version);
 
-/* The member's shared memory registry becomes the group's (c->shm). Every member must agree on
- * isv_options_set_shared_memory and isv_options_set_shared_memory_in_place with the first:
- * ISV_EINVAL otherwise. Before joining. */
-int isv__group_shm(isv__core *c, int enabled, int in_place);
-
-/* m, a library model this member registered for itself ('@...'), is counted with the other
- * members' models of its name and version (isv__model_stats sums them). Loop thread. */
-void isv__group_link_hidden(isv__core *c, isv_model *m);
+/* A library model (a custom route's, the repository's): the ONE recipe for them — version "1",
+ * open I/O (no declared tensors), named '@...' so that clients never see it, each member's own
+ * (in no table) but counted with the other members' models of its name (isv__model_stats sums
+ * them). ISV_EEXIST when this server has one of that name. Loop thread. */
+typedef struct isv__hidden_model {
+  const char *name;      /* starts with '@' */
+  const char *platform;  /* what /metrics and the model's config say it is */
+  isv_exec_mode mode;
+  unsigned instances;
+  int decoupled;         /* its answers are responses sent before completing */
+  isv_backend backend;   /* destroy: at the model's end — not when this fails */
+  void *user;
+} isv__hidden_model;
+int isv__group_add_hidden(isv__core *c, const isv__hidden_model *h, isv_model **out);
 
 /* A copy's last reference is gone (registry.c's model_free, any thread), in two steps around
  * the end of its scheduling state (isv__sched_free). unlink: the copy leaves its record's list
  * (under the group's mutex), so no other member's reader of the numbers reaches it any more;
  * then gone: the record loses the copy's reference, and the host's destroy runs when the
- * record is gone too. */
+ * record is gone too. Both are no-ops for a model with no record (m->gcopy NULL). */
 void isv__group_copy_unlink(isv_model *m);
 void isv__group_copy_gone(isv_model *m);
 

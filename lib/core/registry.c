@@ -390,9 +390,9 @@ static void model_free(isv_model *m) {
    * walking the record's list of copies): it leaves that list, under that mutex, before any of
    * it is freed — else a reader on another thread sums freed memory (the end of live sequences
    * below runs host code: that window is as long as the host makes it). */
-  if (m->gm) isv__group_copy_unlink(m);
+  isv__group_copy_unlink(m);
   isv__sched_free(m); /* ends its live sequences: before destroy */
-  if (m->gm) isv__group_copy_gone(m); /* a group's copy: the record's destroy, at its end */
+  isv__group_copy_gone(m); /* the record's destroy, once its last copy is gone */
   if (m->backend.destroy) m->backend.destroy(m->user); /* NULL for the table's copies */
   isv_model_config_free(m->cfg);
   isv__free(m->version);

@@ -68,7 +68,7 @@ struct isv__core;
 struct isv__sched;
 
 typedef struct isv__model_entry isv__model_entry;
-struct isv__gmodel;
+struct isv__gcopy;
 
 struct isv_model {
   isv__model_entry *entry;
@@ -83,11 +83,9 @@ struct isv_model {
   struct isv__core *core; /* the server whose registry holds it */
   isv__stats stats; /* written on the loop thread; read anywhere (stats.h) */
   struct isv__sched *sched; /* core/scheduler.c's */
-  /* A group's copy (core/group.h): the group's record of this version, the other members'
-   * copies beside it (under the group's mutex), and a link for isv__group_sync's own use. */
-  struct isv__gmodel *gm;
-  isv_model *gcopy_next, *gcopy_prev;
-  isv_model *gsync_next;
+  /* This version as a copy of its group's record (core/group.c's, private to it; every server
+   * is in a group, a lone one in a group of one). NULL: registered past the group. */
+  struct isv__gcopy *gcopy;
 };
 
 typedef struct isv__label {

@@ -34,25 +34,25 @@ int isv__repo_attach(isv__core *c, const isv_repository *repo, char *why, size_t
     return ISV_EINVAL;
   }
   isv__repo *rp = isv__calloc(c->mem, 1, sizeof *rp);
-  isv_model_config *cfg = NULL;
-  int rc = rp ? isv_model_config_new(ISV__REPO_MODEL, &cfg) : ISV_ENOMEM;
-  if (rc == 0) {
-    size_t n = repo->struct_size < sizeof rp->cb ? repo->struct_size : sizeof rp->cb;
-    memcpy(&rp->cb, repo, n);
-    rp->cb.struct_size = sizeof rp->cb;
-    rp->core = c;
-    /* no inputs, no outputs; the backend starts the host's work and returns; one at a time */
-    rc = isv_model_config_set_open_io(cfg, 1);
-    if (rc == 0) rc = isv_model_config_set_exec_mode(cfg, ISV_EXEC_ASYNC);
-    if (rc == 0) rc = isv_model_config_set_instances(cfg, 1);
-    if (rc == 0) rc = isv_model_config_set_platform(cfg, "model_repository");
+  if (rp == NULL) {
+    if (why) snprintf(why, cap, "set repository: %s", isv_strerror(ISV_ENOMEM));
+    return ISV_ENOMEM;
   }
-  if (rc == 0) {
-    isv_backend be = {.struct_size = sizeof be, .infer = isv__repo_infer, .destroy = repo_destroy};
-    rc = isv__registry_add(&c->reg, cfg, "1", &be, rp, &rp->model);
-    if (rc == 0) isv__group_link_hidden(c, rp->model); /* counted with the group's twins */
-  }
-  isv_model_config_free(cfg);
+  size_t n = repo->struct_size < sizeof rp->cb ? repo->struct_size : sizeof rp->cb;
+  memcpy(&rp->cb, repo, n);
+  rp->cb.struct_size = sizeof rp->cb;
+  rp->core = c;
+  /* the backend starts the host's work and returns; one operation at a time */
+  isv__hidden_model h = {
+      .name = ISV__REPO_MODEL,
+      .platform = "model_repository",
+      .mode = ISV_EXEC_ASYNC,
+      .instances = 1,
+      .backend = {.struct_size = sizeof h.backend, .infer = isv__repo_infer,
+                  .destroy = repo_destroy},
+      .user = rp,
+  };
+  int rc = isv__group_add_hidden(c, &h, &rp->model);
   if (rc != 0) {
     isv__free(rp);
     if (why) snprintf(why, cap, "set repository: %s", isv_strerror(rc));
@@ -145,7 +145,8 @@ static void add_versions(isv__model_entry *e, void *data) {
 ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *name,
                                        const char *reason) {
   if (out == NULL || name == NULL || name[0] == '\0') return ISV_EINVAL;
-  /* a host's model is not loaded, so never ready; a registered one has the registry's state */
+  /* a host's model is not loaded, so never ready; a registered one has the registry's state
+   * (caught up with the group by isv__repo_index, which calls the host's list) */
   if (out->ready_only || isv__registry_visible(&out->core->reg, name, strlen(name)) != NULL)
     return 0;
   push(out, name, NULL, reason ? "UNAVAILABLE" : NULL, reason ? reason : "");
@@ -166,7 +167,7 @@ int isv__repo_index(isv__core *c, int ready_only, isv_repository_list *ix) {
   ix->core = c;
   ix->arena.bufs = &c->bufs;
   ix->ready_only = ready_only;
-  isv__registry_foreach(&c->reg, add_versions, ix);
+  isv__registry_foreach(isv__core_models(c), add_versions, ix);
   if (c->repo && c->repo->cb.list) c->repo->cb.list(c->repo->cb.user, ix);
   if (ix->failed) {
     isv__repo_index_free(ix);

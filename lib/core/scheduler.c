@@ -855,8 +855,8 @@ static void run_admitted(isv_request *r) {
                         atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
                         memory_order_relaxed);
   if (m->removed || m->state != ISV_MODEL_READY) {
-    isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' is not ready", m->cfg->name,
-                      m->version);
+    isv__model_spec spec = isv__model_spec_of(m);
+    isv__core_fail_why(r, ISV__NOT_READY, &spec); /* KServe's words, for every protocol */
     finish_request(r);
     return;
   }

@@ -1,7 +1,8 @@
 /* A protocol front end, described as data: the HTTP routes and gRPC methods it serves, the name
  * that enables it, its protocol labels and the shape of its HTTP errors. The server builds its
  * router and its gRPC method table from the descriptors of the front ends it enables; nothing
- * else in the library names a protocol. docs/ARCHITECTURE.md walks through adding one. */
+ * else in the library names a protocol. A host's settings for a front end reach it through
+ * its configure hook. docs/ARCHITECTURE.md walks through adding one. */
 #ifndef ISV_PROTOCOL_FRONTEND_H
 #define ISV_PROTOCOL_FRONTEND_H
 
@@ -24,6 +25,12 @@ struct isv__frontend {
   isv__http_error_fn http_error; /* NULL: {"error": msg} (isv__reply_error_msg) */
   const char *http_label;        /* metrics label of requests made by its routes */
   const char *grpc_label;        /* ... and by its gRPC methods */
+  /* A host's setting, made at run time through a public call of the front end's own (Vertex:
+   * isv_server_set_vertex_routes(model, predict route, health route) → args[0..2]). It may add
+   * routes to r and keep what they need there (isv__router_set_value). 0, or an ISV_E* code
+   * with why set (the server's last error). NULL: the front end takes no settings. */
+  int (*configure)(isv__router *r, const char *const *args, size_t n_args, char *why,
+                   size_t cap);
 };
 
 #endif

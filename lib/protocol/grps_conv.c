@@ -16,10 +16,9 @@ const char *isv__grps_kind_name(isv__grps_kind k) {
 
 /* ---- the model ------------------------------------------------------------------------------ */
 
-static int resolves(const isv__core *c, const isv__model_spec *spec) {
+static int resolves(isv__core *c, const isv__model_spec *spec) {
   isv_model *m;
-  char msg[256];
-  return isv__core_resolve(c, spec, &m, msg, sizeof msg) == 0;
+  return isv__core_resolve(c, spec, &m) == ISV__FOUND;
 }
 
 int isv__grps_select_model(isv_request *r, const char *s, size_t n) {

@@ -31,7 +31,7 @@ static void model_line(isv__model_entry *e, void *data) {
   isv__buf_puts(b, "]\n");
 }
 
-void isv__grps_server_yaml(const isv__core *c, isv__buf *b) {
+void isv__grps_server_yaml(isv__core *c, isv__buf *b) {
   isv__buf_puts(b, "name: ");
   str(b, c->opts.server_name);
   isv__buf_puts(b, "\nversion: ");
@@ -45,7 +45,7 @@ void isv__grps_server_yaml(const isv__core *c, isv__buf *b) {
   isv__buf_puts(b, "\nmodels:");
   size_t before = b->len;
   isv__buf_putc(b, '\n');
-  isv__registry_foreach(&c->reg, model_line, b);
+  isv__registry_foreach(isv__core_models(c), model_line, b);
   if (b->len == before + 1) { /* none: an empty flow sequence, not a null */
     b->len = before;
     isv__buf_puts(b, " []\n");

@@ -11,7 +11,7 @@
 
 /* The server: name, version, whether it is live/ready/online, its default model, and every
  * model with its versions and their states. */
-void isv__grps_server_yaml(const isv__core *c, isv__buf *b);
+void isv__grps_server_yaml(isv__core *c, isv__buf *b);
 /* One model version: name, version, the model's versions, platform, state, max_batch,
  * decoupled, open I/O and native modes, its inputs and outputs (dtype in grps's names when
  * grps has one, else V2's; shape with -1 for any size and the batch dimension). */

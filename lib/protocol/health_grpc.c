@@ -26,13 +26,13 @@ static int check(isv__grpc_unary *u) {
   if (service[0] == '\0' || isv__grpc_services_has(u->services, service)) {
     status = isv__core_ready(u->core) ? SERVING : NOT_SERVING;
   } else {
-    isv__model_entry *e = isv__registry_visible(&u->core->reg, service, strlen(service));
-    if (e == NULL) {
+    isv_model *m;
+    isv__model_spec spec = {service, strlen(service), NULL, 0, NULL, 0}; /* its default version */
+    if (isv__core_resolve(u->core, &spec, &m) != ISV__FOUND) {
       snprintf(u->err, sizeof u->err, "unknown service or model '%.200s'", service);
       return ISV_ENOTFOUND;
     }
-    isv_model *m = isv__entry_default(e);
-    status = m && isv__core_model_ready(u->core, m) ? SERVING : NOT_SERVING;
+    status = isv__core_model_ready(u->core, m) ? SERVING : NOT_SERVING;
   }
   grpc_health_v1_HealthCheckResponse resp = grpc_health_v1_HealthCheckResponse_init_zero;
   resp.status = (grpc_health_v1_HealthCheckResponse_ServingStatus)status;

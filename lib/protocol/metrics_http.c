@@ -171,7 +171,7 @@ static void one_entry(isv__model_entry *e, void *data) {
   }
 }
 
-void isv__metrics_render(const isv__core *core, isv__buf *b) {
+void isv__metrics_render(isv__core *core, isv__buf *b) {
   static const char *const head[] = {
       "# HELP isv_requests_total Inference requests finished, by protocol and outcome.\n"
       "# TYPE isv_requests_total counter\n",
@@ -203,14 +203,14 @@ void isv__metrics_render(const isv__core *core, isv__buf *b) {
   for (int pass = 0; pass < (int)(sizeof head / sizeof head[0]); pass++) {
     render rd = {b, pass};
     isv__buf_puts(b, head[pass]);
-    isv__registry_foreach_all(&core->reg, one_entry, &rd);
+    isv__registry_foreach_all(isv__core_models(core), one_entry, &rd);
   }
 }
 
 static void release(void *p) { isv__free(p); }
 
 void isv__metrics_handler(isv__http_req *q) {
-  const isv__core *core = q->core;
+  isv__core *core = q->core;
   isv__exchange *ex = q->ex;
   isv__buf b;
   isv__buf_init(&b, ex->mem);

@@ -9,7 +9,7 @@
 #include "protocol/router.h"
 #include "transport/exchange.h"
 
-void isv__metrics_render(const isv__core *core, isv__buf *b);
+void isv__metrics_render(isv__core *core, isv__buf *b);
 /* The route handler: the rendered text, 200 text/plain (grps serves it at its own paths too). */
 void isv__metrics_handler(isv__http_req *q);
 

@@ -91,7 +91,43 @@ void isv__router_init(isv__router *r, isv__core *core) {
   isv__buf_init(&r->scratch, core->mem);
 }
 
+/* A front end's value on this router (isv__router_set_value). */
+struct isv__fe_value {
+  struct isv__fe_value *next;
+  const isv__frontend *fe;
+  char value[];
+};
+
+const char *isv__router_value(const isv__router *r, const isv__frontend *fe) {
+  for (const struct isv__fe_value *v = r->values; v; v = v->next)
+    if (v->fe == fe) return v->value;
+  return NULL;
+}
+
+int isv__router_set_value(isv__router *r, const isv__frontend *fe, const char *value) {
+  struct isv__fe_value **pp = &r->values;
+  while (*pp && (*pp)->fe != fe) pp = &(*pp)->next;
+  struct isv__fe_value *v = NULL;
+  if (value) {
+    size_t n = strlen(value) + 1;
+    if ((v = isv__malloc(r->core->mem, sizeof *v + n)) == NULL) return ISV_ENOMEM;
+    v->fe = fe;
+    memcpy(v->value, value, n);
+  }
+  if (*pp) { /* the old value goes (its routes went before: they point into it) */
+    struct isv__fe_value *old = *pp;
+    *pp = old->next;
+    isv__free(old);
+  }
+  if (v) {
+    v->next = r->values;
+    r->values = v;
+  }
+  return 0;
+}
+
 void isv__router_free(isv__router *r) {
+  while (r->values) isv__router_set_value(r, r->values->fe, NULL);
   for (size_t i = 0; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   isv__free(r->routes);
   isv__free(r->prefixes);

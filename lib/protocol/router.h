@@ -77,6 +77,7 @@ typedef struct isv__router {
   const isv__frontend **prefixes; /* front ends with a path_prefix, for unmatched paths */
   size_t n_prefixes;
   isv__buf scratch; /* the decoded path of the request being routed */
+  struct isv__fe_value *values; /* front ends' own settings (isv__router_set_value) */
 } isv__router;
 
 void isv__router_init(isv__router *r, isv__core *core);
@@ -89,6 +90,11 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
  * (literal segments, "/a/b") or a path under it names: the custom routes' no-shadowing rule.
  * -1 for a prefix that is not a plain path. */
 int isv__router_overlaps(const isv__router *r, unsigned methods, const char *prefix);
+/* A front end's own value on this router: what a configure hook (frontend.h) keeps for its
+ * routes to use (Vertex's model name, the data of its predict route). set copies value (NULL
+ * removes it; 0 or ISV_ENOMEM); the router frees it. NULL when fe has none. */
+const char *isv__router_value(const isv__router *r, const isv__frontend *fe);
+int isv__router_set_value(isv__router *r, const isv__frontend *fe, const char *value);
 /* Forget the routes added after the first n_routes (and the prefixes after n_prefixes): the
  * all-or-nothing rollback of a front end that failed to be added. */
 void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes);

@@ -17,11 +17,11 @@
 #include "core/offload.h"
 #include "core/registry.h"
 #include "core/request.h"
+#include "core/resolve.h"
 #include "protocol/edge.h"
 #include "protocol/builtin.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
-#include "protocol/tfs_http.h"
 #include "protocol/tfs_json.h"
 
 /* ---- which servable the path names ------------------------------------------------------- */
@@ -54,25 +54,15 @@ static int servable_of(isv__http_req *q, servable *s) {
   return 0;
 }
 
-/* The model version the path names, or NULL answered with TF Serving's texts: an unknown model
- * or version is 404 "Servable not found for request: Latest(m)" / "Specific(m, v)"; an unknown
- * label is 400. */
+/* The model version the path names, or NULL answered with TF Serving's words for why not
+ * (core/resolve.h: an unknown model or version is 404 "Servable not found for request:
+ * Latest(m)" / "Specific(m, v)"; an unknown label is 400). */
 static isv_model *resolve(isv__http_req *q, const servable *s) {
-  isv_model *m = NULL;
-  char msg[300];
-  if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) == 0 && m) return m;
-  const isv__model_entry *e = isv__registry_visible(&q->core->reg, s->name, s->spec.name_len);
-  if (e && s->label) {
-    snprintf(msg, sizeof msg, "Unrecognized servable version label: %.200s", s->label);
-    isv__reply_error_msg(q->ex, 400, msg, NULL, 0);
-    return NULL;
-  }
-  if (s->version)
-    snprintf(msg, sizeof msg, "Servable not found for request: Specific(%.128s, %.20s)", s->name,
-             s->version);
-  else
-    snprintf(msg, sizeof msg, "Servable not found for request: Latest(%.128s)", s->name);
-  isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+  isv_model *m;
+  isv__why why = isv__core_resolve(q->core, &s->spec, &m);
+  if (why == ISV__FOUND) return m;
+  char msg[512];
+  isv__reply_error(q->ex, isv__why_say(why, ISV__WORDS_TFS, &s->spec, msg, sizeof msg), "%s", msg);
   return NULL;
 }
 
@@ -440,9 +430,11 @@ static void vertex_run(isv__http_req *q, servable *s) {
   s->spec.name = s->name;
   s->spec.version = s->version;
   isv_model *m;
-  char msg[300];
-  if (isv__core_resolve(q->core, &s->spec, &m, msg, sizeof msg) != 0) {
-    isv__reply_error_msg(q->ex, 404, msg, NULL, 0);
+  isv__why why = isv__core_resolve(q->core, &s->spec, &m);
+  if (why != ISV__FOUND) {
+    char msg[512];
+    isv__reply_error(q->ex, isv__why_say(why, ISV__WORDS_KSERVE, &s->spec, msg, sizeof msg), "%s",
+                     msg);
     return;
   }
   run_predict(q, s, PREDICT, ISV__TFS_VERTEX, 1);
@@ -475,19 +467,43 @@ static void vertex_health(isv__http_req *q) {
   isv__reply_json(q->ex, ready ? 200 : 503, &b);
 }
 
-int isv__vertex_add_routes(isv__router *r, const char *model, const char *predict,
-                           const char *health) {
+/* The configure hook: Vertex AI's custom-container contract (isv_server_set_vertex_routes;
+ * the demo reads AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE): args are the model, the predict route
+ * (NULL: none) and the health route (NULL: none). Once per server: the model is kept on the
+ * router, where the predict route finds it. */
+static int vertex_configure(isv__router *r, const char *const *args, size_t n, char *why,
+                            size_t cap) {
+  const isv__frontend *fe = &isv__vertex_frontend;
+  const char *model = n > 0 ? args[0] : NULL, *predict = n > 1 ? args[1] : NULL,
+             *health = n > 2 ? args[2] : NULL;
+  if (model == NULL || model[0] == '\0' || strlen(model) >= 128) {
+    snprintf(why, cap, "vertex routes: %s", model && model[0] ? "model name too long" : "no model");
+    return ISV_EINVAL;
+  }
+  const char *set = isv__router_value(r, fe);
+  if (set) {
+    snprintf(why, cap, "vertex routes: already set (for model '%s')", set);
+    return ISV_ESTATE;
+  }
+  int rc = isv__router_set_value(r, fe, model);
   size_t n_routes = r->n_routes, n_prefixes = r->n_prefixes;
-  int rc = 0;
-  if (predict) {
-    isv__http_route p = {ISV__ROUTE_POST, predict, vertex_custom_predict, (void *)model};
-    rc = isv__router_add(r, &isv__vertex_frontend, &p);
+  if (rc == 0 && predict) {
+    isv__http_route p = {ISV__ROUTE_POST, predict, vertex_custom_predict,
+                         (void *)isv__router_value(r, fe)};
+    rc = isv__router_add(r, fe, &p);
   }
   if (rc == 0 && health) {
     isv__http_route h = {ISV__ROUTE_GET, health, vertex_health, NULL};
-    rc = isv__router_add(r, &isv__vertex_frontend, &h);
+    rc = isv__router_add(r, fe, &h);
   }
-  if (rc != 0) isv__router_truncate(r, n_routes, n_prefixes);
+  if (rc != 0) {
+    isv__router_truncate(r, n_routes, n_prefixes);
+    isv__router_set_value(r, fe, NULL);
+    snprintf(why, cap, "vertex routes: %s",
+             rc == ISV_EEXIST   ? "a route is already served (by a built-in front end?)"
+             : rc == ISV_EINVAL ? "a route is not a valid path"
+                                : isv_strerror(rc));
+  }
   return rc;
 }
 
@@ -506,5 +522,6 @@ const isv__frontend isv__vertex_frontend = {
     .path_prefix = "/v1/projects",
     .routes = vertex_routes,
     .http_label = "vertex",
+    .configure = vertex_configure,
 };
 

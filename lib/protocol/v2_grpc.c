@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/resolve.h"
 #include "protocol/v2.h"
 #include "protocol/v2_pb.h"
 #include "protocol/v2_shm.h"
@@ -33,8 +34,9 @@ static int request_model(isv__grpc_unary *u, isv_model **m) {
     return ISV_EBADREQ;
   }
   isv__model_spec spec = {name, strlen(name), version[0] ? version : NULL, strlen(version), NULL, 0};
-  int rc = isv__core_resolve(u->core, &spec, m, u->err, sizeof u->err);
-  return rc ? rc : isv__grpc_unary_model(u, (*m)->cfg->name, (*m)->version);
+  isv__why why = isv__core_resolve(u->core, &spec, m);
+  if (why != ISV__FOUND) return isv__why_say(why, ISV__WORDS_KSERVE, &spec, u->err, sizeof u->err);
+  return isv__grpc_unary_model(u, (*m)->cfg->name, (*m)->version);
 }
 
 /* A model or version that is not there is not ready: ready=false with status OK, as Triton's
@@ -94,12 +96,13 @@ static int model_statistics(isv__grpc_unary *u) {
   }
   version_list l = {.mem = u->core->mem};
   if (name[0] == '\0') {
-    isv__registry_foreach(&u->core->reg, list_versions, &l);
+    isv__registry_foreach(isv__core_models(u->core), list_versions, &l);
   } else {
     isv_model *m = NULL;
     isv__model_spec spec = {name, strlen(name), version[0] ? version : NULL, strlen(version),
                             NULL, 0};
-    int rc = isv__core_resolve(u->core, &spec, &m, u->err, sizeof u->err);
+    isv__why why = isv__core_resolve(u->core, &spec, &m);
+    int rc = why ? isv__why_say(why, ISV__WORDS_KSERVE, &spec, u->err, sizeof u->err) : 0;
     if (rc == 0) { /* judged on the version it resolved to, or none: every version answered */
       int every = !version[0] && m->entry != NULL;
       rc = isv__grpc_unary_model(u, m->cfg->name, every ? NULL : m->version);

@@ -11,6 +11,7 @@
 #include "core/group.h"
 #include "core/offload.h"
 #include "core/request.h"
+#include "core/resolve.h"
 #include "protocol/edge.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2.h"
@@ -336,10 +337,12 @@ static isv_model *path_model(isv__http_req *q, int every_version) {
   isv__model_spec spec = {0};
   spec.name = isv__http_capture(q, "model", &spec.name_len);
   spec.version = isv__http_capture(q, "version", &spec.version_len);
-  char msg[512];
   isv_model *m;
-  if (isv__core_resolve(q->core, &spec, &m, msg, sizeof msg) != 0) {
-    isv__reply_error(q->ex, ISV_ENOTFOUND, "%s", msg);
+  isv__why why = isv__core_resolve(q->core, &spec, &m);
+  if (why != ISV__FOUND) {
+    char msg[512];
+    int code = isv__why_say(why, ISV__WORDS_KSERVE, &spec, msg, sizeof msg);
+    isv__reply_error(q->ex, code, "%s", msg);
     return NULL;
   }
   int all = every_version && spec.version == NULL && m->entry != NULL;
@@ -431,7 +434,7 @@ static void statistics(isv__http_req *q) {
   isv__buf_puts(&b, "{\"model_stats\":[");
   if (one) write_model_stats(&o, one);
   else if (all_of) stats_of_entry(all_of, &o);
-  else isv__registry_foreach(&q->core->reg, stats_of_entry, &o);
+  else isv__registry_foreach(isv__core_models(q->core), stats_of_entry, &o);
   isv__buf_puts(&b, "]}");
   isv__reply_json(q->ex, 200, &b);
 }

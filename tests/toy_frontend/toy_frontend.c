@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/resolve.h"
 #include "codec/json_writer.h"
 #include "protocol/http_reply.h"
 #include "server_internal.h"
@@ -56,10 +57,12 @@ static void echo(isv__http_req *q) {
 static void ready(isv__http_req *q) {
   isv__model_spec spec = {0};
   spec.name = isv__http_capture(q, "model", &spec.name_len);
-  char msg[512];
   isv_model *m;
-  if (isv__core_resolve(q->core, &spec, &m, msg, sizeof msg) != 0) {
-    echo_error(q->ex, 404, msg, NULL, 0);
+  isv__why why = isv__core_resolve(q->core, &spec, &m);
+  if (why != ISV__FOUND) { /* V2's words (core/resolve.h), in the toy's own error shape */
+    char msg[512];
+    echo_error(q->ex, isv_err_http_status(isv__why_say(why, ISV__WORDS_KSERVE, &spec, msg,
+                                                       sizeof msg)), msg, NULL, 0);
     return;
   }
   isv__buf b;

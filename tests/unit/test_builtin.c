@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "protocol/builtin.h"
+#include "protocol/frontend.h"
 #include "server_internal.h"
 
 #define MAX_PROBES 128
@@ -291,6 +292,63 @@ static void an_unknown_protocol_name_is_refused(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0); /* a refused server left nothing on the loop */
 }
 
+static void no_handler(isv__http_req *q) { (void)q; }
+
+/* A front end's settings come through its configure hook: Vertex's custom-container routes
+ * (isv_server_set_vertex_routes) are its hook's, which keeps the model on the router and adds
+ * the two routes — whether or not the vertex front end itself is switched on. The hook's
+ * refusals are the public call's last error. */
+static void vertex_routes_come_from_its_configure_hook(void **state) {
+  (void)state;
+  const isv__frontend *vertex = NULL;
+  for (const isv__frontend *const *fe = isv__builtin_frontends; *fe; fe++) {
+    if (strcmp((*fe)->name, "vertex") == 0) vertex = *fe;
+    else assert_null((*fe)->configure); /* only Vertex takes settings today */
+  }
+  assert_non_null(vertex);
+  assert_non_null(vertex->configure);
+
+  world *w = make((const char *[]){"vertex"}, (const int[]){0}, 1);
+  isv__http_route predict = {ISV__ROUTE_POST, "/aip/predict", no_handler, NULL};
+  isv__http_route health = {ISV__ROUTE_GET, "/aip/health", no_handler, NULL};
+  assert_false(route_served(w, &predict));
+  w->n_probes = 0;
+  destroy(w);
+
+  w = make((const char *[]){"vertex"}, (const int[]){0}, 1);
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "", "/p", NULL), ISV_EINVAL);
+  assert_string_equal(isv_server_last_error(w->srv), "vertex routes: no model");
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "m", "/aip/predict", "/aip/health"), 0);
+  assert_true(route_served(w, &predict));
+  assert_true(route_served(w, &health));
+  char body[256];
+  assert_int_equal(http_get(w, "/aip/health", body, sizeof body), 200);
+  assert_string_equal(body, "{}");
+  assert_int_equal(isv_server_set_vertex_routes(w->srv, "n", "/other", NULL), ISV_ESTATE);
+  assert_string_equal(isv_server_last_error(w->srv), "vertex routes: already set (for model 'm')");
+  destroy(w);
+
+  /* the hook itself, on a router of its own: the model is kept where the predict route finds
+   * it; a route that cannot be added leaves nothing behind, not even the model */
+  w = make(NULL, NULL, 0);
+  isv__router r;
+  isv__router_init(&r, (isv__core *)w->srv /* its first member */);
+  char why[256];
+  assert_int_equal(vertex->configure(&r, (const char *const[]){"m", "/p", "/h"}, 3, why,
+                                     sizeof why), 0);
+  assert_string_equal(isv__router_value(&r, vertex), "m");
+  assert_int_equal(r.n_routes, 2);
+  isv__router_free(&r);
+  isv__router_init(&r, (isv__core *)w->srv /* its first member */);
+  assert_int_equal(vertex->configure(&r, (const char *const[]){"m", "/p", "no-slash"}, 3, why,
+                                     sizeof why), ISV_EINVAL);
+  assert_string_equal(why, "vertex routes: a route is not a valid path");
+  assert_null(isv__router_value(&r, vertex));
+  assert_int_equal(r.n_routes, 0);
+  isv__router_free(&r);
+  destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(names_are_unique_and_each_serves_something),
@@ -300,6 +358,7 @@ int main(void) {
       cmocka_unit_test(each_can_be_switched_off_alone),
       cmocka_unit_test(a_switched_off_front_ends_paths_answer_404),
       cmocka_unit_test(an_unknown_protocol_name_is_refused),
+      cmocka_unit_test(vertex_routes_come_from_its_configure_hook),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/request.h"
+#include "core/resolve.h"
 
 static uv_loop_t loop;
 static isv__core core;
@@ -39,11 +40,13 @@ static int teardown(void **state) {
   return uv_loop_close(&loop);
 }
 
+/* Resolve (name, version, label): ISV_E* code 0, or the code and KServe's words for why not. */
 static int resolve(const char *name, const char *version, const char *label, isv_model **m,
                    char *msg) {
   isv__model_spec s = {name, strlen(name), version, version ? strlen(version) : 0, label,
                        label ? strlen(label) : 0};
-  return isv__core_resolve(&core, &s, m, msg, 256);
+  isv__why why = isv__core_resolve(&core, &s, m);
+  return why == ISV__FOUND ? 0 : isv__why_say(why, ISV__WORDS_KSERVE, &s, msg, 256);
 }
 
 static void resolves_by_version_label_or_default(void **state) {
@@ -58,7 +61,7 @@ static void resolves_by_version_label_or_default(void **state) {
   assert_ptr_equal(m, v2);
   /* the name is length-delimited (it may point into a path) */
   isv__model_spec s = {"mvX", 2, "10/infer", 2, NULL, 0};
-  assert_int_equal(isv__core_resolve(&core, &s, &m, msg, sizeof msg), 0);
+  assert_int_equal(isv__core_resolve(&core, &s, &m), ISV__FOUND);
   assert_ptr_equal(m, v10);
 }
 
@@ -85,10 +88,10 @@ static void readiness_rules(void **state) {
   assert_false(isv__core_ready(&core));
   core.opts.strict_readiness = 0;
   v1->state = ISV_MODEL_READY;
-  core.online = 0; /* offline drains: nothing is reported ready */
+  isv__core_set_online(&core, 0); /* offline drains: nothing is reported ready */
   assert_false(isv__core_ready(&core));
   assert_false(isv__core_model_ready(&core, v2));
-  core.online = 1;
+  isv__core_set_online(&core, 1);
   core.closing = 1;
   assert_false(isv__core_ready(&core));
   assert_false(isv__core_model_ready(&core, v2));

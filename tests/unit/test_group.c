@@ -1,6 +1,7 @@
 /* A group (lib/core/group.c): servers on two loops in two threads serving one set of models —
  * registered once and served by both, changes made on either reaching the other (and a member
- * that joins late), statistics summed over both, online shared, the backend destroyed once.
+ * that joins late), statistics summed over both, online shared, the backend destroyed once;
+ * and a lone server as a group of one, and the one recipe for the library's hidden models.
  * Run under ThreadSanitizer in CI (scripts/test.sh) for the cross-thread parts. */
 #include "cmocka_prelude.h"
 
@@ -13,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/group.h"
+#include "core/resolve.h"
 #include "inferserve.h"
 
 /* ---- one member: a loop in a thread, and a way to run code on it ---------------------------- */
@@ -640,6 +643,170 @@ static void members_listen_at_once(void **state) {
   assert_int_equal(lone.rc, ISV_EIO);
 }
 
+/* ---- a lone server is a group of one ---------------------------------------------------- */
+
+static int lone_destroyed;
+static void lone_destroy(void *u) {
+  (void)u;
+  lone_destroyed++;
+}
+static int lone_infer(isv_request *r, void *u) {
+  (void)u;
+  return isv_request_complete(r, 0, NULL);
+}
+static void lone_closed(isv_server *srv, void *d) {
+  (void)srv;
+  *(int *)d = 1;
+}
+
+/* A server made without a group runs the group's code: every model it registers is a copy of a
+ * record of its own group of one (m->gcopy), and adding, labelling, choosing the default,
+ * changing the state and removing go through the table and the sync as on a member — with the
+ * same results, the same last errors (the in-process API's words, core/resolve.h), the host's
+ * destroy once when a version goes. Its listens never probe the port: a lone server with
+ * SO_REUSEPORT shares it with whoever the host meant. */
+static void a_lone_server_is_a_group_of_one(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_options *o;
+  assert_int_equal(isv_options_new(&o), 0);
+  isv_options_set_reuse_port(o, 1);
+  isv_server *srv;
+  assert_int_equal(isv_server_new(&loop, o, &srv), 0);
+  isv_options_free(o);
+  isv__core *core = (isv__core *)srv; /* the server's first member */
+  assert_non_null(core->member);
+
+  isv_model_config *c;
+  isv_model_config_new("m", &c);
+  isv_backend be = {.struct_size = sizeof be, .infer = lone_infer, .destroy = lone_destroy};
+  isv_model *v1, *v2;
+  lone_destroyed = 0;
+  assert_int_equal(isv_server_add_model(srv, c, "1", &be, NULL, &v1), 0);
+  assert_int_equal(isv_server_add_model(srv, c, "2", &be, NULL, &v2), 0);
+  assert_int_equal(isv_server_add_model(srv, c, "2", &be, NULL, NULL), ISV_EEXIST);
+  assert_string_equal(isv_server_last_error(srv), "model 'm' version '2' is already registered");
+  isv_model_config_free(c);
+  assert_non_null(v1->gcopy); /* copies of the group's records */
+  assert_non_null(v2->gcopy);
+  isv_model *m;
+  isv__model_spec spec = {"m", 1, NULL, 0, NULL, 0};
+  assert_int_equal(isv__core_resolve(core, &spec, &m), ISV__FOUND);
+  assert_ptr_equal(m, v2); /* the rule: the highest */
+
+  /* label and default version: the group's name record, followed by the registry */
+  assert_int_equal(isv_server_set_label(srv, "m", "stable", "1"), 0);
+  isv_request *r;
+  assert_int_equal(isv_request_new_by_label(srv, "m", "stable", &r), 0);
+  isv_request_free(r);
+  assert_int_equal(isv_request_new_by_label(srv, "m", "canary", &r), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(srv), "model 'm' has no label 'canary'");
+  assert_int_equal(isv_server_set_default_version(srv, "m", "1"), 0);
+  assert_int_equal(isv__core_resolve(core, &spec, &m), ISV__FOUND);
+  assert_ptr_equal(m, v1);
+  assert_int_equal(isv_server_set_label(srv, "m", "stable", NULL), 0);
+  assert_int_equal(isv_server_set_label(srv, "m", "stable", NULL), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(srv), "model 'm' has no label 'stable'");
+  assert_int_equal(isv_server_set_label(srv, "m", "x", "9"), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(srv), "model 'm' has no version '9'");
+
+  /* the state: the table's, on the copy at once */
+  assert_int_equal(isv_server_set_model_state(srv, "m", "2", ISV_MODEL_UNAVAILABLE), 0);
+  assert_int_equal(v2->state, ISV_MODEL_UNAVAILABLE);
+  assert_int_equal(isv_server_set_model_state(srv, "m", "2", ISV_MODEL_READY), 0);
+
+  /* removed: out of the registry, destroyed once, at once (no request holds it) */
+  assert_int_equal(isv_server_remove_model(srv, "m", "1"), 0);
+  assert_int_equal(lone_destroyed, 1);
+  assert_int_equal(isv__core_resolve(core, &spec, &m), ISV__FOUND);
+  assert_ptr_equal(m, v2); /* the default named a version that went: the rule again */
+  assert_int_equal(isv_server_remove_model(srv, "m", "1"), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(srv), "model 'm' has no version '1'");
+  assert_int_equal(isv_server_remove_model(srv, "x", NULL), ISV_ENOTFOUND);
+  assert_string_equal(isv_server_last_error(srv), "no model 'x' is registered");
+
+  /* SO_REUSEPORT with another socket of the host's: no probe for a group of one */
+  int fd = socket(AF_INET, SOCK_STREAM, 0), on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(fd, 1), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  assert_int_equal(isv_server_listen(srv, "127.0.0.1", ntohs(a.sin_port)), 0);
+
+  int closed = 0;
+  assert_int_equal(isv_server_close(srv, lone_closed, &closed), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  close(fd);
+  assert_true(closed);
+  assert_int_equal(lone_destroyed, 2); /* the last version went with the group of one */
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* ---- the one recipe for the library's hidden models ------------------------------------- */
+
+static int hidden_destroyed;
+static void hidden_destroy(void *u) {
+  (void)u;
+  hidden_destroyed++;
+}
+
+/* isv__group_add_hidden: version "1", open I/O, the mode, instances, platform and decoupling
+ * asked; no client finds it; a second of the name is ISV_EEXIST (and its destroy is not
+ * called: nothing was taken); it is linked to the group's hidden record, so its numbers are
+ * summed with its twins'; its destroy runs when the server goes. */
+static void hidden_models_have_one_recipe(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_server *srv;
+  assert_int_equal(isv_server_new(&loop, NULL, &srv), 0);
+  isv__core *core = (isv__core *)srv;
+  hidden_destroyed = 0;
+  isv__hidden_model h = {
+      .name = "@thing",
+      .platform = "things",
+      .mode = ISV_EXEC_ASYNC,
+      .instances = 3,
+      .decoupled = 1,
+      .backend = {.struct_size = sizeof h.backend, .infer = lone_infer, .destroy = hidden_destroy},
+  };
+  isv_model *m;
+  assert_int_equal(isv__group_add_hidden(core, &h, &m), 0);
+  assert_non_null(m);
+  assert_string_equal(m->version, "1");
+  assert_string_equal(m->cfg->name, "@thing");
+  assert_string_equal(m->cfg->platform, "things");
+  assert_true(m->cfg->open_io);
+  assert_true(m->cfg->decoupled);
+  assert_int_equal(m->cfg->exec_mode, ISV_EXEC_ASYNC);
+  assert_int_equal(m->cfg->instances, 3);
+  assert_non_null(m->gcopy); /* counted with the other members' twins */
+  isv__stats_snap snap;
+  isv__model_stats(m, &snap);
+  assert_int_equal(snap.queued, 0);
+  isv__model_spec spec = {"@thing", 6, NULL, 0, NULL, 0};
+  isv_model *found;
+  assert_int_equal(isv__core_resolve(core, &spec, &found), ISV__NO_MODEL);
+  isv_model *again;
+  assert_int_equal(isv__group_add_hidden(core, &h, &again), ISV_EEXIST);
+  assert_int_equal(hidden_destroyed, 0);
+  h.name = "@plain"; /* the defaults: one instance, not decoupled */
+  h.instances = 0;
+  h.decoupled = 0;
+  assert_int_equal(isv__group_add_hidden(core, &h, &m), 0);
+  assert_int_equal(m->cfg->instances, 1);
+  assert_false(m->cfg->decoupled);
+  int closed = 0;
+  assert_int_equal(isv_server_close(srv, lone_closed, &closed), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_true(closed);
+  assert_int_equal(hidden_destroyed, 2);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(registered_once_served_by_every_member),
@@ -647,6 +814,8 @@ int main(void) {
       cmocka_unit_test(members_agree_and_options_hold_the_group),
       cmocka_unit_test(stats_while_copies_go),
       cmocka_unit_test(members_listen_at_once),
+      cmocka_unit_test(a_lone_server_is_a_group_of_one),
+      cmocka_unit_test(hidden_models_have_one_recipe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,10 +69,10 @@ static void server_service_and_models(void **state) {
   isv__registry_entry(&core.reg, "m", 1)->versions->state = ISV_MODEL_LOADING;
   expect_status("\x0a\x01m", 3, 0);
   expect_status("", 0, 1); /* the server stays ready (not strict) */
-  core.online = 0;         /* offline: everything drains */
+  isv__core_set_online(&core, 0);         /* offline: everything drains */
   expect_status("", 0, 0);
   expect_status("\x0a\x1e" "inference.GRPCInferenceService", 32, 0);
-  core.online = 1;
+  isv__core_set_online(&core, 1);
 }
 
 static void unknown_and_malformed(void **state) {

@@ -388,7 +388,7 @@ static void server_live_and_ready_follow_online(void **state) {
   assert_int_equal(f.sent_len[0], 2);
   assert_memory_equal(f.sent[0], "\x08\x01", 2);
   done(&f);
-  core.online = 0;
+  isv__core_set_online(&core, 0);
   unary(&f, SVC "ServerReady", "", 0);
   assert_int_equal(f.status, 0);
   assert_int_equal(f.n_sent, 1);
@@ -397,7 +397,7 @@ static void server_live_and_ready_follow_online(void **state) {
   unary(&f, SVC "ServerLive", "", 0); /* offline is still live */
   assert_int_equal(f.sent_len[0], 2);
   done(&f);
-  core.online = 1;
+  isv__core_set_online(&core, 1);
   start(&f, SVC "ServerLive"); /* a unary call without its message */
   f.call.on_half_close(&f.call);
   assert_int_equal(f.status, ISV__GRPC_INVALID_ARGUMENT);

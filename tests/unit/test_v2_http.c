@@ -266,12 +266,12 @@ static void health_live_and_ready_follow_online(void **state) {
   expect(200, "{\"live\":true}");
   get("/v2/health/ready");
   expect(200, "{\"ready\":true}");
-  core.online = 0; /* draining: not ready, still live */
+  isv__core_set_online(&core, 0); /* draining: not ready, still live */
   get("/v2/health/ready");
   expect(503, "{\"ready\":false}");
   get("/v2/health/live");
   expect(200, "{\"live\":true}");
-  core.online = 1;
+  isv__core_set_online(&core, 1);
   get("/v2/health/ready");
   expect(200, "{\"ready\":true}");
   call(ISV__M_HEAD, "/v2/health/ready", NULL, NULL, NULL, 0); /* HEAD is GET */
@@ -343,10 +343,10 @@ static void model_ready_for_ready_and_loading_versions(void **state) {
   get("/v2/models/add/versions/2"); /* metadata is there while loading */
   expect(200, add_metadata);
   add_v1->state = add_v2->state = ISV_MODEL_READY;
-  core.online = 0; /* offline: nothing is reported ready */
+  isv__core_set_online(&core, 0); /* offline: nothing is reported ready */
   get("/v2/models/add/versions/1/ready");
   expect(503, "{\"ready\":false}");
-  core.online = 1;
+  isv__core_set_online(&core, 1);
 }
 
 /* ---- inference --------------------------------------------------------------------------- */
