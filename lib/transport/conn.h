@@ -96,7 +96,8 @@ struct isv__conn {
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
   size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
-  size_t write_pending;   /* bytes handed to libuv and not yet written */
+  size_t write_pending;   /* bytes handed to io->write whose callback has not run: every seam
+                           * keeps it (http2.c's high-water mark and drained-close read it) */
   size_t write_total;     /* bytes ever handed to isv__conn_write (modulo SIZE_MAX + 1) */
   struct conn_write *wq_head, *wq_tail; /* large writes, and those behind them, given to libuv
                                          * a slice at a time (conn.c) */

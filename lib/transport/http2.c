@@ -1484,6 +1484,7 @@ static void end_waiting_streams(h2 *h) {
       st->draining = 1; /* no more messages are delivered */
       if (st->call.on_drain) st->call.on_drain(&st->call);
       else transport_end(st, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+      if (c->closing) return; /* its flush found the connection done: h is gone */
     } else if (!st->dispatched) {
       nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
     }

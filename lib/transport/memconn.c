@@ -8,6 +8,7 @@ struct isv__memconn_write {
   isv__write_cb cb;
   void *ctx;
   size_t end; /* its last byte + 1, in out */
+  size_t len;
 };
 
 static isv__memconn *mem_of(isv__conn *c) { return (isv__memconn *)(void *)c; }
@@ -48,7 +49,8 @@ static int mc_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
     if (bufs[i].len) memcpy(m->out + m->out_len, bufs[i].base, bufs[i].len);
     m->out_len += bufs[i].len;
   }
-  m->writes[m->n_writes++] = (isv__memconn_write){cb, ctx, m->out_len};
+  m->writes[m->n_writes++] = (isv__memconn_write){cb, ctx, m->out_len, len};
+  c->write_pending += len; /* the seam's contract (conn.h): until its callback */
   if (m->write_check == 0 && c->t->limits.send_timeout_ms) { /* watch the peer's progress */
     m->write_mark = isv__memconn_accepted(m);
     m->write_check = mc_now(c) + c->t->limits.send_timeout_ms;
@@ -157,6 +159,7 @@ static int complete(isv__memconn *m, int status) {
   while (m->n_writes && (status < 0 || m->writes[0].end <= isv__memconn_accepted(m))) {
     isv__memconn_write w = m->writes[0];
     memmove(m->writes, m->writes + 1, --m->n_writes * sizeof *m->writes);
+    m->c.write_pending -= w.len;
     if (m->n_writes == 0) m->write_check = 0; /* nothing out: nothing to watch */
     w.cb(&m->c, w.ctx, status);
     ran = 1;
