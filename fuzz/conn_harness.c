@@ -1,15 +1,12 @@
 /* See conn_harness.h. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "conn_harness.h"
 #include "inferserve.h"
 #include "server_internal.h"
+#include "transport/memconn.h"
 
 static uv_loop_t loop;
 static isv_server *srv;
@@ -233,13 +230,20 @@ static const uint8_t *find_sep(const uint8_t *p, const uint8_t *end) {
   return NULL;
 }
 
-/* Read what the server wrote; 1 when it closed the connection. */
-static int drain(int fd, int *quiet) {
-  char buf[65536];
-  ssize_t n = read(fd, buf, sizeof buf);
-  if (n == 0 || (n < 0 && errno != EAGAIN)) return 1;
-  *quiet = n > 0 || n_deferred || n_streams ? 0 : *quiet + 1;
-  return 0;
+/* The connection's clock (ms): it moves only when the harness moves it — once the client
+ * half-closed and all is quiet, to the connection's next deadline. */
+static uint64_t clock_ms = 1000;
+
+/* Run the loop once, take what the server wrote, complete its writes. Whether anything
+ * happened (or may still: a deferred completion, a stream's next piece). */
+static int step(isv__memconn *m) {
+  uv_run(&loop, UV_RUN_NOWAIT);
+  int busy = n_deferred || n_streams;
+  if (isv__memconn_pending(m)) {
+    isv__memconn_take(m, NULL, (size_t)-1);
+    busy = 1;
+  }
+  return isv__memconn_settle(m) || busy;
 }
 
 void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, size_t size) {
@@ -248,41 +252,37 @@ void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, 
     init();
     ready = 1;
   }
-  if (size > 60000) return; /* stays under the socket buffer: the writes never block */
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return;
-  fcntl(sv[1], F_SETFL, O_NONBLOCK);
-  uv_pipe_t *p = malloc(sizeof *p);
-  uv_pipe_init(&loop, p, 0);
-  uv_pipe_open(p, sv[0]);
-  if (prefix_len && write(sv[1], prefix, prefix_len) != (ssize_t)prefix_len) abort();
-  if (isv_server_adopt(srv, (uv_stream_t *)p, (uv_close_cb)free) != 0) abort();
-  int closed = 0;
+  isv__memconn *m = isv__memconn_new(isv__server_transport(srv), &clock_ms);
+  if (m == NULL) abort();
+  m->sndbuf = (size_t)1 << 20;
+  if (prefix_len && isv__memconn_feed(m, prefix, prefix_len) != prefix_len) abort();
   const uint8_t *seg = data, *end = data + size;
-  while (!closed) {
+  while (!m->c.closing) {
     const uint8_t *sep = find_sep(seg, end);
     const uint8_t *seg_end = sep ? sep : end;
-    if (seg_end > seg &&
-        send(sv[1], seg, (size_t)(seg_end - seg), MSG_NOSIGNAL) != seg_end - seg) {
-      if (errno != EPIPE && errno != ECONNRESET) abort();
-      break; /* the server closed the connection before this segment */
-    }
-    if (sep == NULL) break;
-    seg = sep + ISV_FUZZ_SEP_LEN;
-    /* wait until the server is quiet: what it owes for this segment is written */
+    /* the segment, as the engine reads it (it stops while a request is answered: the rest
+     * waits, pipelined), and until the server is quiet: what it owes for it is written */
     int quiet = 0;
-    for (int spins = 0; quiet < 4 && !closed; spins++) {
+    for (int spins = 0; quiet < 4 && !m->c.closing; spins++) {
       if (spins == 100000) abort(); /* a server that never goes quiet is a hang */
-      uv_run(&loop, UV_RUN_NOWAIT);
-      closed = drain(sv[1], &quiet);
+      size_t fed = seg < seg_end ? isv__memconn_feed(m, seg, (size_t)(seg_end - seg)) : 0;
+      seg += fed;
+      quiet = step(m) || fed ? 0 : quiet + 1;
     }
+    /* quiet with bytes the engine will not read (it stopped for good): the client stops */
+    if (sep == NULL || m->c.closing || seg < seg_end) break;
+    seg = sep + ISV_FUZZ_SEP_LEN;
   }
-  shutdown(sv[1], SHUT_WR);
-  for (int spins = 0, quiet = 0; !closed; spins++) {
+  if (!m->c.closing) isv__memconn_eof(m);
+  for (int spins = 0, quiet = 0; !m->c.closing; spins++) {
     if (spins == 100000) abort(); /* a connection the server never closes is a hang */
-    uv_run(&loop, UV_RUN_NOWAIT);
-    closed = drain(sv[1], &quiet);
+    quiet = step(m) ? 0 : quiet + 1;
+    if (quiet < 4) continue;
+    uint64_t at = isv__memconn_next(m); /* quiet: its deadlines come (idle, linger, ...) */
+    if (at == 0) abort(); /* nothing left that would ever close it */
+    if (at > clock_ms) clock_ms = at;
+    isv__memconn_fire(m);
   }
-  close(sv[1]);
-  for (int i = 0; i < 4; i++) uv_run(&loop, UV_RUN_NOWAIT); /* let the close callbacks run */
+  for (int i = 0; i < 4; i++) step(m); /* what the close lets go of */
+  isv__memconn_free(m);
 }

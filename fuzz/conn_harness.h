@@ -1,11 +1,14 @@
-/* Shared by the connection fuzzers: one demo-like server for the whole run, and one
- * socketpair connection per input, adopted by the server, half-closed by the client after
- * sending `prefix` + data, and read until the server closes it (a connection it never closes
- * is a hang: abort).
+/* Shared by the connection fuzzers: one demo-like server for the whole run, and one connection
+ * per input through the memory seam (transport/memconn.h: no socket, no system call — the
+ * server's loop still runs its core), half-closed by the client after sending `prefix` + data,
+ * and read until the server closes it; once all is quiet, the connection's clock jumps to its
+ * next deadline (idle, lingering close) — a connection that is never closed and has none left
+ * is a hang: abort.
  *
  * The paths a real connection takes: the data is cut into segments at every ISV_FUZZ_SEP; the
- * harness writes one segment, then runs the loop until the server has gone quiet (responses
- * written, deferred completions done) before it writes the next. So bytes arrive both
+ * harness feeds one segment (as far as the engine reads: the rest waits while it does not),
+ * then runs the loop until the server has gone quiet (responses written, deferred completions
+ * done) before it feeds the next. So bytes arrive both
  * pipelined behind a request in flight (inside a segment) and after its response (the next
  * segment: llhttp's pause/resume, a stream reused after an answer). Model "d" completes on a
  * later loop turn, so bytes also arrive while a response is pending; "/fuzz/stream" answers

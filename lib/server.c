@@ -128,6 +128,8 @@ static void on_grpc(void *app, isv__grpc_call *call) {
   isv__grpc_services_dispatch(&((isv_server *)app)->grpc, call);
 }
 
+isv__transport *isv__server_transport(isv_server *srv) { return &srv->transport; }
+
 int isv__server_add_frontend(isv_server *srv, const isv__frontend *fe) {
   if (srv == NULL || fe == NULL || fe->name == NULL) return ISV_EINVAL;
   /* all or nothing: on failure, what this call added goes, and only that */

@@ -17,6 +17,9 @@ COVERED_ELSEWHERE = {
                                  "test_v2_http.c (coded_*), and end to end over HTTP/1.1 and h2c "
                                  "in tests/integration/test_compression.py",
     "server.c": "the public API over a real loop: test_server_inproc.c",
+    "transport/memconn.c": "the memory seam is what test_http1.c and test_http2.c run the "
+                           "engines on (transport_fixture.c, tf_setup_mem), and the connection "
+                           "fuzzers (fuzz/conn_harness.c)",
     "protocol/tfs_http.c": "TF Serving's routes and handlers, end to end against the demo with "
                            "real clients (requests, curl over h2c): "
                            "tests/integration/test_tfserving.py; its codec in test_tfs_json.c",

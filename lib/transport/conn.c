@@ -1,4 +1,5 @@
-/* The connection (conn.h): socket, timer, writes, read batching, protocol choice, life. */
+/* The connection (conn.h): socket, timer, writes, read batching, protocol choice, life — the
+ * libuv side of the seam (isv__conn_uv_io), and the bookkeeping every seam shares. */
 #include "transport/conn.h"
 #include "transport/tls.h"
 
@@ -13,6 +14,12 @@
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void uvc_close(isv__conn *c);
+static uint64_t uvc_now(const isv__conn *c) { return uv_now(c->t->loop); }
+static uint64_t uvc_now_ns(const isv__conn *c) {
+  (void)c;
+  return uv_hrtime();
+}
 
 /* ---- time --------------------------------------------------------------------------------- */
 
@@ -37,7 +44,7 @@ static void arm(isv__conn *c) {
   uv_timer_start(&c->timer, on_timer, at > now ? at - now : 0, 0);
 }
 
-void isv__conn_deadline(isv__conn *c, uint64_t ms) {
+static void uvc_deadline(isv__conn *c, uint64_t ms) {
   c->deadline = ms ? uv_now(c->t->loop) + ms : 0;
   arm(c);
 }
@@ -112,7 +119,7 @@ void isv__conn_set_lowat(isv__conn *c, int v) {
   c->lowat_off = 1; /* a pipe, or a platform without it: read as bytes come */
 }
 
-void isv__conn_batch_reads(isv__conn *c, size_t must_come) {
+static void uvc_batch_reads(isv__conn *c, size_t must_come) {
   if (must_come > ISV__LOWAT_MAX) must_come = ISV__LOWAT_MAX;
   isv__conn_set_lowat(c, must_come >= ISV__LOWAT_MIN ? (int)must_come : 1);
   uint64_t w = c->lowat > 1 ? uv_now(c->t->loop) + ISV__LOWAT_WATCHDOG_MS : 0;
@@ -237,7 +244,7 @@ static void on_slice_written(uv_write_t *req, int status) {
   arm(c);
 }
 
-int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
+static int uvc_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   if (c->closing) return ISV_ECANCELED;
   if (c->tls) return isv__tls_write(c, bufs, n, cb, ctx);
   return isv__conn_write_raw(c, bufs, n, cb, ctx);
@@ -310,7 +317,7 @@ void isv__conn_idle(isv__conn *c, int idle) {
     return;
   }
   isv__transport *t = c->t;
-  c->idle_since = uv_now(t->loop);
+  c->idle_since = isv__conn_now(c);
   c->idle_prev = t->idle_tail;
   if (t->idle_tail) t->idle_tail->idle_next = c;
   else t->idle_head = c;
@@ -353,12 +360,12 @@ uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-void isv__conn_read_stop(isv__conn *c) {
+static void uvc_read_stop(isv__conn *c) {
   if (c->reading) uv_read_stop(c->stream);
   c->reading = 0;
 }
 
-void isv__conn_read_start(isv__conn *c) {
+static void uvc_read_start(isv__conn *c) {
   if (c->reading || c->closing) return;
   c->read_burst_ns = 0;
   if (uv_read_start(c->stream, on_alloc, on_read) == 0) c->reading = 1;
@@ -407,8 +414,7 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
   if (c->late && !c->closing) c->proto->shutdown(c);
 }
 
-/* Plaintext, read from the socket or decrypted by tls.c: the sniff, or the engine. */
-static void deliver(isv__conn *c, const char *data, size_t len) {
+void isv__conn_deliver(isv__conn *c, const char *data, size_t len) {
   if (c->proto == NULL) sniff(c, data, len);
   else c->proto->on_read(c, data, len);
 }
@@ -434,8 +440,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if ((size_t)nread < buf->len) c->read_burst_ns = 0; /* drained: the next read starts a burst */
-  if (c->tls) isv__tls_on_read(c, buf->base, (size_t)nread, deliver);
-  else deliver(c, buf->base, (size_t)nread);
+  if (c->tls) isv__tls_on_read(c, buf->base, (size_t)nread, isv__conn_deliver);
+  else isv__conn_deliver(c, buf->base, (size_t)nread);
 }
 
 /* ---- life --------------------------------------------------------------------------------- */
@@ -466,7 +472,7 @@ static void on_stream_closed(uv_handle_t *h) {
   handle_gone(c);
 }
 
-void isv__conn_close(isv__conn *c) {
+static void uvc_close(isv__conn *c) {
   if (c->closing) return;
   isv__conn_idle(c, 0); /* no longer one to close to make room */
   c->closing = 1;
@@ -482,7 +488,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
   isv__free(req);
 }
 
-void isv__conn_linger_close(isv__conn *c) {
+static void uvc_linger_close(isv__conn *c) {
   if (c->closing || c->lingering) return;
   if (c->proto) c->proto->free(c);
   c->proto = NULL;
@@ -501,9 +507,22 @@ void isv__conn_linger_close(isv__conn *c) {
   isv__conn_read_start(c);
 }
 
+const isv__conn_io isv__conn_uv_io = {
+    .write = uvc_write,
+    .deadline = uvc_deadline,
+    .read_stop = uvc_read_stop,
+    .read_start = uvc_read_start,
+    .batch_reads = uvc_batch_reads,
+    .close = uvc_close,
+    .linger_close = uvc_linger_close,
+    .now_ms = uvc_now,
+    .now_ns = uvc_now_ns,
+};
+
 isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   isv__conn *c = isv__calloc(t->mem, 1, sizeof *c);
   if (c == NULL) return NULL;
+  c->io = &isv__conn_uv_io;
   c->t = t;
   c->adopted = adopted;
   if (adopted) {

@@ -2,13 +2,17 @@
  * protocol. The first bytes decide: the HTTP/2 connection preface goes to the HTTP/2 engine
  * (http2.c), anything else to the HTTP/1.1 engine (http1.c) — llhttp would half-parse a partial
  * preface, so it never sees one. From then on the engine gets the bytes and events through
- * isv__conn_proto and does its I/O only through the functions below: no engine calls libuv on
- * the stream, and neither engine knows the other.
+ * isv__conn_proto and does ALL its I/O and reads ALL its time through the connection's seam,
+ * isv__conn_io (below): no engine calls libuv on the stream, reads uv_now, or owns a timer, and
+ * neither engine knows the other.
  *
- * Time: one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline),
- * the read-batching watchdog, and the write check (a connection whose writes make no progress
- * for the send timeout — a client that stopped reading — is closed with a reset, so that the
- * kernel drops the bytes queued for it), armed at the earliest. */
+ * The seam has two implementations. conn.c's (isv__conn_uv_io) is the socket on the host's loop:
+ * one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline), the
+ * read-batching watchdog, and the write check (a connection whose writes make no progress for
+ * the send timeout — a client that stopped reading — is closed with a reset, so that the kernel
+ * drops the bytes queued for it), armed at the earliest. memconn.c's is memory: bytes in from
+ * the caller, bytes out into a buffer, a clock the caller moves — tests and fuzzers drive the
+ * engines with no socket and no loop (transport/memconn.h). */
 #ifndef ISV_TRANSPORT_CONN_H
 #define ISV_TRANSPORT_CONN_H
 
@@ -42,7 +46,32 @@ typedef struct isv__conn_proto {
 extern const isv__conn_proto isv__http1_proto;
 extern const isv__conn_proto isv__http2_proto;
 
+/* A write's completion: once, on the loop thread (never from inside the write call), when the
+ * bytes were taken or the write failed — also when the connection closes meanwhile (status < 0;
+ * c is still valid then, closing). */
+typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
+
+/* The transport seam: what touches the peer or the clock, one table per kind of connection
+ * (c->io). The engines reach it through the isv__conn_* wrappers below — one indirect call, no
+ * copy. Bookkeeping against the transport (the idle list, the receiving budget, the body-rate
+ * arithmetic, stamping an exchange) is not in the table: it is the same for every seam and
+ * works on c->t (conn.c). Each entry's contract is its wrapper's. */
+typedef struct isv__conn_io {
+  int (*write)(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+  void (*deadline)(isv__conn *c, uint64_t ms);
+  void (*read_stop)(isv__conn *c);
+  void (*read_start)(isv__conn *c);
+  void (*batch_reads)(isv__conn *c, size_t must_come);
+  void (*close)(isv__conn *c);
+  void (*linger_close)(isv__conn *c);
+  uint64_t (*now_ms)(const isv__conn *c); /* the deadlines' clock (the loop's uv_now) */
+  uint64_t (*now_ns)(const isv__conn *c); /* a fine one, for durations (uv_hrtime) */
+} isv__conn_io;
+
+extern const isv__conn_io isv__conn_uv_io; /* conn.c: a libuv stream on the host's loop */
+
 struct isv__conn {
+  const isv__conn_io *io; /* the seam: conn.c's, or memconn.c's */
   isv__transport *t;
   isv__conn *prev, *next;
   uv_stream_t *stream;
@@ -63,11 +92,12 @@ struct isv__conn {
                          * has read what the client sent (listener.c, accept_queued) */
   size_t linger_bytes;
   int handles_open;
-  uint64_t deadline;      /* the engine's (uv_now ms), 0 = none */
+  uint64_t deadline;      /* the engine's (io->now_ms), 0 = none */
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
   size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
-  size_t write_pending;   /* bytes handed to libuv and not yet written */
+  size_t write_pending;   /* bytes handed to io->write whose callback has not run: every seam
+                           * keeps it (http2.c's high-water mark and drained-close read it) */
   size_t write_total;     /* bytes ever handed to isv__conn_write (modulo SIZE_MAX + 1) */
   struct conn_write *wq_head, *wq_tail; /* large writes, and those behind them, given to libuv
                                          * a slice at a time (conn.c) */
@@ -88,19 +118,21 @@ struct isv__conn {
 
 /* ---- for the engines ---------------------------------------------------------------------- */
 
-/* The engine's deadline: on_deadline runs `ms` from now (0: none). Replaces the previous one. */
-void isv__conn_deadline(isv__conn *c, uint64_t ms);
+/* The engine's deadline: on_deadline runs `ms` from now (0: none). Replaces the previous one.
+ * ONE per connection: an engine with many (HTTP/2's streams) keeps them in a heap and gives the
+ * seam its earliest. */
+static inline void isv__conn_deadline(isv__conn *c, uint64_t ms) { c->io->deadline(c, ms); }
+/* The seam's clocks: ms for deadlines (the loop's cached time), ns for durations. */
+static inline uint64_t isv__conn_now(const isv__conn *c) { return c->io->now_ms(c); }
+static inline uint64_t isv__conn_now_ns(const isv__conn *c) { return c->io->now_ns(c); }
 
-/* Write bufs in order (the array is copied; the memory stays referenced until cb runs). A large
- * write is handed to the kernel ISV__WRITE_SLICE bytes at a time, and a connection goes on with
+/* Write bufs in order (the array is copied; the memory stays referenced until cb runs). On a
+ * socket (conn.c), a large write is handed to the kernel ISV__WRITE_SLICE bytes at a time, and a connection goes on with
  * its next slice in the same loop turn only while its slices of this turn took less than
  * ISV__SLICE_BUDGET_NS (then from the connection's timer, next turn): one response of any size
  * never holds the host's loop much longer than the budget (loopback copies while the reader
  * drains, ~1 ms per MiB on a small VM), and a fast reader still gets several slices per turn.
- * cb runs once, on the loop thread, when the write completed or failed — also when the
- * connection closes meanwhile (status < 0; c is still valid then, closing). 0, or a negative
- * code and cb is NOT called. */
-typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
+ * cb runs as isv__write_cb says. 0, or a negative code and cb is NOT called. */
 #define ISV__WRITE_SLICE ((size_t)256 << 10)
 /* What one queued piece of a streamed answer costs besides its bytes — its write context,
  * uv_write_t, iovecs, the producer's block header — counted against the queue bounds
@@ -116,9 +148,12 @@ typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
 /* Per connection, per direction, per loop turn (uv_hrtime ns; the transport's slice_budget_ns).
  * A turn's worst is about the budget plus one slice. */
 #define ISV__SLICE_BUDGET_NS ((uint64_t)400 * 1000)
-int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+static inline int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
+                                  void *ctx) {
+  return c->io->write(c, bufs, n, cb, ctx);
+}
 /* The same on the socket itself, whatever TLS does: for tls.c, which writes its records with
- * it. */
+ * it (a libuv connection only). */
 int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
                         void *ctx);
 
@@ -147,8 +182,8 @@ int isv__conn_body_too_slow(const isv__conn *c, uint64_t elapsed_ms, size_t got)
 uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t got);
 
 /* Reading: pause (pipelined work waits) and resume. */
-void isv__conn_read_stop(isv__conn *c);
-void isv__conn_read_start(isv__conn *c);
+static inline void isv__conn_read_stop(isv__conn *c) { c->io->read_stop(c); }
+static inline void isv__conn_read_start(isv__conn *c) { c->io->read_start(c); }
 
 /* Read batching: while a large body (HTTP/1.1, known length) or gRPC message (HTTP/2) is half
  * received, SO_RCVLOWAT asks the kernel to wake the loop only once min(what must still come,
@@ -159,15 +194,17 @@ void isv__conn_read_start(isv__conn *c);
 #define ISV__LOWAT_MIN (32u << 10)
 #define ISV__LOWAT_MAX (512u << 10)
 #define ISV__LOWAT_WATCHDOG_MS 5
-/* The mark itself (1: wake for every byte). */
+/* The mark itself (1: wake for every byte; a libuv connection only). */
 void isv__conn_set_lowat(isv__conn *c, int bytes);
 /* After a read: `must_come` bytes are still owed by the client (0: nothing known). Sets the mark
  * to min(must_come, ISV__LOWAT_MAX) when that is at least ISV__LOWAT_MIN, else 1, and (re)arms
- * the watchdog while it is above 1. */
-void isv__conn_batch_reads(isv__conn *c, size_t must_come);
+ * the watchdog while it is above 1 (memory: only recorded). */
+static inline void isv__conn_batch_reads(isv__conn *c, size_t must_come) {
+  c->io->batch_reads(c, must_come);
+}
 
 /* Close now (idempotent): the engine's free runs, then the handles close. */
-void isv__conn_close(isv__conn *c);
+static inline void isv__conn_close(isv__conn *c) { c->io->close(c); }
 /* Close after the last response when the client may still be sending (an error answered
  * before its body was read): shut down writing (FIN), then read and discard for up to
  * ISV__LINGER_MS or ISV__LINGER_BYTES before closing — nginx's lingering close. Closing at once
@@ -177,11 +214,17 @@ void isv__conn_close(isv__conn *c);
 /* How long a connection accepted from a closing listener's queue may stay silent. */
 #define ISV__LATE_MS 1000
 #define ISV__LINGER_BYTES (1u << 20)
-void isv__conn_linger_close(isv__conn *c);
+static inline void isv__conn_linger_close(isv__conn *c) { c->io->linger_close(c); }
 
 /* Stamp an exchange with who sent it: the peer's address and a copy of its TLS identity. 0,
  * or ISV_ENOMEM (the identity could not be copied: the exchange has none). */
 int isv__conn_stamp(const isv__conn *c, isv__exchange *ex);
+
+/* ---- for the seams ------------------------------------------------------------------------- */
+
+/* Plaintext that came from the peer (read from the socket, decrypted by tls.c, or fed by
+ * memconn.c): the sniff that chooses the engine, then the engine's on_read. */
+void isv__conn_deliver(isv__conn *c, const char *data, size_t len);
 
 /* ---- for the transport (listener.c) -------------------------------------------------------- */
 

@@ -55,7 +55,7 @@ typedef struct h1 {
   struct h1_fault *faulting; /* body.data's fresh pages being faulted in on the pool */
   size_t body_expected; /* Content-Length, when known */
   size_t reserved;      /* of the server's receiving budget (isv__conn_reserve) */
-  uint64_t body_start;  /* uv_now() when the headers were complete */
+  uint64_t body_start;  /* isv__conn_now() when the headers were complete */
   int err_status;       /* a limit or syntax error found inside a callback */
   const char *err_msg;
   char err_text[160]; /* err_msg when it names what the client sent */
@@ -677,7 +677,7 @@ static int on_headers_complete(llhttp_t *p) {
     return fail(h, 400, host_count(h) ? "more than one Host header" : "missing Host header");
   if (check_content_encoding(h) != 0) return -1;
   size_t max = h->c->t->limits.max_body_bytes;
-  h->body_start = uv_now(h->c->t->loop);
+  h->body_start = isv__conn_now(h->c);
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > max) return fail(h, 413, "request body exceeds the server's limit");
     if (reserve(h, (size_t)p->content_length) != 0) return -1;
@@ -830,7 +830,7 @@ static void h1_on_read(isv__conn *c, const char *data, size_t len) {
     return;
   }
   if (h->in_message && h->headers_done) {
-    uint64_t elapsed = uv_now(c->t->loop) - h->body_start;
+    uint64_t elapsed = isv__conn_now(c) - h->body_start;
     isv__conn_deadline(c, isv__conn_body_deadline(c, elapsed, h->body.len + len)); /* the body
                                                                        * keeps coming... */
     if (isv__conn_body_too_slow(c, elapsed, h->body.len + len)) {
@@ -842,7 +842,7 @@ static void h1_on_read(isv__conn *c, const char *data, size_t len) {
   if (c->closing) return;
   if (h->in_message && h->headers_done && h->ex == NULL) /* the body, or what came of it with
                                                          * its head: the rate's deadline */
-    isv__conn_deadline(c, isv__conn_body_deadline(c, uv_now(c->t->loop) - h->body_start,
+    isv__conn_deadline(c, isv__conn_body_deadline(c, isv__conn_now(c) - h->body_start,
                                                   h->body.len));
   isv__conn_batch_reads(c, h->ex ? 0 : body_left(h));
 }
@@ -880,7 +880,7 @@ static void h1_on_deadline(isv__conn *c) {
   h1 *h = h1_of(c);
   if (h->ex) return; /* answering: the app's time, not the client's */
   if (h->in_message && h->headers_done &&
-      isv__conn_body_too_slow(c, uv_now(c->t->loop) - h->body_start, h->body.len))
+      isv__conn_body_too_slow(c, isv__conn_now(c) - h->body_start, h->body.len))
     early_error(h, 408, "request body arriving too slowly (under the server's minimum rate)");
   else if (h->in_message) early_error(h, 408, "request not received in time");
   else isv__conn_close(c); /* idle */

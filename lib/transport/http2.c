@@ -15,9 +15,17 @@
  *
  * Large gRPC messages are read in batches (conn.h, "Read batching"): the low-water mark is
  * what the stream whose DATA came last must still receive to complete its message, bounded by
- * the client's stream and connection windows. The connection's deadline is the idle timeout
- * while no stream is open; each stream has its own timer (grpc-timeout, or a REST body that
- * must keep arriving).
+ * the client's stream and connection windows.
+ *
+ * Time: the seam gives a connection ONE deadline (isv__conn_deadline); this engine has many —
+ * each stream's (its header block must end; grpc-timeout; a REST body that must keep
+ * arriving), the connection's own (the idle timeout while no stream is open, the send check
+ * while responses are going out) and the shutdown notice's wait. They are entries of one
+ * min-heap per connection (codec/timeheap.h, h2->timers) living inside their owners, and the
+ * seam's deadline is always the heap's earliest (rearm). No timer handle per stream, nothing to
+ * allocate when a deadline is armed: the heap's room is reserved when a stream is created, and
+ * a stream that cannot get it is refused like one whose memory could not be had — so no stream
+ * is ever without its deadline.
  *
  * Errors found here before a REST request reaches its handler (431, 413, 408, a gRPC GET) are
  * handed to the transport's error handler with the stream's path, so the protocol that path
@@ -32,6 +40,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/timeheap.h"
 #include "codec/zcoding.h"
 #include "transport/conn.h"
 #include "transport/grpc_frame.h"
@@ -100,10 +109,11 @@ typedef struct h2_stream {
   int eof;       /* no more data after the queue */
   int trailer_status;
   char *trailer_msg;
-  uv_timer_t *deadline; /* gRPC: grpc-timeout; REST: the body must keep arriving (408) */
+  isv__timed deadline; /* in h2->timers (H2_T_STREAM): the header block must end; gRPC:
+                        * grpc-timeout; REST: the body must keep arriving (408) */
   int rst_after_end;    /* answered before the client finished sending: RST once answered */
   size_t reserved;      /* of the server's receiving budget: a REST body, a gRPC message */
-  uint64_t body_start;  /* REST: uv_now() when the headers were complete */
+  uint64_t body_start;  /* REST: isv__conn_now() when the headers were complete */
   size_t sent;          /* response DATA bytes handed to nghttp2 */
   size_t queued;        /* bytes in the queue (q_head), not yet in a DATA frame (backpressure) */
   size_t pieces;        /* items in the queue: each costs ISV__QUEUED_PIECE_COST more */
@@ -124,7 +134,10 @@ typedef struct h2 {
   int shutting_down;
   int goaway_notice; /* the shutdown's first GOAWAY and its PING are out; the final one waits
                       * for the PING's ACK (h2_shutdown) */
-  uv_timer_t *notice_timer; /* ... or for this, at most ISV__H2_NOTICE_WAIT_MS */
+  isv__timed notice; /* ... or for this, at most ISV__H2_NOTICE_WAIT_MS (H2_T_NOTICE) */
+  isv__timed conn_timer; /* the idle timeout or the send check (H2_T_CONN; conn_deadline) */
+  isv__timeheap timers;  /* every stream's deadline, conn_timer and notice */
+  uint64_t armed_at;     /* the seam's deadline now (isv__conn_now ms), 0: none (rearm) */
   int dead;
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
   unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
@@ -133,11 +146,42 @@ typedef struct h2 {
   size_t pieces;     /* ... and their queued items */
   int want_any;      /* some stream waits for on_writable */
   int notifying;     /* notify_writable is running */
-  uint64_t header_second;   /* uv_now() when the current second of header decoding began */
+  uint64_t header_second;   /* isv__conn_now() when the current second of header decoding began */
   size_t header_second_bytes;
 } h2;
 
 static h2 *h2_of(isv__conn *c) { return c->proto_state; }
+
+/* ---- time: one heap per connection -------------------------------------------------------- */
+
+enum { H2_T_STREAM = 0, H2_T_CONN, H2_T_NOTICE }; /* isv__timed.kind: whose entry it is */
+
+/* The seam's one deadline follows the heap's earliest entry. */
+static void rearm(h2 *h) {
+  if (h->dead) return;
+  isv__timed *e = isv__timeheap_top(&h->timers);
+  uint64_t at = e ? e->when : 0;
+  if (at == h->armed_at) return;
+  h->armed_at = at;
+  uint64_t now = isv__conn_now(h->c);
+  isv__conn_deadline(h->c, at == 0 ? 0 : at > now ? at - now : 1);
+}
+
+/* e fires `ms` from now (0: never). Cannot fail: every entry's room is reserved (h2_start,
+ * on_begin_headers), so isv__timeheap_set never allocates here. */
+static void set_timer(h2 *h, isv__timed *e, uint64_t ms) {
+  if (ms == 0) isv__timeheap_remove(&h->timers, e);
+  else (void)isv__timeheap_set(&h->timers, e, isv__conn_now(h->c) + ms);
+  rearm(h);
+}
+
+/* The stream's deadline off (answered, dispatched, ended). */
+static void stop_deadline(h2_stream *st) {
+  if (st->h2 && isv__timed_armed(&st->deadline)) {
+    isv__timeheap_remove(&st->h2->timers, &st->deadline);
+    rearm(st->h2);
+  }
+}
 
 /* One uv_write: the bytes nghttp2 serialised (copied into `copy`) interleaved with DATA
  * payloads referenced where the service left them (NGHTTP2_DATA_FLAG_NO_COPY): a 16 MiB
@@ -160,7 +204,7 @@ typedef struct h2_write {
 
 static void flush(h2 *h);
 static void final_goaway(h2 *h);
-static void notice_expired(uv_timer_t *t);
+static void notice_expired(h2 *h);
 static void stream_maybe_free(h2_stream *st);
 static void stream_unreserve(h2_stream *st);
 static int admit_message(void *ctx, size_t len);
@@ -508,9 +552,9 @@ static void notify_writable(h2 *h) {
 
 static int submit_or_resume(h2_stream *st, const nghttp2_nv *nv, size_t nvlen) {
   h2 *h = st->h2;
-  if (!h->send_check) { /* a response that stops moving is dropped (h2_on_deadline) */
+  if (!h->send_check) { /* a response that stops moving is dropped (conn_deadline) */
     h->send_check = 1;
-    isv__conn_deadline(h->c, h->c->t->limits.send_timeout_ms);
+    set_timer(h, &h->conn_timer, h->c->t->limits.send_timeout_ms);
   }
   if (!st->submitted) {
     if (nv == NULL) return 0; /* a resume for a response never submitted (its stream is reset) */
@@ -689,7 +733,7 @@ static void grpc_access(h2_stream *st, int status) {
       .status = status,
       .bytes_in = st->call_in,
       .bytes_out = st->call_out,
-      .duration_us = (uv_hrtime() - st->call_start_ns) / 1000,
+      .duration_us = (isv__conn_now_ns(st->h2->c) - st->call_start_ns) / 1000,
   };
   t->h.access(t->h.app, &e);
 }
@@ -698,7 +742,7 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   h2_stream *st = call->carrier;
   if (st->app_done) return;
   st->app_done = 1;
-  if (st->deadline) uv_timer_stop(st->deadline);
+  stop_deadline(st);
   if (st->closed || st->cancelled || st->h2 == NULL) {
     if (!st->in_cancel) stream_maybe_free(st);
     return;
@@ -728,8 +772,6 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   flush(h);
 }
 
-static void deadline_closed(uv_handle_t *t) { isv__free(t); }
-
 static void notify_cancel(h2_stream *st) {
   if (st->call.on_cancel == NULL) return;
   st->in_cancel = 1;
@@ -743,7 +785,7 @@ static void notify_cancel(h2_stream *st) {
 static void transport_end(h2_stream *st, int status, const char *message) {
   if (st->app_done || st->closed || st->cancelled || st->h2 == NULL) return;
   h2 *h = st->h2;
-  if (st->deadline) uv_timer_stop(st->deadline);
+  stop_deadline(st);
   isv__buf m;
   isv__buf_init(&m, st->mem);
   isv__grpc_percent_encode(&m, message);
@@ -774,9 +816,8 @@ static void transport_end(h2_stream *st, int status, const char *message) {
 
 static void stream_error(h2_stream *st, int status, const char *msg);
 
-static void on_deadline(uv_timer_t *t) {
-  h2_stream *st = t->data;
-  if (st == NULL) return;
+/* The stream's deadline passed (h2_on_deadline took it out of the heap). */
+static void stream_deadline(h2_stream *st) {
   if (!st->headers_complete) {
     /* A header block that never ends: HTTP/2 allows no other frame on the connection until
      * it does, so the connection is held — end it. */
@@ -798,21 +839,17 @@ static void on_deadline(uv_timer_t *t) {
    * that neither side keeps the stream (and its half body) open. */
   st->rst_after_end = 1;
   isv__conn *c = st->h2->c;
-  stream_error(st, 408, isv__conn_body_too_slow(c, uv_now(c->t->loop) - st->body_start,
+  stream_error(st, 408, isv__conn_body_too_slow(c, isv__conn_now(c) - st->body_start,
                                                 st->body.len)
                             ? "request body arriving too slowly (under the server's minimum rate)"
                             : "request not received in time"); /* answered and flushed: st may
                                                                 * be gone */
 }
 
-/* (Re)arm the stream's timer: `ms` from now. */
+/* (Re)arm the stream's deadline: `ms` from now. A stream its connection let go of (h2_free)
+ * has no deadline left to keep. */
 static void arm_deadline(h2_stream *st, uint64_t ms) {
-  if (st->deadline == NULL) {
-    if ((st->deadline = isv__malloc(st->mem, sizeof *st->deadline)) == NULL) return;
-    uv_timer_init(st->h2->c->t->loop, st->deadline);
-    st->deadline->data = st;
-  }
-  uv_timer_start(st->deadline, on_deadline, ms, 0);
+  if (st->h2) set_timer(st->h2, &st->deadline, ms);
 }
 
 /* ---- read batching (SO_RCVLOWAT) ----------------------------------------------------------- */
@@ -848,19 +885,17 @@ static void stream_free(h2_stream *st) {
       h->rx = NULL;
       if (!h->dead) update_lowat(h);
     }
+    isv__timeheap_remove(&h->timers, &st->deadline);
     if (h->n_streams == 0 && !h->dead) {
       h->send_check = 0;
-      isv__conn_deadline(h->c, h->c->t->limits.idle_timeout_ms);
+      set_timer(h, &h->conn_timer, h->c->t->limits.idle_timeout_ms);
       isv__conn_idle(h->c, 1);
     }
+    rearm(h);
   }
   int close_now = h && !h->dead && h->shutting_down && h->n_streams == 0;
   stream_unreserve(st);
   release_items(st);
-  if (st->deadline) {
-    st->deadline->data = NULL;
-    uv_close((uv_handle_t *)st->deadline, deadline_closed);
-  }
   isv__buf_free(&st->head);
   isv__buf_free(&st->body);
   isv__free(st->call.identity);
@@ -884,7 +919,13 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   h2 *h = user;
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   h2_stream *st = isv__calloc(h->c->t->mem, 1, sizeof *st);
-  if (st == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  /* room in the heap for its deadline, the others' and the connection's two: arming it can
+   * then never fail — refused now (RST_STREAM) if there is none */
+  if (st == NULL || isv__timeheap_reserve(&h->timers, h->n_streams + 3) != 0) {
+    isv__free(st);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  st->deadline.kind = H2_T_STREAM;
   st->h2 = h;
   st->mem = h->c->t->mem;
   st->id = f->hd.stream_id;
@@ -894,12 +935,12 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   st->df.bufs = h->c->t->bufs;
   st->df.admit = admit_message;
   st->df.admit_ctx = st;
-  arm_deadline(st, h->c->t->limits.header_timeout_ms); /* the header block must end */
   st->next = h->streams;
   if (h->streams) h->streams->prev = st;
   h->streams = st;
   h->n_streams++;
-  if (!h->send_check) isv__conn_deadline(h->c, 0); /* each stream keeps its own time */
+  if (!h->send_check) set_timer(h, &h->conn_timer, 0); /* each stream keeps its own time */
+  arm_deadline(st, h->c->t->limits.header_timeout_ms); /* the header block must end */
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
 }
@@ -911,7 +952,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   h2_stream *st = stream_of(s, f->hd.stream_id);
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
   size_t limit = h->c->t->limits.max_header_bytes;
-  uint64_t now = uv_now(h->c->t->loop);
+  uint64_t now = isv__conn_now(h->c);
   if (now - h->header_second >= 1000) {
     h->header_second = now;
     h->header_second_bytes = 0;
@@ -982,7 +1023,7 @@ static void start_call(h2 *h, h2_stream *st) {
   st->call.send = h2_grpc_send;
   st->call.finish = h2_grpc_finish;
   st->call.writable = h2_grpc_writable;
-  if (h->c->t->h.access) st->call_start_ns = uv_hrtime();
+  if (h->c->t->h.access) st->call_start_ns = isv__conn_now_ns(h->c);
   if (st->call.timeout_ms) arm_deadline(st, st->call.timeout_ms);
   h->c->t->h.grpc(h->c->t->h.app, &st->call);
 }
@@ -1061,7 +1102,7 @@ static isv__exchange *make_exchange(h2_stream *st, int with_body) {
 }
 
 static void rest_dispatch(h2 *h, h2_stream *st) {
-  if (st->deadline) uv_timer_stop(st->deadline);
+  stop_deadline(st);
   stream_unreserve(st);
   isv__exchange *ex = make_exchange(st, 1);
   if (ex == NULL) {
@@ -1075,7 +1116,7 @@ static void rest_dispatch(h2 *h, h2_stream *st) {
  * `status` in the shape of the path's protocol; what was received of the body is dropped. */
 static void stream_error(h2_stream *st, int status, const char *msg) {
   h2 *h = st->h2;
-  if (st->deadline) uv_timer_stop(st->deadline);
+  stop_deadline(st);
   stream_unreserve(st);
   isv__buf_free(&st->body);
   isv__buf_init(&st->body, st->mem);
@@ -1092,7 +1133,7 @@ static void stream_error(h2_stream *st, int status, const char *msg) {
 static int headers_done(h2 *h, h2_stream *st) {
   st->headers_complete = 1;
   isv__conn_idle(h->c, 0); /* a request in flight (until no stream is left: stream_free) */
-  if (st->deadline) uv_timer_stop(st->deadline); /* the header block's; a body re-arms it */
+  stop_deadline(st); /* the header block's; a body re-arms it */
   if (index_headers(st) != 0) return -1;
   st->is_grpc = st->ctype && strncmp(st->ctype, "application/grpc", 16) == 0;
   if (st->headers_too_big) { /* answered here, whatever it was */
@@ -1214,14 +1255,14 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     return 0;
   }
   if (st->dispatched) return 0;
-  if (st->deadline) /* still arriving: the next bytes within the header timeout and the rate */
-    arm_deadline(st, isv__conn_body_deadline(h->c, uv_now(h->c->t->loop) - st->body_start,
+  /* still arriving: the next bytes within the header timeout and the rate */
+  arm_deadline(st, isv__conn_body_deadline(h->c, isv__conn_now(h->c) - st->body_start,
                                              st->body.len + len));
   if (st->body.len + len > h->c->t->limits.max_body_bytes) {
     stream_error(st, 413, "request body exceeds the server's limit");
     return 0;
   }
-  if (isv__conn_body_too_slow(h->c, uv_now(h->c->t->loop) - st->body_start, st->body.len + len)) {
+  if (isv__conn_body_too_slow(h->c, isv__conn_now(h->c) - st->body_start, st->body.len + len)) {
     st->rst_after_end = 1;
     stream_error(st, 408, "request body arriving too slowly (under the server's minimum rate)");
     return 0;
@@ -1249,7 +1290,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (!st->is_grpc && !st->dispatched && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
       arm_deadline(st, isv__conn_body_deadline(h->c, 0, 0)); /* its body must keep arriving */
-      st->body_start = uv_now(h->c->t->loop);
+      st->body_start = isv__conn_now(h->c);
     }
   }
   if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
@@ -1329,6 +1370,10 @@ static int h2_start(isv__conn *c, const char *data, size_t len) {
   if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
     goto fail;
   h->c = c;
+  h->conn_timer.kind = H2_T_CONN;
+  h->notice.kind = H2_T_NOTICE;
+  isv__timeheap_init(&h->timers, c->t->mem);
+  if (isv__timeheap_reserve(&h->timers, 2) != 0) goto fail; /* conn_timer and notice */
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
@@ -1354,13 +1399,14 @@ static int h2_start(isv__conn *c, const char *data, size_t len) {
       nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, ISV__H2_CONN_WINDOW) != 0)
     goto fail;
   c->proto_state = h;
-  isv__conn_deadline(c, c->t->limits.idle_timeout_ms);
+  set_timer(h, &h->conn_timer, c->t->limits.idle_timeout_ms);
   h2_on_read(c, data, len);
   return 0;
 fail:
   if (cb) nghttp2_session_callbacks_del(cb);
   if (opt) nghttp2_option_del(opt);
   if (h && h->s) nghttp2_session_del(h->s);
+  if (h) isv__timeheap_free(&h->timers);
   isv__free(h);
   isv__conn_close(c);
   return -1;
@@ -1386,11 +1432,11 @@ static void h2_on_read(isv__conn *c, const char *data, size_t len) {
 /* The client half-closed its side: HTTP/2 has no use for the connection after that. */
 static void h2_on_eof(isv__conn *c) { isv__conn_close(c); }
 
-/* The connection's deadline is the idle timeout while no stream is open, and the send check
- * while responses are being sent: a stream whose response sent nothing since the last check
- * (the client keeps its window at 0) is reset, which frees what it holds. */
-static void h2_on_deadline(isv__conn *c) {
-  h2 *h = h2_of(c);
+/* The connection's own deadline is the idle timeout while no stream is open, and the send
+ * check while responses are being sent: a stream whose response sent nothing since the last
+ * check (the client keeps its window at 0) is reset, which frees what it holds. */
+static void conn_deadline(h2 *h) {
+  isv__conn *c = h->c;
   if (h->n_streams == 0) {
     isv__conn_close(c);
     return;
@@ -1406,8 +1452,24 @@ static void h2_on_deadline(isv__conn *c) {
     pending = 1;
   }
   h->send_check = pending;
-  if (pending) isv__conn_deadline(c, c->t->limits.send_timeout_ms);
+  if (pending) set_timer(h, &h->conn_timer, c->t->limits.send_timeout_ms);
   flush(h);
+}
+
+/* The seam's deadline: every entry of the heap that is due, earliest first — each may end
+ * streams or close the connection — then the seam armed at the next. */
+static void h2_on_deadline(isv__conn *c) {
+  h2 *h = h2_of(c);
+  h->armed_at = 0; /* spent */
+  uint64_t now = isv__conn_now(c);
+  isv__timed *e;
+  while (!c->closing && (e = isv__timeheap_top(&h->timers)) != NULL && e->when <= now) {
+    isv__timeheap_remove(&h->timers, e);
+    if (e->kind == H2_T_CONN) conn_deadline(h);
+    else if (e->kind == H2_T_NOTICE) notice_expired(h);
+    else stream_deadline((h2_stream *)(void *)((char *)e - offsetof(h2_stream, deadline)));
+  }
+  if (!c->closing) rearm(h);
 }
 
 /* The end of a shutdown's grace: requests being worked on finish, but a stream that still
@@ -1422,6 +1484,7 @@ static void end_waiting_streams(h2 *h) {
       st->draining = 1; /* no more messages are delivered */
       if (st->call.on_drain) st->call.on_drain(&st->call);
       else transport_end(st, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+      if (c->closing) return; /* its flush found the connection done: h is gone */
     } else if (!st->dispatched) {
       nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
     }
@@ -1438,19 +1501,14 @@ static void final_goaway(h2 *h) {
   h->shutting_down = 1;
   nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
                         NGHTTP2_NO_ERROR, NULL, 0);
-  if (h->notice_timer == NULL) { /* out of memory at the first step: no grace */
-    end_waiting_streams(h);
-    return;
-  }
-  uv_timer_start(h->notice_timer, notice_expired, ISV__H2_NOTICE_WAIT_MS, 0);
+  set_timer(h, &h->notice, ISV__H2_NOTICE_WAIT_MS);
   flush(h);
   if (!c->closing) update_lowat(h);
 }
 
 /* The first step's wait (no PING ACK came: the final GOAWAY goes anyway), or the second's. */
-static void notice_expired(uv_timer_t *t) {
-  h2 *h = t->data;
-  if (h == NULL || h->dead) return;
+static void notice_expired(h2 *h) {
+  if (h->dead) return;
   if (!h->shutting_down) final_goaway(h);
   else end_waiting_streams(h);
 }
@@ -1466,17 +1524,12 @@ static void h2_shutdown(isv__conn *c) {
   h2 *h = h2_of(c);
   if (h->shutting_down || h->goaway_notice) return;
   h->goaway_notice = 1;
-  h->notice_timer = isv__malloc(c->t->mem, sizeof *h->notice_timer);
-  if (h->notice_timer == NULL || nghttp2_submit_shutdown_notice(h->s) != 0 ||
+  if (nghttp2_submit_shutdown_notice(h->s) != 0 ||
       nghttp2_submit_ping(h->s, NGHTTP2_FLAG_NONE, drain_ping) != 0) {
-    isv__free(h->notice_timer);
-    h->notice_timer = NULL;
     final_goaway(h); /* out of memory: the one-step shutdown */
     return;
   }
-  uv_timer_init(c->t->loop, h->notice_timer);
-  h->notice_timer->data = h;
-  uv_timer_start(h->notice_timer, notice_expired, ISV__H2_NOTICE_WAIT_MS, 0);
+  set_timer(h, &h->notice, ISV__H2_NOTICE_WAIT_MS);
   flush(h);
   if (!c->closing) update_lowat(h);
 }
@@ -1491,15 +1544,13 @@ static void h2_free(isv__conn *c) {
     if (st->next) st->next->prev = NULL;
     st->prev = st->next = NULL;
     h->n_streams--;
+    isv__timeheap_remove(&h->timers, &st->deadline); /* nothing to keep time for it now */
     st->h2 = NULL;
     cancel_stream(st);
     if (!st->dispatched || st->app_done) stream_free(st);
     /* else: the service frees it in isv__grpc_finish */
   }
-  if (h->notice_timer) {
-    h->notice_timer->data = NULL;
-    uv_close((uv_handle_t *)h->notice_timer, deadline_closed);
-  }
+  isv__timeheap_free(&h->timers);
   nghttp2_session_del(h->s);
   c->proto_state = NULL;
   isv__free(h);

@@ -1,6 +1,6 @@
-/* transport/http1.c, driven through a real isv__transport: raw HTTP/1.1 bytes are written to
- * one end of a socketpair whose other end the transport adopted, and the bytes it writes back
- * are read and parsed (transport_fixture.h). Covers what the handler sees of a request,
+/* transport/http1.c, driven through the memory seam — no socket, no loop, a fake clock
+ * (transport_fixture.h, tf_setup_mem): raw HTTP/1.1 bytes are fed to the engine, and the bytes
+ * it writes back are read and parsed. Covers what the handler sees of a request,
  * pipelining with a late answer, chunked bodies, absolute-form targets, 100-continue, the
  * limits (413, 431) and malformed requests (400) through the error callback, Upgrade: h2c
  * ignored, CONNECT refused (405), HTTP/1.0 and Connection: close, a client half-close, and the
@@ -182,7 +182,7 @@ static void a_fresh_body_block_is_faulted_in_before_it_is_read_into(void **state
   tf_run_for(w, 50);
   assert_int_equal(jobs_offered, 1);
   assert_non_null(held_job);
-  assert_int_equal(w->t.conns->reading, 0); /* nothing read while the block is faulted in */
+  assert_int_equal(tf_server_conn(c)->reading, 0); /* nothing read while the block is faulted in */
   tf_write(c, body + first, n - first);
   tf_run_for(w, 20);
   assert_int_equal(w->n_recs, 0);
@@ -197,7 +197,7 @@ static void a_fresh_body_block_is_faulted_in_before_it_is_read_into(void **state
  * with a 408): the job frees the block once done (LeakSanitizer and ASan watch). */
 static int no_conns(tf_world *w, void *arg) {
   (void)arg;
-  return w->t.conns == NULL;
+  return tf_open_conns(w) == 0;
 }
 static void a_connection_closed_while_its_body_is_faulted_in_leaves_the_block_to_the_job(void **state) {
   tf_world *w = *state;
@@ -942,7 +942,7 @@ static void no_cancel_once_the_answer_ended(void **state) {
 }
 
 int main(void) {
-#define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, tf_setup_mem, tf_teardown)
   const struct CMUnitTest tests[] = {
       T(request_as_the_handler_sees_it),
       T(methods_the_library_does_not_name_are_other),

@@ -1,5 +1,5 @@
-/* transport/http2.c, driven through a real isv__transport by an nghttp2 CLIENT session over a
- * socketpair (transport_fixture.h): REST requests reach the exchange handler and their
+/* transport/http2.c, driven by an nghttp2 CLIENT session through the memory seam — no socket,
+ * no loop, a fake clock (transport_fixture.h, tf_setup_mem): REST requests reach the exchange handler and their
  * responses come back; gRPC calls reach the grpc handler with whole messages, and the
  * service's messages and status come back (with trailers, or trailers-only); the limits and a
  * gRPC GET go to the error callback; RST_STREAM, an oversized message and the grpc-timeout
@@ -363,7 +363,7 @@ static void rst_stream_from_the_client_cancels_the_call(void **state) {
 
 static int conn_idle(tf_world *w, void *arg) {
   (void)arg;
-  return w->t.conns && w->t.conns->idle;
+  return w->n_clients && tf_server_conn(&w->clients[0])->idle;
 }
 
 /* The exchange outlives its stream: what the handler reads of it stays valid (ASan). */
@@ -456,10 +456,14 @@ static void the_grpc_timeout_cancels_a_call_that_runs_over(void **state) {
                      TF_NV(":authority", "localhost"), TF_NV(":path", "/test.Echo/Hold"),
                      TF_NV("content-type", "application/grpc+proto"),
                      TF_NV("grpc-timeout", "30m")};
+  uint64_t start = w->clock;
   tf_h2_stream *st = tf_h2_request(c, nv, 6, NULL, 0, 0);
   tf_h2_flush(c);
   tf_h2_wait_closed(c, st);
   assert_int_equal(w->recs[0].timeout_ms, 30);
+  /* the fake clock went to the deadline (the connection's heap armed the seam), not past the
+   * idle timeout or anything else */
+  assert_true(w->clock >= start + 30 && w->clock < start + 1000);
   assert_int_equal(st->grpc_status, ISV__GRPC_DEADLINE_EXCEEDED);
   assert_string_equal(st->grpc_message, "deadline exceeded");
   tf_call *tc = &w->calls[0];
@@ -475,9 +479,11 @@ static void a_rest_body_that_stops_arriving_gets_408(void **state) {
   tf_client *c = h2_client(w);
   nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
                      TF_NV(":authority", "localhost"), TF_NV(":path", "/stalled?x=y")};
+  uint64_t start = w->clock;
   tf_h2_stream *st = tf_h2_request(c, nv, 4, "part", 4, 1); /* and then nothing */
   tf_h2_flush(c);
   tf_h2_wait_closed(c, st);
+  assert_true(w->clock >= start + 50 && w->clock < start + 1000); /* its deadline, on the clock */
   assert_int_equal(w->n_recs, 1);
   tf_rec *r = &w->recs[0];
   assert_int_equal(r->kind, TF_ERROR);
@@ -488,6 +494,51 @@ static void a_rest_body_that_stops_arriving_gets_408(void **state) {
   assert_int_equal(st->status, 408);
   assert_true(st->rst_received); /* neither side keeps the half-sent stream */
   assert_false(c->eof);          /* the connection goes on */
+}
+
+/* Every stream keeps its own deadline in the connection's one heap, whatever the order they
+ * were armed in: six gRPC calls with scrambled grpc-timeouts and a REST body that stops
+ * arriving end one by one at their own times (the fake clock makes the order exact), each with
+ * its own answer; then the connection serves a new stream as before. */
+static void many_streams_each_keep_their_deadline(void **state) {
+  tf_world *w = *state;
+  w->t.limits.header_timeout_ms = 35; /* the REST body's */
+  tf_client *c = h2_client(w);
+  static const char *const timeouts[] = {"60m", "10m", "50m", "20m", "40m", "30m"};
+  const uint64_t ms[] = {60, 10, 50, 20, 40, 30};
+  tf_h2_stream *calls[6];
+  for (int i = 0; i < 6; i++) {
+    nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                       TF_NV(":authority", "localhost"), TF_NV(":path", "/test.Echo/Hold"),
+                       TF_NV("content-type", "application/grpc"),
+                       {(uint8_t *)"grpc-timeout", (uint8_t *)timeouts[i], 12, 3,
+                        NGHTTP2_NV_FLAG_NONE}};
+    calls[i] = tf_h2_request(c, nv, 6, NULL, 0, 1); /* the client keeps sending: only the
+                                                     * deadline ends them */
+  }
+  nghttp2_nv nv[] = {TF_NV(":method", "POST"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/stalled")};
+  tf_h2_stream *stalled = tf_h2_request(c, nv, 4, "part", 4, 1);
+  tf_h2_flush(c);
+  tf_wait_recs(w, 6);
+  uint64_t start = w->clock;
+  for (uint64_t t = 10; t <= 60; t += 5) {
+    /* at each deadline, the stream(s) due and no other */
+    tf_run_for(w, t + start - w->clock);
+    for (int i = 0; i < 6; i++) {
+      assert_int_equal(calls[i]->closed, ms[i] <= t);
+      if (ms[i] <= t) assert_int_equal(calls[i]->grpc_status, ISV__GRPC_DEADLINE_EXCEEDED);
+    }
+    assert_int_equal(stalled->closed, 35 <= t);
+  }
+  assert_int_equal(stalled->status, 408);
+  for (int i = 0; i < 6; i++) assert_int_equal(w->calls[i].cancelled, 1);
+  assert_int_equal(w->recs[6].kind, TF_ERROR);
+  assert_int_equal(w->recs[6].status, 408);
+  tf_h2_stream *ok = rest(c, "GET", "/ok");
+  tf_h2_wait_closed(c, ok);
+  assert_int_equal(ok->status, 200);
+  assert_false(c->eof);
 }
 
 static void closing_the_transport_ends_a_call_still_waiting_for_its_client(void **state) {
@@ -762,7 +813,7 @@ static void no_cancel_once_the_answer_ended(void **state) {
 }
 
 int main(void) {
-#define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, tf_setup_mem, tf_teardown)
   const struct CMUnitTest tests[] = {
       T(a_rest_get_reaches_the_exchange_handler),
       T(a_rest_post_with_a_body_is_answered),
@@ -780,6 +831,7 @@ int main(void) {
       T(shutdown_is_two_goaways_around_a_ping),
       T(the_grpc_timeout_cancels_a_call_that_runs_over),
       T(a_rest_body_that_stops_arriving_gets_408),
+      T(many_streams_each_keep_their_deadline),
       T(closing_the_transport_ends_a_call_still_waiting_for_its_client),
       T(the_idle_deadline_closes_a_connection_without_streams),
       T(closing_the_transport_lets_a_stream_in_flight_finish),

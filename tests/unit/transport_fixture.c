@@ -47,6 +47,53 @@ uint32_t tf_hash(const void *p, size_t n) {
   return h;
 }
 
+/* ---- the handler's timers ---------------------------------------------------------------- */
+
+static void tf_timer_uv(uv_timer_t *u) {
+  tf_timer *t = u->data;
+  t->cb(t);
+}
+
+static void tf_timer_init(tf_world *w, tf_timer *t, void *data) {
+  memset(t, 0, sizeof *t);
+  t->w = w;
+  t->data = data;
+  t->open = 1;
+  if (w->mem) {
+    assert_true(w->n_timers < TF_MAX_TIMERS);
+    w->timers[w->n_timers++] = t;
+  } else {
+    uv_timer_init(&w->loop, &t->uv);
+    t->uv.data = t;
+  }
+}
+
+static void tf_timer_start(tf_timer *t, void (*cb)(tf_timer *t), uint64_t ms, uint64_t repeat) {
+  t->cb = cb;
+  if (!t->w->mem) {
+    uv_timer_start(&t->uv, tf_timer_uv, ms, repeat);
+    return;
+  }
+  t->active = 1;
+  t->due = t->w->clock + ms;
+  t->repeat = repeat;
+}
+
+static void tf_timer_stop(tf_timer *t) {
+  if (!t->open) return;
+  if (t->w->mem) t->active = 0;
+  else uv_timer_stop(&t->uv);
+}
+
+static void close_cb_nothing(uv_handle_t *h) { (void)h; }
+
+static void tf_timer_close(tf_timer *t) {
+  if (!t->open) return;
+  tf_timer_stop(t);
+  if (!t->w->mem) uv_close((uv_handle_t *)&t->uv, close_cb_nothing);
+  t->open = 0;
+}
+
 /* ---- recording --------------------------------------------------------------------------- */
 
 static void copy_text(char *dst, size_t cap, const char *src, size_t len) {
@@ -167,14 +214,14 @@ static void stream_end(tf_streamed *s) {
   s->ended = 1;
   tf_rec *r = &s->w->recs[s->rec];
   r->answered = 1;
-  if (s->timer_open) uv_timer_stop(&s->timer);
+  tf_timer_stop(&s->timer);
   tf_log(s->w, "end %s", r->path);
   isv__exchange *ex = s->ex;
   s->ex = NULL;
   assert_int_equal(isv__exchange_end(ex), 0);
 }
 
-static void on_stream_tick(uv_timer_t *t) {
+static void on_stream_tick(tf_timer *t) {
   tf_streamed *s = t->data;
   int i = s->next++;
   if (i == 1) { /* an empty write: nothing goes out */
@@ -218,10 +265,8 @@ static void start_stream(tf_world *w, isv__exchange *ex, tf_rec *r) {
   tf_log(w, "stream %s", r->path);
   assert_int_equal(isv__exchange_respond(ex, &resp), 0);
   if (s->manual) return;
-  uv_timer_init(&w->loop, &s->timer);
-  s->timer.data = s;
-  s->timer_open = 1;
-  uv_timer_start(&s->timer, on_stream_tick, 1, 1);
+  tf_timer_init(w, &s->timer, s);
+  tf_timer_start(&s->timer, on_stream_tick, 1, 1);
 }
 
 int tf_stream_write(tf_world *w, int i, const void *data, size_t len) {
@@ -249,7 +294,7 @@ static void on_ex_cancel(isv__exchange *ex) {
 static int rec_cancelled(tf_world *w, void *arg) { return w->recs[*(int *)arg].cancels > 0; }
 void tf_wait_cancelled(tf_world *w, int rec) { tf_run_until(w, rec_cancelled, &rec); }
 
-static void on_slow_timer(uv_timer_t *t) {
+static void on_slow_timer(tf_timer *t) {
   tf_world *w = t->data;
   int n = w->n_slow;
   isv__exchange *batch[8];
@@ -273,7 +318,7 @@ static void on_exchange(void *app, isv__exchange *ex) {
   } else if (strncmp(r->path, "/slow", 5) == 0) {
     assert_true(w->n_slow < 8);
     w->slow[w->n_slow++] = ex;
-    uv_timer_start(&w->slow_timer, on_slow_timer, 5, 0);
+    tf_timer_start(&w->slow_timer, on_slow_timer, 5, 0);
   } else {
     answer(w, ex);
   }
@@ -358,7 +403,7 @@ static void on_half_close(isv__grpc_call *call) {
   finish(tc, ISV__GRPC_OK, "all good");
 }
 
-static void on_finish_timer(uv_timer_t *t) {
+static void on_finish_timer(tf_timer *t) {
   tf_call *tc = t->data;
   if (!tc->finished) finish(tc, ISV__GRPC_CANCELLED, "cancelled");
 }
@@ -368,12 +413,8 @@ static void on_cancel(isv__grpc_call *call) {
   tc->cancelled++;
   tf_log(tc->w, "cancel %s", tc->w->recs[tc->rec].path);
   if (tc->finished) return;
-  if (!tc->timer_open) {
-    uv_timer_init(&tc->w->loop, &tc->finish_timer);
-    tc->finish_timer.data = tc;
-    tc->timer_open = 1;
-  }
-  uv_timer_start(&tc->finish_timer, on_finish_timer, 1, 0);
+  if (!tc->finish_timer.open) tf_timer_init(tc->w, &tc->finish_timer, tc);
+  tf_timer_start(&tc->finish_timer, on_finish_timer, 1, 0);
 }
 
 static void on_grpc(void *app, isv__grpc_call *call) {
@@ -415,21 +456,42 @@ void tf_default_limits(isv__transport_limits *l) {
 
 static void on_guard(uv_timer_t *t) { ((tf_world *)t->data)->guard_fired = 1; }
 
-int tf_setup(void **state) {
+static int setup(void **state, int mem) {
   signal(SIGPIPE, SIG_IGN); /* as a host does: a client that hangs up mid-answer is no signal */
   tf_world *w = calloc(1, sizeof *w);
   assert_non_null(w);
-  assert_int_equal(uv_loop_init(&w->loop), 0);
-  uv_timer_init(&w->loop, &w->guard);
-  w->guard.data = w;
-  uv_timer_init(&w->loop, &w->slow_timer);
-  w->slow_timer.data = w;
+  w->mem = mem;
+  w->clock = 1000; /* any start: no deadline may take 0 for "none" */
+  if (!mem) {
+    assert_int_equal(uv_loop_init(&w->loop), 0);
+    uv_timer_init(&w->loop, &w->guard);
+    w->guard.data = w;
+  }
+  tf_timer_init(w, &w->slow_timer, w);
   isv__transport_limits l;
   tf_default_limits(&l);
   isv__transport_handler h = {w, on_exchange, on_error, on_grpc, NULL, NULL, NULL};
-  isv__transport_init(&w->t, &w->loop, &l, &h);
+  isv__transport_init(&w->t, mem ? NULL : &w->loop, &l, &h); /* memory: no loop at all */
   *state = w;
   return 0;
+}
+
+int tf_setup(void **state) { return setup(state, 0); }
+int tf_setup_mem(void **state) { return setup(state, 1); }
+
+isv__conn *tf_server_conn(tf_client *c) {
+  if (c->w->mem) return &c->mc->c;
+  for (isv__conn *k = c->w->t.conns; k; k = k->next) /* adopted: its stream is our pipe */
+    if (k->stream == (uv_stream_t *)c->pipe) return k;
+  return NULL;
+}
+
+int tf_open_conns(tf_world *w) {
+  if (!w->mem) return (int)(w->t.n_conns - w->t.n_closing);
+  int n = 0;
+  for (int i = 0; i < w->n_clients; i++)
+    if (w->clients[i].mc && !w->clients[i].mc->c.closing) n++;
+  return n;
 }
 
 static void on_transport_closed(isv__transport *t) {
@@ -456,9 +518,16 @@ static int transport_closed(tf_world *w, void *arg) {
   return w->transport_closed > 0;
 }
 
-static void close_cb_nothing(uv_handle_t *h) { (void)h; }
-
-void tf_close_transport(tf_world *w) { isv__transport_close(&w->t, on_transport_closed); }
+void tf_close_transport(tf_world *w) {
+  if (!w->mem) {
+    isv__transport_close(&w->t, on_transport_closed);
+    return;
+  }
+  w->mem_closing = 1;
+  w->t.closing = 1;
+  for (int i = 0; i < w->n_clients; i++)
+    if (w->clients[i].mc) isv__conn_shutdown(&w->clients[i].mc->c);
+}
 
 int tf_teardown(void **state) {
   tf_world *w = *state;
@@ -473,32 +542,145 @@ int tf_teardown(void **state) {
   assert_int_equal(w->transport_closed, 1);
   assert_int_equal(w->t.n_conns, 0);
   assert_null(w->t.conns);
-  for (int i = 0; i < w->n_calls; i++)
-    if (w->calls[i].timer_open)
-      uv_close((uv_handle_t *)&w->calls[i].finish_timer, close_cb_nothing);
+  assert_int_equal(tf_open_conns(w), 0);
+  assert_null(w->t.idle_head); /* no connection left in the transport's idle list */
+  for (int i = 0; i < w->n_calls; i++) tf_timer_close(&w->calls[i].finish_timer);
   for (int i = 0; i < w->n_streamed; i++) {
     tf_streamed *s = &w->streamed[i];
     assert_int_equal(s->released, s->handed); /* every piece let go of, once */
-    if (s->timer_open) uv_close((uv_handle_t *)&s->timer, close_cb_nothing);
+    tf_timer_close(&s->timer);
   }
   for (int i = 0; i < w->n_clients; i++) {
     tf_client *c = &w->clients[i];
     if (c->poll_open) uv_close((uv_handle_t *)&c->poll, close_cb_nothing);
     if (c->h2) nghttp2_session_del(c->h2);
+    isv__memconn_free(c->mc);
     free(c->in);
     free(c->out);
   }
-  uv_close((uv_handle_t *)&w->guard, close_cb_nothing);
-  uv_close((uv_handle_t *)&w->slow_timer, close_cb_nothing);
-  uv_run(&w->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&w->loop), 0); /* no handle left behind */
+  tf_timer_close(&w->slow_timer);
+  if (!w->mem) {
+    uv_close((uv_handle_t *)&w->guard, close_cb_nothing);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&w->loop), 0); /* no handle left behind */
+  }
   free(w);
   return 0;
 }
 
 /* ---- running the loop -------------------------------------------------------------------- */
 
+/* ---- memory mode: the world without a loop ------------------------------------------------ */
+
+/* What a connection's "kernel" holds for a client that does not read (isv__memconn.sndbuf):
+ * about a socketpair's buffer, as the tests were written against. */
+#define TF_MEM_SNDBUF ((size_t)128 << 10)
+
+static void read_in_mem(tf_client *c, size_t max);
+
+/* What is due now, without moving the clock: the clients' bytes go to their connections (while
+ * they read), the connections' bytes to the clients (unless paused), writes complete, closed
+ * connections settle. Whether anything happened. */
+static int mem_step(tf_world *w) {
+  int did = 0;
+  for (int i = 0; i < w->n_clients; i++) {
+    tf_client *c = &w->clients[i];
+    isv__memconn *m = c->mc;
+    if (m == NULL) continue;
+    if (c->out_off < c->out_len) {
+      if (m->c.closing) { /* the server is gone: what is left can never be written */
+        c->write_failed = 1;
+        c->out_off = c->out_len;
+        did = 1;
+      } else {
+        size_t n = isv__memconn_feed(m, c->out + c->out_off, c->out_len - c->out_off);
+        c->out_off += n;
+        did |= n > 0;
+      }
+    }
+    if (c->out_off == c->out_len) {
+      c->out_off = c->out_len = 0;
+      if (c->shut_pending) {
+        c->shut_pending = 0;
+        if (!m->eof) isv__memconn_eof(m);
+        did = 1;
+      }
+    }
+    if (isv__memconn_pending(m) && c->fd >= 0 && !c->paused) {
+      read_in_mem(c, (size_t)-1);
+      did = 1;
+    }
+    did |= isv__memconn_settle(m); /* writes done (in the "kernel"), or failed */
+    if (m->c.closing) {
+      if (!c->eof && isv__memconn_pending(m) == 0 && c->fd >= 0) {
+        c->eof = 1; /* it read all there was, then the end */
+        c->reset = m->reset;
+        did = 1;
+      }
+      if (!c->stream_closed && m->n_writes == 0) {
+        c->stream_closed = 1;
+        did = 1;
+      }
+    }
+  }
+  if (w->mem_closing && !w->transport_closed && tf_open_conns(w) == 0) {
+    w->transport_closed = 1;
+    did = 1;
+  }
+  return did;
+}
+
+static void mem_settle(tf_world *w) {
+  for (int i = 0; i < 100000 && mem_step(w); i++) {
+  }
+}
+
+/* The next time something is due (connections' deadlines and write checks, the handler's
+ * timers), 0: nothing. */
+static uint64_t mem_next(tf_world *w) {
+  uint64_t at = 0;
+  for (int i = 0; i < w->n_clients; i++) {
+    uint64_t k = w->clients[i].mc ? isv__memconn_next(w->clients[i].mc) : 0;
+    if (k && (at == 0 || k < at)) at = k;
+  }
+  for (int i = 0; i < w->n_timers; i++) {
+    tf_timer *t = w->timers[i];
+    if (t->open && t->active && (at == 0 || t->due < at)) at = t->due;
+  }
+  return at;
+}
+
+/* The clock moves to `at` (never back), and what is due then fires. */
+static void mem_advance(tf_world *w, uint64_t at) {
+  if (at > w->clock) w->clock = at;
+  for (int i = 0; i < w->n_clients; i++)
+    if (w->clients[i].mc) isv__memconn_fire(w->clients[i].mc);
+  for (int i = 0; i < w->n_timers; i++) {
+    tf_timer *t = w->timers[i];
+    if (!t->open || !t->active || t->due > w->clock) continue;
+    if (t->repeat) t->due = w->clock + t->repeat;
+    else t->active = 0;
+    t->cb(t);
+  }
+}
+
+static void mem_run_until(tf_world *w, tf_pred pred, void *arg) {
+  uint64_t limit = w->clock + TF_GUARD_MS;
+  for (;;) {
+    mem_settle(w);
+    if (pred(w, arg)) return;
+    uint64_t at = mem_next(w);
+    if (at == 0) fail_msg("the condition cannot hold: nothing is left to happen");
+    if (at > limit) fail_msg("the condition did not hold within %d ms", TF_GUARD_MS);
+    mem_advance(w, at);
+  }
+}
+
 void tf_run_until(tf_world *w, tf_pred pred, void *arg) {
+  if (w->mem) {
+    mem_run_until(w, pred, arg);
+    return;
+  }
   w->guard_fired = 0;
   uv_timer_start(&w->guard, on_guard, TF_GUARD_MS, 0);
   while (!pred(w, arg)) {
@@ -509,6 +691,10 @@ void tf_run_until(tf_world *w, tf_pred pred, void *arg) {
 }
 
 void tf_settle(tf_world *w) {
+  if (w->mem) {
+    mem_settle(w);
+    return;
+  }
   for (int i = 0; i < 20; i++) uv_run(&w->loop, UV_RUN_NOWAIT);
 }
 
@@ -518,6 +704,18 @@ static int flag_set(tf_world *w, void *arg) {
   return *(int *)arg;
 }
 void tf_run_for(tf_world *w, uint64_t ms) {
+  if (w->mem) {
+    uint64_t end = w->clock + ms;
+    for (;;) {
+      mem_settle(w);
+      uint64_t at = mem_next(w);
+      if (at == 0 || at > end) break;
+      mem_advance(w, at);
+    }
+    w->clock = end;
+    mem_settle(w);
+    return;
+  }
   uv_timer_t t;
   int fired = 0;
   uv_timer_init(&w->loop, &t);
@@ -593,8 +791,24 @@ static void append_in(tf_client *c, const char *p, size_t n) {
 
 static void on_poll(uv_poll_t *p, int status, int events);
 
+/* What the server wrote reaches the client (memory): at most max bytes. */
+static void read_in_mem(tf_client *c, size_t max) {
+  while (max && isv__memconn_pending(c->mc)) {
+    char buf[65536];
+    size_t n = isv__memconn_take(c->mc, buf, max < sizeof buf ? max : sizeof buf);
+    max -= n;
+    append_in(c, buf, n);
+    if (c->h2) {
+      ssize_t rc = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf, n);
+      if (rc < 0) fail_msg("client nghttp2_session_mem_recv: %s", nghttp2_strerror((int)rc));
+    }
+  }
+  if (c->h2) tf_h2_flush(c);
+}
+
 /* Watch for what the client waits for: bytes to read, and room to write what is queued. */
 static void update_poll(tf_client *c) {
+  if (c->w->mem) return; /* memory: mem_step does it all */
   int ev = 0;
   if (c->fd >= 0 && !c->eof)
     ev = (c->paused ? 0 : UV_READABLE) | (c->out_len > c->out_off ? UV_WRITABLE : 0);
@@ -606,6 +820,7 @@ static void update_poll(tf_client *c) {
 
 /* Write what is queued, as far as the socket takes it. */
 static void write_out(tf_client *c) {
+  if (c->w->mem) return; /* memory: mem_step feeds the connection */
   while (c->fd >= 0 && c->out_off < c->out_len) {
     ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
     if (n > 0) {
@@ -669,6 +884,11 @@ void tf_pause_reading(tf_client *c, int paused) {
 
 size_t tf_read_some(tf_client *c, size_t max) {
   assert_true(c->fd >= 0);
+  if (c->w->mem) {
+    size_t before = c->in_len;
+    read_in_mem(c, max);
+    return c->in_len - before;
+  }
   return read_in(c, max);
 }
 
@@ -689,6 +909,15 @@ tf_client *tf_connect_rc(tf_world *w, int want_rc) {
   memset(c, 0, sizeof *c);
   c->w = w;
   c->index = w->n_clients++;
+  if (w->mem) { /* the transport's accept, without a socket: room, then a connection */
+    assert_int_equal(want_rc, 0);
+    assert_int_equal(isv__transport_make_room(&w->t), 0);
+    c->mc = isv__memconn_new(&w->t, &w->clock);
+    assert_non_null(c->mc);
+    c->mc->sndbuf = TF_MEM_SNDBUF;
+    c->marker = 0x5eed;
+    return c;
+  }
   int sv[2];
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
@@ -738,6 +967,12 @@ void tf_close_client(tf_client *c) {
   int fd = c->fd;
   if (fd < 0) return;
   c->fd = -1;
+  if (c->w->mem) { /* the server reads the end; what it still writes fails */
+    c->out_off = c->out_len = 0;
+    c->shut_pending = 0;
+    isv__memconn_hangup(c->mc);
+    return;
+  }
   update_poll(c); /* stopped before the descriptor is closed */
   close(fd);
 }

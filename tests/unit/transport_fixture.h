@@ -1,9 +1,19 @@
-/* Shared by the transport tests (test_http1, test_http2, test_conn): a real isv__transport on a
- * uv loop, serving connections adopted from one end of a socketpair (wrapped in a uv_pipe_t, as
- * fuzz/conn_harness.c does with the public server), with a test handler that records what the
- * transport hands it and answers it. The other end is the client: raw bytes for HTTP/1.1, or an
- * nghttp2 client session for HTTP/2; a uv_poll_t on it reads what the server writes, so
- * tf_run_until() can block in the loop until a condition holds.
+/* Shared by the transport tests (test_http1, test_http2, test_conn, test_listener), in one of
+ * two modes chosen by the setup function:
+ *   - sockets (tf_setup: test_conn, test_listener — what they test IS the socket): a real
+ *     isv__transport on a uv loop, serving connections adopted from one end of a socketpair
+ *     (wrapped in a uv_pipe_t, as fuzz/conn_harness.c does with the public server); a uv_poll_t
+ *     on the other end reads what the server writes, so tf_run_until() can block in the loop
+ *     until a condition holds;
+ *   - memory (tf_setup_mem: test_http1, test_http2 — the engines): no socket and no loop. Each
+ *     connection is an isv__memconn (transport/memconn.h) the fixture feeds and reads, and time
+ *     is a fake clock (w->clock, ms): tf_run_until() does what is due now (bytes each way, write
+ *     completions), and when nothing is, moves the clock to the next deadline — the engines'
+ *     (through the seam) or the test handler's timers (tf_timer) — and fires it. Nothing waits
+ *     for real time; a condition that can no longer come true fails at once.
+ * Both serve a test handler that records what the transport hands it and answers it. The client
+ * speaks raw bytes for HTTP/1.1, or an nghttp2 client session for HTTP/2; tests read the same in
+ * both modes.
  *
  * The handler (tf_world):
  *   exchange — recorded; answered 200 text/plain "<METHOD> <path>[?<query>][ <body>]" (a body
@@ -25,7 +35,8 @@
  * Every callback also appends a line to the world's event log, so tests can check the order of
  * what happened.
  *
- * No timing assertion anywhere: a guard timer (10 s) fails a test whose condition never holds. */
+ * No timing assertion anywhere: a guard (10 s, of real or fake time) fails a test whose
+ * condition never holds. */
 #ifndef ISV_TESTS_TRANSPORT_FIXTURE_H
 #define ISV_TESTS_TRANSPORT_FIXTURE_H
 
@@ -35,6 +46,7 @@
 #include <uv.h>
 
 #include "transport/conn.h"
+#include "transport/memconn.h"
 #include "transport/transport.h"
 
 #define TF_MAX_RECS 16
@@ -50,6 +62,19 @@ enum { TF_EXCHANGE = 1, TF_ERROR, TF_GRPC };
 
 /* What the handler was handed, copied. */
 typedef struct tf_world tf_world;
+
+/* The test handler's own timers: a uv_timer_t with sockets, an entry on the fake clock in
+ * memory. */
+typedef struct tf_timer tf_timer;
+struct tf_timer {
+  tf_world *w;
+  void (*cb)(tf_timer *t);
+  void *data;
+  int open;          /* initialised (and, with sockets, its handle to close) */
+  uv_timer_t uv;     /* sockets */
+  int active;        /* memory: armed at `due`, then every `repeat` ms (0: once) */
+  uint64_t due, repeat;
+};
 
 typedef struct tf_rec {
   tf_world *w;
@@ -84,8 +109,7 @@ typedef struct tf_streamed {
   int ended;
   int handed, released; /* pieces given to the exchange, and released by it */
   int last_rc;          /* of the last isv__exchange_write */
-  uv_timer_t timer;
-  int timer_open;
+  tf_timer timer;
 } tf_streamed;
 
 /* A gRPC call as the test service holds it. */
@@ -97,8 +121,7 @@ typedef struct tf_call {
   size_t msgs_len;
   int n_msgs;
   int half_closed, cancelled, finished;
-  uv_timer_t finish_timer; /* finishes a cancelled call a little later */
-  int timer_open;
+  tf_timer finish_timer; /* finishes a cancelled call a little later */
 } tf_call;
 
 /* One HTTP/2 stream as the client sees it. */
@@ -127,7 +150,8 @@ typedef struct tf_h2_stream {
 typedef struct tf_client {
   tf_world *w;
   int index;
-  int fd; /* the client's end; -1 once closed */
+  int fd; /* the client's end; -1 once closed (memory: 0 while open) */
+  isv__memconn *mc; /* memory: the server's end */
   uv_pipe_t *pipe;  /* the server's end, adopted (freed by its close callback) */
   int marker;       /* pipe->data before adopt: the close callback must see it again */
   int adopt_rc;
@@ -152,8 +176,15 @@ typedef struct tf_client {
   int n_goaways;
 } tf_client;
 
+#define TF_MAX_TIMERS 32
+
 struct tf_world {
-  uv_loop_t loop;
+  int mem;         /* memory mode (tf_setup_mem) */
+  uint64_t clock;  /* memory: the fake clock, ms */
+  int mem_closing; /* memory: tf_close_transport was called */
+  tf_timer *timers[TF_MAX_TIMERS]; /* memory: every tf_timer initialised */
+  int n_timers;
+  uv_loop_t loop;  /* sockets */
   isv__transport t;
   uv_timer_t guard;
   int guard_fired;
@@ -167,7 +198,7 @@ struct tf_world {
   int n_held;
   isv__exchange *slow[8];
   int n_slow;
-  uv_timer_t slow_timer;
+  tf_timer slow_timer;
   tf_streamed streamed[TF_MAX_STREAMED];
   int n_streamed;
   tf_call calls[TF_MAX_CALLS];
@@ -184,9 +215,15 @@ void tf_default_limits(isv__transport_limits *l);
 /* cmocka setup/teardown: *state is a tf_world. Teardown closes every client, answers what is
  * held, closes the transport and checks that the loop has no handle left. */
 int tf_setup(void **state);
+int tf_setup_mem(void **state);
 int tf_teardown(void **state);
 
-/* isv__transport_close, recording its callback (teardown checks that it ran once). */
+/* The server's end of a client's connection, and how many are not closed (either mode). */
+isv__conn *tf_server_conn(tf_client *c);
+int tf_open_conns(tf_world *w);
+
+/* isv__transport_close, recording its callback (teardown checks that it ran once). Memory: each
+ * connection's isv__conn_shutdown, as the transport's close does; "closed" once all are. */
 void tf_close_transport(tf_world *w);
 
 /* A new client connection adopted by the transport (asserts adopt returned `want_rc`). */

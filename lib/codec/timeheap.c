@@ -1,4 +1,4 @@
-#include "core/timeheap.h"
+#include "codec/timeheap.h"
 
 #include <stdlib.h>
 
@@ -45,6 +45,17 @@ static void sift_down(isv__timeheap *h, size_t i) {
   place(h, i, e);
 }
 
+int isv__timeheap_reserve(isv__timeheap *h, size_t n) {
+  if (n <= h->cap) return 0;
+  size_t cap = h->cap ? h->cap : 16;
+  while (cap < n) cap *= 2;
+  isv__timed **v = isv__realloc(h->mem, h->v, cap * sizeof *v);
+  if (v == NULL) return ISV_ENOMEM;
+  h->v = v;
+  h->cap = cap;
+  return 0;
+}
+
 int isv__timeheap_set(isv__timeheap *h, isv__timed *e, uint64_t when) {
   if (e->pos) {
     uint64_t old = e->when;
@@ -53,13 +64,7 @@ int isv__timeheap_set(isv__timeheap *h, isv__timed *e, uint64_t when) {
     else sift_down(h, e->pos - 1);
     return 0;
   }
-  if (h->n == h->cap) {
-    size_t cap = h->cap ? 2 * h->cap : 16;
-    isv__timed **v = isv__realloc(h->mem, h->v, cap * sizeof *v);
-    if (v == NULL) return ISV_ENOMEM;
-    h->v = v;
-    h->cap = cap;
-  }
+  if (h->n == h->cap && isv__timeheap_reserve(h, h->n + 1) != 0) return ISV_ENOMEM;
   e->when = when;
   place(h, h->n++, e);
   sift_up(h, h->n - 1);
