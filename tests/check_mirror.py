@@ -17,6 +17,8 @@ COVERED_ELSEWHERE = {
                                  "test_v2_http.c (coded_*), and end to end over HTTP/1.1 and h2c "
                                  "in tests/integration/test_compression.py",
     "server.c": "the public API over a real loop: test_server_inproc.c",
+    "core/shm_tensor.c": "tensors in shared memory regions: test_shm.c, beside the regions "
+                         "(core/shm.c) they are read from and written to",
     "transport/memconn.c": "the memory seam is what test_http1.c and test_http2.c run the "
                            "engines on (transport_fixture.c, tf_setup_mem), and the connection "
                            "fuzzers (fuzz/conn_harness.c)",

@@ -32,9 +32,6 @@
 
 #include "inferserve.h"
 
-typedef struct isv_request isv_request;
-typedef struct isv__req_output isv__req_output;
-typedef struct isv__out_dest isv__out_dest;
 
 /* Longest region name and key accepted (a POSIX shm name is at most NAME_MAX). */
 #define ISV__SHM_NAME_MAX 255
@@ -105,24 +102,10 @@ static inline int isv__shm_used(const isv__shm_ref *ref) {
   return ref->have_region || ref->have_size || ref->have_offset;
 }
 
-/* Input `name` of r (datatype dt, count elements, `bytes` the shape's byte size for fixed-size
- * types) read from the region ref names: *data is a private copy in r's arena (in place: a
- * pointer into the mapping; for BYTES: an isv_bytes array in r's arena whose elements point
- * into either), *byte_size its size, and r holds a reference to the region until it is freed.
- * 0, or r failed with ISV_EBADREQ naming the problem (a parameter missing, unknown region,
- * offset + byte_size outside the region, byte_size not what the shape needs, misaligned data,
- * the object shrunk below the region) or ISV_ENOMEM. */
-int isv__shm_input(isv_request *r, const isv__shm_ref *ref, const char *name, isv_datatype dt,
-                   size_t count, size_t bytes, void **data, size_t *byte_size);
-/* Requested output o of r is written into the region ref names (o->dest set; r holds a
- * reference): in place, o->dest->p points into the mapping; else o->dest->shm names the region
- * and isv__shm_write_output copies the output there after the backend. 0, or r failed as above. */
-int isv__shm_output(isv_request *r, const isv__shm_ref *ref, isv__req_output *o);
-/* Copy output t (need bytes: BYTES in their u32-LE length + bytes form) into the region of d
- * (d->shm) with pwrite. 0, or r failed with ISV_EBADREQ naming the region when its object was
- * shrunk below [offset, offset + need) — pwrite would grow it back, so it is refused first —
- * or the write fell short, ISV_ENOMEM. Any thread; the one handling r. */
-int isv__shm_write_output(isv_request *r, const isv__out_dest *d, const isv_tensor *t,
-                          size_t need);
+/* The region named (name, len) with a reference for the caller (isv__shm_release), or NULL.
+ * Any thread. */
+isv__shm_region *isv__shm_acquire(isv__shm_registry *s, const char *name, size_t len);
+/* (p, n) quoted for a message, cut to fit buf. */
+const char *isv__shm_shown(char *buf, size_t cap, const char *p, size_t n);
 
 #endif

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "codec/raw_bytes.h"
-#include "core/request.h"
+#include "core/shm_tensor.h"
 
 /* The mismatch message, formatted only when there is one (it costs more than the check). */
 static int shape_error(isv_request *r, const isv_model_config *c, const isv_tensor *t,

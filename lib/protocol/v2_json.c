@@ -9,7 +9,7 @@
 #include "codec/raw_bytes.h"
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
-#include "core/shm.h"
+#include "core/shm_tensor.h"
 
 
 /* "#<index>" for an element that has no name (yet); no snprintf on the path of every request. */

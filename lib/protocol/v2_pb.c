@@ -30,7 +30,7 @@
 #include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
-#include "core/shm.h"
+#include "core/shm_tensor.h"
 #include "grpc_predict_v2.pb.h"
 
 

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/shm.h"
+#include "core/shm_tensor.h"
 #include "core_fixture.h"
 #include "protocol/v2_json.h"
 #include "protocol/v2_pb.h"
