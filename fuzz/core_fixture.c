@@ -1,5 +1,6 @@
 /* See core_fixture.h. */
 #include "core_fixture.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

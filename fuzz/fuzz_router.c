@@ -22,6 +22,7 @@
 #include "codec/utf8.h"
 #include "core/request.h"
 #include "protocol/v2.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

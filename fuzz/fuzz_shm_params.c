@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "core/request.h"
-#include "core/shm.h"
+#include "core/shm_tensor.h"
 #include "core_fixture.h"
 #include "protocol/v2_json.h"
 #include "protocol/v2_pb.h"

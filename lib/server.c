@@ -22,6 +22,7 @@
 #include "transport/adapter.h"
 #include "transport/tls.h"
 #include "transport/transport.h"
+#include "core/lifecycle.h"
 
 struct isv_server {
   isv__core core; /* first: the core's callbacks get back to the server from it */

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The layer rule of docs/ARCHITECTURE.md, checked on the sources (run by the unit suite):
 every header of a guarded layer includes its layer.h first (that guard is what makes an
-upward include fail to compile), and no file includes a layer it may not use."""
+upward include fail to compile), no file includes a layer it may not use, and inside core/
+each file (x.c and x.h: module x) includes the headers of the modules below it only, in
+CORE_ORDER — no include points sideways or up, so the core has no circle."""
 import os
 import re
 import sys
@@ -13,6 +15,15 @@ ALLOWED = {  # layer -> the layers its files may include
     "protocol": {"protocol", "core", "transport", "codec"},
 }
 GUARDED = ("core", "transport", "protocol")
+
+# core/'s modules, bottom first: each may include only the ones before it. A new file takes
+# its place here (the check fails until it has one).
+CORE_ORDER = [
+    "layer", "error", "arena", "timeheap", "pool", "stats", "clients", "options", "sequence",
+    "shm", "registry", "core", "resolve", "offload", "request", "shm_tensor", "validate",
+    "classify", "batch", "responses", "group", "queries", "repository", "scheduler",
+    "lifecycle",
+]
 
 root = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "lib")
 problems = []
@@ -31,6 +42,26 @@ for layer, allowed in ALLOWED.items():
             other = inc.split("/")[0] if "/" in inc else layer
             if other in ALLOWED and other not in allowed:
                 problems.append("%s includes %s: %s may not use %s" % (path, inc, layer, other))
+core_dir = os.path.join(root, "core")
+rank = {m: i for i, m in enumerate(CORE_ORDER)}
+for name in sorted(os.listdir(core_dir)):
+    if not name.endswith((".c", ".h")):
+        continue
+    mod = name.rsplit(".", 1)[0]
+    path = os.path.join(core_dir, name)
+    if mod not in rank:
+        problems.append("%s: module %r has no place in CORE_ORDER (tests/check_layers.py)"
+                        % (path, mod))
+        continue
+    text = open(path, encoding="utf-8").read()
+    for inc in re.findall(r'^#include "core/([^"]+)\.h"', text, re.M):
+        if inc == mod:
+            continue
+        if inc not in rank:
+            problems.append("%s includes core/%s.h, which has no place in CORE_ORDER" % (path, inc))
+        elif rank[inc] > rank[mod]:
+            problems.append("%s includes core/%s.h: %s is above %s in core/ (CORE_ORDER), "
+                            "an include must point down" % (path, inc, inc, mod))
 for p in problems:
     print(p)
 sys.exit(1 if problems else 0)

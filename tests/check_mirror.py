@@ -17,6 +17,10 @@ COVERED_ELSEWHERE = {
                                  "test_v2_http.c (coded_*), and end to end over HTTP/1.1 and h2c "
                                  "in tests/integration/test_compression.py",
     "server.c": "the public API over a real loop: test_server_inproc.c",
+    "core/lifecycle.c": "a core's init and close, composition only: every test that makes a "
+                        "core (test_core.c, core_fixture.c) and test_server_inproc.c",
+    "core/queries.c": "the queries front ends ask: test_core.c (online, readiness) and "
+                      "test_resolve.c (which model a name means, and why not)",
     "core/shm_tensor.c": "tensors in shared memory regions: test_shm.c, beside the regions "
                          "(core/shm.c) they are read from and written to",
     "transport/memconn.c": "the memory seam is what test_http1.c and test_http2.c run the "

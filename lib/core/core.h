@@ -1,7 +1,9 @@
-/* The protocol-agnostic server core: options, registry, readiness, and the path every request
- * takes (resolve → validate → run the backend inline or on the pool → post-process → done).
- * Loop thread only, except isv_request_complete() which may come from any thread and returns
- * to the loop through one uv_async_t. */
+/* The protocol-agnostic server core's state: options, registry, the handles, the queues of
+ * completions, the time heap, the counts of what is in flight. What runs on it sits above,
+ * each in its file: the scheduler (scheduler.h: submit, cancel, completions), the queries
+ * every front end asks (queries.h: online, ready, which model a name means), a core's life
+ * (lifecycle.h: init, close). Loop thread only, except isv_request_complete() which may come
+ * from any thread and returns to the loop through one uv_async_t. */
 #ifndef ISV_CORE_CORE_H
 #define ISV_CORE_CORE_H
 
@@ -78,6 +80,7 @@ struct isv__core {
    * nobody asks. */
   int (*authorize)(void *ctx, isv_request *r, const char *model, const char *version);
   void *authorize_ctx;
+#define ISV__AUTHZ_LATER 1 /* what authorize returns when the decision comes later */
   /* Its place in its group (core/group.h, private to group.c): the models are the group's,
    * this registry holds copies. A server made without a group is a group of one. */
   struct isv__member *member;
@@ -87,14 +90,6 @@ struct isv__core {
  * abandons them (their backends may complete them later; nobody hears the answer). */
 #define ISV__CANCEL_GRACE_MS 1000
 
-int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts);
-/* The server is closing: requests queued or running may finish for drain_ms (0: no limit);
- * then the queued ones are answered 503 without running and the running ones cancelled.
- * on_idle runs once nothing is in flight. */
-void isv__core_begin_close(isv__core *c, uint64_t drain_ms);
-/* Joins the worker threads, clears the registry, closes the handles; close_cb gets the async
- * handle when both are closed. Nothing may be in flight but abandoned executions. */
-void isv__core_close(isv__core *c, uv_close_cb close_cb);
 /* Drop a reference (the owner's after isv__core_close's callback; any thread): the last one
  * destroys what abandoned executions still needed — the mutex, the buffer cache, the worker
  * pool — and calls free_owner. */
@@ -107,23 +102,7 @@ void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...
 #endif
     ;
 
-/* The index of a protocol label for requests and their statistics, added on first use (the
- * label is not copied: a static string). 0 ("inprocess") when the table is full. */
-unsigned isv__core_protocol(isv__core *c, const char *label);
 
-/* ---- the queries every front end asks (core.c): one rule each, for every protocol ---- */
-
-/* Online (isv_server_set_online, grps's online/offline): the group's, so that taking one
- * member offline drains the whole process. */
-int isv__core_online(const isv__core *c);
-void isv__core_set_online(isv__core *c, int online);
-
-/* Server readiness (PROTOCOLS.md section 1): online and not closing; with strict readiness,
- * also every registered model version READY (of the group's models as they are now). */
-int isv__core_ready(isv__core *c);
-/* A model version's readiness as reported to clients: READY, registered, and the server
- * online and not closing. (Requests are served offline too: offline only drains.) */
-int isv__core_model_ready(const isv__core *c, const isv_model *m);
 
 /* A model named by a client: name and at most one of version or label (neither: the default
  * version). Lengths are explicit: these may point into a request path. */
@@ -147,39 +126,12 @@ typedef enum isv__why {
   ISV__N_WHY
 } isv__why;
 
-/* The model version spec names, as the group has it now (a change made on any member before
- * this call counts: the member catches up here first). ISV__FOUND and *out, or why not (*out
- * NULL). The model is not referenced: use it before returning to the loop. */
-isv__why isv__core_resolve(isv__core *c, const isv__model_spec *spec, isv_model **out);
 /* The spec of a model version (for its reasons' words). */
 static inline isv__model_spec isv__model_spec_of(const isv_model *m) {
   isv__model_spec s = {m->cfg->name, strlen(m->cfg->name), m->version, strlen(m->version), NULL, 0};
   return s;
 }
-/* The registry, caught up with the group: every reader of the models (listings, metrics,
- * strict readiness, the repository's index) gets it here. Loop thread. */
-isv__registry *isv__core_models(isv__core *c);
-/* Fail r for why, in the words every protocol's inference answers with (KServe's). Returns the
- * request's status. */
-int isv__core_fail_why(isv_request *r, isv__why why, const isv__model_spec *spec);
 
-/* Submit a request already filled by a frontend (or the in-process API). `done` runs on the
- * loop thread exactly once — possibly before this returns. Returns 0; never fails otherwise:
- * every request-level error reaches `done`. */
-void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data);
-
-/* What core->authorize returns when the decision comes later. */
-#define ISV__AUTHZ_LATER 1
-/* The decision on a request that waited for it came (r failed when refused): it goes on from
- * where isv__core_submit left it. Loop thread. */
-void isv__core_authorized(isv_request *r);
-
-/* A request's client is gone (disconnect, RST_STREAM, gRPC cancel): one still queued is taken
- * out and finished ISV_ECANCELED without running (its done callback runs before this
- * returns); one running is marked cancelled for its backend. Nothing for a finished one. */
-void isv__core_cancel(isv_request *r);
-/* Whether r waits in its model's queue (submitted, not yet running nor finished). */
-int isv__core_queued(const isv_request *r);
 
 int isv__on_loop_thread(const isv__core *c);
 /* Nothing in flight: no request, no offloaded work (what the close waits for). */
@@ -190,8 +142,5 @@ static inline void isv__core_hold_loop(isv__core *c) {
   if (isv__core_idle(c)) uv_unref((uv_handle_t *)&c->async);
   else uv_ref((uv_handle_t *)&c->async);
 }
-/* The async handle's callback: finish the requests completed from other threads
- * (scheduler.c). */
-void isv__core_drain_completions(uv_async_t *h);
 
 #endif

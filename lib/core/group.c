@@ -218,6 +218,9 @@ static void changed(isv_group *g, const isv__core *self) {
     if (o->core != self) uv_async_send(&o->core->async);
 }
 
+static void copy_unlink(isv_model *m);
+static void copy_gone(isv_model *m);
+
 static void link_copy(isv__gmodel *gm, isv__gcopy *k, isv_model *m) {
   k->gm = gm;
   k->m = m;
@@ -227,6 +230,8 @@ static void link_copy(isv__gmodel *gm, isv__gcopy *k, isv_model *m) {
   if (gm->copies) gm->copies->prev = k;
   gm->copies = k;
   m->gcopy = k;
+  m->gcopy_unlink = copy_unlink; /* the registry's, at the version's end */
+  m->gcopy_gone = copy_gone;
 }
 
 /* Register this member's copy of gm. Under mu (nothing here calls the host). */
@@ -247,7 +252,7 @@ static int copy_into(isv__core *c, isv__gmodel *gm, isv_model **out) {
   return 0;
 }
 
-void isv__group_copy_unlink(isv_model *m) {
+static void copy_unlink(isv_model *m) {
   isv__gcopy *k = m->gcopy;
   if (k == NULL) return; /* registered past the group (a unit test's), or its link failed */
   isv__gmodel *gm = k->gm;
@@ -260,7 +265,7 @@ void isv__group_copy_unlink(isv_model *m) {
   uv_mutex_unlock(&g->mu);
 }
 
-void isv__group_copy_gone(isv_model *m) {
+static void copy_gone(isv_model *m) {
   isv__gcopy *k = m->gcopy;
   if (k == NULL) return;
   isv__gmodel *gm = k->gm;
@@ -714,4 +719,15 @@ uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k) {
   }
   uv_mutex_unlock(&g->mu);
   return n;
+}
+
+/* ---- the options' reference ------------------------------------------------------------------ */
+
+ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g) {
+  if (o == NULL) return ISV_EINVAL;
+  if (g) isv__group_use(g);
+  if (o->group) isv__group_unuse(o->group);
+  o->group = g;
+  o->group_unuse = isv__group_unuse; /* isv_options_free's (options.c sits below the group) */
+  return 0;
 }

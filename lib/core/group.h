@@ -112,13 +112,6 @@ typedef struct isv__hidden_model {
 } isv__hidden_model;
 int isv__group_add_hidden(isv__core *c, const isv__hidden_model *h, isv_model **out);
 
-/* A copy's last reference is gone (registry.c's model_free, any thread), in two steps around
- * the end of its scheduling state (isv__sched_free). unlink: the copy leaves its record's list
- * (under the group's mutex), so no other member's reader of the numbers reaches it any more;
- * then gone: the record loses the copy's reference, and the host's destroy runs when the
- * record is gone too. Both are no-ops for a model with no record (m->gcopy NULL). */
-void isv__group_copy_unlink(isv_model *m);
-void isv__group_copy_gone(isv_model *m);
 
 /* A model version's statistics, summed over every member's copy. Any thread that may use m. */
 void isv__model_stats(const isv_model *m, isv__stats_snap *out);

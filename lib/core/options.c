@@ -1,6 +1,5 @@
 #include "core/options.h"
 
-#include "core/group.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,16 +46,8 @@ ISV_EXTERN int isv_options_new(isv_options **out) {
 }
 
 ISV_EXTERN void isv_options_free(isv_options *o) {
-  if (o && o->group) isv__group_unuse(o->group);
+  if (o && o->group) o->group_unuse(o->group);
   isv__free(o);
-}
-
-ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g) {
-  if (o == NULL) return ISV_EINVAL;
-  if (g) isv__group_use(g);
-  if (o->group) isv__group_unuse(o->group);
-  o->group = g;
-  return 0;
 }
 
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n) {

@@ -50,6 +50,8 @@ struct isv_options {
   void *access_user;
   isv_mem mem; /* the server's allocator (isv__libc_mem by default) */
   isv_group *group; /* a reference of the options' own (isv_options_set_group); NULL: none */
+  void (*group_unuse)(isv_group *g); /* how the options let go of it (core/group.c's: the
+                                      * options sit below the group, which sets this) */
 };
 
 /* 1 / 0 when o switches the protocol `name`, -1 when it leaves it at its default. */

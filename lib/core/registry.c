@@ -2,7 +2,6 @@
 
 #include "codec/datatype.h"
 #include "codec/compiler.h"
-#include "core/group.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,9 +389,10 @@ static void model_free(isv_model *m) {
    * walking the record's list of copies): it leaves that list, under that mutex, before any of
    * it is freed — else a reader on another thread sums freed memory (the end of live sequences
    * below runs host code: that window is as long as the host makes it). */
-  isv__group_copy_unlink(m);
-  isv__sched_free(m); /* ends its live sequences: before destroy */
-  isv__group_copy_gone(m); /* the record's destroy, once its last copy is gone */
+  if (m->gcopy_unlink) m->gcopy_unlink(m);
+  if (m->sched_end) m->sched_end(m); /* ends its live sequences: before destroy */
+  if (m->gcopy_gone) m->gcopy_gone(m); /* the record's destroy, once its last copy is gone */
+  isv__free(m->stats.batch_execs); /* read by other members only while m was in the list */
   if (m->backend.destroy) m->backend.destroy(m->user); /* NULL for the table's copies */
   isv_model_config_free(m->cfg);
   isv__free(m->version);
@@ -547,7 +547,9 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   m->state = ISV_MODEL_READY;
   m->refs = 1;
   m->core = r->core;
-  if (isv__sched_init(m, r->core) != 0) goto oom;
+  m->stats.batch_execs = isv__calloc(r->mem, (size_t)(m->cfg->max_batch ? m->cfg->max_batch : 1) + 1,
+                                     sizeof *m->stats.batch_execs);
+  if (m->stats.batch_execs == NULL) goto oom;
 
   if (e == NULL) {
     e = isv__calloc(r->mem, 1, sizeof *e);
@@ -569,7 +571,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   if (out) *out = m;
   return 0;
 oom:
-  isv__sched_free(m);
+  isv__free(m->stats.batch_execs);
   isv_model_config_free(m->cfg);
   isv__free(m->version);
   isv__free(m);

@@ -64,7 +64,7 @@ struct isv_model_config {
 
 struct isv__core;
 /* A model version's scheduling state: its queues, instances, batching wake-up and live
- * sequences. Private to core/scheduler.c, which creates it with the version (isv__sched_init). */
+ * sequences. Private to core/scheduler.c, which makes it on the version's first request. */
 struct isv__sched;
 
 typedef struct isv__model_entry isv__model_entry;
@@ -82,10 +82,19 @@ struct isv_model {
   int removed;
   struct isv__core *core; /* the server whose registry holds it */
   isv__stats stats; /* written on the loop thread; read anywhere (stats.h) */
-  struct isv__sched *sched; /* core/scheduler.c's */
-  /* This version as a copy of its group's record (core/group.c's, private to it; every server
-   * is in a group, a lone one in a group of one). NULL: registered past the group. */
+  /* What the layers above keep for this version, and how each ends with it — the registry
+   * calls the hooks at the version's end, in this order, each only when set:
+   *  - gcopy: this version as a copy of its group's record (core/group.c's, private to it;
+   *    every server is in a group, a lone one in a group of one; NULL: registered past the
+   *    group). gcopy_unlink takes the copy out of its record's list first — other members'
+   *    loops read its numbers through that list — and gcopy_gone lets the record go last;
+   *  - sched: its scheduling state (core/scheduler.c's, made on its first request);
+   *    sched_end ends it between the two (live sequences end: the backend's sequence_end). */
   struct isv__gcopy *gcopy;
+  void (*gcopy_unlink)(isv_model *m);
+  void (*gcopy_gone)(isv_model *m);
+  struct isv__sched *sched;
+  void (*sched_end)(isv_model *m);
 };
 
 typedef struct isv__label {
@@ -155,12 +164,6 @@ int isv__entry_set_default(isv__model_entry *e, const char *version);
 /* Compare two version strings: numeric ones as numbers, numeric before non-numeric. */
 int isv__version_cmp(const char *a, const char *b);
 
-/* The scheduling state of a new model version, and its end (core/scheduler.c): a model that
- * goes ends its live sequences (the backend's sequence_end) and leaves the time heap. */
-int isv__sched_init(isv_model *m, struct isv__core *core);
-void isv__sched_free(isv_model *m);
-/* Instances of m running an execution now. */
-unsigned isv__sched_busy(const isv_model *m);
 
 void isv__model_ref(isv_model *m);
 void isv__model_unref(isv_model *m);

@@ -9,6 +9,7 @@
 #include "codec/utf8.h"
 #include "core/group.h"
 #include "core/request.h"
+#include "core/queries.h"
 
 /* ---- operations ---------------------------------------------------------------------------- */
 

@@ -538,42 +538,6 @@ void isv__request_release(isv_request *r) {
   bury(r);
 }
 
-/* Under core->mu: nothing stops r's memory from going — no response borrows from it and, when
- * the close abandoned it, its backend is done with it. */
-static int releasable(const isv_request *r) {
-  return r->children == 0 && (!r->abandoned || r->backend_done);
-}
-
-static void release_request(isv_request *r) {
-  if (r->abandoned) isv__abandoned_release(r);
-  else isv__request_release(r);
-}
-
-ISV_EXTERN void isv_request_free(isv_request *r) {
-  if (r == NULL) return;
-  if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
-  isv_request *parent = r->parent;
-  if (parent == NULL && r->stream == NULL && !r->abandoned) { /* nothing borrows from it */
-    isv__request_release(r);
-    return;
-  }
-  if (parent == NULL) {
-    /* responses of a decoupled model borrow its model, id and memory: the last one frees it;
-     * a backend still running an abandoned request frees it when it completes it */
-    uv_mutex_lock(&r->core->mu);
-    r->free_pending = 1;
-    int now = releasable(r);
-    uv_mutex_unlock(&r->core->mu);
-    if (now) release_request(r);
-    return;
-  }
-  isv__request_release(r);
-  uv_mutex_lock(&parent->core->mu);
-  int last = --parent->children == 0 && parent->free_pending && releasable(parent);
-  uv_mutex_unlock(&parent->core->mu);
-  if (last) release_request(parent);
-}
-
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id) {
   if (r == NULL || id == NULL || r->submitted) return ISV_EINVAL;
   const char *p = isv__arena_strndup(&r->arena, id, strlen(id));

@@ -147,11 +147,6 @@ static inline int isv__request_dead(const isv_request *r) {
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */
 isv_request *isv__request_new(isv__core *c);
-/* Resolve r's model_name / version / label and hold the model (core.c). 0, or r failed with
- * ISV_ENOTFOUND (replacing any decode error: an unknown model is reported first) or with
- * ISV_EBADREQ when no model is named. isv__core_submit binds; a front end may bind before
- * decoding to skip the work for an unknown model, or because it needs the model to decode. */
-int isv__request_bind(isv_request *r);
 /* Record an error before submission (frontend decode errors); printf-style. */
 int isv__request_fail(isv_request *r, int status, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -182,9 +177,6 @@ int isv__request_keep_ref(isv_request *r, void *p, isv_destructor del);
 /* Free r's memory at once: its inputs' and outputs' destructors, its model reference, its
  * arenas; the struct goes to the core's quarantine. isv_request_free is the public way. */
 void isv__request_release(isv_request *r);
-/* Both the backend and its owner are done with an abandoned execution: free it (any thread;
- * not holding core->mu). */
-void isv__abandoned_release(isv_request *x);
 
 /* Whether err is one of the ISV_E* codes (error.c). */
 int isv__err_known(int err);

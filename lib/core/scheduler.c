@@ -32,6 +32,7 @@
 
 #include "codec/compiler.h"
 #include "core/batch.h"
+#include "core/scheduler.h"
 #include "core/group.h"
 #include "core/offload.h"
 #include "core/repository.h"
@@ -91,11 +92,6 @@ struct isv__sched {
   isv_model *qm_prev, *qm_next; /* in the core's list of versions with waiting requests */
 };
 typedef struct isv__sched isv__sched;
-
-int isv__on_loop_thread(const isv__core *c) {
-  uv_thread_t self = uv_thread_self();
-  return uv_thread_equal(&self, &c->loop_thread);
-}
 
 static void schedule(isv_model *m);
 static void finish_request(isv_request *r);
@@ -297,28 +293,33 @@ static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len
 
 /* ---- the model's scheduling state -------------------------------------------------------- */
 
-int isv__sched_init(isv_model *m, struct isv__core *core) {
+static void sched_end(isv_model *m);
+
+/* m's scheduling state, made on its first request (the registry ends it with the version:
+ * m->sched_end). 0, or ISV_ENOMEM with nothing made. */
+static int sched_make(isv_model *m) {
   const isv_model_config *c = m->cfg;
   const isv_mem *mem = c->mem; /* the registry's copy of the config: the server's */
   isv__sched *s = isv__calloc(mem, 1, sizeof *s);
   m->sched = s;
+  m->sched_end = sched_end;
   if (s == NULL) return ISV_ENOMEM;
   s->model = m;
-  s->core = core;
+  s->core = m->core;
   s->n_queues = c->sequences ? c->instances : 1;
   s->inst_busy = isv__calloc(mem, c->instances, sizeof *s->inst_busy);
   s->inst_seqs = isv__calloc(mem, c->instances, sizeof *s->inst_seqs);
   s->queues = isv__calloc(mem, s->n_queues, sizeof *s->queues);
-  m->stats.batch_execs = isv__calloc(mem, (size_t)(c->max_batch ? c->max_batch : 1) + 1,
-                                     sizeof *m->stats.batch_execs);
   isv__seqtab_init(&s->seqs, mem);
-  return s->inst_busy && s->inst_seqs && s->queues && m->stats.batch_execs ? 0 : ISV_ENOMEM;
+  if (s->inst_busy && s->inst_seqs && s->queues) return 0;
+  sched_end(m);
+  return ISV_ENOMEM;
 }
 
-void isv__sched_free(isv_model *m) {
+/* A model version that goes ends its live sequences (the backend's sequence_end) and leaves
+ * the time heap. */
+static void sched_end(isv_model *m) {
   isv__sched *s = m->sched;
-  isv__free(m->stats.batch_execs);
-  m->stats.batch_execs = NULL;
   if (s == NULL) return;
   isv__seq *q;
   while ((q = isv__seqtab_pop(&s->seqs)) != NULL) {
@@ -333,6 +334,7 @@ void isv__sched_free(isv_model *m) {
   isv__free(s->queues);
   isv__free(s);
   m->sched = NULL;
+  m->sched_end = NULL;
 }
 
 unsigned isv__sched_busy(const isv_model *m) { return m->sched ? m->sched->busy : 0; }
@@ -781,6 +783,23 @@ static int admit(isv__core *c, isv_request *r) {
   return 0;
 }
 
+int isv__request_bind(isv_request *r) {
+  if (r->model) return 0;
+  if (r->repo_op) return isv__repo_bind(r); /* the repository's own model (repository.c) */
+  if (r->model_name == NULL || r->model_name[0] == '\0') {
+    if (r->status == 0) isv__request_fail(r, ISV_EBADREQ, "the request names no model");
+    return r->status;
+  }
+  isv__model_spec ref = {r->model_name, strlen(r->model_name), r->version,
+                        r->version ? strlen(r->version) : 0, r->label, r->label ? strlen(r->label) : 0};
+  isv_model *m;
+  isv__why why = isv__core_resolve(r->core, &ref, &m);
+  if (why != ISV__FOUND) return isv__core_fail_why(r, why, &ref); /* replaces a decode error */
+  isv__model_ref(m);
+  r->model = m;
+  return 0;
+}
+
 void isv__core_submit(isv__core *c, isv_request *r, isv_infer_cb done, void *data) {
   isv__group_sync(c); /* a group's changes first (a gRPC stream's later messages, in process) */
   r->core = c;
@@ -842,6 +861,9 @@ void isv__core_authorized(isv_request *r) {
  * queue. */
 static void run_admitted(isv_request *r) {
   isv__core *c = r->core;
+  isv_model *m = r->model;
+  if (r->status == 0 && m->sched == NULL && sched_make(m) != 0) /* its first request */
+    isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (r->status != 0) {
     finish_request(r);
     return;
@@ -850,7 +872,6 @@ static void run_admitted(isv_request *r) {
   c->inflight++;
   isv__core_hold_loop(c);
   r->counted = 1;
-  isv_model *m = r->model;
   atomic_store_explicit(&m->stats.inflight,
                         atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
                         memory_order_relaxed);
@@ -1060,4 +1081,42 @@ static void on_timer(uv_timer_t *t) {
     }
   }
   arm_timer(c);
+}
+
+/* ---- a request's end -------------------------------------------------------------------- */
+
+/* Under core->mu: nothing stops r's memory from going — no response borrows from it and, when
+ * the close abandoned it, its backend is done with it. */
+static int releasable(const isv_request *r) {
+  return r->children == 0 && (!r->abandoned || r->backend_done);
+}
+
+static void release_request(isv_request *r) {
+  if (r->abandoned) isv__abandoned_release(r);
+  else isv__request_release(r);
+}
+
+ISV_EXTERN void isv_request_free(isv_request *r) {
+  if (r == NULL) return;
+  if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
+  isv_request *parent = r->parent;
+  if (parent == NULL && r->stream == NULL && !r->abandoned) { /* nothing borrows from it */
+    isv__request_release(r);
+    return;
+  }
+  if (parent == NULL) {
+    /* responses of a decoupled model borrow its model, id and memory: the last one frees it;
+     * a backend still running an abandoned request frees it when it completes it */
+    uv_mutex_lock(&r->core->mu);
+    r->free_pending = 1;
+    int now = releasable(r);
+    uv_mutex_unlock(&r->core->mu);
+    if (now) release_request(r);
+    return;
+  }
+  isv__request_release(r);
+  uv_mutex_lock(&parent->core->mu);
+  int last = --parent->children == 0 && parent->free_pending && releasable(parent);
+  uv_mutex_unlock(&parent->core->mu);
+  if (last) release_request(parent);
 }

@@ -59,8 +59,8 @@ typedef struct isv__stats {
   isv__counter success_ns, failure_ns; /* submit → done, summed over successes / failures */
   isv__counter last_inference_ms;      /* when the last request finished, ms since the epoch */
   _Atomic size_t queued;     /* requests waiting for an instance now (the scheduler's) */
-  isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)]; the
-                              * scheduler's allocation (NULL until it made it) */
+  isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] (the
+                              * registry allocates them with the version) */
 } isv__stats;
 
 /* What a reader gets: the same numbers, plain, summed over every copy of the model version

@@ -14,6 +14,7 @@
 
 #include "protocol/http_reply.h"
 #include "core/responses.h"
+#include "core/scheduler.h"
 
 /* What the handler sees (the request's copy of the exchange) and what it has answered. Lives in
  * the request's arena; touched by the handler's thread only, after the loop filled it. */

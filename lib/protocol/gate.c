@@ -17,6 +17,7 @@
 
 #include "core/offload.h"
 #include "core/request.h"
+#include "core/scheduler.h"
 
 enum { IN_CB = 0, LATER = 1, DECIDED = 2 };
 

@@ -12,6 +12,7 @@
 #include "core/offload.h"
 #include "protocol/gate.h"
 #include "core/responses.h"
+#include "core/scheduler.h"
 
 #include <stddef.h>
 #include <stdio.h>

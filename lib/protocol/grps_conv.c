@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codec/utf8.h"
+#include "core/scheduler.h"
 
 static const char *const kind_names[] = {"", "bin_data", "str_data", "gtensors", "ndarray",
                                          "gmap"};

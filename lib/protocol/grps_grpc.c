@@ -10,6 +10,7 @@
 #include "protocol/grps.h"
 #include "protocol/grps_conv.h"
 #include "protocol/grps_meta.h"
+#include "core/queries.h"
 
 #define SVC "/grps.protos.v1.GrpsService/"
 

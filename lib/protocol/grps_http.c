@@ -17,6 +17,7 @@
 #include "protocol/http_reply.h"
 #include "protocol/metrics_http.h"
 #include "core/responses.h"
+#include "core/scheduler.h"
 
 /* ---- answers ------------------------------------------------------------------------------ */
 

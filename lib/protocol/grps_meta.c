@@ -5,6 +5,7 @@
 
 #include "codec/datatype.h"
 #include "codec/json_writer.h"
+#include "core/queries.h"
 
 static void str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 

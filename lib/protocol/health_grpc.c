@@ -9,6 +9,7 @@
 #include "codec/nanopb_glue.h"
 #include "health.pb.h"
 #include "protocol/builtin.h"
+#include "core/queries.h"
 
 enum { SERVING = 1, NOT_SERVING = 2 };
 

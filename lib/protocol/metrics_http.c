@@ -3,6 +3,7 @@
 #include "protocol/builtin.h"
 
 #include "core/group.h"
+#include "core/queries.h"
 
 #include <stdio.h>
 #include <stdlib.h>

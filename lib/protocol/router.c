@@ -10,6 +10,7 @@
 
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
+#include "core/queries.h"
 
 typedef enum { SEG_LITERAL, SEG_CAPTURE, SEG_REST } seg_kind;
 

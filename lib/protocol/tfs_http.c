@@ -23,6 +23,7 @@
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
 #include "protocol/tfs_json.h"
+#include "core/scheduler.h"
 
 /* ---- which servable the path names ------------------------------------------------------- */
 

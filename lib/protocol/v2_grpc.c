@@ -9,6 +9,7 @@
 #include "protocol/v2_pb.h"
 #include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
+#include "core/queries.h"
 
 #define SVC "/inference.GRPCInferenceService/"
 

@@ -20,6 +20,7 @@
 #include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
 #include "core/responses.h"
+#include "core/scheduler.h"
 
 static void write_str(isv__buf *b, const char *s) { isv__json_write_string(b, s, strlen(s)); }
 

@@ -7,6 +7,7 @@
 #include "protocol/edge.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2_repo.h"
+#include "core/scheduler.h"
 
 void isv__v2repo_http_index(isv__http_req *q) {
   isv__exchange *ex = q->ex;

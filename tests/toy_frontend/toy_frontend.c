@@ -20,6 +20,7 @@
 #include "codec/json_writer.h"
 #include "protocol/http_reply.h"
 #include "server_internal.h"
+#include "core/queries.h"
 
 /* ---- HTTP -------------------------------------------------------------------------------- */
 

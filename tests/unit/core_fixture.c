@@ -1,6 +1,7 @@
 #include "cmocka_prelude.h"
 
 #include "core_fixture.h"
+#include "core/lifecycle.h"
 
 #include <stdio.h>
 #include <stdlib.h>

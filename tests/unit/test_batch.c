@@ -11,6 +11,7 @@
 
 #include "core/batch.h"
 #include "core_fixture.h"
+#include "core/scheduler.h"
 
 /* What the backends saw (loop thread or one worker at a time: one instance). */
 static struct {

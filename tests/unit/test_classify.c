@@ -10,6 +10,7 @@
 
 #include "codec/half.h"
 #include "core/request.h"
+#include "core/lifecycle.h"
 
 static int noop(isv_request *r, void *u) {
   (void)r;

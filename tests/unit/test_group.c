@@ -17,6 +17,7 @@
 #include "core/group.h"
 #include "core/resolve.h"
 #include "inferserve.h"
+#include "core/queries.h"
 
 /* ---- one member: a loop in a thread, and a way to run code on it ---------------------------- */
 

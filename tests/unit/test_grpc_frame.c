@@ -395,7 +395,7 @@ static void malformed_timeouts_are_zero(void **state) {
       "",           "S",          "1",          "10",         "123456789S", /* 9 digits */
       "1234567890m", "1s",        "1h",         "1x",         "1 S",
       " 1S",        "-1S",        "+1S",        "1.5S",       "0x1S",
-      "S1",         "1SS",        "\xff" "1S",  "1\n",        "1e3m",
+      "S1",         "1SS",        "\xff\x31S",   "1\n",        "1e3m",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     if (timeout(bad[i]) != 0) fail_msg("'%s' was taken as a timeout", bad[i]);

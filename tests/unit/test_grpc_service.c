@@ -9,6 +9,7 @@
 
 #include "codec/zcoding.h"
 #include "protocol/grpc_service.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

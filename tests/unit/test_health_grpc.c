@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "protocol/builtin.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

@@ -5,6 +5,7 @@
 
 #include "core/request.h"
 #include "protocol/metrics_http.h"
+#include "core/lifecycle.h"
 
 static int noop(isv_request *r, void *u) {
   (void)r;

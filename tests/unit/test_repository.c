@@ -12,6 +12,7 @@
 #include "core/repository.h"
 #include "core/request.h"
 #include "protocol/v2_repo.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/request.h"
+#include "core/lifecycle.h"
 
 static int frees;
 static void count_free(void *p) {

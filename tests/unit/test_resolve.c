@@ -9,6 +9,7 @@
 
 #include "core/request.h"
 #include "core/resolve.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

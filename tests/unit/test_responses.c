@@ -10,6 +10,7 @@
 #include "core/request.h"
 #include "core/responses.h"
 #include "core_fixture.h"
+#include "core/scheduler.h"
 
 /* An ISV_EXEC_ASYNC backend that keeps its request for the test to drive on the loop thread. */
 static struct {

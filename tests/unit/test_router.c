@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "protocol/frontend.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

@@ -14,6 +14,7 @@
 
 #include "core/request.h"
 #include "core_fixture.h"
+#include "core/scheduler.h"
 
 /* What the backends share with the tests. Backends never assert: they may run on other
  * threads, where cmocka cannot fail a test. */

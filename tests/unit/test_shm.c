@@ -19,6 +19,7 @@
 #include "protocol/v2_json.h"
 #include "protocol/v2_pb.h"
 #include "protocol/v2_shm.h"
+#include "core/scheduler.h"
 
 #define OBJ 8192
 

@@ -10,6 +10,7 @@
 
 #include "core/request.h"
 #include "protocol/tfs_json.h"
+#include "core/lifecycle.h"
 
 static int noop(isv_request *r, void *u) {
   (void)r;

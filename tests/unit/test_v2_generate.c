@@ -7,6 +7,7 @@
 
 #include "core/request.h"
 #include "protocol/v2_generate.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

@@ -13,6 +13,7 @@
 
 #include "core/request.h"
 #include "protocol/v2.h"
+#include "core/lifecycle.h"
 
 #define SVC "/inference.GRPCInferenceService/"
 

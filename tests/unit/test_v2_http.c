@@ -15,6 +15,7 @@
 #include "core/request.h"
 #include "protocol/edge.h"
 #include "protocol/v2.h"
+#include "core/lifecycle.h"
 
 static uv_loop_t loop;
 static isv__core core;

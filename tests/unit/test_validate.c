@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/request.h"
+#include "core/lifecycle.h"
 
 static int noop(isv_request *r, void *u) {
   (void)r;
