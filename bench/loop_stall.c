@@ -150,7 +150,7 @@ static int identity(isv_request *req, void *user) {
   size_t ndim;
   const int64_t *shape = isv_tensor_shape(x, &ndim);
   void *y;
-  int rc = isv_request_output(req, "OUTPUT0", ISV_FP32, shape, ndim, &y);
+  int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_FP32, shape, ndim, &y);
   if (rc < 0)
     return rc;
   memcpy(y, isv_tensor_data(x), isv_tensor_byte_size(x));

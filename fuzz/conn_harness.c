@@ -17,7 +17,7 @@ static int add_one(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   int32_t *y;
-  int rc = isv_request_output(r, "OUTPUT0", ISV_INT32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "OUTPUT0", ISV_INT32, shape, nd, (void **)&y);
   if (rc) return rc;
   const int32_t *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = (int32_t)((uint32_t)in[i] + 1u);

@@ -44,7 +44,7 @@ static void piece(host *h, isv_piece *p) {
   if (p == NULL) return;
   h->pieces++;
   if (h->hold && h->n_held < 256) h->held[h->n_held++] = p;
-  else isv_piece_release(p);
+  else isv_piece_free(p);
 }
 
 static int fail_now(host *h) {
@@ -185,8 +185,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (grpc) isv_grpc_call_set_peer(c, "192.0.2.1:1", (mode & 32) ? "CN=fuzz" : NULL);
   else isv_exchange_set_peer(x, "192.0.2.1:1", (mode & 32) ? "CN=fuzz" : NULL);
   if (cancel == 1) {
-    if (grpc) isv_grpc_call_cancel(c);
-    else isv_exchange_cancel(x);
+    if (grpc) isv_grpc_call_free(c);
+    else isv_exchange_free(x);
     uv_run(&loop, UV_RUN_NOWAIT);
     check(h.responds + h.finishes == 0, "nothing after a cancel before submit");
     return 0;
@@ -194,14 +194,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const size_t sizes[] = {1, 7, 64, 4096};
   int started = 0;
   if (grpc && !(started = isv_grpc_call_start(c) == 0)) {
-    isv_grpc_call_cancel(c);
+    isv_grpc_call_free(c);
     return 0;
   }
   for (size_t k = 0; p < end; k++) {
     size_t n = sizes[k % 4] < (size_t)(end - p) ? sizes[k % 4] : (size_t)(end - p);
     if (grpc) {
       if (h.let_go) break;
-      if (started && isv_grpc_call_message(c, p, n) != 0) break;
+      if (started && isv_grpc_call_append_message(c, p, n) != 0) break;
     } else {
       isv_exchange_append_body(x, p, n);
     }
@@ -213,8 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     isv_exchange_submit(x);
   }
   if (cancel >= 2 && !h.let_go) { /* the host's client leaves right away */
-    if (grpc) isv_grpc_call_cancel(c);
-    else isv_exchange_cancel(x);
+    if (grpc) isv_grpc_call_free(c);
+    else isv_exchange_free(x);
     h.let_go = 1;
     h.failed = 1;
   }
@@ -223,7 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (grpc) check(h.finishes == 1, "a gRPC call finished exactly once");
     else check(h.responds == 1 && (!h.more || h.ends == 1), "an exchange answered once");
   }
-  for (size_t i = 0; i < h.n_held; i++) isv_piece_release(h.held[i]);
+  for (size_t i = 0; i < h.n_held; i++) isv_piece_free(h.held[i]);
   if (h.n_held < 256) check(h.n_held == h.pieces || !h.hold, "every piece held");
   return 0;
 }

@@ -60,9 +60,9 @@ static int forbidden(const char *model) { return model && strcmp(model, "no") ==
 
 static void decide(isv_auth *a) {
   if (isv_auth_get_stage(a) == ISV_AUTH_STAGE_MODEL && forbidden(isv_auth_model(a)))
-    isv_auth_done(a, ISV_AUTH_FORBIDDEN, "forbidden");
+    isv_auth_complete(a, ISV_AUTH_FORBIDDEN, "forbidden");
   else
-    isv_auth_done(a, ISV_AUTH_ALLOW, NULL);
+    isv_auth_complete(a, ISV_AUTH_ALLOW, NULL);
 }
 
 static void authorize(isv_auth *a, void *user) {
@@ -111,13 +111,13 @@ static int infer(isv_request *r, void *user) {
 static void repo_load(void *user, isv_repository_op *op, const char *name, const char *cfg) {
   (void)user, (void)cfg;
   acted_on(name, NULL);
-  isv_repository_op_done(op, 0, NULL);
+  isv_repository_op_complete(op, 0, NULL);
 }
 
 static void repo_unload(void *user, isv_repository_op *op, const char *name, int deps) {
   (void)user, (void)deps;
   acted_on(name, NULL);
-  isv_repository_op_done(op, 0, NULL);
+  isv_repository_op_complete(op, 0, NULL);
 }
 
 /* ---- the server, made once -------------------------------------------------------------------- */
@@ -178,19 +178,19 @@ static void setup(void) {
 static int on_respond(isv_exchange *x, int status, const isv_field *h, size_t nh,
                       const uv_buf_t *parts, size_t n, isv_piece *p, int more) {
   (void)x, (void)status, (void)h, (void)nh, (void)parts, (void)n, (void)more;
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static int on_write(isv_exchange *x, const uv_buf_t *parts, size_t n, isv_piece *p) {
   (void)x, (void)parts, (void)n;
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static void on_end(isv_exchange *x) { (void)x; }
 static const isv_exchange_carrier xc = {sizeof xc, on_respond, on_write, on_end};
 static int on_send(isv_grpc_call *c, const uv_buf_t *parts, size_t n, isv_piece *p) {
   (void)c, (void)parts, (void)n;
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 /* After its finish the host must not use a call (it may be freed at once). */
@@ -269,7 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     finished = 0;
     if (isv_grpc_call_new(srv, &gc, &finished, e->key, &c) != 0) return 0;
     isv_grpc_call_start(c);
-    for (size_t i = 0; i < np && !finished; i++) isv_grpc_call_message(c, pc[i].p, pc[i].n);
+    for (size_t i = 0; i < np && !finished; i++) isv_grpc_call_append_message(c, pc[i].p, pc[i].n);
     if (!finished) isv_grpc_call_half_close(c);
   } else {
     char target[2048];

@@ -82,7 +82,7 @@ static int echo(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   void *y;
-  int rc = isv_request_output(r, "y", ISV_INT32, shape, nd, &y);
+  int rc = isv_request_alloc_output(r, "y", ISV_INT32, shape, nd, &y);
   if (rc) return rc;
   memcpy(y, isv_tensor_data(x), isv_tensor_byte_size(x));
   return isv_request_complete(r, 0, NULL);

@@ -4,26 +4,91 @@
  * to its OWN uv_loop_t. The library then serves the models over KServe V2 (REST and gRPC,
  * with Triton's binary-tensor and classification extensions) on the host's sockets.
  *
- * Conventions:
- *  - Every function that can fail returns 0 or a negative ISV_E* code; isv_strerror() and
- *    isv_err_name() describe it. The codes have a range of their own (-1001 and below): they
- *    never collide with -errno or libuv's UV_E* codes. Codes are never renumbered.
- *  - Constructors are `int isv_X_new(..., isv_X **out)`: 0 and *out, or a code and *out NULL.
- *  - Handles are opaque. Options are set through setters, so new features never change a
- *    struct layout. Structs that ARE public (isv_backend) start with struct_size.
- *  - Threads: every function says which thread may call it. "Loop thread": the thread that
- *    runs the server's uv_loop_t (the one that called isv_server_new). "Any thread": any, one
- *    thread at a time per object (a request is touched by the thread running its backend, or
- *    completing it). A server call made from another thread than its loop's is refused with
- *    ISV_ETHREAD and does nothing (not even isv_server_last_error changes: it is the loop's).
- *  - A request belongs to its backend until isv_request_complete: afterwards its outputs and
- *    response parameters are the library's (it may be encoding them) and every setter on it
- *    answers ISV_ESTATE, changing nothing.
- *  - A call that fails never fires its callback.
+ * ---- Conventions: every name and rule in this header follows them ----------------------------
+ *
+ * Names.
+ *  - Everything public is isv_ (functions, types) or ISV_ (constants, macros); isv__ and ISV__
+ *    are the library's own.
+ *  - A function is isv_<object>_<verb>[_<noun>], acting on its first argument, an isv_<object> *
+ *    (isv_server_listen, isv_model_config_add_input). One shortening: an isv_http_request's
+ *    functions are isv_http_*.
+ *  - One meaning per verb:
+ *      new / free      make an object / let go of it (Ownership, below)
+ *      add / remove    put an element into a collection the object holds / take it out; append
+ *                      the next piece of a stream (a body, a gRPC message)
+ *      set / (noun)    write a property / read it: isv_X_set_Y(x, v) and isv_X_Y(x); a reader
+ *                      has no get_ but where the bare noun is a type's name (isv_auth_get_stage)
+ *      alloc           the library allocates memory the caller FILLS, owned by the object
+ *                      (isv_request_alloc, isv_request_alloc_output) — never a read
+ *      (noun), _at, _count
+ *                      read what the object holds by name, by position, how many
+ *                      (isv_request_input / _input_at / _input_count; isv_request_output /
+ *                      _output_at / _output_count for the outputs of a response)
+ *      is_             a yes/no question (isv_server_is_ready, isv_request_is_cancelled)
+ *      on_             a callback run ONCE when something happens (isv_request_on_writable);
+ *                      set_<what>_cb installs one that stays (isv_request_set_response_cb)
+ *      cancel          ask work in flight to stop (isv_request_cancel); it frees nothing
+ *      complete        answer something handed to the host, once (Ownership, below)
+ *  - Units are a name's last word: _ms, _us, _bytes; a max_ option bounds, a min_ one floors.
+ *  - Constants are ISV_ + their enum's name without isv_ and without a generic last word
+ *    (_mode, _level, _state, _reason...) + the value: isv_exec_mode -> ISV_EXEC_POOL,
+ *    isv_sequence_end_reason -> ISV_SEQUENCE_END_IDLE; the flags of one field are
+ *    ISV_<field>_FLAG_<name> (ISV_SEQUENCE_FLAG_START). Datatypes keep the protocols' names
+ *    (ISV_FP32, ISV_BYTES).
+ *  - Callback types are isv_<what>_cb (and isv_destructor, after sqlite's). A callback about an
+ *    object receives the object first and
+ *    the host's pointer last; one about no object (the log, the access log, a backend's
+ *    model-wide calls, the repository's) receives the host's pointer first.
+ *
+ * Errors.
+ *  - Every function that can fail returns 0 or a negative ISV_E* code; nothing returns -errno or
+ *    a UV_E* code, and the codes (-1001 and below) never collide with them. Codes are never
+ *    renumbered nor reused. A code is named for the condition, with errno's name where errno
+ *    has one meaning it (ISV_EINVAL, ISV_ENOMEM, ISV_EAGAIN, ISV_ECANCELED) and a word of its
+ *    own otherwise (ISV_EDEADLINE: the request's deadline passed, 504; ISV_EREQTIMEOUT: the
+ *    client was too slow sending it, 408).
+ *  - isv_strerror() and isv_err_name() describe a code; ISV_ERRNO_MAP is the one table of HTTP
+ *    and gRPC statuses every front end answers with. The detail of a failure is the object's:
+ *    isv_server_last_error, a request's error message.
+ *  - Misuse is refused, never ignored: ISV_EINVAL (an argument), ISV_ESTATE (the object's
+ *    state: closing, completed, already set), ISV_ETHREAD (the wrong thread). A refused or
+ *    failed call changes nothing and never fires its callback.
+ *
+ * Ownership: how every object begins and ends.
+ *  - Objects are opaque, made by int isv_X_new(..., isv_X **out): 0 and *out, or a code and
+ *    *out NULL. Options are set through setters, so a new feature never changes a layout;
+ *    structs that ARE public (isv_backend) start with struct_size.
+ *  - An object ends by exactly one of three verbs, the one its kind of ownership calls for:
+ *      isv_X_free(x)      the caller lets go of x — one it made, or one the library handed it
+ *                         to keep (a response in its callback, an isv_piece). Immediate, NULL
+ *                         is a no-op; work the caller started through x is cancelled, and
+ *                         what the library still uses it keeps until it is done.
+ *      isv_X_close(x, cb) x has work on the loop (a server): it ends asynchronously, drained,
+ *                         and cb runs on the loop thread once it is gone (as uv_close).
+ *      isv_X_complete(x, status, message)
+ *                         x was handed to the host to answer (a request in a backend, an
+ *                         authorization, a repository operation): exactly once, from any
+ *                         thread; afterwards x is the library's and every setter on it answers
+ *                         ISV_ESTATE, changing nothing (a request's outputs and response
+ *                         parameters may be being encoded).
+ *  - Memory handed to the library follows sqlite's contract: ISV_STATIC (the caller keeps it
+ *    alive and unchanged until the object is done with it), ISV_TRANSIENT (copied before the
+ *    call returns), or a destructor (the library owns it and calls it when done — also when
+ *    the call fails).
+ *
+ * Threads.
+ *  - Every function says which thread may call it. "Loop thread": the thread that runs the
+ *    server's uv_loop_t (the one that called isv_server_new); called from another, a server
+ *    call is refused with ISV_ETHREAD and does nothing (not even isv_server_last_error
+ *    changes: it is the loop's). "Any thread": any, one thread at a time per object (a request
+ *    is touched by the thread running its backend, or completing it).
+ *  - Callbacks run on the loop thread unless they say otherwise, and must not block it.
+ *    ISV_EXEC_POOL backends run on the server's own worker threads, never on libuv's pool
+ *    (which the host's fs and DNS work need): see isv_options_set_worker_threads.
+ *  - No global state: servers on different loops in one process are independent (or share
+ *    their models on purpose: isv_group).
  *  - Like any libuv program that writes to sockets, the host must ignore SIGPIPE
  *    (signal(SIGPIPE, SIG_IGN)): a client that disconnects mid-response must not kill it.
- *  - ISV_EXEC_POOL backends run on the server's own worker threads, never on libuv's pool
- *    (which the host's fs and DNS work need): see isv_options_set_worker_threads.
  */
 #ifndef INFERSERVE_H
 #define INFERSERVE_H
@@ -69,13 +134,13 @@ ISV_EXTERN unsigned isv_version_hex(void);
   XX(EBACKEND, -1010, 500, 13, "backend failure")                                                  \
   XX(EINTERNAL, -1011, 500, 13, "internal error")                                                  \
   XX(EUNIMPL, -1012, 501, 12, "unimplemented")                                                     \
-  XX(ETIMEDOUT, -1013, 504, 4, "deadline exceeded")                                                \
+  XX(EDEADLINE, -1013, 504, 4, "deadline exceeded")                                                \
   XX(ECANCELED, -1014, 499, 1, "cancelled")                                                        \
   XX(EEXIST, -1015, 409, 6, "already exists")                                                      \
   XX(ESTATE, -1016, 409, 9, "operation not allowed in the current state")                          \
   XX(EMEDIATYPE, -1017, 415, 3, "unsupported media type")                                          \
   XX(EIO, -1018, 500, 13, "i/o error")                                                             \
-  XX(ETIMEOUTREQ, -1019, 408, 4, "request timeout")                                               \
+  XX(EREQTIMEOUT, -1019, 408, 4, "request timeout")                                               \
   XX(EUNAUTH, -1020, 401, 16, "unauthenticated")                                                   \
   XX(EFORBIDDEN, -1021, 403, 7, "permission denied")                                               \
   XX(ETOOMANY, -1022, 429, 8, "too many requests in flight for this client")               \
@@ -155,6 +220,8 @@ typedef struct isv_options isv_options;
 /* Options holding every default. 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM. */
 ISV_EXTERN int isv_options_new(isv_options **out);
 ISV_EXTERN void isv_options_free(isv_options *o); /* NULL is a no-op */
+
+/* ---- Limits on one request: what a client may send -------------------------------------- */
 /* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
  * checked from the length prefix before anything is allocated). Default 65 MiB: a 64 MiB
  * tensor (binary, raw contents) with the JSON header or message fields that describe it. */
@@ -162,6 +229,23 @@ ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
 /* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
  * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB. */
 ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
+/* Nesting depth allowed in JSON request bodies. Default 64. */
+ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
+/* Inputs, requested outputs and parameters one request may carry, each (400 beyond, on every
+ * protocol and in process): a body of a million tiny inputs would hold the loop and memory
+ * long before validation could refuse it. Default 1024. */
+ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
+
+/* ---- Connections and their timeouts ----------------------------------------------------- */
+/* Connections open at once. At the limit, the connection without a request in flight that has
+ * been so the longest is closed to make room — idle between keep-alive requests, or one that
+ * never completed a request: silent since it connected, still sending a request's head, in
+ * its TLS handshake or HTTP/2 preface — so that clients holding connections without asking
+ * anything cannot lock new ones out before their timeouts. A connection whose request is being
+ * received (its head complete), processed or answered is never closed for this. When every
+ * connection has a request in flight, new ones are accepted and closed at once (logged once
+ * per episode). Default 10000. */
+ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
 /* A connection with no request in progress is closed after this long. Default 60000 ms. */
 ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
 /* A request's line and headers must arrive within this long of its first byte (408 beyond,
@@ -169,11 +253,6 @@ ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
  * between reads — on HTTP/2 too, per REST stream (408, then RST_STREAM). gRPC streams may
  * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
-/* A response that makes no progress for this long — the client stopped reading, or keeps an
- * HTTP/2 window at 0 — is dropped with its memory: the connection is reset (a TCP RST, so that
- * the kernel drops the bytes queued for the client too, as nginx's reset_timedout_connection;
- * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms. */
-ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
 /* A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
  * received, or it is answered 408 (Apache mod_reqtimeout's MinRate): one byte every 20 s no
  * longer holds a connection and its buffer forever. The bound is a deadline, not only a check
@@ -182,6 +261,25 @@ ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
  * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms. */
 ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
                                              uint64_t grace_ms);
+/* A response that makes no progress for this long — the client stopped reading, or keeps an
+ * HTTP/2 window at 0 — is dropped with its memory: the connection is reset (a TCP RST, so that
+ * the kernel drops the bytes queued for the client too, as nginx's reset_timedout_connection;
+ * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms. */
+ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
+/* Listen with SO_REUSEPORT: several servers — one per loop, each in its thread — may listen on
+ * the same address and port, and the kernel spreads the connections over them (the demo's
+ * --threads). Servers made with one group (isv_options_set_group) share their models; others
+ * keep their own. Default off. */
+ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
+
+/* ---- Memory: bytes received, queued and cached, and the allocator ----------------------- */
+/* Request bytes the server buffers while they arrive, all connections together: a body or a
+ * gRPC message reserves its size (announced, or as it grows) until it is complete; a
+ * compressed one's decoded bytes (Content-Encoding, grpc-encoding) are charged too, as they
+ * come out of the decoder, and held until the request is answered. Beyond it, a new one is
+ * refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with the number
+ * of slow uploads or zip bombs. One max_body_bytes request always fits. Default 256 MiB. */
+ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
 /* Bytes a streamed answer may have queued for its client and not yet written — a custom
  * route's isv_http_write pieces, Server-Sent Events of generate_stream, grps ?streaming=true
  * chunks, ModelStreamInfer / PredictStreaming messages and the decoupled responses behind
@@ -197,42 +295,145 @@ ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
  * 100 times a stream's bound. ISV_EINVAL for 0. */
 ISV_EXTERN int isv_options_set_max_queued_stream_bytes(isv_options *o, size_t n);
 ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
-/* Request bytes the server buffers while they arrive, all connections together: a body or a
- * gRPC message reserves its size (announced, or as it grows) until it is complete; a
- * compressed one's decoded bytes (Content-Encoding, grpc-encoding) are charged too, as they
- * come out of the decoder, and held until the request is answered. Beyond it, a new one is
- * refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with the number
- * of slow uploads or zip bombs. One max_body_bytes request always fits. Default 256 MiB. */
-ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
+/* Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)
+ * the server keeps mapped for the next requests instead of returning them to the system:
+ * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
+ * kept. 0 keeps none. Default 64 MiB. */
+ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
+/* The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
+ * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
+ * (nghttp2 is given the same functions), requests and their tensors, registered models, and
+ * the encoded answers and decoded (inflated) bodies (they grow through it by doubling,
+ * whatever their size: a 66 MiB JSON answer takes up to 128 MiB of it at its peak). Not
+ * through it: the large blocks the library maps itself — request bodies and gRPC messages as
+ * they arrive, big tensors of 1 MiB or more (mapped directly, 2 MiB aligned for huge pages, and
+ * cached: isv_options_set_buffer_cache_bytes); the table of a group the host made (isv_group:
+ * shared by servers that may have different allocators, libc's — a server made without one
+ * keeps its models' table through these functions); isv_options and isv_model_config objects,
+ * which exist before any server (libc's malloc); libuv's own allocations
+ * (uv_replace_allocator is the process's, the host's to set).
+ * The functions are called from the loop thread, the server's worker threads and any thread a
+ * backend calls the request API from: they must be thread-safe. They must return memory
+ * aligned for any type (as malloc does); calloc's must be zeroed; realloc(NULL, n) and
+ * free(NULL) must behave as libc's. A NULL return is an allocation failure, answered as the
+ * server's shortage (503 / UNAVAILABLE, or ISV_ENOMEM from the call) — never a crash.
+ * `user` is passed to each. Fields may be added at the end: struct_size = sizeof(isv_mem). */
+typedef struct isv_mem {
+  size_t struct_size;
+  void *user;
+  void *(*malloc)(size_t size, void *user);
+  void (*free)(void *ptr, void *user);
+  void *(*calloc)(size_t nmemb, size_t size, void *user);
+  void *(*realloc)(void *ptr, size_t size, void *user);
+} isv_mem;
+/* Copied. NULL: libc's (the default). ISV_EINVAL when a function is missing or struct_size is
+ * too small. */
+ISV_EXTERN int isv_options_set_mem(isv_options *o, const isv_mem *mem);
+
+/* ---- Admission and execution: how much work at once, and who runs it -------------------- */
+/* Inference requests accepted at once — queued or running, every model together. Beyond it a
+ * request is refused at once (HTTP 503, gRPC UNAVAILABLE: retry later or elsewhere) instead of
+ * queueing without bound. 0: no limit. Default 0 (each model's queue bound still holds:
+ * isv_model_config_set_max_queue). */
+ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n);
+/* Worker threads the server keeps for ISV_EXEC_POOL backends — and for decoding and encoding
+ * JSON request and response bodies of 96 KiB or more, which would otherwise hold the host's
+ * loop for milliseconds (~3 ms per MB), for faulting in fresh memory for large HTTP/1.1 bodies
+ * and for freeing large request buffers. Its own threads, not libuv's
+ * pool: that pool is shared with the host's file system and DNS work and sized once per
+ * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
+ * the host. Started when a POOL backend first needs one, joined when the server closes.
+ * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1. */
+ISV_EXTERN int isv_options_set_worker_threads(isv_options *o, unsigned n);
 /* isv_server_close lets in-flight requests and responses finish for at most this long. Then
  * the connections still open are closed, requests still queued are answered 503 without
- * running, and running ones are cancelled (isv_request_cancelled). A backend gets 1 s more to
+ * running, and running ones are cancelled (isv_request_is_cancelled). A backend gets 1 s more to
  * complete them; one that does not is ABANDONED, so that a backend that never completes
  * cannot hold the close: its requests are answered 503 (a WARN log line names the model), the
  * close callback runs, and the library keeps what the backend still uses — the request, its
  * inputs, its model version, the worker thread it runs on (detached) — until the backend
  * completes it, whenever and from whatever thread. 0: no deadline. Default 30000 ms. */
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
-/* Connections open at once. At the limit, the connection without a request in flight that has
- * been so the longest is closed to make room — idle between keep-alive requests, or one that
- * never completed a request: silent since it connected, still sending a request's head, in
- * its TLS handshake or HTTP/2 preface — so that clients holding connections without asking
- * anything cannot lock new ones out before their timeouts. A connection whose request is being
- * received (its head complete), processed or answered is never closed for this. When every
- * connection has a request in flight, new ones are accepted and closed at once (logged once
- * per episode). Default 10000. */
-ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
-/* Nesting depth allowed in JSON request bodies. Default 64. */
-ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
-/* Inputs, requested outputs and parameters one request may carry, each (400 beyond, on every
- * protocol and in process): a body of a million tiny inputs would hold the loop and memory
- * long before validation could refuse it. Default 1024. */
-ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
-/* Listen with SO_REUSEPORT: several servers — one per loop, each in its thread — may listen on
- * the same address and port, and the kernel spreads the connections over them (the demo's
- * --threads). Servers made with one group (isv_options_set_group) share their models; others
- * keep their own. Default off. */
-ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
+
+/* ---- What the server speaks, and says of itself ----------------------------------------- */
+/* Turn a protocol front end on or off by name. Every one is on by default:
+ *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
+ *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
+ *                  and columnar formats), :classify and :regress (examples + context)
+ *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
+ *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
+ *                  endpoint id names the model); "parameters" and other keys as parameters
+ *   "grps"         grps under /grps/v1 (health, online/offline, metadata, infer/predict with
+ *                  ?streaming=true, metrics at / and /grps/v1/monitor/metrics) and gRPC
+ *                  grps.protos.v1.GrpsService
+ *   "grpc_health"  gRPC grpc.health.v1.Health/Check
+ *   "metrics"      GET /metrics (Prometheus)
+ * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
+ * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
+ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
+/* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
+ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
+/* Triton's strict readiness: the server is ready only while online AND every registered model
+ * version is READY. Default off (ready = online). */
+ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
+/* Triton's system shared memory extension (its --allow-client-shm): clients may register
+ * regions of POSIX shared memory objects (/v2/systemsharedmemory/..., gRPC
+ * SystemSharedMemory*) and name them in their tensors' parameters, which the server then reads
+ * and writes. Any client that reaches the server can then open, read and write every
+ * shared memory object the server's user may open: turn it on only where the clients are
+ * trusted and on the same host. Default off: registering answers 501 / UNIMPLEMENTED saying
+ * so, status lists nothing, and server metadata does not list "system_shared_memory".
+ * By default the server never maps a client's object: an input in a region is read with
+ * pread(2) into the request's own memory before the backend runs, and an output for a region
+ * is written by the backend into library memory, then with pwrite(2) into the region — so a
+ * client that shrinks its object while a request uses it gets a 400 / INVALID_ARGUMENT
+ * ("... was shrunk ...") instead of killing the process (see
+ * isv_options_set_shared_memory_in_place for the zero-copy alternative). */
+ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
+/* Zero-copy shared memory for TRUSTED clients only (default off). With it, a region is mapped
+ * (mmap MAP_SHARED) at registration, backends read inputs in place from the client's mapping
+ * and isv_request_alloc_output hands them a pointer into the region when the output fits there (as
+ * Triton does): no copy of the tensor in or out. The risk: the pages belong to the client,
+ * which can shrink its object (ftruncate) at any moment — a backend, or the library writing an
+ * output, that then touches a page past the object's new end gets SIGBUS and the WHOLE
+ * PROCESS dies (the size check at each use cannot close that race), and a client may change
+ * an input while the backend reads it. Turn it on only when every client that can reach the
+ * server is as trusted as the process itself. No effect without isv_options_set_shared_memory.
+ * In a group (isv_options_set_group) every member must agree with the first on it, as on
+ * isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL. 0, or ISV_EINVAL
+ * (o NULL). */
+ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int trusted);
+
+/* ---- What the server tells the host ----------------------------------------------------- */
+/* Messages the server has for the host: a limit reached, a client cut off for abuse... */
+typedef enum { ISV_LOG_ERROR = 1, ISV_LOG_WARN = 2, ISV_LOG_INFO = 3 } isv_log_level;
+typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message);
+/* Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
+ * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only. */
+ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
+/* One answered request, for an access log. Fields may be added at the end: read them only
+ * when struct_size covers them. Strings are valid during the call only. */
+typedef struct isv_access_entry {
+  size_t struct_size;
+  const char *protocol; /* "http/1.1" (HTTP/1.0 too; with TLS too), "h2c" (REST over HTTP/2;
+                         * "h2" with TLS), "grpc", or
+                         * "adapter" (an isv_exchange the host's own server carried; the
+                         * host's gRPC calls are its to log) */
+  const char *method;   /* "GET", "POST", ... ("" when the request line was not read) */
+  const char *path;     /* as sent, without the query ("" when not read); gRPC: the method */
+  int status;           /* the HTTP status; for gRPC the grpc-status code (0 = OK) */
+  uint64_t bytes_in;    /* request body bytes (gRPC: the messages' bytes, framing included) */
+  uint64_t bytes_out;   /* response body bytes the server answered with */
+  uint64_t duration_us; /* from the request read whole (REST) or the call's headers (gRPC)
+                         * to its answer's end: written (REST), the trailers handed to
+                         * HTTP/2 (gRPC) */
+} isv_access_entry;
+typedef void (*isv_access_cb)(void *user, const isv_access_entry *entry);
+/* Called on the loop thread once per request answered over the network — every status, the
+ * transport's own refusals (400, 408, 413, 431...) included; a request whose client left
+ * before its answer was written is logged with the status it was answered with (499 when it
+ * was cancelled). Default: none. In-process requests are not logged. */
+ISV_EXTERN int isv_options_set_access_log(isv_options *o, isv_access_cb cb, void *user);
 
 /* ---- Every core: a group of servers, one per loop and thread, serving one set of models ----
  *
@@ -283,130 +484,6 @@ ISV_EXTERN void isv_group_free(isv_group *g);
  * call isv_server_listen on one address at the same moment, each from its own loop thread:
  * the group takes their listens one at a time, and all succeed. */
 ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g);
-/* Triton's strict readiness: the server is ready only while online AND every registered model
- * version is READY. Default off (ready = online). */
-ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
-/* Triton's system shared memory extension (its --allow-client-shm): clients may register
- * regions of POSIX shared memory objects (/v2/systemsharedmemory/..., gRPC
- * SystemSharedMemory*) and name them in their tensors' parameters, which the server then reads
- * and writes. Any client that reaches the server can then open, read and write every
- * shared memory object the server's user may open: turn it on only where the clients are
- * trusted and on the same host. Default off: registering answers 501 / UNIMPLEMENTED saying
- * so, status lists nothing, and server metadata does not list "system_shared_memory".
- * By default the server never maps a client's object: an input in a region is read with
- * pread(2) into the request's own memory before the backend runs, and an output for a region
- * is written by the backend into library memory, then with pwrite(2) into the region — so a
- * client that shrinks its object while a request uses it gets a 400 / INVALID_ARGUMENT
- * ("... was shrunk ...") instead of killing the process (see
- * isv_options_set_shared_memory_in_place for the zero-copy alternative). */
-ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
-/* Zero-copy shared memory for TRUSTED clients only (default off). With it, a region is mapped
- * (mmap MAP_SHARED) at registration, backends read inputs in place from the client's mapping
- * and isv_request_output hands them a pointer into the region when the output fits there (as
- * Triton does): no copy of the tensor in or out. The risk: the pages belong to the client,
- * which can shrink its object (ftruncate) at any moment — a backend, or the library writing an
- * output, that then touches a page past the object's new end gets SIGBUS and the WHOLE
- * PROCESS dies (the size check at each use cannot close that race), and a client may change
- * an input while the backend reads it. Turn it on only when every client that can reach the
- * server is as trusted as the process itself. No effect without isv_options_set_shared_memory.
- * In a group (isv_options_set_group) every member must agree with the first on it, as on
- * isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL. 0, or ISV_EINVAL
- * (o NULL). */
-ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int trusted);
-/* Turn a protocol front end on or off by name. Every one is on by default:
- *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
- *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
- *                  and columnar formats), :classify and :regress (examples + context)
- *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
- *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
- *                  endpoint id names the model); "parameters" and other keys as parameters
- *   "grps"         grps under /grps/v1 (health, online/offline, metadata, infer/predict with
- *                  ?streaming=true, metrics at / and /grps/v1/monitor/metrics) and gRPC
- *                  grps.protos.v1.GrpsService
- *   "grpc_health"  gRPC grpc.health.v1.Health/Check
- *   "metrics"      GET /metrics (Prometheus)
- * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
- * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
-ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
-/* Worker threads the server keeps for ISV_EXEC_POOL backends — and for decoding and encoding
- * JSON request and response bodies of 96 KiB or more, which would otherwise hold the host's
- * loop for milliseconds (~3 ms per MB), for faulting in fresh memory for large HTTP/1.1 bodies
- * and for freeing large request buffers. Its own threads, not libuv's
- * pool: that pool is shared with the host's file system and DNS work and sized once per
- * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
- * the host. Started when a POOL backend first needs one, joined when the server closes.
- * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1. */
-ISV_EXTERN int isv_options_set_worker_threads(isv_options *o, unsigned n);
-/* Inference requests accepted at once — queued or running, every model together. Beyond it a
- * request is refused at once (HTTP 503, gRPC UNAVAILABLE: retry later or elsewhere) instead of
- * queueing without bound. 0: no limit. Default 0 (each model's queue bound still holds:
- * isv_model_config_set_max_queue). */
-ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n);
-/* Messages the server has for the host: a limit reached, a client cut off for abuse... */
-typedef enum { ISV_LOG_ERROR = 1, ISV_LOG_WARN = 2, ISV_LOG_INFO = 3 } isv_log_level;
-typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message);
-/* Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
- * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only. */
-ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
-/* One answered request, for an access log. Fields may be added at the end: read them only
- * when struct_size covers them. Strings are valid during the call only. */
-typedef struct isv_access_entry {
-  size_t struct_size;
-  const char *protocol; /* "http/1.1" (HTTP/1.0 too; with TLS too), "h2c" (REST over HTTP/2;
-                         * "h2" with TLS), "grpc", or
-                         * "adapter" (an isv_exchange the host's own server carried; the
-                         * host's gRPC calls are its to log) */
-  const char *method;   /* "GET", "POST", ... ("" when the request line was not read) */
-  const char *path;     /* as sent, without the query ("" when not read); gRPC: the method */
-  int status;           /* the HTTP status; for gRPC the grpc-status code (0 = OK) */
-  uint64_t bytes_in;    /* request body bytes (gRPC: the messages' bytes, framing included) */
-  uint64_t bytes_out;   /* response body bytes the server answered with */
-  uint64_t duration_us; /* from the request read whole (REST) or the call's headers (gRPC)
-                         * to its answer's end: written (REST), the trailers handed to
-                         * HTTP/2 (gRPC) */
-} isv_access_entry;
-typedef void (*isv_access_cb)(void *user, const isv_access_entry *entry);
-/* Called on the loop thread once per request answered over the network — every status, the
- * transport's own refusals (400, 408, 413, 431...) included; a request whose client left
- * before its answer was written is logged with the status it was answered with (499 when it
- * was cancelled). Default: none. In-process requests are not logged. */
-ISV_EXTERN int isv_options_set_access_log(isv_options *o, isv_access_cb cb, void *user);
-/* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
-ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
-/* Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)
- * the server keeps mapped for the next requests instead of returning them to the system:
- * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
- * kept. 0 keeps none. Default 64 MiB. */
-ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
-/* The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
- * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
- * (nghttp2 is given the same functions), requests and their tensors, registered models, and
- * the encoded answers and decoded (inflated) bodies (they grow through it by doubling,
- * whatever their size: a 66 MiB JSON answer takes up to 128 MiB of it at its peak). Not
- * through it: the large blocks the library maps itself — request bodies and gRPC messages as
- * they arrive, big tensors of 1 MiB or more (mapped directly, 2 MiB aligned for huge pages, and
- * cached: isv_options_set_buffer_cache_bytes); the table of a group the host made (isv_group:
- * shared by servers that may have different allocators, libc's — a server made without one
- * keeps its models' table through these functions); isv_options and isv_model_config objects,
- * which exist before any server (libc's malloc); libuv's own allocations
- * (uv_replace_allocator is the process's, the host's to set).
- * The functions are called from the loop thread, the server's worker threads and any thread a
- * backend calls the request API from: they must be thread-safe. They must return memory
- * aligned for any type (as malloc does); calloc's must be zeroed; realloc(NULL, n) and
- * free(NULL) must behave as libc's. A NULL return is an allocation failure, answered as the
- * server's shortage (503 / UNAVAILABLE, or ISV_ENOMEM from the call) — never a crash.
- * `user` is passed to each. Fields may be added at the end: struct_size = sizeof(isv_mem). */
-typedef struct isv_mem {
-  size_t struct_size;
-  void *user;
-  void *(*malloc)(size_t size, void *user);
-  void (*free)(void *ptr, void *user);
-  void *(*calloc)(size_t nmemb, size_t size, void *user);
-  void *(*realloc)(void *ptr, size_t size, void *user);
-} isv_mem;
-/* Copied. NULL: libc's (the default). ISV_EINVAL when a function is missing or struct_size is
- * too small. */
-ISV_EXTERN int isv_options_set_mem(isv_options *o, const isv_mem *mem);
 
 /* ---------------------------------------------------------------------------------------------
  * Server
@@ -477,10 +554,10 @@ typedef enum {
 
 /* Why a sequence ended (isv_backend.sequence_end). */
 typedef enum {
-  ISV_SEQUENCE_ENDED = 1, /* its request with sequence_end ran */
-  ISV_SEQUENCE_IDLE,      /* no request came for the model's idle timeout */
-  ISV_SEQUENCE_RESTARTED, /* a new request with sequence_start took its id */
-  ISV_SEQUENCE_CLOSED     /* the model version was removed or the server closed */
+  ISV_SEQUENCE_END_REQUESTED = 1, /* its request with sequence_end ran */
+  ISV_SEQUENCE_END_IDLE,      /* no request came for the model's idle timeout */
+  ISV_SEQUENCE_END_RESTARTED, /* a new request with sequence_start took its id */
+  ISV_SEQUENCE_END_CLOSED     /* the model version was removed or the server closed */
 } isv_sequence_end_reason;
 
 typedef struct isv_model_config isv_model_config;
@@ -490,7 +567,7 @@ typedef struct isv_request isv_request;
  * fields added later are read only when struct_size covers them. */
 typedef struct isv_backend {
   size_t struct_size;
-  /* Run one request: read inputs, allocate outputs with isv_request_output(), then call
+  /* Run one request: read inputs, allocate outputs with isv_request_alloc_output(), then call
    * isv_request_complete() — before returning or later, from any thread. The return value is
    * ignored when the request was completed; a nonzero return WITHOUT completing completes the
    * request as isv_request_complete(req, rc, NULL) would (so returning what a failed library
@@ -554,7 +631,7 @@ ISV_EXTERN int isv_model_config_add_signature(isv_model_config *c, const char *n
                                               const char *const *output_aliases, size_t n_outputs);
 /* Open I/O, for generic models (grps's, pass-throughs): a request may carry inputs the config
  * does not declare — any names (unique), datatypes and shapes — and the backend may set
- * outputs it does not declare (any name, datatype and shape; isv_request_output and
+ * outputs it does not declare (any name, datatype and shape; isv_request_alloc_output and
  * isv_request_set_output copy the name). Declared inputs and outputs keep their rules (a
  * declared input is still required). Without requested outputs every output set is answered,
  * in the order the backend set them. Not with dynamic batching (isv_server_add_model:
@@ -580,7 +657,7 @@ ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
 /* The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
  * theirs with the request parameter "timeout" (microseconds, as Triton) or gRPC's grpc-timeout;
  * the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
- * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_cancelled) and
+ * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_is_cancelled) and
  * answered 504 once its backend completes, whatever it completed with. */
 ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint64_t us);
 /* Dynamic batching (the model needs max_batch > 0): waiting requests whose inputs agree beyond
@@ -607,7 +684,7 @@ ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on);
  * isv_request_sequence_state gives it, handed back through isv_backend.sequence_end when the
  * sequence is over. A request for a sequence that is not live without sequence_start: 400. A
  * start beyond max_sequences live ones: 503. A start for a live id ends the old sequence
- * (ISV_SEQUENCE_RESTARTED; its requests already queued still run). idle_timeout_us: a
+ * (ISV_SEQUENCE_END_RESTARTED; its requests already queued still run). idle_timeout_us: a
  * sequence with no request for this long ends (0: 1 s, Triton's default); max_sequences: 0
  * means 1024. */
 ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
@@ -717,7 +794,7 @@ ISV_EXTERN size_t isv_request_param_count(const isv_request *r);
 ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, const isv_param **v);
 /* Whether the client asked for this output (it asked for all when it named none). A backend
  * may skip unrequested outputs; the library drops any it produces anyway. Any thread. */
-ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name);
+ISV_EXTERN int isv_request_is_output_requested(const isv_request *r, const char *name);
 /* Allocate output `name` (declared in the model config, datatype must match, shape must fit
  * the declared one with its batch dimension) and return its buffer in *data (16-byte
  * aligned), owned by the library and written to the client in place. BYTES: *data is an
@@ -726,11 +803,11 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
  * (the request keeps which one, for the 500 its client gets if the backend returns the code),
  * ISV_EEXIST when the output is already set, ISV_ESTATE after isv_request_complete,
  * ISV_ENOMEM. Any thread. */
-ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
+ISV_EXTERN int isv_request_alloc_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
 /* Set output `name` to memory the backend already holds, without a copy: a pass-through of an
  * input, a tensor the model keeps, a buffer from the backend's own pool. Name, datatype and
- * shape follow isv_request_output(). `data` follows the buffer contract above, where "done"
+ * shape follow isv_request_alloc_output(). `data` follows the buffer contract above, where "done"
  * means the request is freed (after its response was written, or by the in-process client):
  *   ISV_STATIC     stays valid and unchanged until then — an input of this request
  *                  (isv_tensor_data), isv_request_alloc() memory, or the backend's own;
@@ -747,7 +824,7 @@ ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_data
  * the request's deadline passed. A backend may then stop early and complete with
  * ISV_ECANCELED; the answer goes nowhere when the client is gone, and is 504 when the deadline
  * passed. Any thread. */
-ISV_EXTERN int isv_request_cancelled(const isv_request *r);
+ISV_EXTERN int isv_request_is_cancelled(const isv_request *r);
 /* Attach a parameter to the response (V2 REST "parameters", ModelInferResponse.parameters).
  * Key and string values are copied; a repeated key replaces the earlier value. ISV_EINVAL
  * for a request not submitted, ISV_ESTATE once it completed. Any thread (the one running the
@@ -757,31 +834,30 @@ ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
 /* Which instance of the model runs r: 0..instances-1 (isv_model_config_set_instances). Any
  * thread (the one running the backend). */
 ISV_EXTERN unsigned isv_request_instance(const isv_request *r);
-#define ISV_SEQUENCE_START 1u
-#define ISV_SEQUENCE_END 2u
-/* Sequence batching: r's flags (ISV_SEQUENCE_START and/or ISV_SEQUENCE_END, or 0 in between)
- * and its sequence's id — numeric in *id (*id_str NULL) or a string in *id_str (*id 0); id and
- * id_str may be NULL. -1 when r belongs to no sequence. Any thread (the one running the
+#define ISV_SEQUENCE_FLAG_START 1u
+#define ISV_SEQUENCE_FLAG_END 2u
+/* Sequence batching: r's flags (ISV_SEQUENCE_FLAG_START and/or ISV_SEQUENCE_FLAG_END, or 0 in
+ * between) and its sequence's id — numeric in *id (*id_str NULL) or a string in *id_str (*id 0); id
+ * and id_str may be NULL. -1 when r belongs to no sequence. Any thread (the one running the
  * backend). */
 ISV_EXTERN int isv_request_sequence(const isv_request *r, uint64_t *id, const char **id_str);
 /* The state slot of r's sequence: NULL at its start; what the backend stores there is handed
  * back by isv_backend.sequence_end. NULL when r belongs to no sequence. Any thread (the one
  * running the backend: a sequence's requests never run at once). */
 ISV_EXTERN void **isv_request_sequence_state(isv_request *r);
-/* Decoupled models: send the outputs and response parameters set so far as one response,
- * now, and start the next one empty. isv_request_complete() ends the stream (outputs set then
- * form a last response). ISV_ESTATE when the model is not decoupled or r is complete. Any
- * thread (the one running the backend).
- * Backpressure: ISV_EAGAIN when the stream's client has not taken what was sent so far
- * (isv_options_set_max_queued_stream_bytes / _conn_bytes; a response counts its outputs'
- * bytes, the memory it holds — 8 KiB at the least — and a small constant; a piece queued on
- * the connection its bytes and 256 more). Nothing was sent then: the outputs and parameters stay set on
- * r, and the same call may be repeated later. The call never blocks; learn when to retry with
- * isv_request_on_writable. */
+/* Decoupled models: send the outputs and response parameters set so far as one response, now, and
+ * start the next one empty. isv_request_complete() ends the stream (outputs set then form a last
+ * response). ISV_ESTATE when the model is not decoupled or r is complete. Any thread (the one
+ * running the backend). Backpressure: ISV_EAGAIN when the stream's client has not taken what was
+ * sent so far (isv_options_set_max_queued_stream_bytes / _conn_bytes; a response counts its
+ * outputs' bytes, the memory it holds — 8 KiB at the least — and a small constant; a piece queued
+ * on the connection its bytes and 256 more). Nothing was sent then: the outputs and parameters stay
+ * set on r, and the same call may be repeated later. The call never blocks; learn when to retry
+ * with isv_request_on_writable. */
 ISV_EXTERN int isv_request_send_response(isv_request *r);
 /* Decoupled models: cb(r, user) runs ONCE, on the loop thread, when r's stream can take more
  * responses — at once (the next loop turn) when it already can — or when r was cancelled (the
- * client left, the deadline passed: check isv_request_cancelled and complete). A second call
+ * client left, the deadline passed: check isv_request_is_cancelled and complete). A second call
  * replaces the first callback. cb must not block (it runs on the host's loop): a backend on a
  * worker thread typically signals its own condition variable there. Never called after r was
  * completed. 0, or ISV_EINVAL / ISV_ESTATE (r is complete, or not decoupled). Any thread (the
@@ -836,18 +912,19 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
                                      size_t byte_size, isv_destructor del);
 /* Ask for one output (none asked = every output). classification > 0 turns it into the top-k
  * "value:index[:label]" BYTES output of the classification extension. */
-ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification);
+ISV_EXTERN int isv_request_add_requested_output(isv_request *r, const char *name,
+                                                uint32_t classification);
 /* Ask for one output written into the caller's own buffer `buf` of `size` bytes (the way a
  * trusted client's shared memory region receives its output:
  * isv_options_set_shared_memory_in_place): the backend's
- * isv_request_output() writes straight into buf when the output fits and buf is 16-byte
+ * isv_request_alloc_output() writes straight into buf when the output fits and buf is 16-byte
  * aligned, else the output is copied there once after the backend (BYTES outputs as their
  * u32-LE length + bytes form). An output larger than `size` fails the request with ISV_EBADREQ
  * naming both sizes. buf is the caller's (ISV_STATIC-like): it must stay valid, and not be
  * read, until the request's done callback; the output tensor's data then points into it
  * (BYTES: an isv_bytes array of library memory, the serialised form in buf). Before
  * isv_server_infer. ISV_EINVAL (NULL name, NULL buf with a size, submitted), ISV_ENOMEM. */
-ISV_EXTERN int isv_request_add_output_buffer(isv_request *r, const char *name, void *buf,
+ISV_EXTERN int isv_request_add_requested_output_buffer(isv_request *r, const char *name, void *buf,
                                              size_t size);
 /* Copies key and value (string values too). A repeated key replaces the earlier value. */
 ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value);
@@ -858,7 +935,7 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
  * it, a request to a decoupled model fails 400. Before isv_server_infer. */
 ISV_EXTERN int isv_request_set_response_cb(isv_request *r, isv_infer_cb cb, void *data);
 /* Cancel a submitted request: if it still waits it never runs and completes ISV_ECANCELED at
- * once; if it runs, the backend sees isv_request_cancelled(). 0, or ISV_ESTATE when it is not
+ * once; if it runs, the backend sees isv_request_is_cancelled(). 0, or ISV_ESTATE when it is not
  * in flight. Loop thread. */
 ISV_EXTERN int isv_request_cancel(isv_request *r);
 /* Run it. cb runs on the loop thread once the request is done — possibly before this function
@@ -871,7 +948,7 @@ ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb
 ISV_EXTERN const char *isv_request_error_message(const isv_request *r);
 ISV_EXTERN size_t isv_request_output_count(const isv_request *r);
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i);
-ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name);
+ISV_EXTERN const isv_tensor *isv_request_output(const isv_request *r, const char *name);
 /* The parameters the backend attached to the response (after completion, loop thread). */
 ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r);
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
@@ -880,24 +957,23 @@ ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_
 /* ---------------------------------------------------------------------------------------------
  * Model repository (Triton's model repository extension: V2 REST POST /v2/repository/index,
  * /v2/repository/models/{m}/load and /unload; gRPC RepositoryIndex, RepositoryModelLoad,
- * RepositoryModelUnload). The library keeps no model files: what "loading" means is the host's.
- *  - index: the registered models (every version, its state from the registry: READY, LOADING,
- *    UNAVAILABLE...), plus the models the host's list() names that are not registered (state
- *    UNAVAILABLE with the host's reason, or the name alone), sorted by name then version.
- *    Served with or without callbacks.
- *  - load / unload: forwarded to the host's callbacks, which register or remove the model
- *    themselves (isv_server_add_model, isv_server_remove_model) and then complete the
- *    operation. A load's "config" parameter (Triton's model config as JSON) reaches the host
- *    checked to be a JSON object; "file:..." parameters are refused (501), other parameters
- *    too (400); unload's "unload_dependents" (bool) is passed on. Without callbacks both answer
- *    503 "explicit model load / unload is not allowed: ..." (Triton's words for a server
- *    without model control), and server metadata does not list "model_repository".
- * Operations run one at a time, in arrival order (a second waits until the first completes):
- * the host never sees two at once on one server. In a group (isv_options_set_group) the
- * callbacks are each member's and so is that order: members given callbacks may call them at
- * the same time from their own threads (the registration a load makes is the group's). Each runs like a request of a hidden model version
- * ("@repository" in /metrics): a client that goes away, a deadline (gRPC's grpc-timeout) or
- * the server's close never frees an operation under the host — its answer is just dropped.
+ * RepositoryModelUnload). The library keeps no model files: what "loading" means is the host's. -
+ * index: the registered models (every version, its state from the registry: READY, LOADING,
+ * UNAVAILABLE...), plus the models the host's list() names that are not registered (state
+ * UNAVAILABLE with the host's reason, or the name alone), sorted by name then version. Served with
+ * or without callbacks. - load / unload: forwarded to the host's callbacks, which register or
+ * remove the model themselves (isv_server_add_model, isv_server_remove_model) and then complete the
+ * operation. A load's "config" parameter (Triton's model config as JSON) reaches the host checked
+ * to be a JSON object; "file:..." parameters are refused (501), other parameters too (400);
+ * unload's "unload_dependents" (bool) is passed on. Without callbacks both answer 503 "explicit
+ * model load / unload is not allowed: ..." (Triton's words for a server without model control), and
+ * server metadata does not list "model_repository". Operations run one at a time, in arrival order
+ * (a second waits until the first completes): the host never sees two at once on one server. In a
+ * group (isv_options_set_group) the callbacks are each member's and so is that order: members given
+ * callbacks may call them at the same time from their own threads (the registration a load makes is
+ * the group's). Each runs like a request of a hidden model version ("@repository" in /metrics): a
+ * client that goes away, a deadline (gRPC's grpc-timeout) or the server's close never frees an
+ * operation under the host — its answer is just dropped.
  * ------------------------------------------------------------------------------------------- */
 typedef struct isv_repository_list isv_repository_list;
 typedef struct isv_repository_op isv_repository_op;
@@ -941,7 +1017,7 @@ ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *nam
  * remove the model on the loop thread BEFORE completing. A second completion is refused with
  * ISV_ESTATE (isv_request_complete's guarantee). After completing, op and the strings passed
  * with it are gone. */
-ISV_EXTERN int isv_repository_op_done(isv_repository_op *op, int status, const char *message);
+ISV_EXTERN int isv_repository_op_complete(isv_repository_op *op, int status, const char *message);
 
 /* ---------------------------------------------------------------------------------------------
  * Custom HTTP routes (grps's "customized predict"): the host's own endpoints — an OpenAI-style
@@ -992,7 +1068,7 @@ ISV_EXTERN const char *isv_http_header(const isv_http_request *req, const char *
 /* The body (mutable: the handler may parse it in place); *len its length. */
 ISV_EXTERN void *isv_http_body(isv_http_request *req, size_t *len);
 /* The client went away (or the server's drain deadline passed): stop early and end. */
-ISV_EXTERN int isv_http_cancelled(const isv_http_request *req);
+ISV_EXTERN int isv_http_is_cancelled(const isv_http_request *req);
 /* A response header for the head that goes out with isv_http_respond or isv_http_begin (name
  * and value copied; not Content-Length, Transfer-Encoding or Connection: ISV_EINVAL). */
 ISV_EXTERN int isv_http_add_header(isv_http_request *req, const char *name, const char *value);
@@ -1017,7 +1093,7 @@ ISV_EXTERN int isv_http_begin(isv_http_request *req, int status, const char *con
 ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t len,
                               isv_destructor del);
 /* cb(req, user) runs ONCE, on the loop thread, when req's stream can take more — at once (the
- * next loop turn) when it already can — or when the client left (isv_http_cancelled: end
+ * next loop turn) when it already can — or when the client left (isv_http_is_cancelled: end
  * then). A second call replaces the first callback; never called after isv_http_end. cb must
  * not block (it runs on the host's loop): a handler on a worker thread waits on its own
  * condition variable, signalled from cb (examples/demo/routes.c, /custom/sse); an inline or
@@ -1103,16 +1179,15 @@ typedef enum {
   ISV_AUTH_FORBIDDEN = 2        /* HTTP 403, gRPC PERMISSION_DENIED */
 } isv_auth_decision;
 
-/* Decide on a: call isv_auth_done exactly once — inside the callback, or later from any thread
- * (after checking a token with another service). The callback runs on the loop thread and
- * must not block. Until the decision the request waits (it counts as in flight: the server's
- * close waits for it too); a client that leaves meanwhile is answered into the void when the
- * decision comes. */
+/* Decide on a: call isv_auth_complete exactly once — inside the callback, or later from any thread
+ * (after checking a token with another service). The callback runs on the loop thread and must not
+ * block. Until the decision the request waits (it counts as in flight: the server's close waits for
+ * it too); a client that leaves meanwhile is answered into the void when the decision comes. */
 typedef void (*isv_authorize_cb)(isv_auth *a, void *user);
 /* NULL cb: every request is allowed (the default). ISV_ESTATE when closing. Loop thread. */
 ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, void *user);
 
-/* What a carries — valid until isv_auth_done, on the thread deciding: */
+/* What a carries — valid until isv_auth_complete, on the thread deciding: */
 /* HTTP: the front end — "kserve_v2", "tfserving", "vertex", "grps", "custom", "metrics"; gRPC:
  * the method's label — "v2_grpc", "grps_grpc", "grpc_health". */
 ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a);
@@ -1145,14 +1220,14 @@ ISV_EXTERN const char *isv_auth_client(const isv_auth *a);
 ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value);
 /* The decision, exactly once, from any thread; message (copied, NULL: a default) is the
  * error's text. a is gone afterwards. ISV_EINVAL for an unknown decision (nothing happens). */
-ISV_EXTERN int isv_auth_done(isv_auth *a, isv_auth_decision decision, const char *message);
+ISV_EXTERN int isv_auth_complete(isv_auth *a, isv_auth_decision decision, const char *message);
 
 /* Requests one client may have in flight at once — every protocol together, counted from its
  * admission to its answer's end; a gRPC call counts once, but a bidirectional stream
- * (ModelStreamInfer) counts each of its requests while it is in flight instead (one over the
- * limit is answered in the stream, RESOURCE_EXHAUSTED, and the stream goes on). Beyond: HTTP 429, gRPC
- * RESOURCE_EXHAUSTED, naming the limit. The client is the authorizer's key
- * (isv_auth_set_client) or the peer's address without the port. 0: no limit (the default). */
+ * (ModelStreamInfer) counts each of its requests while it is in flight instead (one over the limit
+ * is answered in the stream, RESOURCE_EXHAUSTED, and the stream goes on). Beyond: HTTP 429, gRPC
+ * RESOURCE_EXHAUSTED, naming the limit. The client is the authorizer's key (isv_auth_set_client) or
+ * the peer's address without the port. 0: no limit (the default). */
 ISV_EXTERN int isv_options_set_max_client_requests(isv_options *o, unsigned n);
 /* Browsers on these origins may call the REST APIs (CORS): space-separated
  * "scheme://host[:port]" origins, or "*" for any. A preflight (OPTIONS with
@@ -1186,7 +1261,7 @@ ISV_EXTERN int isv_options_set_cors_origins(isv_options *o, const char *origins)
  * copying them, or when it drops them (the client is gone), also after the exchange or call
  * they belong to ended. The library keeps what they point into until then. NULL is a no-op. */
 typedef struct isv_piece isv_piece;
-ISV_EXTERN void isv_piece_release(isv_piece *piece);
+ISV_EXTERN void isv_piece_free(isv_piece *piece);
 
 /* A header or metadata entry: not NUL-terminated, valid during the call it is passed to. */
 typedef struct isv_field {
@@ -1246,7 +1321,7 @@ ISV_EXTERN int isv_exchange_submit(isv_exchange *x);
  * freed; after, what answers it is told (as when a client disconnects: running work is
  * cancelled) and its answer is dropped — the carrier is not called for x again. The pieces the
  * host holds stay valid until it releases them. x must not be used afterwards. */
-ISV_EXTERN void isv_exchange_cancel(isv_exchange *x);
+ISV_EXTERN void isv_exchange_free(isv_exchange *x);
 
 /* One gRPC call handed in by a host with its own gRPC stack (it does the HTTP/2 framing,
  * compression and deadlines' transport; the library sees whole, uncompressed messages). */
@@ -1285,13 +1360,13 @@ ISV_EXTERN int isv_grpc_call_start(isv_grpc_call *call);
 /* One whole request message (copied). ISV_ETOOBIG past max_body_bytes: the call is finished
  * RESOURCE_EXHAUSTED. ISV_ESTATE before start or after half-close; ISV_ECANCELED once the call
  * finished (the message is dropped). */
-ISV_EXTERN int isv_grpc_call_message(isv_grpc_call *call, const void *msg, size_t len);
+ISV_EXTERN int isv_grpc_call_append_message(isv_grpc_call *call, const void *msg, size_t len);
 /* The client sent its last message. */
 ISV_EXTERN int isv_grpc_call_half_close(isv_grpc_call *call);
 /* The host lets go of call (its client cancelled or went away): the service is told, what it
  * still sends is dropped, the carrier is not called for it again; pieces held stay valid until
  * released. call must not be used afterwards. */
-ISV_EXTERN void isv_grpc_call_cancel(isv_grpc_call *call);
+ISV_EXTERN void isv_grpc_call_free(isv_grpc_call *call);
 
 #ifdef __cplusplus
 }

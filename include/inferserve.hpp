@@ -6,7 +6,7 @@
  *   cfg.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
  *   srv.add_model(cfg, "1", [a](isv::request &r) {  // a lambda, any captures
  *     auto x = r.input("x").data<float>();
- *     auto y = r.output<float>("y", r.input("x").shape());
+ *     auto y = r.alloc_output<float>("y", r.input("x").shape());
  *     for (size_t i = 0; i < x.size(); i++) y[i] = a * x[i];
  *   });                                             // returns: the request completes with 0
  *   srv.listen("127.0.0.1", 8000);
@@ -23,7 +23,7 @@
  *   srv.add_async_model(cfg, "1", [&jobs](isv::async_request &h) {  // on the loop thread
  *     jobs.push([h = std::move(h)]() mutable {                       // any thread, later
  *       if (h->cancelled()) return h.fail(ISV_ECANCELED);
- *       auto y = h->output<float>("y", h->input("x").shape());
+ *       auto y = h->alloc_output<float>("y", h->input("x").shape());
  *       ...
  *       h.complete();                                                // or h.fail(code, text)
  *     });
@@ -170,25 +170,25 @@ class request {
   /* A request parameter, or nullptr. */
   const isv_param *param(const char *key) const noexcept { return isv_request_param(r_, key); }
   bool output_requested(const char *name) const noexcept {
-    return isv_request_output_requested(r_, name) != 0;
+    return isv_request_is_output_requested(r_, name) != 0;
   }
-  bool cancelled() const noexcept { return isv_request_cancelled(r_) != 0; }
+  bool cancelled() const noexcept { return isv_request_is_cancelled(r_) != 0; }
   unsigned instance() const noexcept { return isv_request_instance(r_); }
   /* Allocate declared output `name` of this shape; its elements to fill. The library's rule
    * checks (name, datatype, shape) throw isv::error, which fails the request with a 500 that
    * names the rule. */
   template <class T>
-  span<T> output(const char *name, span<const std::int64_t> shape) {
+  span<T> alloc_output(const char *name, span<const std::int64_t> shape) {
     void *p = nullptr;
-    detail::check(isv_request_output(r_, name, datatype_of<T>::value, shape.data(), shape.size(),
-                                     &p));
+    detail::check(isv_request_alloc_output(r_, name, datatype_of<T>::value, shape.data(),
+                                           shape.size(), &p));
     std::size_t n = 1;
     for (std::int64_t d : shape) n *= static_cast<std::size_t>(d);
     return span<T>(static_cast<T *>(p), n);
   }
   template <class T>
-  span<T> output(const char *name, std::initializer_list<std::int64_t> shape) {
-    return output<T>(name, span<const std::int64_t>(shape.begin(), shape.size()));
+  span<T> alloc_output(const char *name, std::initializer_list<std::int64_t> shape) {
+    return alloc_output<T>(name, span<const std::int64_t>(shape.begin(), shape.size()));
   }
   void set_response_param(const char *key, const isv_param &value) {
     detail::check(isv_request_set_response_param(r_, key, &value));
@@ -326,7 +326,7 @@ inline void destroy(void *user) { delete static_cast<backend_box *>(user); }
 
 /* A request an asynchronous backend completes later (add_async_model): a move-only handle that
  * owns the obligation to complete it. Use the request through it (h->input("x"),
- * h->output<float>(...), h->cancelled(), h->send_response()), move it to the thread that
+ * h->alloc_output<float>(...), h->cancelled(), h->send_response()), move it to the thread that
  * finishes the work, then complete() or fail() — from any thread, once. Afterwards, or once
  * moved from, the handle is empty: its request is the library's, and using it throws
  * isv::error(ISV_ESTATE).

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
       float a = static_cast<float>(number("a", 2)), b = static_cast<float>(number("b", 0));
       isv::tensor_view x = r.input("x");
       auto in = x.data<float>();
-      auto out = r.output<float>("y", x.shape());
+      auto out = r.alloc_output<float>("y", x.shape());
       for (std::size_t i = 0; i < in.size(); i++) out[i] = a * in[i] + b;
     });
     srv.listen("127.0.0.1", port);

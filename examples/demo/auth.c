@@ -118,7 +118,7 @@ static void decider(void *arg) {
     }
     if ((auth.head = p->next) == NULL) auth.tail = &auth.head;
     uv_mutex_unlock(&auth.mu);
-    isv_auth_done(p->a, p->d, p->msg); /* from this thread: the library takes it to the loop */
+    isv_auth_complete(p->a, p->d, p->msg); /* from this thread: the library takes it to the loop */
     free(p);
     uv_mutex_lock(&auth.mu);
   }
@@ -131,7 +131,7 @@ static void authorize(isv_auth *a, void *user) {
   isv_auth_decision d = decide(a, msg, sizeof msg);
   pending *p = auth.delay_ns ? calloc(1, sizeof *p) : NULL;
   if (p == NULL) {
-    isv_auth_done(a, d, msg[0] ? msg : NULL);
+    isv_auth_complete(a, d, msg[0] ? msg : NULL);
     return;
   }
   p->a = a;

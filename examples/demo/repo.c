@@ -227,7 +227,7 @@ static void finish_load(pending *pl) {
   const char *name = r->names[pl->model];
   unlink_pending(pl);
   if (rs->closed) {
-    isv_repository_op_done(pl->op, ISV_EUNAVAIL, "the server is shutting down");
+    isv_repository_op_complete(pl->op, ISV_EUNAVAIL, "the server is shutting down");
   } else {
     char msg[REASON_MAX];
     uv_mutex_lock(&r->mu);
@@ -242,8 +242,9 @@ static void finish_load(pending *pl) {
       r->reasons[pl->model][0] = '\0';
     }
     uv_mutex_unlock(&r->mu);
-    if (rc < 0) isv_repository_op_done(pl->op, rc == ISV_ESTATE ? ISV_EUNAVAIL : ISV_EBACKEND, msg);
-    else isv_repository_op_done(pl->op, 0, NULL);
+    if (rc < 0)
+      isv_repository_op_complete(pl->op, rc == ISV_ESTATE ? ISV_EUNAVAIL : ISV_EBACKEND, msg);
+    else isv_repository_op_complete(pl->op, 0, NULL);
   }
   uv_close((uv_handle_t *)&pl->timer, free_pending);
 }
@@ -267,25 +268,25 @@ static void load(void *user, isv_repository_op *op, const char *name, const char
   if (i < 0 && registered(rs->srv, name)) {
     snprintf(msg, sizeof msg, "model '%.200s' is served, but not from the demo's repository: it "
                               "cannot be loaded again", name);
-    isv_repository_op_done(op, ISV_EBADREQ, msg);
+    isv_repository_op_complete(op, ISV_EBADREQ, msg);
     return;
   }
   if (i < 0) { /* Triton's words for a model its repository does not have */
     snprintf(msg, sizeof msg, "failed to load '%.200s', failed to poll from model repository",
              name);
-    isv_repository_op_done(op, ISV_ENOTFOUND, msg);
+    isv_repository_op_complete(op, ISV_ENOTFOUND, msg);
     return;
   }
   int64_t max_batch = -1;
   char err[300];
   if (config_json && parse_override(config_json, name, &max_batch, err, sizeof err) != 0) {
     snprintf(msg, sizeof msg, "failed to load '%.60s': %.200s", name, err); /* Triton's words */
-    isv_repository_op_done(op, ISV_EBADREQ, msg);
+    isv_repository_op_complete(op, ISV_EBADREQ, msg);
     return;
   }
   pending *pl = calloc(1, sizeof *pl);
   if (pl == NULL) {
-    isv_repository_op_done(op, ISV_ENOMEM, "out of memory");
+    isv_repository_op_complete(op, ISV_ENOMEM, "out of memory");
     return;
   }
   pl->op = op;
@@ -309,7 +310,7 @@ static void unload(void *user, isv_repository_op *op, const char *name, int unlo
   demo_repo *r = rs->r;
   long i = find(r, name);
   if (i < 0 && registered(rs->srv, name)) {
-    isv_repository_op_done(op, ISV_EBADREQ, "the model is not in the demo's repository (the "
+    isv_repository_op_complete(op, ISV_EBADREQ, "the model is not in the demo's repository (the "
                                             "scheduler's and grps's models are not): it could "
                                             "not be loaded again, so it stays");
     return;
@@ -320,7 +321,7 @@ static void unload(void *user, isv_repository_op *op, const char *name, int unlo
     snprintf(r->reasons[i], REASON_MAX, "unloaded");
     uv_mutex_unlock(&r->mu);
   }
-  isv_repository_op_done(op, 0, NULL); /* unloading what is not loaded succeeds, as Triton */
+  isv_repository_op_complete(op, 0, NULL); /* unloading what is not loaded succeeds, as Triton */
 }
 
 int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms) {

@@ -68,7 +68,7 @@ static int sse_write(isv_http_request *req, sse_wait *w, const void *ev, size_t 
     uv_mutex_lock(&w->mu);
     while (!w->ready) uv_cond_wait(&w->cv, &w->mu);
     uv_mutex_unlock(&w->mu);
-    if (isv_http_cancelled(req)) return 0; /* the client left: the caller stops */
+    if (isv_http_is_cancelled(req)) return 0; /* the client left: the caller stops */
   }
 }
 
@@ -90,7 +90,7 @@ static int sse(isv_http_request *req, void *user) {
   int rc = isv_http_add_header(req, "Cache-Control", "no-cache");
   if (rc == 0) rc = isv_http_begin(req, 200, "text/event-stream");
   for (long i = 0; rc == 0 && i < n; i++) {
-    if (isv_http_cancelled(req)) break; /* the client left: stop generating */
+    if (isv_http_is_cancelled(req)) break; /* the client left: stop generating */
     if (delay > 0 && i) uv_sleep((unsigned)delay);
     char ev[40 + 65536];
     int len = snprintf(ev, 40, "data: %ld", i);
@@ -104,7 +104,7 @@ static int sse(isv_http_request *req, void *user) {
     rc = sse_write(req, &w, ev, (size_t)len, ISV_TRANSIENT);
   }
   static const char done[] = "data: [DONE]\n\n";
-  if (rc == 0 && !isv_http_cancelled(req))
+  if (rc == 0 && !isv_http_is_cancelled(req))
     rc = sse_write(req, &w, done, sizeof done - 1, ISV_STATIC);
   uv_cond_destroy(&w.cv);
   uv_mutex_destroy(&w.mu);

@@ -56,7 +56,7 @@ int demo_send_response(isv_request *req) {
     uv_mutex_lock(&w.mu);
     while (!w.ready) uv_cond_wait(&w.cv, &w.mu);
     uv_mutex_unlock(&w.mu);
-    rc = isv_request_cancelled(req) ? ISV_ECANCELED : isv_request_send_response(req);
+    rc = isv_request_is_cancelled(req) ? ISV_ECANCELED : isv_request_send_response(req);
   }
   uv_cond_destroy(&w.cv);
   uv_mutex_destroy(&w.mu);
@@ -97,9 +97,9 @@ static const isv_tensor *input_or_fail(isv_request *req, const char *name, isv_d
 static int make_output(isv_request *req, const char *name, isv_datatype dt,
                        const int64_t *shape, size_t ndim, void **data) {
   *data = NULL;
-  if (!isv_request_output_requested(req, name))
+  if (!isv_request_is_output_requested(req, name))
     return 0;
-  int rc = isv_request_output(req, name, dt, shape, ndim, data);
+  int rc = isv_request_alloc_output(req, name, dt, shape, ndim, data);
   if (rc < 0) {
     demo_fail(req, rc, "cannot allocate output %s: %s", name, isv_strerror(rc));
     return -1;
@@ -323,7 +323,7 @@ static int identity_infer(isv_request *req, void *user) {
   const isv_tensor *in = input_or_fail(req, "INPUT0", dt);
   if (in == NULL)
     return 0;
-  if (!isv_request_output_requested(req, "OUTPUT0"))
+  if (!isv_request_is_output_requested(req, "OUTPUT0"))
     return isv_request_complete(req, 0, NULL);
   size_t ndim;
   const int64_t *shape = isv_tensor_shape(in, &ndim);
@@ -482,7 +482,7 @@ int demo_slow_infer(isv_request *req, void *user) {
   /* Pool mode: blocks a worker only. Sleeps in short steps so that a request whose client went
    * away (or whose deadline passed) gives its worker back early. */
   for (int32_t left = ms > SLOW_MAX_MS ? SLOW_MAX_MS : ms; left > 0; left -= 10) {
-    if (isv_request_cancelled(req))
+    if (isv_request_is_cancelled(req))
       return isv_request_complete(req, ISV_ECANCELED, "cancelled by the client");
     uv_sleep(left < 10 ? (unsigned)left : 10);
   }

@@ -89,7 +89,7 @@ static int streamer_infer(isv_request *req, void *user) {
   static const isv_param str_kind = {.type = ISV_PARAM_STRING, .v.s = {"str_data", 8}};
   int64_t one = 1;
   for (long long i = 0; i < n; i++) {
-    if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
+    if (isv_request_is_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
     if (fail_at >= 0 && i == fail_at)
       return demo_fail(req, ISV_EBACKEND, "streamer asked to fail after %lld messages", i);
     if (delay_ms && i) uv_sleep((unsigned)delay_ms);

@@ -24,8 +24,8 @@ static int batched_infer(isv_request *req, void *user) {
   float *y;
   int32_t *bs;
   int64_t bshape[2] = {rows, 1};
-  int rc = isv_request_output(req, "OUTPUT0", ISV_FP32, shape, nd, (void **)&y);
-  if (rc == 0) rc = isv_request_output(req, "OUTPUT1", ISV_INT32, bshape, 2, (void **)&bs);
+  int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_FP32, shape, nd, (void **)&y);
+  if (rc == 0) rc = isv_request_alloc_output(req, "OUTPUT1", ISV_INT32, bshape, 2, (void **)&bs);
   if (rc != 0) return rc;
   const unsigned char *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) {
@@ -77,7 +77,7 @@ static int accumulate_infer(isv_request *req, void *user) {
   *sum += v;
   int64_t one = 1;
   int64_t *out;
-  int rc = isv_request_output(req, "OUTPUT0", ISV_INT64, &one, 1, (void **)&out);
+  int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_INT64, &one, 1, (void **)&out);
   if (rc != 0) return rc;
   *out = *sum;
   return isv_request_complete(req, 0, NULL);
@@ -108,14 +108,14 @@ static int send_repeats(isv_request *req, const unsigned char *in, size_t n,
                         const unsigned char *delays, unsigned delay) {
   int64_t one = 1;
   for (size_t i = 0; i < n; i++) {
-    if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
+    if (isv_request_is_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
     uint32_t ms = delay;
     if (delays) memcpy(&ms, delays + i * sizeof ms, sizeof ms);
     if (ms) uv_sleep(ms > 10000 ? 10000 : ms);
     int32_t *out;
     uint32_t *idx;
-    int rc = isv_request_output(req, "OUT", ISV_INT32, &one, 1, (void **)&out);
-    if (rc == 0) rc = isv_request_output(req, "IDX", ISV_UINT32, &one, 1, (void **)&idx);
+    int rc = isv_request_alloc_output(req, "OUT", ISV_INT32, &one, 1, (void **)&out);
+    if (rc == 0) rc = isv_request_alloc_output(req, "IDX", ISV_UINT32, &one, 1, (void **)&idx);
     if (rc != 0) return rc;
     memcpy(out, in + i * sizeof *out, sizeof *out);
     *idx = (uint32_t)i;
@@ -164,7 +164,7 @@ static int tokens_infer(isv_request *req, void *user) {
     size_t start = i;
     while (i < n && text->ptr[i] != ' ') i++;
     if (i == start) break;
-    if (isv_request_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
+    if (isv_request_is_cancelled(req)) return isv_request_complete(req, ISV_ECANCELED, "cancelled");
     if (delay) uv_sleep(delay);
     isv_bytes word = {text->ptr + start, i - start}; /* the input lives as long as the request */
     if (word.len == 4 && memcmp(word.ptr, "FAIL", 4) == 0) /* for the tests: an error mid-stream */

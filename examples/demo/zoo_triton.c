@@ -39,7 +39,7 @@ static int seq_answer(isv_request *req, const isv_tensor *x, uint32_t add) {
   size_t nd, n = isv_tensor_element_count(x);
   const int64_t *shape = isv_tensor_shape(x, &nd);
   unsigned char *out;
-  int rc = isv_request_output(req, "OUTPUT", ISV_INT32, shape, nd, (void **)&out);
+  int rc = isv_request_alloc_output(req, "OUTPUT", ISV_INT32, shape, nd, (void **)&out);
   if (rc != 0) return rc;
   const unsigned char *in = isv_tensor_data(x);
   for (size_t i = 0; i < n; i++) {
@@ -59,7 +59,7 @@ static int simple_sequence_infer(isv_request *req, void *user) {
   if (x == NULL) return 0;
   int flags = isv_request_sequence(req, NULL, NULL);
   if (flags < 0) return demo_fail(req, ISV_EINTERNAL, "no sequence");
-  return seq_answer(req, x, (flags & ISV_SEQUENCE_START) ? 1u : 0u);
+  return seq_answer(req, x, (flags & ISV_SEQUENCE_FLAG_START) ? 1u : 0u);
 }
 
 /* ---- simple_dyna_sequence: INPUT + START + END * CORRID --------------------------------- */
@@ -76,8 +76,8 @@ static int simple_dyna_sequence_infer(isv_request *req, void *user) {
     return demo_fail(req, ISV_EBADREQ, "model 'simple_dyna_sequence' takes a numeric "
                      "sequence_id (its CORRID is UINT64); simple_string_dyna_sequence takes "
                      "string ids");
-  uint32_t add = (flags & ISV_SEQUENCE_START) ? 1u : 0u;
-  if (flags & ISV_SEQUENCE_END) add += (uint32_t)id; /* CORRID cast to int32: the low bits */
+  uint32_t add = (flags & ISV_SEQUENCE_FLAG_START) ? 1u : 0u;
+  if (flags & ISV_SEQUENCE_FLAG_END) add += (uint32_t)id; /* CORRID cast to int32: the low bits */
   return seq_answer(req, x, add);
 }
 
@@ -119,14 +119,14 @@ static int string_dyna_infer(isv_request *req, void *user) {
   for (size_t i = 0; i < n; i++) {
     uint32_t v;
     memcpy(&v, in + i * sizeof v, sizeof v);
-    *acc = (i == 0 && (flags & ISV_SEQUENCE_START)) ? v : *acc + v;
+    *acc = (i == 0 && (flags & ISV_SEQUENCE_FLAG_START)) ? v : *acc + v;
   }
-  if (flags & ISV_SEQUENCE_END) *acc += corrid;
+  if (flags & ISV_SEQUENCE_FLAG_END) *acc += corrid;
   /* every element of OUTPUT is the accumulator: OUTPUT = INPUT * 0 + acc */
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   unsigned char *out;
-  int rc = isv_request_output(req, "OUTPUT", ISV_INT32, shape, nd, (void **)&out);
+  int rc = isv_request_alloc_output(req, "OUTPUT", ISV_INT32, shape, nd, (void **)&out);
   if (rc != 0) return rc;
   for (size_t i = 0; i < n; i++) memcpy(out + i * sizeof *acc, acc, sizeof *acc);
   return isv_request_complete(req, 0, NULL);

@@ -100,7 +100,7 @@ static int doubler(isv_request *req, void *user) {
   size_t ndim, n = isv_tensor_element_count(x);
   const int64_t *shape = isv_tensor_shape(x, &ndim);
   void *y;
-  int rc = isv_request_output(req, "OUTPUT0", ISV_FP32, shape, ndim, &y);
+  int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_FP32, shape, ndim, &y);
   if (rc < 0)
     return rc; /* failing without completing completes the request with rc */
   const char *in = isv_tensor_data(x);

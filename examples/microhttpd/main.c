@@ -107,7 +107,7 @@ static void on_hangup(uv_poll_t *p, int status, int events) {
   if (r->x) { /* the answer will never be read: stop what makes it */
     isv_exchange *x = r->x;
     r->x = NULL;
-    isv_exchange_cancel(x);
+    isv_exchange_free(x);
   }
   if (r->stream) r->stream->failed = 1;
   resume(r); /* MHD closes the connection */
@@ -145,7 +145,7 @@ static void resume(req *r) {
 /* ---- bodies ------------------------------------------------------------------------------ */
 
 static void chunk_free(chunk *c) {
-  isv_piece_release(c->piece);
+  isv_piece_free(c->piece);
   free(c->parts);
   free(c);
 }
@@ -165,7 +165,7 @@ static int src_push(body_src *s, const uv_buf_t *parts, size_t n, isv_piece *pie
   if (c == NULL || (n && copy == NULL)) {
     free(c);
     free(copy);
-    isv_piece_release(piece);
+    isv_piece_free(piece);
     return -1;
   }
   if (n) memcpy(copy, parts, n * sizeof *copy);
@@ -227,7 +227,7 @@ static int on_respond(isv_exchange *x, int status, const isv_field *hs, size_t n
   req *r = isv_exchange_user(x);
   body_src *s = calloc(1, sizeof *s);
   if (s == NULL) {
-    isv_piece_release(piece);
+    isv_piece_free(piece);
     return -1;
   }
   s->h = r->h;
@@ -397,7 +397,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r == NULL) return;
   *con_cls = NULL;
   unwatch(r);
-  if (r->x) isv_exchange_cancel(r->x); /* the client left before the answer ended */
+  if (r->x) isv_exchange_free(r->x); /* the client left before the answer ended */
   if (r->stream) src_unref(r->stream);
   if (r->resp) MHD_destroy_response(r->resp);
   if (r->prev) r->prev->next = r->next;

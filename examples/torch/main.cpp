@@ -126,7 +126,7 @@ int hand_back(isv_request *req, const model *m, const std::vector<at::Tensor> &y
   }
   for (size_t k = 0; k < ys.size(); k++) {
     const out_decl &o = m->outputs[k];
-    if (!isv_request_output_requested(req, o.name.c_str())) continue;
+    if (!isv_request_is_output_requested(req, o.name.c_str())) continue;
     at::Tensor y = ys[k].contiguous();  // the same tensor when it already is (the usual case)
     if (datatype_of(y.scalar_type()) != o.dt || y.dim() < 1 || y.size(0) != rows) {
       *why = "forward's " + o.name + " is " + c10::toString(y.scalar_type()) + " " +
@@ -136,7 +136,7 @@ int hand_back(isv_request *req, const model *m, const std::vector<at::Tensor> &y
     int rc;
     if (y.numel() == 0) {  // nothing to hold (and data_ptr may be null)
       void *unused;
-      rc = isv_request_output(req, o.name.c_str(), o.dt, y.sizes().data(), (size_t)y.dim(),
+      rc = isv_request_alloc_output(req, o.name.c_str(), o.dt, y.sizes().data(), (size_t)y.dim(),
                               &unused);
     } else {
       const void *p = y.data_ptr();

@@ -76,7 +76,7 @@ static int xgb_infer(isv_request *req, void *user) {
     return isv_request_complete(req, ISV_EBACKEND, "the booster's output changed shape");
   int64_t oshape[2] = {(int64_t)rows, (int64_t)m->n_outputs};
   float *y;
-  int rc = isv_request_output(req, "probabilities", ISV_FP32, oshape, 2, (void **)&y);
+  int rc = isv_request_alloc_output(req, "probabilities", ISV_FP32, oshape, 2, (void **)&y);
   if (rc != 0) return isv_request_complete(req, rc, "cannot allocate the output");
   memcpy(y, out, rows * m->n_outputs * sizeof *y);
   return isv_request_complete(req, 0, NULL);

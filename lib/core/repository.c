@@ -95,7 +95,7 @@ int isv__repo_infer(isv_request *r, void *user) {
   return 0;
 }
 
-ISV_EXTERN int isv_repository_op_done(isv_repository_op *op, int status, const char *message) {
+ISV_EXTERN int isv_repository_op_complete(isv_repository_op *op, int status, const char *message) {
   if (op == NULL) return ISV_EINVAL;
   return isv_request_complete((isv_request *)(void *)op, status, message);
 }

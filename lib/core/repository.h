@@ -8,7 +8,7 @@
  * isv_repository_op handed to the host IS the request. Front ends decode a client's message
  * into the op (isv__repo_request), bind it like any request (isv__request_bind hands it to
  * isv__repo_bind) and answer it when it is done. Wire formats are the front ends'. Loop thread
- * only, but isv_repository_op_done. */
+ * only, but isv_repository_op_complete. */
 #ifndef ISV_CORE_REPOSITORY_H
 #define ISV_CORE_REPOSITORY_H
 

@@ -216,7 +216,7 @@ ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, cons
   return r->params[i].key;
 }
 
-ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *name) {
+ISV_EXTERN int isv_request_is_output_requested(const isv_request *r, const char *name) {
   if (name == NULL) return 0;
   if (r->n_req_outputs == 0)
     return r->model && (r->model->cfg->open_io ||
@@ -226,7 +226,7 @@ ISV_EXTERN int isv_request_output_requested(const isv_request *r, const char *na
   return 0;
 }
 
-ISV_EXTERN int isv_request_cancelled(const isv_request *r) {
+ISV_EXTERN int isv_request_is_cancelled(const isv_request *r) {
   return r ? atomic_load_explicit(&((isv_request *)r)->cancelled, memory_order_relaxed) : 0;
 }
 
@@ -360,7 +360,7 @@ static const isv__out_dest *requested_dest(const isv_request *r, const char *nam
   return NULL;
 }
 
-ISV_EXTERN int isv_request_output(isv_request *r, const char *name, isv_datatype dt,
+ISV_EXTERN int isv_request_alloc_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data) {
   if (data == NULL) return ISV_EINVAL;
   *data = NULL;
@@ -588,7 +588,8 @@ fail:
   return rc;
 }
 
-ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t classification) {
+ISV_EXTERN int isv_request_add_requested_output(isv_request *r, const char *name,
+                                                uint32_t classification) {
   if (r == NULL || r->submitted || name == NULL) return ISV_EINVAL;
   const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
   if (nm == NULL) return ISV_ENOMEM;
@@ -599,7 +600,7 @@ ISV_EXTERN int isv_request_add_output(isv_request *r, const char *name, uint32_t
   return 0;
 }
 
-ISV_EXTERN int isv_request_add_output_buffer(isv_request *r, const char *name, void *buf,
+ISV_EXTERN int isv_request_add_requested_output_buffer(isv_request *r, const char *name, void *buf,
                                              size_t size) {
   if (r == NULL || r->submitted || name == NULL || (buf == NULL && size > 0)) return ISV_EINVAL;
   const char *nm = isv__arena_strndup(&r->arena, name, strlen(name));
@@ -697,7 +698,7 @@ ISV_EXTERN size_t isv_request_output_count(const isv_request *r) {
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i) {
   return r && !r->abandoned && i < r->n_outputs ? &r->outputs[i] : NULL;
 }
-ISV_EXTERN const isv_tensor *isv_request_output_tensor(const isv_request *r, const char *name) {
+ISV_EXTERN const isv_tensor *isv_request_output(const isv_request *r, const char *name) {
   for (size_t i = 0; r && !r->abandoned && name && i < r->n_outputs; i++)
     if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
   return NULL;

@@ -27,8 +27,8 @@ struct isv_tensor {
 };
 
 /* Where a requested output must be written: a buffer its requester provides
- * (isv_request_add_output_buffer) or a shared memory region a front end resolved (shm.h).
- * isv_request_output hands it to the backend when the output fits; otherwise the output is
+ * (isv_request_add_requested_output_buffer) or a shared memory region a front end resolved (shm.h).
+ * isv_request_alloc_output hands it to the backend when the output fits; otherwise the output is
  * copied there after the backend (isv__request_postprocess), or the request fails 400. */
 typedef struct isv__out_dest {
   void *p;            /* where the output may be written in memory; NULL with shm */

@@ -68,10 +68,10 @@ struct isv__job {
   isv__pool_job pool;          /* ISV_EXEC_POOL: the worker thread's job */
   isv__job *live_prev, *live_next; /* an execution, in the core's running list */
   isv__timed deadline;         /* the request's deadline in the core's time heap */
-  int timed_out;               /* the deadline passed: it ends ETIMEDOUT whatever it completes */
+  int timed_out;               /* the deadline passed: it ends ISV_EDEADLINE, whatever comes */
   int authz_pending;           /* waiting for the model stage's decision (isv__core_authorized) */
   isv__seq *seq;               /* sequence batching: its sequence */
-  unsigned seq_flags;          /* ISV_SEQUENCE_START / END as the request said */
+  unsigned seq_flags;          /* ISV_SEQUENCE_FLAG_START / END as the request said */
   uint64_t run_ns;             /* when its execution started (0: never ran) */
   uint64_t infer_ns;           /* when infer was called */
 };
@@ -243,7 +243,7 @@ static void seq_request_done(isv_request *r) {
     seq_finalize(m, q);
   } else if (set_timed(m->sched->core, &q->idle, T_SEQ_IDLE,
                        uv_hrtime() + m->cfg->seq_idle_us * US) != 0) {
-    seq_end(m, q, ISV_SEQUENCE_IDLE); /* no memory for its timer: do not let it leak */
+    seq_end(m, q, ISV_SEQUENCE_END_IDLE); /* no memory for its timer: do not let it leak */
   }
 }
 
@@ -269,8 +269,8 @@ static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len
     return isv__request_fail(r, ISV_EBADREQ, "model '%s' is stateful: every request needs a "
                              "'sequence_id' parameter (a uint64 > 0 or a string)", c->name);
   isv__seq *q = isv__seqtab_find(&s->seqs, id, id_str, len);
-  if (flags & ISV_SEQUENCE_START) {
-    if (q) seq_end(m, q, ISV_SEQUENCE_RESTARTED);
+  if (flags & ISV_SEQUENCE_FLAG_START) {
+    if (q) seq_end(m, q, ISV_SEQUENCE_END_RESTARTED);
     if (s->seqs.n >= c->max_sequences)
       return isv__request_fail(r, ISV_EUNAVAIL, "model '%s' already runs %zu sequences, its "
                                "maximum", c->name, s->seqs.n);
@@ -287,7 +287,7 @@ static int seq_admit(isv_request *r, uint64_t id, const char *id_str, size_t len
   q->pending++;
   r->job->seq = q;
   r->job->seq_flags = flags;
-  if (flags & ISV_SEQUENCE_END) seq_end(m, q, ISV_SEQUENCE_ENDED);
+  if (flags & ISV_SEQUENCE_FLAG_END) seq_end(m, q, ISV_SEQUENCE_END_REQUESTED);
   return 0;
 }
 
@@ -324,7 +324,7 @@ static void sched_end(isv_model *m) {
   isv__seq *q;
   while ((q = isv__seqtab_pop(&s->seqs)) != NULL) {
     q->ended = 1;
-    q->end_reason = ISV_SEQUENCE_CLOSED;
+    q->end_reason = ISV_SEQUENCE_END_CLOSED;
     seq_finalize(m, q); /* nothing is pending: requests hold the model */
   }
   isv__seqtab_free(&s->seqs);
@@ -383,7 +383,7 @@ static void finish_request(isv_request *r) {
   if (r->stream) isv__responses_deliver(r);
   if (r->counted) isv__timeheap_remove(&c->timers, &j->deadline);
   if (j && j->timed_out)
-    isv__request_fail(r, ISV_ETIMEDOUT, "request to model '%s' passed its deadline while it %s",
+    isv__request_fail(r, ISV_EDEADLINE, "request to model '%s' passed its deadline while it %s",
                       r->model->cfg->name, j->run_ns ? "ran" : "waited");
   if (r->status == 0 && isv__request_postprocess(r, 0) != 0 && r->errmsg[0] == '\0')
     r->errmsg = isv_strerror(r->status);
@@ -943,7 +943,7 @@ static void deadline_passed(isv_request *r) {
     snprintf(msg, sizeof msg, "request to model '%s' passed its deadline while it waited",
              r->model->cfg->name);
     r->job->timed_out = 0; /* the message says it all */
-    unqueue_fail(r, ISV_ETIMEDOUT, msg);
+    unqueue_fail(r, ISV_EDEADLINE, msg);
     return;
   }
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
@@ -1073,7 +1073,7 @@ static void on_timer(uv_timer_t *t) {
     case T_WAKE: schedule(OWNER(e, isv__sched, wake)->model); break;
     case T_SEQ_IDLE: {
       isv__seq *q = OWNER(e, isv__seq, idle);
-      seq_end(q->model, q, ISV_SEQUENCE_IDLE);
+      seq_end(q->model, q, ISV_SEQUENCE_END_IDLE);
       break;
     }
     case T_DRAIN: drain_passed(c); break;

@@ -100,7 +100,7 @@ int isv__request_validate(isv_request *r) {
 }
 
 /* Output t goes where its requester asked (a buffer of its own, a shared memory region): in
- * place when the backend wrote it there (isv_request_output), else copied once (into a region
+ * place when the backend wrote it there (isv_request_alloc_output), else copied once (into a region
  * not mapped, through its fd: core/shm.h); an output
  * larger than the space given fails the request (the client's mistake: 400). */
 static int into_dest(isv_request *r, isv_tensor *t, isv__out_dest *d) {

@@ -78,8 +78,8 @@ ISV_EXTERN void *isv_http_body(isv_http_request *q, size_t *len) {
   return q ? q->body : NULL;
 }
 
-ISV_EXTERN int isv_http_cancelled(const isv_http_request *q) {
-  return q && q->r ? isv_request_cancelled(q->r) : 0;
+ISV_EXTERN int isv_http_is_cancelled(const isv_http_request *q) {
+  return q && q->r ? isv_request_is_cancelled(q->r) : 0;
 }
 
 static int header_allowed(const char *name) {

@@ -1,7 +1,7 @@
 /* See gate.h.
  *
  * A decision's life: an isv_auth is made for the question and the host's callback runs with
- * the auth's phase IN_CB. isv_auth_done moves it to DECIDED. If the callback returned first,
+ * the auth's phase IN_CB. isv_auth_complete moves it to DECIDED. If the callback returned first,
  * the loop moves it to LATER instead (one compare-and-swap decides who came first, so a host
  * deciding on another thread at that very moment is safe), and the decision comes back through
  * the core's async handle as an offload: it counts as work in flight meanwhile, and the
@@ -267,7 +267,7 @@ ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value) {
   return 0;
 }
 
-ISV_EXTERN int isv_auth_done(isv_auth *a, isv_auth_decision decision, const char *message) {
+ISV_EXTERN int isv_auth_complete(isv_auth *a, isv_auth_decision decision, const char *message) {
   if (a == NULL || (decision != ISV_AUTH_ALLOW && decision != ISV_AUTH_UNAUTHENTICATED &&
                     decision != ISV_AUTH_FORBIDDEN))
     return ISV_EINVAL;

@@ -9,7 +9,7 @@
  *     every submitted request that carries a caller (core.h, isv__core.authorize); a handler
  *     that answers about a model itself asks isv__gate_model (through edge.h for HTTP, the
  *     gRPC call layer for gRPC) with the model it resolved — never a name read a second way.
- * edge.c runs the HTTP order, grpc_service.c the gRPC one. Loop thread, but isv_auth_done. */
+ * edge.c runs the HTTP order, grpc_service.c the gRPC one. Loop thread, but isv_auth_complete. */
 #ifndef ISV_PROTOCOL_GATE_H
 #define ISV_PROTOCOL_GATE_H
 

@@ -368,7 +368,7 @@ static int choose_signature(isv_request *r, const isv__json_token *name, const i
                              "Serving signature name: \"%.*s\" not found in signature def",
                              (int)(wl > 128 ? 128 : wl), want);
   for (size_t i = 0; i < (*sig)->n_out; i++)
-    if (isv_request_add_output(r, (*sig)->out_names[i], 0) != 0)
+    if (isv_request_add_requested_output(r, (*sig)->out_names[i], 0) != 0)
       return r->status ? r->status : isv__request_fail(r, ISV_ENOMEM, "out of memory");
   return 0;
 }

@@ -126,7 +126,7 @@ struct isv_grpc_call {
 
 static void call_collect(isv_grpc_call *c);
 
-ISV_EXTERN void isv_piece_release(isv_piece *p) {
+ISV_EXTERN void isv_piece_free(isv_piece *p) {
   if (p == NULL) return;
   if (p->release) p->release(p->ctx);
   isv__exchange *ex = p->ex;
@@ -378,7 +378,7 @@ ISV_EXTERN int isv_exchange_submit(isv_exchange *x) {
   return 0;
 }
 
-ISV_EXTERN void isv_exchange_cancel(isv_exchange *x) {
+ISV_EXTERN void isv_exchange_free(isv_exchange *x) {
   if (x == NULL) return;
   if (!x->submitted) {
     isv__transport *t = x->t;
@@ -564,7 +564,7 @@ ISV_EXTERN int isv_grpc_call_start(isv_grpc_call *c) {
   return 0;
 }
 
-ISV_EXTERN int isv_grpc_call_message(isv_grpc_call *c, const void *msg, size_t len) {
+ISV_EXTERN int isv_grpc_call_append_message(isv_grpc_call *c, const void *msg, size_t len) {
   if (c == NULL || (msg == NULL && len)) return ISV_EINVAL;
   if (!c->started || c->half_closed) return ISV_ESTATE;
   if (c->service_done || c->host_gone) return ISV_ECANCELED;
@@ -603,7 +603,7 @@ ISV_EXTERN int isv_grpc_call_half_close(isv_grpc_call *c) {
   return 0;
 }
 
-ISV_EXTERN void isv_grpc_call_cancel(isv_grpc_call *c) {
+ISV_EXTERN void isv_grpc_call_free(isv_grpc_call *c) {
   if (c == NULL || c->host_gone) return;
   c->host_gone = 1;
   if (!c->started) c->service_done = 1;

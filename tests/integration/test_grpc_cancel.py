@@ -1,4 +1,4 @@
-"""A client's cancel reaches the backend (isv_request_cancelled): the demo's `slow` model stops
+"""A client's cancel reaches the backend (isv_request_is_cancelled): the demo's `slow` model stops
 early when its request is cancelled, so cancelled calls give its instances back.
 
 `slow` has 8 instances (on the demo's 8 worker threads): 8 cancelled 3-second calls would

@@ -2,7 +2,7 @@
 (multiprocessing.shared_memory) shared between this test and a demo started with
 --shared-memory (off by default): register / status / unregister over REST (requests) and gRPC
 (grpcio, stubs from proto/), inputs read from regions and outputs written into them by the
-"simple" (isv_request_output), "identity_fp32" (isv_request_set_output) and "simple_identity"
+"simple" (isv_request_alloc_output), "identity_fp32" (isv_request_set_output) and "simple_identity"
 (BYTES) models, mixed with ordinary tensors, every client error (400 / INVALID_ARGUMENT naming
 the problem), a region unregistered while a slow request uses it, concurrent registration, an
 object truncated while a request uses it (issue #34: a 400 or a correct answer, never SIGBUS),

@@ -123,7 +123,7 @@ static const isv__frontend echo_frontend = {
 static int doubler(isv_request *r, void *u) {
   (void)u;
   int32_t *y;
-  int rc = isv_request_output(r, "OUTPUT0", ISV_INT32, (const int64_t[]){1}, 1, (void **)&y);
+  int rc = isv_request_alloc_output(r, "OUTPUT0", ISV_INT32, (const int64_t[]){1}, 1, (void **)&y);
   if (rc) return rc;
   *y = 2 * *(const int32_t *)isv_tensor_data(isv_request_input(r, "INPUT0"));
   return isv_request_complete(r, 0, NULL);

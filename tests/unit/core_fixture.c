@@ -64,7 +64,7 @@ void cf_on_done(isv_request *r, int status, void *data) {
   res->status = status;
   if (res->order) res->order_no = ++*res->order;
   snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
-  const isv_tensor *y = isv_request_output_tensor(r, "y");
+  const isv_tensor *y = isv_request_output(r, "y");
   res->y_rows = -1;
   res->n = 0;
   if (y) {
@@ -74,7 +74,7 @@ void cf_on_done(isv_request *r, int status, void *data) {
     res->n = isv_tensor_element_count(y);
     if (res->n <= 64) memcpy(res->y, isv_tensor_data(y), res->n * sizeof(float));
   }
-  res->has_z = isv_request_output_tensor(r, "z") != NULL;
+  res->has_z = isv_request_output(r, "z") != NULL;
   if (!res->keep) isv_request_free(r);
 }
 
@@ -142,9 +142,9 @@ int cf_scale(isv_request *r, float factor) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y, *z = NULL;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
-  if (rc == 0 && isv_request_output_requested(r, "z"))
-    rc = isv_request_output(r, "z", ISV_FP32, shape, nd, (void **)&z);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc == 0 && isv_request_is_output_requested(r, "z"))
+    rc = isv_request_alloc_output(r, "z", ISV_FP32, shape, nd, (void **)&z);
   if (rc) return rc;
   const float *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) {

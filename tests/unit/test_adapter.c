@@ -43,7 +43,7 @@ static void take(seen *s, const uv_buf_t *parts, size_t n, isv_piece *p) {
     s->body_len += k;
   }
   if (s->hold && p && s->n_held < 8) s->held[s->n_held++] = p;
-  else isv_piece_release(p);
+  else isv_piece_free(p);
 }
 
 static int h_respond(isv_exchange *x, int status, const isv_field *h, size_t nh,
@@ -56,7 +56,7 @@ static int h_respond(isv_exchange *x, int status, const isv_field *h, size_t nh,
     if (h[i].name_len == 12 && strncasecmp(h[i].name, "content-type", 12) == 0)
       snprintf(s->ctype, sizeof s->ctype, "%.*s", (int)h[i].value_len, h[i].value);
   if (s->fail_respond) {
-    isv_piece_release(p);
+    isv_piece_free(p);
     return -1;
   }
   take(s, parts, n, p);
@@ -79,7 +79,7 @@ static int twice(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   const float *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
@@ -89,8 +89,8 @@ static int twice(isv_request *r, void *u) {
 /* completes 100 ms later from a thread of its own, or at once when cancelled */
 static void slow_body(void *arg) {
   isv_request *r = arg;
-  for (int i = 0; i < 100 && !isv_request_cancelled(r); i++) uv_sleep(1);
-  isv_request_complete(r, isv_request_cancelled(r) ? ISV_ECANCELED : 0, NULL);
+  for (int i = 0; i < 100 && !isv_request_is_cancelled(r); i++) uv_sleep(1);
+  isv_request_complete(r, isv_request_is_cancelled(r) ? ISV_ECANCELED : 0, NULL);
 }
 static int slow(isv_request *r, void *u) {
   world *w = u;
@@ -267,14 +267,14 @@ static void streamed_answers_come_in_pieces_held_past_the_end(void **state) {
   assert_string_equal(s.body, "data: 0\n\ndata: 1\n\ndata: 2\n\n");
   assert_true(s.n_held >= 1 && s.n_held <= 4);
   /* the pieces are still readable after the end (ASan would see a freed buffer) */
-  for (size_t i = 0; i < s.n_held; i++) isv_piece_release(s.held[i]);
+  for (size_t i = 0; i < s.n_held; i++) isv_piece_free(s.held[i]);
 }
 
 static void a_cancelled_exchange_is_never_answered(void **state) {
   world *w = *state;
   seen s = {0};
   isv_exchange *x = exchange(w, &s, "POST", "/v2/models/twice/infer", "{\"inputs\":[]}");
-  isv_exchange_cancel(x); /* before submit: freed */
+  isv_exchange_free(x); /* before submit: freed */
   run(w);
   assert_int_equal(s.responds, 0);
 
@@ -292,8 +292,8 @@ static void a_cancelled_exchange_is_never_answered(void **state) {
                              "\"data\":[1]}]}");
   assert_int_equal(isv_exchange_submit(y), 0);
   uv_run(&w->loop, UV_RUN_NOWAIT);
-  isv_exchange_cancel(y);
-  isv_exchange_cancel(x); /* the client went away while the model ran */
+  isv_exchange_free(y);
+  isv_exchange_free(x); /* the client went away while the model ran */
   run(w);
   assert_int_equal(t.responds, 0);
   assert_int_equal(q.responds, 0);
@@ -354,9 +354,9 @@ static void grpc_calls_take_whole_messages(void **state) {
   world *w = *state;
   seen s = {0};
   isv_grpc_call *c = call(w, &s, "/inference.GRPCInferenceService/ServerLive");
-  assert_int_equal(isv_grpc_call_message(c, "", 0), ISV_ESTATE); /* before start */
+  assert_int_equal(isv_grpc_call_append_message(c, "", 0), ISV_ESTATE); /* before start */
   assert_int_equal(isv_grpc_call_start(c), 0);
-  assert_int_equal(isv_grpc_call_message(c, "", 0), 0); /* ServerLiveRequest: empty */
+  assert_int_equal(isv_grpc_call_append_message(c, "", 0), 0); /* ServerLiveRequest: empty */
   isv_grpc_call_half_close(c);
   run(w);
   assert_int_equal(s.finishes, 1);
@@ -369,7 +369,7 @@ static void grpc_calls_take_whole_messages(void **state) {
   seen t = {0};
   c = call(w, &t, "/inference.GRPCInferenceService/ModelReady");
   assert_int_equal(isv_grpc_call_start(c), 0);
-  assert_int_equal(isv_grpc_call_message(c, "\x0a\x05twice", 7), 0);
+  assert_int_equal(isv_grpc_call_append_message(c, "\x0a\x05twice", 7), 0);
   isv_grpc_call_half_close(c);
   run(w);
   assert_int_equal(t.status, 0);
@@ -387,7 +387,7 @@ static void grpc_model_infer_runs_the_model(void **state) {
   seen s = {0};
   isv_grpc_call *c = call(w, &s, "/inference.GRPCInferenceService/ModelInfer");
   assert_int_equal(isv_grpc_call_start(c), 0);
-  assert_int_equal(isv_grpc_call_message(c, req, sizeof req - 1), 0);
+  assert_int_equal(isv_grpc_call_append_message(c, req, sizeof req - 1), 0);
   isv_grpc_call_half_close(c);
   run(w);
   assert_int_equal(s.finishes, 1);
@@ -413,7 +413,7 @@ static void grpc_errors_finish_the_call(void **state) {
   c = call(w, &t, "/inference.GRPCInferenceService/ModelReady");
   assert_int_equal(isv_grpc_call_start(c), 0);
   static char big[5000];
-  assert_int_equal(isv_grpc_call_message(c, big, sizeof big), ISV_ETOOBIG);
+  assert_int_equal(isv_grpc_call_append_message(c, big, sizeof big), ISV_ETOOBIG);
   assert_int_equal(t.finishes, 1);
   assert_int_equal(t.status, 8); /* RESOURCE_EXHAUSTED */
   assert_non_null(strstr(t.grpc_msg, "limit"));
@@ -423,14 +423,14 @@ static void grpc_errors_finish_the_call(void **state) {
   seen u = {0};
   c = call(w, &u, "/inference.GRPCInferenceService/ServerReady");
   assert_int_equal(isv_grpc_call_start(c), 0);
-  isv_grpc_call_cancel(c); /* the host's client went away: nothing more reaches the host */
+  isv_grpc_call_free(c); /* the host's client went away: nothing more reaches the host */
   run(w);
   assert_int_equal(u.finishes, 0);
   assert_int_equal(u.writes, 0);
 
   seen v = {0};
   c = call(w, &v, "/inference.GRPCInferenceService/ServerReady");
-  isv_grpc_call_cancel(c); /* never started */
+  isv_grpc_call_free(c); /* never started */
   run(w);
   assert_int_equal(v.finishes, 0);
 }

@@ -80,7 +80,7 @@ typedef struct decision {
 static void decide_body(void *arg) {
   decision *d = arg;
   uv_sleep(1); /* after the callback returned: the pending path, not the one inside it */
-  isv_auth_done(d->a, d->d, d->d == ISV_AUTH_ALLOW ? NULL : DENIED " (model 'no')");
+  isv_auth_complete(d->a, d->d, d->d == ISV_AUTH_ALLOW ? NULL : DENIED " (model 'no')");
   free(d);
 }
 
@@ -103,7 +103,7 @@ static void authorize(isv_auth *a, void *user) {
     w->decided_later++;
     return;
   }
-  isv_auth_done(a, d, d == ISV_AUTH_ALLOW ? NULL : DENIED " (model 'no')");
+  isv_auth_complete(a, d, d == ISV_AUTH_ALLOW ? NULL : DENIED " (model 'no')");
 }
 
 /* ---- models and the repository ------------------------------------------------------------- */
@@ -127,14 +127,14 @@ static void repo_load(void *user, isv_repository_op *op, const char *name, const
   (void)cfg;
   world *w = user;
   note(w->acted, &w->n_acted, name, NULL, 1, "load");
-  isv_repository_op_done(op, 0, NULL);
+  isv_repository_op_complete(op, 0, NULL);
 }
 
 static void repo_unload(void *user, isv_repository_op *op, const char *name, int deps) {
   (void)deps;
   world *w = user;
   note(w->acted, &w->n_acted, name, NULL, 1, "unload");
-  isv_repository_op_done(op, 0, NULL);
+  isv_repository_op_complete(op, 0, NULL);
 }
 
 static void add_model(world *w, int i, const char *name, const char *version) {
@@ -212,13 +212,13 @@ static int on_respond(isv_exchange *x, int status, const isv_field *h, size_t nh
   r->answered = 1;
   r->status = status;
   for (size_t i = 0; i < n; i++) take(r, parts[i].base, parts[i].len);
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static int on_write(isv_exchange *x, const uv_buf_t *parts, size_t n, isv_piece *p) {
   reply *r = isv_exchange_user(x);
   for (size_t i = 0; i < n; i++) take(r, parts[i].base, parts[i].len);
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static void on_end(isv_exchange *x) { (void)x; }
@@ -228,7 +228,7 @@ static int g_send(isv_grpc_call *c, const uv_buf_t *parts, size_t n, isv_piece *
   reply *r = isv_grpc_call_user(c);
   take(r, "|msg|", 5);
   for (size_t i = 0; i < n; i++) take(r, parts[i].base, parts[i].len);
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static void g_finish(isv_grpc_call *c, int status, const char *message) {
@@ -335,7 +335,8 @@ static void run_case(world *w, const request *rq, const expect *ex, const char *
     assert_int_equal(isv_grpc_call_new(w->srv, &gcarrier, r, rq->method, &c), 0);
     isv_grpc_call_set_peer(c, "10.0.0.1:1", NULL);
     assert_int_equal(isv_grpc_call_start(c), 0);
-    for (int i = 0; i < rq->n_msgs; i++) isv_grpc_call_message(c, rq->msg[i], rq->msg_len[i]);
+    for (int i = 0; i < rq->n_msgs; i++)
+      isv_grpc_call_append_message(c, rq->msg[i], rq->msg_len[i]);
     isv_grpc_call_half_close(c);
   }
   uv_run(&w->loop, UV_RUN_DEFAULT);

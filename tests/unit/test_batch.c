@@ -34,7 +34,7 @@ static int be_twice(isv_request *r, void *u) {
     const int64_t *sh = isv_tensor_shape(x, &nd);
     int64_t more[2] = {sh[0] > 0 ? sh[0] - 1 : 1, sh[1]};
     float *y;
-    int rc = isv_request_output(r, "y", ISV_FP32, more, 2, (void **)&y);
+    int rc = isv_request_alloc_output(r, "y", ISV_FP32, more, 2, (void **)&y);
     if (rc == 0) memset(y, 0, (size_t)(more[0] * more[1]) * sizeof(float));
     return rc ? rc : isv_request_complete(r, 0, NULL);
   }
@@ -108,7 +108,7 @@ static void build_concatenates_and_split_hands_back_rows(void **state) {
   isv_model *m = cf_find(w, "b8");
   float xa[3] = {1, 2, 3}, xb[6] = {4, 5, 6, 7, 8, 9};
   isv_request *mem[2] = {cf_request(w, "b8", xa, 3, 1), cf_request(w, "b8", xb, 6, 2)};
-  assert_int_equal(isv_request_add_output(mem[0], "z", 0), 0);
+  assert_int_equal(isv_request_add_requested_output(mem[0], "z", 0), 0);
   for (int i = 0; i < 2; i++) {
     mem[i]->model = m;
     isv__model_ref(m);
@@ -137,12 +137,12 @@ static void build_concatenates_and_split_hands_back_rows(void **state) {
   b->submitted = b->finished = 1;
   b->is_exec = 1;
   float *y;
-  assert_int_equal(isv_request_output(b, "y", ISV_FP32, sh, 2, (void **)&y), 0);
+  assert_int_equal(isv_request_alloc_output(b, "y", ISV_FP32, sh, 2, (void **)&y), 0);
   for (int i = 0; i < 9; i++) y[i] = want[i] * 10;
   isv__batch_split(batch);
   assert_int_equal(batch->refs, 3); /* each member keeps b alive */
-  const isv_tensor *ya = isv_request_output_tensor(mem[0], "y");
-  const isv_tensor *yb = isv_request_output_tensor(mem[1], "y");
+  const isv_tensor *ya = isv_request_output(mem[0], "y");
+  const isv_tensor *yb = isv_request_output(mem[1], "y");
   assert_non_null(ya);
   assert_non_null(yb);
   assert_int_equal(isv_tensor_shape(ya, NULL)[0], 1);
@@ -189,7 +189,7 @@ static void a_full_batch_runs_at_once_and_each_gets_its_rows(void **state) {
   for (int i = 0; i < 15; i++) x5[i] = (float)(100 + i);
   cf_result a = {0}, b = {0}, c = {0};
   isv_request *ra = cf_request(w, "b8", x1, 3, 1);
-  assert_int_equal(isv_request_add_output(ra, "y", 0), 0); /* a asks for y only */
+  assert_int_equal(isv_request_add_requested_output(ra, "y", 0), 0); /* a asks for y only */
   cf_submit(w, ra, &a);
   cf_submit(w, cf_request(w, "b8", x2, 6, 2), &b);
   assert_int_equal(be.calls, 0); /* 3 rows of 8, 10 s of delay: they wait */

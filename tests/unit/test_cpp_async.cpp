@@ -59,7 +59,7 @@ struct outcome {
 };
 
 void read_y(const isv_request *q, std::vector<float> &into) {
-  if (const isv_tensor *t = isv_request_output_tensor(q, "y")) {
+  if (const isv_tensor *t = isv_request_output(q, "y")) {
     isv::tensor_view y(t);
     for (float v : y.data<float>()) into.push_back(v);
   }
@@ -121,7 +121,7 @@ isv::model_config xy(const char *name) {
 // y = 2x, computed by whoever holds h.
 void twice(isv::async_request &h) {
   auto x = h->input("x").data<float>();
-  auto y = h->output<float>("y", h->input("x").shape());
+  auto y = h->alloc_output<float>("y", h->input("x").shape());
   for (size_t i = 0; i < x.size(); i++) y[i] = 2 * x[i];
 }
 
@@ -245,7 +245,7 @@ int main() {
     });
     o = run(&loop, srv, "deadline", {1});
     CHECK(saw_cancel);
-    CHECK(o.status == ISV_ETIMEDOUT);
+    CHECK(o.status == ISV_EDEADLINE);
 
     // 6. Decoupled: responses sent from the thread, then the last one with completion.
     isv::model_config stream = xy("stream");
@@ -253,7 +253,7 @@ int main() {
     srv.add_async_model(stream, "1", [&, token](isv::async_request &h) {
       threads.spawn([h = std::move(h)]() mutable {
         for (int i = 0; i < 3; i++) {
-          auto y = h->output<float>("y", {1});
+          auto y = h->alloc_output<float>("y", {1});
           y[0] = static_cast<float>(i);
           while (!h->send_response())  // ISV_EAGAIN: the client has not taken the last ones
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -295,7 +295,7 @@ int main() {
     wait(&loop, first);  // replaced by the second: dropped
     CHECK(first.status == ISV_EBACKEND && contains(first.message, "without completing it"));
     CHECK(second.calls == 0 && *kept);
-    (*kept)->output<float>("y", {1})[0] = 7;
+    (*kept)->alloc_output<float>("y", {1})[0] = 7;
     kept->complete();  // on the loop thread, after its lambda returned
     wait(&loop, second);
     CHECK(second.status == 0 && (second.y == std::vector<float>{7}));
@@ -346,7 +346,7 @@ int main() {
       });
     });
     srv.add_model(both, "2", [token](isv::request &r) {
-      auto y = r.output<float>("y", {1});
+      auto y = r.alloc_output<float>("y", {1});
       y[0] = 42;
     });
     o = run(&loop, srv, "both", {1});  // the default version: the highest, "2" (inline)

@@ -43,7 +43,7 @@ outcome run(uv_loop_t *loop, isv::server &srv, const char *model, std::vector<fl
     out->calls++;
     out->status = status;
     out->message = isv_request_error_message(q);
-    if (const isv_tensor *t = isv_request_output_tensor(q, "y")) {
+    if (const isv_tensor *t = isv_request_output(q, "y")) {
       isv::tensor_view y(t);
       for (float v : y.data<float>()) out->y.push_back(v);
     }
@@ -68,7 +68,7 @@ int main() {
     cfg.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
     srv.add_model(cfg, "1", [factor](isv::request &r) {
       auto x = r.input("x").data<float>();
-      auto y = r.output<float>("y", r.input("x").shape());
+      auto y = r.alloc_output<float>("y", r.input("x").shape());
       for (size_t i = 0; i < x.size(); i++) y[i] = *factor * x[i] + 1;
     });
     CHECK(factor.use_count() == 2);
@@ -84,7 +84,7 @@ int main() {
     });
     isv::model_config rule("wrong_output");
     rule.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
-    srv.add_model(rule, "1", [](isv::request &r) { r.output<float>("nope", {1}); });
+    srv.add_model(rule, "1", [](isv::request &r) { r.alloc_output<float>("nope", {1}); });
     isv::model_config dtype("wrong_type");
     dtype.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
     srv.add_model(dtype, "1", [](isv::request &r) { r.input("x").data<int32_t>(); });

@@ -37,7 +37,7 @@ int triple_plus_one(isv_request *req, void *user) {
   const int64_t *shape = isv_tensor_shape(in, &ndim);
   size_t n = isv_tensor_element_count(in);
   void *out = nullptr;
-  int rc = isv_request_output(req, "OUTPUT0", ISV_INT64, shape, ndim, &out);
+  int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_INT64, shape, ndim, &out);
   if (rc < 0)
     return rc;
   const auto *src = static_cast<const unsigned char *>(isv_tensor_data(in));
@@ -102,7 +102,7 @@ int main() {
       std::fprintf(stderr, "request failed: %s: %s\n", isv_err_name(status),
                    isv_request_error_message(r));
     CHECK(isv_request_output_count(r) == 1);
-    const isv_tensor *out = isv_request_output_tensor(r, "OUTPUT0");
+    const isv_tensor *out = isv_request_output(r, "OUTPUT0");
     CHECK(out != nullptr);
     if (out != nullptr) {
       CHECK(isv_tensor_datatype(out) == ISV_INT64);

@@ -25,12 +25,12 @@ static int on_respond(isv_exchange *x, int status, const isv_field *h, size_t nh
     size_t at = strlen(s->body);
     snprintf(s->body + at, sizeof s->body - at, "%.*s", (int)parts[i].len, parts[i].base);
   }
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static int on_write(isv_exchange *x, const uv_buf_t *parts, size_t n, isv_piece *p) {
   (void)x, (void)parts, (void)n;
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static void on_end(isv_exchange *x) { (void)x; }
@@ -48,7 +48,7 @@ static void authorize(isv_auth *a, void *user) {
     j->callers++;
     size_t n;
     const char *t = isv_auth_header(a, "X-Token", &n);
-    isv_auth_done(a, t && n == 2 && memcmp(t, "ok", 2) == 0 ? ISV_AUTH_ALLOW
+    isv_auth_complete(a, t && n == 2 && memcmp(t, "ok", 2) == 0 ? ISV_AUTH_ALLOW
                                                             : ISV_AUTH_UNAUTHENTICATED,
                   "who are you");
     return;
@@ -57,7 +57,7 @@ static void authorize(isv_auth *a, void *user) {
   snprintf(j->model, sizeof j->model, "%s", isv_auth_model(a));
   snprintf(j->version, sizeof j->version, "%s",
            isv_auth_version(a) ? isv_auth_version(a) : "(none)");
-  isv_auth_done(a, ISV_AUTH_ALLOW, NULL);
+  isv_auth_complete(a, ISV_AUTH_ALLOW, NULL);
 }
 
 static int quick(isv_request *r, void *u) {

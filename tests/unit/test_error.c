@@ -24,7 +24,7 @@ static void codes_are_stable(void **state) {
   assert_int_equal(ISV_EINVAL, -1001);
   assert_int_equal(ISV_ENOTFOUND, -1004);
   assert_int_equal(ISV_EBACKEND, -1010);
-  assert_int_equal(ISV_ETIMEOUTREQ, -1019);
+  assert_int_equal(ISV_EREQTIMEOUT, -1019);
   assert_int_equal(ISV_EUNAUTH, -1020);
   assert_int_equal(ISV_EFORBIDDEN, -1021);
   assert_int_equal(ISV_ETOOMANY, -1022);

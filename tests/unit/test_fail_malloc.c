@@ -101,7 +101,7 @@ static int twice(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc; /* ISV_ENOMEM: the client gets a 500 */
   const float *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
@@ -155,7 +155,7 @@ static void on_done(isv_request *r, int status, void *data) {
   answer *a = data;
   a->calls++;
   a->status = status;
-  const isv_tensor *y = isv_request_output_tensor(r, "y");
+  const isv_tensor *y = isv_request_output(r, "y");
   if (y && isv_tensor_element_count(y) <= 4) {
     a->n = isv_tensor_element_count(y);
     memcpy(a->y, isv_tensor_data(y), a->n * sizeof(float));
@@ -176,7 +176,7 @@ static int inprocess_run(long k, const char *model) {
   int rc = isv_request_new(srv, model, NULL, &r);
   if (rc == 0) rc = isv_request_set_id(r, "fail-malloc");
   if (rc == 0) rc = isv_request_add_input(r, "x", ISV_FP32, &n, 1, x, sizeof x, ISV_TRANSIENT);
-  if (rc == 0) rc = isv_request_add_output(r, "y", 0);
+  if (rc == 0) rc = isv_request_add_requested_output(r, "y", 0);
   if (rc == 0) rc = isv_server_infer(srv, r, on_done, &a);
   if (rc == 0) {
     uv_run(&loop, UV_RUN_DEFAULT);

@@ -33,12 +33,12 @@ static int on_respond(isv_exchange *x, int status, const isv_field *h, size_t nh
     size_t at = strlen(s->body);
     snprintf(s->body + at, sizeof s->body - at, "%.*s", (int)parts[i].len, parts[i].base);
   }
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static int on_write(isv_exchange *x, const uv_buf_t *parts, size_t n, isv_piece *p) {
   (void)x, (void)parts, (void)n;
-  isv_piece_release(p);
+  isv_piece_free(p);
   return 0;
 }
 static void on_end(isv_exchange *x) { (void)x; }
@@ -80,13 +80,13 @@ static void authorize(isv_auth *a, void *user) {
     assert_int_equal(isv_auth_set_client(a, p->set_client), 0);
   snprintf(p->client, sizeof p->client, "%s", isv_auth_client(a));
   switch (p->mode[stage]) {
-  case 0: isv_auth_done(a, ISV_AUTH_ALLOW, NULL); break;
+  case 0: isv_auth_complete(a, ISV_AUTH_ALLOW, NULL); break;
   case 1:
     assert_int_equal(isv_auth_set_challenge(a, "Bearer realm=\"t\""), 0);
     assert_int_equal(isv_auth_set_challenge(a, "bad\r\nheader"), ISV_EINVAL);
-    isv_auth_done(a, ISV_AUTH_UNAUTHENTICATED, "no token");
+    isv_auth_complete(a, ISV_AUTH_UNAUTHENTICATED, "no token");
     break;
-  case 2: isv_auth_done(a, ISV_AUTH_FORBIDDEN, NULL); break;
+  case 2: isv_auth_complete(a, ISV_AUTH_FORBIDDEN, NULL); break;
   default: p->held = a;
   }
 }
@@ -230,7 +230,7 @@ static void decisions_made_in_the_callback(void **state) {
 
 static void decide_later(void *arg) {
   uv_sleep(20);
-  isv_auth_done(arg, ISV_AUTH_ALLOW, NULL);
+  isv_auth_complete(arg, ISV_AUTH_ALLOW, NULL);
 }
 
 /* Let the loop run until the authorizer holds a decision; a thread allows it 20 ms later. */
@@ -276,7 +276,7 @@ static void decisions_made_later_on_another_thread(void **state) {
   seen c = {0};
   isv_exchange *x = send_req(w, &c, "POST", "/v2/models/quick/infer", "10.0.0.8:1", NULL);
   uv_run(&w->loop, UV_RUN_NOWAIT);
-  isv_exchange_cancel(x);
+  isv_exchange_free(x);
   allow_later(w, &t1);
   uv_run(&w->loop, UV_RUN_DEFAULT);
   uv_thread_join(&t1);
@@ -288,7 +288,7 @@ static void decisions_made_later_on_another_thread(void **state) {
   allow_later(w, &t1);
   uv_thread_join(&t1);
   while (w->pol.held == NULL) uv_run(&w->loop, UV_RUN_ONCE); /* the model stage asks */
-  isv_exchange_cancel(x);
+  isv_exchange_free(x);
   allow_later(w, &t2);
   uv_run(&w->loop, UV_RUN_DEFAULT);
   uv_thread_join(&t2);
@@ -301,7 +301,7 @@ static void decisions_made_later_on_another_thread(void **state) {
   isv_server_close(w->srv, on_closed, w);
   uv_run(&w->loop, UV_RUN_NOWAIT);
   assert_false(w->closed);
-  isv_auth_done(w->pol.held, ISV_AUTH_FORBIDDEN, "late");
+  isv_auth_complete(w->pol.held, ISV_AUTH_FORBIDDEN, "late");
   uv_run(&w->loop, UV_RUN_DEFAULT);
   assert_int_equal(d.status, 403);
   assert_true(w->closed);

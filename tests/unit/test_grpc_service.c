@@ -139,7 +139,7 @@ static int plus_one(isv_request *r, void *u) {
   infer_calls++;
   int64_t shape[] = {1};
   int32_t *y;
-  int rc = isv_request_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
   if (rc) return rc;
   *y = *(const int32_t *)isv_request_input(r, "x")->data + 1;
   if (strcmp(isv_request_model_name(r), "later") == 0) {
@@ -372,9 +372,9 @@ static void a_cancelled_call_drops_its_answer(void **state) {
   message(&f, "later");
   f.call.on_half_close(&f.call);
   assert_non_null(held);
-  assert_false(isv_request_cancelled(held));
+  assert_false(isv_request_is_cancelled(held));
   f.call.on_cancel(&f.call); /* RST_STREAM, disconnect or deadline */
-  assert_true(isv_request_cancelled(held)); /* the backend can see it */
+  assert_true(isv_request_is_cancelled(held)); /* the backend can see it */
   assert_true(f.finished);
   assert_int_equal(f.status, ISV__GRPC_CANCELLED);
   isv_request_complete(held, 0, NULL); /* the late answer is dropped, the job freed */
@@ -394,7 +394,7 @@ static void a_cancelled_stream_never_runs_what_still_waits(void **state) {
   assert_non_null(held);
   assert_true(held->timeout_us == 250000);
   f.call.on_cancel(&f.call);
-  assert_true(isv_request_cancelled(held));
+  assert_true(isv_request_is_cancelled(held));
   assert_int_equal(f.status, ISV__GRPC_CANCELLED);
   isv_request_complete(held, 0, NULL); /* the instance is free: nothing waits any more */
   assert_int_equal(infer_calls, 1);

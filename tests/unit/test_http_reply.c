@@ -98,11 +98,11 @@ static void error_status_comes_from_the_code(void **state) {
     int err;
     int http;
   } cases[] = {{ISV_EINVAL, 400},   {ISV_EBADREQ, 400},    {ISV_ENOTFOUND, 404},
-               {ISV_EMETHOD, 405},  {ISV_ETIMEOUTREQ, 408}, {ISV_EEXIST, 409},
+               {ISV_EMETHOD, 405},  {ISV_EREQTIMEOUT, 408}, {ISV_EEXIST, 409},
                {ISV_ETOOBIG, 413},  {ISV_EMEDIATYPE, 415}, {ISV_EOVERLOAD, 429},
                {ISV_EHDRTOOBIG, 431}, {ISV_ECANCELED, 499}, {ISV_ENOMEM, 500},
                {ISV_EBACKEND, 500}, {ISV_EUNIMPL, 501},    {ISV_EUNAVAIL, 503},
-               {ISV_ETIMEDOUT, 504}, {-5, 500} /* not an ISV_E* code: the server's fault */};
+               {ISV_EDEADLINE, 504}, {-5, 500} /* not an ISV_E* code: the server's fault */};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     n_responses = 0;
     assert_int_equal(isv__reply_error(&ex, cases[i].err, "case %zu", i), 0);

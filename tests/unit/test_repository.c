@@ -341,7 +341,7 @@ static void h_load(void *user, isv_repository_op *op, const char *name, const ch
   h->loads++;
   snprintf(h->name, sizeof h->name, "%s", name);
   snprintf(h->config, sizeof h->config, "%s", config ? config : "(none)");
-  if (h->complete_inline) isv_repository_op_done(op, h->complete_inline - 1, "inline answer");
+  if (h->complete_inline) isv_repository_op_complete(op, h->complete_inline - 1, "inline answer");
   else h->pending = op;
 }
 
@@ -350,7 +350,7 @@ static void h_unload(void *user, isv_repository_op *op, const char *name, int de
   h->unloads++;
   h->deps = deps;
   snprintf(h->name, sizeof h->name, "%s", name);
-  if (h->complete_inline) isv_repository_op_done(op, h->complete_inline - 1, NULL);
+  if (h->complete_inline) isv_repository_op_complete(op, h->complete_inline - 1, NULL);
   else h->pending = op;
 }
 
@@ -535,21 +535,23 @@ static void operations(void **state) {
   assert_int_equal(h.loads, loads);
   assert_int_equal(d.calls, 0);
   isv_repository_op *op = h.pending;
-  assert_int_equal(isv_repository_op_done(op, 0, NULL), 0);
+  assert_int_equal(isv_repository_op_complete(op, 0, NULL), 0);
   run_until(&d, 1);
-  assert_int_equal(isv_repository_op_done(op, 0, NULL), ISV_ESTATE); /* exactly once */
+  assert_int_equal(isv_repository_op_complete(op, 0, NULL), ISV_ESTATE); /* exactly once */
   assert_int_equal(h.loads, loads + 1); /* the second started */
   assert_string_equal(h.name, "m5");
-  assert_int_equal(isv_repository_op_done(NULL, 0, NULL), ISV_EINVAL);
+  assert_int_equal(isv_repository_op_complete(NULL, 0, NULL), ISV_EINVAL);
   /* a non-ISV code is the host's bug: 500 */
-  assert_int_equal(isv_repository_op_done(h.pending, -5, "oops"), 0);
+  assert_int_equal(isv_repository_op_complete(h.pending, -5, "oops"), 0);
   run_until(&e, 1);
   assert_int_equal(e.status, ISV_EBACKEND);
   assert_non_null(strstr(e.msg, "oops"));
 }
 
 /* The host completes from a thread of its own. */
-static void finish_on_thread(void *arg) { isv_repository_op_done(arg, ISV_EBACKEND, "disk full"); }
+static void finish_on_thread(void *arg) {
+  isv_repository_op_complete(arg, ISV_EBACKEND, "disk full");
+}
 
 static void completion_from_another_thread(void **state) {
   (void)state;
@@ -584,8 +586,8 @@ static void client_gone_while_running(void **state) {
   isv_request *r = submit(0, "m", NULL, &a);
   isv__core_cancel(r);
   assert_int_equal(a.calls, 0);
-  assert_true(isv_request_cancelled((isv_request *)(void *)h.pending));
-  assert_int_equal(isv_repository_op_done(h.pending, 0, NULL), 0);
+  assert_true(isv_request_is_cancelled((isv_request *)(void *)h.pending));
+  assert_int_equal(isv_repository_op_complete(h.pending, 0, NULL), 0);
   run_until(&a, 1);
 }
 

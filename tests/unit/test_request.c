@@ -122,13 +122,13 @@ static void validation_names_each_problem(void **state) {
   r = req(f);
   add(r, "A", ISV_INT32, 1, 16);
   add(r, "B", ISV_INT32, 1, 16);
-  isv_request_add_output(r, "Z", 0);
+  isv_request_add_requested_output(r, "Z", 0);
   expect_invalid(r, "unknown output 'Z'");
 
   r = req(f);
   add(r, "A", ISV_INT32, 1, 16);
   add(r, "B", ISV_INT32, 1, 16);
-  isv_request_add_output(r, "S", 2);
+  isv_request_add_requested_output(r, "S", 2);
   expect_invalid(r, "cannot be classified");
 }
 
@@ -169,10 +169,10 @@ static void add_input_ownership_contract(void **state) {
   f->core.opts.max_tensors = 3;
   assert_int_equal(isv_request_add_input(r, "Y", ISV_INT32, shape, 0, d, 4, ISV_STATIC), ISV_EBADREQ);
   assert_int_equal(r->status, 0);
-  assert_int_equal(isv_request_add_output(r, "a", 0), 0);
-  assert_int_equal(isv_request_add_output(r, "b", 0), 0);
-  assert_int_equal(isv_request_add_output(r, "c", 0), 0);
-  assert_int_equal(isv_request_add_output(r, "d", 0), ISV_EBADREQ);
+  assert_int_equal(isv_request_add_requested_output(r, "a", 0), 0);
+  assert_int_equal(isv_request_add_requested_output(r, "b", 0), 0);
+  assert_int_equal(isv_request_add_requested_output(r, "c", 0), 0);
+  assert_int_equal(isv_request_add_requested_output(r, "d", 0), ISV_EBADREQ);
   assert_int_equal(r->status, 0);
   f->core.opts.max_tensors = 1024;
   isv_request_free(r);
@@ -184,18 +184,18 @@ static void output_allocation_checks_the_declaration(void **state) {
   isv_request *r = req(f);
   void *p;
   int64_t ok[] = {2, 16}, bad[] = {2, 15}, big[] = {5, 16};
-  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, ok, 2, &p), 0);
+  assert_int_equal(isv_request_alloc_output(r, "Y", ISV_INT32, ok, 2, &p), 0);
   assert_non_null(p);
   memset(p, 0, 2 * 16 * 4);
-  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, ok, 2, &p), ISV_EEXIST);
-  assert_int_equal(isv_request_output(r, "Q", ISV_INT32, ok, 2, &p), ISV_EINVAL);
-  assert_int_equal(isv_request_output(r, "S", ISV_INT32, ok, 1, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "Y", ISV_INT32, ok, 2, &p), ISV_EEXIST);
+  assert_int_equal(isv_request_alloc_output(r, "Q", ISV_INT32, ok, 2, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "S", ISV_INT32, ok, 1, &p), ISV_EINVAL);
   r->n_outputs = 0;
-  assert_int_equal(isv_request_output(r, "Y", ISV_FP32, ok, 2, &p), ISV_EINVAL);
-  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, bad, 2, &p), ISV_EINVAL);
-  assert_int_equal(isv_request_output(r, "Y", ISV_INT32, big, 2, &p), ISV_EINVAL);
-  assert_true(isv_request_output_requested(r, "Y"));
-  assert_false(isv_request_output_requested(r, "nope"));
+  assert_int_equal(isv_request_alloc_output(r, "Y", ISV_FP32, ok, 2, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "Y", ISV_INT32, bad, 2, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "Y", ISV_INT32, big, 2, &p), ISV_EINVAL);
+  assert_true(isv_request_is_output_requested(r, "Y"));
+  assert_false(isv_request_is_output_requested(r, "nope"));
   isv_request_free(r);
 }
 
@@ -231,14 +231,14 @@ static void open_io_takes_any_tensor(void **state) {
   assert_int_equal(isv_request_add_input(r, "A", ISV_INT32, shape, 1, zeros, 64, ISV_STATIC), 0);
   assert_int_equal(isv_request_add_input(r, "x", ISV_UINT8, three, 1, zeros, 3, ISV_STATIC), 0);
   assert_int_equal(isv__request_validate(r), 0);
-  assert_true(isv_request_output_requested(r, "whatever"));
+  assert_true(isv_request_is_output_requested(r, "whatever"));
   void *p;
-  assert_int_equal(isv_request_output(r, "z", ISV_FP32, three, 1, &p), 0);
-  assert_int_equal(isv_request_output(r, "y", ISV_BYTES, three, 1, &p), 0);
-  assert_int_equal(isv_request_output(r, "z", ISV_INT8, three, 1, &p), ISV_EEXIST);
+  assert_int_equal(isv_request_alloc_output(r, "z", ISV_FP32, three, 1, &p), 0);
+  assert_int_equal(isv_request_alloc_output(r, "y", ISV_BYTES, three, 1, &p), 0);
+  assert_int_equal(isv_request_alloc_output(r, "z", ISV_INT8, three, 1, &p), ISV_EEXIST);
   int64_t neg[] = {-1};
-  assert_int_equal(isv_request_output(r, "w", ISV_FP32, neg, 1, &p), ISV_EINVAL);
-  assert_int_equal(isv_request_output(r, "w", (isv_datatype)99, three, 1, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "w", ISV_FP32, neg, 1, &p), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "w", (isv_datatype)99, three, 1, &p), ISV_EINVAL);
   assert_int_equal(isv__request_postprocess(r, 0), 0);
   assert_int_equal(r->n_outputs, 2);
   assert_string_equal(r->outputs[0].name, "z"); /* the order they were set */
@@ -255,7 +255,7 @@ static void set_output_ownership_contract(void **state) {
   int32_t *y = malloc(64);
   for (int i = 0; i < 16; i++) y[i] = i * 3;
   assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, y, 64, count_free), 0);
-  const isv_tensor *t = isv_request_output_tensor(r, "Y");
+  const isv_tensor *t = isv_request_output(r, "Y");
   assert_ptr_equal(isv_tensor_data(t), y);
   assert_int_equal(isv_tensor_byte_size(t), 64);
   assert_int_equal(frees, 0);
@@ -287,12 +287,12 @@ static void set_output_ownership_contract(void **state) {
   /* ISV_STATIC keeps the pointer; misaligned memory is copied (and still released later) */
   static int32_t kept[16] = {7};
   assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, kept, 64, ISV_STATIC), 0);
-  assert_ptr_equal(isv_tensor_data(isv_request_output_tensor(r, "Y")), kept);
+  assert_ptr_equal(isv_tensor_data(isv_request_output(r, "Y")), kept);
   r->n_outputs = 0;
   char *raw = malloc(65);
   for (int i = 0; i < 65; i++) raw[i] = (char)i;
   assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, raw + 1, 64, ISV_STATIC), 0);
-  const void *got = isv_tensor_data(isv_request_output_tensor(r, "Y"));
+  const void *got = isv_tensor_data(isv_request_output(r, "Y"));
   assert_ptr_not_equal(got, raw + 1);
   assert_int_equal((uintptr_t)got % 4, 0);
   assert_memory_equal(got, raw + 1, 64);
@@ -303,7 +303,7 @@ static void set_output_ownership_contract(void **state) {
   for (int i = 0; i < 16; i++) tmp[i] = 100 + i;
   assert_int_equal(isv_request_set_output(r, "Y", ISV_INT32, shape, 2, tmp, 64, ISV_TRANSIENT), 0);
   tmp[0] = -1;
-  assert_int_equal(((const int32_t *)isv_tensor_data(isv_request_output_tensor(r, "Y")))[0], 100);
+  assert_int_equal(((const int32_t *)isv_tensor_data(isv_request_output(r, "Y")))[0], 100);
 
   /* BYTES: an isv_bytes array; TRANSIENT copies the elements too; NULL element pointers fail */
   char text[] = "abc";
@@ -315,7 +315,7 @@ static void set_output_ownership_contract(void **state) {
                    ISV_EINVAL);
   assert_int_equal(isv_request_set_output(r, "S", ISV_BYTES, bs, 1, b, 0, ISV_TRANSIENT), 0);
   text[0] = 'X';
-  const isv_tensor *s = isv_request_output_tensor(r, "S");
+  const isv_tensor *s = isv_request_output(r, "S");
   const isv_bytes *sb = isv_tensor_data(s);
   assert_int_equal(isv_tensor_byte_size(s), 4);
   assert_memory_equal(sb[0].ptr, "abc", 3);

@@ -53,7 +53,7 @@ static void stream_main(void *arg) {
   const isv_tensor *x = isv_request_input(r, "x");
   for (int k = 1; k <= 4; k++) {
     float *y;
-    if (isv_request_output(r, "y", ISV_FP32, isv_tensor_shape(x, NULL), 1, (void **)&y) != 0)
+    if (isv_request_alloc_output(r, "y", ISV_FP32, isv_tensor_shape(x, NULL), 1, (void **)&y) != 0)
       break;
     *y = *(const float *)isv_tensor_data(x) * (k == 4 ? 10 : (float)k);
     if (k < 4) isv_request_send_response(r);
@@ -138,7 +138,7 @@ static void a_response_outlives_the_request_that_sent_it(void **state) {
   uv_thread_join(&stream_thread);
   assert_int_equal(n_kept, 3);
   for (int k = 0; k < 3; k++) {
-    const isv_tensor *y = isv_request_output_tensor(kept[k], "y");
+    const isv_tensor *y = isv_request_output(kept[k], "y");
     assert_non_null(y);
     assert_true(*(const float *)isv_tensor_data(y) == 3.0f * (float)(k + 1));
     assert_string_equal(isv_request_model_name(kept[k]), "stream");
@@ -151,7 +151,7 @@ static void a_response_outlives_the_request_that_sent_it(void **state) {
 static int send_value(isv_request *r, float v) {
   int64_t one = 1;
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
   if (rc != 0) return rc;
   *y = v;
   return isv_request_send_response(r);
@@ -160,7 +160,7 @@ static int send_value(isv_request *r, float v) {
 static void on_writable(isv_request *r, void *user) {
   (void)user;
   hold.writable_calls++;
-  hold.cancelled_seen = isv_request_cancelled(r);
+  hold.cancelled_seen = isv_request_is_cancelled(r);
 }
 
 static int setup_small(void **state) {

@@ -25,7 +25,7 @@ static struct {
   int thread_made;
   atomic_int infer_calls;
   int complete_rc[2];   /* what isv_request_complete returned to the backend */
-  int cancelled_before; /* isv_request_cancelled() seen by a pool backend, before and after */
+  int cancelled_before; /* isv_request_is_cancelled() seen by a pool backend, before and after */
   int cancelled_after;
   isv_request *pending; /* a request whose backend returned without completing */
 } ctl;
@@ -58,7 +58,7 @@ static void after_free_main(void *arg) {
   ctl.complete_rc[1] = isv_request_complete(r, 0, NULL);
   int64_t shape[] = {3};
   void *p;
-  ctl.cancelled_before = isv_request_output(r, "y", ISV_FP32, shape, 1, &p);
+  ctl.cancelled_before = isv_request_alloc_output(r, "y", ISV_FP32, shape, 1, &p);
   ctl.cancelled_after = isv_request_alloc(r, 16) == NULL;
   uv_sem_post(&ctl.started);
 }
@@ -111,10 +111,10 @@ static int be_deferred(isv_request *r, void *u) {
 static int be_watch_cancel(isv_request *r, void *u) {
   (void)u;
   atomic_fetch_add(&ctl.infer_calls, 1);
-  ctl.cancelled_before = isv_request_cancelled(r);
+  ctl.cancelled_before = isv_request_is_cancelled(r);
   uv_sem_post(&ctl.started);
   uv_sem_wait(&ctl.go);
-  ctl.cancelled_after = isv_request_cancelled(r);
+  ctl.cancelled_after = isv_request_is_cancelled(r);
   if (ctl.cancelled_after) return isv_request_complete(r, ISV_ECANCELED, "stopped early");
   return cf_scale(r, 2);
 }
@@ -289,15 +289,15 @@ static int be_misuse(isv_request *r, void *u) {
   const char *how = u;
   int64_t shape[] = {3};
   void *p;
-  if (strcmp(how, "name") == 0) return isv_request_output(r, "nope", ISV_FP32, shape, 1, &p);
-  if (strcmp(how, "type") == 0) return isv_request_output(r, "y", ISV_INT32, shape, 1, &p);
+  if (strcmp(how, "name") == 0) return isv_request_alloc_output(r, "nope", ISV_FP32, shape, 1, &p);
+  if (strcmp(how, "type") == 0) return isv_request_alloc_output(r, "y", ISV_INT32, shape, 1, &p);
   if (strcmp(how, "rank") == 0) {
     int64_t two[] = {3, 1};
-    return isv_request_output(r, "y", ISV_FP32, two, 2, &p);
+    return isv_request_alloc_output(r, "y", ISV_FP32, two, 2, &p);
   }
   if (strcmp(how, "twice") == 0) {
-    isv_request_output(r, "y", ISV_FP32, shape, 1, &p);
-    return isv_request_output(r, "y", ISV_FP32, shape, 1, &p);
+    isv_request_alloc_output(r, "y", ISV_FP32, shape, 1, &p);
+    return isv_request_alloc_output(r, "y", ISV_FP32, shape, 1, &p);
   }
   if (strcmp(how, "bytes") == 0) {
     float y[3] = {0};
@@ -499,15 +499,15 @@ static void the_idle_hook_after_a_completion_from_another_thread(void **state) {
 
 static void the_cancellation_flag_reaches_a_pool_backend(void **state) {
   fixture *f = *state;
-  assert_int_equal(isv_request_cancelled(NULL), 0);
+  assert_int_equal(isv_request_is_cancelled(NULL), 0);
   result res = {0};
   isv_request *r = submit(f, "watch", &res);
   uv_sem_wait(&ctl.started); /* the backend runs on the pool and has looked once */
   assert_int_equal(ctl.cancelled_before, 0);
-  assert_int_equal(isv_request_cancelled(r), 0);
+  assert_int_equal(isv_request_is_cancelled(r), 0);
   /* what a front end does on the loop thread when the client goes away */
   isv__core_cancel(r);
-  assert_int_equal(isv_request_cancelled(r), 1);
+  assert_int_equal(isv_request_is_cancelled(r), 1);
   uv_sem_post(&ctl.go);
   uv_run(&f->loop, UV_RUN_DEFAULT);
   assert_int_equal(ctl.cancelled_after, 1);
@@ -806,7 +806,7 @@ static void a_request_past_its_deadline_in_the_queue_never_runs(void **state) {
   cf_param_i64(r, "timeout", 2000); /* µs */
   cf_submit(w, r, &late);
   cf_wait(w, &late, 1);
-  assert_int_equal(late.status, ISV_ETIMEDOUT);
+  assert_int_equal(late.status, ISV_EDEADLINE);
   assert_string_equal(late.msg, "request to model 'hold' passed its deadline while it waited");
   assert_int_equal(gate.n_held, 1); /* it never ran */
   assert_int_equal(cf_find(w, "hold")->stats.queued, 0);
@@ -820,12 +820,12 @@ static void a_running_request_past_its_deadline_is_cancelled_then_504(void **sta
   cf_result res = {0};
   cf_submit(w, cf_request(w, "deadline", &x, 1, 0), &res); /* the model's 3 ms default */
   isv_request *r = gate.held[0];
-  assert_false(isv_request_cancelled(r));
-  for (int i = 0; i < 1000 && !isv_request_cancelled(r); i++) cf_run_for(w, 1);
-  assert_true(isv_request_cancelled(r));
+  assert_false(isv_request_is_cancelled(r));
+  for (int i = 0; i < 1000 && !isv_request_is_cancelled(r); i++) cf_run_for(w, 1);
+  assert_true(isv_request_is_cancelled(r));
   assert_int_equal(res.calls, 0); /* it waits for its backend */
   assert_int_equal(cf_scale(r, 1), 0); /* a success, too late */
-  assert_int_equal(res.status, ISV_ETIMEDOUT);
+  assert_int_equal(res.status, ISV_EDEADLINE);
   assert_string_equal(res.msg, "request to model 'deadline' passed its deadline while it ran");
   assert_int_equal(res.n, 0);
 }
@@ -838,10 +838,10 @@ static void the_earliest_deadline_wins_and_bad_timeouts_are_400(void **state) {
   isv_request *r = cf_request(w, "hold", &x, 1, 0);
   r->timeout_us = 1000;
   cf_submit(w, r, &a);
-  for (int i = 0; i < 1000 && !isv_request_cancelled(gate.held[0]); i++) cf_run_for(w, 1);
-  assert_true(isv_request_cancelled(gate.held[0]));
+  for (int i = 0; i < 1000 && !isv_request_is_cancelled(gate.held[0]); i++) cf_run_for(w, 1);
+  assert_true(isv_request_is_cancelled(gate.held[0]));
   cf_scale(gate.held[0], 1);
-  assert_int_equal(a.status, ISV_ETIMEDOUT);
+  assert_int_equal(a.status, ISV_EDEADLINE);
   r = cf_request(w, "hold", &x, 1, 0);
   cf_param_i64(r, "timeout", -5);
   cf_submit(w, r, &b);
@@ -863,7 +863,7 @@ static void cancelling_a_running_request_marks_it_only(void **state) {
   res.keep = 1;
   isv_request *r = cf_submit(w, cf_request(w, "hold", &x, 1, 0), &res);
   assert_int_equal(isv_request_cancel(r), 0);
-  assert_true(isv_request_cancelled(gate.held[0]));
+  assert_true(isv_request_is_cancelled(gate.held[0]));
   assert_int_equal(res.calls, 0);
   assert_int_equal(isv_request_complete(r, ISV_ECANCELED, "stopped"), 0);
   assert_int_equal(res.status, ISV_ECANCELED);
@@ -896,7 +896,7 @@ static void the_drain_deadline_answers_the_queue_and_cancels_the_running(void **
   assert_int_equal(q1.status, ISV_EUNAVAIL);
   assert_string_equal(q1.msg, "the server closed before the request ran");
   assert_int_equal(q2.status, ISV_EUNAVAIL);
-  assert_true(isv_request_cancelled(gate.held[0]));
+  assert_true(isv_request_is_cancelled(gate.held[0]));
   assert_int_equal(gate.n_held, 1); /* nothing new started */
   assert_int_equal(idle_hits, 0);
   cf_scale(gate.held[0], 1); /* the running one still answers */

@@ -103,7 +103,7 @@ static int accumulate(isv_request *r) {
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) *sum += ((const float *)isv_tensor_data(x))[i];
   int64_t one = 1;
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
   if (rc) return rc;
   *y = *sum;
   return isv_request_complete(r, 0, NULL);
@@ -158,7 +158,7 @@ static int teardown(void **state) {
   int before = be.ends;
   cf_world_free(w); /* live sequences end with the models: CLOSED */
   for (int i = before; i < be.ends && i < 8; i++)
-    assert_int_equal(be.end_reason[i], ISV_SEQUENCE_CLOSED);
+    assert_int_equal(be.end_reason[i], ISV_SEQUENCE_END_CLOSED);
   return 0;
 }
 
@@ -168,28 +168,28 @@ static isv_request *step(cf_world *w, const char *model, uint64_t id, const char
   isv_request *r = cf_request(w, model, &v, 1, 0);
   if (str) cf_param_str(r, "sequence_id", str);
   else if (id) cf_param_i64(r, "sequence_id", (int64_t)id);
-  if (flags & ISV_SEQUENCE_START) cf_param_bool(r, "sequence_start", 1);
-  if (flags & ISV_SEQUENCE_END) cf_param_bool(r, "sequence_end", 1);
+  if (flags & ISV_SEQUENCE_FLAG_START) cf_param_bool(r, "sequence_start", 1);
+  if (flags & ISV_SEQUENCE_FLAG_END) cf_param_bool(r, "sequence_end", 1);
   return cf_submit(w, r, res);
 }
 
 static void a_sequence_accumulates_then_ends_once(void **state) {
   cf_world *w = *state;
   cf_result r[4] = {{0}};
-  step(w, "acc", 42, NULL, ISV_SEQUENCE_START, 1, &r[0]);
+  step(w, "acc", 42, NULL, ISV_SEQUENCE_FLAG_START, 1, &r[0]);
   step(w, "acc", 42, NULL, 0, 2, &r[1]);
   assert_int_equal(be.ends, 0);
-  step(w, "acc", 42, NULL, ISV_SEQUENCE_END, 3, &r[2]);
+  step(w, "acc", 42, NULL, ISV_SEQUENCE_FLAG_END, 3, &r[2]);
   for (int i = 0; i < 3; i++) assert_int_equal(r[i].status, 0);
   assert_true(r[0].y[0] == 1 && r[1].y[0] == 3 && r[2].y[0] == 6);
-  assert_int_equal(be.flags[0], ISV_SEQUENCE_START);
+  assert_int_equal(be.flags[0], ISV_SEQUENCE_FLAG_START);
   assert_int_equal(be.flags[1], 0);
-  assert_int_equal(be.flags[2], ISV_SEQUENCE_END);
+  assert_int_equal(be.flags[2], ISV_SEQUENCE_FLAG_END);
   assert_true(be.id[1] == 42 && be.id_str[1][0] == '\0');
   assert_int_equal(be.instance[0], be.instance[2]); /* one instance for the whole sequence */
   assert_int_equal(be.ends, 1);
   assert_true(be.end_id[0] == 42 && be.end_sum[0] == 6);
-  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_ENDED);
+  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_END_REQUESTED);
   /* over: it takes no more requests without a new start */
   step(w, "acc", 42, NULL, 0, 4, &r[3]);
   assert_int_equal(r[3].status, ISV_EBADREQ);
@@ -201,12 +201,12 @@ static void a_sequence_accumulates_then_ends_once(void **state) {
 static void sequences_keep_apart_on_their_own_instances(void **state) {
   cf_world *w = *state;
   cf_result r[6] = {{0}};
-  step(w, "acc", 7, NULL, ISV_SEQUENCE_START, 10, &r[0]);
-  step(w, "acc", 0, "abc", ISV_SEQUENCE_START, 1, &r[1]);
+  step(w, "acc", 7, NULL, ISV_SEQUENCE_FLAG_START, 10, &r[0]);
+  step(w, "acc", 0, "abc", ISV_SEQUENCE_FLAG_START, 1, &r[1]);
   step(w, "acc", 7, NULL, 0, 10, &r[2]);
   step(w, "acc", 0, "abc", 0, 1, &r[3]);
-  step(w, "acc", 0, "abc", ISV_SEQUENCE_END, 1, &r[4]);
-  step(w, "acc", 7, NULL, ISV_SEQUENCE_END, 10, &r[5]);
+  step(w, "acc", 0, "abc", ISV_SEQUENCE_FLAG_END, 1, &r[4]);
+  step(w, "acc", 7, NULL, ISV_SEQUENCE_FLAG_END, 10, &r[5]);
   assert_true(r[2].y[0] == 20 && r[3].y[0] == 2 && r[4].y[0] == 3 && r[5].y[0] == 30);
   assert_int_not_equal(be.instance[0], be.instance[1]); /* the least loaded instance */
   assert_int_equal(be.instance[0], be.instance[2]);
@@ -220,7 +220,7 @@ static void sequences_keep_apart_on_their_own_instances(void **state) {
 static void requests_without_a_usable_id_are_refused(void **state) {
   cf_world *w = *state;
   cf_result a = {0}, b = {0}, c = {0}, d = {0};
-  step(w, "acc", 0, NULL, ISV_SEQUENCE_START, 1, &a);
+  step(w, "acc", 0, NULL, ISV_SEQUENCE_FLAG_START, 1, &a);
   assert_int_equal(a.status, ISV_EBADREQ);
   assert_string_equal(a.msg, "model 'acc' is stateful: every request needs a 'sequence_id' "
                              "parameter (a uint64 > 0 or a string)");
@@ -247,8 +247,8 @@ static void requests_without_a_usable_id_are_refused(void **state) {
 static void at_most_max_sequences_live(void **state) {
   cf_world *w = *state;
   cf_result r[4] = {{0}};
-  for (uint64_t i = 0; i < 3; i++) step(w, "acc", i + 1, NULL, ISV_SEQUENCE_START, 1, &r[i]);
-  step(w, "acc", 4, NULL, ISV_SEQUENCE_START, 1, &r[3]);
+  for (uint64_t i = 0; i < 3; i++) step(w, "acc", i + 1, NULL, ISV_SEQUENCE_FLAG_START, 1, &r[i]);
+  step(w, "acc", 4, NULL, ISV_SEQUENCE_FLAG_START, 1, &r[3]);
   assert_int_equal(r[3].status, ISV_EUNAVAIL);
   assert_string_equal(r[3].msg, "model 'acc' already runs 3 sequences, its maximum");
   assert_int_equal(be.calls, 3);
@@ -257,11 +257,11 @@ static void at_most_max_sequences_live(void **state) {
 static void an_idle_sequence_ends_after_its_timeout(void **state) {
   cf_world *w = *state;
   cf_result a = {0}, b = {0};
-  step(w, "acc_idle", 9, NULL, ISV_SEQUENCE_START, 5, &a);
+  step(w, "acc_idle", 9, NULL, ISV_SEQUENCE_FLAG_START, 5, &a);
   assert_int_equal(a.status, 0);
   assert_int_equal(be.ends, 0);
   for (int i = 0; i < 1000 && be.ends == 0; i++) cf_run_for(w, 1); /* its timeout is 2 ms */
-  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_IDLE);
+  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_END_IDLE);
   assert_true(be.end_id[0] == 9 && be.end_sum[0] == 5);
   step(w, "acc_idle", 9, NULL, 0, 1, &b);
   assert_int_equal(b.status, ISV_EBADREQ);
@@ -270,10 +270,10 @@ static void an_idle_sequence_ends_after_its_timeout(void **state) {
 static void a_new_start_ends_the_old_sequence_with_its_id(void **state) {
   cf_world *w = *state;
   cf_result r[3] = {{0}};
-  step(w, "acc", 5, NULL, ISV_SEQUENCE_START, 100, &r[0]);
-  step(w, "acc", 5, NULL, ISV_SEQUENCE_START, 1, &r[1]);
+  step(w, "acc", 5, NULL, ISV_SEQUENCE_FLAG_START, 100, &r[0]);
+  step(w, "acc", 5, NULL, ISV_SEQUENCE_FLAG_START, 1, &r[1]);
   assert_int_equal(be.ends, 1);
-  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_RESTARTED);
+  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_END_RESTARTED);
   assert_true(be.end_sum[0] == 100);
   step(w, "acc", 5, NULL, 0, 1, &r[2]);
   assert_true(r[1].y[0] == 1 && r[2].y[0] == 2); /* a fresh state */
@@ -283,9 +283,9 @@ static void a_sequences_requests_run_one_at_a_time_in_order(void **state) {
   cf_world *w = *state;
   isv_model *m = cf_find(w, "acc_async");
   cf_result r[3] = {{0}};
-  step(w, "acc_async", 1, NULL, ISV_SEQUENCE_START, 1, &r[0]);
+  step(w, "acc_async", 1, NULL, ISV_SEQUENCE_FLAG_START, 1, &r[0]);
   step(w, "acc_async", 1, NULL, 0, 2, &r[1]);
-  step(w, "acc_async", 1, NULL, ISV_SEQUENCE_END, 3, &r[2]);
+  step(w, "acc_async", 1, NULL, ISV_SEQUENCE_FLAG_END, 3, &r[2]);
   for (int i = 0; i < 3; i++) {
     assert_non_null(be.pending);
     assert_int_equal(m->stats.queued, (size_t)(2 - i)); /* the others wait */
@@ -301,10 +301,10 @@ static void a_sequences_requests_run_one_at_a_time_in_order(void **state) {
 static void removing_the_model_ends_its_live_sequences(void **state) {
   cf_world *w = *state;
   cf_result a = {0};
-  step(w, "acc", 77, NULL, ISV_SEQUENCE_START, 2, &a);
+  step(w, "acc", 77, NULL, ISV_SEQUENCE_FLAG_START, 2, &a);
   assert_int_equal(isv__registry_remove(&w->core.reg, "acc", NULL), 0);
   assert_int_equal(be.ends, 1);
-  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_CLOSED);
+  assert_int_equal(be.end_reason[0], ISV_SEQUENCE_END_CLOSED);
   assert_true(be.end_id[0] == 77 && be.end_sum[0] == 2);
 }
 

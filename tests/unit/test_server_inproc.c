@@ -28,7 +28,7 @@ static int twice(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   const float *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
@@ -131,7 +131,7 @@ static void on_done(isv_request *r, int status, void *data) {
   res->calls++;
   res->status = status;
   snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
-  const isv_tensor *y = isv_request_output_tensor(r, "y");
+  const isv_tensor *y = isv_request_output(r, "y");
   if (y && isv_tensor_datatype(y) == ISV_FP32) {
     res->n = isv_tensor_element_count(y);
     memcpy(res->y, isv_tensor_data(y), res->n * sizeof(float));
@@ -150,7 +150,7 @@ static result run(world *w, const char *model, const float *x, int64_t n, uint32
   isv_request *r;
   assert_int_equal(isv_request_new(w->srv, model, NULL, &r), 0);
   assert_int_equal(isv_request_add_input(r, "x", ISV_FP32, &n, 1, x, (size_t)n * 4, ISV_TRANSIENT), 0);
-  if (classify) isv_request_add_output(r, "y", classify);
+  if (classify) isv_request_add_requested_output(r, "y", classify);
   assert_int_equal(isv_server_infer(w->srv, r, on_done, &res), 0);
   uv_run(&w->loop, UV_RUN_DEFAULT);
   assert_int_equal(res.calls, 1);
@@ -178,7 +178,7 @@ static void complete_then_write(void *arg) {
   int64_t one = 1;
   static const float v = 99;
   isv_param p = {.type = ISV_PARAM_INT64, .v.i64 = 1};
-  late[0] = isv_request_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
+  late[0] = isv_request_alloc_output(r, "y", ISV_FP32, &one, 1, (void **)&y);
   late[1] = isv_request_set_output(r, "y", ISV_FP32, &one, 1, &v, sizeof v, ISV_TRANSIENT);
   late[2] = isv_request_set_response_param(r, "late", &p);
   late[3] = isv_request_complete(r, 0, NULL);
@@ -508,7 +508,7 @@ static isv_request *held;
 static int stuck(isv_request *r, void *u) {
   (void)u;
   uv_sem_wait(&stuck_go);
-  atomic_store(&stuck_saw_cancel, isv_request_cancelled(r));
+  atomic_store(&stuck_saw_cancel, isv_request_is_cancelled(r));
   int rc = twice(r, NULL); /* reads its input, writes its output, completes */
   atomic_store(&stuck_rc, rc);
   uv_sem_post(&stuck_done);

@@ -2,7 +2,7 @@
  * shared memory object (bounds, overflow, names, status order, a region unregistered while a
  * request holds it stays mapped until the request is freed), the tensor parameters, the
  * register request decoders, and outputs written into a caller's buffer through a real core
- * (in place by isv_request_output, copied once after isv_request_set_output, refused when too
+ * (in place by isv_request_alloc_output, copied once after isv_request_set_output, refused when too
  * small). */
 #include "cmocka_prelude.h"
 
@@ -303,7 +303,7 @@ static void decoders_take_the_parameters(void **state) {
   cf_world_free(w);
 }
 
-/* y = 2x written with isv_request_output (in place) or set from the backend's own buffer with
+/* y = 2x written with isv_request_alloc_output (in place) or set from the backend's own buffer with
  * isv_request_set_output (copied once). */
 static int twice_in_place(isv_request *r, void *u) {
   (void)u;
@@ -311,7 +311,7 @@ static int twice_in_place(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   const float *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
@@ -340,7 +340,7 @@ static void on_done(isv_request *r, int status, void *data) {
   got *g = data;
   g->calls++;
   g->status = status;
-  const isv_tensor *y = isv_request_output_tensor(r, "y");
+  const isv_tensor *y = isv_request_output(r, "y");
   g->y = y ? isv_tensor_data(y) : NULL;
   snprintf(g->msg, sizeof g->msg, "%s", isv_request_error_message(r));
   isv_request_free(r);
@@ -349,7 +349,7 @@ static void on_done(isv_request *r, int status, void *data) {
 static got run(cf_world *w, const char *model, void *buf, size_t cap) {
   float x[4] = {1, 2, 3, 4};
   isv_request *r = cf_request(w, model, x, 4, 0);
-  assert_int_equal(isv_request_add_output_buffer(r, "y", buf, cap), 0);
+  assert_int_equal(isv_request_add_requested_output_buffer(r, "y", buf, cap), 0);
   got g = {0};
   isv__core_submit(&w->core, r, on_done, &g);
   while (g.calls == 0) uv_run(&w->loop, UV_RUN_ONCE);
@@ -378,8 +378,8 @@ static void outputs_into_a_callers_buffer(void **state) {
   g = run(w, "own", buf, 15);
   assert_int_equal(g.status, ISV_EBADREQ);
   isv_request *r = cf_request(w, "own", buf, 1, 0);
-  assert_int_equal(isv_request_add_output_buffer(r, "y", NULL, 4), ISV_EINVAL);
-  assert_int_equal(isv_request_add_output_buffer(r, NULL, buf, 4), ISV_EINVAL);
+  assert_int_equal(isv_request_add_requested_output_buffer(r, "y", NULL, 4), ISV_EINVAL);
+  assert_int_equal(isv_request_add_requested_output_buffer(r, NULL, buf, 4), ISV_EINVAL);
   isv_request_free(r);
   cf_world_free(w);
 }
@@ -404,7 +404,7 @@ typedef struct seen_by_backend {
   int shrink; /* truncate the object to 0 before reading the input: the attack */
 } seen_by_backend;
 
-/* y = 2x through isv_request_output, noting what it was handed. */
+/* y = 2x through isv_request_alloc_output, noting what it was handed. */
 static int twice_noting(isv_request *r, void *u) {
   seen_by_backend *sb = u;
   if (sb->shrink) {
@@ -418,7 +418,7 @@ static int twice_noting(isv_request *r, void *u) {
   size_t nd, n = isv_tensor_element_count(x);
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   sb->x = isv_tensor_data(x);
   sb->x0 = sb->x[0];

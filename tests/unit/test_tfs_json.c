@@ -371,7 +371,7 @@ static void signatures_choose_and_rename(void **state) {
   assert_int_equal(r->status, 0);
   assert_string_equal(last_sig->name, "cls");
   assert_string_equal(r->inputs[0].name, "x"); /* the tensor's own name */
-  assert_int_equal(isv_request_output_requested(r, "y"), 1);
+  assert_int_equal(isv_request_is_output_requested(r, "y"), 1);
   isv_request_free(r);
   r = decode_as(f, f->sigs, "{\"signature_name\": \"cls\", \"examples\": [{\"x\": 5}]}", EXAMPLES,
                 NULL);

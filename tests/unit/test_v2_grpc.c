@@ -291,7 +291,7 @@ static int add_version(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(a, &nd);
   float *y;
-  int rc = isv_request_output(r, "Y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "Y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   const float *x = isv_tensor_data(a);
   float plus = (float)atoi(isv_request_model_version(r));

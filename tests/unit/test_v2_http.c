@@ -129,7 +129,7 @@ static int add_one(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(a, &nd);
   float *y;
-  int rc = isv_request_output(r, "Y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "Y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   const float *x = isv_tensor_data(a);
   float plus = (float)atoi(isv_request_model_version(r));
@@ -142,7 +142,7 @@ static int twice(isv_request *r, void *u) {
   const isv_tensor *x = isv_request_input(r, "x");
   int64_t shape[] = {3};
   int32_t *y;
-  int rc = isv_request_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_INT32, shape, 1, (void **)&y);
   if (rc) return rc;
   for (int i = 0; i < 3; i++) y[i] = 2 * ((const int32_t *)isv_tensor_data(x))[i];
   return isv_request_complete(r, 0, NULL);
@@ -155,7 +155,7 @@ static int plus_one(isv_request *r, void *u) {
   size_t nd;
   const int64_t *shape = isv_tensor_shape(x, &nd);
   float *y;
-  int rc = isv_request_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
   const float *in = isv_tensor_data(x);
   for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] + 1;
@@ -582,7 +582,7 @@ static int text_length(isv_request *r, void *u) {
   (void)u;
   const isv_bytes *t = isv_tensor_data(isv_request_input(r, "t"));
   int64_t shape[] = {1}, *n;
-  int rc = isv_request_output(r, "n", ISV_INT64, shape, 1, (void **)&n);
+  int rc = isv_request_alloc_output(r, "n", ISV_INT64, shape, 1, (void **)&n);
   if (rc) return rc;
   n[0] = (int64_t)t[0].len;
   return isv_request_complete(r, 0, NULL);

@@ -127,9 +127,9 @@ static void a_well_formed_request_passes(void **state) {
   r = req(f, f->m);
   add_bn(r, "A", 4, 16); /* the max batch itself */
   add_bn(r, "B", 4, 16);
-  isv_request_add_output(r, "Z", 0);
-  isv_request_add_output(r, "Y", 3); /* classification of a numeric output */
-  isv_request_add_output(r, "S", 0); /* BYTES, not classified: fine */
+  isv_request_add_requested_output(r, "Z", 0);
+  isv_request_add_requested_output(r, "Y", 3); /* classification of a numeric output */
+  isv_request_add_requested_output(r, "S", 0); /* BYTES, not classified: fine */
   expect_valid(r);
   /* -1 takes any size, including 0 */
   int64_t s[] = {2, 0};
@@ -155,7 +155,7 @@ static void any_rank_inputs_and_outputs(void **state) {
     expect_valid(r);
     r = req(f, f->ar);
     void *data;
-    assert_int_equal(isv_request_output(r, "W", ISV_FP32, s, ndim, &data), 0);
+    assert_int_equal(isv_request_alloc_output(r, "W", ISV_FP32, s, ndim, &data), 0);
     isv_request_free(r);
   }
   for (size_t ndim = 1; ndim <= 4; ndim++) {
@@ -172,9 +172,9 @@ static void any_rank_inputs_and_outputs(void **state) {
   expect_message(r, "input 'V' has batch size 5, model 'arb' max batch size is 4");
   r = req(f, f->arb);
   void *data;
-  assert_int_equal(isv_request_output(r, "W", ISV_FP32, s, 0, &data), ISV_EINVAL);
-  assert_int_equal(isv_request_output(r, "W", ISV_FP32, five, 2, &data), ISV_EINVAL);
-  assert_int_equal(isv_request_output(r, "W", ISV_FP32, s, 3, &data), 0);
+  assert_int_equal(isv_request_alloc_output(r, "W", ISV_FP32, s, 0, &data), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "W", ISV_FP32, five, 2, &data), ISV_EINVAL);
+  assert_int_equal(isv_request_alloc_output(r, "W", ISV_FP32, s, 3, &data), 0);
   isv_request_free(r);
 }
 
@@ -308,20 +308,20 @@ static void unknown_or_duplicate_requested_outputs(void **state) {
   isv_request *r = req(f, f->m);
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "Y", 0);
-  isv_request_add_output(r, "W", 0);
+  isv_request_add_requested_output(r, "Y", 0);
+  isv_request_add_requested_output(r, "W", 0);
   expect_message(r, "unknown output 'W': model 'm' has no such output");
   r = req(f, f->m);
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "A", 0); /* an input is not an output */
+  isv_request_add_requested_output(r, "A", 0); /* an input is not an output */
   expect_message(r, "unknown output 'A': model 'm' has no such output");
   r = req(f, f->m);
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "Y", 0);
-  isv_request_add_output(r, "Z", 0);
-  isv_request_add_output(r, "Y", 2); /* twice, even with a different classification */
+  isv_request_add_requested_output(r, "Y", 0);
+  isv_request_add_requested_output(r, "Z", 0);
+  isv_request_add_requested_output(r, "Y", 2); /* twice, even with a different classification */
   expect_message(r, "output 'Y' requested twice");
 }
 
@@ -330,18 +330,18 @@ static void classification_of_bool_or_bytes_is_refused(void **state) {
   isv_request *r = req(f, f->m);
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "S", 1);
+  isv_request_add_requested_output(r, "S", 1);
   expect_message(r, "output 'S' has datatype BYTES, which cannot be classified");
   r = req(f, f->m);
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "F", 2);
+  isv_request_add_requested_output(r, "F", 2);
   expect_message(r, "output 'F' has datatype BOOL, which cannot be classified");
   r = req(f, f->m); /* not classified: fine */
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "F", 0);
-  isv_request_add_output(r, "S", 0);
+  isv_request_add_requested_output(r, "F", 0);
+  isv_request_add_requested_output(r, "S", 0);
   expect_valid(r);
 }
 
@@ -370,18 +370,18 @@ static void the_first_problem_is_the_one_reported(void **state) {
   expect_message(r, "input 'A' has batch size 9, model 'm' max batch size is 4");
   r = req(f, f->m); /* missing before different batch sizes and outputs */
   add_bn(r, "A", 1, 16);
-  isv_request_add_output(r, "W", 0);
+  isv_request_add_requested_output(r, "W", 0);
   expect_message(r, "missing input 'B' for model 'm'");
   r = req(f, f->m); /* batch sizes before outputs */
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 2, 16);
-  isv_request_add_output(r, "W", 0);
+  isv_request_add_requested_output(r, "W", 0);
   expect_message(r, "inputs 'A' and 'B' have different batch sizes (1, 2)");
   r = req(f, f->m); /* outputs in request order */
   add_bn(r, "A", 1, 16);
   add_bn(r, "B", 1, 16);
-  isv_request_add_output(r, "S", 1);
-  isv_request_add_output(r, "W", 0);
+  isv_request_add_requested_output(r, "S", 1);
+  isv_request_add_requested_output(r, "W", 0);
   expect_message(r, "output 'S' has datatype BYTES, which cannot be classified");
 }
 
@@ -442,17 +442,17 @@ static void without_requested_outputs_the_declaration_order(void **state) {
 static void requested_outputs_in_the_requested_order(void **state) {
   fixture *f = *state;
   isv_request *r = req(f, f->nb);
-  isv_request_add_output(r, "Q", 0);
-  isv_request_add_output(r, "P", 0);
+  isv_request_add_requested_output(r, "Q", 0);
+  isv_request_add_requested_output(r, "P", 0);
   produce(r, "PQ");
   expect_outputs(r, "QP");
   /* outputs produced but not requested are dropped */
   r = req(f, f->nb);
-  isv_request_add_output(r, "Q", 0);
+  isv_request_add_requested_output(r, "Q", 0);
   produce(r, "PQ");
   expect_outputs(r, "Q");
   r = req(f, f->nb);
-  isv_request_add_output(r, "P", 0);
+  isv_request_add_requested_output(r, "P", 0);
   produce(r, "QP");
   expect_outputs(r, "P");
 }
@@ -460,15 +460,15 @@ static void requested_outputs_in_the_requested_order(void **state) {
 static void a_requested_output_not_produced_is_the_backends_fault(void **state) {
   fixture *f = *state;
   isv_request *r = req(f, f->nb);
-  isv_request_add_output(r, "Q", 0);
-  isv_request_add_output(r, "P", 0);
+  isv_request_add_requested_output(r, "Q", 0);
+  isv_request_add_requested_output(r, "P", 0);
   produce(r, "Q");
   assert_int_equal(isv__request_postprocess(r, 0), ISV_EBACKEND);
   assert_int_equal(r->status, ISV_EBACKEND);
   assert_string_equal(r->errmsg, "model 'nb' did not produce output 'P'");
   isv_request_free(r);
   r = req(f, f->nb);
-  isv_request_add_output(r, "P", 0);
+  isv_request_add_requested_output(r, "P", 0);
   assert_int_equal(isv__request_postprocess(r, 0), ISV_EBACKEND);
   assert_string_equal(r->errmsg, "model 'nb' did not produce output 'P'");
   isv_request_free(r);
@@ -477,8 +477,8 @@ static void a_requested_output_not_produced_is_the_backends_fault(void **state) 
 static void requested_flags_and_classification_are_applied(void **state) {
   fixture *f = *state;
   isv_request *r = req(f, f->nb);
-  isv_request_add_output(r, "Q", 0);
-  isv_request_add_output(r, "P", 2);
+  isv_request_add_requested_output(r, "Q", 0);
+  isv_request_add_requested_output(r, "P", 2);
   r->req_outputs[0].flags = 0x5; /* a front end's private bits reach the output tensor */
   r->req_outputs[1].flags = 0x2;
   produce(r, "PQ");
