@@ -39,8 +39,9 @@ typedef struct gcall {
   size_t len;
   int msg_compressed; /* ... still coded with the call's grpc-encoding */
   size_t msg_charged; /* what the decoded message holds of the receiving budget */
-  int inflating;      /* a message is being decoded on a worker thread: a stream's later
-                       * messages wait in `held`, in order */
+  int inflating;      /* a message is on a worker thread (being inflated, or decoded into its
+                       * request): a stream's later messages wait in `held`, in order — a
+                       * sequence's requests must reach the core as they were sent */
   unsigned n_msgs;
   int half_closed;
   int cancelled;
@@ -305,6 +306,8 @@ static void infer_done(isv_request *r, int status, void *data) {
   gcall_maybe_free(g);
 }
 
+static void drain_held(gcall *g);
+
 static void decode_work(isv__offload *o) {
   job *j = (job *)o;
   j->g->m->decode(j->r, j->r->body, j->r->body_len); /* touches the request only */
@@ -312,9 +315,21 @@ static void decode_work(isv__offload *o) {
 
 static void decode_after(isv__offload *o) {
   job *j = (job *)o;
-  if (j->g->cancelled && j->r->status == 0) /* while it was decoded: it never runs */
+  gcall *g = j->g;
+  g->busy++;
+  g->inflight++; /* its answer (it may come at once) must not end the stream before the rest */
+  g->inflating = 0;
+  if (g->cancelled && j->r->status == 0) /* while it was decoded: it never runs */
     isv__request_fail(j->r, ISV_ECANCELED, "request cancelled before it ran");
-  isv__core_submit(j->g->core, j->r, infer_done, j);
+  isv__core_submit(g->core, j->r, infer_done, j);
+  if (g->m->kind == ISV__RPC_BIDI_STREAM && !g->finished)
+    drain_held(g); /* the messages that came meanwhile, after it */
+  g->inflight--;
+  if (g->m->kind == ISV__RPC_BIDI_STREAM && g->half_closed && g->inflight == 0 &&
+      !g->inflating && !g->finished)
+    end_stream(g);
+  g->busy--;
+  gcall_maybe_free(g);
 }
 
 /* Decode one message into a request and submit it; takes msg, and the `charged` bytes of the
@@ -361,8 +376,10 @@ static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
    * milliseconds per MB, and the loop is the host's. A decode error is the core's to order
    * and report either way. */
   if (len >= ISV__OFFLOAD_MIN_BYTES &&
-      isv__offload_run(g->core, &j->off, decode_work, decode_after) == 0)
+      isv__offload_run(g->core, &j->off, decode_work, decode_after) == 0) {
+    g->inflating = 1; /* later messages of a stream wait behind it */
     return;
+  }
   g->m->decode(r, msg, len);
   isv__core_submit(g->core, r, infer_done, j);
 }

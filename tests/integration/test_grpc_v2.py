@@ -389,6 +389,19 @@ def test_stream_infer_many_requests(stub, protos):
         _check_simple(got[rid], fa, fb, rows)
 
 
+def test_stream_infer_keeps_the_order_of_a_large_message(stub, protos):
+    # a message of 96 KiB or more is decoded on a worker thread; the ones sent after it must
+    # still reach the model after it (a sequence's requests must run as they were sent)
+    pb = protos.pb
+    for round_no in range(5):
+        big, _, _ = simple_request(pb, req_id="big%d" % round_no)
+        big.parameters["pad"].string_param = "x" * (200 << 10)
+        smalls = [simple_request(pb, req_id="small%d.%d" % (round_no, i))[0] for i in range(3)]
+        order = [r.infer_response.id for r in
+                 stub.ModelStreamInfer(iter([big] + smalls), timeout=10)]
+        assert order == ["big%d" % round_no] + ["small%d.%d" % (round_no, i) for i in range(3)]
+
+
 def test_parallel_channels(demo, protos):
     from grpc_stubs import make_channel
     errors = []
