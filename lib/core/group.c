@@ -2,6 +2,8 @@
  * it (core/group.h says why it is built this way). */
 #include "core/group.h"
 
+#include "codec/compiler.h"
+
 #include <stdatomic.h>
 #include <string.h>
 
@@ -131,7 +133,9 @@ ISV_EXTERN void isv_group_free(isv_group *g) {
 }
 
 static void group_unref(isv_group *g) {
-  if (atomic_fetch_sub(&g->refs, 1) != 1) return;
+  unsigned before = atomic_fetch_sub(&g->refs, 1);
+  ISV_ASSERT(before > 0, "a group's memory is let go once per user and per record");
+  if (before != 1) return;
   while (g->addrs) {
     struct isv__gaddr *next = g->addrs->next;
     isv__free(g->addrs);
@@ -159,7 +163,9 @@ static void gmodel_free(isv__gmodel *gm) {
 }
 
 static void gmodel_unref(isv__gmodel *gm) {
-  if (atomic_fetch_sub(&gm->refs, 1) != 1) return;
+  unsigned before = atomic_fetch_sub(&gm->refs, 1);
+  ISV_ASSERT(before > 0, "a record is let go once by its table and once per member's copy");
+  if (before != 1) return;
   isv_group *g = gm->g;
   if (gm->backend.destroy) gm->backend.destroy(gm->user);
   gmodel_free(gm);
@@ -273,7 +279,9 @@ static void copy_gone(isv_model *m) {
   int last_hidden = 0;
   if (gm->hidden) {
     uv_mutex_lock(&g->mu);
-    last_hidden = atomic_fetch_sub(&gm->refs, 1) == 1;
+    unsigned before = atomic_fetch_sub(&gm->refs, 1);
+    ISV_ASSERT(before > 0, "a library model's record counts its members' copies");
+    last_hidden = before == 1;
     if (last_hidden) { /* out of g->hidden before another member could find it */
       isv__gmodel **pp = &g->hidden;
       while (*pp != gm) pp = &(*pp)->next;
