@@ -86,3 +86,23 @@ void isv__offload_drain(isv__core *c) {
     o = next;
   }
 }
+
+static void inflate_work(isv__offload *o) {
+  isv__offload_inflate *j = (isv__offload_inflate *)o;
+  j->rc = isv__inflater_run(j->f, SIZE_MAX);
+}
+static void inflate_after(isv__offload *o) {
+  isv__offload_inflate *j = (isv__offload_inflate *)o;
+  j->done(j);
+}
+
+void isv__offload_inflate_run(isv__core *c, isv__offload_inflate *j,
+                              void (*done)(isv__offload_inflate *j)) {
+  j->done = done;
+  j->rc = isv__inflater_run(j->f, ISV__INFLATE_LOOP_SLICE);
+  if (j->rc == ISV__INFLATE_MORE) {
+    if (isv__offload_run(c, &j->off, inflate_work, inflate_after) == 0) return;
+    j->rc = isv__inflater_run(j->f, SIZE_MAX); /* no worker thread: here, then */
+  }
+  done(j);
+}

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "core/core.h"
+#include "codec/zcoding.h"
 #include "core/pool.h"
 
 /* Bodies or responses of at least this many bytes are worth the trip to a worker thread (two
@@ -43,6 +44,22 @@ void isv__offload_finish(isv__offload *o);
 /* ... or, when the work was done before it had to come back (the host decided inside its
  * callback): stop counting it, on the loop thread, without `after`. */
 void isv__offload_end_now(isv__offload *o);
+
+/* A coded body or message decoded by an inflater (codec/zcoding.h) the caller made: one slice
+ * (ISV__INFLATE_LOOP_SLICE of output) here, on the loop — most bodies end there — and what is
+ * left on a worker thread, so that a small body costs no thread hand-off and a large one never
+ * holds the loop. done(j) runs on the loop thread with j->rc: 0, or the inflater's error —
+ * before isv__offload_inflate_run returns when the slice was enough or no worker thread could
+ * take the rest (it ran here then). Both HTTP bodies (Content-Encoding) and gRPC messages
+ * (grpc-encoding) go this way. Loop thread. */
+typedef struct isv__offload_inflate {
+  isv__offload off;
+  isv__inflater *f;
+  int rc;
+  void (*done)(struct isv__offload_inflate *j);
+} isv__offload_inflate;
+void isv__offload_inflate_run(isv__core *c, isv__offload_inflate *j,
+                              void (*done)(isv__offload_inflate *j));
 
 /* Free p (malloc'd) on a worker thread: unmapping tens of MB of small pages (a large JSON
  * response once written) takes ~10 ms. At once, here, when it cannot be offloaded. Loop

@@ -11,44 +11,44 @@
 #include "protocol/edge.h"
 
 typedef struct decode_job {
-  isv__offload off;
+  isv__offload_inflate inf; /* first: the job is its inflation */
   isv__router *r;
   isv__exchange *ex;
   isv__header *ce; /* the Content-Encoding header */
   isv__coding coding;
-  isv__inflater *f;
-  int rc;
 } decode_job;
 
-static void finish(decode_job *j) {
+static void finish(isv__offload_inflate *inf) {
+  decode_job *j = (decode_job *)inf;
   isv__exchange *ex = j->ex;
   isv__router *r = j->r;
-  if (j->rc != 0) {
+  int rc = inf->rc;
+  if (rc != 0) {
     char msg[256];
     size_t max = r->core->opts.max_body_bytes;
-    int status = j->rc == ISV_ETOOBIG    ? 413
-                 : j->rc == ISV_EBADREQ  ? 400
-                 : j->rc == ISV_EUNAVAIL ? 503
-                                         : 500;
-    if (j->rc == ISV_ETOOBIG)
+    int status = rc == ISV_ETOOBIG    ? 413
+                 : rc == ISV_EBADREQ  ? 400
+                 : rc == ISV_EUNAVAIL ? 503
+                                      : 500;
+    if (rc == ISV_ETOOBIG)
       snprintf(msg, sizeof msg, "the decoded (Content-Encoding %s) request body exceeds the "
                "server's limit of %zu bytes", isv__coding_name(j->coding), max);
-    else if (j->rc == ISV_EBADREQ)
+    else if (rc == ISV_EBADREQ)
       snprintf(msg, sizeof msg, "Content-Encoding %s: the body is not valid %s data: %s",
                isv__coding_name(j->coding), isv__coding_name(j->coding),
-               isv__inflater_why(j->f));
-    else if (j->rc == ISV_EUNAVAIL)
+               isv__inflater_why(inf->f));
+    else if (rc == ISV_EUNAVAIL)
       snprintf(msg, sizeof msg, "the server is receiving too much request data at once (the "
                "decoded bodies count too); retry later");
     else snprintf(msg, sizeof msg, "out of memory decoding the request body");
-    isv__inflater_free(j->f);
+    isv__inflater_free(inf->f);
     isv__free(j);
     isv__router_error(r, ex, status, msg, NULL, 0);
     return;
   }
   size_t len, charged;
-  char *body = isv__inflater_take(j->f, &len, &charged);
-  isv__inflater_free(j->f);
+  char *body = isv__inflater_take(inf->f, &len, &charged);
+  isv__inflater_free(inf->f);
   if (ex->body_big) isv__bigbuf_free(ex->body);
   else isv__free(ex->body);
   ex->body = body;
@@ -60,13 +60,6 @@ static void finish(decode_job *j) {
   isv__free(j);
   isv__edge_http(r, ex);
 }
-
-/* What is left of a body that outgrew its slice on the loop, on a worker thread. */
-static void decode_work(isv__offload *o) {
-  decode_job *j = (decode_job *)o;
-  j->rc = isv__inflater_run(j->f, SIZE_MAX);
-}
-static void decode_after(isv__offload *o) { finish((decode_job *)o); }
 
 int isv__content_decode(isv__router *r, isv__exchange *ex) {
   isv__header *ce = NULL;
@@ -89,13 +82,9 @@ int isv__content_decode(isv__router *r, isv__exchange *ex) {
   /* every byte that comes out is charged to the receiving budget as it comes; the loop
    * inflates one slice, whatever the compressed size — a body that inflates past it goes on
    * on a worker thread */
-  j->rc = isv__inflater_new(coding, ex->body, ex->body_len, r->core->opts.max_body_bytes, ex->mem,
-                            r->core->receiving, &j->f);
-  if (j->rc == 0) j->rc = isv__inflater_run(j->f, ISV__INFLATE_LOOP_SLICE);
-  if (j->rc == ISV__INFLATE_MORE) {
-    if (isv__offload_run(r->core, &j->off, decode_work, decode_after) == 0) return 1;
-    j->rc = isv__inflater_run(j->f, SIZE_MAX); /* no worker thread: here, then */
-  }
-  finish(j);
+  j->inf.rc = isv__inflater_new(coding, ex->body, ex->body_len, r->core->opts.max_body_bytes,
+                                ex->mem, r->core->receiving, &j->inf.f);
+  if (j->inf.rc == 0) isv__offload_inflate_run(r->core, &j->inf, finish);
+  else finish(&j->inf);
   return 1;
 }

@@ -474,11 +474,9 @@ int isv__grpc_unary_model(isv__grpc_unary *u, const char *name, const char *vers
 
 /* A message being decoded (the call counts it in flight while a worker thread has it). */
 typedef struct inflating {
-  isv__offload off;
+  isv__offload_inflate inf; /* first: this is its inflation */
   gcall *g;
   uint8_t *coded; /* the message as it came: the inflater reads it */
-  isv__inflater *f;
-  int rc;
 } inflating;
 
 static void message_ready(gcall *g, uint8_t *msg, size_t len, size_t charged);
@@ -486,20 +484,21 @@ static void message_ready(gcall *g, uint8_t *msg, size_t len, size_t charged);
 /* The decoder is done with w (rc): its message goes on, or the call ends with the error. */
 static void inflate_done(inflating *w, int rc) {
   gcall *g = w->g;
+  isv__inflater *f = w->inf.f;
   uint8_t *msg = NULL;
   size_t len = 0, charged = 0;
   char why[160] = "";
   if (rc == 0) {
-    char *plain = isv__inflater_take(w->f, &len, &charged);
+    char *plain = isv__inflater_take(f, &len, &charged);
     /* a message buffer, END-aligned like the transport's, so raw tensors are used in place */
     if ((msg = isv__bigbuf_alloc(NULL, len, 1)) != NULL && len) memcpy(msg, plain, len);
     isv__free(plain);
     if (msg == NULL) rc = ISV_ENOMEM;
   } else if (rc == ISV_EBADREQ) {
     snprintf(why, sizeof why, "the body is not valid %s data: %s",
-             isv__coding_name(g->call->coding), isv__inflater_why(w->f));
+             isv__coding_name(g->call->coding), isv__inflater_why(f));
   }
-  isv__inflater_free(w->f);
+  isv__inflater_free(f);
   isv__bigbuf_free(w->coded);
   isv__free(w);
   if (rc != 0 || g->finished) {
@@ -511,18 +510,14 @@ static void inflate_done(inflating *w, int rc) {
   message_ready(g, msg, len, charged);
 }
 
-static void inflate_work(isv__offload *o) {
-  inflating *w = (inflating *)o;
-  w->rc = isv__inflater_run(w->f, SIZE_MAX);
-}
-
-static void inflate_after(isv__offload *o) {
-  inflating *w = (inflating *)o;
+/* The inflation is over (on the loop, at once or after a worker thread). */
+static void inflated(isv__offload_inflate *inf) {
+  inflating *w = (inflating *)inf;
   gcall *g = w->g;
   g->inflight--;
   g->inflating = 0;
   g->busy++;
-  inflate_done(w, w->rc);
+  inflate_done(w, inf->rc);
   if (g->m->kind == ISV__RPC_BIDI_STREAM && !g->finished) {
     drain_held(g); /* the messages that came meanwhile, in order */
     if (g->half_closed && g->inflight == 0 && !g->inflating && !g->finished) end_stream(g);
@@ -544,17 +539,14 @@ static void inflate_start(gcall *g, uint8_t *coded, size_t len) {
   w->g = g;
   w->coded = coded;
   int rc = isv__inflater_new(g->call->coding, coded, len, g->core->opts.max_body_bytes,
-                             g->core->mem, g->core->receiving, &w->f);
-  if (rc == 0) rc = isv__inflater_run(w->f, ISV__INFLATE_LOOP_SLICE);
-  if (rc == ISV__INFLATE_MORE) {
-    g->inflating = 1;
-    g->inflight++;
-    if (isv__offload_run(g->core, &w->off, inflate_work, inflate_after) == 0) return;
-    g->inflating = 0;
-    g->inflight--;
-    rc = isv__inflater_run(w->f, SIZE_MAX); /* no worker thread: here, then */
+                             g->core->mem, g->core->receiving, &w->inf.f);
+  if (rc != 0) {
+    inflate_done(w, rc);
+    return;
   }
-  inflate_done(w, rc);
+  g->inflating = 1; /* until inflated: a stream's later messages wait behind it */
+  g->inflight++;
+  isv__offload_inflate_run(g->core, &w->inf, inflated);
 }
 
 /* A message, decoded: a stream's is submitted, a unary call's answered. */

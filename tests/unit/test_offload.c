@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core_fixture.h"
+#include "codec/buf.h"
 #include "core/offload.h"
 
 typedef struct job {
@@ -86,11 +87,84 @@ static void a_buffer_is_freed_on_a_worker(void **state) {
   cf_world_free(w);
 }
 
+
+/* ---- a coded body decoded: a slice on the loop, the rest on a worker thread ---------------- */
+
+typedef struct inflation {
+  isv__offload_inflate inf;
+  cf_world *w;
+  int done_calls;
+  int on_loop;
+  char *body;
+  size_t len;
+} inflation;
+
+static void inflated(isv__offload_inflate *inf) {
+  inflation *t = (inflation *)inf;
+  t->done_calls++;
+  t->on_loop = isv__on_loop_thread(&t->w->core);
+  if (inf->rc == 0) {
+    size_t charged;
+    t->body = isv__inflater_take(inf->f, &t->len, &charged);
+  }
+  isv__inflater_free(inf->f);
+}
+
+/* n bytes of a repeating pattern, gzipped. */
+static isv__buf gzipped(size_t n, char **plain) {
+  *plain = malloc(n);
+  for (size_t i = 0; i < n; i++) (*plain)[i] = (char)('a' + i % 23);
+  isv__buf b;
+  isv__buf_init(&b, NULL);
+  isv__zpiece piece = {*plain, n};
+  assert_int_equal(isv__deflate(ISV__CODING_GZIP, &piece, 1, &b), 0);
+  return b;
+}
+
+static void a_small_body_inflates_at_once_a_large_one_on_a_worker(void **state) {
+  (void)state;
+  cf_world *w = cf_world_new(NULL);
+  static const size_t sizes[] = {1000, ISV__INFLATE_LOOP_SLICE * 3 + 17};
+  for (int k = 0; k < 2; k++) {
+    char *plain;
+    isv__buf coded = gzipped(sizes[k], &plain);
+    inflation t = {.w = w};
+    assert_int_equal(isv__inflater_new(ISV__CODING_GZIP, coded.data, coded.len, sizes[k] * 2,
+                                       NULL, NULL, &t.inf.f), 0);
+    isv__offload_inflate_run(&w->core, &t.inf, inflated);
+    if (k == 0) {
+      assert_int_equal(t.done_calls, 1); /* one slice was enough: no thread hand-off */
+    } else {
+      assert_int_equal(t.done_calls, 0); /* the rest went to a worker thread */
+      assert_false(isv__core_idle(&w->core));
+      uv_run(&w->loop, UV_RUN_DEFAULT);
+      assert_int_equal(t.done_calls, 1);
+    }
+    assert_true(t.on_loop);
+    assert_int_equal(t.inf.rc, 0);
+    assert_int_equal(t.len, sizes[k]);
+    assert_memory_equal(t.body, plain, sizes[k]);
+    isv__free(t.body);
+    free(plain);
+    isv__buf_free(&coded);
+  }
+  /* an error comes back the same way, with the inflater's reason */
+  static const unsigned char not_gzip[] = {0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff, 0xde, 0xad};
+  inflation t = {.w = w};
+  assert_int_equal(isv__inflater_new(ISV__CODING_GZIP, not_gzip, sizeof not_gzip, 1 << 20, NULL,
+                                     NULL, &t.inf.f), 0);
+  isv__offload_inflate_run(&w->core, &t.inf, inflated);
+  assert_int_equal(t.done_calls, 1);
+  assert_int_equal(t.inf.rc, ISV_EBADREQ);
+  cf_world_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(work_runs_off_the_loop_and_after_on_it),
       cmocka_unit_test(an_idle_core_does_not_hold_the_loop),
       cmocka_unit_test(a_buffer_is_freed_on_a_worker),
+      cmocka_unit_test(a_small_body_inflates_at_once_a_large_one_on_a_worker),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
