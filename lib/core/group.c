@@ -276,8 +276,11 @@ static void copy_gone(isv_model *m) {
   if (k == NULL) return;
   isv__gmodel *gm = k->gm;
   isv_group *g = gm->g;
+  /* read before letting go: once this copy's reference is dropped, another member may free
+   * the record (a library model's, the last copy gone on its thread) */
+  const int hidden = gm->hidden;
   int last_hidden = 0;
-  if (gm->hidden) {
+  if (hidden) {
     uv_mutex_lock(&g->mu);
     unsigned before = atomic_fetch_sub(&gm->refs, 1);
     ISV_ASSERT(before > 0, "a library model's record counts its members' copies");
@@ -291,7 +294,7 @@ static void copy_gone(isv_model *m) {
   }
   m->gcopy = NULL;
   isv__free(k);
-  if (!gm->hidden) {
+  if (!hidden) {
     gmodel_unref(gm);
   } else if (last_hidden) {
     gmodel_free(gm);

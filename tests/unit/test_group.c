@@ -644,6 +644,57 @@ static void members_listen_at_once(void **state) {
   assert_int_equal(lone.rc, ISV_EIO);
 }
 
+/* Members that registered the same route (its hidden model: one record, a copy each) close at
+ * the same moment on their threads: the last copy frees the record, and no other member reads it
+ * afterwards (ASan saw copy_gone read the record's flags after the other thread freed it). */
+static int route_handler(isv_http_request *req, void *u) {
+  (void)req;
+  (void)u;
+  return 0;
+}
+
+static void route_member_main(void *arg) {
+  racer *r = arg;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_options *o;
+  isv_options_new(&o);
+  isv_options_set_group(o, r->group);
+  isv_server *srv = NULL;
+  int rc = isv_server_new(&loop, o, &srv);
+  isv_options_free(o);
+  isv_route route = {.struct_size = sizeof route, .method = "GET", .path = "/custom/same",
+                     .handler = route_handler};
+  if (rc == 0) rc = isv_server_add_route(srv, &route);
+  r->rc = rc;
+  uv_barrier_wait(r->start); /* both registered before either closes */
+  if (srv) {
+    int closed = 0;
+    isv_server_close(srv, racer_closed, &closed);
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  uv_loop_close(&loop);
+}
+
+static void members_close_their_routes_at_once(void **state) {
+  (void)state;
+  int failures = 0;
+  for (int i = 0; i < 200; i++) {
+    isv_group *g;
+    assert_int_equal(isv_group_new(&g), 0);
+    uv_barrier_t start;
+    uv_barrier_init(&start, 2);
+    racer r[2] = {{&start, g, 0, 0}, {&start, g, 0, 0}};
+    uv_thread_t t[2];
+    for (int k = 0; k < 2; k++) uv_thread_create(&t[k], route_member_main, &r[k]);
+    for (int k = 0; k < 2; k++) uv_thread_join(&t[k]);
+    uv_barrier_destroy(&start);
+    isv_group_free(g);
+    failures += (r[0].rc != 0) + (r[1].rc != 0);
+  }
+  assert_int_equal(failures, 0);
+}
+
 /* ---- a lone server is a group of one ---------------------------------------------------- */
 
 static int lone_destroyed;
@@ -815,6 +866,7 @@ int main(void) {
       cmocka_unit_test(members_agree_and_options_hold_the_group),
       cmocka_unit_test(stats_while_copies_go),
       cmocka_unit_test(members_listen_at_once),
+      cmocka_unit_test(members_close_their_routes_at_once),
       cmocka_unit_test(a_lone_server_is_a_group_of_one),
       cmocka_unit_test(hidden_models_have_one_recipe),
   };
