@@ -93,6 +93,8 @@ struct isv__conn {
   size_t linger_bytes;
   int handles_open;
   uint64_t deadline;      /* the engine's (io->now_ms), 0 = none */
+  uint64_t armed;         /* when the timer is set to fire (uv_now ms), 0 = stopped: it is moved
+                           * only when something falls due sooner (conn.c, arm) */
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
   size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
@@ -106,6 +108,15 @@ struct isv__conn {
   uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
   uint64_t read_burst_ns;  /* ... when this turn's first in-place read began; 0: none */
   int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
+  /* A small write the kernel took at once (uv_try_write): its callback waits for the next loop
+   * turn (a write callback never runs from inside the write call), run from `done_idle`. At
+   * most one: a write is tried only when nothing else is pending. */
+  uv_idle_t done_idle;
+  isv__write_cb done_cb;
+  void *done_ctx;
+  size_t done_len;
+  int done_status;
+  int done_due;
   unsigned read_yields;    /* how many times (what tests look at) */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
