@@ -691,6 +691,64 @@ static void a_keep_alive_connection_keeps_reading_and_its_timer_between_requests
   assert_true(c->deadline != 0);  /* yet the idle deadline is the current one */
 }
 
+/* Counts what the transport allocates (its isv_mem). */
+static int n_allocs;
+static void *count_malloc(size_t n, void *u) {
+  (void)u;
+  n_allocs++;
+  return malloc(n);
+}
+static void count_free(void *p, void *u) {
+  (void)u;
+  free(p);
+}
+static void *count_calloc(size_t n, size_t size, void *u) {
+  (void)u;
+  n_allocs++;
+  return calloc(n, size);
+}
+static void *count_realloc(void *p, size_t n, void *u) {
+  (void)u;
+  n_allocs++;
+  return realloc(p, n);
+}
+static const isv_mem counting_mem = {sizeof(isv_mem), NULL, count_malloc, count_free, count_calloc,
+                                     count_realloc};
+
+/* The steady state of a keep-alive connection allocates nothing from the transport's
+ * allocator for a small request: the exchange, its headers and storage share one block, the
+ * write's context and the response head another; each is the last request's, recycled — and
+ * reset: the third request, unlike the second, has no query, one header less and another body,
+ * and its exchange shows only its own. (The body is the one allocation left, from the buffer
+ * cache: the front end may hand it to the request, which can outlive the exchange.) */
+static void a_keep_alive_request_allocates_nothing_once_warm(void **state) {
+  tf_world *w = *state;
+  w->t.mem = &counting_mem;
+  tf_client *cl = tf_connect(w);
+  static const char a[] = "POST /a?q=1 HTTP/1.1\r\nHost: x\r\nX-One: 1\r\nContent-Length: 5\r\n"
+                          "\r\nhello";
+  static const char b[] = "POST /bb HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  tf_write_str(cl, a);
+  tf_run_until(w, one_answer, cl);
+  tf_write_str(cl, a);
+  tf_run_until(w, two_answers, cl);
+  int before = n_allocs;
+  tf_write_str(cl, b);
+  while (tf_h1_responses(cl, ka_resps, 4) < 3 && !cl->eof) uv_run(&w->loop, UV_RUN_ONCE);
+  tf_settle(w);
+  assert_int_equal(n_allocs - before, 0);
+  assert_int_equal(w->n_recs, 3);
+  tf_rec *r = &w->recs[2];
+  assert_string_equal(r->path, "/bb");
+  assert_int_equal(r->query_len, 0);
+  assert_int_equal(r->n_headers, 2);
+  assert_null(strstr(r->headers, "X-One"));
+  assert_int_equal(r->body_len, 3);
+  assert_memory_equal(r->body, "abc", 3);
+  assert_string_equal(w->recs[1].path, "/a");
+  assert_string_equal(w->recs[1].query, "q=1");
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
   const struct CMUnitTest tests[] = {
@@ -717,6 +775,7 @@ int main(void) {
       T(a_small_write_is_taken_at_once_and_called_back_next_turn),
       T(a_write_taken_at_once_is_called_back_when_the_connection_closes_first),
       T(a_keep_alive_connection_keeps_reading_and_its_timer_between_requests),
+      T(a_keep_alive_request_allocates_nothing_once_warm),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
