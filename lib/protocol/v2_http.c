@@ -145,6 +145,9 @@ static void compress_body(encoded *e) {
 
 static void encode(encoded *e) {
   isv__buf_init(&e->b, e->ex->mem);
+  /* a small model's answer (the JSON around two 16-element tensors is ~260 bytes) fits at
+   * once: one allocation, not one of 256 bytes then a copy into 512 */
+  isv__buf_reserve(&e->b, 512);
   e->bin = NULL;
   e->n_bin = 0;
   if (e->status == 0 && (e->status = isv__v2_encode_response(e->r, &e->b, &e->bin, &e->n_bin))) {
