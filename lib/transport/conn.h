@@ -108,10 +108,14 @@ struct isv__conn {
   uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
   uint64_t read_burst_ns;  /* ... when this turn's first in-place read began; 0: none */
   int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
-  /* A small write the kernel took at once (uv_try_write): its callback waits for the next loop
-   * turn (a write callback never runs from inside the write call), run from `done_idle`. At
-   * most one: a write is tried only when nothing else is pending. */
+  /* A small write the kernel took at once (uv_try_write): its callback waits (a write callback
+   * never runs from inside the write call) — for this turn's check phase when the write was made
+   * from this connection's read callback (the poll phase: an inline handler answering), else
+   * for the next turn (`done_idle`: an active idle handle keeps the poll from blocking). At most
+   * one: a write is tried only when nothing else is pending. */
   uv_idle_t done_idle;
+  uv_check_t done_check;
+  int in_read; /* inside on_read's delivery */
   isv__write_cb done_cb;
   void *done_ctx;
   size_t done_len;

@@ -688,6 +688,11 @@ static void a_keep_alive_connection_keeps_reading_and_its_timer_between_requests
   assert_int_equal(tf_h1_responses(cl, ka_resps, 4), 2);
   assert_true(c->reading);
   assert_true(c->armed == armed); /* not moved for the second request */
+  /* the answers were written from the read callback: their callbacks ran in the same turn's
+   * check phase, and nothing is left waiting */
+  assert_false(c->done_due);
+  assert_false(uv_is_active((uv_handle_t *)&c->done_check));
+  assert_false(uv_is_active((uv_handle_t *)&c->done_idle));
   assert_true(c->deadline != 0);  /* yet the idle deadline is the current one */
 }
 
