@@ -10,7 +10,10 @@
  * one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline), the
  * read-batching watchdog, and the write check (a connection whose writes make no progress for
  * the send timeout — a client that stopped reading — is closed with a reset, so that the kernel
- * drops the bytes queued for it), armed at the earliest. memconn.c's is memory: bytes in from
+ * drops the bytes queued for it), armed at the earliest — lazily: it is moved only when something
+ * falls due sooner than it is set for (a keep-alive request moves no timer). A small write with
+ * nothing pending goes to the kernel at once (uv_try_write: no POLLOUT watcher to stop, so no
+ * epoll_ctl per answer), its callback still on a later phase of the loop. memconn.c's is memory: bytes in from
  * the caller, bytes out into a buffer, a clock the caller moves — tests and fuzzers drive the
  * engines with no socket and no loop (transport/memconn.h). */
 #ifndef ISV_TRANSPORT_CONN_H

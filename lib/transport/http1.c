@@ -17,7 +17,10 @@
  * head (URL + headers) or body buffer — except a body with a known Content-Length, which
  * libuv reads straight into its final buffer (llhttp then reports the span in place), in
  * batches when it is large (conn.h, "Read batching").
- * At dispatch the exchange takes both buffers; the engine starts afresh.
+ * At dispatch the exchange takes both buffers; the engine starts afresh. The exchange (with its
+ * headers and head text) is one block, and a write's context with the response head another:
+ * the connection keeps the last of each for its next request, so a warm keep-alive request
+ * allocates only its body here.
  *
  * Errors the engine finds itself (limits, timeouts, malformed HTTP) become an exchange handed
  * to the transport's error handler with (status, message): the protocol the path belongs to
