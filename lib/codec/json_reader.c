@@ -310,6 +310,7 @@ void isv__json_reader_init(isv__json_reader *r, char *buf, size_t len, unsigned 
   r->max_depth = max_depth;
   r->state = ST_VALUE;
   r->failed = 0;
+  r->keep_bytes = 0;
   r->err_offset = 0;
   r->err[0] = '\0';
 }
@@ -495,7 +496,7 @@ close:
 }
 
 isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
-  return next_impl(r, tok, 1);
+  return next_impl(r, tok, !r->keep_bytes);
 }
 
 int isv__json_skip(isv__json_reader *r, const isv__json_token *first, size_t *end) {

@@ -49,6 +49,7 @@ typedef struct isv__json_reader {
   unsigned max_depth;
   int state;    /* private: what the grammar expects next */
   int failed;   /* sticky */
+  int keep_bytes; /* strings are not unescaped in place (isv__json_rewind can then go back) */
   uint8_t stack[ISV__JSON_MAX_DEPTH_LIMIT / 8]; /* private: 1 bit per level, object or array */
   size_t err_offset;
   char err[160];
@@ -70,6 +71,28 @@ isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok);
  * parsed later by a second reader initialised over buf + first->offset (e.g. a V2 "data"
  * member that comes before "datatype" and "shape"). */
 int isv__json_skip(isv__json_reader *r, const isv__json_token *first, size_t *end);
+
+/* A place to come back to: read on with r->keep_bytes set (strings are then not unescaped in
+ * place, so the bytes stay as they were), and if what was read is not wanted — it failed — rewind
+ * to read or skip it again as if nothing happened (the error is forgotten). Only back to a
+ * place at the same or a shallower depth than where reading went. */
+typedef struct isv__json_mark {
+  size_t pos;
+  unsigned depth;
+  int state;
+} isv__json_mark;
+static inline isv__json_mark isv__json_mark_here(const isv__json_reader *r) {
+  isv__json_mark m = {r->pos, r->depth, r->state};
+  return m;
+}
+static inline void isv__json_rewind(isv__json_reader *r, const isv__json_mark *m) {
+  r->pos = m->pos;
+  r->depth = m->depth; /* the stack's bits up to it were not touched */
+  r->state = m->state;
+  r->failed = 0;
+  r->err_offset = 0;
+  r->err[0] = '\0';
+}
 
 /* The recorded error message (NUL-terminated) and its byte offset; NULL when none. */
 const char *isv__json_error(const isv__json_reader *r, size_t *offset);

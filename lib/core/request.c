@@ -12,8 +12,14 @@
 #include <string.h>
 
 isv_request *isv__request_new(isv__core *c) {
-  isv_request *r = isv__calloc(c->mem, 1, sizeof *r);
-  if (r == NULL) return NULL;
+  /* the struct of one that left the quarantine (bury) when there is one: no free and calloc per
+   * request — it was as dead as freed memory, which malloc would hand out again as soon */
+  uv_mutex_lock(&c->mu);
+  isv_request *r = c->q_spare;
+  c->q_spare = NULL;
+  uv_mutex_unlock(&c->mu);
+  if (r != NULL) memset(r, 0, sizeof *r);
+  else if ((r = isv__calloc(c->mem, 1, sizeof *r)) == NULL) return NULL;
   r->core = c;
   r->arena.bufs = &c->bufs;
   r->out_arena.bufs = &c->bufs;
@@ -479,6 +485,10 @@ static void bury(isv_request *r) {
   c->quarantine[c->q_next] = r;
   c->q_next = (c->q_next + 1) % ISV__QUARANTINE;
   if (c->q_len < ISV__QUARANTINE) c->q_len++;
+  if (old != NULL && c->q_spare == NULL) { /* out of quarantine: the next request's struct */
+    c->q_spare = old;
+    old = NULL;
+  }
   uv_mutex_unlock(&c->mu);
   isv__free(old);
 }

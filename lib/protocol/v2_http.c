@@ -145,6 +145,10 @@ static void compress_body(encoded *e) {
 
 static void encode(encoded *e) {
   isv__buf_init(&e->b, e->ex->mem);
+  /* a small model's answer fits at once: one allocation, not 256 bytes then copies as it
+   * grows — the JSON around two 16-element tensors is ~260 bytes, but the writer reserves 33
+   * bytes per element of a tensor before it formats it (json_writer.c, write_flat) */
+  isv__buf_reserve(&e->b, 1024);
   e->bin = NULL;
   e->n_bin = 0;
   if (e->status == 0 && (e->status = isv__v2_encode_response(e->r, &e->b, &e->bin, &e->n_bin))) {

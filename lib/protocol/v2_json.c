@@ -226,6 +226,50 @@ static int claim_binary(isv_request *r, bin_tail *tail, const char *name, isv_da
   return 0;
 }
 
+/* "data" read where it stands, when "datatype" and "shape" came before it (the usual order):
+ * the values go into the tensor in one pass, instead of being skipped (validated) and parsed
+ * again by a second reader once all the keys are known. */
+typedef struct early_data {
+  void *data; /* in the request's arena; NULL: not tried */
+  isv_datatype dt;
+  size_t count, bytes;
+  int done; /* read whole; else the reader was rewound and "data" is skipped as before */
+} early_data;
+
+/* 1: `first` (the value of "data") was read into e->data and rd is past it; 0: rd is where it
+ * was (rewound on a failure: the usual path then reports the error as it always did). Numbers
+ * only — strings (BYTES) would be unescaped in place, and a failed try must leave the bytes
+ * as they were for the skip that follows (keep_bytes makes sure of it for stray strings). */
+static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_token *first,
+                         int have_dt, isv_datatype dt, int have_shape, const int64_t *shape,
+                         size_t ndim, early_data *e) {
+  if (e->data != NULL) { /* "data" again: the last one counts, read as before */
+    e->done = 0;
+    return 0;
+  }
+  if (!have_dt || !have_shape || dt == ISV_TYPE_INVALID || dt == ISV_BYTES ||
+      first->type != ISV__JSON_ARRAY_BEGIN)
+    return 0;
+  size_t count, bytes;
+  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0) return 0;
+  /* the same bound as below: every element takes at least a byte of what is left */
+  if (count > rd->len - first->offset + 1) return 0;
+  if ((e->data = isv__arena_alloc(&r->arena, bytes ? bytes : 1)) == NULL) return 0;
+  e->dt = dt;
+  e->count = count;
+  e->bytes = bytes;
+  isv__json_mark m = isv__json_mark_here(rd);
+  rd->keep_bytes = 1;
+  int rc = isv__json_read_tensor(rd, first, dt, e->data, count);
+  rd->keep_bytes = 0;
+  if (rc != 0) {
+    isv__json_rewind(rd, &m);
+    return 0;
+  }
+  e->done = 1;
+  return 1;
+}
+
 static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigned depth,
                        size_t index, bin_tail *tail) {
   isv__json_token t;
@@ -244,6 +288,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   char label[32];
   index_label(label, index);
   input_info info = {.label = label};
+  early_data early = {0};
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
@@ -266,8 +311,12 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
       if (parse_params(r, rd, input_param, &info)) return r->status;
     } else if (keyis(&t, "data")) {
       if (isv__json_next(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
-      if (isv__json_skip(rd, &data_tok, &data_end) != 0) return reader_fail(r, rd, NULL);
       have_data = 1;
+      if (read_data_now(r, rd, &data_tok, have_dt, dt, have_shape, shape, ndim, &early)) {
+        data_end = rd->pos;
+        continue;
+      }
+      if (isv__json_skip(rd, &data_tok, &data_end) != 0) return reader_fail(r, rd, NULL);
     } else {
       isv__json_token v;
       if (isv__json_next(rd, &v) == ISV__JSON_ERROR || isv__json_skip(rd, &v, NULL) != 0)
@@ -310,7 +359,13 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     if (count > data_bytes + 1)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s': shape needs %zu elements but "
                                "'data' holds fewer", name, count);
-    if ((ten.data = isv__arena_alloc(&r->arena, bytes)) == NULL)
+    if (early.data && early.dt == dt && early.count == count && early.done) {
+      ten.data = early.data; /* read as it came: datatype and shape were known before it */
+      ten.byte_size = bytes;
+      goto push;
+    }
+    if (early.data && early.bytes >= bytes) ten.data = early.data; /* its failed try's room */
+    else if ((ten.data = isv__arena_alloc(&r->arena, bytes)) == NULL)
       return isv__request_fail(r, ISV_ENOMEM, "out of memory");
     /* Parse the data now that datatype and shape are known, whatever the key order was: a
      * second reader over exactly the data's bytes, positioned at its offset so errors carry
@@ -327,6 +382,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     }
     ten.byte_size = dt == ISV_BYTES ? isv__bytes_total(ten.data, count) : bytes;
   }
+push:;
   isv_tensor *in = isv__request_push_input(r);
   if (in == NULL) return r->status;
   in->name = name;

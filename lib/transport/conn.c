@@ -26,22 +26,35 @@ static uint64_t uvc_now_ns(const isv__conn *c) {
 static void on_timer(uv_timer_t *h);
 static void pump(isv__conn *c);
 
-/* Arm the timer for the earlier of the deadline and the watchdog (or stop it). */
+/* Arm the timer for the earliest of the deadline, the watchdog and the write check — lazily.
+ * A keep-alive request used to move the deadline three times (header, body, none while it is
+ * answered, idle again): a uv_timer_stop and a uv_timer_start each, every request. Now the
+ * timer is only moved when something falls due sooner than it is set for; when the deadline
+ * moves later (or goes away) it stays, fires early, finds nothing due (on_timer compares every
+ * time with the clock) and is set again for what is due then. The deadlines stay exact; a
+ * connection costs one spurious wake-up per header timeout at most. With nothing due and the
+ * stream not read, the timer is stopped: a stale one would keep the host's loop alive. */
 static void arm(isv__conn *c) {
   if (c->closing) return;
+  uint64_t now = uv_now(c->t->loop);
   if (c->pump_due) { /* the next loop turn */
     uv_timer_start(&c->timer, on_timer, 0, 0);
+    c->armed = now ? now : 1;
     return;
   }
   uint64_t at = c->deadline;
   if (c->watchdog && (at == 0 || c->watchdog < at)) at = c->watchdog;
   if (c->write_check && (at == 0 || c->write_check < at)) at = c->write_check;
   if (at == 0) {
-    uv_timer_stop(&c->timer);
+    if (c->armed && !c->reading) {
+      uv_timer_stop(&c->timer);
+      c->armed = 0;
+    }
     return;
   }
-  uint64_t now = uv_now(c->t->loop);
+  if (c->armed && c->armed <= at) return; /* it fires in time (perhaps early: see above) */
   uv_timer_start(&c->timer, on_timer, at > now ? at - now : 0, 0);
+  c->armed = at > now ? at : now ? now : 1;
 }
 
 static void uvc_deadline(isv__conn *c, uint64_t ms) {
@@ -70,6 +83,7 @@ static void reset_on_close(isv__conn *c) {
 
 static void on_timer(uv_timer_t *h) {
   isv__conn *c = h->data;
+  c->armed = 0; /* it fired (a one-shot): arm() below sets it again if anything is due */
   if (c->pump_due) { /* a slice was written last turn: the next */
     c->pump_due = 0;
     c->write_burst_ns = uv_hrtime();
@@ -153,8 +167,13 @@ typedef struct conn_write {
   int in_libuv;    /* a slice of it is with libuv (its req in use) */
 } conn_write;
 
+static void run_done(isv__conn *c);
+
 static void write_done(conn_write *w, int status) {
   isv__conn *c = w->c;
+  /* A write the kernel took at once came before this one: its callback first (libuv runs its
+   * completions before the idle handles of the turn). */
+  run_done(c);
   c->write_pending -= w->len;
   if (c->write_pending == 0 && c->write_check) {
     c->write_check = 0;
@@ -250,15 +269,84 @@ static int uvc_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb
   return isv__conn_write_raw(c, bufs, n, cb, ctx);
 }
 
+/* The deferred callback of a write the kernel took at once (try_write): as write_done. */
+static void run_done(isv__conn *c) {
+  if (!c->done_due) return;
+  c->done_due = 0;
+  if (!c->closing) {
+    uv_idle_stop(&c->done_idle);
+    uv_check_stop(&c->done_check);
+  }
+  c->write_pending -= c->done_len;
+  if (c->write_pending == 0 && c->write_check) {
+    c->write_check = 0;
+    arm(c);
+  }
+  c->done_cb(c, c->done_ctx, c->done_status);
+}
+
+static void on_done_idle(uv_idle_t *h) { run_done(h->data); }
+static void on_done_check(uv_check_t *h) { run_done(h->data); }
+
+/* The usual write — a small answer, nothing else pending — goes to the kernel at once with
+ * uv_try_write: libuv's uv_write would take it as fast, but then its completion stops watching
+ * for POLLOUT, and libuv 1.44 re-submits a watcher it touched with an epoll_ctl(MOD) — one more
+ * syscall per request. 1: taken whole, or failed (the callback is due next turn with the
+ * status); 0: not at all or in part (*done: the bytes the kernel took; the rest goes to libuv). */
+#define TRY_WRITE_IOV 16
+static int try_write(isv__conn *c, const uv_buf_t *bufs, size_t n, size_t len, isv__write_cb cb,
+                     void *ctx, size_t *done) {
+  *done = 0;
+  if (c->write_pending || c->wq_head || n > TRY_WRITE_IOV)
+    return 0;
+  int rc = uv_try_write(c->stream, bufs, (unsigned)n);
+  if (rc == UV_EAGAIN || (rc >= 0 && (size_t)rc < len)) {
+    *done = rc > 0 ? (size_t)rc : 0;
+    return 0;
+  }
+  c->done_cb = cb;
+  c->done_ctx = ctx;
+  c->done_len = len;
+  c->done_status = rc < 0 ? rc : 0; /* as uv_write's callback would have said */
+  c->done_due = 1;
+  /* From the read callback the check phase of this very turn follows the poll: no extra turn
+   * (and no extra epoll_wait) per request. From anywhere else (a timer, a completion from the
+   * worker pool, a check or prepare callback) only an idle handle is sure to run soon. */
+  if (c->in_read) uv_check_start(&c->done_check, on_done_check);
+  else uv_idle_start(&c->done_idle, on_done_idle);
+  return 1;
+}
+
 int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
                         void *ctx) {
   if (c->closing) return ISV_ECANCELED;
+  size_t len = 0, done = 0;
+  for (size_t i = 0; i < n; i++) len += bufs[i].len;
+  if (len <= ISV__WRITE_SLICE && try_write(c, bufs, n, len, cb, ctx, &done)) {
+    c->write_pending += len;
+    c->write_total += len;
+    return 0;
+  }
+  uv_buf_t rest[TRY_WRITE_IOV];
+  if (done) { /* the kernel took the first `done` bytes: libuv writes the others */
+    size_t k = 0, skip = done;
+    for (size_t i = 0; i < n; i++) {
+      if (skip >= bufs[i].len) {
+        skip -= bufs[i].len;
+        continue;
+      }
+      rest[k++] = uv_buf_init(bufs[i].base + skip, (unsigned)(bufs[i].len - skip));
+      skip = 0;
+    }
+    bufs = rest;
+    n = k;
+  }
   conn_write *w = isv__calloc(c->t->mem, 1, sizeof *w);
   if (w == NULL) return ISV_ENOMEM;
   w->c = c;
   w->cb = cb;
   w->ctx = ctx;
-  for (size_t i = 0; i < n; i++) w->len += bufs[i].len;
+  w->len = len;
   if (c->wq_head == NULL && w->len <= ISV__WRITE_SLICE) { /* the usual case: straight to libuv */
     if (uv_write(&w->req, c->stream, bufs, (unsigned)n, on_write) != 0) { /* copies bufs */
       isv__free(w);
@@ -363,6 +451,7 @@ uint64_t isv__conn_body_deadline(const isv__conn *c, uint64_t elapsed_ms, size_t
 static void uvc_read_stop(isv__conn *c) {
   if (c->reading) uv_read_stop(c->stream);
   c->reading = 0;
+  arm(c); /* a timer left running with nothing due is stopped now (arm) */
 }
 
 static void uvc_read_start(isv__conn *c) {
@@ -440,8 +529,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if ((size_t)nread < buf->len) c->read_burst_ns = 0; /* drained: the next read starts a burst */
+  c->in_read = 1;
   if (c->tls) isv__tls_on_read(c, buf->base, (size_t)nread, isv__conn_deliver);
   else isv__conn_deliver(c, buf->base, (size_t)nread);
+  c->in_read = 0;
 }
 
 /* ---- life --------------------------------------------------------------------------------- */
@@ -461,9 +552,12 @@ static void handle_gone(isv__conn *c) {
 }
 
 static void on_timer_closed(uv_handle_t *h) { handle_gone(h->data); }
+static void on_idle_closed(uv_handle_t *h) { handle_gone(h->data); }
+static void on_check_closed(uv_handle_t *h) { handle_gone(h->data); }
 
 static void on_stream_closed(uv_handle_t *h) {
   isv__conn *c = h->data;
+  run_done(c); /* a write the kernel took before the close: its callback, with its status */
   fail_queue(c, UV_ECANCELED); /* writes waiting for their turn when the connection closed */
   if (c->adopted) {
     h->data = c->adopted_data; /* the host's again */
@@ -481,6 +575,8 @@ static void uvc_close(isv__conn *c) {
   c->proto_state = NULL;
   uv_close((uv_handle_t *)c->stream, on_stream_closed);
   uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+  uv_close((uv_handle_t *)&c->done_idle, on_idle_closed);
+  uv_close((uv_handle_t *)&c->done_check, on_check_closed);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -535,7 +631,11 @@ isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   c->stream->data = c;
   uv_timer_init(t->loop, &c->timer);
   c->timer.data = c;
-  c->handles_open = 2;
+  uv_idle_init(t->loop, &c->done_idle);
+  c->done_idle.data = c;
+  uv_check_init(t->loop, &c->done_check);
+  c->done_check.data = c;
+  c->handles_open = 4;
   isv__conn_idle(c, 1); /* nothing asked yet */
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;

@@ -10,7 +10,10 @@
  * one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline), the
  * read-batching watchdog, and the write check (a connection whose writes make no progress for
  * the send timeout — a client that stopped reading — is closed with a reset, so that the kernel
- * drops the bytes queued for it), armed at the earliest. memconn.c's is memory: bytes in from
+ * drops the bytes queued for it), armed at the earliest — lazily: it is moved only when something
+ * falls due sooner than it is set for (a keep-alive request moves no timer). A small write with
+ * nothing pending goes to the kernel at once (uv_try_write: no POLLOUT watcher to stop, so no
+ * epoll_ctl per answer), its callback still on a later phase of the loop. memconn.c's is memory: bytes in from
  * the caller, bytes out into a buffer, a clock the caller moves — tests and fuzzers drive the
  * engines with no socket and no loop (transport/memconn.h). */
 #ifndef ISV_TRANSPORT_CONN_H
@@ -93,6 +96,8 @@ struct isv__conn {
   size_t linger_bytes;
   int handles_open;
   uint64_t deadline;      /* the engine's (io->now_ms), 0 = none */
+  uint64_t armed;         /* when the timer is set to fire (uv_now ms), 0 = stopped: it is moved
+                           * only when something falls due sooner (conn.c, arm) */
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
   size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
@@ -106,6 +111,19 @@ struct isv__conn {
   uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
   uint64_t read_burst_ns;  /* ... when this turn's first in-place read began; 0: none */
   int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
+  /* A small write the kernel took at once (uv_try_write): its callback waits (a write callback
+   * never runs from inside the write call) — for this turn's check phase when the write was made
+   * from this connection's read callback (the poll phase: an inline handler answering), else
+   * for the next turn (`done_idle`: an active idle handle keeps the poll from blocking). At most
+   * one: a write is tried only when nothing else is pending. */
+  uv_idle_t done_idle;
+  uv_check_t done_check;
+  int in_read; /* inside on_read's delivery */
+  isv__write_cb done_cb;
+  void *done_ctx;
+  size_t done_len;
+  int done_status;
+  int done_due;
   unsigned read_yields;    /* how many times (what tests look at) */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */

@@ -144,14 +144,20 @@ void isv__exchange_hold_budget(isv__exchange *ex, isv__budget *b, size_t n) {
   ex->held += n;
 }
 
-void isv__exchange_free(isv__exchange *ex) {
+void isv__exchange_clear(isv__exchange *ex) {
   if (ex->access && ex->status) log_access(ex);
   isv__budget_give(ex->held_budget, ex->held);
   if (ex->on_free) ex->on_free(ex->on_free_ctx);
-  isv__free(ex->storage);
   isv__free(ex->identity);
   if (ex->body_big) isv__bigbuf_free(ex->body);
   else isv__free(ex->body);
-  isv__free(ex->headers);
+  if (ex->block == 0) { /* else they are in ex's block */
+    isv__free(ex->storage);
+    isv__free(ex->headers);
+  }
+}
+
+void isv__exchange_free(isv__exchange *ex) {
+  isv__exchange_clear(ex);
   isv__free(ex);
 }

@@ -128,6 +128,8 @@ struct isv__exchange {
   int cancelled;  /* the carrier let go of it while it was pending or streaming */
   unsigned refs;  /* the carrier's writes and queued pieces that still point into it */
   char *storage;  /* path, query and header text */
+  size_t block;   /* nonzero: headers and storage live in ex's own allocation of this many
+                   * bytes (http1.c), freed with it */
   int body_big;   /* body came from isv__bigbuf_alloc */
   /* the access log (transport.h's handler `access`): set by the carrier when there is one,
    * called when ex is freed; status and bytes_out are what the handler answered */
@@ -182,6 +184,10 @@ void isv__exchange_start_access(isv__exchange *ex, void (*access)(void *, const 
 /* Free an exchange the HTTP engines built (storage, body, headers, itself); an answered one
  * goes to the access log first. */
 void isv__exchange_free(isv__exchange *ex);
+/* The same, but ex's own block (ex->block bytes, with its headers and storage) is kept for the
+ * carrier's next exchange: only when isv__exchange_collect would free it. Its memory is left as
+ * it is: whoever takes it again clears it. */
+void isv__exchange_clear(isv__exchange *ex);
 /* ex holds n more bytes of budget b (taken already) until it is freed: its decoded body. */
 void isv__exchange_hold_budget(isv__exchange *ex, isv__budget *b, size_t n);
 

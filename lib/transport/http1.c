@@ -17,7 +17,10 @@
  * head (URL + headers) or body buffer — except a body with a known Content-Length, which
  * libuv reads straight into its final buffer (llhttp then reports the span in place), in
  * batches when it is large (conn.h, "Read batching").
- * At dispatch the exchange takes both buffers; the engine starts afresh.
+ * At dispatch the exchange takes both buffers; the engine starts afresh. The exchange (with its
+ * headers and head text) is one block, and a write's context with the response head another:
+ * the connection keeps the last of each for its next request, so a warm keep-alive request
+ * allocates only its body here.
  *
  * Errors the engine finds itself (limits, timeouts, malformed HTTP) become an exchange handed
  * to the transport's error handler with (status, message): the protocol the path belongs to
@@ -71,9 +74,48 @@ typedef struct h1 {
   int shutting_down; /* close once the in-flight response is written */
   size_t queued;     /* bytes handed to isv__conn_write and not yet written (backpressure) */
   int want_writable; /* isv__exchange_writable said no: ex->on_writable once they drain */
+  isv__exchange *spare_ex; /* the last exchange's block (ex->block bytes), for the next */
+  struct write_ctx *spare; /* the last write's block, for the next (freed with h) */
 } h1;
 
 static h1 *h1_of(isv__conn *c) { return c->proto_state; }
+
+/* An exchange block's least size: the exchange, a dozen headers and a short head fit. */
+#define EX_BLOCK_MIN (sizeof(isv__exchange) + 12 * sizeof(isv__header) + 512)
+/* A block this small is kept for the connection's next request (a kept block is memory an idle
+ * connection holds). The body is not in it: the front end may give the body to the request,
+ * which can outlive the exchange (a backend abandoned at close still reads its inputs). */
+#define EX_SPARE_MAX 4096
+
+/* The size of an exchange block's front — the exchange, its headers, its storage — for the
+ * message read so far (with n_hdrs headers). */
+static size_t ex_front(const h1 *h, size_t n_hdrs) {
+  return sizeof(isv__exchange) + (n_hdrs ? n_hdrs : 1) * sizeof(isv__header) + h->head.len +
+         h->url_len + 2;
+}
+
+/* A block of at least `need` bytes: the connection's spare, or a new one. */
+static isv__exchange *take_block(h1 *h, size_t need) {
+  isv__exchange *ex = h->spare_ex;
+  if (ex && ex->block >= need) {
+    h->spare_ex = NULL;
+    return ex;
+  }
+  size_t block = need < EX_BLOCK_MIN ? EX_BLOCK_MIN : need;
+  if ((ex = isv__malloc(h->c->t->mem, block)) == NULL) return NULL;
+  ex->block = block;
+  return ex;
+}
+
+/* A block nothing points into any more: kept for the next exchange, or freed. */
+static void give_block(h1 *h, isv__exchange *ex) {
+  if (ex->block <= EX_SPARE_MAX && (h->spare_ex == NULL || h->spare_ex->block < ex->block)) {
+    isv__free(h->spare_ex);
+    h->spare_ex = ex;
+    return;
+  }
+  isv__free(ex);
+}
 static void execute(h1 *h, const char *data, size_t len);
 static int keep_pending(h1 *h, const char *data, size_t len);
 static size_t body_left(const h1 *h);
@@ -81,14 +123,21 @@ static void unreserve(h1 *h);
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
+/* One write: the piece's context and, in the same block, the head text it starts with. A
+ * connection keeps the last one for the next (h1.spare): an answer costs no allocation here. */
 typedef struct write_ctx {
   isv__exchange *ex;
-  char *head; /* the status line and headers (malloc'd), or NULL */
   void (*release)(void *);
   void *release_ctx;
   size_t len;         /* its bytes and ISV__QUEUED_PIECE_COST, counted in h1.queued */
   char size_line[24]; /* a chunk's "<hex size>\r\n" */
+  size_t cap;         /* of head[] */
+  char head[];        /* the status line and headers, when the piece starts with them */
 } write_ctx;
+
+/* Heads above this are not kept for the next answer (a handler's many headers). */
+#define SPARE_HEAD_MAX 2048
+#define SPARE_HEAD_MIN 512
 
 static const char crlf[] = "\r\n";
 static const char last_chunk[] = "0\r\n\r\n";
@@ -127,7 +176,13 @@ static void answered(h1 *h) {
   h->wire_done = 0;
   h->want_writable = 0;
   ex->conn = NULL;
-  isv__exchange_collect(ex); /* a HEAD's streamed answer stays the handler's until its end */
+  /* a HEAD's streamed answer stays the handler's until its end */
+  if (ex->phase == ISV__EX_DONE && ex->refs == 0 && ex->block) {
+    isv__exchange_clear(ex); /* what collect would do, but its block is kept for the next */
+    give_block(h, ex);
+  } else {
+    isv__exchange_collect(ex);
+  }
   if (h->close_after || h->shutting_down) {
     if (h->peer_eof) isv__conn_close(c); /* it sends nothing more */
     else isv__conn_linger_close(c);      /* it may still be sending: let it read the answer */
@@ -152,15 +207,42 @@ static int h1_writable(isv__exchange *ex) {
   return 0;
 }
 
+/* A write block with room for a head of `head_cap` bytes: the connection's spare, or a new one. */
+static write_ctx *take_write(h1 *h, size_t head_cap) {
+  write_ctx *w = h->spare;
+  if (w && w->cap >= head_cap) {
+    h->spare = NULL;
+  } else {
+    if (head_cap < SPARE_HEAD_MIN) head_cap = SPARE_HEAD_MIN;
+    w = isv__malloc(h->c->t->mem, sizeof *w + head_cap);
+    if (w == NULL) return NULL;
+    w->cap = head_cap;
+  }
+  w->ex = NULL;
+  w->release = NULL;
+  w->release_ctx = NULL;
+  w->len = 0;
+  return w;
+}
+
+/* Back to the connection for the next write (h NULL: the engine is gone). */
+static void give_write(h1 *h, write_ctx *w) {
+  if (h && w->cap <= SPARE_HEAD_MAX && (h->spare == NULL || h->spare->cap < w->cap)) {
+    isv__free(h->spare);
+    h->spare = w;
+    return;
+  }
+  isv__free(w);
+}
+
 static void on_written(isv__conn *c, void *ctx, int status) {
   write_ctx *w = ctx;
   isv__exchange *ex = w->ex;
   size_t len = w->len;
   if (w->release) w->release(w->release_ctx);
-  isv__free(w->head);
-  isv__free(w);
-  ex->refs--;
   h1 *h = c->closing ? NULL : h1_of(c);
+  give_write(h, w);
+  ex->refs--;
   if (h) h->queued -= len;
   if (h == NULL || h->ex != ex) { /* the connection let go of it */
     isv__exchange_collect(ex);
@@ -185,26 +267,26 @@ static size_t fmt_hex(char *p, size_t v) {
   return n;
 }
 
-/* Queue head (malloc'd, or NULL) + parts, the parts framed as one chunk when `chunk` and they are
- * not empty. Frees head and calls release in every case. 0, or -1 after closing the connection
- * (ex may be gone then). */
-static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
+/* Queue w's head (head_len bytes of w->head; w NULL: no head) + parts, the parts framed as one
+ * chunk when `chunk` and they are not empty, in one write. Gives w back and calls release in
+ * every case. 0, or -1 after closing the connection (ex may be gone then). */
+static int write_parts(h1 *h, isv__exchange *ex, write_ctx *w, size_t head_len,
                        const uv_buf_t *parts, size_t n_parts, int chunk,
                        void (*release)(void *), void *ctx) {
   size_t body = 0;
   for (size_t i = 0; i < n_parts; i++) body += parts[i].len;
   chunk = chunk && body > 0;
-  write_ctx *w = isv__calloc(h->c->t->mem, 1, sizeof *w);
+  int has_head = w != NULL;
+  if (w == NULL) w = take_write(h, 0);
   uv_buf_t stackbufs[8];
   uv_buf_t *bufs = n_parts + 3 <= 8 ? stackbufs : isv__malloc(h->c->t->mem, (n_parts + 3) * sizeof *bufs);
   int rc = ISV_ENOMEM;
   if (w != NULL && bufs != NULL) {
     w->ex = ex;
-    w->head = head;
     w->release = release;
     w->release_ctx = ctx;
     size_t nb = 0;
-    if (head) bufs[nb++] = uv_buf_init(head, (unsigned)head_len);
+    if (has_head) bufs[nb++] = uv_buf_init(w->head, (unsigned)head_len);
     if (chunk) {
       size_t k = fmt_hex(w->size_line, body);
       memcpy(w->size_line + k, crlf, 2);
@@ -225,9 +307,8 @@ static int write_parts(h1 *h, isv__exchange *ex, char *head, size_t head_len,
   }
   if (bufs != stackbufs) isv__free(bufs);
   if (rc == 0) return 0;
-  isv__free(w);
+  if (w) give_write(h, w);
   if (release) release(ctx);
-  isv__free(head);
   isv__conn_close(h->c);
   return -1;
 }
@@ -247,11 +328,10 @@ static char *put(char *p, const char *s, size_t n) {
 /* How the body's end is told: its length, the last chunk, or the connection's close. */
 enum { BODY_LENGTH, BODY_CHUNKED, BODY_TO_CLOSE };
 
-/* The status line and headers. Every response goes through here: no snprintf. */
-static char *build_head(const isv_mem *mem, const isv__response *r, int framing, size_t body_len,
-                        int keep_alive, int http10, size_t *len) {
-  char *h = isv__malloc(mem, head_size(r));
-  if (h == NULL) return NULL;
+/* The status line and headers, into h (head_size(r) bytes). Every response goes through here:
+ * no snprintf. */
+static void build_head(char *h, const isv__response *r, int framing, size_t body_len,
+                       int keep_alive, int http10, size_t *len) {
   const char *reason = isv__http_reason(r->status);
   char *p = PUT_LIT(h, "HTTP/1.1 ");
   p += isv__fmt_u64(p, (uint64_t)(r->status >= 100 && r->status <= 999 ? r->status : 500));
@@ -281,7 +361,6 @@ static char *build_head(const isv_mem *mem, const isv__response *r, int framing,
   }
   p = PUT_LIT(p, "\r\n");
   *len = (size_t)(p - h);
-  return h;
 }
 
 static int h1_respond(isv__exchange *ex, const isv__response *resp) {
@@ -303,7 +382,8 @@ static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   h->chunked = framing == BODY_CHUNKED && !is_head;
   h->wire_done = !resp->more || is_head; /* HEAD: the head is the whole answer */
   size_t hl;
-  char *head = build_head(h->c->t->mem, resp, framing, body_len, !h->close_after, http10, &hl);
+  write_ctx *head = take_write(h, head_size(resp));
+  if (head != NULL) build_head(head->head, resp, framing, body_len, !h->close_after, http10, &hl);
   if (head == NULL) {
     if (resp->release) resp->release(resp->release_ctx);
     isv__conn_close(c); /* lets go of ex */
@@ -370,17 +450,19 @@ static isv__method method_of(int m) {
 static isv__exchange *build_exchange(h1 *h, int complete) {
   int have_url = complete || h->headers_done || h->last_span > 1;
   size_t n_hdrs = complete || h->headers_done ? h->n_hdrs : 0;
-  isv__exchange *ex = isv__calloc(h->c->t->mem, 1, sizeof *ex);
-  if (ex) ex->mem = h->c->t->mem;
-  isv__header *hs = isv__calloc(h->c->t->mem, n_hdrs ? n_hdrs : 1, sizeof *hs);
-  /* storage: the head text, then a NUL-terminated copy of the path and of the query */
-  char *st = isv__malloc(h->c->t->mem, h->head.len + h->url_len + 2);
-  if (ex == NULL || hs == NULL || st == NULL) {
-    isv__free(ex);
-    isv__free(hs);
-    isv__free(st);
-    return NULL;
-  }
+  /* One block: the exchange, its headers, then its storage — the head text, then a
+   * NUL-terminated copy of the path and of the query. The connection's spare when it is large
+   * enough (the last exchange's, answered: see answered()). */
+  size_t hs_bytes = (n_hdrs ? n_hdrs : 1) * sizeof(isv__header);
+  size_t need = ex_front(h, n_hdrs);
+  isv__exchange *ex = take_block(h, need);
+  if (ex == NULL) return NULL;
+  size_t block = ex->block;
+  memset(ex, 0, sizeof *ex + hs_bytes);
+  ex->block = block;
+  ex->mem = h->c->t->mem;
+  isv__header *hs = (isv__header *)(ex + 1);
+  char *st = (char *)hs + hs_bytes;
   if (h->head.len) memcpy(st, h->head.data, h->head.len);
   if (have_url) {
     char *tail = st + h->head.len;
@@ -901,6 +983,8 @@ static void h1_free(isv__conn *c) {
   body_release(h);
   isv__free(h->hdrs);
   isv__free(h->pending);
+  isv__free(h->spare);
+  isv__free(h->spare_ex);
   isv__free(h);
   c->proto_state = NULL; /* on_cancel below must find no engine through c */
   if (ex) { /* its handler answers (or ends) into the void */

@@ -605,6 +605,155 @@ static void closing_mid_slices_fails_the_queued_writes(void **state) {
   free(big);
 }
 
+/* ---- the steady state of a keep-alive connection: no syscall or timer move it can spare ---- */
+
+static int got_ten(tf_world *w, void *arg) {
+  (void)w;
+  tf_client *c = arg;
+  return c->eof || c->in_len >= 10;
+}
+
+/* A small write with nothing pending goes to the kernel at once (uv_try_write: no POLLOUT
+ * watcher to stop afterwards, so no epoll_ctl), yet its callback still never runs from inside
+ * the write call: it runs next loop turn. A write made meanwhile goes through libuv, and the
+ * callbacks come in order. */
+static void a_small_write_is_taken_at_once_and_called_back_next_turn(void **state) {
+  tf_world *w = *state;
+  tf_client *cl = tf_connect(w);
+  isv__conn *c = w->t.conns;
+  memset(&wrote_log, 0, sizeof wrote_log);
+  static char hello[] = "hello", world[] = "world";
+  uv_buf_t a = uv_buf_init(hello, 5), b = uv_buf_init(world, 5);
+  assert_int_equal(isv__conn_write(c, &a, 1, on_wrote, (void *)(intptr_t)1), 0);
+  assert_int_equal(wrote_log.n, 0); /* not from inside the call */
+  assert_int_equal(uv_stream_get_write_queue_size(c->stream), 0); /* the kernel has it */
+  assert_true(c->done_due);
+  assert_int_equal(c->write_pending, 5);
+  assert_int_equal(isv__conn_write(c, &b, 1, on_wrote, (void *)(intptr_t)2), 0);
+  assert_int_equal(wrote_log.n, 0);
+  assert_int_equal(c->write_pending, 10);
+  tf_run_until(w, got_ten, cl);
+  while (wrote_log.n < 2) uv_run(&w->loop, UV_RUN_ONCE);
+  assert_int_equal(wrote_log.order[0], 1);
+  assert_int_equal(wrote_log.order[1], 2);
+  assert_int_equal(wrote_log.status[0], 0);
+  assert_int_equal(wrote_log.status[1], 0);
+  assert_int_equal(c->write_pending, 0);
+  assert_memory_equal(cl->in, "helloworld", 10);
+}
+
+/* Closed before its callback's turn: the callback still runs once, with the write's status
+ * (the kernel took the bytes), while c is valid. */
+static void a_write_taken_at_once_is_called_back_when_the_connection_closes_first(void **state) {
+  tf_world *w = *state;
+  tf_connect(w);
+  isv__conn *c = w->t.conns;
+  memset(&wrote_log, 0, sizeof wrote_log);
+  static char hello[] = "hello";
+  uv_buf_t a = uv_buf_init(hello, 5);
+  assert_int_equal(isv__conn_write(c, &a, 1, on_wrote, (void *)(intptr_t)1), 0);
+  isv__conn_close(c);
+  assert_int_equal(wrote_log.n, 0);
+  for (int i = 0; i < 10 && wrote_log.n < 1; i++) uv_run(&w->loop, UV_RUN_NOWAIT);
+  assert_int_equal(wrote_log.n, 1);
+  assert_int_equal(wrote_log.status[0], 0);
+}
+
+static tf_resp ka_resps[4];
+static int two_answers(tf_world *w, void *arg) {
+  (void)w;
+  return tf_h1_responses(arg, ka_resps, 4) >= 2 || ((tf_client *)arg)->eof;
+}
+static int one_answer(tf_world *w, void *arg) {
+  (void)w;
+  return tf_h1_responses(arg, ka_resps, 4) >= 1 || ((tf_client *)arg)->eof;
+}
+
+/* Between keep-alive requests the connection goes on reading (no read stop/start: an
+ * epoll_ctl each) and its timer stays where it was: the deadlines of the next request (header,
+ * body, idle) are no sooner than the ones it is set for, so nothing moves it (conn.c, arm). */
+static void a_keep_alive_connection_keeps_reading_and_its_timer_between_requests(void **state) {
+  tf_world *w = *state;
+  tf_client *cl = tf_connect(w);
+  static const char req[] = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  tf_write_str(cl, req);
+  tf_run_until(w, one_answer, cl);
+  isv__conn *c = w->t.conns;
+  assert_non_null(c);
+  assert_true(c->reading);
+  uint64_t armed = c->armed;
+  assert_true(armed != 0); /* the idle deadline is watched */
+  tf_write_str(cl, req);
+  tf_run_until(w, two_answers, cl);
+  assert_int_equal(tf_h1_responses(cl, ka_resps, 4), 2);
+  assert_true(c->reading);
+  assert_true(c->armed == armed); /* not moved for the second request */
+  /* the answers were written from the read callback: their callbacks ran in the same turn's
+   * check phase, and nothing is left waiting */
+  assert_false(c->done_due);
+  assert_false(uv_is_active((uv_handle_t *)&c->done_check));
+  assert_false(uv_is_active((uv_handle_t *)&c->done_idle));
+  assert_true(c->deadline != 0);  /* yet the idle deadline is the current one */
+}
+
+/* Counts what the transport allocates (its isv_mem). */
+static int n_allocs;
+static void *count_malloc(size_t n, void *u) {
+  (void)u;
+  n_allocs++;
+  return malloc(n);
+}
+static void count_free(void *p, void *u) {
+  (void)u;
+  free(p);
+}
+static void *count_calloc(size_t n, size_t size, void *u) {
+  (void)u;
+  n_allocs++;
+  return calloc(n, size);
+}
+static void *count_realloc(void *p, size_t n, void *u) {
+  (void)u;
+  n_allocs++;
+  return realloc(p, n);
+}
+static const isv_mem counting_mem = {sizeof(isv_mem), NULL, count_malloc, count_free, count_calloc,
+                                     count_realloc};
+
+/* The steady state of a keep-alive connection allocates nothing from the transport's
+ * allocator for a small request: the exchange, its headers and storage share one block, the
+ * write's context and the response head another; each is the last request's, recycled — and
+ * reset: the third request, unlike the second, has no query, one header less and another body,
+ * and its exchange shows only its own. (The body is the one allocation left, from the buffer
+ * cache: the front end may hand it to the request, which can outlive the exchange.) */
+static void a_keep_alive_request_allocates_nothing_once_warm(void **state) {
+  tf_world *w = *state;
+  w->t.mem = &counting_mem;
+  tf_client *cl = tf_connect(w);
+  static const char a[] = "POST /a?q=1 HTTP/1.1\r\nHost: x\r\nX-One: 1\r\nContent-Length: 5\r\n"
+                          "\r\nhello";
+  static const char b[] = "POST /bb HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  tf_write_str(cl, a);
+  tf_run_until(w, one_answer, cl);
+  tf_write_str(cl, a);
+  tf_run_until(w, two_answers, cl);
+  int before = n_allocs;
+  tf_write_str(cl, b);
+  while (tf_h1_responses(cl, ka_resps, 4) < 3 && !cl->eof) uv_run(&w->loop, UV_RUN_ONCE);
+  tf_settle(w);
+  assert_int_equal(n_allocs - before, 0);
+  assert_int_equal(w->n_recs, 3);
+  tf_rec *r = &w->recs[2];
+  assert_string_equal(r->path, "/bb");
+  assert_int_equal(r->query_len, 0);
+  assert_int_equal(r->n_headers, 2);
+  assert_null(strstr(r->headers, "X-One"));
+  assert_int_equal(r->body_len, 3);
+  assert_memory_equal(r->body, "abc", 3);
+  assert_string_equal(w->recs[1].path, "/a");
+  assert_string_equal(w->recs[1].query, "q=1");
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, tf_setup, tf_teardown)
   const struct CMUnitTest tests[] = {
@@ -628,6 +777,10 @@ int main(void) {
       T(a_large_body_is_read_a_slice_per_loop_turn_with_no_budget),
       T(a_large_body_is_read_in_one_turn_within_the_budget),
       T(a_chunked_body_is_read_a_buffer_per_loop_turn_with_no_budget),
+      T(a_small_write_is_taken_at_once_and_called_back_next_turn),
+      T(a_write_taken_at_once_is_called_back_when_the_connection_closes_first),
+      T(a_keep_alive_connection_keeps_reading_and_its_timer_between_requests),
+      T(a_keep_alive_request_allocates_nothing_once_warm),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,6 +121,49 @@ static void every_error_names_the_problem(void **state) {
   expect_error("{\"inputs\":[]} x", ISV_EBADREQ, "offset");
 }
 
+/* "data" after "datatype" and "shape" (the usual order) is read where it stands, in one pass;
+ * whatever the order and however it fails, the outcome is the one of reading it last. */
+static void data_after_its_datatype_and_shape_reads_as_in_any_order(void **state) {
+  (void)state;
+  isv_request *r = decode("{\"inputs\":[{\"name\":\"A\",\"shape\":[2,2],\"datatype\":\"INT32\","
+                          "\"data\":[[1,2],[3,-4]]}]}", 0);
+  const int32_t *a = isv_tensor_data(isv_request_input(r, "A"));
+  assert_int_equal(a[0], 1);
+  assert_int_equal(a[3], -4);
+  isv_request_free(r);
+  /* a second "data" counts, as does a datatype that changes after it */
+  r = decode("{\"inputs\":[{\"name\":\"A\",\"shape\":[2],\"datatype\":\"INT32\",\"data\":[1,2],"
+             "\"data\":[3,4]}]}", 0);
+  a = isv_tensor_data(isv_request_input(r, "A"));
+  assert_int_equal(a[0], 3);
+  assert_int_equal(a[1], 4);
+  isv_request_free(r);
+  r = decode("{\"inputs\":[{\"name\":\"A\",\"shape\":[2],\"datatype\":\"INT32\",\"data\":[5,6],"
+             "\"datatype\":\"INT64\"}]}", 0);
+  const int64_t *b = isv_tensor_data(isv_request_input(r, "A"));
+  assert_int_equal(isv_tensor_datatype(isv_request_input(r, "A")), ISV_INT64);
+  assert_int_equal(b[1], 6);
+  isv_request_free(r);
+  /* bad data: the same message either way (a string is left as it was by the failed try) */
+  static const char *bad[] = {"[\"a\\n\",2]", "[1,2,3]", "[1]", "[1,true]", "[1,\"\\u00e9\"]"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char last[256], first[256];
+    snprintf(last, sizeof last, "{\"inputs\":[{\"name\":\"A\",\"shape\":[2],\"datatype\":\"INT32\","
+             "\"data\":%s}]}", bad[i]);
+    snprintf(first, sizeof first, "{\"inputs\":[{\"data\":%s,\"name\":\"A\",\"shape\":[2],"
+             "\"datatype\":\"INT32\"}]}", bad[i]);
+    isv_request *x = decode(last, ISV_EBADREQ), *y = decode(first, ISV_EBADREQ);
+    /* the offsets differ by where "data" is; the message up to them is the same */
+    const char *ox = strstr(x->errmsg, "offset"), *oy = strstr(y->errmsg, "offset");
+    assert_non_null(ox);
+    assert_non_null(oy);
+    assert_int_equal(ox - x->errmsg, oy - y->errmsg);
+    assert_memory_equal(x->errmsg, y->errmsg, (size_t)(ox - x->errmsg));
+    isv_request_free(x);
+    isv_request_free(y);
+  }
+}
+
 static void bytes_that_are_not_utf8_become_b64(void **state) {
   (void)state;
   isv_request *r = isv__request_new(&core);
@@ -285,6 +328,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decodes_everything_a_request_carries),
       cmocka_unit_test(every_error_names_the_problem),
+      cmocka_unit_test(data_after_its_datatype_and_shape_reads_as_in_any_order),
       cmocka_unit_test(shapes_of_32_dimensions_and_no_more),
       cmocka_unit_test(bytes_that_are_not_utf8_become_b64),
       cmocka_unit_test(binary_inputs_are_taken_in_order_and_in_place),
