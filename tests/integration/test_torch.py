@@ -55,11 +55,28 @@ def example_binary():
         pathlib.Path(__file__).resolve().parents[2] / "build"
     path = build / "examples" / "torch" / "inferserve-torch"
     if not path.exists():
-        # built whenever libtorch-dev is there (scripts/install-deps.sh installs it)
+        if not torch_wanted(build):
+            pytest.skip("%s was configured without the LibTorch example (-Dtorch=enabled asks "
+                        "for it; a release build leaves it out by default)" % build)
+        # built whenever it is wanted and libtorch-dev is there (scripts/install-deps.sh)
         if have_libtorch():
             pytest.fail("%s was not built although libtorch-dev is installed" % path)
         pytest.skip("libtorch-dev is not installed")
     return path
+
+
+def torch_wanted(build):
+    """Whether the build directory asks for examples/torch: -Dtorch=enabled, or auto outside a
+    release, minsize or plain build (the top meson.build's rule)."""
+    import json
+    try:
+        opts = {o["name"]: o["value"] for o in
+                json.load(open(build / "meson-info" / "intro-buildoptions.json"))}
+    except (OSError, ValueError):
+        return True  # not a meson build directory we can read: expect it
+    torch_opt, buildtype = opts.get("torch", "auto"), opts.get("buildtype", "debugoptimized")
+    return torch_opt == "enabled" or (torch_opt == "auto" and
+                                      buildtype not in ("release", "minsize", "plain"))
 
 
 class Server:
