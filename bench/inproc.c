@@ -1,18 +1,22 @@
 /* inproc: what an isv_server_infer round trip costs in process, no sockets.
  *
- * A host like examples/embed: its own uv loop, an isv_server on it, two models computing
+ * A host like examples/embed: its own uv loop, an isv_server on it, three models computing
  * OUTPUT0 = INPUT0 on a fixed INT32 [16] tensor (the `simple` model's size):
  *   - `inline`: ISV_EXEC_INLINE, run on the loop thread inside isv_server_infer;
  *   - `pool`:   ISV_EXEC_POOL with `instances` executions at once (default 64: every request
  *               in flight goes straight to the worker pool), run on the server's worker threads
- *               and completed back to the loop.
+ *               and completed back to the loop;
+ *   - `pool1`:  the same with one instance (a model's default): one execution at a time, so
+ *               at 64 in flight each request still waits for the previous one's completion to
+ *               reach the loop — a full hand-off round trip per request, queued.
  * A round trip is what a host does per request: isv_request_new, isv_request_add_input
  * (ISV_STATIC), isv_server_infer, the done callback reading OUTPUT0, isv_request_free.
  *
  * Cases: inline at 1 in flight (the callback runs before isv_server_infer returns), pool at
  * 1 in flight (the next request is submitted from the previous one's callback: a full loop ->
- * worker -> loop round trip each), pool at 64 in flight (64 kept submitted). Per case, ROUNDS
- * timed rounds of N requests after one warm-up round; the table gives the median round (and
+ * worker -> loop round trip each), pool at 64 in flight (64 kept submitted), pool1 at 64 in
+ * flight. Per case, ROUNDS timed rounds of N requests after one warm-up round; the table
+ * gives the median round (and
  * the fastest): wall µs per request, the process's CPU µs per request (every thread,
  * getrusage) and the loop thread's (CLOCK_THREAD_CPUTIME_ID). On a shared machine the CPU
  * figures are the ones to quote.
@@ -206,6 +210,7 @@ int main(int argc, char **argv) {
   isv_options_free(o);
   if (rc == 0) rc = add_model("inline", ISV_EXEC_INLINE, 1);
   if (rc == 0) rc = add_model("pool", ISV_EXEC_POOL, instances);
+  if (rc == 0) rc = add_model("pool1", ISV_EXEC_POOL, 1);
   if (rc != 0) {
     fprintf(stderr, "inproc: setup: %s\n", isv_strerror(rc));
     return 1;
@@ -222,6 +227,7 @@ int main(int argc, char **argv) {
   run_case("inline, 1 in flight", "inline", 1, n_inline, rounds);
   run_case("pool, 1 in flight", "pool", 1, n_pool, rounds);
   run_case("pool, 64 in flight", "pool", 64, n_pool, rounds);
+  run_case("pool1, 64 in flight", "pool1", 64, n_pool, rounds);
 
   /* idle: nothing in flight, the worker threads started; the loop waits on a 2 s timer */
   uv_timer_t idle;
