@@ -93,7 +93,6 @@ struct isv__core {
    * such an execution took lately (ns, a moving average): scheduler.c's wait_for_completion. */
   unsigned pool_execs;
   uint64_t pool_exec_ns;
-  unsigned spin_backoff, spin_skip; /* after waits that missed: turns that do not wait */
 };
 
 /* How long running requests, cancelled at the drain deadline, may still take before the close

@@ -10,7 +10,7 @@
 
 int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->head = p->tail = NULL;
-  p->n_threads = p->idle = p->parked = p->spinning = p->spin_backoff = p->spin_skip = p->n_queued = p->running = p->alive = 0;
+  p->n_threads = p->idle = p->parked = p->spinning = p->n_queued = p->running = p->alive = 0;
   atomic_init(&p->ready, 0);
   p->released = 0;
   p->gone = NULL;
@@ -54,9 +54,7 @@ static void worker(void *arg) {
   uv_mutex_lock(&p->mu);
   for (;;) {
     /* one spinner at a time: more would take the cores the loop and the jobs need */
-    if (p->head == NULL && !p->stopping && p->spinning == 0 && p->spin_skip > 0) {
-      p->spin_skip--; /* spins missed lately: park at once, for a while */
-    } else if (p->head == NULL && !p->stopping && p->spinning == 0) {
+    if (p->head == NULL && !p->stopping && p->spinning == 0) {
       p->idle++;
       p->spinning++; /* a submission needs no signal for this thread */
       uv_mutex_unlock(&p->mu);
@@ -64,15 +62,6 @@ static void worker(void *arg) {
       uv_mutex_lock(&p->mu);
       p->idle--;
       p->spinning--;
-      /* A miss doubles the number of idle moments that park without spinning (up to 64); a
-       * hit spins again next time. On cores shared with other work, the thread that would
-       * submit the next job often cannot run while this one spins, and spins miss. */
-      if (p->head == NULL) {
-        p->spin_backoff = p->spin_backoff ? (p->spin_backoff < 32 ? 2 * p->spin_backoff : 64) : 1;
-        p->spin_skip = p->spin_backoff;
-      } else {
-        p->spin_backoff = 0;
-      }
     }
     while (p->head == NULL && !p->stopping) {
       p->idle++;

@@ -18,10 +18,7 @@
  * the price of the lock. One thread
  * spins at a time (more would take the cores the loop and the running jobs need), and the spin
  * is bounded so that an idle server uses no CPU: a thread spins once after each job it ran,
- * then parks until a submission signals it. A spin that missed makes the next idle moments
- * park at once (1, 2, 4 ... 64 of them): on cores shared with other work the submitter often
- * cannot run while the spinner holds the core, and spinning then cost 23 µs a request where
- * parking cost 5 (bench/inproc.c, load 2 on 2 vCPUs). */
+ * then parks until a submission signals it. */
 #ifndef ISV_CORE_POOL_H
 #define ISV_CORE_POOL_H
 
@@ -51,7 +48,6 @@ typedef struct isv__pool {
   unsigned idle;     /* threads waiting for a job: spinning or parked */
   unsigned spinning; /* of them, watching `ready` (at most one): takes a job without a signal */
   unsigned parked;   /* of them, asleep on `wake` */
-  unsigned spin_backoff, spin_skip; /* after spins that missed: idle moments parked at once */
   unsigned n_queued; /* jobs not yet taken */
   /* n_queued as the spinner watches it, without the lock. Next to n_queued on purpose: the
    * submitter writes that line anyway; on a line of its own (padded), 64 requests in flight

@@ -469,32 +469,19 @@ static inline void cpu_relax(void) {
  * threads stay busy and completions keep coming without a wait, and a spinning loop would
  * take a core they need), such executions took less than ISV__LOOP_SPIN_NS lately, the turn
  * has not lasted ISV__LOOP_SPIN_TURN_NS already (the host's other handles wait meanwhile),
- * the server is not closing, and the last waits did not miss. */
+ * and the server is not closing. */
 static int wait_for_completion(isv__core *c, uint64_t turn_start) {
   if (c->closing || c->pool_execs == 0 || c->pool_execs > c->pool.max_threads ||
       c->pool_exec_ns >= ISV__LOOP_SPIN_NS)
     return 0;
   uint64_t now = uv_hrtime();
   if (now - turn_start >= ISV__LOOP_SPIN_TURN_NS) return 0;
-  if (c->spin_skip > 0) { /* waits missed lately */
-    c->spin_skip--;
-    return 0;
-  }
   uint64_t end = now + ISV__LOOP_SPIN_NS;
   for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&c->done_posted, memory_order_relaxed) != c->done_seen) {
-      c->spin_backoff = 0;
-      return 1;
-    }
-    if (i % 16 == 0 && uv_hrtime() >= end) break;
+    if (atomic_load_explicit(&c->done_posted, memory_order_relaxed) != c->done_seen) return 1;
+    if (i % 16 == 0 && uv_hrtime() >= end) return 0;
     cpu_relax();
   }
-  /* Missed: the next 1, 2, 4 ... 64 turns go back to the loop at once. On cores shared with
-   * other work the worker often cannot run while the loop spins (measured: 25 µs a request
-   * spinning against 5 parking, at load 2 on 2 vCPUs). */
-  c->spin_backoff = c->spin_backoff ? (c->spin_backoff < 32 ? 2 * c->spin_backoff : 64) : 1;
-  c->spin_skip = c->spin_backoff;
-  return 0;
 }
 
 /* Completions that came from other threads, and responses sent from them. */
