@@ -43,6 +43,11 @@ struct isv__core {
                   * completion flags */
   isv_request *done_head;
   isv_request *done_tail;
+  /* Executions ever put on the done queue: written under mu next to the queue (a line the
+   * writer holds anyway); the loop, spinning for a completion (scheduler.c,
+   * wait_for_completion), reads it without mu against what it saw last and never writes it. */
+  atomic_uint done_posted;
+  unsigned done_seen; /* loop thread */
   isv_request *resp_head; /* streaming requests with something to deliver (responses.h) */
   isv_request *resp_tail;
   size_t inflight; /* requests submitted and counted, not yet done: queued or running */
@@ -86,6 +91,10 @@ struct isv__core {
   /* Its place in its group (core/group.h, private to group.c): the models are the group's,
    * this registry holds copies. A server made without a group is a group of one. */
   struct isv__member *member;
+  /* On the loop thread: the executions out on the worker pool, not yet back, and how long
+   * such an execution took lately (ns, a moving average): scheduler.c's wait_for_completion. */
+  unsigned pool_execs;
+  uint64_t pool_exec_ns;
 };
 
 /* How long running requests, cancelled at the drain deadline, may still take before the close

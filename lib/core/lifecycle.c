@@ -16,6 +16,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
   atomic_init(&c->refs, 1);
+  atomic_init(&c->done_posted, 0u);
   int rc = isv__registry_init(&c->reg, c, c->mem);
   if (rc) return rc;
   isv__timeheap_init(&c->timers, c->mem);

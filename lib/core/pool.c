@@ -1,5 +1,6 @@
 #include "core/pool.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #ifndef _WIN32
 #include <pthread.h>
@@ -9,7 +10,8 @@
 
 int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->head = p->tail = NULL;
-  p->n_threads = p->idle = p->n_queued = p->running = p->alive = 0;
+  p->n_threads = p->idle = p->parked = p->spinning = p->n_queued = p->running = p->alive = 0;
+  atomic_init(&p->ready, 0);
   p->released = 0;
   p->gone = NULL;
   p->gone_data = NULL;
@@ -29,20 +31,51 @@ fail:
   return ISV_ENOMEM;
 }
 
+static inline void cpu_relax(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_ia32_pause();
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Watch the queue without the lock until a job is there or ISV__POOL_SPIN_NS passed. */
+static void spin_for_job(isv__pool *p) {
+  uint64_t end = uv_hrtime() + ISV__POOL_SPIN_NS;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(&p->ready, memory_order_relaxed) != 0) return;
+    if (i % 16 == 0 && uv_hrtime() >= end) return;
+    cpu_relax();
+  }
+}
+
 static void worker(void *arg) {
   isv__pool *p = arg;
   uv_mutex_lock(&p->mu);
   for (;;) {
+    /* one spinner at a time: more would take the cores the loop and the jobs need */
+    if (p->head == NULL && !p->stopping && p->spinning == 0) {
+      p->idle++;
+      p->spinning++; /* a submission needs no signal for this thread */
+      uv_mutex_unlock(&p->mu);
+      spin_for_job(p);
+      uv_mutex_lock(&p->mu);
+      p->idle--;
+      p->spinning--;
+    }
     while (p->head == NULL && !p->stopping) {
       p->idle++;
+      p->parked++;
       uv_cond_wait(&p->wake, &p->mu);
       p->idle--;
+      p->parked--;
     }
     isv__pool_job *j = p->head;
     if (j == NULL) break; /* stopping, and nothing left to run */
     p->head = j->next;
     if (p->head == NULL) p->tail = NULL;
     p->n_queued--;
+    atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
     p->running++;
     uv_mutex_unlock(&p->mu);
     j->run(j);
@@ -70,7 +103,9 @@ int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
   else p->head = job;
   p->tail = job;
   p->n_queued++;
-  uv_cond_signal(&p->wake);
+  atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
+  /* the spinning threads take as many jobs without a wake-up */
+  if (p->parked && p->n_queued > p->spinning) uv_cond_signal(&p->wake);
   uv_mutex_unlock(&p->mu);
   return 0;
 }

@@ -45,6 +45,10 @@ enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON };
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define US 1000ull /* ns */
 #define MAX_TIMEOUT_US (1000000ull * 86400 * 365) /* a year: no overflow in ns */
+/* wait_for_completion: how long the loop spins for one worker's completion at most, and for
+ * all of a loop turn's */
+#define ISV__LOOP_SPIN_NS 10000u
+#define ISV__LOOP_SPIN_TURN_NS 50000u
 
 typedef struct isv__job isv__job;
 
@@ -66,6 +70,7 @@ struct isv__job {
   isv__batch *batch;           /* an execution of several requests' rows (r is the batch's) */
   unsigned instance;           /* of the model, running it */
   isv__pool_job pool;          /* ISV_EXEC_POOL: the worker thread's job */
+  int on_pool;                 /* submitted to the pool, not yet back (core->pool_execs) */
   isv__job *live_prev, *live_next; /* an execution, in the core's running list */
   isv__timed deadline;         /* the request's deadline in the core's time heap */
   int timed_out;               /* the deadline passed: it ends ISV_EDEADLINE, whatever comes */
@@ -403,6 +408,17 @@ static void finish_request(isv_request *r) {
   if (c->closing && isv__core_idle(c) && c->on_idle) c->on_idle(c);
 }
 
+/* An execution submitted to the worker pool is back on the loop (completed or abandoned):
+ * one fewer to wait for, and its duration in the moving average wait_for_completion reads. */
+static void pool_exec_back(isv_request *x) {
+  isv__core *c = x->core;
+  isv__job *j = x->job;
+  j->on_pool = 0;
+  c->pool_execs--;
+  uint64_t ns = x->complete_ns > j->infer_ns && j->infer_ns ? x->complete_ns - j->infer_ns : 0;
+  c->pool_exec_ns = c->pool_exec_ns - c->pool_exec_ns / 8 + ns / 8; /* 1/8: a few executions */
+}
+
 /* An execution's backend completed (loop thread): its slot is free, its requests get their
  * results, and the model may start the next. */
 static void exec_done(isv_request *x) {
@@ -415,6 +431,7 @@ static void exec_done(isv_request *x) {
   isv__job *j = x->job;
   isv__model_ref(m); /* the requests' done callbacks may drop the last other reference */
   running_unlink(x->core, j);
+  if (j->on_pool) pool_exec_back(x);
   ISV_ASSERT(s->inst_busy[j->instance] && s->busy > 0, "an execution ends on a busy instance");
   s->inst_busy[j->instance] = 0;
   s->busy--;
@@ -436,9 +453,41 @@ static void exec_done(isv_request *x) {
   isv__model_unref(m);
 }
 
+static inline void cpu_relax(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_ia32_pause();
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* After the completions of a loop turn: 1 when the next one came within a short spin, to be
+ * taken in the same turn. Going back to the loop to be woken by the worker's uv_async_send
+ * costs a sleep and a wake-up of the loop thread — ~15 µs on a 2-vCPU VM, where the
+ * execution itself took 1 µs (bench/inproc.c). So the loop waits briefly, but only when it
+ * pays: executions are out on the worker pool, no more than it has threads (with more, the
+ * threads stay busy and completions keep coming without a wait, and a spinning loop would
+ * take a core they need), such executions took less than ISV__LOOP_SPIN_NS lately, the turn
+ * has not lasted ISV__LOOP_SPIN_TURN_NS already (the host's other handles wait meanwhile),
+ * and the server is not closing. */
+static int wait_for_completion(isv__core *c, uint64_t turn_start) {
+  if (c->closing || c->pool_execs == 0 || c->pool_execs > c->pool.max_threads ||
+      c->pool_exec_ns >= ISV__LOOP_SPIN_NS)
+    return 0;
+  uint64_t now = uv_hrtime();
+  if (now - turn_start >= ISV__LOOP_SPIN_TURN_NS) return 0;
+  uint64_t end = now + ISV__LOOP_SPIN_NS;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(&c->done_posted, memory_order_relaxed) != c->done_seen) return 1;
+    if (i % 16 == 0 && uv_hrtime() >= end) return 0;
+    cpu_relax();
+  }
+}
+
 /* Completions that came from other threads, and responses sent from them. */
 void isv__core_drain_completions(uv_async_t *h) {
   isv__core *c = h->data;
+  uint64_t turn_start = 0;
   isv__group_sync(c); /* a group's change woke this member (cheap when nothing changed) */
   isv__offload_drain(c);
   for (;;) {
@@ -448,15 +497,19 @@ void isv__core_drain_completions(uv_async_t *h) {
     if (r == NULL) break;
     isv__responses_deliver(r); /* unlinks r */
   }
-  uv_mutex_lock(&c->mu);
-  isv_request *q = c->done_head;
-  c->done_head = c->done_tail = NULL;
-  uv_mutex_unlock(&c->mu);
-  while (q) {
-    isv_request *next = q->qnext;
-    exec_done(q);
-    q = next;
-  }
+  do {
+    uv_mutex_lock(&c->mu);
+    isv_request *q = c->done_head;
+    c->done_head = c->done_tail = NULL;
+    c->done_seen = atomic_load_explicit(&c->done_posted, memory_order_relaxed);
+    uv_mutex_unlock(&c->mu);
+    while (q) {
+      isv_request *next = q->qnext;
+      exec_done(q);
+      q = next;
+    }
+    if (turn_start == 0) turn_start = uv_hrtime();
+  } while (wait_for_completion(c, turn_start));
 }
 
 /* Under core->mu: the backend is done with x, an execution the close abandoned. 1 when its
@@ -484,6 +537,9 @@ static void post_done(isv__core *c, isv_request *x) {
   if (c->done_tail) c->done_tail->qnext = x;
   else c->done_head = x;
   c->done_tail = x;
+  atomic_store_explicit(&c->done_posted,
+                        atomic_load_explicit(&c->done_posted, memory_order_relaxed) + 1,
+                        memory_order_relaxed); /* under mu: one writer at a time */
 }
 
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message) {
@@ -592,7 +648,11 @@ static void start_exec(isv_model *m, isv_request *x, unsigned instance) {
   x->in_infer = 1; /* before any other thread can see x */
   if (m->cfg->exec_mode == ISV_EXEC_POOL) {
     j->pool.run = pool_run;
+    j->on_pool = 1;
+    c->pool_execs++;
     if (isv__pool_submit(&c->pool, &j->pool) != 0) {
+      j->on_pool = 0;
+      c->pool_execs--;
       x->in_infer = 0;
       x->completed = 1;
       x->complete_ns = j->run_ns;
@@ -981,6 +1041,10 @@ static const char abandoned_msg[] =
 static void abandon(isv__core *c, isv_request *x) {
   atomic_fetch_add(&c->refs, 1); /* the core's memory outlives its close for x */
   running_unlink(c, x->job);
+  if (x->job->on_pool) { /* no longer waited for (and its time says nothing) */
+    x->job->on_pool = 0;
+    c->pool_execs--;
+  }
   isv_model *m = x->model;
   isv__core_log(c, ISV_LOG_WARN,
                 "model '%s' version '%s': the server closed while its backend still ran a "

@@ -1,10 +1,12 @@
 /* core/pool.c: no thread before the first job; threads started only as jobs need them, up to
  * the maximum; every job runs once, in FIFO order on a single thread; jobs queued behind busy
  * threads run when those free up; destroy runs what is queued, then joins; stop detaches the
- * threads instead only when a job may never return. */
+ * threads instead only when a job may never return; several producers at once; idle threads
+ * end up parked (the spin before parking is bounded). */
 #include "cmocka_prelude.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,12 +191,130 @@ static void stop_detaches_only_when_a_job_may_hang(void **state) {
   uv_sem_destroy(&gone_sem);
 }
 
+/* Several threads submit at once (a front end's offloads and the scheduler share the pool):
+ * every job runs once, and with one worker thread each producer's jobs run in the order it
+ * submitted them — whether the worker was spinning or parked when they came. */
+#define PRODUCERS 4
+#define PER_PRODUCER 2000
+
+typedef struct pjob {
+  isv__pool_job job;
+  int producer, seq;
+} pjob;
+
+static pjob pjobs[PRODUCERS][PER_PRODUCER];
+static int last_seq[PRODUCERS]; /* written by the one worker thread only */
+static atomic_int out_of_order;
+static isv__pool *shared_pool;
+static atomic_int submit_failures;
+
+static void run_pjob(isv__pool_job *j) {
+  pjob *t = (pjob *)j;
+  if (t->seq != last_seq[t->producer] + 1) atomic_fetch_add(&out_of_order, 1);
+  last_seq[t->producer] = t->seq;
+  atomic_fetch_add(&ran, 1);
+}
+
+static void producer(void *arg) {
+  int id = (int)(intptr_t)arg;
+  for (int i = 0; i < PER_PRODUCER; i++) {
+    pjobs[id][i] = (pjob){{NULL, run_pjob}, id, i + 1};
+    if (isv__pool_submit(shared_pool, &pjobs[id][i].job) != 0) /* cmocka asserts on main only */
+      atomic_fetch_add(&submit_failures, 1);
+    if (i % 500 == 0) uv_sleep(1); /* let the worker run dry, spin out and park now and then */
+  }
+}
+
+static void run_producers(unsigned max_threads) {
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, max_threads, NULL), 0);
+  shared_pool = &p;
+  atomic_store(&out_of_order, 0);
+  atomic_store(&submit_failures, 0);
+  memset(last_seq, 0, sizeof last_seq);
+  uv_thread_t t[PRODUCERS];
+  for (int i = 0; i < PRODUCERS; i++)
+    assert_int_equal(uv_thread_create(&t[i], producer, (void *)(intptr_t)i), 0);
+  for (int i = 0; i < PRODUCERS; i++) uv_thread_join(&t[i]);
+  isv__pool_destroy(&p);
+  assert_int_equal(atomic_load(&submit_failures), 0);
+  assert_int_equal(atomic_load(&ran), PRODUCERS * PER_PRODUCER);
+}
+
+static void many_producers_one_worker_keep_each_order(void **state) {
+  (void)state;
+  run_producers(1);
+  assert_int_equal(atomic_load(&out_of_order), 0);
+  for (int i = 0; i < PRODUCERS; i++) assert_int_equal(last_seq[i], PER_PRODUCER);
+}
+
+static atomic_int concurrent_ran;
+static void count_only(isv__pool_job *j) {
+  (void)j;
+  atomic_fetch_add(&concurrent_ran, 1);
+}
+
+static void many_producers_many_workers_run_every_job_once(void **state) {
+  (void)state;
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, 3, NULL), 0);
+  enum { N = 3000 };
+  static isv__pool_job js[N];
+  atomic_store(&concurrent_ran, 0);
+  for (int i = 0; i < N; i++) {
+    js[i] = (isv__pool_job){NULL, count_only};
+    assert_int_equal(isv__pool_submit(&p, &js[i]), 0);
+    if (i % 700 == 0) uv_sleep(1);
+  }
+  isv__pool_destroy(&p);
+  assert_int_equal(atomic_load(&concurrent_ran), N);
+}
+
+/* Spinning is bounded: with nothing to do, every thread ends up parked on the condition
+ * variable (no CPU used), and a job submitted then still wakes one. */
+static void idle_threads_park(void **state) {
+  (void)state;
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, 3, NULL), 0);
+  uv_sem_t gate, started;
+  uv_sem_init(&gate, 0);
+  uv_sem_init(&started, 0);
+  tjob blocked[3];
+  for (int i = 0; i < 3; i++) {
+    blocked[i] = (tjob){{NULL, run}, i, &gate, &started};
+    assert_int_equal(isv__pool_submit(&p, &blocked[i].job), 0);
+  }
+  for (int i = 0; i < 3; i++) uv_sem_wait(&started);
+  for (int i = 0; i < 3; i++) uv_sem_post(&gate);
+  unsigned parked = 0;
+  for (int i = 0; i < 5000 && parked < 3; i++) { /* the spin lasts µs; 5 s is far beyond */
+    uv_mutex_lock(&p.mu);
+    parked = p.parked;
+    uv_mutex_unlock(&p.mu);
+    if (parked < 3) uv_sleep(1);
+  }
+  assert_int_equal(parked, 3);
+  assert_int_equal(idle_of(&p), 3);
+  tjob late = {{NULL, run}, 9, NULL, &started};
+  assert_int_equal(isv__pool_submit(&p, &late.job), 0);
+  uv_sem_wait(&started); /* a parked thread was woken for it */
+  assert_int_equal(threads_of(&p), 3);
+  isv__pool_destroy(&p);
+  assert_int_equal(atomic_load(&ran), 4);
+  uv_sem_destroy(&gate);
+  uv_sem_destroy(&started);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(one_thread_runs_jobs_in_order, setup, teardown),
       cmocka_unit_test_setup_teardown(threads_start_only_as_jobs_need_them, setup, teardown),
       cmocka_unit_test_setup_teardown(destroy_without_jobs_is_fine, setup, teardown),
       cmocka_unit_test_setup_teardown(stop_detaches_only_when_a_job_may_hang, setup, teardown),
+      cmocka_unit_test_setup_teardown(many_producers_one_worker_keep_each_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(many_producers_many_workers_run_every_job_once, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(idle_threads_park, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -228,6 +228,46 @@ static void inline_pool_and_other_thread_give_the_same_result(void **state) {
   assert_int_equal(atomic_load(&ctl.infer_calls), 4);
 }
 
+/* Pool requests chained as a host does at one in flight: each submitted from the previous
+ * one's done callback. The loop waits briefly for a fast worker's completion and takes the
+ * next one in the same turn (wait_for_completion): every request is answered, in order, and
+ * the counts of executions out on the pool come back to zero. */
+#define CHAIN 300
+static struct {
+  fixture *f;
+  result res[CHAIN];
+  int next, order;
+} chain;
+
+static void chain_done(isv_request *r, int status, void *data);
+
+static void chain_next(void) {
+  int i = chain.next++;
+  chain.res[i].order = &chain.order;
+  isv_request *r = cf_request(chain.f, "pool", x3, 3, 0);
+  isv__core_submit(&chain.f->core, r, chain_done, &chain.res[i]);
+}
+
+static void chain_done(isv_request *r, int status, void *data) {
+  cf_on_done(r, status, data);
+  if (chain.next < CHAIN) chain_next();
+}
+
+static void pool_requests_chained_from_callbacks(void **state) {
+  fixture *f = *state;
+  memset(&chain, 0, sizeof chain);
+  chain.f = f;
+  chain_next();
+  cf_wait(f, &chain.res[CHAIN - 1], 1);
+  for (int i = 0; i < CHAIN; i++) {
+    expect_twice_x3(&chain.res[i]);
+    assert_int_equal(chain.res[i].order_no, i + 1);
+  }
+  assert_int_equal(atomic_load(&ctl.infer_calls), CHAIN);
+  assert_int_equal(f->core.inflight, 0);
+  assert_int_equal(f->core.pool_execs, 0);
+}
+
 static void completion_from_another_thread_during_infer(void **state) {
   fixture *f = *state;
   result res = {0};
@@ -922,6 +962,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(inline_pool_and_other_thread_give_the_same_result, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(pool_requests_chained_from_callbacks, setup, teardown),
       cmocka_unit_test_setup_teardown(completion_from_another_thread_during_infer, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(completing_twice_is_estate, setup, teardown),
