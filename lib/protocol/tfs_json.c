@@ -482,10 +482,9 @@ int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max
   if (inst != SIZE_MAX && cols != SIZE_MAX)
     return isv__request_fail(r, ISV_EBADREQ, "the body has both \"instances\" and \"inputs\": "
                              "one format at a time (row or columnar)");
-  if (inst == SIZE_MAX && cols == SIZE_MAX)
+  if (inst == SIZE_MAX && cols == SIZE_MAX) /* TF Serving's own words, which its clients see */
     return isv__request_fail(r, ISV_EBADREQ, vertex ? "the body has no \"instances\""
-                                                    : "the body has neither \"instances\" (row "
-                                                      "format) nor \"inputs\" (columnar format)");
+                                                    : "Missing 'inputs' or 'instances' key");
   size_t n_in = sig_inputs(cfg, *sig);
   if (n_in == 0) return isv__request_fail(r, ISV_EBADREQ, "the signature takes no inputs");
   in_state *st = isv__arena_calloc(&r->arena, n_in, sizeof *st);

@@ -110,7 +110,7 @@ def test_malformed_paths(demo):
 
 @pytest.mark.parametrize("body,needle", [
     ("{\"instances\": [[1, 2], [3]]}", "instances[1]: ragged"),
-    ("{}", "neither \"instances\""),
+    ("{}", "Missing 'inputs' or 'instances' key"),  # TF Serving's own text
     ("{\"instances\": [1], \"inputs\": [1]}", "both"),
     ("{\"instances\": [[1]], \"signature_name\": \"other\"}",
      "Serving signature name: \"other\" not found"),

@@ -204,7 +204,7 @@ static void columnar_inputs_keep_their_own_shape(void **state) {
 static void every_refusal_names_its_problem(void **state) {
   fixture *f = *state;
   expect_error(f, f->one, "[1]", "JSON object");
-  expect_error(f, f->one, "{}", "neither \"instances\"");
+  expect_error(f, f->one, "{}", "Missing 'inputs' or 'instances' key"); /* TF Serving's text */
   expect_error(f, f->one, "{\"instances\": [1], \"inputs\": [1]}", "both");
   expect_error(f, f->one, "{\"instances\": []}", "empty list");
   expect_error(f, f->one, "{\"instances\": {\"x\": 1}}", "must be a list");
