@@ -13,6 +13,7 @@
 # RN_LOAD_CPU (0 / 1), RN_KEEP=1 (keep the work directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/nginx_ref.sh"
 ROUNDS=${RN_ROUNDS:-3} DUR=${RN_DURATION:-5} CASES=${RN_CASES:-"64 1"}
 SCPU=${RN_SERVER_CPU:-0} LCPU=${RN_LOAD_CPU:-1}
 PY=/usr/bin/python3
@@ -57,30 +58,7 @@ kill "$DEMO_PID"; wait "$DEMO_PID" 2>/dev/null || true
 NG=$WORK/nginx NG_PORT=$(free_port)
 mkdir -p "$NG/logs"
 BODY=$($PY -c 'import sys; n=int(sys.argv[1]); print("{\"x\":\"" + "a" * (n - 8) + "\"}")' "$BYTES")
-USER_LINE=""
-[ "$(id -u)" = 0 ] && USER_LINE="user root root;"
-cat >"$NG/nginx.conf" <<EOF
-$USER_LINE
-worker_processes 1;
-daemon off;
-pid $NG/nginx.pid;
-error_log $NG/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $NG/body;
-  proxy_temp_path $NG/proxy;
-  fastcgi_temp_path $NG/fastcgi;
-  uwsgi_temp_path $NG/uwsgi;
-  scgi_temp_path $NG/scgi;
-  keepalive_requests 100000000;
-  keepalive_timeout 300s;
-  server {
-    listen 127.0.0.1:$NG_PORT;
-    location / { default_type application/json; return 200 '$BODY'; }
-  }
-}
-EOF
+nginx_ref_conf "$NG" "$NG_PORT" "$BODY"
 taskset -c "$SCPU" nginx -p "$NG" -e "$NG/logs/error.log" -c "$NG/nginx.conf" >"$NG/stdout.log" 2>&1 &
 NG_PID=$!
 PIDS+=("$NG_PID")

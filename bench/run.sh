@@ -20,6 +20,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/nginx_ref.sh"
 ROOT=$(cd "$HERE/.." && pwd)
 CMDLINE="bench/run.sh${*:+ $*}"
 for v in BUILD_DIR BENCH_NO_BUILD BENCH_DURATION BENCH_CONCURRENCY BENCH_SERVER_CPU BENCH_LOAD_CPU \
@@ -223,34 +224,7 @@ NG_H2_PORT=$(free_port)
 while [ "$NG_H2_PORT" = "$NG_PORT" ]; do NG_H2_PORT=$(free_port); done
 REST_BODY=$($PY -c 'import sys; n=int(sys.argv[1]); print("{\"x\":\"" + "a" * (n - 8) + "\"}")' "$REST_BYTES")
 GRPC_BODY=$($PY -c 'import sys; print("g" * int(sys.argv[1]))' "$GRPC_BYTES")
-USER_LINE=""
-[ "$(id -u)" = 0 ] && USER_LINE="user root root;" # as root the worker would switch to nobody
-cat >"$NG/nginx.conf" <<EOF
-$USER_LINE
-worker_processes 1;
-daemon off;
-pid $NG/nginx.pid;
-error_log $NG/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $NG/body;
-  proxy_temp_path $NG/proxy;
-  fastcgi_temp_path $NG/fastcgi;
-  uwsgi_temp_path $NG/uwsgi;
-  scgi_temp_path $NG/scgi;
-  keepalive_requests 100000000;
-  keepalive_timeout 300s;
-  server {
-    listen 127.0.0.1:$NG_PORT;
-    location / { default_type application/json; return 200 '$REST_BODY'; }
-  }
-  server {
-    listen 127.0.0.1:$NG_H2_PORT http2;
-    location / { default_type application/grpc; add_trailer grpc-status 0; return 200 '$GRPC_BODY'; }
-  }
-}
-EOF
+nginx_ref_conf "$NG" "$NG_PORT" "$REST_BODY" "$NG_H2_PORT" "$GRPC_BODY"
 log "starting nginx on core $SCPU (ports $NG_PORT, h2c $NG_H2_PORT)"
 taskset -c "$SCPU" nginx -p "$NG" -e "$NG/logs/error.log" -c "$NG/nginx.conf" >"$NG/stdout.log" 2>&1 &
 NG_PID=$!

@@ -21,7 +21,7 @@
  * Statistics: each copy counts its loop's requests (stats.h); a reader sums the copies
  * (isv__model_stats), so every member answers for the group. It walks a record's copies under
  * the group's mutex, so a copy leaves that list under it before any of its memory goes
- * (registry.c's model_free: isv__group_copy_unlink). Protocol labels are indexed
+ * (registry.c's model_free, through the copy's gcopy_unlink hook). Protocol labels are indexed
  * group-wide for that. The library's own models (a custom route's, the repository's: names
  * starting with '@') are each member's, but their numbers are summed the same way: members'
  * models of one name are linked as copies of a record that is in no table

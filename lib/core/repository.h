@@ -55,7 +55,7 @@ int isv__repo_attach(struct isv__core *c, const isv_repository *repo, char *why,
  * decoding: r then runs the operation — or answers the server's lack of a repository —
  * whatever the decoder finds. NULL with r failed ISV_ENOMEM. */
 isv__repo_op *isv__repo_request(isv_request *r, isv__repo_action action);
-/* isv__request_bind of an operation (core.c): r holds the hidden model, or fails ISV_EUNAVAIL
+/* isv__request_bind of an operation (scheduler.c): r holds the hidden model, or fails ISV_EUNAVAIL
  * with ISV__REPO_NOT_ALLOWED when the server has no repository. */
 int isv__repo_bind(isv_request *r);
 /* The hidden model's infer: the host's load or unload. */

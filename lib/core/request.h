@@ -207,15 +207,6 @@ int isv__request_postprocess(isv_request *r, int partial);
 static inline isv__arena *isv__out_arena(isv_request *r) {
   return r->stream ? &r->out_arena : &r->arena;
 }
-/* What a decoupled response counts against its stream's bound besides its outputs' bytes: the
- * response object and its bookkeeping. */
-#define ISV__RESP_COST 512
-/* Backpressure on a decoupled request's responses, for front ends (loop thread): the stream's
- * queue is full — isv_request_send_response answers ISV_EAGAIN until resumed — or has room
- * again (the backend's isv_request_on_writable callback runs, on this thread). r is the
- * request, not a response (a response's parent). */
-void isv__request_flow_block(isv_request *r);
-void isv__request_flow_resume(isv_request *r);
 
 /* Top-k classification of one output tensor, replacing it (core/classify.c). */
 int isv__classify(isv_request *r, isv_tensor *t, uint32_t k);

@@ -31,6 +31,16 @@ typedef struct isv__stream {
   void *writable_user;
 } isv__stream;
 
+/* What a decoupled response counts against its stream's bound besides its outputs' bytes: the
+ * response object and its bookkeeping. */
+#define ISV__RESP_COST 512
+/* Backpressure on a decoupled request's responses, for front ends (loop thread): the stream's
+ * queue is full — isv_request_send_response answers ISV_EAGAIN until resumed — or has room
+ * again (the backend's isv_request_on_writable callback runs, on this thread). r is the
+ * request, not a response (a response's parent). */
+void isv__request_flow_block(isv_request *r);
+void isv__request_flow_resume(isv_request *r);
+
 /* Give r (not yet submitted) a stream whose responses go to cb(response, status, data) on the
  * loop thread. 0, or ISV_ENOMEM; ISV_EINVAL when r was submitted already. */
 int isv__request_stream(isv_request *r, isv_infer_cb cb, void *data);

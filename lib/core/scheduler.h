@@ -11,9 +11,9 @@
 #include "core/queries.h"
 #include "core/request.h"
 
-/* Resolve r's model_name / version / label and hold the model (scheduler.c; a repository operation: repository.c). 0, or r failed with
- * ISV_ENOTFOUND (replacing any decode error: an unknown model is reported first) or with
- * ISV_EBADREQ when no model is named. isv__core_submit binds; a front end may bind before
+/* Resolve r's model_name / version / label and hold the model (a repository operation: its
+ * hidden model, repository.c). 0, or r failed with ISV_ENOTFOUND (replacing any decode error:
+ * an unknown model is reported first) or with ISV_EBADREQ when no model is named. isv__core_submit binds; a front end may bind before
  * decoding to skip the work for an unknown model, or because it needs the model to decode. */
 int isv__request_bind(isv_request *r);
 
