@@ -300,6 +300,20 @@ ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
  * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
  * kept. 0 keeps none. Default 64 MiB. */
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
+/* `blocks` large buffers that each hold `block_bytes`, mapped and faulted in (their pages
+ * touched) on a worker thread as the server starts, then kept in the buffer cache above, whose
+ * limit is raised to hold them. Why: memory never touched costs ~1 ms per MiB to fault in on a
+ * small VM, and the first large request body, gRPC message or tensor of each size pays it —
+ * on the loop thread when an ISV_EXEC_INLINE backend writes an output from
+ * isv_request_alloc_output (a 64 MiB output: 70-200 ms the first time instead of the copy's
+ * ~10 ms). A host that serves tensors that large from an inline backend, or wants its first
+ * requests as fast as the next ones, asks for them here; a request taking a block gives it back
+ * to the cache when it ends. The server serves meanwhile: requests arriving before the blocks
+ * are ready get fresh memory as without this. Without worker threads
+ * (isv_options_set_worker_threads 0) isv_server_new faults them in itself before it returns. A
+ * group's servers each keep their own. ISV_EINVAL for blocks > 8 (the cache's slots) or
+ * block_bytes under 1 MiB (smaller buffers come from malloc). Default: none (0, 0). */
+ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_bytes, unsigned blocks);
 /* The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
  * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
  * (nghttp2 is given the same functions), requests and their tensors, registered models, and

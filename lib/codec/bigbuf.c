@@ -68,9 +68,35 @@ static int take_cached(isv__bigbuf_cache *c, size_t need, isv__bigbuf_block *out
   return found;
 }
 
+/* What a buffer of n bytes takes: header, data, slack for either alignment. */
+static size_t need_of(size_t n) { return FRONT + n + 2 * ISV__BIGBUF_ALIGN; }
+
+size_t isv__bigbuf_block_size(size_t n) {
+  if (n > SIZE_MAX - 2 * FRONT - HUGE_PAGE) return SIZE_MAX;
+  return (need_of(n) + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+int isv__bigbuf_prefault(isv__bigbuf_cache *c, size_t n, unsigned count) {
+  void *p[ISV__BIGBUF_SLOTS];
+  unsigned got = 0;
+  int rc = 0;
+  if (count > ISV__BIGBUF_SLOTS) count = ISV__BIGBUF_SLOTS;
+  /* all taken before any is given back, or each would come out of the cache again */
+  while (got < count) {
+    if ((p[got] = isv__bigbuf_alloc(c, n, 0)) == NULL) {
+      rc = ISV_ENOMEM;
+      break;
+    }
+    isv__bigbuf_populate(p[got], n);
+    got++;
+  }
+  while (got) isv__bigbuf_free(p[--got]);
+  return rc;
+}
+
 void *isv__bigbuf_alloc(isv__bigbuf_cache *c, size_t n, int end_aligned) {
   if (n > SIZE_MAX - 2 * FRONT - HUGE_PAGE) return NULL;
-  size_t need = FRONT + n + 2 * ISV__BIGBUF_ALIGN; /* header, data, slack for either alignment */
+  size_t need = need_of(n);
   header h = {NULL, NULL, 0, 0};
   char *base;
   if (need < ISV__BIGBUF_BLOCK_MIN) {

@@ -47,6 +47,14 @@ void *isv__bigbuf_alloc(isv__bigbuf_cache *c, size_t n, int end_aligned);
 /* Free what isv__bigbuf_alloc returned (NULL is a no-op). Any thread. */
 void isv__bigbuf_free(void *p);
 
+/* The size of the block a buffer of n bytes (>= ISV__BIGBUF_BLOCK_MIN) is mapped in: what the
+ * cache's limit must allow to keep it. */
+size_t isv__bigbuf_block_size(size_t n);
+/* Map `count` blocks that each hold a buffer of n bytes, fault them in, and put them in the
+ * cache — within its limit and slots; the rest are unmapped. Slow (the faults): a worker
+ * thread's job. 0, or ISV_ENOMEM when a mapping failed (those mapped are still cached). */
+int isv__bigbuf_prefault(isv__bigbuf_cache *c, size_t n, unsigned count);
+
 /* Whether p (from isv__bigbuf_alloc) is a block mapped for it, never touched: its pages are
  * zeroed by the kernel on first touch — ~1 ms per MiB, 2 MiB at a time with huge pages, on a
  * small VM — which a loop thread should not pay (transport/http1.c faults a fresh body in on the

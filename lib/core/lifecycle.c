@@ -2,9 +2,28 @@
  * worker pool, its group — and the scheduler that drains its completions. */
 #include "core/lifecycle.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "core/group.h"
+#include "core/offload.h"
+
+/* isv_options_set_buffer_prefault: the blocks are faulted in on a worker thread while the
+ * server serves; without one (no worker threads, or no memory for the job) here and now. */
+static void prefault_work(isv__offload *o) {
+  isv__core *c = o->core;
+  isv__bigbuf_prefault(&c->bufs, c->opts.prefault_block_bytes, c->opts.prefault_blocks);
+}
+
+static void prefault_done(isv__offload *o) { isv__free(o); }
+
+static void prefault_start(isv__core *c) {
+  isv__offload *o = isv__malloc(c->mem, sizeof *o);
+  if (o == NULL || isv__offload_run(c, o, prefault_work, prefault_done) != 0) {
+    isv__free(o);
+    isv__bigbuf_prefault(&c->bufs, c->opts.prefault_block_bytes, c->opts.prefault_blocks);
+  }
+}
 
 int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   memset(c, 0, sizeof *c);
@@ -25,7 +44,12 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   if ((rc = isv__group_enter(c, opts->group, opts->shared_memory,
                              opts->shared_memory_in_place)) != 0)
     goto fail_mu;
-  if (isv__bigbuf_cache_init(&c->bufs, opts->buffer_cache_bytes, c->mem) != 0) goto fail_group;
+  size_t cache = opts->buffer_cache_bytes, warm = 0;
+  if (opts->prefault_blocks) { /* the cache's limit holds the blocks asked for */
+    size_t block = isv__bigbuf_block_size(opts->prefault_block_bytes);
+    warm = block > SIZE_MAX / opts->prefault_blocks ? SIZE_MAX : block * opts->prefault_blocks;
+  }
+  if (isv__bigbuf_cache_init(&c->bufs, cache > warm ? cache : warm, c->mem) != 0) goto fail_group;
   if (isv__pool_init(&c->pool, opts->worker_threads, c->mem) != 0) goto fail_bufs;
   if (uv_async_init(loop, &c->async, isv__core_drain_completions) != 0) goto fail_pool;
   c->async.data = c;
@@ -34,6 +58,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->timer.data = c;
   uv_unref((uv_handle_t *)&c->timer); /* deadlines never keep the host's loop alive */
   isv__group_join(c); /* the group's models arrive */
+  if (opts->prefault_blocks) prefault_start(c);
   return 0;
 fail_pool:
   isv__pool_destroy(&c->pool);

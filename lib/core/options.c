@@ -1,5 +1,7 @@
 #include "core/options.h"
 
+#include "codec/bigbuf.h"
+
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +209,15 @@ ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int truste
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
   if (o == NULL) return ISV_EINVAL;
   o->buffer_cache_bytes = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_bytes,
+                                               unsigned blocks) {
+  if (o == NULL || blocks > ISV__BIGBUF_SLOTS || (blocks && block_bytes < ISV__BIGBUF_BLOCK_MIN))
+    return ISV_EINVAL;
+  o->prefault_block_bytes = blocks ? block_bytes : 0;
+  o->prefault_blocks = blocks;
   return 0;
 }
 

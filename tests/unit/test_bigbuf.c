@@ -2,7 +2,10 @@
 #include "cmocka_prelude.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "codec/bigbuf.h"
 #include "core/arena.h"
@@ -99,6 +102,52 @@ static void the_cache_keeps_at_most_its_limit(void **state) {
   isv__bigbuf_cache_destroy(&c);
 }
 
+/* Every page of [p, p + n) resident (mincore). */
+static int resident(const void *p, size_t n) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
+  size_t len = (uintptr_t)p + n - a, pages = (len + page - 1) / page;
+  unsigned char *v = malloc(pages);
+  assert_non_null(v);
+  assert_int_equal(mincore((void *)a, len, v), 0);
+  int all = 1;
+  for (size_t i = 0; i < pages; i++) all &= v[i] & 1;
+  free(v);
+  return all;
+}
+
+/* isv_options_set_buffer_prefault's blocks: mapped, faulted in, kept; the buffers of that size
+ * taken next are resident and not fresh, and once they are out a further one is mapped fresh. */
+static void prefaulted_blocks_come_out_of_the_cache_resident(void **state) {
+  (void)state;
+  isv__bigbuf_cache c;
+  size_t n = 5 * MiB, block = isv__bigbuf_block_size(n);
+  assert_true(block >= n && block % (2 * MiB) == 0);
+  assert_int_equal(isv__bigbuf_cache_init(&c, 2 * block, NULL), 0);
+  assert_int_equal(isv__bigbuf_prefault(&c, n, 2), 0);
+  assert_int_equal(c.n, 2);
+  assert_int_equal(c.held, 2 * block);
+  char *a = isv__bigbuf_alloc(&c, n, 1), *b = isv__bigbuf_alloc(&c, n - 1000, 0);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_false(isv__bigbuf_fresh(a));
+  assert_false(isv__bigbuf_fresh(b));
+  assert_true(resident(a, n));
+  assert_true(resident(b, n - 1000));
+  char *d = isv__bigbuf_alloc(&c, n, 0);
+  assert_true(isv__bigbuf_fresh(d));
+  isv__bigbuf_free(d);
+  isv__bigbuf_free(b);
+  isv__bigbuf_free(a);
+  assert_int_equal(c.n, 2); /* the limit holds two: the third was unmapped */
+  /* more blocks than the limit holds: those past it are unmapped again */
+  isv__bigbuf_cache_destroy(&c);
+  assert_int_equal(isv__bigbuf_cache_init(&c, block, NULL), 0);
+  assert_int_equal(isv__bigbuf_prefault(&c, n, 3), 0);
+  assert_int_equal(c.n, 1);
+  isv__bigbuf_cache_destroy(&c);
+}
+
 static void arena_chunks_go_back_to_the_cache(void **state) {
   (void)state;
   isv__bigbuf_cache c;
@@ -123,6 +172,7 @@ int main(void) {
       cmocka_unit_test(a_block_is_fresh_only_when_mapped_for_it),
       cmocka_unit_test(the_cache_keeps_at_most_its_limit),
       cmocka_unit_test(arena_chunks_go_back_to_the_cache),
+      cmocka_unit_test(prefaulted_blocks_come_out_of_the_cache_resident),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,12 +159,32 @@ static void a_small_body_inflates_at_once_a_large_one_on_a_worker(void **state) 
   cf_world_free(w);
 }
 
+/* isv_options_set_buffer_prefault: the core faults its blocks in on a worker as it starts —
+ * the loop runs meanwhile — and keeps them in its cache, whose limit was raised to hold them. */
+static void the_core_prefaults_its_blocks_on_a_worker(void **state) {
+  (void)state;
+  isv_options *o;
+  assert_int_equal(isv_options_new(&o), 0);
+  assert_int_equal(isv_options_set_buffer_cache_bytes(o, 0), 0); /* would keep none */
+  assert_int_equal(isv_options_set_buffer_prefault(o, (size_t)3 << 20, 2), 0);
+  cf_world *w = cf_world_new(o);
+  isv_options_free(o);
+  uv_run(&w->loop, UV_RUN_DEFAULT); /* alive until the job's continuation ran */
+  assert_int_equal(w->core.bufs.n, 2);
+  assert_int_equal(w->core.bufs.held, 2 * isv__bigbuf_block_size((size_t)3 << 20));
+  void *p = isv__bigbuf_alloc(&w->core.bufs, (size_t)3 << 20, 0);
+  assert_false(isv__bigbuf_fresh(p));
+  isv__bigbuf_free(p);
+  cf_world_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(work_runs_off_the_loop_and_after_on_it),
       cmocka_unit_test(an_idle_core_does_not_hold_the_loop),
       cmocka_unit_test(a_buffer_is_freed_on_a_worker),
       cmocka_unit_test(a_small_body_inflates_at_once_a_large_one_on_a_worker),
+      cmocka_unit_test(the_core_prefaults_its_blocks_on_a_worker),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,21 @@ static void strict_readiness_is_a_boolean(void **state) {
   assert_int_equal(o->strict_readiness, 0);
 }
 
+static void buffer_prefault_is_bounded_by_the_cache_s_slots(void **state) {
+  isv_options *o = *state;
+  assert_int_equal(o->prefault_blocks, 0); /* none by default */
+  assert_int_equal(isv_options_set_buffer_prefault(o, 64u << 20, 2), 0);
+  assert_int_equal(o->prefault_block_bytes, 64u << 20);
+  assert_int_equal(o->prefault_blocks, 2);
+  assert_int_equal(isv_options_set_buffer_prefault(o, 64u << 20, 9), ISV_EINVAL); /* 8 slots */
+  assert_int_equal(isv_options_set_buffer_prefault(o, (1u << 20) - 1, 1), ISV_EINVAL); /* malloc's */
+  assert_int_equal(isv_options_set_buffer_prefault(NULL, 1u << 20, 1), ISV_EINVAL);
+  assert_int_equal(o->prefault_blocks, 2); /* a refused call changes nothing */
+  assert_int_equal(isv_options_set_buffer_prefault(o, 0, 0), 0); /* none again */
+  assert_int_equal(o->prefault_blocks, 0);
+  assert_int_equal(o->prefault_block_bytes, 0);
+}
+
 static void buffer_cache_accepts_zero(void **state) {
   isv_options *o = *state;
   assert_int_equal(isv_options_set_buffer_cache_bytes(o, 0), 0); /* keeps none */
@@ -288,6 +303,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(max_json_depth_is_between_1_and_1024, setup, teardown),
       cmocka_unit_test_setup_teardown(strict_readiness_is_a_boolean, setup, teardown),
       cmocka_unit_test_setup_teardown(buffer_cache_accepts_zero, setup, teardown),
+      cmocka_unit_test_setup_teardown(buffer_prefault_is_bounded_by_the_cache_s_slots, setup, teardown),
       cmocka_unit_test_setup_teardown(server_name_lengths_and_nulls, setup, teardown),
       cmocka_unit_test_setup_teardown(protocol_switches_are_stored_by_name, setup, teardown),
       cmocka_unit_test_setup_teardown(protocol_switch_replaces_an_earlier_setting, setup,
