@@ -9,19 +9,23 @@
  *   loop_stall [PORT]         (default 0: a free port; prints "listening on PORT")
  *
  *   SIGUSR1        prints "stall max_ms=X p99_ms=Y p999_ms=Z ticks=N turn_cpu_max_ms=T turns=U
- *                  turns_over_2ms=V" (T: the longest loop iteration in the loop thread's CPU
- *                  time; U: iterations; V: of them, those over 2 ms of CPU) for the ticks since
- *                  the last SIGUSR1 (or the start), then starts over
+ *                  turns_over_2ms=V turns_over_1ms=W model_copy_max_ms=M" (T: the longest loop
+ *                  iteration in the loop thread's CPU time; U: iterations; V, W: of them, those
+ *                  over 2 ms and over 1 ms of CPU; M: identity_inline's longest copy) for the
+ *                  ticks since the last SIGUSR1 (or the start), then starts over
  *   SIGTERM/INT    closes the server and every handle, exits 0
  *
  *   STALL_TRACE_MS=T  print "turn cpu_ms=C end_mono_s=S" to stderr for every loop turn longer
  *                     than T ms of loop-thread CPU (S: CLOCK_MONOTONIC at its end), to find the
  *                     turn in a `perf record -k CLOCK_MONOTONIC` profile
  *
- * One model, identity_fp32: INPUT0 FP32 [-1] -> OUTPUT0 FP32 [-1], a copy. It runs ISV_EXEC_POOL,
+ * Two models, INPUT0 FP32 [-1] -> OUTPUT0 FP32 [-1], a copy. identity_fp32 runs ISV_EXEC_POOL,
  * on the server's worker threads, so that the copy is not on the loop: what the probe sees is
- * the library's own work (HTTP, JSON or binary decoding, encoding, writing). Max body 256 MiB.
- * Used by bench/loop_stall.sh.
+ * the library's own work (HTTP, JSON or binary decoding, encoding, writing). identity_inline
+ * runs ISV_EXEC_INLINE, on the loop: its copy is the model's own work and is timed apart
+ * (model_copy_max_ms), so that what the library adds to it — an output in memory never touched
+ * before — shows. Max body 256 MiB. STALL_PREFAULT=N (MiB) calls isv_options_set_buffer_prefault
+ * with N MiB. Used by bench/loop_stall.sh.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -55,8 +59,10 @@ static int samples_oom;   /* a sample could not be stored (the max is still exac
 static uv_prepare_t turns;
 static uint64_t last_turn_cpu_ns, max_turn_cpu_ns;
 static uint64_t trace_turn_ns; /* STALL_TRACE_MS; 0: off */
-static size_t n_turns, n_turns_over; /* turns since the reset; of them, over TURN_OVER_NS */
+static size_t n_turns, n_turns_over, n_turns_over1; /* turns since the reset; of them, over
+                                                    * TURN_OVER_NS and over 1 ms */
 #define TURN_OVER_NS (2u * 1000000u)
+static uint64_t max_copy_ns; /* the inline model's longest write of its output (its own work) */
 
 static uint64_t thread_cpu_ns(void) {
   struct timespec ts;
@@ -72,6 +78,7 @@ static void on_turn(uv_prepare_t *h) {
   if (last_turn_cpu_ns) {
     n_turns++;
     if (now - last_turn_cpu_ns > TURN_OVER_NS) n_turns_over++;
+    if (now - last_turn_cpu_ns > 1000000u) n_turns_over1++;
   }
   if (trace_turn_ns && last_turn_cpu_ns && now - last_turn_cpu_ns > trace_turn_ns) {
     struct timespec mono;
@@ -126,9 +133,10 @@ static double pct_ms(double q) {
 static void report_and_reset(void) {
   qsort(samples, n_samples, sizeof *samples, cmp_u64);
   printf("stall max_ms=%.3f p99_ms=%.3f p999_ms=%.3f ticks=%zu turn_cpu_max_ms=%.3f turns=%zu "
-         "turns_over_2ms=%zu%s\n",
+         "turns_over_2ms=%zu turns_over_1ms=%zu model_copy_max_ms=%.3f%s\n",
          (double)max_late_ns / 1e6, pct_ms(0.99), pct_ms(0.999), n_samples,
-         (double)max_turn_cpu_ns / 1e6, n_turns, n_turns_over,
+         (double)max_turn_cpu_ns / 1e6, n_turns, n_turns_over, n_turns_over1,
+         (double)max_copy_ns / 1e6,
          samples_oom ? " (samples dropped: no memory)" : "");
   fflush(stdout);
   n_samples = 0;
@@ -137,13 +145,16 @@ static void report_and_reset(void) {
   last_tick_ns = 0; /* the report itself is not a stall */
   max_turn_cpu_ns = 0;
   last_turn_cpu_ns = 0;
-  n_turns = n_turns_over = 0;
+  n_turns = n_turns_over = n_turns_over1 = 0;
+  max_copy_ns = 0;
 }
 
 /* ---- the model: OUTPUT0 = INPUT0, on a worker thread ------------------------------------ */
 
+/* user: NULL on a worker thread (identity_fp32); non-NULL on the loop (identity_inline), where
+ * the copy's time is recorded: it is the model's own work, and the first touch of the output's
+ * pages is in it — what isv_options_set_buffer_prefault is for. */
 static int identity(isv_request *req, void *user) {
-  (void)user;
   const isv_tensor *x = isv_request_input(req, "INPUT0");
   if (x == NULL || isv_tensor_datatype(x) != ISV_FP32)
     return isv_request_complete(req, ISV_EBADREQ, "INPUT0 must be an FP32 tensor");
@@ -153,7 +164,9 @@ static int identity(isv_request *req, void *user) {
   int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_FP32, shape, ndim, &y);
   if (rc < 0)
     return rc;
+  uint64_t t0 = user ? uv_hrtime() : 0;
   memcpy(y, isv_tensor_data(x), isv_tensor_byte_size(x));
+  if (user && uv_hrtime() - t0 > max_copy_ns) max_copy_ns = uv_hrtime() - t0;
   return isv_request_complete(req, 0, NULL);
 }
 
@@ -163,23 +176,33 @@ static int start_server(int port) {
   if (rc < 0)
     return rc;
   rc = isv_options_set_max_body_bytes(o, (size_t)256 << 20);
+  const char *warm = getenv("STALL_PREFAULT"); /* MiB: two blocks, an input's and an output's */
+  if (rc == 0 && warm != NULL && atoi(warm) > 0)
+    rc = isv_options_set_buffer_prefault(o, (size_t)atoi(warm) << 20, 2);
   if (rc == 0)
     rc = isv_server_new(&loop, o, &srv);
   isv_options_free(o);
   if (rc < 0)
     return rc;
 
-  isv_model_config *c;
-  if ((rc = isv_model_config_new("identity_fp32", &c)) < 0)
-    return rc;
-  const int64_t any[1] = {-1};
-  if ((rc = isv_model_config_add_input(c, "INPUT0", ISV_FP32, any, 1)) == 0 &&
-      (rc = isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 1)) == 0 &&
-      (rc = isv_model_config_set_exec_mode(c, ISV_EXEC_POOL)) == 0) {
-    isv_backend be = {.struct_size = sizeof be, .infer = identity};
-    rc = isv_server_add_model(srv, c, "1", &be, NULL, NULL);
+  static const struct {
+    const char *name;
+    isv_exec_mode mode;
+  } models[] = {{"identity_fp32", ISV_EXEC_POOL}, {"identity_inline", ISV_EXEC_INLINE}};
+  for (size_t i = 0; i < sizeof models / sizeof models[0] && rc == 0; i++) {
+    isv_model_config *c;
+    if ((rc = isv_model_config_new(models[i].name, &c)) < 0)
+      return rc;
+    const int64_t any[1] = {-1};
+    if ((rc = isv_model_config_add_input(c, "INPUT0", ISV_FP32, any, 1)) == 0 &&
+        (rc = isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, any, 1)) == 0 &&
+        (rc = isv_model_config_set_exec_mode(c, models[i].mode)) == 0) {
+      isv_backend be = {.struct_size = sizeof be, .infer = identity};
+      rc = isv_server_add_model(srv, c, "1", &be,
+                                models[i].mode == ISV_EXEC_INLINE ? (void *)&max_copy_ns : NULL, NULL);
+    }
+    isv_model_config_free(c);
   }
-  isv_model_config_free(c);
   if (rc == 0)
     rc = isv_server_listen(srv, "127.0.0.1", port);
   return rc;

@@ -17,6 +17,11 @@
 #   grpc-64MiB    gRPC ModelInfer over h2c, 64 MiB FP32 [16777216] as         raw_output_contents
 #                 raw_input_contents (bench/grpc_rt: one connection, ITERS round trips after
 #                 one checked warm-up)
+#   h2c-json-16MiB    json-16MiB's request over h2c (curl --http2-prior-knowledge)  as json-16MiB
+#   h2c-binary-64MiB  binary-64MiB's request over h2c                       as binary-64MiB
+#   inline-binary-64MiB  binary-64MiB's request to identity_inline: its copy runs ON the loop
+#                 (the model's own work, timed apart: "model copy ms"), into an output from
+#                 isv_request_alloc_output — fresh memory unless STALL_PREFAULT asks for blocks
 #
 # Environment (all optional):
 #   BUILD_DIR=build-bench      meson build directory (set up with -Dbench=true if absent)
@@ -25,6 +30,9 @@
 #   STALL_IDLE_S=2             length of the idle case
 #   STALL_SERVER_CPU=0 STALL_LOAD_CPU=1   taskset cores for loop_stall / curl
 #   STALL_KEEP=1               keep the work directory (bodies, server output, curl timings)
+#   STALL_PREFAULT=65          the server asks isv_options_set_buffer_prefault for two blocks
+#                              of that many MiB (65: a 64 MiB body or output fits)
+#   STALL_CASES="a b"          run only these cases (default: all, in the order above)
 #
 # Loopback only. Every step is bounded (curl --max-time, timeouts on waits), a watchdog ends
 # the run after 200 s, and a trap stops every process started here, on success, failure or
@@ -34,7 +42,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 CMDLINE="bench/loop_stall.sh${*:+ $*}"
-for v in BUILD_DIR STALL_NO_BUILD STALL_ITERS STALL_IDLE_S STALL_SERVER_CPU STALL_LOAD_CPU STALL_KEEP; do
+for v in BUILD_DIR STALL_NO_BUILD STALL_ITERS STALL_IDLE_S STALL_SERVER_CPU STALL_LOAD_CPU STALL_KEEP \
+  STALL_PREFAULT STALL_CASES; do
   if [ -n "${!v:-}" ]; then CMDLINE="$v=${!v} $CMDLINE"; fi
 done
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
@@ -186,7 +195,7 @@ EOF
 
 # ---- the server -----------------------------------------------------------------------------
 OUT=$WORK/server.out
-taskset -c "$SCPU" "$BIN" 0 >"$OUT" 2>"$WORK/server.err" &
+STALL_PREFAULT=${STALL_PREFAULT:-} taskset -c "$SCPU" "$BIN" 0 >"$OUT" 2>"$WORK/server.err" &
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 100); do
@@ -196,7 +205,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -n "$PORT" ] || die "loop_stall did not report its port"
-URL=http://127.0.0.1:$PORT/v2/models/identity_fp32/infer
+BASE=http://127.0.0.1:$PORT/v2/models
 log "loop_stall pid $SERVER_PID on core $SCPU, port $PORT; curl on core $LCPU"
 
 # stats: SIGUSR1, then the line loop_stall prints for it
@@ -218,7 +227,8 @@ post() {
   shift 3
   local w
   w=$(taskset -c "$LCPU" curl -s -o "${POST_OUT:-/dev/null}" --max-time 30 --data-binary @"$file" \
-    -H "Content-Type: $ctype" "$@" -w '%{http_code} %{time_total} %{size_download}' "$URL") ||
+    -H "Content-Type: $ctype" "$@" -w '%{http_code} %{time_total} %{size_download}' \
+    "$BASE/${MODEL:-identity_fp32}/infer") ||
     die "$c: curl failed ($w)"
   [ "${w%% *}" = 200 ] || die "$c: HTTP ${w%% *}: $(head -c 300 "$WORK/server.err")"
   echo "$w" >>"$WORK/$c.rt"
@@ -252,7 +262,8 @@ c0=$(cpu)
 sleep "$IDLE_S"
 row idle 0 "$c0"
 
-for c in json-16MiB json-64MiB binary-64MiB grpc-64MiB; do
+for c in ${STALL_CASES:-json-16MiB json-64MiB binary-64MiB grpc-64MiB h2c-json-16MiB h2c-binary-64MiB \
+  inline-binary-64MiB}; do
   stats >/dev/null
   if [ "$c" = grpc-64MiB ]; then # grpc_rt checks its warm-up answer (identity), then times ITERS
     size=$(awk -v c="$c" '$1 == c {print $3}' "$WORK/bodies.txt")
@@ -273,28 +284,36 @@ PYEOF
     row "$c" "$size" "$c0"
     continue
   fi
-  size=$(awk -v c="$c" '$1 == c {print $3}' "$WORK/bodies.txt")
+  # the body: the case's name less its h2c- / inline- prefix
+  b=${c#h2c-}
+  b=${b#inline-}
+  size=$(awk -v c="$b" '$1 == c {print $3}' "$WORK/bodies.txt")
   log "$c: $ITERS requests of $size bytes"
-  case $c in
+  case $b in
     json-*) ctype=application/json hdr=() ;;
     binary-*) ctype=application/octet-stream
-      hdr=(-H "Inference-Header-Content-Length: $(cat "$WORK/$c.body.hlen")") ;;
+      hdr=(-H "Inference-Header-Content-Length: $(cat "$WORK/$b.body.hlen")") ;;
+  esac
+  case $c in
+    h2c-*) hdr+=(--http2-prior-knowledge) MODEL=identity_fp32 ;;
+    inline-*) MODEL=identity_inline ;;
+    *) MODEL=identity_fp32 ;;
   esac
   c0=$(cpu)
-  for _ in $(seq "$ITERS"); do post "$c" "$WORK/$c.body" "$ctype" "${hdr[@]}"; done
+  for _ in $(seq "$ITERS"); do post "$c" "$WORK/$b.body" "$ctype" "${hdr[@]}"; done
   row "$c" "$size" "$c0"
   # one more request, after the figures were taken: its answer is checked (identity)
-  POST_OUT=$WORK/$c.resp post "$c.check" "$WORK/$c.body" "$ctype" "${hdr[@]}" -D "$WORK/$c.resp.h"
-  timeout -k 3 60 "$PY" - "$WORK" "$c" <<'PYEOF' || die "$c: the answer is not the input"
+  POST_OUT=$WORK/$c.resp post "$c.check" "$WORK/$b.body" "$ctype" "${hdr[@]}" -D "$WORK/$c.resp.h"
+  timeout -k 3 60 "$PY" - "$WORK" "$c" "$b" <<'PYEOF' || die "$c: the answer is not the input"
 import json, sys
-work, case = sys.argv[1], sys.argv[2]
-req = open("%s/%s.body" % (work, case), "rb").read()
+work, case, body = sys.argv[1], sys.argv[2], sys.argv[3]
+req = open("%s/%s.body" % (work, body), "rb").read()
 resp = open("%s/%s.resp" % (work, case), "rb").read()
-if case.startswith("json"):
+if body.startswith("json"):
     a, b = json.loads(req)["inputs"][0], json.loads(resp)["outputs"][0]
     ok = b["datatype"] == "FP32" and b["shape"] == a["shape"] and b["data"] == a["data"]
 else:
-    hl = int(open("%s/%s.body.hlen" % (work, case)).read())
+    hl = int(open("%s/%s.body.hlen" % (work, body)).read())
     rl = [int(l.split(":", 1)[1]) for l in open("%s/%s.resp.h" % (work, case), errors="replace")
           if l.lower().startswith("inference-header-content-length:")][-1]
     b = json.loads(resp[:rl])["outputs"][0]
@@ -324,8 +343,8 @@ import os, statistics, sys
 work, rows = sys.argv[1], sys.argv[2]
 def mib(n):
     return "-" if n == 0 else "%.1f MiB (%d)" % (n / 1048576, n)
-print("| case | request body | response body | max stall ms | p99 ms | p99.9 ms | ticks | longest loop turn, CPU ms | loop turns over 2 ms CPU (of all) | round trip ms (median, min-max) | loop / worker CPU ms per request |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| case | request body | response body | max stall ms | p99 ms | p99.9 ms | ticks | longest loop turn, CPU ms | loop turns over 2 / 1 ms CPU (of all) | model copy ms (max) | round trip ms (median, min-max) | loop / worker CPU ms per request |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for line in open(rows):
     f = line.split()
     case, size = f[0], int(f[1])
@@ -342,10 +361,11 @@ for line in open(rows):
     cpu = "%.0f / %.0f" % (int(kv["loop_cpu_ns"]) / 1e6 / per, int(kv["worker_cpu_ns"]) / 1e6 / per)
     if per == 1 and case == "idle":
         cpu += " (whole idle period)"
-    over = "%s (%s)" % (kv["turns_over_2ms"], kv["turns"])
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (case, mib(size), resp,
-          kv["max_ms"], kv["p99_ms"], kv["p999_ms"], kv["ticks"], kv["turn_cpu_max_ms"], over, rt,
-          cpu))
+    over = "%s / %s (%s)" % (kv["turns_over_2ms"], kv["turns_over_1ms"], kv["turns"])
+    copy = kv["model_copy_max_ms"] if case.startswith("inline") else "-"
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (case, mib(size), resp,
+          kv["max_ms"], kv["p99_ms"], kv["p999_ms"], kv["ticks"], kv["turn_cpu_max_ms"], over,
+          copy, rt, cpu))
 EOF
 echo
 log "done"
