@@ -28,6 +28,7 @@ isv__deframe_status isv__grpc_deframe(isv__grpc_deframer *df, const uint8_t **da
       if (df->msg == NULL) return ISV__DEFRAME_NOMEM;
       df->msg_len = l;
       df->msg_got = 0;
+      if (df->stop_fresh && isv__bigbuf_fresh(df->msg)) return ISV__DEFRAME_FRESH;
     }
     size_t take = df->msg_len - df->msg_got < *n ? df->msg_len - df->msg_got : *n;
     if (take) memcpy(df->msg + df->msg_got, *data, take);

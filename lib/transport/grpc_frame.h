@@ -24,6 +24,9 @@ typedef struct isv__grpc_deframer {
    * per message, after its prefix and before its buffer is allocated. NULL: always. */
   int (*admit)(void *ctx, size_t len);
   void *admit_ctx;
+  /* Nonzero: stop with ISV__DEFRAME_FRESH when a message's buffer was just mapped for it
+   * (isv__bigbuf_fresh), so the caller can fault it in elsewhere before bytes are copied. */
+  int stop_fresh;
   unsigned char prefix[ISV__GRPC_PREFIX];
   size_t prefix_len;
   uint8_t *msg; /* the message being filled */
@@ -37,7 +40,9 @@ typedef enum {
   ISV__DEFRAME_BAD_FLAG,    /* a flag byte other than 0 and 1 */
   ISV__DEFRAME_TOO_BIG,     /* its prefix says more than max_len (*len says how much) */
   ISV__DEFRAME_REFUSED,     /* admit said no (*len says how much) */
-  ISV__DEFRAME_NOMEM
+  ISV__DEFRAME_NOMEM,
+  ISV__DEFRAME_FRESH        /* stop_fresh: df->msg (df->msg_len bytes) was just mapped and is
+                             * untouched; nothing is copied into it until the next call */
 } isv__deframe_status;
 
 /* Take bytes from (*data, *n), advancing both, up to the end of the next message. Messages are

@@ -199,6 +199,22 @@ def test_large_fp32_round_trip(demo):
     assert split_response(r)[1]["OUTPUT0"] == raw
 
 
+def test_large_fp32_round_trip_over_h2c(demo):
+    """A body announced at 1 MiB or more over HTTP/2 is received into one block of its size,
+    faulted in on a worker first (transport/http2.c): the tensor comes back whole."""
+    n = 3 << 18  # 3 MiB
+    raw = array("f", (float(i) * 0.25 - 7 for i in range(n))).tobytes()
+    hl, body = binary_body([("INPUT0", "FP32", [1, n], raw)],
+                           parameters={"binary_data_output": True})
+    r = curl_h2(demo, "/v2/models/identity_fp32/infer", data=body,
+                headers=["content-type: application/octet-stream",
+                         "inference-header-content-length: %d" % hl], timeout=30)
+    assert r.http_version == "2" and r.status == 200, r
+    hdrs = {k.lower(): v for k, v in r.headers}
+    got_hl = int(hdrs["inference-header-content-length"])
+    assert r.body[got_hl:] == raw
+
+
 def test_chunked_binary_request(demo):
     """No Content-Length: the body arrives in chunks and still decodes (copied if misaligned)."""
     hl, body = binary_body([("INPUT0", "INT32", [1, 16], i32(A)),

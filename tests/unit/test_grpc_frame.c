@@ -338,6 +338,48 @@ static void messages_come_from_the_bigbuf_cache_when_given(void **state) {
   isv__bigbuf_cache_destroy(&cache);
 }
 
+/* stop_fresh: a message whose block was just mapped stops the deframer before a byte is copied
+ * into it (FRESH, the input left where the message's bytes begin); the next call goes on and
+ * the message comes whole. A block from the cache is not fresh: no stop. */
+static void a_fresh_message_block_stops_the_deframer_before_it_is_written(void **state) {
+  (void)state;
+  isv__bigbuf_cache cache;
+  assert_int_equal(isv__bigbuf_cache_init(&cache, 8u << 20, NULL), 0);
+  size_t big = ISV__BIGBUF_BLOCK_MIN + 3;
+  uint8_t *buf = malloc(big + 5);
+  assert_non_null(buf);
+  isv__grpc_prefix(buf, big);
+  for (size_t i = 0; i < big; i++) buf[5 + i] = (uint8_t)(i * 7);
+  isv__grpc_deframer df = {0};
+  df.max_len = big;
+  df.bufs = &cache;
+  df.stop_fresh = 1;
+  for (int round = 0; round < 2; round++) { /* fresh, then from the cache */
+    const uint8_t *d = buf;
+    size_t n = big + 5;
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    isv__deframe_status st = isv__grpc_deframe(&df, &d, &n, &msg, &len);
+    if (round == 0) {
+      assert_int_equal(st, ISV__DEFRAME_FRESH);
+      assert_ptr_equal(d, buf + 5);
+      assert_int_equal(n, big);
+      assert_non_null(df.msg);
+      assert_int_equal(df.msg_len, big);
+      assert_int_equal(isv__grpc_deframer_owed(&df), big);
+      st = isv__grpc_deframe(&df, &d, &n, &msg, &len);
+    }
+    assert_int_equal(st, ISV__DEFRAME_MESSAGE);
+    assert_int_equal(n, 0);
+    assert_int_equal(len, big);
+    assert_memory_equal(msg, buf + 5, big);
+    isv__bigbuf_free(msg); /* into the cache: the second round's block */
+  }
+  isv__grpc_deframer_free(&df);
+  free(buf);
+  isv__bigbuf_cache_destroy(&cache);
+}
+
 /* ---- the prefix -------------------------------------------------------------------------- */
 
 static void the_prefix_is_a_zero_flag_and_a_big_endian_length(void **state) {
@@ -458,6 +500,7 @@ int main(void) {
       cmocka_unit_test(owed_and_partial_follow_a_message_in_progress),
       cmocka_unit_test(free_lets_go_of_a_message_begun_and_resets),
       cmocka_unit_test(messages_come_from_the_bigbuf_cache_when_given),
+      cmocka_unit_test(a_fresh_message_block_stops_the_deframer_before_it_is_written),
       cmocka_unit_test(the_prefix_is_a_zero_flag_and_a_big_endian_length),
       cmocka_unit_test(every_timeout_unit_converts_to_milliseconds),
       cmocka_unit_test(zero_and_sub_millisecond_timeouts_are_one_millisecond),
