@@ -116,36 +116,23 @@ static int decode(isv_request *r, const uint8_t *msg, size_t len) {
   return isv__grps_to_request(r, &m, msg, len); /* a native model takes msg as it is */
 }
 
-/* m serialized into parts (the bytes kept with r). */
+/* Payloads at least this large are referenced in the answer rather than copied into it. */
+#define ISV__GRPS_REF_MIN 1024
+
+/* m serialized into parts in r's arena, its large tensors and data referenced where they are
+ * (r's outputs, which live until the answer is written), as V2's answers are. */
 static int serialize(isv_request *r, const isv__grps_msg *m, isv__parts *out) {
-  isv__buf b;
   char err[256];
-  isv__buf_init(&b, r->core->mem);
-  int rc = isv__grps_pb_encode(m, &b, err, sizeof err);
+  int rc = isv__grps_pb_encode_ref(m, &r->arena, ISV__GRPS_REF_MIN, &out->v, &out->n,
+                                   &out->total, err, sizeof err);
   if (rc != 0 && rc != ISV_ENOMEM) { /* an output grps cannot carry: the backend's fault */
     isv__grps_msg e;
     const char *copy = isv__arena_strndup(&r->arena, err, strlen(err));
     isv__grps_error_reply(ISV_EBACKEND, copy ? copy : "the answer cannot be encoded", &e);
-    isv__buf_free(&b);
-    isv__buf_init(&b, r->core->mem);
-    rc = isv__grps_pb_encode(&e, &b, err, sizeof err);
+    rc = isv__grps_pb_encode_ref(&e, &r->arena, ISV__GRPS_REF_MIN, &out->v, &out->n,
+                                 &out->total, err, sizeof err);
   }
-  if (rc != 0 || b.failed) {
-    isv__buf_free(&b);
-    return ISV_ENOMEM;
-  }
-  size_t n;
-  char *p = isv__buf_release(&b, &n);
-  uv_buf_t *v = isv__arena_alloc(&r->arena, sizeof *v);
-  if (v == NULL || isv__request_keep(r, p, isv__free) != 0) {
-    isv__free(p);
-    return ISV_ENOMEM;
-  }
-  *v = uv_buf_init(p, (unsigned)n);
-  out->v = v;
-  out->n = 1;
-  out->total = n;
-  return 0;
+  return rc != 0 ? ISV_ENOMEM : 0;
 }
 
 static int encode(isv_request *r, isv__parts *out) {

@@ -107,6 +107,13 @@ int isv__grps_pb_decode(const uint8_t *msg, size_t len, const isv__grps_limits *
  * tensor in err; ISV_ENOMEM when out failed. NDARRAY with its tensor is written as gtensors
  * (grps carries ndarray data only in JSON); NDARRAY without one as the empty ndarray field. */
 int isv__grps_pb_encode(const isv__grps_msg *m, isv__buf *out, char *err, size_t errcap);
+/* The same message as parts for a vectored write, without copying the large payloads: packed
+ * flat_float32 / flat_float64 data and bin_data / str_data of at least ref_min bytes are
+ * referenced where they are (they must outlive the write: a request's outputs do), the bytes
+ * around them written into memory from `a`. *v (from `a`, *nv entries) covers the whole
+ * message, *total bytes. Errors as isv__grps_pb_encode. */
+int isv__grps_pb_encode_ref(const isv__grps_msg *m, isv__arena *a, size_t ref_min, uv_buf_t **v,
+                            size_t *nv, size_t *total, char *err, size_t errcap);
 
 /* ---- JSON (grps_json.c) --------------------------------------------------------------------
  * Decode the protobuf JSON mapping of a GrpsMessage from a MUTABLE buffer (strings are

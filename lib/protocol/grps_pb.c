@@ -770,7 +770,29 @@ static size_t tensor_size(const isv_tensor *t, size_t flat) {
   return n;
 }
 
-static uint8_t *put_flat(uint8_t *p, const isv_tensor *t, size_t flat) {
+/* Where the by-reference encoder (isv__grps_pb_encode_ref) cuts the message: bytes written so
+ * far since `seg` are one part, a referenced payload the next. NULL everywhere: copy. */
+typedef struct refs {
+  uv_buf_t *v;
+  size_t n;
+  uint8_t *seg; /* the start of the bytes written since the last cut */
+  size_t min;   /* payloads this large are referenced */
+} refs;
+
+/* len bytes of data at p: referenced (p stays) or copied (p moves past them). */
+static uint8_t *put_payload(uint8_t *p, refs *r, const void *data, size_t len) {
+  if (r == NULL || len < r->min) {
+    if (len) memcpy(p, data, len);
+    return p + len;
+  }
+  if (p > r->seg) r->v[r->n++] = uv_buf_init((char *)r->seg, (unsigned)(p - r->seg));
+  r->v[r->n] = uv_buf_init((char *)(uintptr_t)data, 0);
+  r->v[r->n++].len = len; /* size_t on Unix: no 4 GiB cut */
+  r->seg = p;
+  return p;
+}
+
+static uint8_t *put_flat(uint8_t *p, const isv_tensor *t, size_t flat, refs *r) {
   if (t->dt == ISV_BYTES) {
     const isv_bytes *b = t->data;
     for (size_t i = 0; i < t->count; i++) p = isv__pb_put_bytes(p, 12, b[i].ptr, b[i].len);
@@ -778,10 +800,7 @@ static uint8_t *put_flat(uint8_t *p, const isv_tensor *t, size_t flat) {
   }
   p = isv__pb_put_key(p, (uint32_t)isv__dt_grps_number(t->dt) + 3, ISV__PB_LEN);
   p = isv__pb_put_varint(p, flat);
-  if (t->dt == ISV_FP32 || t->dt == ISV_FP64) {
-    memcpy(p, t->data, flat); /* little-endian host */
-    return p + flat;
-  }
+  if (t->dt == ISV_FP32 || t->dt == ISV_FP64) return put_payload(p, r, t->data, flat); /* LE host */
   if (t->dt == ISV_FP16) {
     const uint8_t *h = t->data;
     for (size_t i = 0; i < t->count; i++, p += 4) {
@@ -797,7 +816,7 @@ static uint8_t *put_flat(uint8_t *p, const isv_tensor *t, size_t flat) {
 }
 
 /* Field `num` holding the tensor (key, length, body). */
-static uint8_t *put_tensor(uint8_t *p, uint32_t num, const isv_tensor *t) {
+static uint8_t *put_tensor(uint8_t *p, uint32_t num, const isv_tensor *t, refs *r) {
   size_t flat = t->count ? flat_size(t) : 0;
   p = isv__pb_put_key(p, num, ISV__PB_LEN);
   p = isv__pb_put_varint(p, tensor_size(t, flat));
@@ -809,7 +828,7 @@ static uint8_t *put_tensor(uint8_t *p, uint32_t num, const isv_tensor *t) {
     p = isv__pb_put_varint(p, shape_size(t));
     for (size_t i = 0; i < t->ndim; i++) p = isv__pb_put_varint(p, (uint64_t)t->shape[i]);
   }
-  return t->count ? put_flat(p, t, flat) : p;
+  return t->count ? put_flat(p, t, flat, r) : p;
 }
 
 static size_t tensor_field_size(const isv_tensor *t) {
@@ -830,7 +849,7 @@ static size_t entry_size(const isv__grps_entry *e) {
   }
 }
 
-static uint8_t *put_entry(uint8_t *p, const isv__grps_entry *e) {
+static uint8_t *put_entry(uint8_t *p, const isv__grps_entry *e, refs *r) {
   p = isv__pb_put_key(p, (uint32_t)e->map, ISV__PB_LEN);
   p = isv__pb_put_varint(p, entry_size(e));
   p = isv__pb_put_bytes(p, 1, e->key_len ? e->key : "", e->key_len);
@@ -851,7 +870,7 @@ static uint8_t *put_entry(uint8_t *p, const isv__grps_entry *e) {
     p = isv__pb_put_key(p, 2, ISV__PB_I64);
     memcpy(p, &e->v.d, 8);
     return p + 8;
-  default: return put_tensor(p, 2, &e->t);
+  default: return put_tensor(p, 2, &e->t, r);
   }
 }
 
@@ -936,37 +955,91 @@ static uint8_t *put_status(uint8_t *p, const isv__grps_msg *m) {
   return p;
 }
 
-static uint8_t *put_data(uint8_t *p, const isv__grps_msg *m, size_t body) {
+static uint8_t *put_data(uint8_t *p, const isv__grps_msg *m, size_t body, refs *r) {
   p = isv__pb_put_key(p, data_field(m), ISV__PB_LEN);
   p = isv__pb_put_varint(p, body);
-  if (m->kind == ISV__GRPS_BIN_DATA || m->kind == ISV__GRPS_STR_DATA) {
-    if (body) memcpy(p, m->data, body);
-    return p + body;
-  }
+  if (m->kind == ISV__GRPS_BIN_DATA || m->kind == ISV__GRPS_STR_DATA)
+    return put_payload(p, r, m->data, body);
   for (size_t i = 0; m->kind == ISV__GRPS_GMAP && i < m->n_entries; i++)
-    p = put_entry(p, &m->entries[i]);
+    p = put_entry(p, &m->entries[i], r);
   for (size_t i = 0; m->kind != ISV__GRPS_GMAP && !ndarray_empty(m) && i < m->n_tensors; i++)
-    p = put_tensor(p, 1, &m->tensors[i]);
+    p = put_tensor(p, 1, &m->tensors[i], r);
   return p;
+}
+
+/* The message's size on the wire (after check_msg). */
+static size_t msg_size(const isv__grps_msg *m, size_t body) {
+  size_t total = 0;
+  if (m->has_status) total += isv__pb_len_field_size(status_size(m));
+  if (m->model_len) total += isv__pb_len_field_size(m->model_len);
+  if (m->kind != ISV__GRPS_NONE) total += isv__pb_len_field_size(body);
+  return total;
+}
+
+/* Bytes of m's payloads the by-reference encoder does not copy, and how many there are. */
+static size_t ref_bytes(const isv__grps_msg *m, size_t min, size_t *count) {
+  size_t n = 0, k = 0;
+  if (m->kind == ISV__GRPS_BIN_DATA || m->kind == ISV__GRPS_STR_DATA) {
+    if (m->data_len >= min) n += m->data_len, k++;
+  } else if (m->kind == ISV__GRPS_GMAP) {
+    for (size_t i = 0; i < m->n_entries; i++) {
+      const isv_tensor *t = &m->entries[i].t;
+      if (m->entries[i].map == ISV__GRPS_S_T && t->count && (t->dt == ISV_FP32 || t->dt == ISV_FP64) &&
+          flat_size(t) >= min)
+        n += flat_size(t), k++;
+    }
+  } else if (!ndarray_empty(m)) {
+    for (size_t i = 0; i < m->n_tensors; i++) {
+      const isv_tensor *t = &m->tensors[i];
+      if (t->count && (t->dt == ISV_FP32 || t->dt == ISV_FP64) && flat_size(t) >= min)
+        n += flat_size(t), k++;
+    }
+  }
+  *count = k;
+  return n;
+}
+
+static uint8_t *put_msg(uint8_t *p, const isv__grps_msg *m, size_t body, refs *r) {
+  if (m->has_status) p = put_status(p, m);
+  if (m->model_len) p = isv__pb_put_bytes(p, 2, m->model, m->model_len);
+  if (m->kind != ISV__GRPS_NONE) p = put_data(p, m, body, r);
+  return p;
+}
+
+static int sizing_bug(char *err, size_t errcap, size_t wrote, size_t sized) {
+  return say(err, errcap, ISV_EINTERNAL, "grps encoder wrote %zu bytes, sized %zu", wrote, sized);
 }
 
 int isv__grps_pb_encode(const isv__grps_msg *m, isv__buf *out, char *err, size_t errcap) {
   if (err != NULL && errcap > 0) err[0] = '\0';
   int rc = check_msg(m, err, errcap);
   if (rc) return rc;
-  size_t body = data_size(m), total = 0;
-  if (m->has_status) total += isv__pb_len_field_size(status_size(m));
-  if (m->model_len) total += isv__pb_len_field_size(m->model_len);
-  if (m->kind != ISV__GRPS_NONE) total += isv__pb_len_field_size(body);
+  size_t body = data_size(m), total = msg_size(m, body);
   uint8_t *start = (uint8_t *)isv__buf_reserve(out, total);
   if (start == NULL || out->failed) return say(err, errcap, ISV_ENOMEM, "out of memory");
-  uint8_t *p = start;
-  if (m->has_status) p = put_status(p, m);
-  if (m->model_len) p = isv__pb_put_bytes(p, 2, m->model, m->model_len);
-  if (m->kind != ISV__GRPS_NONE) p = put_data(p, m, body);
-  if ((size_t)(p - start) != total) /* a sizing bug: never expected, never hidden */
-    return say(err, errcap, ISV_EINTERNAL, "grps encoder wrote %zu bytes, sized %zu",
-               (size_t)(p - start), total);
+  uint8_t *p = put_msg(start, m, body, NULL);
+  if ((size_t)(p - start) != total) /* never expected, never hidden */
+    return sizing_bug(err, errcap, (size_t)(p - start), total);
   out->len += total;
+  return 0;
+}
+
+int isv__grps_pb_encode_ref(const isv__grps_msg *m, isv__arena *a, size_t ref_min, uv_buf_t **v,
+                            size_t *nv, size_t *total, char *err, size_t errcap) {
+  if (err != NULL && errcap > 0) err[0] = '\0';
+  int rc = check_msg(m, err, errcap);
+  if (rc) return rc;
+  if (ref_min == 0) ref_min = 1;
+  size_t body = data_size(m), all = msg_size(m, body), k;
+  size_t referenced = ref_bytes(m, ref_min, &k), written = all - referenced;
+  uint8_t *start = isv__arena_alloc(a, written ? written : 1);
+  refs r = {isv__arena_alloc(a, (2 * k + 1) * sizeof(uv_buf_t)), 0, start, ref_min};
+  if (start == NULL || r.v == NULL) return say(err, errcap, ISV_ENOMEM, "out of memory");
+  uint8_t *p = put_msg(start, m, body, &r);
+  if ((size_t)(p - start) != written) return sizing_bug(err, errcap, (size_t)(p - start), written);
+  if (p > r.seg) r.v[r.n++] = uv_buf_init((char *)r.seg, (unsigned)(p - r.seg));
+  *v = r.v;
+  *nv = r.n;
+  *total = all;
   return 0;
 }

@@ -482,6 +482,34 @@ def test_large_gtensors_round_trip(demo, grps, protos):
     assert list(out.gtensors.tensors[0].flat_float32) == vals
 
 
+def test_grpc_answers_reference_large_payloads_wherever_they_sit(grps, protos):
+    """Large flat_float32 / flat_float64 data, str_data and s_t tensors are written into the
+    answer by reference (grps_pb.c's by-reference encoder), small and converted ones copied:
+    every mix must come back byte for byte."""
+    pb = protos.grps_pb
+    ts = [pb.GenericTensor(name="f64", dtype=pb.DT_FLOAT64, shape=[2000],
+                           flat_float64=[i / 3.0 for i in range(2000)]),
+          pb.GenericTensor(name="small", dtype=pb.DT_FLOAT32, shape=[2], flat_float32=[1, 2]),
+          pb.GenericTensor(name="i32", dtype=pb.DT_INT32, shape=[500],
+                           flat_int32=[i - 250 for i in range(500)]),
+          pb.GenericTensor(name="f32", dtype=pb.DT_FLOAT32, shape=[3000],
+                           flat_float32=[i * 0.25 for i in range(3000)])]
+    r = grps.Predict(msg(protos, gtensors=pb.GenericTensorData(tensors=ts)), timeout=TIMEOUT)
+    assert_ok(protos, r)
+    assert list(r.gtensors.tensors) == ts
+    gm = pb.GenericMapData()
+    gm.s_t["a"].CopyFrom(pb.GenericTensor(name="a", dtype=pb.DT_FLOAT32, shape=[1000],
+                                          flat_float32=[-i * 0.5 for i in range(1000)]))
+    gm.s_t["b"].CopyFrom(pb.GenericTensor(name="b", dtype=pb.DT_INT64, shape=[3],
+                                          flat_int64=[1, -2, 2 ** 40]))
+    r = grps.Predict(msg(protos, gmap=gm), timeout=TIMEOUT)
+    assert_ok(protos, r)
+    assert r.gmap == gm
+    text = "grps " * 3000
+    r = grps.Predict(msg(protos, str_data=text), timeout=TIMEOUT)
+    assert r.WhichOneof("data_oneof") == "str_data" and r.str_data == text
+
+
 def test_a_gmap_key_with_a_nul_is_refused_not_cut(demo, protos, grps):
     # issue #34: "a\u0000b" was cut to "a" further on; now refused, over JSON and protobuf
     failure(predict(demo, '{"gmap": {"s_s": {"a\\u0000b": "x"}}}'), 400, "NUL character")

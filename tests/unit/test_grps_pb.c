@@ -234,11 +234,35 @@ static void assert_msg_eq(const isv__grps_msg *a, const isv__grps_msg *b) {
   for (size_t i = 0; i < a->n_entries; i++) assert_entry_eq(&a->entries[i], &b->entries[i]);
 }
 
-/* Encode m into out (initialised here); asserts success. */
+/* The by-reference encoder's parts for m (ref_min as given), joined: they must be exactly
+ * the copying encoder's bytes. Returns how many parts are at least ref_min bytes long. */
+static size_t check_ref_encoding(const isv__grps_msg *m, const isv__buf *want, size_t ref_min) {
+  isv__arena a = ISV__ARENA_INIT;
+  uv_buf_t *v;
+  size_t nv, total;
+  int rc = isv__grps_pb_encode_ref(m, &a, ref_min, &v, &nv, &total, err, sizeof err);
+  if (rc != 0) fail_msg("encode_ref failed: %d %s", rc, err);
+  assert_int_equal(total, want->len);
+  size_t off = 0, refs = 0;
+  for (size_t i = 0; i < nv; i++) {
+    assert_true(off + v[i].len <= want->len);
+    assert_memory_equal(v[i].base, want->data + off, v[i].len);
+    if (v[i].len >= ref_min && ref_min > 1) refs++;
+    off += v[i].len;
+  }
+  assert_int_equal(off, want->len);
+  isv__arena_free(&a);
+  return refs;
+}
+
+/* Encode m into out (initialised here); asserts success — and that the by-reference encoder
+ * gives the same bytes, referencing every payload it can (ref_min 1) or none (huge). */
 static void enc(const isv__grps_msg *m, isv__buf *out) {
   isv__buf_init(out, NULL);
   int rc = isv__grps_pb_encode(m, out, err, sizeof err);
   if (rc != 0) fail_msg("encode failed: %d %s", rc, err);
+  check_ref_encoding(m, out, 1);
+  check_ref_encoding(m, out, SIZE_MAX);
 }
 
 /* decode(encode(decode(x))) == decode(x), and encoding is stable from there on. */
@@ -1226,10 +1250,64 @@ static void a_large_tensor_appends_with_long_lengths(void **state) {
   free(v);
 }
 
+/* Large FP32 / FP64 tensors and str_data / bin_data are referenced in place (V2's answers do the
+ * same); small ones and tensors that must be converted (INT32 varints, FP16 as floats) are
+ * written. */
+static void large_payloads_are_referenced_not_copied(void **state) {
+  (void)state;
+  size_t n = 4096;
+  float *f = malloc(n * sizeof *f);
+  double *d = malloc(n * sizeof *d);
+  int32_t *i32 = malloc(n * sizeof *i32);
+  for (size_t i = 0; i < n; i++) f[i] = (float)i * 0.5f, d[i] = -(double)i, i32[i] = (int32_t)i;
+  int64_t shape[] = {(int64_t)n};
+  float small[2] = {1, 2};
+  int64_t two[] = {2}, hundred[] = {100}; /* the INT32 tensor's varints stay under 1 KiB: any
+                                             * part that large is then a referenced payload */
+  isv_tensor t[4] = {
+      {.name = "f", .dt = ISV_FP32, .shape = shape, .ndim = 1, .data = f, .count = n, .byte_size = 4 * n},
+      {.name = "i", .dt = ISV_INT32, .shape = hundred, .ndim = 1, .data = i32, .count = 100, .byte_size = 400},
+      {.name = "s", .dt = ISV_FP32, .shape = two, .ndim = 1, .data = small, .count = 2, .byte_size = 8},
+      {.name = "d", .dt = ISV_FP64, .shape = shape, .ndim = 1, .data = d, .count = n, .byte_size = 8 * n}};
+  isv__grps_msg m = {.kind = ISV__GRPS_GTENSORS, .tensors = t, .n_tensors = 4, .has_status = 1,
+                     .code = 200, .msg = "OK", .msg_len = 2, .flag = ISV__GRPS_SUCCESS};
+  isv__buf b;
+  enc(&m, &b);
+  isv__arena a = ISV__ARENA_INIT;
+  uv_buf_t *v;
+  size_t nv, total;
+  assert_int_equal(isv__grps_pb_encode_ref(&m, &a, 1024, &v, &nv, &total, err, sizeof err), 0);
+  int saw_f = 0, saw_d = 0;
+  for (size_t i = 0; i < nv; i++) {
+    assert_ptr_not_equal(v[i].base, (char *)i32); /* converted: written */
+    assert_ptr_not_equal(v[i].base, (char *)small); /* under ref_min: written */
+    saw_f += v[i].base == (char *)f && v[i].len == 4 * n;
+    saw_d += v[i].base == (char *)d && v[i].len == 8 * n;
+  }
+  assert_int_equal(saw_f, 1);
+  assert_int_equal(saw_d, 1);
+  assert_int_equal(check_ref_encoding(&m, &b, 1024), 2);
+  isv__arena_free(&a);
+  isv__buf_free(&b);
+  /* str_data as large: referenced; as small: written */
+  char *text = malloc(5000);
+  memset(text, 'x', 5000);
+  isv__grps_msg s = {.kind = ISV__GRPS_STR_DATA, .data = text, .data_len = 5000};
+  enc(&s, &b);
+  assert_int_equal(check_ref_encoding(&s, &b, 1024), 1);
+  assert_int_equal(check_ref_encoding(&s, &b, 8192), 0);
+  isv__buf_free(&b);
+  free(text);
+  free(f);
+  free(d);
+  free(i32);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_teardown(f, reset)
   const struct CMUnitTest tests[] = {
       T(python_gtensors_decode_and_reencode_byte_for_byte),
+      T(large_payloads_are_referenced_not_copied),
       T(python_gmap_decode_and_reencode_byte_for_byte),
       T(every_kind_decodes_and_round_trips),
       T(ndarray_with_a_tensor_is_written_as_gtensors),
