@@ -300,6 +300,17 @@ ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
  * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
  * kept. 0 keeps none. Default 64 MiB. */
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
+/* gRPC answers (every service's response messages) of at least min_bytes are compressed when
+ * the call's grpc-accept-encoding lists gzip or deflate (gzip first; zlib's fastest level) —
+ * grpcio and grpc-java send that header on every call, so this is the host's choice, not the
+ * client's: compression costs CPU per answer and float tensors shrink little; text, sparse or
+ * repetitive answers crossing a slow link gain. The response then names the coding in
+ * grpc-encoding and each compressed message says so in its flag; smaller answers go as they
+ * are. A unary answer of 96 KiB or more is compressed on the worker threads; a streaming
+ * call's messages keep their order, so those of 96 KiB or more go uncompressed (the loop
+ * would otherwise be held ~3 ms per MB). Clients compressing their own messages need nothing:
+ * those are always accepted. 0 (the default): answers are never compressed. */
+ISV_EXTERN int isv_options_set_grpc_compression(isv_options *o, size_t min_bytes);
 /* `blocks` large buffers that each hold `block_bytes`, mapped and faulted in (their pages
  * touched) on a worker thread as the server starts, then kept in the buffer cache above, whose
  * limit is raised to hold them. Why: memory never touched costs ~1 ms per MiB to fault in on a

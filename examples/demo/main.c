@@ -56,6 +56,8 @@ static void usage(FILE *f) {
           "  --max-queued-stream-bytes N  a streamed answer's bytes not yet taken by its\n"
           "                           client before its producer waits (default 4 MiB)\n"
           "  --max-queued-conn-bytes N    ... a connection's streams together (default 16 MiB)\n"
+          "  --grpc-compression N     gRPC answers of N bytes or more are compressed when the\n"
+          "                           call's grpc-accept-encoding allows (default 0: never)\n"
           "  --max-connections N      at the limit the oldest idle connection makes room\n"
           "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
@@ -237,6 +239,10 @@ static int set_queued_conn(isv_options *o, unsigned long long v) {
   return isv_options_set_max_queued_conn_bytes(o, (size_t)v);
 }
 
+static int set_grpc_compression(isv_options *o, unsigned long long v) {
+  return isv_options_set_grpc_compression(o, (size_t)v);
+}
+
 static int set_tls_handshake(isv_options *o, unsigned long long v) {
   return isv_options_set_tls_handshake_timeout_ms(o, v);
 }
@@ -255,6 +261,7 @@ static const limit_flag limit_flags[] = {
     {"--worker-threads", set_workers},    {"--max-inflight", set_inflight},
     {"--max-queued-stream-bytes", set_queued_stream},
     {"--max-queued-conn-bytes", set_queued_conn},
+    {"--grpc-compression", set_grpc_compression},
 };
 
 /* 1 when argv[*i] was a limit flag (applied to o), 0 when not, -1 on a bad value. */

@@ -212,6 +212,12 @@ ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_grpc_compression(isv_options *o, size_t min_bytes) {
+  if (o == NULL) return ISV_EINVAL;
+  o->grpc_compress_min = min_bytes;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_bytes,
                                                unsigned blocks) {
   if (o == NULL || blocks > ISV__BIGBUF_SLOTS || (blocks && block_bytes < ISV__BIGBUF_BLOCK_MIN))

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Streamed responses up to this size are copied into one block and their response freed at
  * once (see stream_response); larger ones go out by reference. */
@@ -64,6 +65,7 @@ typedef struct gcall {
   isv__gate_pin allowed; /* what a later decision judged for a unary answer ... */
   int refused;                      /* ... and the refusal's code (0: allowed) and text */
   char refused_msg[256];
+  size_t compress_min; /* answers this large are coded with call->answer_coding; 0: none */
 } gcall;
 
 struct held {
@@ -156,14 +158,17 @@ static void gcall_finish(gcall *g, int status, const char *msg) {
 
 static void who_hold(isv__caller *who) { CALL_OF(who)->holds++; }
 
-static void who_release(isv__caller *who) {
-  gcall *g = CALL_OF(who);
+/* A hold ends (the host decided; a compressed answer went out): a finish deferred meanwhile
+ * goes out with the last. */
+static void release_hold(gcall *g) {
   if (--g->holds || !g->finish_deferred) return;
   g->finish_deferred = 0;
   isv__grpc_finish(g->call, g->finish_status, g->finish_msg);
   isv__free(g->finish_msg);
   g->finish_msg = NULL;
 }
+
+static void who_release(isv__caller *who) { release_hold(CALL_OF(who)); }
 
 static void drop_held(gcall *g) {
   for (held *h = g->held, *n; h; h = n) {
@@ -229,6 +234,87 @@ static void job_unlink(job *j) {
 
 static void release_response(void *p) { isv_request_free(p); }
 
+/* ---- compressed answers (isv_options_set_grpc_compression) ---------------------------------- */
+
+/* parts coded with the call's answer coding into out: 0, or nonzero (out freed). */
+static int compress_parts(gcall *g, const isv__parts *p, isv__buf *out) {
+  isv__zpiece small[8], *pieces = p->n <= 8 ? small : isv__malloc(g->core->mem, p->n * sizeof *pieces);
+  isv__buf_init(out, g->core->mem);
+  if (pieces == NULL) return ISV_ENOMEM;
+  for (size_t i = 0; i < p->n; i++) pieces[i] = (isv__zpiece){p->v[i].base, p->v[i].len};
+  int rc = isv__deflate(g->call->answer_coding, pieces, p->n, out);
+  if (pieces != small) isv__free(pieces);
+  if (rc != 0) isv__buf_free(out);
+  return rc;
+}
+
+/* Send a coded buffer as one compressed message; takes it. */
+static void send_coded(gcall *g, isv__buf *b) {
+  size_t len;
+  char *data = isv__buf_release(b, &len);
+  uv_buf_t part = uv_buf_init(data, (unsigned)len);
+  isv__grpc_send_compressed(g->call, &part, 1, isv__free, data);
+}
+
+/* A unary answer compressed on a worker thread: the call's finish waits for it (a hold). */
+typedef struct zjob {
+  isv__offload off;
+  gcall *g;
+  isv__parts parts;
+  void (*release)(void *);
+  void *ctx;
+  isv__buf out;
+  int rc;
+} zjob;
+
+static void zjob_work(isv__offload *o) {
+  zjob *z = (zjob *)o;
+  z->rc = compress_parts(z->g, &z->parts, &z->out);
+}
+
+static void zjob_after(isv__offload *o) {
+  zjob *z = (zjob *)o;
+  gcall *g = z->g;
+  if (z->rc == 0) {
+    z->release(z->ctx);
+    send_coded(g, &z->out);
+  } else {
+    isv__grpc_send(g->call, z->parts.v, z->parts.n, z->release, z->ctx); /* as it is */
+  }
+  isv__free(z);
+  release_hold(g);
+  gcall_maybe_free(g);
+}
+
+/* One answer message: compressed when the call's coding and size say so (a unary one of
+ * ISV__OFFLOAD_MIN_BYTES or more on a worker thread; a streamed one that large goes as it is,
+ * behind nothing), else by reference. release(ctx) once it is sent or dropped. */
+static void send_answer(gcall *g, const isv__parts *p, void (*release)(void *), void *ctx,
+                        int unary) {
+  if (g->compress_min == 0 || p->total < g->compress_min ||
+      (!unary && p->total >= ISV__OFFLOAD_MIN_BYTES)) {
+    isv__grpc_send(g->call, p->v, p->n, release, ctx);
+    return;
+  }
+  if (p->total >= ISV__OFFLOAD_MIN_BYTES) {
+    zjob *z = isv__calloc(g->core->mem, 1, sizeof *z);
+    if (z != NULL) {
+      *z = (zjob){.g = g, .parts = *p, .release = release, .ctx = ctx};
+      g->holds++; /* the finish that follows waits for the message */
+      if (isv__offload_run(g->core, &z->off, zjob_work, zjob_after) == 0) return;
+      g->holds--;
+      isv__free(z);
+    }
+  }
+  isv__buf b;
+  if (compress_parts(g, p, &b) != 0) {
+    isv__grpc_send(g->call, p->v, p->n, release, ctx); /* as it is */
+    return;
+  }
+  release(ctx);
+  send_coded(g, &b);
+}
+
 /* A decoupled model's response before its request completes (streaming methods only): one
  * message, the response kept until it is written. */
 static void stream_response(isv_request *resp, int status, void *data) {
@@ -241,7 +327,9 @@ static void stream_response(isv_request *resp, int status, void *data) {
     return;
   }
   isv_request *r = resp->parent;
-  if (parts.total <= ISV__SMALL_RESPONSE_COPY) {
+  if (g->compress_min && parts.total >= g->compress_min) {
+    send_answer(g, &parts, release_response, resp, 0);
+  } else if (parts.total <= ISV__SMALL_RESPONSE_COPY) {
     /* a small message is copied and its response freed now: a queued piece costs its bytes
      * (and the transport's constant), not the response's arena (8 KiB at the least) */
     char *copy = isv__malloc(g->core->mem, parts.total ? parts.total : 1);
@@ -288,7 +376,7 @@ static void infer_done(isv_request *r, int status, void *data) {
   if (status == 0 && (status = m->encode(r, &parts)) != 0)
     isv__request_fail(r, status, "out of memory while encoding the response");
   if (status == 0) {
-    if (parts.n) isv__grpc_send(g->call, parts.v, parts.n, job_free, j); /* by reference */
+    if (parts.n) send_answer(g, &parts, job_free, j, m->kind == ISV__RPC_UNARY); /* by reference */
     else job_free(j); /* nothing to say (a decoupled model's empty last response) */
     if (m->kind != ISV__RPC_BIDI_STREAM) gcall_finish(g, 0, NULL);
   } else if (m->encode_error) {
@@ -724,6 +812,14 @@ void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
   g->protocol = e->protocol;
   g->call = call;
   g->held_tail = &g->held;
+  if (s->core->opts.grpc_compress_min && call->send_compressed) {
+    for (size_t i = 0; i < call->n_headers; i++)
+      if (call->headers[i].name_len == 20 &&
+          strncasecmp(call->headers[i].name, "grpc-accept-encoding", 20) == 0)
+        call->answer_coding = isv__coding_accepted(call->headers[i].value,
+                                                   call->headers[i].value_len);
+    if (call->answer_coding != ISV__CODING_IDENTITY) g->compress_min = s->core->opts.grpc_compress_min;
+  }
   call->app = g;
   call->on_message = on_message;
   call->on_half_close = on_half_close;

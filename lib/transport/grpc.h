@@ -64,6 +64,13 @@ struct isv__grpc_call {
   int (*send)(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
               void *ctx);
   void (*finish)(isv__grpc_call *call, int status, const char *message);
+  /* As send, for a message whose bytes the service coded with answer_coding (its flag says
+   * compressed). NULL: the carrier sends no compressed messages (the service does not try). */
+  int (*send_compressed)(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
+                         void (*release)(void *), void *ctx);
+  /* Set by the service before its first send: the coding its compressed messages use (gzip or
+   * deflate), which the carrier names in the response's grpc-encoding. Identity: none. */
+  isv__coding answer_coding;
   /* backpressure (isv__grpc_writable); NULL: the carrier queues without bound */
   int (*writable)(isv__grpc_call *call);
   void *carrier; /* the carrier's own state (http2.c: the stream) */
@@ -78,6 +85,10 @@ static inline int isv__grpc_send(isv__grpc_call *call, const uv_buf_t *parts, si
  * to half (isv__exchange_writable's rules). */
 static inline int isv__grpc_writable(isv__grpc_call *call) {
   return call->writable ? call->writable(call) : 1;
+}
+static inline int isv__grpc_send_compressed(isv__grpc_call *call, const uv_buf_t *parts,
+                                            size_t n, void (*release)(void *), void *ctx) {
+  return call->send_compressed(call, parts, n, release, ctx);
 }
 static inline void isv__grpc_finish(isv__grpc_call *call, int status, const char *message) {
   call->finish(call, status, message);

@@ -492,8 +492,9 @@ static int enqueue(h2_stream *st, const uv_buf_t *parts, size_t n, int grpc_pref
   it->ex = NULL;
   it->idx = it->off = 0;
   size_t k = 0;
-  if (grpc_prefix) {
+  if (grpc_prefix) { /* 1: a message; 2: a compressed one (its flag byte 1) */
     isv__grpc_prefix(it->prefix, total);
+    it->prefix[0] = grpc_prefix == 2;
     it->parts[k++] = uv_buf_init((char *)it->prefix, ISV__GRPC_PREFIX);
   }
   for (size_t i = 0; i < n; i++) it->parts[k++] = parts[i];
@@ -714,8 +715,17 @@ static int h2_rest_end(isv__exchange *ex) {
 
 /* ---- gRPC calls -------------------------------------------------------------------------- */
 
-static int h2_grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
-                        void (*release)(void *), void *ctx) {
+/* A call's response headers: grpc-encoding when the service codes its answers. */
+static void grpc_response_headers(h2_stream *st) {
+  nghttp2_nv nv[3] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+  size_t k = 2;
+  if (st->call.answer_coding != ISV__CODING_IDENTITY)
+    nv[k++] = (nghttp2_nv)NV("grpc-encoding", isv__coding_name(st->call.answer_coding));
+  submit_or_resume(st, nv, k);
+}
+
+static int grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, int compressed,
+                     void (*release)(void *), void *ctx) {
   h2_stream *st = call->carrier;
   if (st->closed || st->cancelled || st->h2 == NULL) {
     if (release) release(ctx);
@@ -727,13 +737,22 @@ static int h2_grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
     if (release) release(ctx);
     return ISV_ETOOBIG;
   }
-  int rc = enqueue(st, parts, n, 1, release, ctx);
+  int rc = enqueue(st, parts, n, compressed ? 2 : 1, release, ctx);
   if (rc) return rc;
   st->call_out += total;
-  nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
-  submit_or_resume(st, nv, 2);
+  grpc_response_headers(st);
   flush(st->h2);
   return 0;
+}
+
+static int h2_grpc_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
+                        void (*release)(void *), void *ctx) {
+  return grpc_send(call, parts, n, 0, release, ctx);
+}
+
+static int h2_grpc_send_compressed(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
+                                   void (*release)(void *), void *ctx) {
+  return grpc_send(call, parts, n, 1, release, ctx);
 }
 
 /* A call's line in the access log (only when its status reaches the client). */
@@ -781,8 +800,7 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
     st->trailer_msg = m.failed ? NULL : m.data;
     if (m.failed) isv__buf_free(&m);
     st->eof = 1;
-    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
-    submit_or_resume(st, nv, 2);
+    grpc_response_headers(st);
   }
   flush(h);
 }
@@ -1045,6 +1063,7 @@ static void start_call(h2 *h, h2_stream *st) {
     if ((st->call.identity = isv__malloc(st->mem, n)) != NULL) memcpy(st->call.identity, h->c->identity, n);
   }
   st->call.send = h2_grpc_send;
+  st->call.send_compressed = h2_grpc_send_compressed;
   st->call.finish = h2_grpc_finish;
   st->call.writable = h2_grpc_writable;
   if (h->c->t->h.access) st->call_start_ns = isv__conn_now_ns(h->c);

@@ -24,6 +24,9 @@ typedef struct fake {
   int n_sent;
   char sent[8][64]; /* each message, NUL-terminated (its first 63 bytes) */
   size_t sent_len[8];
+  int sent_z[8];            /* sent with send_compressed */
+  size_t plain_len[8];      /* a compressed one's length once inflated */
+  uint32_t plain_sum[8];    /* ... and a sum of its bytes */
 } fake;
 
 static int fake_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
@@ -42,6 +45,27 @@ static int fake_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void
   out[k] = '\0';
   f->sent_len[f->n_sent - 1] = total;
   if (release) release(ctx);
+  return 0;
+}
+
+/* As fake_send; the message is inflated with the call's answer coding and measured. */
+static int fake_send_z(isv__grpc_call *call, const uv_buf_t *parts, size_t n,
+                       void (*release)(void *), void *ctx) {
+  fake *f = call->carrier;
+  assert_int_equal(n, 1);
+  int k = f->n_sent;
+  char *plain;
+  size_t len;
+  char err[128];
+  assert_int_equal(isv__inflate(call->answer_coding, parts[0].base, parts[0].len, 64u << 20, NULL,
+                                &plain, &len, err, sizeof err), 0);
+  uint32_t sum = 0;
+  for (size_t i = 0; i < len; i++) sum = sum * 31 + (unsigned char)plain[i];
+  isv__free(plain);
+  fake_send(call, parts, n, release, ctx);
+  f->sent_z[k] = 1;
+  f->plain_len[k] = len;
+  f->plain_sum[k] = sum;
   return 0;
 }
 
@@ -115,6 +139,24 @@ static int encode(isv_request *r, isv__parts *out) {
   return 0;
 }
 
+/* An answer of answer_len bytes (a pattern): large enough to be compressed. */
+static size_t answer_len;
+static uint32_t pattern_sum(size_t n) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i < n; i++) sum = sum * 31 + (unsigned char)('a' + i % 7);
+  return sum;
+}
+static int encode_big(isv_request *r, isv__parts *out) {
+  char *text = isv__arena_alloc(&r->arena, answer_len);
+  for (size_t i = 0; i < answer_len; i++) text[i] = (char)('a' + i % 7);
+  out->v = isv__arena_alloc(&r->arena, 2 * sizeof *out->v); /* two parts, as V2's answers */
+  out->v[0] = uv_buf_init(text, 10);
+  out->v[1] = uv_buf_init(text + 10, (unsigned)(answer_len - 10));
+  out->n = 2;
+  out->total = answer_len;
+  return 0;
+}
+
 static int encode_error(int status, const char *message, isv__buf *out) {
   (void)status;
   isv__buf_puts(out, "E:");
@@ -128,6 +170,8 @@ static const isv__grpc_method methods[] = {
     {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL},
     {"/toy.S/Stream", ISV__RPC_BIDI_STREAM, NULL, decode, encode, encode_error},
     {"/toy.S/StreamNoErr", ISV__RPC_BIDI_STREAM, NULL, decode, encode, NULL},
+    {"/toy.S/Big", ISV__RPC_UNARY, NULL, decode, encode_big, NULL},
+    {"/toy.S/BigServer", ISV__RPC_SERVER_STREAM, NULL, decode, encode_big, NULL},
     {0},
 };
 
@@ -402,6 +446,104 @@ static void a_cancelled_stream_never_runs_what_still_waits(void **state) {
   assert_int_equal(core.inflight, 0);
 }
 
+/* isv_options_set_grpc_compression: an answer over the minimum is coded with what the call's
+ * grpc-accept-encoding lists — on a worker thread when unary and large, the finish waiting
+ * for it; a streamed one that large goes as it is (order); without the header, or under the
+ * minimum, as it is. */
+static void start_z(fake *f, const char *path, const char *accept) {
+  static isv__header h[1];
+  h[0] = (isv__header){"grpc-accept-encoding", 20, accept, accept ? strlen(accept) : 0};
+  memset(f, 0, sizeof *f);
+  f->call.path = path;
+  f->call.path_len = strlen(path);
+  f->call.send = fake_send;
+  f->call.send_compressed = fake_send_z;
+  f->call.finish = fake_finish;
+  f->call.carrier = f;
+  f->call.headers = accept ? h : NULL;
+  f->call.n_headers = accept ? 1 : 0;
+  isv__grpc_services_dispatch(&svc, &f->call);
+}
+
+static void run_until_finished(fake *f) {
+  for (int i = 0; i < 2000 && !f->finished; i++) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(f->finished);
+}
+
+static void answers_are_compressed_when_the_host_and_the_client_agree(void **state) {
+  (void)state;
+  core.opts.grpc_compress_min = 1024;
+  fake f;
+  /* unary, 200 KiB: on a worker; nothing goes out until it is back, then message and finish */
+  answer_len = 200 << 10;
+  start_z(&f, "/toy.S/Big", "identity, deflate, gzip");
+  assert_int_equal(f.call.answer_coding, ISV__CODING_GZIP);
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.n_sent, 0);
+  assert_false(f.finished); /* the finish waits for the compressed message */
+  run_until_finished(&f);
+  assert_int_equal(f.n_sent, 1);
+  assert_true(f.sent_z[0]);
+  assert_true(f.sent_len[0] < answer_len / 20);
+  assert_int_equal(f.plain_len[0], answer_len);
+  assert_int_equal(f.plain_sum[0], pattern_sum(answer_len));
+  assert_int_equal(f.status, 0);
+  /* unary, 4 KiB: compressed on the loop, at once */
+  answer_len = 4096;
+  start_z(&f, "/toy.S/Big", "deflate");
+  assert_int_equal(f.call.answer_coding, ISV__CODING_DEFLATE);
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_true(f.finished);
+  assert_true(f.sent_z[0]);
+  assert_int_equal(f.plain_sum[0], pattern_sum(answer_len));
+  /* server-streaming, 200 KiB: as it is (a stream's messages keep their order) */
+  answer_len = 200 << 10;
+  start_z(&f, "/toy.S/BigServer", "gzip");
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_true(f.finished);
+  assert_false(f.sent_z[0]);
+  assert_int_equal(f.sent_len[0], answer_len);
+  /* under the minimum, or a client that accepts nothing: as it is */
+  answer_len = 1000;
+  start_z(&f, "/toy.S/Big", "gzip");
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_false(f.sent_z[0]);
+  answer_len = 4096;
+  start_z(&f, "/toy.S/Big", NULL);
+  assert_int_equal(f.call.answer_coding, ISV__CODING_IDENTITY);
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_false(f.sent_z[0]);
+  /* the host did not ask: never */
+  core.opts.grpc_compress_min = 0;
+  start_z(&f, "/toy.S/Big", "gzip");
+  assert_int_equal(f.call.answer_coding, ISV__CODING_IDENTITY);
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_false(f.sent_z[0]);
+}
+
+/* The call is cancelled while its answer is compressed on a worker: the message is sent into
+ * the void (the carrier drops it), the finish comes once, nothing leaks. */
+static void a_call_cancelled_while_its_answer_is_compressed_finishes_once(void **state) {
+  (void)state;
+  core.opts.grpc_compress_min = 1024;
+  answer_len = 300 << 10;
+  fake f;
+  start_z(&f, "/toy.S/Big", "gzip");
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_false(f.finished);
+  f.call.on_cancel(&f.call);
+  run_until_finished(&f);
+  for (int i = 0; i < 100; i++) uv_run(&loop, UV_RUN_NOWAIT); /* the job comes back */
+  assert_int_equal(core.inflight, 0);
+}
+
 static void drain_ends_what_waits_and_lets_work_finish(void **state) {
   (void)state;
   fake f;
@@ -430,6 +572,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_cancelled_stream_never_runs_what_still_waits, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(drain_ends_what_waits_and_lets_work_finish, setup, teardown),
+      cmocka_unit_test_setup_teardown(answers_are_compressed_when_the_host_and_the_client_agree,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(a_call_cancelled_while_its_answer_is_compressed_finishes_once,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
