@@ -396,6 +396,22 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
  * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
 ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
+/* Which metric names GET /metrics writes (a bitmask; both at once for a migration):
+ *   ISV_METRICS_LIBINFERSERVE  the library's own (isv_requests_total by protocol and outcome,
+ *                              latency, queue and batch-size histograms, ...): the default
+ *   ISV_METRICS_TRITON         Triton's, for dashboards built on them, labels model and version:
+ *     nv_inference_request_success, nv_inference_request_failure (+ reason: REJECTED — refused
+ *     before it ran: a full queue, an overload, a client's limit, its deadline while waiting —
+ *     CANCELED, BACKEND — the backend failed it —, OTHER), nv_inference_count (rows),
+ *     nv_inference_exec_count, the cumulative nv_inference_request_duration_us (successful
+ *     requests, as Triton's), nv_inference_queue_duration_us,
+ *     nv_inference_compute_input_duration_us, nv_inference_compute_infer_duration_us,
+ *     nv_inference_compute_output_duration_us, nv_inference_pending_request_count (waiting
+ *     for an instance now), and nv_inference_request_duration_us histograms are not Triton's
+ *     default and not written; nor are the cache (no response cache yet), GPU and CPU
+ *     families. ISV_EINVAL for 0 or an unknown bit. */
+typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metrics_style;
+ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles);
 /* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
 /* Triton's strict readiness: the server is ready only while online AND every registered model

@@ -14,6 +14,7 @@ PKGS=(
   libssl-dev openssl
   libxgboost-dev python3-xgboost python3-sklearn python3-numpy
   libtorch-dev python3-torch
+  prometheus
 )
 
 missing=()

@@ -56,6 +56,7 @@ static void usage(FILE *f) {
           "  --max-queued-stream-bytes N  a streamed answer's bytes not yet taken by its\n"
           "                           client before its producer waits (default 4 MiB)\n"
           "  --max-queued-conn-bytes N    ... a connection's streams together (default 16 MiB)\n"
+          "  --metrics-style S        /metrics names: isv (default), triton (Triton's nv_*), both\n"
           "  --grpc-compression N     gRPC answers of N bytes or more are compressed when the\n"
           "                           call's grpc-accept-encoding allows (default 0: never)\n"
           "  --max-connections N      at the limit the oldest idle connection makes room\n"
@@ -400,6 +401,18 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       if (isv_options_set_cors_origins(opts, v) != 0) {
         fprintf(stderr, "inferserve-demo: bad --cors-origin '%s' (\"scheme://host[:port] ...\" "
                         "or \"*\")\n", v);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(arg, "--metrics-style") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      unsigned style = strcmp(v, "triton") == 0 ? ISV_METRICS_TRITON
+                       : strcmp(v, "isv") == 0  ? ISV_METRICS_LIBINFERSERVE
+                       : strcmp(v, "both") == 0 ? ISV_METRICS_TRITON | ISV_METRICS_LIBINFERSERVE
+                                                : 0;
+      if (isv_options_set_metrics_style(opts, style) != 0) {
+        fprintf(stderr, "inferserve-demo: bad --metrics-style '%s' (isv, triton or both)\n", v);
         return 2;
       }
       continue;

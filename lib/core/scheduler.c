@@ -346,6 +346,19 @@ unsigned isv__sched_busy(const isv_model *m) { return m->sched ? m->sched->busy 
 
 /* ---- finishing requests ------------------------------------------------------------------ */
 
+static isv__fail_reason fail_reason(const isv_request *r) {
+  switch (r->status) {
+  case ISV_ECANCELED: return ISV__FAIL_CANCELED;
+  case ISV_EUNAVAIL:
+  case ISV_EOVERLOAD:
+  case ISV_ETOOMANY:
+  case ISV_EDEADLINE:
+  case ISV_EREQTIMEOUT: return r->job->run_ns ? ISV__FAIL_OTHER : ISV__FAIL_REJECTED;
+  case ISV_EBACKEND: return ISV__FAIL_BACKEND;
+  default: return r->backend_fault ? ISV__FAIL_BACKEND : ISV__FAIL_OTHER;
+  }
+}
+
 static void record(isv_request *r) {
   isv__stats *s = &r->model->stats; /* this loop's copy: one writer (stats.h) */
   atomic_store_explicit(&s->inflight,
@@ -358,6 +371,7 @@ static void record(isv_request *r) {
   } else {
     isv__count(&s->failure[r->protocol], 1);
     isv__count(&s->failure_ns, now - r->start_ns);
+    isv__count(&s->failure_reason[fail_reason(r)], 1);
   }
   isv__hist_add(&s->latency, isv__lat_bounds, ISV__LAT_BUCKETS, (double)(now - r->start_ns) / 1e9);
   uv_timeval64_t tv;

@@ -3,6 +3,12 @@
 const double isv__lat_bounds[ISV__LAT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                   0.01,   0.025,   0.05,   0.1,   0.5,    1.0};
 const double isv__batch_bounds[ISV__BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128};
+const char *const isv__fail_reason_names[ISV__FAIL_REASONS] = {
+    [ISV__FAIL_REJECTED] = "REJECTED",
+    [ISV__FAIL_CANCELED] = "CANCELED",
+    [ISV__FAIL_BACKEND] = "BACKEND",
+    [ISV__FAIL_OTHER] = "OTHER",
+};
 
 void isv__stats_triton(const isv__stats_snap *s, isv__triton_stats *out) {
   uint64_t ok = 0, failed = 0;
@@ -55,6 +61,8 @@ void isv__stats_add_to(isv__stats_snap *out, const isv__stats *s) {
   out->compute_output_ns += isv__counter_get(&s->compute_output_ns);
   out->success_ns += isv__counter_get(&s->success_ns);
   out->failure_ns += isv__counter_get(&s->failure_ns);
+  for (unsigned i = 0; i < ISV__FAIL_REASONS; i++)
+    out->failure_reason[i] += isv__counter_get(&s->failure_reason[i]);
   uint64_t last = isv__counter_get(&s->last_inference_ms);
   if (last > out->last_inference_ms) out->last_inference_ms = last;
 }

@@ -26,6 +26,19 @@ extern const double isv__lat_bounds[ISV__LAT_BUCKETS];
 #define ISV__BATCH_BUCKETS 8
 extern const double isv__batch_bounds[ISV__BATCH_BUCKETS];
 
+/* Why a request failed, in Triton's terms (its nv_inference_request_failure `reason` label):
+ * refused before it ran (a full queue, an overload, a client's limit, its deadline while it
+ * waited), cancelled, the backend's failure, anything else (a bad request the model saw). The
+ * scheduler classifies (record() in scheduler.c). */
+typedef enum {
+  ISV__FAIL_REJECTED = 0,
+  ISV__FAIL_CANCELED,
+  ISV__FAIL_BACKEND,
+  ISV__FAIL_OTHER,
+  ISV__FAIL_REASONS
+} isv__fail_reason;
+extern const char *const isv__fail_reason_names[ISV__FAIL_REASONS]; /* "REJECTED", ... */
+
 /* A counter with one writer (see above). */
 typedef _Atomic uint64_t isv__counter;
 static inline void isv__count(isv__counter *c, uint64_t n) {
@@ -57,6 +70,7 @@ typedef struct isv__stats {
   isv__counter inference_count;
   isv__counter queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
   isv__counter success_ns, failure_ns; /* submit → done, summed over successes / failures */
+  isv__counter failure_reason[ISV__FAIL_REASONS]; /* failures by isv__fail_reason */
   isv__counter last_inference_ms;      /* when the last request finished, ms since the epoch */
   _Atomic size_t queued;     /* requests waiting for an instance now (the scheduler's) */
   isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] (the
@@ -82,6 +96,7 @@ typedef struct isv__stats_snap {
   uint64_t exec_count, inference_count;
   uint64_t queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
   uint64_t success_ns, failure_ns;
+  uint64_t failure_reason[ISV__FAIL_REASONS];
   uint64_t last_inference_ms; /* the latest of the copies' */
 } isv__stats_snap;
 

@@ -172,7 +172,102 @@ static void one_entry(isv__model_entry *e, void *data) {
   }
 }
 
-void isv__metrics_render(isv__core *core, isv__buf *b) {
+/* ---- Triton's names (isv_options_set_metrics_style) ----------------------------------------- */
+
+typedef enum {
+  TV_SUCCESS, TV_FAILURE, TV_INFERENCES, TV_EXECS, TV_REQUEST_US, TV_QUEUE_US, TV_INPUT_US,
+  TV_INFER_US, TV_OUTPUT_US, TV_PENDING
+} triton_value;
+
+typedef struct triton_family {
+  const char *name, *help, *type;
+  triton_value value;
+} triton_family;
+
+static const triton_family triton_families[] = {
+    {"nv_inference_request_success", "Number of successful inference requests, all batch sizes",
+     "counter", TV_SUCCESS},
+    {"nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
+     "counter", TV_FAILURE},
+    {"nv_inference_count", "Number of inferences performed (does not include cached requests)",
+     "counter", TV_INFERENCES},
+    {"nv_inference_exec_count", "Number of model executions performed (does not include cached "
+     "requests)", "counter", TV_EXECS},
+    {"nv_inference_request_duration_us", "Cumulative inference request duration in "
+     "microseconds (includes cached requests)", "counter", TV_REQUEST_US},
+    {"nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds "
+     "(includes cached requests)", "counter", TV_QUEUE_US},
+    {"nv_inference_compute_input_duration_us", "Cumulative compute input duration in "
+     "microseconds (does not include cached requests)", "counter", TV_INPUT_US},
+    {"nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in "
+     "microseconds (does not include cached requests)", "counter", TV_INFER_US},
+    {"nv_inference_compute_output_duration_us", "Cumulative inference compute output duration "
+     "in microseconds (does not include cached requests)", "counter", TV_OUTPUT_US},
+    {"nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting "
+     "execution per-model.", "gauge", TV_PENDING},
+};
+
+typedef struct triton_render {
+  isv__buf *b;
+  const triton_family *f;
+} triton_render;
+
+static void triton_entry(isv__model_entry *e, void *data) {
+  triton_render *rd = data;
+  isv__buf *b = rd->b;
+  for (const isv_model *m = e->versions; m; m = m->next) {
+    isv__stats_snap s;
+    isv__model_stats(m, &s);
+    uint64_t ok = 0;
+    for (unsigned p = 0; p < s.n_protocols && p < ISV__MAX_PROTOCOLS; p++) ok += s.success[p];
+    uint64_t v = 0;
+    switch (rd->f->value) {
+    case TV_FAILURE:
+      for (unsigned k = 0; k < ISV__FAIL_REASONS; k++) {
+        isv__buf_puts(b, rd->f->name);
+        isv__buf_putc(b, '{');
+        labels(b, m);
+        isv__buf_puts(b, ",reason=\"");
+        isv__buf_puts(b, isv__fail_reason_names[k]);
+        isv__buf_puts(b, "\"} ");
+        u64(b, s.failure_reason[k]);
+        isv__buf_putc(b, '\n');
+      }
+      continue;
+    case TV_SUCCESS: v = ok; break;
+    case TV_INFERENCES: v = s.inference_count; break;
+    case TV_EXECS: v = s.exec_count; break;
+    case TV_REQUEST_US: v = s.success_ns / 1000; break;
+    case TV_QUEUE_US: v = s.queue_ns / 1000; break;
+    case TV_INPUT_US: v = s.compute_input_ns / 1000; break;
+    case TV_INFER_US: v = s.compute_infer_ns / 1000; break;
+    case TV_OUTPUT_US: v = s.compute_output_ns / 1000; break;
+    case TV_PENDING: v = s.queued; break;
+    }
+    model_value(b, rd->f->name, m, v);
+  }
+}
+
+static void render_triton(isv__core *core, isv__buf *b) {
+  for (size_t i = 0; i < sizeof triton_families / sizeof triton_families[0]; i++) {
+    const triton_family *f = &triton_families[i];
+    isv__buf_puts(b, "# HELP ");
+    isv__buf_puts(b, f->name);
+    isv__buf_putc(b, ' ');
+    isv__buf_puts(b, f->help);
+    isv__buf_puts(b, "\n# TYPE ");
+    isv__buf_puts(b, f->name);
+    isv__buf_putc(b, ' ');
+    isv__buf_puts(b, f->type);
+    isv__buf_putc(b, '\n');
+    triton_render rd = {b, f};
+    isv__registry_foreach_all(isv__core_models(core), triton_entry, &rd);
+  }
+}
+
+/* ---- the library's own names ------------------------------------------------------------- */
+
+static void render_own(isv__core *core, isv__buf *b) {
   static const char *const head[] = {
       "# HELP isv_requests_total Inference requests finished, by protocol and outcome.\n"
       "# TYPE isv_requests_total counter\n",
@@ -206,6 +301,11 @@ void isv__metrics_render(isv__core *core, isv__buf *b) {
     isv__buf_puts(b, head[pass]);
     isv__registry_foreach_all(isv__core_models(core), one_entry, &rd);
   }
+}
+
+void isv__metrics_render(isv__core *core, isv__buf *b) {
+  if (core->opts.metrics_style & ISV_METRICS_LIBINFERSERVE) render_own(core, b);
+  if (core->opts.metrics_style & ISV_METRICS_TRITON) render_triton(core, b);
 }
 
 static void release(void *p) { isv__free(p); }

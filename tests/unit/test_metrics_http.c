@@ -71,7 +71,72 @@ static void renders_counters_and_cumulative_histograms(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* isv_options_set_metrics_style: Triton's names alone, or both; Triton's labels and units. */
+static void triton_names_when_asked(void **state) {
+  (void)state;
+  for (unsigned style = ISV_METRICS_TRITON; style <= (ISV_METRICS_TRITON | ISV_METRICS_LIBINFERSERVE);
+       style++) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    isv_options o;
+    isv__options_defaults(&o);
+    assert_int_equal(isv_options_set_metrics_style(&o, style), 0);
+    isv__core core;
+    assert_int_equal(isv__core_init(&core, &loop, &o), 0);
+    isv_model_config *c;
+    isv_model_config_new("m", &c);
+    isv_backend be = {.struct_size = sizeof be, .infer = noop};
+    isv_model *m;
+    assert_int_equal(isv__registry_add(&core.reg, c, "2", &be, NULL, &m), 0);
+    isv_model_config_free(c);
+    m->stats.success[isv__core_protocol(&core, "v2_http")] = 3;
+    m->stats.success[isv__core_protocol(&core, "v2_grpc")] = 4;
+    m->stats.failure_reason[ISV__FAIL_REJECTED] = 2;
+    m->stats.failure_reason[ISV__FAIL_BACKEND] = 1;
+    m->stats.inference_count = 9;
+    m->stats.exec_count = 5;
+    m->stats.success_ns = 7000999; /* 7000 µs, truncated */
+    m->stats.queue_ns = 1000;
+    m->stats.compute_infer_ns = 1500000000;
+    m->stats.queued = 6;
+    isv__buf b;
+    isv__buf_init(&b, NULL);
+    isv__metrics_render(&core, &b);
+    isv__buf_putc(&b, '\0');
+    const char *t = b.data;
+    assert_non_null(strstr(t, "# TYPE nv_inference_request_success counter\n"
+                              "nv_inference_request_success{model=\"m\",version=\"2\"} 7\n"));
+    assert_non_null(strstr(t, "nv_inference_request_failure{model=\"m\",version=\"2\","
+                              "reason=\"REJECTED\"} 2\n"));
+    assert_non_null(strstr(t, "reason=\"CANCELED\"} 0\n"));
+    assert_non_null(strstr(t, "reason=\"BACKEND\"} 1\n"));
+    assert_non_null(strstr(t, "reason=\"OTHER\"} 0\n"));
+    assert_non_null(strstr(t, "nv_inference_count{model=\"m\",version=\"2\"} 9\n"));
+    assert_non_null(strstr(t, "nv_inference_exec_count{model=\"m\",version=\"2\"} 5\n"));
+    assert_non_null(strstr(t, "nv_inference_request_duration_us{model=\"m\",version=\"2\"} 7000\n"));
+    assert_non_null(strstr(t, "nv_inference_queue_duration_us{model=\"m\",version=\"2\"} 1\n"));
+    assert_non_null(strstr(t, "nv_inference_compute_infer_duration_us{model=\"m\",version=\"2\"} "
+                              "1500000\n"));
+    assert_non_null(strstr(t, "# TYPE nv_inference_pending_request_count gauge\n"
+                              "nv_inference_pending_request_count{model=\"m\",version=\"2\"} 6\n"));
+    /* the library's own names only when asked too */
+    if (style & ISV_METRICS_LIBINFERSERVE) assert_non_null(strstr(t, "isv_requests_total{"));
+    else assert_null(strstr(t, "isv_"));
+    m->stats.queued = 0;
+    isv__buf_free(&b);
+    isv__core_close(&core, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+  }
+  isv_options o;
+  isv__options_defaults(&o);
+  assert_int_equal(isv_options_set_metrics_style(&o, 0), ISV_EINVAL);
+  assert_int_equal(isv_options_set_metrics_style(&o, 4), ISV_EINVAL);
+  assert_int_equal(o.metrics_style, ISV_METRICS_LIBINFERSERVE);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(renders_counters_and_cumulative_histograms)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(renders_counters_and_cumulative_histograms),
+                                     cmocka_unit_test(triton_names_when_asked)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
