@@ -11,7 +11,7 @@ The wire format is read here with a few lines of its own (no protobuf package ne
 """
 import sys
 
-KIND_TYPE, KIND_SERVICE, KIND_METHOD = 0, 1, 2
+KIND_MESSAGE, KIND_ENUM, KIND_SERVICE, KIND_METHOD = 0, 1, 2, 3
 
 
 def fields(buf):
@@ -62,12 +62,12 @@ def one(buf, num, default=""):
 def message_symbols(msg, prefix, out):
     """DescriptorProto: name 1, nested_type 3, enum_type 4."""
     name = prefix + one(msg, 1)
-    out.append((name, KIND_TYPE))
+    out.append((name, KIND_MESSAGE))
     for f, wt, v in fields(msg):
         if f == 3 and wt == 2:
             message_symbols(v, name + ".", out)
         elif f == 4 and wt == 2:
-            out.append((name + "." + one(v, 1), KIND_TYPE))
+            out.append((name + "." + one(v, 1), KIND_ENUM))
 
 
 def file_symbols(fd):
@@ -79,7 +79,7 @@ def file_symbols(fd):
         if f == 4 and wt == 2:
             message_symbols(v, prefix, out)
         elif f == 5 and wt == 2:
-            out.append((prefix + one(v, 1), KIND_TYPE))
+            out.append((prefix + one(v, 1), KIND_ENUM))
         elif f == 6 and wt == 2:  # ServiceDescriptorProto: name 1, method 2 (name 1)
             svc = prefix + one(v, 1)
             out.append((svc, KIND_SERVICE))
@@ -140,8 +140,8 @@ def main(src, dst):
     out.append("};")
     out.append("const size_t isv__pb_n_files = %d;" % len(files))
     out.append("")
-    kinds = {KIND_TYPE: "ISV__PB_TYPE", KIND_SERVICE: "ISV__PB_SERVICE",
-             KIND_METHOD: "ISV__PB_METHOD"}
+    kinds = {KIND_MESSAGE: "ISV__PB_MESSAGE", KIND_ENUM: "ISV__PB_ENUM",
+             KIND_SERVICE: "ISV__PB_SERVICE", KIND_METHOD: "ISV__PB_METHOD"}
     out.append("const isv__pb_symbol isv__pb_symbols[] = {")
     for name, kind, i in symbols:
         out.append('    {"%s", %s, %d},' % (name, kinds[kind], i))

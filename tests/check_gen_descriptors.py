@@ -60,10 +60,10 @@ with tempfile.TemporaryDirectory() as d:
     for sym, kind, f in [("t.a.S", "ISV__PB_SERVICE", "a.proto"),
                          ("t.a.S.M", "ISV__PB_METHOD", "a.proto"),
                          ("t.a.S.N", "ISV__PB_METHOD", "a.proto"),
-                         ("t.b.B", "ISV__PB_TYPE", "b.proto"),
-                         ("t.b.B.Inner.Deeper", "ISV__PB_TYPE", "b.proto"),
-                         ("t.c.C.E", "ISV__PB_TYPE", "c.proto"),
-                         ("google.protobuf.Empty", "ISV__PB_TYPE", "google/protobuf/empty.proto")]:
+                         ("t.b.B", "ISV__PB_MESSAGE", "b.proto"),
+                         ("t.b.B.Inner.Deeper", "ISV__PB_MESSAGE", "b.proto"),
+                         ("t.c.C.E", "ISV__PB_ENUM", "c.proto"),
+                         ("google.protobuf.Empty", "ISV__PB_MESSAGE", "google/protobuf/empty.proto")]:
         if got.get(sym) != (kind, f):
             problems.append("%s: %s, want %s" % (sym, got.get(sym), (kind, f)))
     # each file's bytes are those of protoc's set, in order

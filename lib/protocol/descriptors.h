@@ -17,7 +17,7 @@ typedef struct isv__pb_file {
   size_t n_deps;
 } isv__pb_file;
 
-typedef enum { ISV__PB_TYPE, ISV__PB_SERVICE, ISV__PB_METHOD } isv__pb_kind;
+typedef enum { ISV__PB_MESSAGE, ISV__PB_ENUM, ISV__PB_SERVICE, ISV__PB_METHOD } isv__pb_kind;
 
 /* A fully-qualified name: a message or enum (nested ones "pkg.Outer.Inner"), a service
  * ("pkg.Service") or a method ("pkg.Service.Method"). */

@@ -93,6 +93,7 @@ static void changed(isv__core_watch *cw) {
   isv__buf_init(&b, w->core->mem);
   if (encode_status(status, &b) != 0) {
     isv__buf_free(&b);
+    if (isv__core_closing(w->core)) isv__grpc_kept_end(w->call); /* no next change */
     return; /* out of memory: the next change tries again */
   }
   w->sent = status;
@@ -121,6 +122,8 @@ static int watch(isv__grpc_unary *u) {
   char service[256];
   int rc = decode_request(u, service, sizeof service);
   if (rc) return rc;
+  if (isv__core_closing(u->core)) /* nothing will change again: one answer, then OK */
+    return encode_status(status_of(u->core, u->services, service), u->out);
   watcher *w = isv__calloc(u->core->mem, 1, sizeof *w);
   if (w == NULL) {
     strcpy(u->err, "out of memory");

@@ -30,7 +30,8 @@ static int by_name(const void *key, const void *elem) {
   return strcmp(key, ((const isv__pb_symbol *)elem)->name);
 }
 
-int isv__reflection_symbol(const isv__grpc_services *s, uint64_t visible, const char *symbol) {
+int isv__reflection_symbol(const isv__grpc_services *s, uint64_t visible, const char *symbol,
+                           isv__pb_kind *kind) {
   const isv__pb_symbol *y =
       bsearch(symbol, isv__pb_symbols, isv__pb_n_symbols, sizeof *y, by_name);
   if (y == NULL || y->file >= 64 || !(visible >> y->file & 1)) return -1;
@@ -44,5 +45,6 @@ int isv__reflection_symbol(const isv__grpc_services *s, uint64_t visible, const 
     service[n] = '\0';
     if (!isv__grpc_services_has(s, service)) return -1;
   }
+  if (kind) *kind = y->kind;
   return y->file;
 }

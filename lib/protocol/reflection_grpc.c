@@ -114,7 +114,7 @@ static void answer_request(isv__buf *b, const isv__grpc_services *s, const reque
   }
   case grpc_reflection_v1_ServerReflectionRequest_file_containing_symbol_tag: {
     const char *symbol = req->message_request.file_containing_symbol;
-    if ((f = isv__reflection_symbol(s, shown, symbol)) >= 0) file_response(b, f);
+    if ((f = isv__reflection_symbol(s, shown, symbol, NULL)) >= 0) file_response(b, f);
     else error_response(b, GRPC_NOT_FOUND, "symbol not found: %.500s", symbol);
     break;
   }
@@ -124,8 +124,9 @@ static void answer_request(isv__buf *b, const isv__grpc_services *s, const reque
     break;
   case grpc_reflection_v1_ServerReflectionRequest_all_extension_numbers_of_type_tag: {
     const char *type = req->message_request.all_extension_numbers_of_type;
-    f = isv__reflection_symbol(s, shown, type);
-    if (f < 0) {
+    isv__pb_kind kind;
+    f = isv__reflection_symbol(s, shown, type, &kind);
+    if (f < 0 || kind != ISV__PB_MESSAGE) { /* only a message can be extended */
       error_response(b, GRPC_NOT_FOUND, "type not found: %.500s", type);
       break;
     }

@@ -117,6 +117,11 @@ def test_watch_ends_ok_at_server_close(start_demo, protos):
         m = Watch(protos, ch, "simple")
         w.expect("SERVING")
         m.expect("SERVING")
+        other = make_channel(d)  # a client that goes away with its watch open: the
+        gone = Watch(protos, other, "")  # connection's end frees the watcher (ASan build)
+        gone.expect("SERVING")
+        other.close()
+        assert gone.next()[0] == "end"
         d.send_signal(signal.SIGTERM)  # the demo closes its server
         w.expect("NOT_SERVING")
         assert w.next() == ("end", grpc.StatusCode.OK)

@@ -100,16 +100,26 @@ static void only_what_is_served_shows(void **state) {
       {"zzz", -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    int got = isv__reflection_symbol(&services, shown, cases[i].symbol);
+    int got = isv__reflection_symbol(&services, shown, cases[i].symbol, NULL);
     if (got != cases[i].file) fail_msg("%s: %d, not %d", cases[i].symbol, got, cases[i].file);
   }
   for (const isv__grpc_method *m = isv__grpc_health_frontend.methods; m->path; m++)
     assert_int_equal(isv__grpc_services_add(&services, m, "grpc_health"), 0);
   shown = isv__reflection_visible(&services); /* health turned on: its file shows */
-  assert_int_equal(isv__reflection_symbol(&services, shown, "grpc.health.v1.Health.Watch"), health);
+  isv__pb_kind kind;
   assert_int_equal(
-      isv__reflection_symbol(&services, shown, "grpc.health.v1.HealthCheckResponse.ServingStatus"),
-      health);
+      isv__reflection_symbol(&services, shown, "grpc.health.v1.Health.Watch", &kind), health);
+  assert_int_equal(kind, ISV__PB_METHOD);
+  assert_int_equal(isv__reflection_symbol(&services, shown,
+                                          "grpc.health.v1.HealthCheckResponse.ServingStatus", &kind),
+                   health);
+  assert_int_equal(kind, ISV__PB_ENUM);
+  assert_int_equal(isv__reflection_symbol(&services, shown, "grpc.health.v1.Health", &kind), health);
+  assert_int_equal(kind, ISV__PB_SERVICE);
+  assert_int_equal(
+      isv__reflection_symbol(&services, shown, "inference.ModelInferRequest.InferInputTensor", &kind),
+      v2);
+  assert_int_equal(kind, ISV__PB_MESSAGE);
 }
 
 int main(void) {

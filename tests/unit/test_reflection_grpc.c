@@ -132,6 +132,7 @@ static void errors_are_answers(void **state) {
       {"\x1a\x0agrps.proto", 12, 5},                           /* grps is off */
       {"\x2a\x05\x0a\x01x\x10\x01", 7, 5},                     /* file_containing_extension */
       {"\x32\x0einference.Nope", 16, 5},                       /* all_extension_numbers */
+      {"\x32\x1einference.GRPCInferenceService", 32, 5},     /* ... of a service */
       {"", 0, 3},                                              /* asks nothing: INVALID_ARGUMENT */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
