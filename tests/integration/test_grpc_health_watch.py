@@ -130,3 +130,23 @@ def test_watch_ends_ok_at_server_close(start_demo, protos):
         assert d.wait_exit(10.0) == 0, d.stderr_tail()
     finally:
         ch.close()
+
+
+def test_watch_hears_every_loop_of_a_threaded_demo(start_demo, protos):
+    """--threads: servers on several loops share one port and one online switch; a watch on
+    one loop hears offline / online made through connections that may land on any of them."""
+    d = start_demo("--threads", "2")
+    ch = make_channel(d)
+    try:
+        w = Watch(protos, ch, "")
+        w.expect("SERVING")
+        for _ in range(3):  # fresh connections: the kernel spreads them over the loops
+            assert _get(d, "/grps/v1/health/offline").status_code == 200
+            w.expect("NOT_SERVING")
+            assert _get(d, "/grps/v1/health/online").status_code == 200
+            w.expect("SERVING")
+        w.quiet()
+        w.call.cancel()
+        assert w.next() == ("end", grpc.StatusCode.CANCELLED)
+    finally:
+        ch.close()
