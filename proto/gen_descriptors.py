@@ -5,13 +5,14 @@ Input: a FileDescriptorSet that protoc wrote (--include_imports: every file afte
 imports). Output: a C file (protocol/descriptors.h's tables) with
   - each file's serialized FileDescriptorProto, byte for byte as protoc wrote it, and the
     indices of the files it imports, transitively (what a reflection answer carries with it);
-  - every fully-qualified symbol — messages (nested ones too), enums, services, methods
-    (<package>.<Service>.<Method>) — with its file and kind, sorted by name (bsearch).
+  - every fully-qualified symbol — messages (nested ones too), their fields and oneofs, enums
+    and their values, services, methods (<package>.<Service>.<Method>) — with its file and
+    kind, sorted by name (bsearch): what protobuf's own descriptor pool finds a file by.
 The wire format is read here with a few lines of its own (no protobuf package needed to build).
 """
 import sys
 
-KIND_MESSAGE, KIND_ENUM, KIND_SERVICE, KIND_METHOD = 0, 1, 2, 3
+KIND_MESSAGE, KIND_ENUM, KIND_SERVICE, KIND_METHOD, KIND_FIELD, KIND_ENUM_VALUE = range(6)
 
 
 def fields(buf):
@@ -59,15 +60,26 @@ def one(buf, num, default=""):
     return got[-1] if got else default
 
 
+def enum_symbols(enum, prefix, out):
+    """EnumDescriptorProto: name 1, value 2 (name 1). Values live in the enum's own scope's
+    parent, as protobuf scopes them ("pkg.Msg.SERVING", not "pkg.Msg.Status.SERVING")."""
+    out.append((prefix + one(enum, 1), KIND_ENUM))
+    for f, wt, v in fields(enum):
+        if f == 2 and wt == 2:
+            out.append((prefix + one(v, 1), KIND_ENUM_VALUE))
+
+
 def message_symbols(msg, prefix, out):
-    """DescriptorProto: name 1, nested_type 3, enum_type 4."""
+    """DescriptorProto: name 1, field 2, nested_type 3, enum_type 4, oneof_decl 8."""
     name = prefix + one(msg, 1)
     out.append((name, KIND_MESSAGE))
     for f, wt, v in fields(msg):
-        if f == 3 and wt == 2:
+        if f == 2 and wt == 2 or f == 8 and wt == 2:
+            out.append((name + "." + one(v, 1), KIND_FIELD))
+        elif f == 3 and wt == 2:
             message_symbols(v, name + ".", out)
         elif f == 4 and wt == 2:
-            out.append((name + "." + one(v, 1), KIND_ENUM))
+            enum_symbols(v, name + ".", out)
 
 
 def file_symbols(fd):
@@ -79,7 +91,7 @@ def file_symbols(fd):
         if f == 4 and wt == 2:
             message_symbols(v, prefix, out)
         elif f == 5 and wt == 2:
-            out.append((prefix + one(v, 1), KIND_ENUM))
+            enum_symbols(v, prefix, out)
         elif f == 6 and wt == 2:  # ServiceDescriptorProto: name 1, method 2 (name 1)
             svc = prefix + one(v, 1)
             out.append((svc, KIND_SERVICE))
@@ -141,7 +153,8 @@ def main(src, dst):
     out.append("const size_t isv__pb_n_files = %d;" % len(files))
     out.append("")
     kinds = {KIND_MESSAGE: "ISV__PB_MESSAGE", KIND_ENUM: "ISV__PB_ENUM",
-             KIND_SERVICE: "ISV__PB_SERVICE", KIND_METHOD: "ISV__PB_METHOD"}
+             KIND_SERVICE: "ISV__PB_SERVICE", KIND_METHOD: "ISV__PB_METHOD",
+             KIND_FIELD: "ISV__PB_FIELD", KIND_ENUM_VALUE: "ISV__PB_ENUM_VALUE"}
     out.append("const isv__pb_symbol isv__pb_symbols[] = {")
     for name, kind, i in symbols:
         out.append('    {"%s", %s, %d},' % (name, kinds[kind], i))

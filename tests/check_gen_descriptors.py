@@ -63,6 +63,9 @@ with tempfile.TemporaryDirectory() as d:
                          ("t.b.B", "ISV__PB_MESSAGE", "b.proto"),
                          ("t.b.B.Inner.Deeper", "ISV__PB_MESSAGE", "b.proto"),
                          ("t.c.C.E", "ISV__PB_ENUM", "c.proto"),
+                         ("t.c.C.X", "ISV__PB_ENUM_VALUE", "c.proto"),  # the enum's scope
+                         ("t.c.C.v", "ISV__PB_FIELD", "c.proto"),
+                         ("t.b.B.c", "ISV__PB_FIELD", "b.proto"),
                          ("google.protobuf.Empty", "ISV__PB_MESSAGE", "google/protobuf/empty.proto")]:
         if got.get(sym) != (kind, f):
             problems.append("%s: %s, want %s" % (sym, got.get(sym), (kind, f)))

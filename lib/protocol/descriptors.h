@@ -17,10 +17,17 @@ typedef struct isv__pb_file {
   size_t n_deps;
 } isv__pb_file;
 
-typedef enum { ISV__PB_MESSAGE, ISV__PB_ENUM, ISV__PB_SERVICE, ISV__PB_METHOD } isv__pb_kind;
+typedef enum {
+  ISV__PB_MESSAGE,
+  ISV__PB_ENUM,
+  ISV__PB_SERVICE,
+  ISV__PB_METHOD,
+  ISV__PB_FIELD,     /* a message's field or oneof: "pkg.Msg.field" */
+  ISV__PB_ENUM_VALUE /* in its enum's scope: "pkg.Msg.VALUE" (protobuf's scoping) */
+} isv__pb_kind;
 
-/* A fully-qualified name: a message or enum (nested ones "pkg.Outer.Inner"), a service
- * ("pkg.Service") or a method ("pkg.Service.Method"). */
+/* A fully-qualified name: a message or enum (nested ones "pkg.Outer.Inner"), a field, an enum
+ * value, a service ("pkg.Service") or a method ("pkg.Service.Method"). */
 typedef struct isv__pb_symbol {
   const char *name;
   isv__pb_kind kind;

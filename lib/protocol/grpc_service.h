@@ -69,7 +69,7 @@ typedef struct isv__grpc_unary {
   size_t len;
   isv__buf *out;                      /* the response message */
   char err[256];                      /* the status message of a nonzero answer */
-  struct gcall *call;                 /* the call layer's (isv__grpc_unary_model) */
+  struct gcall *call;                 /* the call layer's (isv__grpc_unary_model, kept_send) */
   isv__grpc_keep keep;                /* SERVER_STREAM: set to keep the call open */
 } isv__grpc_unary;
 

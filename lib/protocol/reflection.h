@@ -19,8 +19,9 @@ uint64_t isv__reflection_visible(const isv__grpc_services *s);
 /* The index of the file named `name` among those shown, or -1. */
 int isv__reflection_file(uint64_t visible, const char *name);
 
-/* The index of the file that defines `symbol` — a message or enum (nested ones too), a
- * served service or a method of one, all fully qualified — among those shown, or -1. *kind
+/* The index of the file that defines `symbol` — a message or enum (nested ones too), a field
+ * or enum value, a served service or a method of one, all fully qualified — among those
+ * shown, or -1. *kind
  * (may be NULL): what it is. */
 int isv__reflection_symbol(const isv__grpc_services *s, uint64_t visible, const char *symbol,
                            isv__pb_kind *kind);

@@ -134,6 +134,8 @@ def test_every_request_kind_and_its_errors(demo, version):
             Q(file_containing_symbol="inference.GRPCInferenceService.ModelInfer"),  # a method
             Q(file_containing_symbol="grpc.health.v1.HealthCheckResponse.ServingStatus"),
             Q(file_containing_symbol="grps.protos.v1.GenericMapData.SSEntry"),  # a map's entry
+            Q(file_containing_symbol="inference.ModelInferRequest.raw_input_contents"),  # field
+            Q(file_containing_symbol="grps.protos.v1.DT_FLOAT32"),  # an enum value
             Q(file_containing_symbol="inference.Nope"),
             Q(file_containing_symbol="inference"),  # a package is not a symbol
             Q(file_by_filename="nope.proto"),
@@ -154,6 +156,9 @@ def test_every_request_kind_and_its_errors(demo, version):
         assert _files(got[1])[0].name == "grpc_predict_v2.proto"
         assert _files(got[2])[0].name == "health.proto"
         assert _files(got[3])[0].name == "grps.proto"
+        assert _files(got[4])[0].name == "grpc_predict_v2.proto"
+        assert _files(got[5])[0].name == "grps.proto"
+        del got[4:6], asks[4:6]
         for k in (4, 5, 6, 7, 9, 10):  # 10: an enum has no extensions
             e = got[k]
             assert e.WhichOneof("message_response") == "error_response", e

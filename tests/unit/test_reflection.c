@@ -89,6 +89,8 @@ static void only_what_is_served_shows(void **state) {
       {"inference.GRPCInferenceService.ModelInfer", v2},           /* a method */
       {"inference.ModelInferRequest", v2},                         /* a message */
       {"inference.ModelInferRequest.InferInputTensor", v2},        /* nested */
+      {"inference.ModelInferRequest.model_name", v2},              /* a field */
+      {"inference.InferParameter.parameter_choice", v2},           /* a oneof */
       {"grpc.reflection.v1alpha.ServerReflectionRequest", r1a},
       {"grpc.reflection.v1.ServerReflection.ServerReflectionInfo", r1},
       {"grpc.health.v1.Health", -1},              /* not served */
@@ -114,6 +116,10 @@ static void only_what_is_served_shows(void **state) {
                                           "grpc.health.v1.HealthCheckResponse.ServingStatus", &kind),
                    health);
   assert_int_equal(kind, ISV__PB_ENUM);
+  assert_int_equal(
+      isv__reflection_symbol(&services, shown, "grpc.health.v1.HealthCheckResponse.SERVING", &kind),
+      health);
+  assert_int_equal(kind, ISV__PB_ENUM_VALUE);
   assert_int_equal(isv__reflection_symbol(&services, shown, "grpc.health.v1.Health", &kind), health);
   assert_int_equal(kind, ISV__PB_SERVICE);
   assert_int_equal(
