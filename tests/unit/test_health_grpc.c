@@ -104,7 +104,10 @@ typedef struct fake {
   int finished, status;
   int n_sent;
   unsigned char sent[8]; /* each message's status (they are 2 bytes: 08 0s) */
+  int full;              /* the carrier's queue is full (isv__grpc_writable) */
 } fake;
+
+static int fake_writable(isv__grpc_call *call) { return !((fake *)call->carrier)->full; }
 
 static int fake_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
                      void *ctx) {
@@ -132,6 +135,7 @@ static void watch(fake *f, const char *msg, size_t len) {
   f->call.path_len = strlen(f->call.path);
   f->call.send = fake_send;
   f->call.finish = fake_finish;
+  f->call.writable = fake_writable;
   f->call.carrier = f;
   isv__grpc_services_dispatch(&services, &f->call);
   uint8_t *m = isv__bigbuf_alloc(NULL, len ? len : 1, 0);
@@ -182,11 +186,47 @@ static void watch_sends_each_change(void **state) {
   assert_null(core.watches); /* every watcher went */
 }
 
+/* A client that does not read: one message queued, then only the latest status once it
+ * drained (no backlog of every flap). */
+static void a_slow_reader_hears_the_latest(void **state) {
+  (void)state;
+  fake f;
+  watch(&f, "", 0);
+  assert_int_equal(f.sent[0], SERVING);
+  f.full = 1;
+  isv__core_set_online(&core, 0); /* sent: the queue is full after it */
+  assert_int_equal(f.n_sent, 2);
+  assert_int_equal(f.sent[1], NOT_SERVING);
+  isv__core_set_online(&core, 1); /* held back */
+  isv__core_set_online(&core, 0);
+  isv__core_set_online(&core, 1);
+  assert_int_equal(f.n_sent, 2);
+  f.full = 0;
+  f.call.on_writable(&f.call); /* drained: the status of the moment */
+  assert_int_equal(f.n_sent, 3);
+  assert_int_equal(f.sent[2], SERVING);
+  f.call.on_writable(&f.call); /* nothing new */
+  assert_int_equal(f.n_sent, 3);
+  f.full = 1;
+  isv__core_set_online(&core, 0);
+  isv__core_begin_close(&core, 0); /* blocked at the close: it ends anyway */
+  assert_true(f.finished);
+  assert_int_equal(f.status, 0);
+  fake late; /* a watch opened while closing: one answer, then OK */
+  watch(&late, "", 0);
+  assert_int_equal(late.n_sent, 1);
+  assert_int_equal(late.sent[0], NOT_SERVING);
+  assert_true(late.finished);
+  assert_int_equal(late.status, 0);
+  assert_null(core.watches);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(server_service_and_models, setup, teardown),
       cmocka_unit_test_setup_teardown(unknown_and_malformed, setup, teardown),
       cmocka_unit_test_setup_teardown(watch_sends_each_change, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_slow_reader_hears_the_latest, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
