@@ -391,7 +391,13 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  *   "grps"         grps under /grps/v1 (health, online/offline, metadata, infer/predict with
  *                  ?streaming=true, metrics at / and /grps/v1/monitor/metrics) and gRPC
  *                  grps.protos.v1.GrpsService
- *   "grpc_health"  gRPC grpc.health.v1.Health/Check
+ *   "grpc_health"  gRPC grpc.health.v1.Health: Check and Watch (a stream: the status at
+ *                  once and at each change; ends OK at the server's close). `service` ""
+ *                  or a served gRPC service: the server's readiness; a model name: that
+ *                  model's; else Check NOT_FOUND, Watch SERVICE_UNKNOWN (and it watches on)
+ *   "grpc_reflection"  gRPC server reflection (grpc.reflection.v1 and v1alpha
+ *                  ServerReflection/ServerReflectionInfo): the services this server serves
+ *                  and their .proto descriptors, for grpcurl, Postman and dynamic clients
  *   "metrics"      GET /metrics (Prometheus)
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
  * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */

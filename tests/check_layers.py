@@ -20,7 +20,7 @@ GUARDED = ("core", "transport", "protocol")
 # its place here (the check fails until it has one).
 CORE_ORDER = [
     "layer", "error", "arena", "timeheap", "pool", "stats", "clients", "options", "sequence",
-    "shm", "registry", "core", "resolve", "offload", "request", "shm_tensor", "validate",
+    "shm", "registry", "core", "watch", "resolve", "offload", "request", "shm_tensor", "validate",
     "classify", "batch", "responses", "group", "queries", "repository", "scheduler",
     "lifecycle",
 ]

@@ -95,6 +95,10 @@ struct isv__core {
    * such an execution took lately (ns, a moving average): scheduler.c's wait_for_completion. */
   unsigned pool_execs;
   uint64_t pool_exec_ns;
+  /* Who hears that readiness may have changed (watch.h): online or
+   * offline, a model version's state, models added or removed, the close. Loop thread. */
+  struct isv__core_watch *watches;
+  int notifying; /* a notification is running: one that would nest is folded into it */
 };
 
 /* How long running requests, cancelled at the drain deadline, may still take before the close

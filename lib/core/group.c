@@ -3,6 +3,7 @@
 #include "core/group.h"
 
 #include "codec/compiler.h"
+#include "core/watch.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -432,7 +433,13 @@ void isv__group_exit(isv__core *c) {
 
 int isv__group_online(const isv__core *c) { return atomic_load(&c->member->g->online); }
 void isv__group_set_online(isv__core *c, int online) {
-  atomic_store(&c->member->g->online, online != 0);
+  isv_group *g = c->member->g;
+  if (atomic_exchange(&g->online, online != 0) == (online != 0)) return;
+  /* the other members' readiness watchers hear it at their wake (a sync that finds the
+   * generation moved); the caller tells this member's */
+  uv_mutex_lock(&g->mu);
+  changed(g, c);
+  uv_mutex_unlock(&g->mu);
 }
 
 typedef struct stale_walk {
@@ -511,6 +518,7 @@ void isv__group_sync(isv__core *c) {
   }
   uv_mutex_unlock(&g->mu);
   if (ok) me->gen = gen;
+  isv__core_readiness_changed(c); /* models came, went or changed state: watchers compare */
   if (oom)
     isv__core_log(c, ISV_LOG_WARN, "group: out of memory following the group's model changes: "
                                    "this server tries again at the next one");
@@ -604,6 +612,7 @@ int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *versio
   }
   uv_mutex_unlock(&g->mu);
   if (rc != 0) gmodel_free(gm); /* nothing was taken: no destroy */
+  else isv__core_readiness_changed(c); /* this member has it now: its watchers hear it */
   return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/group.h"
+#include "core/watch.h"
 
 static void ready_one(isv__model_entry *e, void *data) {
   for (isv_model *m = e->versions; m; m = m->next)
@@ -13,7 +14,10 @@ static void ready_one(isv__model_entry *e, void *data) {
 
 int isv__core_online(const isv__core *c) { return isv__group_online(c); }
 
-void isv__core_set_online(isv__core *c, int online) { isv__group_set_online(c, online); }
+void isv__core_set_online(isv__core *c, int online) {
+  isv__group_set_online(c, online); /* the other members hear it through their wake */
+  isv__core_readiness_changed(c);
+}
 
 int isv__core_ready(isv__core *c) {
   if (!isv__core_online(c) || c->closing) return 0;
@@ -27,6 +31,8 @@ int isv__core_ready(isv__core *c) {
 unsigned isv__core_protocol(isv__core *c, const char *label) {
   return isv__group_protocol(c, label); /* one index for every member's statistics */
 }
+
+int isv__core_closing(const isv__core *c) { return c->closing; }
 
 int isv__core_model_ready(const isv__core *c, const isv_model *m) {
   return m->state == ISV_MODEL_READY && !m->removed && isv__core_online(c) && !c->closing;

@@ -19,6 +19,8 @@ void isv__core_set_online(isv__core *c, int online);
 /* Server readiness (PROTOCOLS.md section 1): online and not closing; with strict readiness,
  * also every registered model version READY (of the group's models as they are now). */
 int isv__core_ready(isv__core *c);
+/* The server's close has begun (isv_server_close): nothing is ready any more, for good. */
+int isv__core_closing(const isv__core *c);
 /* A model version's readiness as reported to clients: READY, registered, and the server
  * online and not closing. (Requests are served offline too: offline only drains.) */
 int isv__core_model_ready(const isv__core *c, const isv_model *m);

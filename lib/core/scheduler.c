@@ -35,6 +35,7 @@
 #include "core/scheduler.h"
 #include "core/group.h"
 #include "core/offload.h"
+#include "core/watch.h"
 #include "core/repository.h"
 #include "core/request.h"
 #include "core/responses.h"
@@ -1139,6 +1140,7 @@ void isv__core_begin_close(isv__core *c, uint64_t drain_ms) {
   c->closing = 1;
   isv__group_leave(c); /* a closing member follows the group's models no more */
   if (drain_ms) set_timed(c, &c->drain, T_DRAIN, uv_hrtime() + drain_ms * 1000000ull);
+  isv__core_readiness_changed(c); /* closing: nothing is ready any more */
 }
 
 static void on_timer(uv_timer_t *t) {

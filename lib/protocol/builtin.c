@@ -6,6 +6,7 @@ const isv__frontend *const isv__builtin_frontends[] = {
     &isv__vertex_frontend,
     &isv__grps_frontend,
     &isv__grpc_health_frontend,
+    &isv__grpc_reflection_frontend,
     &isv__metrics_frontend,
     NULL,
 };

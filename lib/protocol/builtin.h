@@ -13,6 +13,7 @@ extern const isv__frontend isv__tfs_frontend;         /* tfs_http.c: TensorFlow 
 extern const isv__frontend isv__vertex_frontend;      /* tfs_http.c: AI Platform / Vertex AI */
 extern const isv__frontend isv__grps_frontend;        /* grps_http.c: grps, REST and gRPC */
 extern const isv__frontend isv__grpc_health_frontend; /* health_grpc.c: grpc.health.v1 */
+extern const isv__frontend isv__grpc_reflection_frontend; /* reflection_grpc.c: reflection */
 extern const isv__frontend isv__metrics_frontend;     /* metrics_http.c: GET /metrics */
 
 /* All of the above, NULL-terminated. */

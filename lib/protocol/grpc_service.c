@@ -66,6 +66,7 @@ typedef struct gcall {
   int refused;                      /* ... and the refusal's code (0: allowed) and text */
   char refused_msg[256];
   size_t compress_min; /* answers this large are coded with call->answer_coding; 0: none */
+  isv__grpc_keep keep; /* a SERVER_STREAM answer kept the call open (keep.end set) */
 } gcall;
 
 struct held {
@@ -108,7 +109,7 @@ int isv__grpc_services_add(isv__grpc_services *s, const isv__grpc_method *m,
                            const char *protocol_label) {
   int codec = m->decode && m->encode;
   if (m->path == NULL || m->path[0] != '/' || strchr(m->path + 1, '/') == NULL ||
-      (m->answer != NULL) == codec || (m->answer && m->kind != ISV__RPC_UNARY))
+      (m->answer != NULL) == codec)
     return ISV_EINVAL;
   if (find(s, m->path)) return ISV_EEXIST;
   if (s->n == s->cap) {
@@ -145,6 +146,11 @@ int isv__grpc_services_has(const isv__grpc_services *s, const char *service) {
 static void gcall_finish(gcall *g, int status, const char *msg) {
   if (g->finished) return;
   g->finished = 1;
+  if (g->keep.end) { /* the front end lets go of a kept call first */
+    void (*end)(void *) = g->keep.end;
+    g->keep.end = NULL;
+    end(g->keep.data);
+  }
   if (g->holds) { /* the host still reads the call's headers: it ends once it has decided */
     g->finish_deferred = 1;
     g->finish_status = status;
@@ -206,6 +212,26 @@ static void send_buf(gcall *g, isv__buf *b) {
   char *data = isv__buf_release(b, &len);
   uv_buf_t part = uv_buf_init(data, (unsigned)len);
   isv__grpc_send(g->call, &part, 1, isv__free, data);
+}
+
+int isv__grpc_kept_send(gcall *g, isv__buf *msg) {
+  isv__buf b = *msg;
+  isv__buf_init(msg, g->core->mem);
+  if (g->finished || g->cancelled) {
+    isv__buf_free(&b);
+    return -1;
+  }
+  send_buf(g, &b);
+  if (g->finished) { /* out of memory: keep.end has run */
+    gcall_maybe_free(g);
+    return -1;
+  }
+  return isv__grpc_writable(g->call);
+}
+
+void isv__grpc_kept_end(gcall *g) {
+  gcall_finish(g, 0, NULL); /* keep.end runs first */
+  gcall_maybe_free(g);      /* not from one of the call's own events: nobody else would */
 }
 
 /* A streaming call ends OK after the client's half-close, UNAVAILABLE when drained. */
@@ -356,10 +382,14 @@ static void stream_response(isv_request *resp, int status, void *data) {
 /* The call drained: every request streaming into it may send again. */
 static void on_writable(isv__grpc_call *call) {
   gcall *g = call->app;
+  g->busy++;
+  if (g->keep.end && g->keep.writable) g->keep.writable(g->keep.data);
   for (job *j = g->jobs, *next; j; j = next) {
     next = j->next;
     isv__request_flow_resume(j->r);
   }
+  g->busy--;
+  gcall_maybe_free(g);
 }
 
 static void infer_done(isv_request *r, int status, void *data) {
@@ -420,9 +450,40 @@ static void decode_after(isv__offload *o) {
   gcall_maybe_free(g);
 }
 
+/* A BIDI_STREAM message answered by the front end at once; takes msg and what it holds of
+ * the receiving budget. */
+static void answer_message(gcall *g, uint8_t *msg, size_t len, size_t charged) {
+  isv__buf b;
+  isv__buf_init(&b, g->core->mem);
+  isv__grpc_unary u = {g->core, g->svc, msg, len, &b, "", g, {0}};
+  int rc = g->m->answer(&u);
+  isv__bigbuf_free(msg);
+  isv__budget_give(g->core->receiving, charged);
+  if (rc == ISV__GATE_LATER) { /* a stream's answer cannot wait for the host: not offered */
+    rc = ISV_EINTERNAL;
+    snprintf(u.err, sizeof u.err, "this stream's answers cannot wait for the authorizer");
+  }
+  if (rc != 0) {
+    isv__buf_free(&b);
+    finish_error(g, rc, u.err);
+    return;
+  }
+  send_buf(g, &b);
+  /* nothing holds a stream's messages back from the transport: a client that does not read
+   * its answers is refused before their queue grows without a bound */
+  if (!g->finished && !isv__grpc_writable(g->call))
+    gcall_finish(g, ISV__GRPC_RESOURCE_EXHAUSTED,
+                 "the client does not read the answers to its messages");
+}
+
 /* Decode one message into a request and submit it; takes msg, and the `charged` bytes of the
- * receiving budget it holds (a decoded message). */
+ * receiving budget it holds (a decoded message). A method answered by its front end answers
+ * it instead. */
 static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
+  if (g->m->answer) {
+    answer_message(g, msg, len, charged);
+    return;
+  }
   job *j = isv__calloc(g->core->mem, 1, sizeof *j);
   isv_request *r = isv__request_new(g->core);
   if (j == NULL || r == NULL) {
@@ -662,7 +723,7 @@ static void run_unary(gcall *g) {
   if (g->m->answer) {
     isv__buf b;
     isv__buf_init(&b, g->core->mem);
-    isv__grpc_unary u = {g->core, g->svc, g->msg, g->len, &b, "", g};
+    isv__grpc_unary u = {g->core, g->svc, g->msg, g->len, &b, "", g, {0}};
     int rc = g->m->answer(&u);
     if (rc == ISV__GATE_LATER) { /* the host judges the model it names: unary_decided */
       isv__buf_free(&b);
@@ -670,9 +731,16 @@ static void run_unary(gcall *g) {
     }
     if (rc != 0) {
       isv__buf_free(&b);
+      if (u.keep.end) u.keep.end(u.keep.data);
       finish_error(g, rc, u.err);
       return;
     }
+    if (g->m->kind == ISV__RPC_SERVER_STREAM && u.keep.end) {
+      g->keep = u.keep; /* open until the client or the server ends it (gcall_finish) */
+      send_buf(g, &b);
+      return;
+    }
+    if (u.keep.end) u.keep.end(u.keep.data); /* a unary call is not kept */
     send_buf(g, &b);
     gcall_finish(g, 0, NULL);
     return;
@@ -786,6 +854,8 @@ static void on_drain(isv__grpc_call *call) {
   if (g->m->kind == ISV__RPC_BIDI_STREAM) {
     g->half_closed = 1; /* nothing more will come */
     if (g->inflight == 0) end_stream(g);
+  } else if (g->keep.end) { /* a kept call has said what the close means: it ends OK */
+    gcall_finish(g, 0, NULL);
   } else if (g->inflight == 0) { /* still waiting for its message: it will not come */
     gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");
   }

@@ -14,6 +14,15 @@
  *  - BIDI_STREAM: every message is a request, answered in completion order; a failed one is
  *    answered in-stream with encode_error when the method has one (ModelStreamInfer), else it
  *    ends the call. The call ends OK once the client half-closed and every request answered.
+ *  - SERVER_STREAM with `answer`: the one message answered by the front end, u->out the first
+ *    message; the call then ends OK, unless the answer kept it open (u->keep, health's Watch):
+ *    then the front end sends later messages with isv__grpc_kept_send until the call is over —
+ *    client cancel or reset, or the server's close, where a kept call ends OK (its answer has
+ *    already said what the close means to its client) — and keep.end tells it so.
+ *  - BIDI_STREAM with `answer`: each message answered at once by the front end, one message
+ *    each (a nonzero code ends the call with its status: reflection); the call ends OK at the
+ *    client's half-close. A client that sends without reading its answers, until the
+ *    transport's queue for the call is full, gets RESOURCE_EXHAUSTED.
  * A UNARY or SERVER_STREAM method with encode_error answers a failed request with that message
  * and then OK (grps carries its errors in the message's status); without, with the error's
  * gRPC status.
@@ -42,6 +51,16 @@ typedef enum { ISV__RPC_UNARY, ISV__RPC_SERVER_STREAM, ISV__RPC_BIDI_STREAM } is
 
 typedef struct isv__grpc_services isv__grpc_services;
 
+/* What an answer that keeps its SERVER_STREAM call open leaves with the call layer. */
+typedef struct isv__grpc_keep {
+  /* The call is over (cancelled, reset, the server closing, a failed send, or
+   * isv__grpc_kept_end): free what the answer kept. Runs once; the call must not be used after it. NULL: the call is not kept. */
+  void (*end)(void *data);
+  /* Optional: the call drained after isv__grpc_kept_send said it was full. */
+  void (*writable)(void *data);
+  void *data;
+} isv__grpc_keep;
+
 /* A unary call answered by the front end itself. */
 typedef struct isv__grpc_unary {
   isv__core *core;
@@ -50,8 +69,16 @@ typedef struct isv__grpc_unary {
   size_t len;
   isv__buf *out;                      /* the response message */
   char err[256];                      /* the status message of a nonzero answer */
-  struct gcall *call;                 /* the call layer's (isv__grpc_unary_model) */
+  struct gcall *call;                 /* the call layer's (isv__grpc_unary_model, kept_send) */
+  isv__grpc_keep keep;                /* SERVER_STREAM: set to keep the call open */
 } isv__grpc_unary;
+
+/* A later message of a kept call (isv__grpc_keep): msg is taken (and emptied). 1: sent, the
+ * call takes more; 0: sent, but the call's queue is full (keep.writable runs once it drained:
+ * send less meanwhile); -1: the call is over — keep.end has run, here or before. */
+int isv__grpc_kept_send(struct gcall *call, isv__buf *msg);
+/* End a kept call OK (after its last message): keep.end runs first, here. */
+void isv__grpc_kept_end(struct gcall *call);
 
 /* The model stage (gate.h) for an answer about a model (metadata, readiness, config,
  * statistics): `name`, `version` (NULL: none) are what the answer resolved — call it before

@@ -359,13 +359,18 @@ def test_health_check_unknown_is_not_found(health, protos):
                      timeout=T)
 
 
-def test_health_watch_is_unimplemented(channel, protos):
+def test_health_watch_streams_the_status(channel, protos):
+    """Watch is served (test_grpc_health_watch.py follows its changes): SERVING at once, and
+    the stream stays open until the client leaves."""
     watch = channel.unary_stream("/grpc.health.v1.Health/Watch",
                                  request_serializer=lambda b: b,
                                  response_deserializer=lambda b: b)
+    call = watch(b"", timeout=T)
+    assert next(call) == b"\x08\x01"  # SERVING
+    call.cancel()
     with pytest.raises(grpc.RpcError) as ei:
-        list(watch(b"", timeout=T))
-    assert ei.value.code() == grpc.StatusCode.UNIMPLEMENTED, ei.value
+        next(call)
+    assert ei.value.code() == grpc.StatusCode.CANCELLED, ei.value
 
 
 # ------------------------------------------------------------------------------------------

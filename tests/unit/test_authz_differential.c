@@ -952,6 +952,9 @@ static const struct {
     {GRPS "CheckReadiness", "server readiness"},
     {GRPS "ServerMetadata", "server metadata"},
     {"/grpc.health.v1.Health/Check", "a service's health, not a model's"},
+    {"/grpc.health.v1.Health/Watch", "a service's health, as Check (a stream of it)"},
+    {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "the schema, not a model"},
+    {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "the schema"},
 };
 
 static const recipe *recipe_of(const char *key, unsigned methods) {

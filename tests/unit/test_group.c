@@ -18,6 +18,7 @@
 #include "core/resolve.h"
 #include "inferserve.h"
 #include "core/queries.h"
+#include "core/watch.h"
 
 /* ---- one member: a loop in a thread, and a way to run code on it ---------------------------- */
 
@@ -859,6 +860,56 @@ static void hidden_models_have_one_recipe(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- readiness watches hear the other members' changes (health's Watch) ----------------- */
+
+typedef struct counted_watch {
+  isv__core_watch w; /* first */
+  atomic_int calls;  /* on b's loop thread; read by the test */
+} counted_watch;
+
+static void watch_changed(isv__core_watch *w) { atomic_fetch_add(&((counted_watch *)w)->calls, 1); }
+/* The server's core is its first member (server.c): the watch goes on it directly. */
+static void watch_add(member *m, void *w) { isv__core_watch_add((isv__core *)m->srv, w); }
+static void watch_remove(member *m, void *w) { isv__core_watch_remove((isv__core *)m->srv, w); }
+
+/* calls grows past `from` within about 2 s */
+static int heard(counted_watch *w, int from) {
+  for (int i = 0; i < 2000 && atomic_load(&w->calls) <= from; i++) uv_sleep(1);
+  return atomic_load(&w->calls) > from;
+}
+
+static void watches_hear_every_member(void **state) {
+  (void)state;
+  isv_group *g;
+  assert_int_equal(isv_group_new(&g), 0);
+  shared s;
+  memset(&s, 0, sizeof s);
+  member a, b;
+  member_start(&a, g, 0);
+  member_start(&b, g, a.port);
+  isv_group_free(g);
+  counted_watch w = {.w = {.changed = watch_changed}};
+  on_loop(&b, watch_add, &w);
+  int n = atomic_load(&w.calls);
+  on_loop(&a, set_online, (void *)0); /* offline on a: b's watch hears it at b's wake */
+  assert_true(heard(&w, n));
+  n = atomic_load(&w.calls);
+  on_loop(&a, set_online, (void *)1);
+  assert_true(heard(&w, n));
+  n = atomic_load(&w.calls);
+  add_args add = {"w", "1", &s, -1}; /* a model added on a */
+  on_loop(&a, add_model, &add);
+  assert_int_equal(add.rc, 0);
+  assert_true(heard(&w, n));
+  n = atomic_load(&w.calls);
+  add_args rm = {"w", NULL, &s, -1}; /* ... and removed */
+  on_loop(&a, remove_model, &rm);
+  assert_true(heard(&w, n));
+  on_loop(&b, watch_remove, &w);
+  member_end(&a);
+  member_end(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(registered_once_served_by_every_member),
@@ -869,6 +920,7 @@ int main(void) {
       cmocka_unit_test(members_close_their_routes_at_once),
       cmocka_unit_test(a_lone_server_is_a_group_of_one),
       cmocka_unit_test(hidden_models_have_one_recipe),
+      cmocka_unit_test(watches_hear_every_member),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

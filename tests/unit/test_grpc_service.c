@@ -1,7 +1,8 @@
 /* protocol/grpc_service.c: the one gRPC call layer, driven through a fake carrier (the seam of
  * transport/grpc.h) with a toy method table: answered unary calls, inference calls (unary,
  * server-streaming, bidi with in-stream errors), message counts, unknown methods, cancellation
- * of a request still running, and drain. ASan checks that nothing leaks. */
+ * of a request still running, and drain; streams answered by the front end (bidi answers, a
+ * kept server stream). ASan checks that nothing leaks. */
 #include "cmocka_prelude.h"
 
 #include <stdio.h>
@@ -27,7 +28,10 @@ typedef struct fake {
   int sent_z[8];            /* sent with send_compressed */
   size_t plain_len[8];      /* a compressed one's length once inflated */
   uint32_t plain_sum[8];    /* ... and a sum of its bytes */
+  int full; /* the fake's queue says it is full (isv__grpc_writable) */
 } fake;
+
+static int fake_writable(isv__grpc_call *call) { return !((fake *)call->carrier)->full; }
 
 static int fake_send(isv__grpc_call *call, const uv_buf_t *parts, size_t n, void (*release)(void *),
                      void *ctx) {
@@ -83,6 +87,7 @@ static void start(fake *f, const char *path) {
   f->call.path_len = strlen(path);
   f->call.send = fake_send;
   f->call.finish = fake_finish;
+  f->call.writable = fake_writable;
   f->call.carrier = f;
   isv__grpc_services_dispatch(&svc, &f->call);
 }
@@ -164,7 +169,24 @@ static int encode_error(int status, const char *message, isv__buf *out) {
   return 0;
 }
 
+/* A kept server stream: the answer says "first", later messages are the test's. */
+static int kept_ends;
+static struct gcall *kept_call;
+static void kept_end(void *data) {
+  (void)data;
+  kept_ends++;
+  kept_call = NULL;
+}
+static int keep_answer(isv__grpc_unary *u) {
+  isv__buf_puts(u->out, "first");
+  u->keep = (isv__grpc_keep){.end = kept_end, .data = NULL};
+  kept_call = u->call;
+  return 0;
+}
+
 static const isv__grpc_method methods[] = {
+    {"/toy.S/Chat", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL},
+    {"/toy.S/Keep", ISV__RPC_SERVER_STREAM, keep_answer, NULL, NULL, NULL},
     {"/toy.S/Answer", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
     {"/toy.S/Infer", ISV__RPC_UNARY, NULL, decode, encode, NULL},
     {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL},
@@ -230,20 +252,20 @@ static int teardown(void **state) {
 
 static void the_table_is_checked(void **state) {
   (void)state;
-  assert_int_equal(isv__grpc_services_add(&svc, &methods[0], "x"), ISV_EEXIST);
+  assert_int_equal(isv__grpc_services_add(&svc, &methods[2], "x"), ISV_EEXIST);
+  assert_string_equal(methods[2].path, "/toy.S/Answer");
   isv__grpc_method bad[] = {
       {"noslash", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
       {"/toy.S", ISV__RPC_UNARY, answer, NULL, NULL, NULL},                 /* no method */
       {"/toy.T/Both", ISV__RPC_UNARY, answer, decode, encode, NULL},      /* answer and codec */
       {"/toy.T/None", ISV__RPC_UNARY, NULL, NULL, NULL, NULL},
-      {"/toy.T/StreamAnswer", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(isv__grpc_services_add(&svc, &bad[i], "x"), ISV_EINVAL);
   assert_true(isv__grpc_services_has(&svc, "toy.S"));
   assert_false(isv__grpc_services_has(&svc, "toy"));
   assert_false(isv__grpc_services_has(&svc, "toy.S2"));
-  isv__grpc_services_remove(&svc, &methods[0]);
+  isv__grpc_services_remove(&svc, &methods[2]);
   fake f;
   start(&f, "/toy.S/Answer");
   assert_true(f.finished);
@@ -561,6 +583,76 @@ static void drain_ends_what_waits_and_lets_work_finish(void **state) {
   assert_string_equal(f.msg, "server is shutting down");
 }
 
+static void bidi_streams_answered_by_the_front_end(void **state) {
+  (void)state;
+  fake f;
+  start(&f, "/toy.S/Chat");
+  message(&f, "a");
+  message(&f, "b");
+  assert_int_equal(f.n_sent, 2); /* each answered at once, in order */
+  assert_string_equal(f.sent[0], "echo:a");
+  assert_string_equal(f.sent[1], "echo:b");
+  assert_false(f.finished);
+  f.call.on_half_close(&f.call);
+  assert_true(f.finished);
+  assert_int_equal(f.status, 0);
+  start(&f, "/toy.S/Chat"); /* an answer's error ends the call with its status */
+  message(&f, "fail");
+  assert_int_equal(f.status, ISV__GRPC_UNAVAILABLE);
+  assert_string_equal(f.msg, "asked to fail");
+  start(&f, "/toy.S/Chat"); /* compressed messages are inflated first */
+  f.call.coding = ISV__CODING_GZIP;
+  message_z(&f, "zz", 2);
+  assert_int_equal(f.n_sent, 1);
+  assert_string_equal(f.sent[0], "echo:zz");
+  f.call.on_drain(&f.call); /* the server's close: UNAVAILABLE, as every stream */
+  assert_int_equal(f.status, ISV__GRPC_UNAVAILABLE);
+  start(&f, "/toy.S/Chat"); /* a client that does not read its answers */
+  f.full = 1;
+  message(&f, "x");
+  assert_int_equal(f.n_sent, 1);
+  assert_int_equal(f.status, ISV__GRPC_RESOURCE_EXHAUSTED);
+}
+
+static void a_kept_server_stream(void **state) {
+  (void)state;
+  fake f;
+  kept_ends = 0;
+  start(&f, "/toy.S/Keep");
+  message(&f, "q");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.n_sent, 1);
+  assert_string_equal(f.sent[0], "first");
+  assert_false(f.finished); /* kept open */
+  isv__buf b;
+  isv__buf_init(&b, NULL);
+  isv__buf_puts(&b, "later");
+  assert_int_equal(isv__grpc_kept_send(kept_call, &b), 1);
+  assert_int_equal(b.len, 0); /* taken */
+  f.full = 1;
+  isv__buf_puts(&b, "more");
+  assert_int_equal(isv__grpc_kept_send(kept_call, &b), 0); /* sent, but the queue is full */
+  assert_int_equal(f.n_sent, 3);
+  assert_string_equal(f.sent[1], "later");
+  f.call.on_cancel(&f.call); /* the client's cancel: end runs once */
+  assert_int_equal(kept_ends, 1);
+  assert_int_equal(f.status, ISV__GRPC_CANCELLED);
+  start(&f, "/toy.S/Keep"); /* the server's close: OK */
+  message(&f, "q");
+  f.call.on_half_close(&f.call);
+  f.call.on_drain(&f.call);
+  assert_int_equal(kept_ends, 2);
+  assert_true(f.finished);
+  assert_int_equal(f.status, 0);
+  start(&f, "/toy.S/Keep"); /* the front end ends it */
+  message(&f, "q");
+  f.call.on_half_close(&f.call);
+  isv__grpc_kept_end(kept_call);
+  assert_int_equal(kept_ends, 3);
+  assert_int_equal(f.status, 0);
+  assert_int_equal(f.n_sent, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(the_table_is_checked, setup, teardown),
@@ -576,6 +668,8 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(a_call_cancelled_while_its_answer_is_compressed_finishes_once,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(bidi_streams_answered_by_the_front_end, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_kept_server_stream, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
