@@ -474,6 +474,8 @@ typedef struct isv_access_entry {
   uint64_t duration_us; /* from the request read whole (REST) or the call's headers (gRPC)
                          * to its answer's end: written (REST), the trailers handed to
                          * HTTP/2 (gRPC) */
+  const char *trace_id; /* the W3C traceparent's trace id it came with, 32 hex digits; "" when
+                         * none or one that does not parse (isv_request_trace_context) */
 } isv_access_entry;
 typedef void (*isv_access_cb)(void *user, const isv_access_entry *entry);
 /* Called on the loop thread once per request answered over the network — every status, the
@@ -831,6 +833,19 @@ ISV_EXTERN const char *isv_request_model_name(const isv_request *r);    /* any t
 ISV_EXTERN const char *isv_request_model_version(const isv_request *r); /* any thread */
 /* The client's request id, "" when none. Any thread. */
 ISV_EXTERN const char *isv_request_id(const isv_request *r);
+/* The W3C trace context the request came with (https://www.w3.org/TR/trace-context/): a
+ * `traceparent` HTTP header or gRPC metadata entry, on every protocol, and its `tracestate`
+ * (kept only with a valid traceparent, at most 512 bytes, NUL-terminated, NULL when none). A
+ * backend passes it to its runtime to join the caller's trace. A value that does not parse is
+ * ignored, never an error (the spec's rule): the request then has none. 0 with *out filled,
+ * or ISV_ENOTFOUND. Any thread. */
+typedef struct isv_trace_context {
+  uint8_t trace_id[16];
+  uint8_t parent_id[8]; /* the caller's span */
+  uint8_t flags;        /* bit 0: sampled */
+  const char *tracestate;
+} isv_trace_context;
+ISV_EXTERN int isv_request_trace_context(const isv_request *r, isv_trace_context *out);
 ISV_EXTERN size_t isv_request_input_count(const isv_request *r); /* any thread */
 /* An input by position (NULL past the end) or by name (NULL when absent). Any thread. */
 ISV_EXTERN const isv_tensor *isv_request_input_at(const isv_request *r, size_t i);
@@ -952,6 +967,11 @@ ISV_EXTERN int isv_request_new_by_label(isv_server *srv, const char *name, const
 ISV_EXTERN void isv_request_free(isv_request *r);
 /* The request id echoed in responses (copied). */
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);
+/* A trace context for an in-process request, as the network front ends read it from a
+ * `traceparent` (and `tracestate`, may be NULL) value: ISV_EINVAL when traceparent does not
+ * parse or tracestate is not one to keep (both copied). Before isv_server_infer. */
+ISV_EXTERN int isv_request_set_trace_context(isv_request *r, const char *traceparent,
+                                             const char *tracestate);
 /* Add an input; `data` follows the buffer contract above (for BYTES: an isv_bytes array whose
  * element memory follows the same rule as the array). */
 ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datatype dt,

@@ -120,9 +120,9 @@ static void usage(FILE *f) {
 /* --access-log: one line per answered request (a host would hand it to its own logger). */
 static void access_line(void *user, const isv_access_entry *e) {
   (void)user;
-  printf("access %s %s %s %d %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->protocol,
+  printf("access %s %s %s %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", e->protocol,
          e->method[0] ? e->method : "-", e->path[0] ? e->path : "-", e->status, e->bytes_in,
-         e->bytes_out, e->duration_us);
+         e->bytes_out, e->duration_us, e->trace_id[0] ? e->trace_id : "-");
   fflush(stdout);
 }
 

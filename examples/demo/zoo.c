@@ -515,6 +515,35 @@ static int copy_infer(isv_request *req, void *user) {
 
 /* ---- params_echo: OUTPUT0 = INPUT0, and every request parameter back as a response one ---- */
 
+/* The W3C trace context the request came with, as response parameters "trace_id" and
+ * "parent_id" (hex), "trace_flags" and "tracestate" — what a backend hands its runtime. */
+static int echo_trace(isv_request *req) {
+  isv_trace_context t;
+  if (isv_request_trace_context(req, &t) != 0)
+    return 0;
+  static const char hex[] = "0123456789abcdef";
+  char tid[33], pid[17];
+  for (int i = 0; i < 16; i++)
+    tid[2 * i] = hex[t.trace_id[i] >> 4], tid[2 * i + 1] = hex[t.trace_id[i] & 15];
+  for (int i = 0; i < 8; i++)
+    pid[2 * i] = hex[t.parent_id[i] >> 4], pid[2 * i + 1] = hex[t.parent_id[i] & 15];
+  isv_param v = {.type = ISV_PARAM_STRING, .v.s = {tid, 32}};
+  int rc = isv_request_set_response_param(req, "trace_id", &v);
+  v.v.s.ptr = pid;
+  v.v.s.len = 16;
+  if (rc >= 0)
+    rc = isv_request_set_response_param(req, "parent_id", &v);
+  isv_param f = {.type = ISV_PARAM_INT64, .v.i64 = t.flags};
+  if (rc >= 0)
+    rc = isv_request_set_response_param(req, "trace_flags", &f);
+  if (rc >= 0 && t.tracestate != NULL) {
+    v.v.s.ptr = t.tracestate;
+    v.v.s.len = strlen(t.tracestate);
+    rc = isv_request_set_response_param(req, "tracestate", &v);
+  }
+  return rc;
+}
+
 static int params_echo_infer(isv_request *req, void *user) {
   for (size_t i = 0; i < isv_request_param_count(req); i++) {
     const isv_param *v;
@@ -523,6 +552,8 @@ static int params_echo_infer(isv_request *req, void *user) {
     if (rc < 0)
       return isv_request_complete(req, rc, "could not set a response parameter");
   }
+  if (echo_trace(req) < 0)
+    return isv_request_complete(req, ISV_ENOMEM, "could not set a response parameter");
   return copy_infer(req, user);
 }
 

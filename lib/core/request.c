@@ -548,6 +548,36 @@ void isv__request_release(isv_request *r) {
   bury(r);
 }
 
+int isv__request_trace(isv_request *r, const char *tp, size_t tp_len, const char *ts,
+                       size_t ts_len) {
+  isv__traceparent t;
+  if (tp == NULL || isv__traceparent_parse(tp, tp_len, &t) != 0) return ISV_EINVAL;
+  if (ts != NULL && !isv__tracestate_ok(ts, ts_len)) return ISV_EINVAL;
+  const char *copy = ts ? isv__arena_strndup(&r->arena, ts, ts_len) : NULL;
+  if (ts != NULL && copy == NULL) return ISV_ENOMEM;
+  r->trace = t;
+  r->tracestate = copy;
+  r->has_trace = 1;
+  return 0;
+}
+
+ISV_EXTERN int isv_request_set_trace_context(isv_request *r, const char *traceparent,
+                                             const char *tracestate) {
+  if (r == NULL || traceparent == NULL || r->submitted) return ISV_EINVAL;
+  return isv__request_trace(r, traceparent, strlen(traceparent), tracestate,
+                            tracestate ? strlen(tracestate) : 0);
+}
+
+ISV_EXTERN int isv_request_trace_context(const isv_request *r, isv_trace_context *out) {
+  if (r == NULL || out == NULL) return ISV_EINVAL;
+  if (!r->has_trace) return ISV_ENOTFOUND;
+  memcpy(out->trace_id, r->trace.trace_id, 16);
+  memcpy(out->parent_id, r->trace.parent_id, 8);
+  out->flags = r->trace.flags;
+  out->tracestate = r->tracestate;
+  return 0;
+}
+
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id) {
   if (r == NULL || id == NULL || r->submitted) return ISV_EINVAL;
   const char *p = isv__arena_strndup(&r->arena, id, strlen(id));

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "codec/tracectx.h"
 #include "core/arena.h"
 #include "core/core.h"
 
@@ -72,6 +73,8 @@ struct isv_request {
   const char *label;   /* requested label instead of a version; NULL = none */
   isv_model *model;    /* resolved; holds a reference */
   const char *id;
+  const char *tracestate; /* kept with a valid traceparent only (arena); NULL: none */
+  isv__traceparent trace; /* valid when has_trace */
 
   isv_tensor *inputs;
   size_t n_inputs, cap_inputs;
@@ -101,6 +104,7 @@ struct isv_request {
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
   int has_id;   /* the client sent an id (echo it, even "") */
+  int has_trace; /* a valid traceparent came with it (isv__request_trace) */
   int backend_fault;    /* its error is the backend's: logged for the host (scheduler.c) */
   const char *misuse;   /* why the backend's last refused call on it was refused */
   atomic_int cancelled; /* set on the loop thread (isv__core_cancel), read by backends anywhere */
@@ -147,6 +151,11 @@ static inline int isv__request_dead(const isv_request *r) {
 
 /* A request with no model yet; frontends fill it then set model_name/version and submit. */
 isv_request *isv__request_new(isv__core *c);
+/* The trace context a front end read (traceparent tp, tracestate ts or NULL; not
+ * NUL-terminated): kept when tp parses and ts is one to keep, else ISV_EINVAL and nothing kept
+ * (front ends ignore that: a bad value is never the request's error). ISV_ENOMEM. */
+int isv__request_trace(isv_request *r, const char *tp, size_t tp_len, const char *ts,
+                       size_t ts_len);
 /* Record an error before submission (frontend decode errors); printf-style. */
 int isv__request_fail(isv_request *r, int status, const char *fmt, ...)
 #if defined(__GNUC__)

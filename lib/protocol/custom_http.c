@@ -7,6 +7,7 @@
  * head in the response parameters "status", "content_type" and "header:<name>"), the end is the
  * request's completion. On the loop they become the exchange's answer: whole, or streamed. */
 #include "protocol/custom_http.h"
+#include "protocol/trace.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -473,6 +474,7 @@ static void route(isv__http_req *qq) {
   const isv__custom_route *cr = qq->data;
   isv__exchange *ex = qq->ex;
   isv_request *r = isv__request_new(qq->core);
+  if (r) isv__trace_from_headers(r, ex->headers, ex->n_headers);
   isv_http_request *q = r ? isv__arena_calloc(&r->arena, 1, sizeof *q) : NULL;
   custom_state *cs = q ? isv__arena_calloc(&r->arena, 1, sizeof *cs) : NULL;
   if (cs == NULL || copy_request(r, ex, q) != 0) {

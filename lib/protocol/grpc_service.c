@@ -6,6 +6,7 @@
  * Each request (job) owns the message its inputs point into; a job outlives its call when the
  * call is cancelled (the request still runs to completion; its answer is dropped). */
 #include "protocol/grpc_service.h"
+#include "protocol/trace.h"
 
 #include "codec/pbwire.h"
 #include "codec/zcoding.h"
@@ -496,6 +497,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
   }
   j->g = g;
   j->r = r;
+  isv__trace_from_headers(r, g->call->headers, g->call->n_headers);
   j->budget = g->core->receiving;
   j->charged = charged;
   /* the request takes the message its inputs point into: it may outlive the call (a request

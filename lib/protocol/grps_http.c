@@ -5,6 +5,7 @@
  * status, and the HTTP status equals status.code (a DECISION: grps's Python server does so,
  * and probes read it). */
 #include "protocol/edge.h"
+#include "protocol/trace.h"
 #include "protocol/grps.h"
 
 #include <stdio.h>
@@ -124,6 +125,7 @@ static void model_metadata(isv__http_req *q) {
     reply_failure(q->core, ex, ISV_ENOMEM, "out of memory");
     return;
   }
+  isv__trace_from_headers(r, ex->headers, ex->n_headers);
   isv__grps_msg m;
   isv__grps_limits lim;
   char err[256], qm[256];
@@ -346,6 +348,7 @@ static void decode_after(isv__offload *o) { decoded((predict_state *)o); }
 static void predict(isv__http_req *q) {
   isv__exchange *ex = q->ex;
   isv_request *r = isv__request_new(q->core);
+  if (r) isv__trace_from_headers(r, ex->headers, ex->n_headers);
   predict_state *st = r ? isv__arena_calloc(&r->arena, 1, sizeof *st) : NULL;
   if (st == NULL) {
     isv_request_free(r);

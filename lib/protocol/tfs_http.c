@@ -19,6 +19,7 @@
 #include "core/request.h"
 #include "core/resolve.h"
 #include "protocol/edge.h"
+#include "protocol/trace.h"
 #include "protocol/builtin.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
@@ -321,6 +322,7 @@ static void decode_after(isv__offload *o) { submit((predict *)o); }
 static void run_predict(isv__http_req *q, const servable *s, int kind, unsigned flags, int vertex) {
   isv__exchange *ex = q->ex;
   isv_request *r = isv__request_new(q->core);
+  if (r) isv__trace_from_headers(r, q->ex->headers, q->ex->n_headers);
   predict *p = r ? isv__arena_calloc(&r->arena, 1, sizeof *p) : NULL;
   if (p) r->model_name = isv__arena_strndup(&r->arena, s->name, s->spec.name_len);
   if (p == NULL || r->model_name == NULL ||

@@ -13,6 +13,7 @@
 #include "core/request.h"
 #include "core/resolve.h"
 #include "protocol/edge.h"
+#include "protocol/trace.h"
 #include "protocol/http_reply.h"
 #include "protocol/v2.h"
 #include "protocol/v2_generate.h"
@@ -510,6 +511,7 @@ static isv_request *path_request(isv__http_req *q) {
     isv__reply_error(q->ex, ISV_ENOMEM, "out of memory");
     return NULL;
   }
+  isv__trace_from_headers(r, q->ex->headers, q->ex->n_headers);
   r->protocol = (uint8_t)q->protocol;
   r->caller = isv__edge_caller(q->ex); /* the model stage judges the model it resolves to */
   size_t nl, vl;

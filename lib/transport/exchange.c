@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "codec/bigbuf.h"
+#include "codec/tracectx.h"
 #include "inferserve.h" /* the ISV_E* codes */
 
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
@@ -121,7 +122,22 @@ void isv__exchange_start_access(isv__exchange *ex, void (*access)(void *, const 
   ex->start_ns = uv_hrtime();
 }
 
+const char *isv__access_trace_id(const isv__header *headers, size_t n, char out[33]) {
+  const isv__header *tp = NULL;
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    if (headers[i].name_len == 11 && strncasecmp(headers[i].name, "traceparent", 11) == 0) {
+      if (tp) return out; /* two: neither counts */
+      tp = &headers[i];
+    }
+  isv__traceparent t;
+  if (tp && isv__traceparent_parse(tp->value, tp->value_len, &t) == 0)
+    isv__trace_id_hex(t.trace_id, out);
+  return out;
+}
+
 static void log_access(const isv__exchange *ex) {
+  char trace[33];
   isv_access_entry e = {
       .struct_size = sizeof e,
       .protocol = ex->access_proto,
@@ -131,6 +147,7 @@ static void log_access(const isv__exchange *ex) {
       .bytes_in = ex->body_len,
       .bytes_out = ex->bytes_out,
       .duration_us = (uv_hrtime() - ex->start_ns) / 1000,
+      .trace_id = isv__access_trace_id(ex->headers, ex->headers ? ex->n_headers : 0, trace),
   };
   ex->access(ex->access_app, &e);
 }

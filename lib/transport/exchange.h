@@ -145,6 +145,9 @@ struct isv__exchange {
 isv__method isv__method_of(const char *name);
 /* Case-insensitive lookup; NULL when absent. */
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name);
+/* The trace id of the one valid traceparent in headers[0..n), as 32 hex digits in out; ""
+ * when none (the access log's trace_id). Returns out. */
+const char *isv__access_trace_id(const isv__header *headers, size_t n, char out[33]);
 /* Answer ex (see the top). The parts are referenced until release(ctx) runs: once written, or
  * at once when they are dropped. 0 — also when the client is gone and the answer is dropped —
  * or a negative ISV_E* code when the carrier failed (the connection is then closed: a streamed

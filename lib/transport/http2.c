@@ -759,6 +759,7 @@ static int h2_grpc_send_compressed(isv__grpc_call *call, const uv_buf_t *parts, 
 static void grpc_access(h2_stream *st, int status) {
   const isv__transport *t = st->h2->c->t;
   if (t->h.access == NULL || st->call_start_ns == 0) return;
+  char trace[33];
   isv_access_entry e = {
       .struct_size = sizeof e,
       .protocol = "grpc",
@@ -768,6 +769,8 @@ static void grpc_access(h2_stream *st, int status) {
       .bytes_in = st->call_in,
       .bytes_out = st->call_out,
       .duration_us = (isv__conn_now_ns(st->h2->c) - st->call_start_ns) / 1000,
+      .trace_id = isv__access_trace_id(st->call.headers, st->call.headers ? st->call.n_headers : 0,
+                                       trace),
   };
   t->h.access(t->h.app, &e);
 }
