@@ -652,7 +652,14 @@ ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode
  * a backend is never called concurrently unless it says it may be. n >= 1. */
 ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
 /* Requests that may wait in this version's queue; one more is refused (HTTP 503, gRPC
- * UNAVAILABLE) naming the model. 0 (the default): no bound but isv_options_set_max_inflight. */
+ * UNAVAILABLE) naming the model. 0 (the default): no bound but isv_options_set_max_inflight.
+ * Retry-After: a REST answer refusing a request for a full queue (this bound, or a level's
+ * max_queue_size: isv_queue_policy) carries the server's estimate of when a place frees, in
+ * whole seconds (at least 1, at most 3600): the requests ahead of the refused one, divided
+ * among the instances, plus one round, each round the model's mean compute time per request
+ * so far. Before the model ran any request there is no estimate and no Retry-After; nor for
+ * other 503 and 429 answers (the server's in-flight limit, a client's request limit, a queue
+ * timeout), whose end the server cannot foresee. gRPC answers carry no estimate. */
 ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
 /* The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
  * theirs with the request parameter "timeout" (microseconds, as Triton) or gRPC's grpc-timeout;
