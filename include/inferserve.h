@@ -662,8 +662,9 @@ ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
  * timeout), whose end the server cannot foresee. gRPC answers carry no estimate. */
 ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
 /* The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
- * theirs with the request parameter "timeout" (microseconds, as Triton) or gRPC's grpc-timeout;
- * the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
+ * theirs with the request parameter "timeout" (microseconds, as Triton; for a model with queue
+ * policies it is the queue timeout instead: isv_model_config_set_queue_policy) or gRPC's
+ * grpc-timeout; the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
  * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_is_cancelled) and
  * answered 504 once its backend completes, whatever it completed with. */
 ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint64_t us);
@@ -676,7 +677,9 @@ ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint
  * levels > 0: requests wait in one queue per level; level 1 runs first, then 2, ...; within a
  * level in arrival order. A request names its level with the parameter "priority" (V2 REST
  * and gRPC, as Triton's clients send it; the Inference-Priority header for TF Serving, Vertex
- * and grps over REST; isv_request_set_priority in process): 0 or none means default_level, a
+ * and grps over REST — a body's "priority" parameter wins over the header; grps over gRPC has
+ * no way yet and takes the default level; isv_request_set_priority in process): 0 or none
+ * means default_level, a
  * level above `levels` is refused 400 / INVALID_ARGUMENT naming the range (DECISION: Triton
  * quietly runs it at the default level; a client's mistake should be heard). levels 0 (the
  * default): one level, and "priority" is not read at all. At most ISV_MAX_PRIORITY_LEVELS;
