@@ -676,10 +676,10 @@ ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint
  *
  * levels > 0: requests wait in one queue per level; level 1 runs first, then 2, ...; within a
  * level in arrival order. A request names its level with the parameter "priority" (V2 REST
- * and gRPC, as Triton's clients send it; the Inference-Priority header for TF Serving, Vertex
- * and grps over REST — a body's "priority" parameter wins over the header; grps over gRPC has
- * no way yet and takes the default level; isv_request_set_priority in process): 0 or none
- * means default_level, a
+ * and gRPC, as Triton's clients send it), or else the header Inference-Priority (a decimal
+ * integer; gRPC: call metadata of that name) — what TF Serving, Vertex and grps clients, whose
+ * messages have no place for it, send; any protocol's request may, its own "priority"
+ * parameter winning; isv_request_set_priority in process: 0 or none means default_level, a
  * level above `levels` is refused 400 / INVALID_ARGUMENT naming the range (DECISION: Triton
  * quietly runs it at the default level; a client's mistake should be heard). levels 0 (the
  * default): one level, and "priority" is not read at all. At most ISV_MAX_PRIORITY_LEVELS;
@@ -702,8 +702,8 @@ typedef struct isv_queue_policy {
   isv_timeout_action timeout_action; /* default ISV_TIMEOUT_REJECT */
   /* The queue timeout of every request of the level, from its submission, in µs; 0: none. */
   uint64_t default_timeout_us;
-  /* Whether a request may shorten it with the "timeout" parameter (µs; Triton's; the
-   * Inference-Timeout-Us header for TF Serving, Vertex and grps over REST;
+  /* Whether a request may shorten it with the "timeout" parameter (µs; Triton's; or else the
+   * header or gRPC metadata Inference-Timeout-Us, as for Inference-Priority above;
    * isv_request_set_timeout_us in process): the shorter of the two applies, a longer one is
    * ignored — and with default_timeout_us 0 (no timeout) the request's own applies
    * (DECISION: Triton's code then ignores it, which its documentation does not say). */

@@ -329,7 +329,7 @@ static void decoded(predict_state *st) {
                                     st->m.model_len ? st->m.model_len : st->model_q_len) == 0) {
     isv__grps_to_request(r, &st->m, NULL, 0);
   }
-  if (r->status == 0) isv__http_queue_headers(r, st->ex); /* Inference-Priority, -Timeout-Us */
+  isv__http_queue_headers(r, st->ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(r, st->ex); /* the message points into it */
   if (st->streaming) {
     if (isv__request_stream(r, stream_response, st) != 0 && r->status == 0)

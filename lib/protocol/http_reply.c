@@ -126,13 +126,16 @@ size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t 
   return 1;
 }
 
-int isv__http_queue_headers(isv_request *r, isv__exchange *ex) {
+int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
   static const struct {
     const char *header, *param;
   } map[] = {{"inference-priority", "priority"}, {"inference-timeout-us", "timeout"}};
   static const char *const shown[] = {"Inference-Priority", "Inference-Timeout-Us"};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-    const isv__header *h = isv__exchange_header(ex, map[i].header);
+    const isv__header *h = NULL;
+    size_t len = strlen(map[i].header);
+    for (size_t k = 0; h == NULL && k < n_hs; k++)
+      if (hs[k].name_len == len && strncasecmp(hs[k].name, map[i].header, len) == 0) h = &hs[k];
     if (h == NULL || isv_request_param(r, map[i].param) != NULL) continue;
     uint64_t v = 0;
     size_t k = 0;
@@ -148,4 +151,8 @@ int isv__http_queue_headers(isv_request *r, isv__exchange *ex) {
     if (rc != 0) return isv__request_fail(r, rc, "out of memory");
   }
   return 0;
+}
+
+int isv__http_queue_headers(isv_request *r, const isv__exchange *ex) {
+  return r->status ? r->status : isv__queue_headers(r, ex->headers, ex->n_headers);
 }

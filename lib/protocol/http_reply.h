@@ -34,11 +34,13 @@ int isv__media_is(const isv__header *ct, const char *type);
 /* A refused request's Retry-After (the core's estimate, r->retry_after_s): *h set, its value
  * written in buf (cap >= 12); 1, or 0 when the core has none. */
 size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t cap);
-/* For the protocols whose bodies cannot carry Triton's "priority" and "timeout" parameters (TF
- * Serving, Vertex, grps over REST): the headers Inference-Priority and Inference-Timeout-Us
- * (decimal integers) as those parameters, unless the request has them already (a body's
- * wins). 0, or r failed (400 naming the header) — r not failed already. */
-int isv__http_queue_headers(isv_request *r, isv__exchange *ex);
+/* Triton's "priority" and "timeout" request parameters from the headers Inference-Priority and
+ * Inference-Timeout-Us (decimal integers; gRPC: metadata of those names), for the protocols
+ * whose messages cannot carry them (TF Serving, Vertex, grps) and any other: a request that
+ * has the parameter already keeps it (the body's wins). 0, or r failed (400 naming the
+ * header). Only on a request not failed already. */
+int isv__queue_headers(isv_request *r, const isv__header *h, size_t n);
+int isv__http_queue_headers(isv_request *r, const isv__exchange *ex); /* the exchange's */
 /* Append {"error": msg} to b (UTF-8 sanitised). */
 void isv__json_error_body(isv__buf *b, const char *msg);
 

@@ -314,7 +314,7 @@ static void predict_done(isv_request *r, int status, void *data) {
 static void decode_work(isv__offload *o) { decode((predict *)o); }
 
 static void submit(predict *p) {
-  if (p->r->status == 0) isv__http_queue_headers(p->r, p->ex); /* Inference-Priority, ... */
+  isv__http_queue_headers(p->r, p->ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(p->r, p->ex);
   isv__core_submit(p->r->core, p->r, predict_done, p);
 }

@@ -592,6 +592,7 @@ static void decode_work(isv__offload *o) {
 
 static void decode_after(isv__offload *o) {
   decoding *d = (decoding *)o;
+  isv__http_queue_headers(d->r, d->ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(d->r, d->ex);
   isv__core_submit(d->r->core, d->r, infer_done, d->ex);
 }
@@ -616,6 +617,7 @@ static void infer(isv__http_req *q) {
       isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
     }
   }
+  isv__http_queue_headers(r, ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(r, ex);
   isv__core_submit(q->core, r, infer_done, ex);
 }
@@ -640,6 +642,7 @@ static void generate(isv__http_req *q) {
   if (r == NULL) return;
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  isv__http_queue_headers(r, q->ex);
   isv__http_give_body(r, q->ex);
   isv__core_submit(q->core, r, generate_done, q->ex);
 }
@@ -738,6 +741,7 @@ static void generate_stream(isv__http_req *q) {
     isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  isv__http_queue_headers(r, q->ex);
   isv__http_give_body(r, q->ex);
   isv__core_submit(q->core, r, stream_done, st);
 }

@@ -38,6 +38,13 @@ def stub1(demo1, protos):
 
 
 @pytest.fixture
+def grps1(demo1, protos):
+    ch = make_channel(demo1)
+    yield protos.grps_grpc.GrpsServiceStub(ch)
+    ch.close()
+
+
+@pytest.fixture
 def pool():
     with cf.ThreadPoolExecutor(16) as ex:
         yield ex
@@ -167,6 +174,36 @@ def test_tf_serving_and_grps_name_the_level_in_a_header(demo1, pool):
                   headers={"Inference-Priority": "7"})
     assert_error(r, 400, "priority 7 is out of range for model 'prio': its priority levels are 1 "
                  "to 3 (0 or none: the default, 2)")
+
+
+def test_grpc_metadata_and_v2_headers_name_the_level_where_no_parameter_does(demo1, grps1,
+                                                                            protos, pool):
+    """grps over gRPC has no parameter for it: the call's metadata; V2 REST may use the header
+    too, but a request's own "priority" parameter wins over it."""
+    g = grps1
+    gmsg = protos.grps_pb.GrpsMessage(model="prio-1")
+    t = gmsg.gtensors.tensors.add(name="INPUT0", dtype=protos.grps_pb.DT_INT32, shape=[1])
+    t.flat_int32.append(0)
+    blocker = hold(demo1, pool, 1500)
+    calls = [
+        ("grps_default", lambda: g.Predict(gmsg, timeout=30)),
+        ("v2_param_wins", lambda: post_json(demo1, "/v2/models/prio/infer", body(0, 3),
+                                            headers={"Inference-Priority": "1"}, timeout=30)),
+        ("grps_1", lambda: g.Predict(gmsg, metadata=(("inference-priority", "1"),), timeout=30)),
+        ("v2_header_1", lambda: post_json(demo1, "/v2/models/prio/infer", body(0),
+                                          headers={"Inference-Priority": "1"}, timeout=30)),
+    ]
+    fs = queue_in_order(demo1, pool, [c for _, c in calls])
+    ran = {}
+    for (tag, _), f in zip(calls, fs):
+        r = f.result()
+        ran[tag] = r.gtensors.tensors[0].flat_int32[0] if tag.startswith("grps") else place(r)
+    blocker.result()
+    assert sorted(ran, key=ran.get) == ["grps_1", "v2_header_1", "grps_default",
+                                        "v2_param_wins"], ran
+    bad = g.Predict(gmsg, metadata=(("inference-timeout-us", "-5"),), timeout=30)
+    assert bad.status.code == 400
+    assert "header Inference-Timeout-Us must be a non-negative decimal integer" in bad.status.msg
 
 
 # ---- refusals -------------------------------------------------------------------------------
