@@ -679,7 +679,8 @@ ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint
  * and gRPC, as Triton's clients send it), or else the header Inference-Priority (a decimal
  * integer; gRPC: call metadata of that name) — what TF Serving, Vertex and grps clients, whose
  * messages have no place for it, send; any protocol's request may, its own "priority"
- * parameter winning; isv_request_set_priority in process: 0 or none means default_level, a
+ * parameter winning, and a header that is no such integer is refused 400 on any model — or
+ * in process isv_request_set_priority. 0 or none means default_level, a
  * level above `levels` is refused 400 / INVALID_ARGUMENT naming the range (DECISION: Triton
  * quietly runs it at the default level; a client's mistake should be heard). levels 0 (the
  * default): one level, and "priority" is not read at all. At most ISV_MAX_PRIORITY_LEVELS;
