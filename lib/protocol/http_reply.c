@@ -140,8 +140,9 @@ int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
     uint64_t v = 0;
     size_t k = 0;
     for (; k < h->value_len && h->value[k] >= '0' && h->value[k] <= '9'; k++) {
-      if (v > (UINT64_MAX - 9) / 10) break;
-      v = v * 10 + (uint64_t)(h->value[k] - '0');
+      uint64_t d = (uint64_t)(h->value[k] - '0');
+      if (v > (UINT64_MAX - d) / 10) break; /* past 2^64 - 1 */
+      v = v * 10 + d;
     }
     if (k == 0 || k != h->value_len)
       return isv__request_fail(r, ISV_EBADREQ, "header %s must be a non-negative decimal "
