@@ -315,9 +315,11 @@ static void decode_work(isv__offload *o) {
 }
 
 /* Triton's priority and timeout from the call's metadata, where the message has no parameter
- * of that name (grps's have no place for one): http_reply.h. */
+ * of that name (grps's have no place for one): http_reply.h. Not for a repository operation,
+ * which no priority concerns. */
 static void queue_metadata(gcall *g, isv_request *r) {
-  if (r->status == 0) isv__queue_headers(r, g->call->headers, g->call->n_headers);
+  if (r->status == 0 && r->repo_op == NULL)
+    isv__queue_headers(r, g->call->headers, g->call->n_headers);
 }
 
 static void decode_after(isv__offload *o) {
