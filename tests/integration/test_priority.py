@@ -14,7 +14,6 @@ import time
 
 import grpc
 import pytest
-import requests
 
 from isvtest import assert_error, get, ok_json, outputs_by_name, post_json, tensor
 from grpc_stubs import add_input, decode_raw, encode_raw, expect_rpc_error, make_channel, \
