@@ -182,6 +182,14 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
     const char *l[] = {"a", "b"};
     isv_model_config_set_labels(c, l, 2);
   }
+  if (strcmp(name, "q") == 0) { /* Triton's priorities: a level full at 1, one that delays */
+    isv_queue_policy p = {.struct_size = sizeof p, .default_timeout_us = 500,
+                          .allow_timeout_override = 1, .max_queue_size = 1};
+    isv_model_config_set_priority_levels(c, 3, 2);
+    isv_model_config_set_queue_policy(c, 1, &p);
+    p.timeout_action = ISV_TIMEOUT_DELAY;
+    isv_model_config_set_queue_policy(c, 2, &p);
+  }
   isv_backend be = {.struct_size = sizeof be, .infer = infer};
   isv_server_add_model(srv, c, "1", &be, NULL, NULL);
   isv_model_config_free(c);
@@ -211,6 +219,7 @@ static void init(void) {
   add_model("m", add_one, 1);
   add_model("e", echo, 0);
   add_model("d", defer, 0);
+  add_model("q", defer, 0); /* "d" with priority levels and queue policies */
   isv_model_config *g;
   isv_model_config_new("g", &g);
   isv_model_config_set_open_io(g, 1);

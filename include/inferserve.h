@@ -701,14 +701,84 @@ ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode
  * a backend is never called concurrently unless it says it may be. n >= 1. */
 ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
 /* Requests that may wait in this version's queue; one more is refused (HTTP 503, gRPC
- * UNAVAILABLE) naming the model. 0 (the default): no bound but isv_options_set_max_inflight. */
+ * UNAVAILABLE) naming the model. 0 (the default): no bound but isv_options_set_max_inflight.
+ * Retry-After: a REST answer refusing a request for a full queue (this bound, or a level's
+ * max_queue_size: isv_queue_policy) carries the server's estimate of when a place frees, in
+ * whole seconds (at least 1, at most 3600): the requests ahead of the refused one, divided
+ * among the instances, plus one round, each round the model's mean compute time per request
+ * so far. Before the model ran any request there is no estimate and no Retry-After; nor for
+ * other 503 and 429 answers (the server's in-flight limit, a client's request limit, a queue
+ * timeout), whose end the server cannot foresee. gRPC answers carry no estimate. */
 ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
 /* The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
- * theirs with the request parameter "timeout" (microseconds, as Triton) or gRPC's grpc-timeout;
- * the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
+ * theirs with the request parameter "timeout" (microseconds, as Triton; for a model with queue
+ * policies it is the queue timeout instead: isv_model_config_set_queue_policy) or gRPC's
+ * grpc-timeout; the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
  * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_is_cancelled) and
  * answered 504 once its backend completes, whatever it completed with. */
 ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint64_t us);
+/* Priorities and queue policies (Triton's ModelDynamicBatching.priority_levels,
+ * default_priority_level, default_queue_policy and priority_queue_policy, with its
+ * ModelQueuePolicy) — for every model, batched or not: a model without batching has a queue
+ * too. Not with sequence batching (isv_server_add_model: ISV_EINVAL), whose requests must run
+ * in their sequence's order (Triton's sequence batcher has no priorities either).
+ *
+ * levels > 0: requests wait in one queue per level; level 1 runs first, then 2, ...; within a
+ * level in arrival order. A request names its level with the parameter "priority" (V2 REST
+ * and gRPC, as Triton's clients send it), or else the header Inference-Priority (a decimal
+ * integer; gRPC: call metadata of that name) — what TF Serving, Vertex and grps clients, whose
+ * messages have no place for it, send; any protocol's request may, its own "priority"
+ * parameter winning, and a header that is no such integer is refused 400 on any model — or
+ * in process isv_request_set_priority. 0 or none means default_level, a
+ * level above `levels` is refused 400 / INVALID_ARGUMENT naming the range (DECISION: Triton
+ * quietly runs it at the default level; a client's mistake should be heard). levels 0 (the
+ * default): one level, and "priority" is not read at all. At most ISV_MAX_PRIORITY_LEVELS;
+ * default_level in [1, levels] when levels > 0 (else 0), ISV_EINVAL otherwise. */
+#define ISV_MAX_PRIORITY_LEVELS 256u
+ISV_EXTERN int isv_model_config_set_priority_levels(isv_model_config *c, uint32_t levels,
+                                                    uint32_t default_level);
+/* What happens to a request whose queue timeout passes while it waits. */
+typedef enum {
+  ISV_TIMEOUT_REJECT = 0, /* it leaves the queue, answered 503 / UNAVAILABLE "Request timeout
+                           * expired" (Triton's words) without running */
+  ISV_TIMEOUT_DELAY = 1   /* it moves behind every request of its level that has not timed out
+                           * (those arriving later too) — still ahead of lower levels, as
+                           * Triton's DELAY: it may wait indefinitely while new requests come */
+} isv_timeout_action;
+/* Triton's ModelQueuePolicy. Zero-initialise it and set struct_size = sizeof(isv_queue_policy);
+ * fields added later are read only when struct_size covers them. */
+typedef struct isv_queue_policy {
+  size_t struct_size;
+  isv_timeout_action timeout_action; /* default ISV_TIMEOUT_REJECT */
+  /* The queue timeout of every request of the level, from its submission, in µs; 0: none. */
+  uint64_t default_timeout_us;
+  /* Whether a request may shorten it with the "timeout" parameter (µs; Triton's; or else the
+   * header or gRPC metadata Inference-Timeout-Us, as for Inference-Priority above;
+   * isv_request_set_timeout_us in process): the shorter of the two applies, a longer one is
+   * ignored — and with default_timeout_us 0 (no timeout) the request's own applies
+   * (DECISION: Triton's code then ignores it, which its documentation does not say). */
+  int allow_timeout_override;
+  /* Requests that may wait at the level (timed out and delayed ones too); one more is refused
+   * 503 / UNAVAILABLE "Exceeds maximum queue size" (Triton's words). 0: no bound (the model's
+   * isv_model_config_set_max_queue still holds over all levels). */
+  uint32_t max_queue_size;
+} isv_queue_policy;
+/* The queue policy of priority level `level` (Triton's priority_queue_policy), or with level 0
+ * the default one (default_queue_policy) that every level without its own follows. Copied; a
+ * later call for the same level replaces it. A level above the model's levels is refused by
+ * isv_server_add_model (ISV_EINVAL, Triton's "priority queue policy must have priority level
+ * in range [1, N]"). ISV_EINVAL: p NULL, struct_size too small, an unknown action, a level
+ * above ISV_MAX_PRIORITY_LEVELS.
+ *
+ * A model with any priority level or queue policy set follows these rules alone for the
+ * "timeout" parameter: it is the queue timeout above, honoured only with
+ * allow_timeout_override, and no longer the request's deadline. Without (the default, Triton's
+ * default policy but for this), "timeout" stays a deadline (isv_model_config_set_default_timeout_us:
+ * 504 whether waiting or running). gRPC's grpc-timeout and the model's default timeout are
+ * deadlines in both cases. A request refused by a policy (full level, timeout expired) counts
+ * as a failed request in the statistics, as Triton counts it. */
+ISV_EXTERN int isv_model_config_set_queue_policy(isv_model_config *c, uint32_t level,
+                                                 const isv_queue_policy *p);
 /* Dynamic batching (the model needs max_batch > 0): waiting requests whose inputs agree beyond
  * dimension 0 (same names, datatypes and other dimensions) and whose parameters are equal run
  * as ONE backend call, their inputs concatenated along dimension 0, at most max_batch rows.
@@ -995,6 +1065,15 @@ ISV_EXTERN int isv_request_add_requested_output_buffer(isv_request *r, const cha
                                              size_t size);
 /* Copies key and value (string values too). A repeated key replaces the earlier value. */
 ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value);
+/* The request's priority level (isv_model_config_set_priority_levels): the parameter
+ * "priority" (uint64) as a V2 client sends it; 0 is the model's default level. Before
+ * isv_server_infer. */
+ISV_EXTERN int isv_request_set_priority(isv_request *r, uint64_t level);
+/* The request's timeout in µs: the parameter "timeout" as a V2 client sends it (Triton's) — a
+ * queue timeout for a model with queue policies (honoured with allow_timeout_override), a
+ * deadline for the others (isv_model_config_set_queue_policy says which). Before
+ * isv_server_infer. */
+ISV_EXTERN int isv_request_set_timeout_us(isv_request *r, uint64_t us);
 /* For a decoupled model: cb runs on the loop thread for each response the backend sends
  * (isv_request_send_response), in order, all before the request's done callback. Its first
  * argument is a new object holding that one response: read it with isv_request_output_* and

@@ -280,6 +280,25 @@ class model_config {
     detail::check(isv_model_config_set_default_timeout_us(c_.get(), us));
     return *this;
   }
+  /* Triton's priority levels and queue policies (isv_model_config_set_priority_levels,
+   * isv_model_config_set_queue_policy: level 0 is the default policy). */
+  model_config &priority_levels(std::uint32_t levels, std::uint32_t default_level) {
+    detail::check(isv_model_config_set_priority_levels(c_.get(), levels, default_level));
+    return *this;
+  }
+  model_config &queue_policy(std::uint32_t level, isv_timeout_action action,
+                             std::uint64_t default_timeout_us = 0,
+                             bool allow_timeout_override = false,
+                             std::uint32_t max_queue_size = 0) {
+    isv_queue_policy p{};
+    p.struct_size = sizeof p;
+    p.timeout_action = action;
+    p.default_timeout_us = default_timeout_us;
+    p.allow_timeout_override = allow_timeout_override ? 1 : 0;
+    p.max_queue_size = max_queue_size;
+    detail::check(isv_model_config_set_queue_policy(c_.get(), level, &p));
+    return *this;
+  }
   const isv_model_config *get() const noexcept { return c_.get(); }
 
  private:

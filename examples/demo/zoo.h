@@ -29,6 +29,10 @@
  *   tokens              decoupled: text_input BYTES [1] -> one response per word (text_output);
  *                       the word FAIL fails the request there (an error after some responses)
  *   queue1              like slow, one instance, one waiting request at most (503 beyond)
+ *   prio                priorities and queue policies: one instance, INPUT0 ms per call,
+ *                       OUTPUT0 = the call's place in the order calls ran; 3 levels (2 by
+ *                       default), level 1 at most 2 waiting, level 2 rejects at a request's
+ *                       timeout, level 3 delays
  *   cost, cost_batched  INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 after 200 µs + 1 µs per row, one
  *                       instance; cost_batched with dynamic batching (max 32, 500 µs): the pair
  *                       bench/batching.sh compares

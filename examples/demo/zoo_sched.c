@@ -5,6 +5,7 @@
 #include "zoo.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <stdio.h>
@@ -59,6 +60,31 @@ static int cost_infer(isv_request *req, void *user) {
   int rc = isv_request_set_output(req, "OUTPUT0", ISV_FP32, shape, nd, isv_tensor_data(x),
                                   isv_tensor_byte_size(x), ISV_STATIC);
   return rc ? rc : isv_request_complete(req, 0, NULL);
+}
+
+/* ---- prio: priorities and queue policies, observable ----------------------------------------
+ * One instance; each call sleeps INPUT0 ms (as `slow`) and answers OUTPUT0 = its place in the
+ * order the model's calls ran (1, 2, ...): a client sees which of its requests ran first. */
+static atomic_int prio_calls;
+
+static int prio_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *x = isv_request_input(req, "INPUT0");
+  if (x == NULL || isv_tensor_datatype(x) != ISV_INT32 || isv_tensor_element_count(x) != 1)
+    return demo_fail(req, ISV_EBADREQ, "INPUT0 must hold one INT32 (milliseconds)");
+  int32_t ms;
+  memcpy(&ms, isv_tensor_data(x), sizeof ms);
+  int32_t *out;
+  int64_t one = 1;
+  int rc = isv_request_alloc_output(req, "OUTPUT0", ISV_INT32, &one, 1, (void **)&out);
+  if (rc != 0) return rc;
+  *out = atomic_fetch_add(&prio_calls, 1) + 1;
+  for (int32_t left = ms > 10000 ? 10000 : ms; left > 0; left -= 10) {
+    if (isv_request_is_cancelled(req))
+      return isv_request_complete(req, ISV_ECANCELED, "cancelled by the client");
+    uv_sleep(left < 10 ? (unsigned)left : 10);
+  }
+  return isv_request_complete(req, 0, NULL);
 }
 
 /* ---- accumulate: the running sum of a sequence -------------------------------------------- */
@@ -271,6 +297,24 @@ int demo_zoo_register_scheduling(isv_server *srv) {
     return ISV_ENOMEM;
   if ((rc = isv_model_config_set_dynamic_batching(c, 500, NULL, 0)) != 0) return dropped(c, rc);
   if ((rc = add(srv, c, cost_infer, NULL)) != 0) return rc;
+
+  /* three priority levels (2 by default): level 1 holds 2 waiting requests at most and ignores
+   * a request's "timeout"; level 2 (the default policy) rejects a request at its "timeout";
+   * level 3 delays it behind the others */
+  if ((c = config("prio", 0, q_in, 1, q_out, 1, ISV_EXEC_POOL, 1)) == NULL) return ISV_ENOMEM;
+  static const isv_queue_policy by_default = {.struct_size = sizeof(isv_queue_policy),
+                                              .allow_timeout_override = 1};
+  static const isv_queue_policy level1 = {.struct_size = sizeof(isv_queue_policy),
+                                          .max_queue_size = 2};
+  static const isv_queue_policy level3 = {.struct_size = sizeof(isv_queue_policy),
+                                          .timeout_action = ISV_TIMEOUT_DELAY,
+                                          .allow_timeout_override = 1};
+  if ((rc = isv_model_config_set_priority_levels(c, 3, 2)) != 0 ||
+      (rc = isv_model_config_set_queue_policy(c, 0, &by_default)) != 0 ||
+      (rc = isv_model_config_set_queue_policy(c, 1, &level1)) != 0 ||
+      (rc = isv_model_config_set_queue_policy(c, 3, &level3)) != 0)
+    return dropped(c, rc);
+  if ((rc = add(srv, c, prio_infer, NULL)) != 0) return rc;
 
   /* one instance and room for one waiting request: the third at once is refused */
   if ((c = config("queue1", 0, q_in, 1, q_out, 1, ISV_EXEC_POOL, 1)) == NULL) return ISV_ENOMEM;

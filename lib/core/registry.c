@@ -72,6 +72,7 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
   for (size_t i = 0; i < c->n_labels; i++) isv__free(c->labels[i]);
   isv__free(c->labels);
   isv__free(c->preferred);
+  isv__free(c->level_policies);
   isv__free(c);
 }
 
@@ -243,6 +244,54 @@ ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint
   return 0;
 }
 
+ISV_EXTERN int isv_model_config_set_priority_levels(isv_model_config *c, uint32_t levels,
+                                                    uint32_t default_level) {
+  if (c == NULL || levels > ISV_MAX_PRIORITY_LEVELS ||
+      (levels ? default_level == 0 || default_level > levels : default_level != 0))
+    return ISV_EINVAL;
+  c->priority_levels = levels;
+  c->default_priority = default_level;
+  c->queue_policies = 1;
+  return 0;
+}
+
+ISV_EXTERN int isv_model_config_set_queue_policy(isv_model_config *c, uint32_t level,
+                                                 const isv_queue_policy *p) {
+  if (c == NULL || p == NULL || level > ISV_MAX_PRIORITY_LEVELS ||
+      p->struct_size < offsetof(isv_queue_policy, max_queue_size) + sizeof p->max_queue_size)
+    return ISV_EINVAL;
+  isv_queue_policy q;
+  memset(&q, 0, sizeof q);
+  memcpy(&q, p, p->struct_size < sizeof q ? p->struct_size : sizeof q);
+  q.struct_size = sizeof q;
+  if ((q.timeout_action != ISV_TIMEOUT_REJECT && q.timeout_action != ISV_TIMEOUT_DELAY) ||
+      q.default_timeout_us > UINT64_MAX / 1000)
+    return ISV_EINVAL;
+  q.allow_timeout_override = q.allow_timeout_override != 0;
+  c->queue_policies = 1;
+  if (level == 0) {
+    c->default_policy = q;
+    return 0;
+  }
+  for (size_t i = 0; i < c->n_level_policies; i++)
+    if (c->level_policies[i].level == level) {
+      c->level_policies[i].policy = q;
+      return 0;
+    }
+  isv__level_policy *v =
+      isv__realloc(c->mem, c->level_policies, (c->n_level_policies + 1) * sizeof *v);
+  if (v == NULL) return ISV_ENOMEM;
+  c->level_policies = v;
+  v[c->n_level_policies++] = (isv__level_policy){level, q};
+  return 0;
+}
+
+const isv_queue_policy *isv__config_level_policy(const isv_model_config *c, uint32_t level) {
+  for (size_t i = 0; level && i < c->n_level_policies; i++)
+    if (c->level_policies[i].level == level) return &c->level_policies[i].policy;
+  return &c->default_policy;
+}
+
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return x < y ? -1 : x > y;
@@ -343,6 +392,16 @@ isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem
   d->max_sequences = c->max_sequences;
   d->open_io = c->open_io;
   d->native = c->native;
+  d->queue_policies = c->queue_policies;
+  d->priority_levels = c->priority_levels;
+  d->default_priority = c->default_priority;
+  d->default_policy = c->default_policy;
+  for (size_t i = 0; i < c->n_level_policies; i++)
+    if (isv_model_config_set_queue_policy(d, c->level_policies[i].level,
+                                          &c->level_policies[i].policy) != 0) {
+      isv_model_config_free(d);
+      return NULL;
+    }
   return d;
 }
 
@@ -526,6 +585,15 @@ int isv__registry_check(const isv_model_config *c, const char *version, const is
                              "sequence batching");
   if (c->batching && c->open_io)
     return invalid(why, cap, "dynamic batching needs declared inputs: not with open I/O");
+  if (c->queue_policies && c->sequences)
+    return invalid(why, cap, "priority levels and queue policies do not combine with sequence "
+                             "batching (a sequence's requests run in their order)");
+  for (size_t i = 0; i < c->n_level_policies; i++)
+    if (c->level_policies[i].level > c->priority_levels) {
+      if (why) snprintf(why, cap, "priority queue policy must have priority level in range "
+                        "[1, %u] for %s", (unsigned)c->priority_levels, c->name);
+      return ISV_EINVAL;
+    }
   return 0;
 }
 

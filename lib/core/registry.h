@@ -32,6 +32,12 @@ typedef struct isv__signature {
   size_t n_out;
 } isv__signature;
 
+/* A priority level's own queue policy (Triton's priority_queue_policy entry). */
+typedef struct isv__level_policy {
+  uint32_t level;
+  isv_queue_policy policy;
+} isv__level_policy;
+
 struct isv_model_config {
   const isv_mem *mem; /* where its pieces come from: NULL (libc's) for the host's, the server's
                        * for a registered model's copy */
@@ -58,6 +64,13 @@ struct isv_model_config {
   uint32_t max_sequences;
   isv__signature *sigs; /* none: the implicit serving_default */
   size_t n_sigs;
+  /* priorities and queue policies (isv_model_config_set_priority_levels / _queue_policy) */
+  int queue_policies;          /* either was set: the scheduler's policy queues (scheduler.c) */
+  uint32_t priority_levels;    /* 0: one level */
+  uint32_t default_priority;   /* in [1, priority_levels]; 0 with no levels */
+  isv_queue_policy default_policy;
+  isv__level_policy *level_policies; /* the levels given one of their own, in setting order */
+  size_t n_level_policies;
   int open_io; /* undeclared inputs and outputs are allowed (isv_model_config_set_open_io) */
   int native;  /* wants a protocol's own message (isv_model_config_set_native) */
 };
@@ -167,6 +180,9 @@ int isv__version_cmp(const char *a, const char *b);
 
 void isv__model_ref(isv_model *m);
 void isv__model_unref(isv_model *m);
+
+/* The queue policy of priority level `level` (1..priority_levels; 0: the default one). */
+const isv_queue_policy *isv__config_level_policy(const isv_model_config *c, uint32_t level);
 
 /* Config helpers shared by validation and metadata. */
 const isv__io *isv__config_input(const isv_model_config *c, const char *name, size_t len);

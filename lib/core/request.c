@@ -679,6 +679,16 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
   return set_param(&r->arena, &r->params, &r->n_params, &r->cap_params, key, value);
 }
 
+ISV_EXTERN int isv_request_set_priority(isv_request *r, uint64_t level) {
+  isv_param v = {.type = ISV_PARAM_UINT64, .v.u64 = level};
+  return isv_request_set_param(r, "priority", &v);
+}
+
+ISV_EXTERN int isv_request_set_timeout_us(isv_request *r, uint64_t us) {
+  isv_param v = {.type = ISV_PARAM_UINT64, .v.u64 = us};
+  return isv_request_set_param(r, "timeout", &v);
+}
+
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value) {
   if (r == NULL || !r->submitted) return ISV_EINVAL;

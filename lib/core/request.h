@@ -123,6 +123,8 @@ struct isv_request {
                                  * the repository's hidden model, never to a named one */
 
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */
+  uint32_t retry_after_s;  /* a refusal's estimate of when a retry may be taken (the scheduler's:
+                            * a full queue); 0 = none. REST answers carry it as Retry-After */
   int is_exec;             /* handed to a backend's infer (an execution, not a batch's member):
                             * the one a backend may complete; set before infer, never cleared */
   struct isv__job *job;    /* the scheduler's, from submission (core/scheduler.c); NULL before */

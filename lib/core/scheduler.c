@@ -41,7 +41,7 @@
 #include "core/responses.h"
 #include "core/sequence.h"
 
-enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON };
+enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON, T_QUEUE };
 
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define US 1000ull /* ns */
@@ -74,6 +74,7 @@ struct isv__job {
   int on_pool;                 /* submitted to the pool, not yet back (core->pool_execs) */
   isv__job *live_prev, *live_next; /* an execution, in the core's running list */
   isv__timed deadline;         /* the request's deadline in the core's time heap */
+  isv__timed qtimeout;         /* its queue policy's timeout, while it waits (T_QUEUE) */
   int timed_out;               /* the deadline passed: it ends ISV_EDEADLINE, whatever comes */
   int authz_pending;           /* waiting for the model stage's decision (isv__core_authorized) */
   isv__seq *seq;               /* sequence batching: its sequence */
@@ -90,8 +91,12 @@ struct isv__sched {
   unsigned busy;        /* instances running an execution */
   uint8_t *inst_busy;   /* per instance */
   unsigned *inst_seqs;  /* live sequences bound to each instance */
-  job_queue *queues;    /* one queue; or, with sequence batching, one per instance */
+  job_queue *queues;    /* one queue; or, with sequence batching, one per instance; or, with
+                         * queue policies, two per priority level — its requests, then those
+                         * its DELAY policy put behind them — in the order they run */
   unsigned n_queues;
+  unsigned low;         /* queue policies: no queue before this one holds a request */
+  const isv_queue_policy **pol; /* queue policies: each level's (the config's) */
   isv__timed wake;      /* dynamic batching: when the oldest request's delay runs out */
   isv__seqtab seqs;
   int scheduling, again;  /* schedule() is running / must go round again */
@@ -175,15 +180,41 @@ static void q_remove(isv_request *r) {
   j->sq_prev = j->sq_next = NULL;
   isv_model *m = r->model;
   isv__sched *s = m->sched;
+  if (isv__timed_armed(&j->qtimeout)) isv__timeheap_remove(&s->core->timers, &j->qtimeout);
   if (--m->stats.queued == 0 && s->core) {
     isv__timeheap_remove(&s->core->timers, &s->wake);
     models_unlink(s->core, m);
   }
 }
 
-/* The request after r in its queue (isv__batch_pick's walk). */
+/* Queue policies: j goes to the tail of queue `to` of its model, still waiting (DELAY). */
+static void q_move(isv__sched *s, isv__job *j, unsigned to) {
+  job_queue *q = j->queue;
+  if (j->sq_prev) j->sq_prev->sq_next = j->sq_next;
+  else q->head = j->sq_next;
+  if (j->sq_next) j->sq_next->sq_prev = j->sq_prev;
+  else q->tail = j->sq_prev;
+  q->n--;
+  q_push(&s->queues[to], j);
+  if (to < s->low) s->low = to;
+}
+
+/* The request that runs next: the head of the first queue that holds one (one queue but with
+ * queue policies, whose levels come in order). NULL when none waits. */
+static isv__job *q_first(isv__sched *s) {
+  while (s->low < s->n_queues && s->queues[s->low].head == NULL) s->low++;
+  return s->low < s->n_queues ? s->queues[s->low].head : NULL;
+}
+
+/* The request after r in the order requests run (isv__batch_pick's walk): across queues with
+ * queue policies — a batch takes what the levels hold in their order, as Triton's does. */
 static isv_request *q_next(const isv_request *r) {
-  return r->job->sq_next ? r->job->sq_next->r : NULL;
+  const isv__job *j = r->job;
+  if (j->sq_next) return j->sq_next->r;
+  const isv__sched *s = r->model->sched;
+  for (size_t i = (size_t)(j->queue - s->queues) + 1; i < s->n_queues; i++)
+    if (s->queues[i].head) return s->queues[i].head->r;
+  return NULL;
 }
 
 /* A job for r, in its arena (at submission; a batch's when it is built). 0, or ISV_ENOMEM. */
@@ -312,12 +343,16 @@ static int sched_make(isv_model *m) {
   if (s == NULL) return ISV_ENOMEM;
   s->model = m;
   s->core = m->core;
-  s->n_queues = c->sequences ? c->instances : 1;
+  unsigned levels = c->priority_levels ? c->priority_levels : 1;
+  s->n_queues = c->sequences ? c->instances : c->queue_policies ? 2 * levels : 1;
   s->inst_busy = isv__calloc(mem, c->instances, sizeof *s->inst_busy);
   s->inst_seqs = isv__calloc(mem, c->instances, sizeof *s->inst_seqs);
   s->queues = isv__calloc(mem, s->n_queues, sizeof *s->queues);
   isv__seqtab_init(&s->seqs, mem);
-  if (s->inst_busy && s->inst_seqs && s->queues) return 0;
+  if (c->queue_policies && (s->pol = isv__calloc(mem, levels, sizeof *s->pol)) != NULL)
+    for (unsigned i = 0; i < levels; i++)
+      s->pol[i] = isv__config_level_policy(c, c->priority_levels ? i + 1 : 0);
+  if (s->inst_busy && s->inst_seqs && s->queues && (s->pol || !c->queue_policies)) return 0;
   sched_end(m);
   return ISV_ENOMEM;
 }
@@ -338,6 +373,7 @@ static void sched_end(isv_model *m) {
   isv__free(s->inst_busy);
   isv__free(s->inst_seqs);
   isv__free(s->queues);
+  isv__free(s->pol);
   isv__free(s);
   m->sched = NULL;
   m->sched_end = NULL;
@@ -402,6 +438,7 @@ static void finish_request(isv_request *r) {
   isv__job *j = r->job; /* NULL: no memory for it at submission (r failed) */
   if (r->stream) isv__responses_deliver(r);
   if (r->counted) isv__timeheap_remove(&c->timers, &j->deadline);
+  if (j && isv__timed_armed(&j->qtimeout)) isv__timeheap_remove(&c->timers, &j->qtimeout);
   if (j && j->timed_out)
     isv__request_fail(r, ISV_EDEADLINE, "request to model '%s' passed its deadline while it %s",
                       r->model->cfg->name, j->run_ns ? "ran" : "waited");
@@ -701,7 +738,7 @@ static int dispatch_batch(isv_model *m, unsigned instance) {
     cap = 64;
   }
   uint64_t rows;
-  size_t n = isv__batch_pick(s->queues[0].head->r, q_next, c->max_batch, members, cap, &rows);
+  size_t n = isv__batch_pick(q_first(s)->r, q_next, c->max_batch, members, cap, &rows);
   isv_request *head = members[0];
   int full = rows >= c->max_batch || isv__batch_preferred(c, rows);
   uint64_t due = head->start_ns + c->batch_delay_us * US;
@@ -768,7 +805,7 @@ static void schedule_once(isv_model *m) {
       if (!dispatch_batch(m, i)) return;
       continue;
     }
-    isv_request *r = s->queues[0].head->r;
+    isv_request *r = q_first(s)->r;
     q_remove(r);
     start_exec(m, r, i);
   }
@@ -826,6 +863,62 @@ static int core_params(isv_request *r, uint64_t *timeout_us, uint64_t *seq_id, c
 
 static uint64_t earliest(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 || a < b ? a : b; }
 
+/* A refusal for a full queue: the seconds until a place may have freed — `ahead` requests go
+ * first, `instances` at a time, each round taking the model's mean compute time per request
+ * so far (a batch's time counts once per member: an upper bound for batches). 0 (nothing to
+ * say) before any request of the model ran. At least 1, at most an hour. */
+static uint32_t retry_after_s(const isv_model *m, size_t ahead) {
+  uint64_t ok = 0;
+  for (unsigned p = 0; p < ISV__MAX_PROTOCOLS; p++) ok += isv__counter_get(&m->stats.success[p]);
+  if (ok == 0) return 0;
+  uint64_t mean = isv__counter_get(&m->stats.compute_infer_ns) / ok;
+  uint64_t rounds = ahead / m->cfg->instances + 1;
+  uint64_t s = mean > UINT64_MAX / rounds ? UINT64_MAX : (mean * rounds + 999999999) / 1000000000;
+  return s < 1 ? 1 : s > 3600 ? 3600 : (uint32_t)s;
+}
+
+/* Queue policies: the level r waits at (its queue: *q) and its queue timeout (*queue_us; 0:
+ * none) from its "priority" and "timeout" (timeout_us) — or r failed: a level out of range,
+ * a full level. */
+static int policy_admit(isv_request *r, uint64_t timeout_us, unsigned *q, uint64_t *queue_us) {
+  isv_model *m = r->model;
+  const isv_model_config *cfg = m->cfg;
+  isv__sched *s = m->sched;
+  uint64_t level = cfg->default_priority; /* 0 with no levels: the one there is */
+  const isv_param *p = cfg->priority_levels ? isv_request_param(r, "priority") : NULL;
+  if (p) {
+    uint64_t v;
+    if (p->type == ISV_PARAM_INT64 && p->v.i64 >= 0) v = (uint64_t)p->v.i64;
+    else if (p->type == ISV_PARAM_UINT64) v = p->v.u64;
+    else
+      return isv__request_fail(r, ISV_EBADREQ, "parameter 'priority' must be a non-negative "
+                               "integer (0: the model's default level)");
+    if (v > cfg->priority_levels)
+      return isv__request_fail(r, ISV_EBADREQ, "priority %" PRIu64 " is out of range for model "
+                               "'%s': its priority levels are 1 to %u (0 or none: the default, "
+                               "%u)", v, cfg->name, (unsigned)cfg->priority_levels,
+                               (unsigned)cfg->default_priority);
+    if (v) level = v;
+  }
+  unsigned i = level ? (unsigned)level - 1 : 0;
+  const isv_queue_policy *pol = s->pol[i];
+  size_t waiting = s->queues[2 * i].n + s->queues[2 * i + 1].n;
+  if (pol->max_queue_size && waiting >= pol->max_queue_size) {
+    size_t ahead = 0; /* a place frees when the level's first request runs */
+    for (unsigned k = 0; k < 2 * i; k++) ahead += s->queues[k].n;
+    r->retry_after_s = retry_after_s(m, ahead);
+    return isv__request_fail(r, ISV_EUNAVAIL, "Exceeds maximum queue size: model '%s' version "
+                             "'%s' has %zu requests waiting at priority level %u, its "
+                             "max_queue_size: retry later", cfg->name, m->version, waiting,
+                             level ? (unsigned)level : 1);
+  }
+  uint64_t us = pol->default_timeout_us;
+  if (pol->allow_timeout_override && timeout_us && (us == 0 || timeout_us < us)) us = timeout_us;
+  *queue_us = us > MAX_TIMEOUT_US ? MAX_TIMEOUT_US : us;
+  *q = 2 * i;
+  return 0;
+}
+
 /* Admit a bound, valid request: limits, deadline, sequence, queue. 0, or r failed. */
 static int admit(isv__core *c, isv_request *r) {
   isv_model *m = r->model;
@@ -841,19 +934,29 @@ static int admit(isv__core *c, isv_request *r) {
                              "of responses): this endpoint answers once, use a streaming one",
                              cfg->name);
   size_t queued = m->stats.queued;
-  if (cfg->max_queue && queued >= cfg->max_queue)
+  if (cfg->max_queue && queued >= cfg->max_queue) {
+    r->retry_after_s = retry_after_s(m, 0);
     return isv__request_fail(r, ISV_EUNAVAIL, "model '%s' version '%s' has %zu requests waiting, "
                              "its queue limit: retry later", cfg->name, m->version, queued);
+  }
+  unsigned q = 0;
+  uint64_t queue_us = 0;
+  if (cfg->queue_policies) { /* "timeout" is the queue policy's, not a deadline */
+    if (policy_admit(r, timeout_us, &q, &queue_us) != 0) return r->status;
+    timeout_us = 0;
+  }
   uint64_t us = earliest(earliest(timeout_us, r->timeout_us), cfg->default_timeout_us);
   if (us > MAX_TIMEOUT_US) us = MAX_TIMEOUT_US;
   if (us && set_timed(c, &r->job->deadline, T_DEADLINE, r->start_ns + us * US) != 0)
     return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  unsigned q = 0;
+  if (queue_us && set_timed(c, &r->job->qtimeout, T_QUEUE, r->start_ns + queue_us * US) != 0)
+    return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (cfg->sequences) {
     if (seq_admit(r, seq_id, seq_s, seq_len, flags) != 0) return r->status;
     q = r->job->seq->instance;
   }
   q_push(&s->queues[q], r->job);
+  if (q < s->low) s->low = q;
   if (m->stats.queued++ == 0) models_link(c, m);
   return 0;
 }
@@ -1026,6 +1129,28 @@ static void deadline_passed(isv_request *r) {
   else if (r->stream) isv__responses_cancelled(r);
 }
 
+/* A waiting request's queue timeout passed: its level's policy rejects it (Triton's words) or
+ * puts it behind the level's requests that have not timed out (DELAY). */
+static void queue_timeout_passed(isv_request *r) {
+  isv__job *j = r->job;
+  isv_model *m = r->model;
+  isv__sched *s = m->sched;
+  ISV_ASSERT(j->queue != NULL, "a queue timeout is armed only while its request waits");
+  if (j->queue == NULL) return;
+  unsigned qi = (unsigned)(j->queue - s->queues);
+  const isv_queue_policy *pol = s->pol[qi / 2];
+  if (pol->timeout_action == ISV_TIMEOUT_DELAY) {
+    q_move(s, j, qi | 1);
+    schedule(m); /* a batch waiting for more may see its head change */
+    return;
+  }
+  char msg[300];
+  snprintf(msg, sizeof msg, "Request timeout expired: it waited in the queue of model '%s' "
+           "version '%s' (priority level %u) for its whole queue timeout", m->cfg->name,
+           m->version, qi / 2 + 1);
+  unqueue_fail(r, ISV_EUNAVAIL, msg);
+}
+
 /* The drain deadline: queued requests are answered without running, running ones cancelled. */
 static void drain_passed(isv__core *c) {
   c->cut = 1; /* schedule() starts nothing from now on */
@@ -1158,6 +1283,7 @@ static void on_timer(uv_timer_t *t) {
     }
     case T_DRAIN: drain_passed(c); break;
     case T_ABANDON: abandon_running(c); break;
+    case T_QUEUE: queue_timeout_passed(OWNER(e, isv__job, qtimeout)->r); break;
     }
   }
   arm_timer(c);

@@ -12,6 +12,7 @@
 #include "codec/zcoding.h"
 #include "core/offload.h"
 #include "protocol/gate.h"
+#include "protocol/http_reply.h"
 #include "core/responses.h"
 #include "core/scheduler.h"
 
@@ -432,6 +433,14 @@ static void decode_work(isv__offload *o) {
   j->g->m->decode(j->r, j->r->body, j->r->body_len); /* touches the request only */
 }
 
+/* Triton's priority and timeout from the call's metadata, where the message has no parameter
+ * of that name (grps's have no place for one): http_reply.h. Not for a repository operation,
+ * which no priority concerns. */
+static void queue_metadata(gcall *g, isv_request *r) {
+  if (r->status == 0 && r->repo_op == NULL)
+    isv__queue_headers(r, g->call->headers, g->call->n_headers);
+}
+
 static void decode_after(isv__offload *o) {
   job *j = (job *)o;
   gcall *g = j->g;
@@ -440,6 +449,7 @@ static void decode_after(isv__offload *o) {
   g->inflating = 0;
   if (g->cancelled && j->r->status == 0) /* while it was decoded: it never runs */
     isv__request_fail(j->r, ISV_ECANCELED, "request cancelled before it ran");
+  queue_metadata(g, j->r);
   isv__core_submit(g->core, j->r, infer_done, j);
   if (g->m->kind == ISV__RPC_BIDI_STREAM && !g->finished)
     drain_held(g); /* the messages that came meanwhile, after it */
@@ -532,6 +542,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
     return;
   }
   g->m->decode(r, msg, len);
+  queue_metadata(g, r);
   isv__core_submit(g->core, r, infer_done, j);
 }
 

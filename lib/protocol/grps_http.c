@@ -216,7 +216,10 @@ static void predict_done(isv_request *r, int status, void *data) {
   isv__grps_msg m;
   if (status == 0) status = isv__grps_reply_of(r, r->proto_flags, &m);
   if (status != 0) {
-    reply_failure(c, ex, status, r->errmsg);
+    isv__grps_error_reply(status, r->errmsg, &m);
+    isv__header h;
+    char v[16];
+    reply_msg(c, ex, &m, &h, isv__retry_after(r, &h, v, sizeof v));
     isv_request_free(r);
     return;
   }
@@ -328,6 +331,7 @@ static void decoded(predict_state *st) {
                                     st->m.model_len ? st->m.model_len : st->model_q_len) == 0) {
     isv__grps_to_request(r, &st->m, NULL, 0);
   }
+  isv__http_queue_headers(r, st->ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(r, st->ex); /* the message points into it */
   if (st->streaming) {
     if (isv__request_stream(r, stream_response, st) != 0 && r->status == 0)

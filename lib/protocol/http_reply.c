@@ -118,3 +118,42 @@ int isv__media_is(const isv__header *ct, const char *type) {
   if (ct->value_len < n || strncasecmp(ct->value, type, n) != 0) return 0;
   return ct->value_len == n || ct->value[n] == ';' || ct->value[n] == ' ';
 }
+
+size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t cap) {
+  if (r == NULL || r->retry_after_s == 0) return 0;
+  int n = snprintf(buf, cap, "%u", (unsigned)r->retry_after_s);
+  *h = (isv__header){"Retry-After", 11, buf, (size_t)n};
+  return 1;
+}
+
+int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
+  static const struct {
+    const char *header, *param;
+  } map[] = {{"inference-priority", "priority"}, {"inference-timeout-us", "timeout"}};
+  static const char *const shown[] = {"Inference-Priority", "Inference-Timeout-Us"};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    const isv__header *h = NULL;
+    size_t len = strlen(map[i].header);
+    for (size_t k = 0; h == NULL && k < n_hs; k++)
+      if (hs[k].name_len == len && strncasecmp(hs[k].name, map[i].header, len) == 0) h = &hs[k];
+    if (h == NULL || isv_request_param(r, map[i].param) != NULL) continue;
+    uint64_t v = 0;
+    size_t k = 0;
+    for (; k < h->value_len && h->value[k] >= '0' && h->value[k] <= '9'; k++) {
+      uint64_t d = (uint64_t)(h->value[k] - '0');
+      if (v > (UINT64_MAX - d) / 10) break; /* past 2^64 - 1 */
+      v = v * 10 + d;
+    }
+    if (k == 0 || k != h->value_len)
+      return isv__request_fail(r, ISV_EBADREQ, "header %s must be a non-negative decimal "
+                               "integer", shown[i]);
+    isv_param p = {.type = ISV_PARAM_UINT64, .v.u64 = v};
+    int rc = isv_request_set_param(r, map[i].param, &p);
+    if (rc != 0) return isv__request_fail(r, rc, "out of memory");
+  }
+  return 0;
+}
+
+int isv__http_queue_headers(isv_request *r, const isv__exchange *ex) {
+  return r->status ? r->status : isv__queue_headers(r, ex->headers, ex->n_headers);
+}

@@ -31,6 +31,16 @@ int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
 void isv__http_give_body(isv_request *r, isv__exchange *ex);
 /* Whether a Content-Type header is `type` (case-insensitive; parameters after ';' ignored). */
 int isv__media_is(const isv__header *ct, const char *type);
+/* A refused request's Retry-After (the core's estimate, r->retry_after_s): *h set, its value
+ * written in buf (cap >= 12); 1, or 0 when the core has none. */
+size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t cap);
+/* Triton's "priority" and "timeout" request parameters from the headers Inference-Priority and
+ * Inference-Timeout-Us (decimal integers; gRPC: metadata of those names), for the protocols
+ * whose messages cannot carry them (TF Serving, Vertex, grps) and any other: a request that
+ * has the parameter already keeps it (the body's wins). 0, or r failed (400 naming the
+ * header). Only on a request not failed already. */
+int isv__queue_headers(isv_request *r, const isv__header *h, size_t n);
+int isv__http_queue_headers(isv_request *r, const isv__exchange *ex); /* the exchange's */
 /* Append {"error": msg} to b (UTF-8 sanitised). */
 void isv__json_error_body(isv__buf *b, const char *msg);
 

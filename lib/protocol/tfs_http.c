@@ -287,8 +287,11 @@ static void reply(predict *p) {
                                              : r->errmsg && r->errmsg[0] ? r->errmsg
                                                                           : isv_strerror(p->status));
     int st = isv_err_http_status(p->status);
+    isv__header h;
+    char v[16];
+    size_t nh = isv__retry_after(r, &h, v, sizeof v);
     isv_request_free(r);
-    isv__reply_error_msg(ex, st, msg, NULL, 0);
+    isv__reply_error_msg(ex, st, msg, &h, nh);
     return;
   }
   isv__buf b = p->b; /* p lives in r's arena */
@@ -312,6 +315,7 @@ static void predict_done(isv_request *r, int status, void *data) {
 static void decode_work(isv__offload *o) { decode((predict *)o); }
 
 static void submit(predict *p) {
+  isv__http_queue_headers(p->r, p->ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(p->r, p->ex);
   isv__core_submit(p->r->core, p->r, predict_done, p);
 }

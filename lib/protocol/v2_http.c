@@ -201,11 +201,19 @@ static void reply_encoded(encoded *e) {
     isv__buf_init(&b, ex->mem);
     isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
   }
-  if (status != 0 || e->n_bin == 0 || b.failed) {
+  if (status != 0) { /* with the core's Retry-After estimate, when it has one */
+    isv__header h;
+    char v[16];
+    size_t nh = isv__retry_after(r, &h, v, sizeof v);
+    isv_request_free(r);
+    isv__reply_json_headers(ex, isv_err_http_status(status), &b, &h, nh);
+    return;
+  }
+  if (e->n_bin == 0 || b.failed) {
     /* JSON copies every value out of the request, so it is freed before the write. */
     isv__core *c = r->core;
     isv_request_free(r);
-    isv__reply_json_large(c, ex, status == 0 ? 200 : isv_err_http_status(status), &b);
+    isv__reply_json_large(c, ex, 200, &b);
     return;
   }
   size_t json_len, n_bin = e->n_bin;
@@ -447,6 +455,43 @@ static void statistics(isv__http_req *q) {
 
 /* ---- model configuration (Triton's model config JSON, built from the registration) -------- */
 
+/* Triton's ModelQueuePolicy in its JSON (numbers as numbers, as Triton's REST config shows). */
+static void write_queue_policy(isv__buf *b, const isv_queue_policy *p) {
+  isv__buf_puts(b, p->timeout_action == ISV_TIMEOUT_DELAY ? "{\"timeout_action\":\"DELAY\""
+                                                          : "{\"timeout_action\":\"REJECT\"");
+  isv__buf_puts(b, ",\"default_timeout_microseconds\":");
+  isv__json_write_u64(b, p->default_timeout_us);
+  isv__buf_puts(b, p->allow_timeout_override ? ",\"allow_timeout_override\":true"
+                                             : ",\"allow_timeout_override\":false");
+  isv__buf_puts(b, ",\"max_queue_size\":");
+  isv__json_write_u64(b, p->max_queue_size);
+  isv__buf_putc(b, '}');
+}
+
+/* dynamic_batching's priority fields; priority_queue_policy's keys are strings (JSON's only
+ * keys, as Triton's), in level order. */
+static void write_priorities(isv__buf *b, const isv_model_config *c) {
+  isv__buf_puts(b, ",\"preserve_ordering\":false,\"priority_levels\":");
+  isv__json_write_u64(b, c->priority_levels);
+  isv__buf_puts(b, ",\"default_priority_level\":");
+  isv__json_write_u64(b, c->default_priority);
+  isv__buf_puts(b, ",\"default_queue_policy\":");
+  write_queue_policy(b, &c->default_policy);
+  isv__buf_puts(b, ",\"priority_queue_policy\":{");
+  int first = 1;
+  for (uint32_t level = 1; level <= c->priority_levels; level++) {
+    const isv_queue_policy *p = isv__config_level_policy(c, level);
+    if (p == &c->default_policy) continue; /* no policy of its own */
+    if (!first) isv__buf_putc(b, ',');
+    first = 0;
+    char key[16];
+    snprintf(key, sizeof key, "\"%u\":", (unsigned)level);
+    isv__buf_puts(b, key);
+    write_queue_policy(b, p);
+  }
+  isv__buf_putc(b, '}');
+}
+
 static void config(isv__http_req *q) {
   isv_model *m = path_model(q, 0);
   if (m == NULL) return;
@@ -468,7 +513,7 @@ static void config(isv__http_req *q) {
   isv__buf_puts(&b, ",\"kind\":\"KIND_CPU\",\"count\":");
   isv__json_write_u64(&b, c->instances);
   isv__buf_puts(&b, "}]");
-  if (c->batching) {
+  if (c->batching || c->queue_policies) { /* Triton's only place for priorities: here */
     isv__buf_puts(&b, ",\"dynamic_batching\":{\"preferred_batch_size\":[");
     for (size_t i = 0; i < c->n_preferred; i++) {
       if (i) isv__buf_putc(&b, ',');
@@ -476,6 +521,7 @@ static void config(isv__http_req *q) {
     }
     isv__buf_puts(&b, "],\"max_queue_delay_microseconds\":");
     isv__json_write_u64(&b, c->batch_delay_us);
+    if (c->queue_policies) write_priorities(&b, c);
     isv__buf_putc(&b, '}');
   }
   if (c->sequences) {
@@ -548,6 +594,7 @@ static void decode_work(isv__offload *o) {
 
 static void decode_after(isv__offload *o) {
   decoding *d = (decoding *)o;
+  isv__http_queue_headers(d->r, d->ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(d->r, d->ex);
   isv__core_submit(d->r->core, d->r, infer_done, d->ex);
 }
@@ -572,6 +619,7 @@ static void infer(isv__http_req *q) {
       isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
     }
   }
+  isv__http_queue_headers(r, ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(r, ex);
   isv__core_submit(q->core, r, infer_done, ex);
 }
@@ -584,8 +632,11 @@ static void generate_done(isv_request *r, int status, void *data) {
   isv__buf_init(&b, ex->mem);
   if (status == 0) isv__v2gen_encode_response(r, &b);
   else isv__json_error_body(&b, r->errmsg[0] ? r->errmsg : isv_strerror(status));
+  isv__header h;
+  char v[16];
+  size_t nh = status ? isv__retry_after(r, &h, v, sizeof v) : 0;
   isv_request_free(r); /* the JSON holds copies */
-  isv__reply_json(ex, status == 0 ? 200 : isv_err_http_status(status), &b);
+  isv__reply_json_headers(ex, status == 0 ? 200 : isv_err_http_status(status), &b, &h, nh);
 }
 
 static void generate(isv__http_req *q) {
@@ -593,6 +644,7 @@ static void generate(isv__http_req *q) {
   if (r == NULL) return;
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  isv__http_queue_headers(r, q->ex);
   isv__http_give_body(r, q->ex);
   isv__core_submit(q->core, r, generate_done, q->ex);
 }
@@ -691,6 +743,7 @@ static void generate_stream(isv__http_req *q) {
     isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (r->model)
     isv__v2gen_decode_request(r, q->ex->body, q->ex->body_len, q->core->opts.max_json_depth);
+  isv__http_queue_headers(r, q->ex);
   isv__http_give_body(r, q->ex);
   isv__core_submit(q->core, r, stream_done, st);
 }

@@ -1125,6 +1125,39 @@ static void put_config_io(isv__buf *b, uint32_t num, const isv__io *io, size_t n
   }
 }
 
+/* ModelQueuePolicy {timeout_action 1, default_timeout_microseconds 2, allow_timeout_override 3,
+ * max_queue_size 4} as field `num` of b (zeros left out, proto3's way). */
+static void put_queue_policy(isv__buf *b, uint32_t num, const isv_queue_policy *p) {
+  isv__buf t;
+  isv__buf_init(&t, b->mem);
+  if (p->timeout_action) put_u64(&t, 1, (uint64_t)p->timeout_action);
+  if (p->default_timeout_us) put_u64(&t, 2, p->default_timeout_us);
+  if (p->allow_timeout_override) put_u64(&t, 3, 1);
+  if (p->max_queue_size) put_u64(&t, 4, p->max_queue_size);
+  put_len(b, num, t.data, t.len);
+  if (t.failed) b->failed = 1;
+  isv__buf_free(&t);
+}
+
+/* ModelDynamicBatching's priority_levels 4, default_priority_level 5, default_queue_policy 6
+ * and priority_queue_policy 7 (map<uint64, ModelQueuePolicy>: entries {key 1, value 2}). */
+static void put_priorities(isv__buf *x, const isv_model_config *c) {
+  if (c->priority_levels) put_u64(x, 4, c->priority_levels);
+  if (c->default_priority) put_u64(x, 5, c->default_priority);
+  put_queue_policy(x, 6, &c->default_policy);
+  for (uint32_t level = 1; level <= c->priority_levels; level++) {
+    const isv_queue_policy *p = isv__config_level_policy(c, level);
+    if (p == &c->default_policy) continue;
+    isv__buf e;
+    isv__buf_init(&e, x->mem);
+    put_u64(&e, 1, level);
+    put_queue_policy(&e, 2, p);
+    put_len(x, 7, e.data, e.len);
+    if (e.failed) x->failed = 1;
+    isv__buf_free(&e);
+  }
+}
+
 int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   const isv_model_config *c = m->cfg;
   isv__buf k, x;
@@ -1140,7 +1173,8 @@ int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   put_u64(&x, 4, 2);
   put_len(&k, 7, x.data, x.len);
   x.len = 0;
-  if (c->batching) { /* dynamic_batching {preferred_batch_size 1, max_queue_delay 2} */
+  if (c->batching || c->queue_policies) { /* dynamic_batching {preferred_batch_size 1,
+                                          * max_queue_delay 2, priorities 3-7} */
     isv__buf p;
     isv__buf_init(&p, out->mem);
     for (size_t i = 0; i < c->n_preferred; i++) {
@@ -1152,6 +1186,7 @@ int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
     if (p.failed) x.failed = 1;
     isv__buf_free(&p);
     put_u64(&x, 2, c->batch_delay_us);
+    if (c->queue_policies) put_priorities(&x, c);
     put_len(&k, 11, x.data, x.len);
   } else if (c->sequences) { /* sequence_batching {max_sequence_idle 1, direct 3 {}} */
     put_u64(&x, 1, c->seq_idle_us);

@@ -45,6 +45,12 @@ isv_model *cf_add(cf_world *w, const cf_model *s) {
   if (s->sequences)
     assert_int_equal(isv_model_config_set_sequence_batching(c, s->seq_idle_us, s->max_sequences),
                      0);
+  if (s->priority_levels || s->default_priority)
+    assert_int_equal(isv_model_config_set_priority_levels(c, s->priority_levels,
+                                                          s->default_priority),
+                     0);
+  for (uint32_t k = 0; k < 5; k++)
+    if (s->policy[k]) assert_int_equal(isv_model_config_set_queue_policy(c, k, s->policy[k]), 0);
   isv_backend be = {.struct_size = sizeof be, .infer = s->infer, .sequence_end = s->sequence_end};
   isv_model *m;
   assert_int_equal(isv__registry_add(&w->core.reg, c, "1", &be, (void *)s->user, &m), 0);

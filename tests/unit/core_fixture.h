@@ -37,6 +37,10 @@ typedef struct cf_model {
   void (*sequence_end)(void *user, uint64_t id, const char *id_str, void *state,
                        isv_sequence_end_reason reason);
   int extra_output;         /* a second output "z" (FP32, same shape as "y") */
+  uint32_t priority_levels; /* with default_priority; both 0: none set */
+  uint32_t default_priority;
+  const isv_queue_policy *policy[5]; /* [0]: the default queue policy, [k]: level k's; NULL:
+                                      * none set */
 } cf_model;
 
 /* setup/teardown for cmocka: *state is a cf_world whose core has default options (opts may

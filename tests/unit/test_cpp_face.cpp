@@ -135,6 +135,18 @@ int main() {
   CHECK(factor.use_count() == 1);  // the server deleted the lambda with its model
   CHECK(uv_loop_close(&loop) == 0);
 
+  // Priorities and queue policies: set through the face, refused ones thrown.
+  {
+    isv::model_config cfg("p");
+    cfg.priority_levels(2, 1).queue_policy(2, ISV_TIMEOUT_DELAY, 1000, true, 4);
+    try {
+      cfg.priority_levels(2, 3);
+      CHECK(!"a default level above the levels was taken");
+    } catch (const isv::error &err) {
+      CHECK(err.code() == ISV_EINVAL);
+    }
+  }
+
   // A server dropped without close() closes itself once the loop runs.
   CHECK(uv_loop_init(&loop) == 0);
   {

@@ -1,7 +1,8 @@
 /* protocol/http_reply.c: the JSON answers every HTTP front end shares — a JSON body with its
  * status and content type (a buffer that ran out of memory becomes a 500), and {"error": msg}
  * errors: the HTTP status mapped from the ISV_E* code, the message JSON-escaped, invalid UTF-8
- * replaced rather than sent, extra headers passed through. Exchanges are built by hand; their
+ * replaced rather than sent, extra headers passed through; Triton's priority and timeout read
+ * from the Inference-Priority / Inference-Timeout-Us headers, and a refusal's Retry-After. Exchanges are built by hand; their
  * respond function records the answer and releases its body (ASan checks nothing leaks). */
 #include "cmocka_prelude.h"
 
@@ -10,6 +11,10 @@
 #include <string.h>
 
 #include "codec/utf8.h"
+#include "core/core.h"
+#include "core/lifecycle.h"
+#include "core/options.h"
+#include "core/request.h"
 #include "inferserve.h"
 #include "protocol/http_reply.h"
 
@@ -179,6 +184,92 @@ static void error_msg_passes_extra_headers(void **state) {
   assert_string_equal(got_body, "{\"error\":\"\"}");
 }
 
+/* A core of its own, for the requests the header cases build. */
+typedef struct with_core {
+  uv_loop_t loop;
+  isv__core core;
+} with_core;
+
+static with_core *core_new(void) {
+  with_core *w = calloc(1, sizeof *w);
+  assert_non_null(w);
+  assert_int_equal(uv_loop_init(&w->loop), 0);
+  isv_options o;
+  isv__options_defaults(&o);
+  assert_int_equal(isv__core_init(&w->core, &w->loop, &o), 0);
+  return w;
+}
+
+static void core_free(with_core *w) {
+  isv__core_close(&w->core, NULL);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&w->loop), 0);
+  free(w);
+}
+
+static uint64_t u64_param(const isv_request *r, const char *key) {
+  const isv_param *p = isv_request_param(r, key);
+  assert_non_null(p);
+  assert_int_equal(p->type, ISV_PARAM_UINT64);
+  return p->v.u64;
+}
+
+static void priority_headers_become_parameters_a_request_s_own_win(void **state) {
+  (void)state;
+  with_core *w = core_new();
+  isv__header hs[] = {{"Content-Type", 12, "application/json", 16},
+                      {"INFERENCE-PRIORITY", 18, "2", 1},
+                      {"inference-timeout-us", 20, "18446744073709551615", 20}};
+  isv_request *r = isv__request_new(&w->core);
+  assert_int_equal(isv__queue_headers(r, hs, 3), 0);
+  assert_int_equal(u64_param(r, "priority"), 2); /* the name in any case */
+  assert_int_equal(u64_param(r, "timeout"), UINT64_MAX);
+  isv_request_free(r);
+  /* a request that names its own keeps it */
+  r = isv__request_new(&w->core);
+  assert_int_equal(isv_request_set_priority(r, 3), 0);
+  assert_int_equal(isv__queue_headers(r, hs, 3), 0);
+  assert_int_equal(u64_param(r, "priority"), 3);
+  assert_int_equal(u64_param(r, "timeout"), UINT64_MAX);
+  isv_request_free(r);
+  /* none: nothing set */
+  r = isv__request_new(&w->core);
+  assert_int_equal(isv__queue_headers(r, hs, 1), 0);
+  assert_null(isv_request_param(r, "priority"));
+  assert_int_equal(r->status, 0);
+  isv_request_free(r);
+  /* what is not a decimal integer — a sign, a space, nothing, past 2^64 — fails the request */
+  static const char *const bad[] = {"-1", " 1", "", "1x", "18446744073709551616", "+1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    isv__header h = {"Inference-Priority", 18, bad[i], strlen(bad[i])};
+    r = isv__request_new(&w->core);
+    assert_int_equal(isv__queue_headers(r, &h, 1), ISV_EBADREQ);
+    assert_string_equal(r->errmsg, "header Inference-Priority must be a non-negative decimal "
+                                   "integer");
+    assert_null(isv_request_param(r, "priority"));
+    isv_request_free(r);
+  }
+  core_free(w);
+}
+
+static void retry_after_is_the_core_s_estimate_or_nothing(void **state) {
+  (void)state;
+  with_core *w = core_new();
+  isv_request *r = isv__request_new(&w->core);
+  isv__header h;
+  char v[16];
+  assert_int_equal(isv__retry_after(r, &h, v, sizeof v), 0);
+  r->retry_after_s = 3600;
+  assert_int_equal(isv__retry_after(r, &h, v, sizeof v), 1);
+  assert_int_equal(h.name_len, 11);
+  assert_memory_equal(h.name, "Retry-After", 11);
+  assert_int_equal(h.value_len, 4);
+  assert_memory_equal(h.value, "3600", 4);
+  isv_request_free(r);
+  assert_int_equal(isv__retry_after(NULL, &h, v, sizeof v), 0);
+  core_free(w);
+}
+
 static void error_body_appends_to_a_buffer(void **state) {
   (void)state;
   isv__buf b;
@@ -207,6 +298,8 @@ int main(void) {
       cmocka_unit_test_setup(a_long_message_is_cut_but_stays_json, setup),
       cmocka_unit_test_setup(error_msg_passes_extra_headers, setup),
       cmocka_unit_test_setup(error_body_appends_to_a_buffer, setup),
+      cmocka_unit_test_setup(priority_headers_become_parameters_a_request_s_own_win, setup),
+      cmocka_unit_test_setup(retry_after_is_the_core_s_estimate_or_nothing, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
