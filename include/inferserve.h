@@ -458,6 +458,23 @@ typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message)
 /* Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
  * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only. */
 ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
+/* Triton's logging extension (GET/POST /v2/logging, gRPC LogSettings; "logging" in server
+ * metadata's extensions) changes the server's log settings at run time: log_info,
+ * log_warning and log_error decide which levels reach the callback above (all on at start);
+ * log_file, log_format ("default" or "ISO8601") and log_verbose_level mean what the host makes
+ * of them — the library writes no file and has no verbose messages — so the host hears of
+ * every change here, on the loop thread of the server that took it (a group's servers share
+ * one set of settings; the host is told once). Strings are valid during the call only.
+ * Fields may be added at the end: read them only when struct_size covers them. */
+typedef struct isv_log_settings {
+  size_t struct_size;
+  const char *file; /* "": the host's usual place */
+  int info, warning, error;
+  unsigned verbose_level;
+  const char *format;
+} isv_log_settings;
+typedef void (*isv_log_settings_cb)(void *user, const isv_log_settings *settings);
+ISV_EXTERN int isv_options_set_log_settings_cb(isv_options *o, isv_log_settings_cb cb, void *user);
 /* One answered request, for an access log. Fields may be added at the end: read them only
  * when struct_size covers them. Strings are valid during the call only. */
 typedef struct isv_access_entry {

@@ -9,6 +9,8 @@ import sys
 
 # lib source -> the tests that cover it, when they are not named after it (and why)
 COVERED_ELSEWHERE = {
+    "core/logset.c": "the logging extension's settings: defaults, get, set and the levels' gate "
+                     "on isv__core_log in test_v2_logging.c, which changes them",
     "codec/pow10.c": "generated table: test 'pow10_table_generated' checks it against "
                      "gen_pow10.py; its values through test_numparse.c and test_numfmt.c",
     "protocol/v2.c": "the V2 front end's descriptor only: its routes in test_v2_http.c, its "

@@ -613,7 +613,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
 int main(int argc, char **argv) {
   isv_options *opts;
   if (isv_options_new(&opts) != 0) return 1;
-  int rc = demo_main(argc, argv, opts);
+  int rc = demo_logging_setup(opts) == 0 ? demo_main(argc, argv, opts) : 1;
   isv_options_free(opts);
   return rc;
 }

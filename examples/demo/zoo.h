@@ -68,6 +68,8 @@ extern "C" {
 /* Register every model of the zoo on srv, and its routes. 0, or the negative ISV_E* code of
  * the first failure (isv_server_last_error(srv) says more). */
 int demo_zoo_register(isv_server *srv);
+/* The demo's log and its answer to Triton's logging extension (logging.c): 0 or -1. */
+int demo_logging_setup(isv_options *opts);
 /* What each server of a group needs beside the group's models (threads.c): the routes (loop:
  * its number, 1..) and the default model. 0 or the code of the first failure. */
 int demo_zoo_attach(isv_server *srv, unsigned loop);

@@ -15,7 +15,7 @@ void isv__core_unref(isv__core *c) {
 }
 
 void isv__core_log(const isv__core *c, isv_log_level level, const char *fmt, ...) {
-  if (c->opts.log == NULL) return;
+  if (c->opts.log == NULL || !isv__logset_allows(c->logset, level)) return;
   char msg[512];
   va_list ap;
   va_start(ap, fmt);

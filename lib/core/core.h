@@ -16,6 +16,7 @@
 #include "codec/bigbuf.h"
 #include "codec/budget.h"
 #include "core/clients.h"
+#include "core/logset.h"
 #include "core/options.h"
 #include "core/pool.h"
 #include "core/registry.h"
@@ -35,6 +36,7 @@ struct isv__core {
   isv__registry reg;
   isv__shm_registry *shm; /* system shared memory regions (shm.h): the group's */
   isv__clients *clients;  /* requests in flight per client (clients.h): the group's */
+  isv__logset *logset;    /* the logging extension's settings (logset.h): the group's */
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   isv__budget *receiving; /* the server's receiving budget (isv_options_set_max_receiving_bytes,
                            * the transport's): decoded bodies are charged to it too; NULL: none */

@@ -33,6 +33,7 @@ struct isv_group {
                           * connection one member serves and use it on another's */
   int shm_set;           /* the first member's options set shm.enabled and shm.in_place */
   isv__clients clients;  /* requests in flight per client, over every member */
+  isv__logset logset;    /* the logging extension's settings, every member's */
   struct isv__gaddr *addrs; /* addresses members listen on (isv__group_listen_end); under mu */
 };
 
@@ -114,6 +115,14 @@ static int group_new(const isv_mem *mem, isv_group **out) {
     isv__free(g);
     return ISV_ENOMEM;
   }
+  if (isv__logset_init(&g->logset) != 0) {
+    isv__clients_free(&g->clients);
+    isv__shm_destroy(&g->shm);
+    uv_mutex_destroy(&g->listen_mu);
+    uv_mutex_destroy(&g->mu);
+    isv__free(g);
+    return ISV_ENOMEM;
+  }
   atomic_init(&g->users, 1);
   atomic_init(&g->refs, 1);
   atomic_init(&g->gen, 0);
@@ -144,6 +153,7 @@ static void group_unref(isv_group *g) {
   }
   isv__shm_destroy(&g->shm); /* regions requests still use stay mapped until they let go */
   isv__clients_free(&g->clients);
+  isv__logset_destroy(&g->logset);
   uv_mutex_destroy(&g->listen_mu);
   uv_mutex_destroy(&g->mu);
   isv__free(g);
@@ -393,6 +403,7 @@ int isv__group_enter(isv__core *c, isv_group *g, int shm_enabled, int shm_in_pla
   c->member = me;
   c->shm = &g->shm;
   c->clients = &g->clients;
+  c->logset = &g->logset;
   return 0;
 }
 

@@ -235,6 +235,13 @@ ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_byte
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_log_settings_cb(isv_options *o, isv_log_settings_cb cb, void *user) {
+  if (o == NULL) return ISV_EINVAL;
+  o->log_settings = cb;
+  o->log_settings_user = user;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user) {
   if (o == NULL) return ISV_EINVAL;
   o->log = cb;

@@ -50,6 +50,8 @@ struct isv_options {
   unsigned n_protocols;
   isv_log_cb log;   /* NULL: nowhere (isv__options_defaults sets the stderr logger) */
   void *log_user;
+  isv_log_settings_cb log_settings; /* told of the logging extension's changes; NULL: none */
+  void *log_settings_user;
   isv_access_cb access; /* NULL: no access log */
   void *access_user;
   isv_mem mem; /* the server's allocator (isv__libc_mem by default) */

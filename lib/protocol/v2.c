@@ -4,7 +4,8 @@
 #include <string.h>
 
 const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics",
-                                          "model_configuration", "system_shared_memory"};
+                                          "model_configuration", "system_shared_memory",
+                                          "logging"};
 const size_t isv__v2_n_extensions = sizeof isv__v2_extensions / sizeof isv__v2_extensions[0];
 
 size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t cap) {

@@ -349,7 +349,7 @@ static void every_method_is_served_and_nothing_else(void **state) {
   (void)state;
   static const char *const names[] = {"ServerLive",    "ServerReady", "ModelReady",
                                       "ServerMetadata", "ModelMetadata", "ModelStatistics",
-                                      "ModelConfig", "SystemSharedMemoryStatus",
+                                      "ModelConfig", "LogSettings", "SystemSharedMemoryStatus",
                                       "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister",
                                       "CudaSharedMemoryStatus", "CudaSharedMemoryRegister",
                                       "CudaSharedMemoryUnregister", "RepositoryIndex",
@@ -432,7 +432,8 @@ static void server_metadata_lists_both_extensions(void **state) {
   assert_string_equal(version, isv_version());
   assert_int_equal(n_ext, isv__v2_n_extensions); /* the same list as REST */
   for (size_t i = 0; i < n_ext; i++) assert_string_equal(ext[i], isv__v2_extensions[i]);
-  assert_int_equal(n_ext, 5);
+  assert_int_equal(n_ext, 6);
+  assert_string_equal(ext[5], "logging");
   core.shm->enabled = 0;
   assert_string_equal(ext[4], "system_shared_memory");
   assert_string_equal(ext[0], "classification");

@@ -243,7 +243,8 @@ static void server_metadata_names_the_server_and_its_extensions(void **state) {
   snprintf(want + k, sizeof want - k, "]}");
   expect(200, want);
   /* only what is implemented */
-  assert_int_equal(isv__v2_n_extensions, 5);
+  assert_int_equal(isv__v2_n_extensions, 6);
+  assert_non_null(strstr(got.body, "\"logging\""));
   assert_non_null(strstr(got.body, "\"system_shared_memory\""));
   core.shm->enabled = 0;
   get("/v2");
