@@ -79,11 +79,13 @@ static void usage(FILE *f) {
           "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
-          "                           tfserving, vertex, grps, grpc_health, metrics\n"
+          "                           tfserving, vertex, grps, openai, grpc_health, metrics\n"
           "  --server-name NAME[:VERSION]  the name (and version) server metadata reports on\n"
           "                           every protocol (default libinferserve and its version;\n"
           "                           Triton's clients expect \"triton\")\n"
           "  --load-delay-ms N        model repository: a load completes after N ms (default 0)\n"
+          "  --lm-delay-ms N          tiny_lm (the OpenAI endpoints' demo model) pauses N ms\n"
+          "                           before each word it streams (default 0)\n"
           "  --no-repository          no model repository callbacks: load and unload refused,\n"
           "                           \"model_repository\" not in server metadata\n"
           "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
@@ -416,6 +418,17 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
         fprintf(stderr, "inferserve-demo: bad value '%s' for --load-delay-ms\n", v);
         return 2;
       }
+      continue;
+    }
+    if (strcmp(arg, "--lm-delay-ms") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      char *end;
+      unsigned long long ms = strtoull(v, &end, 10);
+      if (*v == '\0' || *v == '-' || *end != '\0' || ms > 60000) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --lm-delay-ms (0 to 60000)\n", v);
+        return 2;
+      }
+      demo_openai_set_delay_ms((unsigned)ms);
       continue;
     }
     if (strcmp(arg, "--vertex-model") == 0) {
