@@ -749,6 +749,16 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
  * one included); ISV_EINVAL for a path that is not one. Loop thread. */
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route);
+/* Serve the OpenAI-compatible endpoints (the "openai" front end, always under /openai/v1)
+ * also under `prefix` — "/v1" for OpenAI clients given a base URL without a path
+ * (http://host:8000/v1 then works as OpenAI's own). The rule with TF Serving, which owns
+ * /v1/models/{m}: no precedence, a refusal — ISV_EEXIST, changing nothing, when a route already
+ * served (TF Serving's, a custom route's) could take one of the prefix's paths; turn
+ * "tfserving" off (isv_options_set_protocol) to serve OpenAI's API under /v1. ISV_EINVAL for
+ * a prefix that is not a plain path ("/a[/b]", at most 64 bytes, no trailing '/'); ISV_ESTATE
+ * when already set, or when the "openai" protocol is off. isv_server_last_error says which.
+ * Loop thread. */
+ISV_EXTERN int isv_server_set_openai_prefix(isv_server *srv, const char *prefix);
 /* The model a request that names none is for, where a protocol allows naming none (grps: a
  * GrpsMessage without "model" and no ?model=). The name is resolved per request (404 while no
  * such model is registered); NULL or "" sets none (such requests: 404 saying so). At most 127
@@ -807,7 +817,9 @@ typedef struct isv_param {
 /* ---- OpenAI-compatible endpoints (the "openai" front end) ---------------------------------------
  * POST /openai/v1/chat/completions, /openai/v1/completions and /openai/v1/embeddings run the
  * model their body's "model" names (a model's name: its default version); GET
- * /openai/v1/models lists every model and GET /openai/v1/models/{id} answers one. Nothing is
+ * /openai/v1/models lists every model and GET /openai/v1/models/{id} answers one. The same
+ * routes can be served under a prefix of the host's choosing too ("/v1":
+ * isv_server_set_openai_prefix). Nothing is
  * registered for them: any model whose declaration fits is served, by these tensor names
  * (Triton's generate and TensorRT-LLM conventions):
  *

@@ -108,6 +108,7 @@ typedef struct demo_threads_cfg {
   int with_auth;
   int64_t repo_delay_ms;
   const char *vertex_model, *predict_route, *health_route;
+  const char *openai_prefix; /* NULL: none (isv_server_set_openai_prefix) */
   const isv_tls *tls; /* NULL: none; else listen with it on tls_host:tls_port after the rest */
   const char *tls_host;
   int tls_port;

@@ -326,16 +326,72 @@ static void create(isv__http_req *q) {
 
 /* ---- the front end ------------------------------------------------------------------------------ */
 
-#define P "/openai/v1"
+#define P_OPENAI "/openai/v1"
 static const isv__http_route routes[] = {
-    {ISV__ROUTE_GET, P "/models", list_models, NULL},
-    {ISV__ROUTE_GET, P "/models/{model}", get_model, NULL},
-    {ISV__ROUTE_POST, P "/chat/completions", create, (void *)(uintptr_t)ISV__OAI_CHAT},
-    {ISV__ROUTE_POST, P "/completions", create, (void *)(uintptr_t)ISV__OAI_COMPLETION},
-    {ISV__ROUTE_POST, P "/embeddings", create, (void *)(uintptr_t)ISV__OAI_EMBEDDING},
+    {ISV__ROUTE_GET, P_OPENAI "/models", list_models, NULL},
+    {ISV__ROUTE_GET, P_OPENAI "/models/{model}", get_model, NULL},
+    {ISV__ROUTE_POST, P_OPENAI "/chat/completions", create, (void *)(uintptr_t)ISV__OAI_CHAT},
+    {ISV__ROUTE_POST, P_OPENAI "/completions", create, (void *)(uintptr_t)ISV__OAI_COMPLETION},
+    {ISV__ROUTE_POST, P_OPENAI "/embeddings", create, (void *)(uintptr_t)ISV__OAI_EMBEDDING},
     {0},
 };
-#undef P
+
+/* The configure hook (isv_server_set_openai_prefix): the same routes again under args[0]
+ * ("/v1": what OpenAI's clients append their paths to when a base URL has no path of its
+ * own). Refused, changing nothing, when a route already served could take one of those paths —
+ * TF Serving's /v1/models/{model} under "/v1": a host that wants OpenAI's API there turns
+ * "tfserving" off. Once per server. */
+static int prefix_configure(isv__router *r, const char *const *args, size_t n, char *why,
+                            size_t cap) {
+  const isv__frontend *fe = &isv__openai_frontend;
+  const char *prefix = n > 0 ? args[0] : NULL;
+  size_t plen = prefix ? strlen(prefix) : 0;
+  int plain = plen >= 2 && plen <= 64 && prefix[0] == '/' && prefix[plen - 1] != '/';
+  for (size_t i = 0; plain && i < plen; i++)
+    plain = prefix[i] != '{' && prefix[i] != '}' && prefix[i] != ':' && prefix[i] != '?' &&
+            prefix[i] != '%' && !(prefix[i] == '/' && prefix[i + 1] == '/');
+  if (!plain) {
+    snprintf(why, cap, "openai prefix: '%.80s' is not a plain path like \"/v1\" (at most 64 "
+             "bytes, no trailing '/')", prefix ? prefix : "(null)");
+    return ISV_EINVAL;
+  }
+  if (isv__router_value(r, fe)) {
+    snprintf(why, cap, "openai prefix: already set ('%s')", isv__router_value(r, fe));
+    return ISV_ESTATE;
+  }
+  if (isv__router_overlaps(r, ISV__ROUTE_ANY, P_OPENAI "/models") != 1) {
+    snprintf(why, cap, "openai prefix: the \"openai\" protocol is off (isv_options_set_protocol)");
+    return ISV_ESTATE;
+  }
+  static const char *const paths[] = {"/models", "/chat/completions", "/completions",
+                                      "/embeddings"};
+  char path[128];
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    snprintf(path, sizeof path, "%s%s", prefix, paths[i]);
+    if (isv__router_overlaps(r, ISV__ROUTE_ANY, path) != 0) {
+      snprintf(why, cap, "openai prefix: %s is already served by another route%s", path,
+               strcmp(prefix, "/v1") == 0 && i == 0
+                   ? " (TF Serving's /v1/models/{model}: turn the \"tfserving\" protocol off "
+                     "with isv_options_set_protocol to serve OpenAI's API under /v1)"
+                   : "");
+      return ISV_EEXIST;
+    }
+  }
+  size_t n_routes = r->n_routes, n_prefixes = r->n_prefixes;
+  int rc = isv__router_set_value(r, fe, prefix);
+  for (const isv__http_route *rt = routes; rc == 0 && rt->pattern; rt++) {
+    isv__http_route copy = *rt;
+    snprintf(path, sizeof path, "%s%s", prefix, rt->pattern + strlen(P_OPENAI));
+    copy.pattern = path;
+    rc = isv__router_add(r, fe, &copy);
+  }
+  if (rc != 0) {
+    isv__router_truncate(r, n_routes, n_prefixes);
+    isv__router_set_value(r, fe, NULL);
+    snprintf(why, cap, "openai prefix: %s", isv_strerror(rc));
+  }
+  return rc;
+}
 
 const isv__frontend isv__openai_frontend = {
     .name = "openai",
@@ -344,4 +400,5 @@ const isv__frontend isv__openai_frontend = {
     .routes = routes,
     .http_error = http_error,
     .http_label = "openai",
+    .configure = prefix_configure,
 };

@@ -8,13 +8,14 @@ import json
 import re
 import socket
 import struct
+import subprocess
 import time
 
 import pytest
 import requests
 
 from grpc_stubs import curl_h2
-from isvtest import get, http_request, post_json
+from isvtest import demo_path, get, http_request, post_json
 
 CHAT = "/openai/v1/chat/completions"
 CMPL = "/openai/v1/completions"
@@ -221,3 +222,23 @@ def test_a_client_that_hangs_up_mid_stream_cancels_the_model(start_demo):
     while "tiny_lm: cancelled after" not in d.stderr_tail() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "tiny_lm: cancelled after" in d.stderr_tail()
+
+
+def test_under_v1_when_tf_serving_is_off(start_demo):
+    d = start_demo("--disable-protocol", "tfserving", "--openai-prefix", "/v1")
+    assert "tiny_lm" in [m["id"] for m in ok(get(d, "/v1/models"))["data"]]
+    assert ok(get(d, "/v1/models/tiny_lm"))["id"] == "tiny_lm"
+    body = ok(post_json(d, "/v1/chat/completions", chat_body(max_tokens=2, seed=3)))
+    assert body == dict(ok(post_json(d, CHAT, chat_body(max_tokens=2, seed=3))),
+                        id=body["id"], created=body["created"])
+    openai_error(post_json(d, "/v1/embeddings", {"model": "nope", "input": "x"}), 404, "'nope'",
+                 code="model_not_found")
+    assert ok(get(d, "/openai/v1/models"))["object"] == "list"  # still there too
+
+
+def test_under_v1_beside_tf_serving_is_refused():
+    res = subprocess.run([demo_path(), "--listen", "127.0.0.1:0", "--openai-prefix", "/v1"],
+                         capture_output=True, timeout=20)
+    assert res.returncode == 1
+    assert b"/v1/models is already served by another route" in res.stderr
+    assert b'turn the "tfserving" protocol off' in res.stderr

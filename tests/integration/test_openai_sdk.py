@@ -47,9 +47,9 @@ def sdk_modules():
     return modules
 
 
-def run_sdk(modules, demo, scenario, api_key="unused", timeout=60):
+def run_sdk(modules, demo, scenario, api_key="unused", timeout=60, base="/openai/v1"):
     env = dict(os.environ, NODE_PATH=modules)
-    res = subprocess.run(["node", SCRIPT, demo.url("/openai/v1"), api_key, scenario],
+    res = subprocess.run(["node", SCRIPT, demo.url(base), api_key, scenario],
                          capture_output=True, timeout=timeout, env=env)
     assert res.returncode == 0, res.stderr.decode("utf-8", "replace")
     out = json.loads(res.stdout)
@@ -160,3 +160,11 @@ def test_a_client_that_leaves_mid_stream_cancels_the_model(sdk_modules, start_de
     assert "tiny_lm: cancelled after" in tail, tail
     words = int(tail.split("tiny_lm: cancelled after ")[1].split()[0])
     assert words < 50  # stopped long before its 200 words
+
+
+def test_the_sdk_under_v1(sdk_modules, start_demo):
+    """base_url http://host:port/v1, as for OpenAI's own service (TF Serving off)."""
+    d = start_demo("--disable-protocol", "tfserving", "--openai-prefix", "/v1")
+    assert "tiny_lm" in run_sdk(sdk_modules, d, "models", base="/v1")["ids"]
+    s = run_sdk(sdk_modules, d, "chat_stream", base="/v1")
+    assert s["ended"] and s["chunks"][-1]["usage"]["completion_tokens"] >= 1
