@@ -50,6 +50,7 @@
  *   tiny_lm             decoupled word bigram model: text_input, max_tokens, temperature, seed,
  *                       stop -> one text_output word per response (--lm-delay-ms apart), then
  *                       finish_reason, prompt_tokens, completion_tokens
+ *   tiny_lm_once        the same, not decoupled: the whole text in one answer
  *   tiny_embed          text_input BYTES per row (max batch 64) -> embedding FP32 [64]
  */
 #ifndef INFERSERVE_DEMO_ZOO_H

@@ -11,6 +11,8 @@
  *               0 it samples (weights count^(1/T)) from a generator seeded by seed and the
  *               prompt: the same request gives the same text. A request cancelled mid-stream
  *               says so on stderr ("tiny_lm: cancelled after N words").
+ *   tiny_lm_once  the same model answering once (not decoupled): the whole text in one
+ *               text_output — what a model that does not stream looks like to the endpoints.
  *   tiny_embed  text_input BYTES [1] per row (max batch 64) -> embedding FP32 [64]: hashed
  *               character trigram counts, signed, L2-normalised.
  */
@@ -126,8 +128,12 @@ static int set_i32(isv_request *req, const char *name, int32_t v) {
   return isv_request_set_output(req, name, ISV_INT32, &one, 1, &v, sizeof v, ISV_TRANSIENT);
 }
 
+/* user: NULL for tiny_lm (one response per word), non-NULL for tiny_lm_once (one answer). */
 static int lm_infer(isv_request *req, void *user) {
-  (void)user;
+  int once = user != NULL;
+  char *whole = once ? isv_request_alloc(req, 32 * (size_t)MAX_WORDS) : NULL;
+  size_t whole_len = 0;
+  if (once && whole == NULL) return demo_fail(req, ISV_ENOMEM, "out of memory");
   const isv_tensor *t = isv_request_input(req, "text_input");
   if (t == NULL || isv_tensor_datatype(t) != ISV_BYTES || isv_tensor_element_count(t) != 1)
     return demo_fail(req, ISV_EBADREQ, "text_input must be one BYTES element");
@@ -162,6 +168,7 @@ static int lm_infer(isv_request *req, void *user) {
   state = state ? state : 1;
   if (cur == SIZE_MAX) cur = (size_t)(rng(&state) % model.n_words);
 
+  if (once && max_tokens > MAX_WORDS) max_tokens = MAX_WORDS; /* what `whole` holds */
   const char *finish = "length";
   int32_t produced = 0;
   int64_t one = 1;
@@ -182,9 +189,15 @@ static int lm_infer(isv_request *req, void *user) {
     if (delay_ms) uv_sleep(delay_ms);
     char piece[32];
     int len = snprintf(piece, sizeof piece, "%s%s", produced ? " " : "", w);
-    isv_bytes b = {piece, (size_t)len};
-    int rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, &b, 0, ISV_TRANSIENT);
-    if (rc == 0) rc = demo_send_response(req);
+    int rc = 0;
+    if (once) {
+      memcpy(whole + whole_len, piece, (size_t)len);
+      whole_len += (size_t)len;
+    } else {
+      isv_bytes b = {piece, (size_t)len};
+      rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, &b, 0, ISV_TRANSIENT);
+      if (rc == 0) rc = demo_send_response(req);
+    }
     if (rc == ISV_ECANCELED) {
       fprintf(stderr, "tiny_lm: cancelled after %d words\n", (int)produced);
       return isv_request_complete(req, rc, "cancelled");
@@ -197,8 +210,10 @@ static int lm_infer(isv_request *req, void *user) {
       break;
     }
   }
-  isv_bytes fr = {finish, strlen(finish)};
+  isv_bytes fr = {finish, strlen(finish)}, all = {whole, whole_len};
   int rc = isv_request_set_output(req, "finish_reason", ISV_BYTES, &one, 1, &fr, 0, ISV_TRANSIENT);
+  if (rc == 0 && once)
+    rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, &all, 0, ISV_TRANSIENT);
   if (rc == 0) rc = set_i32(req, "prompt_tokens", (int32_t)prompt_words);
   if (rc == 0) rc = set_i32(req, "completion_tokens", produced);
   if (rc != 0) return rc;
@@ -242,23 +257,25 @@ static int embed_infer(isv_request *req, void *user) {
 
 /* ---- registration ------------------------------------------------------------------------------ */
 
-static int add(isv_server *srv, isv_model_config *c, int rc, int (*infer)(isv_request *, void *)) {
+static int add(isv_server *srv, isv_model_config *c, int rc, int (*infer)(isv_request *, void *),
+               void *user) {
   if (rc == 0) {
     isv_backend be;
     memset(&be, 0, sizeof be);
     be.struct_size = sizeof be;
     be.infer = infer;
-    rc = isv_server_add_model(srv, c, "1", &be, NULL, NULL);
+    rc = isv_server_add_model(srv, c, "1", &be, user, NULL);
   }
   isv_model_config_free(c);
   return rc;
 }
 
-int demo_zoo_register_openai(isv_server *srv) {
-  if (model.n_words == 0) build();
-  static const int64_t one[] = {1}, any[] = {-1}, dim[] = {EMBED_DIM};
+/* tiny_lm's declaration; decoupled or not. */
+static int lm_config(const char *name, int decoupled, isv_model_config **out) {
+  static const int64_t one[] = {1}, any[] = {-1};
   isv_model_config *c;
-  int rc = isv_model_config_new("tiny_lm", &c);
+  *out = NULL;
+  int rc = isv_model_config_new(name, &c);
   if (rc != 0) return rc;
   rc = isv_model_config_add_input(c, "text_input", ISV_BYTES, one, 1);
   if (rc == 0) rc = isv_model_config_add_input(c, "max_tokens", ISV_INT32, one, 1);
@@ -269,14 +286,26 @@ int demo_zoo_register_openai(isv_server *srv) {
   if (rc == 0) rc = isv_model_config_add_output(c, "finish_reason", ISV_BYTES, one, 1);
   if (rc == 0) rc = isv_model_config_add_output(c, "prompt_tokens", ISV_INT32, one, 1);
   if (rc == 0) rc = isv_model_config_add_output(c, "completion_tokens", ISV_INT32, one, 1);
-  if (rc == 0) rc = isv_model_config_set_decoupled(c, 1);
+  if (rc == 0) rc = isv_model_config_set_decoupled(c, decoupled);
   if (rc == 0) rc = isv_model_config_set_exec_mode(c, ISV_EXEC_POOL);
   if (rc == 0) rc = isv_model_config_set_instances(c, 4);
-  if ((rc = add(srv, c, rc, lm_infer)) != 0) return rc;
+  *out = c;
+  return rc;
+}
+
+int demo_zoo_register_openai(isv_server *srv) {
+  if (model.n_words == 0) build();
+  static const int64_t one[] = {1}, dim[] = {EMBED_DIM};
+  static int once = 1;
+  isv_model_config *c = NULL;
+  int rc = lm_config("tiny_lm", 1, &c);
+  if (c == NULL || (rc = add(srv, c, rc, lm_infer, NULL)) != 0) return rc;
+  rc = lm_config("tiny_lm_once", 0, &c);
+  if (c == NULL || (rc = add(srv, c, rc, lm_infer, &once)) != 0) return rc;
 
   if ((rc = isv_model_config_new("tiny_embed", &c)) != 0) return rc;
   rc = isv_model_config_set_max_batch(c, 64);
   if (rc == 0) rc = isv_model_config_add_input(c, "text_input", ISV_BYTES, one, 1);
   if (rc == 0) rc = isv_model_config_add_output(c, "embedding", ISV_FP32, dim, 1);
-  return add(srv, c, rc, embed_infer);
+  return add(srv, c, rc, embed_infer, NULL);
 }

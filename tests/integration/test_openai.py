@@ -242,3 +242,58 @@ def test_under_v1_beside_tf_serving_is_refused():
     assert res.returncode == 1
     assert b"/v1/models is already served by another route" in res.stderr
     assert b'turn the "tfserving" protocol off' in res.stderr
+
+
+def test_a_model_that_answers_once(demo):
+    """tiny_lm_once is tiny_lm not decoupled: the same text, whole; streamed, one piece."""
+    for path, body in ((CHAT, chat_body(max_tokens=5, seed=4)),
+                       (CMPL, {"model": "tiny_lm", "prompt": "the loop", "max_tokens": 5,
+                               "temperature": 0})):
+        want = ok(post_json(demo, path, body))
+        got = ok(post_json(demo, path, dict(body, model="tiny_lm_once")))
+        assert got["choices"] == want["choices"] and got["usage"] == want["usage"]
+        r = requests.post(demo.url(path), json=dict(body, model="tiny_lm_once", stream=True),
+                          timeout=10)
+        events = r.content.split(b"\n\n")[:-1]
+        assert events[-1] == b"data: [DONE]"
+        chunks = [json.loads(e[6:]) for e in events[:-1]]
+        if path == CHAT:
+            assert [list(c["choices"][0]["delta"]) for c in chunks] == [["role", "content"],
+                                                                        ["content"], []]
+            assert chunks[1]["choices"][0]["delta"]["content"] == \
+                want["choices"][0]["message"]["content"]
+        else:
+            assert chunks[0]["choices"][0]["text"] == want["choices"][0]["text"]
+        assert chunks[-1]["choices"][0]["finish_reason"] == want["choices"][0]["finish_reason"]
+
+
+def test_the_edge_limits_and_cors_answer_in_openai_shape(start_demo):
+    origin = "http://app.example"
+    d = start_demo("--max-client-requests", "1", "--lm-delay-ms", "200", "--cors-origin", origin)
+    r = requests.options(d.url(CHAT), timeout=10, headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert r.status_code == 204 and r.headers["Access-Control-Allow-Origin"] == origin
+    with requests.post(d.url(CHAT), json=chat_body(max_tokens=20, stream=True), stream=True,
+                       timeout=10) as slow:
+        assert slow.status_code == 200
+        r = requests.post(d.url(CHAT), json=chat_body(max_tokens=1), timeout=10,
+                          headers={"Origin": origin})
+        openai_error(r, 429, "requests in flight", code="rate_limit_exceeded", type_="requests")
+        assert r.headers["Access-Control-Allow-Origin"] == origin
+    # the stream's client left: its count goes once the cancelled model stops (a word later)
+    deadline = time.monotonic() + 10
+    while True:
+        r = requests.post(d.url(CHAT), json=chat_body(max_tokens=1), timeout=10,
+                          headers={"Origin": origin})
+        if r.status_code != 429 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == origin
+
+
+def test_the_model_stage_refusal_in_openai_shape(start_demo):
+    d = start_demo("--forbid-model", "tiny_lm")
+    openai_error(post_json(d, CHAT, chat_body()), 403, "tiny_lm")
+    openai_error(get(d, "/openai/v1/models/tiny_lm"), 403, "tiny_lm")
+    assert ok(post_json(d, EMBED, {"model": "tiny_embed", "input": "x"}))["object"] == "list"
