@@ -51,7 +51,7 @@
  *                       stop -> one text_output word per response (--lm-delay-ms apart), then
  *                       finish_reason, prompt_tokens, completion_tokens
  *   tiny_lm_once        the same, not decoupled: the whole text in one answer
- *   tiny_embed          text_input BYTES per row (max batch 64) -> embedding FP32 [64]
+ *   tiny_embed          text_input BYTES per row (max batch 2048) -> embedding FP32 [64]
  */
 #ifndef INFERSERVE_DEMO_ZOO_H
 #define INFERSERVE_DEMO_ZOO_H

@@ -13,7 +13,7 @@
  *               says so on stderr ("tiny_lm: cancelled after N words").
  *   tiny_lm_once  the same model answering once (not decoupled): the whole text in one
  *               text_output — what a model that does not stream looks like to the endpoints.
- *   tiny_embed  text_input BYTES [1] per row (max batch 64) -> embedding FP32 [64]: hashed
+ *   tiny_embed  text_input BYTES [1] per row (max batch 2048) -> embedding FP32 [64]: hashed
  *               character trigram counts, signed, L2-normalised.
  */
 #include <ctype.h>
@@ -304,7 +304,7 @@ int demo_zoo_register_openai(isv_server *srv) {
   if (c == NULL || (rc = add(srv, c, rc, lm_infer, &once)) != 0) return rc;
 
   if ((rc = isv_model_config_new("tiny_embed", &c)) != 0) return rc;
-  rc = isv_model_config_set_max_batch(c, 64);
+  rc = isv_model_config_set_max_batch(c, 2048); /* OpenAI's most inputs */
   if (rc == 0) rc = isv_model_config_add_input(c, "text_input", ISV_BYTES, one, 1);
   if (rc == 0) rc = isv_model_config_add_output(c, "embedding", ISV_FP32, dim, 1);
   return add(srv, c, rc, embed_infer, NULL);

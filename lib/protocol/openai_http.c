@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/offload.h"
 #include "core/queries.h"
 #include "core/registry.h"
 #include "core/request.h"
@@ -117,6 +118,11 @@ static void get_model(isv__http_req *q) {
 
 /* A request being answered; in its request's arena. */
 typedef struct call {
+  isv__offload off; /* a large body is parsed, a large embeddings answer written, on a worker */
+  isv__oai_kind kind;
+  int rc;           /* the parser's */
+  char err[512];    /* ... and why */
+  isv__buf out;     /* an embeddings answer written off the loop */
   isv__exchange *ex;
   isv_request *r;
   isv__oai_req q;
@@ -256,6 +262,31 @@ static int64_t prompt_tokens(const isv_request *r) {
   return p.has_prompt_tokens ? p.prompt_tokens : 0;
 }
 
+/* The embeddings answer, into c->out (a worker thread's work when it is large). */
+static void write_embeddings(call *c, const float *v, size_t dim) {
+  isv__buf_init(&c->out, c->ex->mem);
+  isv__oai_write_embeddings(&c->out, c->meta.model, v, c->q.n_inputs, dim, c->q.base64,
+                            prompt_tokens(c->r));
+}
+
+static void embed_work(isv__offload *o) {
+  call *c = (call *)o;
+  size_t dim = 0;
+  char why[8];
+  const float *v = isv__oai_embeddings(c->r, c->q.n_inputs, &dim, why, sizeof why);
+  write_embeddings(c, v, dim); /* embed_done found them there */
+}
+
+static void embed_reply(isv__offload *o) {
+  call *c = (call *)o;
+  isv_request *r = c->r;
+  isv__exchange *ex = c->ex;
+  isv__buf b = c->out; /* c goes with r */
+  isv__core *core = r->core;
+  isv_request_free(r); /* the JSON holds copies */
+  isv__reply_json_large(core, ex, 200, &b);
+}
+
 static void embed_done(isv_request *r, int status, void *data) {
   call *c = data;
   isv__exchange *ex = c->ex;
@@ -269,19 +300,55 @@ static void embed_done(isv_request *r, int status, void *data) {
     isv_request_free(r);
     return;
   }
-  isv__buf b;
-  isv__buf_init(&b, ex->mem);
-  isv__oai_write_embeddings(&b, c->meta.model, v, c->q.n_inputs, dim, c->q.base64,
-                            prompt_tokens(r));
-  isv__core *core = r->core;
-  isv_request_free(r); /* the JSON holds copies */
-  isv__reply_json_large(core, ex, 200, &b);
+  /* a large answer is written on a worker thread: the loop is the host's */
+  if (c->q.n_inputs * dim * 4 >= ISV__OFFLOAD_MIN_BYTES &&
+      isv__offload_run(r->core, &c->off, embed_work, embed_reply) == 0)
+    return;
+  write_embeddings(c, v, dim);
+  embed_reply(&c->off);
+}
+
+static void parse_work(isv__offload *o) {
+  call *c = (call *)o;
+  c->rc = isv__oai_parse(&c->q, c->kind, c->ex->body, c->ex->body_len,
+                         c->r->core->opts.max_json_depth, &c->r->arena, c->err, sizeof c->err);
+}
+
+/* The body parsed: the request goes to its model. */
+static void parsed(isv__offload *o) {
+  call *c = (call *)o;
+  isv_request *r = c->r;
+  isv__exchange *ex = c->ex;
+  if (c->rc != 0) {
+    ex->on_cancel = NULL;
+    ex->app = NULL;
+    reply_error(ex, isv_err_http_status(c->rc), c->err, c->q.err_param, NULL, NULL, 0);
+    isv_request_free(r);
+    return;
+  }
+  /* an id unique enough for a client to tell its answers apart: time and the request's address */
+  uint64_t x = uv_hrtime() ^ ((uint64_t)(uintptr_t)r * 0x9E3779B97F4A7C15ull);
+  snprintf(c->id, sizeof c->id, "%s%016llx", c->kind == ISV__OAI_CHAT ? "chatcmpl-" : "cmpl-",
+           (unsigned long long)x);
+  c->meta = (isv__oai_meta){.kind = c->kind, .id = c->id, .created = (uint64_t)time(NULL),
+                            .model = c->q.model};
+  r->model_name = c->q.model;
+  isv__request_bind(r); /* an unknown model: the core answers it (404) */
+  if (r->model) isv__oai_to_request(r, &c->q);
+  isv__http_give_body(r, ex);
+  if (c->kind == ISV__OAI_EMBEDDING) {
+    isv__core_submit(r->core, r, embed_done, c);
+    return;
+  }
+  if (c->q.stream) ex->on_writable = on_writable;
+  if (isv__request_stream(r, on_response, c) != 0 && r->status == 0)
+    isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  isv__core_submit(r->core, r, text_done, c);
 }
 
 /* POST .../chat/completions, .../completions, .../embeddings (q->data: the kind). */
 static void create(isv__http_req *q) {
   isv__exchange *ex = q->ex;
-  isv__oai_kind kind = (isv__oai_kind)(uintptr_t)q->data;
   isv_request *r = isv__request_new(q->core);
   call *c = r ? isv__arena_calloc(&r->arena, 1, sizeof *c) : NULL;
   if (c == NULL) {
@@ -291,37 +358,18 @@ static void create(isv__http_req *q) {
   }
   r->protocol = (uint8_t)q->protocol;
   r->caller = isv__edge_caller(ex); /* the model stage judges the model the body names */
+  c->kind = (isv__oai_kind)(uintptr_t)q->data;
   c->ex = ex;
   c->r = r;
   isv__buf_init(&c->text, ex->mem);
-  char err[512];
-  int rc = isv__oai_parse(&c->q, kind, ex->body, ex->body_len, q->core->opts.max_json_depth,
-                          &r->arena, err, sizeof err);
-  if (rc != 0) {
-    reply_error(ex, isv_err_http_status(rc), err, c->q.err_param, NULL, NULL, 0);
-    isv_request_free(r);
-    return;
-  }
-  /* an id unique enough for a client to tell its answers apart: time and the request's address */
-  uint64_t x = uv_hrtime() ^ ((uint64_t)(uintptr_t)r * 0x9E3779B97F4A7C15ull);
-  snprintf(c->id, sizeof c->id, "%s%016llx", kind == ISV__OAI_CHAT ? "chatcmpl-" : "cmpl-",
-           (unsigned long long)x);
-  c->meta = (isv__oai_meta){.kind = kind, .id = c->id, .created = (uint64_t)time(NULL),
-                            .model = c->q.model};
-  r->model_name = c->q.model;
-  isv__request_bind(r); /* an unknown model: the core answers it (404) */
-  if (r->model) isv__oai_to_request(r, &c->q);
-  isv__http_give_body(r, ex);
-  ex->app = r;
+  ex->app = r; /* the client may go while the body is parsed */
   ex->on_cancel = client_gone;
-  if (kind == ISV__OAI_EMBEDDING) {
-    isv__core_submit(q->core, r, embed_done, c);
+  /* a large body is parsed on a worker thread: the loop is the host's */
+  if (ex->body_len >= ISV__OFFLOAD_MIN_BYTES &&
+      isv__offload_run(q->core, &c->off, parse_work, parsed) == 0)
     return;
-  }
-  if (c->q.stream) ex->on_writable = on_writable;
-  if (isv__request_stream(r, on_response, c) != 0 && r->status == 0)
-    isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  isv__core_submit(q->core, r, text_done, c);
+  parse_work(&c->off);
+  parsed(&c->off);
 }
 
 /* ---- the front end ------------------------------------------------------------------------------ */
