@@ -5,8 +5,8 @@
  *               text_input BYTES [1] (the prompt, or the chat rendered by the front end),
  *               max_tokens INT32 [1], temperature FP32 [1], seed INT64 [1], stop BYTES [-1];
  *               one response per word (text_output BYTES [1]: " word"), --lm-delay-ms apart;
- *               the completion carries finish_reason ("length" at max_tokens, "stop" at the end
- *               of a sentence or a stop word), prompt_tokens and completion_tokens (INT32 [1]).
+ *               the completion carries finish_reason ("length" at max_tokens, "stop" before a
+ *               stop word), prompt_tokens and completion_tokens (INT32 [1]).
  *               It starts from the prompt's last word it knows; temperature 0 is greedy, above
  *               0 it samples (weights count^(1/T)) from a generator seeded by seed and the
  *               prompt: the same request gives the same text. A request cancelled mid-stream
@@ -204,11 +204,7 @@ static int lm_infer(isv_request *req, void *user) {
     }
     if (rc != 0) return rc;
     produced++;
-    cur = next;
-    if (strcmp(w, ".") == 0) {
-      finish = "stop";
-      break;
-    }
+    cur = next; /* "." is a word like any other: only max_tokens and stop words end the text */
   }
   isv_bytes fr = {finish, strlen(finish)}, all = {whole, whole_len};
   int rc = isv_request_set_output(req, "finish_reason", ISV_BYTES, &one, 1, &fr, 0, ISV_TRANSIENT);

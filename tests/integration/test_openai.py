@@ -129,7 +129,7 @@ def test_the_demo_model_follows_its_parameters(demo):
     greedy = text(temperature=0)
     assert greedy == text(temperature=0, seed=99)  # greedy ignores the seed
     assert text(prompt="the embedding", temperature=0)["text"] != greedy["text"]
-    short = text(prompt="the client", max_tokens=1)  # "client" is never followed by "."
+    short = text(max_tokens=1)
     assert short["finish_reason"] == "length" and len(short["text"].split()) == 1
     # a stop word ends the text before it
     full = text(temperature=0, max_tokens=30)["text"].split()
@@ -312,3 +312,19 @@ def test_the_model_stage_refusal_in_openai_shape(start_demo):
     openai_error(post_json(d, CHAT, chat_body()), 403, "tiny_lm")
     openai_error(get(d, "/openai/v1/models/tiny_lm"), 403, "tiny_lm")
     assert ok(post_json(d, EMBED, {"model": "tiny_embed", "input": "x"}))["object"] == "list"
+
+
+def test_an_h2c_client_that_resets_mid_stream_cancels_the_model(start_demo):
+    """curl over h2c gives up after a second of a 200-word stream: its stream is reset, the
+    model stops."""
+    d = start_demo("--lm-delay-ms", "100")
+    res = subprocess.run(["curl", "-s", "-N", "--http2-prior-knowledge", "--max-time", "1",
+                          "-H", "content-type: application/json", "--data-binary",
+                          json.dumps(chat_body(max_tokens=200, stream=True)), d.url(CHAT)],
+                         capture_output=True, timeout=20)
+    assert res.returncode == 28, res  # curl's timeout: it left mid-stream
+    assert res.stdout.startswith(b"data: ") and b"[DONE]" not in res.stdout
+    deadline = time.monotonic() + 10
+    while "tiny_lm: cancelled after" not in d.stderr_tail() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "tiny_lm: cancelled after" in d.stderr_tail()
