@@ -66,6 +66,12 @@ const scenarios = {
                                                        stream: true });
       for await (const c of s) void c;
     } catch (e) { out.stream_unknown_model = failure(e); }
+    const seen = [];
+    try { // the zoo's tokens model fails at the word FAIL, after two responses
+      const s = await client.completions.create({ model: 'tokens', prompt: 'one two FAIL three',
+                                                  stream: true });
+      for await (const c of s) seen.push(c.choices[0].text);
+    } catch (e) { out.mid_stream = failure(e); out.mid_stream.seen = seen; }
     return out;
   },
   // Read two chunks of a slow stream, then leave: breaking out of the loop aborts the request.

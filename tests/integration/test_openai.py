@@ -328,3 +328,17 @@ def test_an_h2c_client_that_resets_mid_stream_cancels_the_model(start_demo):
     while "tiny_lm: cancelled after" not in d.stderr_tail() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "tiny_lm: cancelled after" in d.stderr_tail()
+
+
+def test_a_model_failing_mid_stream(demo):
+    """The zoo's tokens model (decoupled, a word per response) fails at the word FAIL: streamed,
+    the error is the last event (no [DONE]); whole, a 500."""
+    body = {"model": "tokens", "prompt": "one two FAIL three", "stream": True}
+    r = requests.post(demo.url(CMPL), json=body, timeout=10)
+    assert r.status_code == 200
+    events = r.content.split(b"\n\n")[:-1]
+    assert [json.loads(e[6:])["choices"][0]["text"] for e in events[:2]] == ["one", "two"]
+    assert events[2:] == [b'data: {"error":{"message":"asked to fail at byte 8","type":'
+                          b'"server_error","param":null,"code":null}}']
+    openai_error(post_json(demo, CMPL, dict(body, stream=False)), 500, "asked to fail at byte 8",
+                 type_="server_error")

@@ -134,6 +134,10 @@ def test_errors_as_the_sdk_raises_them(sdk_modules, demo):
     assert r["n2"]["param"] == "n"
     assert r["n2"]["type"] == "invalid_request_error"
     assert r["stream_unknown_model"]["thrown"] == "NotFoundError"
+    # an error event after two chunks: the SDK's iterator yields them, then throws it
+    assert r["mid_stream"]["seen"] == ["one", "two"]
+    assert r["mid_stream"]["thrown"] == "APIError"
+    assert "asked to fail at byte 8" in r["mid_stream"]["message"]
 
 
 def test_the_api_key_is_the_authorizers_bearer_token(sdk_modules, start_demo, tmp_path):
