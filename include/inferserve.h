@@ -391,6 +391,9 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  *   "grps"         grps under /grps/v1 (health, online/offline, metadata, infer/predict with
  *                  ?streaming=true, metrics at / and /grps/v1/monitor/metrics) and gRPC
  *                  grps.protos.v1.GrpsService
+ *   "openai"       OpenAI's REST API under /openai/v1: models, chat/completions, completions
+ *                  and embeddings, streamed as Server-Sent Events ("OpenAI-compatible
+ *                  endpoints" below says how a request reaches a model)
  *   "grpc_health"  gRPC grpc.health.v1.Health: Check and Watch (a stream: the status at
  *                  once and at each change; ends OK at the server's close). `service` ""
  *                  or a served gRPC service: the server's readiness; a model name: that
@@ -857,6 +860,16 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
  * one included); ISV_EINVAL for a path that is not one. Loop thread. */
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route);
+/* Serve the OpenAI-compatible endpoints (the "openai" front end, always under /openai/v1)
+ * also under `prefix` — "/v1" for OpenAI clients given a base URL without a path
+ * (http://host:8000/v1 then works as OpenAI's own). The rule with TF Serving, which owns
+ * /v1/models/{m}: no precedence, a refusal — ISV_EEXIST, changing nothing, when a route already
+ * served (TF Serving's, a custom route's) could take one of the prefix's paths; turn
+ * "tfserving" off (isv_options_set_protocol) to serve OpenAI's API under /v1. ISV_EINVAL for
+ * a prefix that is not a plain path ("/a[/b]", at most 64 bytes, no trailing '/'); ISV_ESTATE
+ * when already set, or when the "openai" protocol is off. isv_server_last_error says which.
+ * Loop thread. */
+ISV_EXTERN int isv_server_set_openai_prefix(isv_server *srv, const char *prefix);
 /* The model a request that names none is for, where a protocol allows naming none (grps: a
  * GrpsMessage without "model" and no ?model=). The name is resolved per request (404 while no
  * such model is registered); NULL or "" sets none (such requests: 404 saying so). At most 127
@@ -911,6 +924,87 @@ typedef struct isv_param {
     } s;
   } v;
 } isv_param;
+
+/* ---- OpenAI-compatible endpoints (the "openai" front end) ---------------------------------------
+ * POST /openai/v1/chat/completions, /openai/v1/completions and /openai/v1/embeddings run the
+ * model their body's "model" names (a model's name: its default version); GET
+ * /openai/v1/models lists every model and GET /openai/v1/models/{id} answers one. The same
+ * routes can be served under a prefix of the host's choosing too ("/v1":
+ * isv_server_set_openai_prefix). Nothing is
+ * registered for them: any model whose declaration fits is served, by these tensor names
+ * (Triton's generate and TensorRT-LLM conventions):
+ *
+ *   chat and completions — usually a DECOUPLED model (isv_model_config_set_decoupled), one
+ *   isv_request_send_response per piece of text; a model that answers once works too.
+ *     inputs   text_input BYTES [1]  completions: "prompt" (a string, or an array of one);
+ *                                    chat: the "messages" rendered by the front end's template,
+ *                                    a line "<role>: <content>" per message (text parts
+ *                                    joined), then "assistant:" — e.g. "system: be brief\n
+ *                                    user: hi\nassistant:"
+ *              messages BYTES [1]    chat, when declared: the "messages" array as the client
+ *                                    sent it (JSON text), for a model that applies its own
+ *                                    chat template; a chat model declares this, text_input,
+ *                                    or both
+ *              max_tokens (max_completion_tokens), temperature, top_p, frequency_penalty,
+ *              presence_penalty, seed (or random_seed), stream: each an input when the model
+ *                                    declares one of these names (a number of any of INT32,
+ *                                    INT64, UINT32, UINT64, FP32, FP64; stream BOOL), with the
+ *                                    client's value or else OpenAI's default (max_tokens 16
+ *                                    for completions, 4096 for chat; temperature and top_p 1;
+ *                                    penalties and seed 0); when not declared, a request
+ *                                    parameter (isv_request_param: INT64 or DOUBLE) when the
+ *                                    client gave it
+ *              stop (or stop_words) BYTES [-1]  the stop sequences (0 to 4); undeclared, one
+ *                                    stop sequence is the STRING parameter "stop" (more: 400)
+ *     outputs  text_output BYTES     the text of this response (its elements joined)
+ *              finish_reason BYTES [1]  optional, "stop" or "length" (default "stop")
+ *              prompt_tokens, completion_tokens (any integer type, [1])  optional, for
+ *                                    "usage" (the last value sent counts); without them
+ *                                    prompt_tokens is 0 and completion_tokens the number of
+ *                                    responses that carried text
+ *   embeddings — text_input BYTES: the "input" strings, one per row of a batching model
+ *   (max_batch >= n, declared [1]: shape [n, 1]) or along the free dimension of a model that
+ *   does not batch ([-1]: shape [n]); the model answers "embedding" (else its only output),
+ *   FP32 with n rows: [n, dim]. "encoding_format": "base64" sends each row as the base64 of
+ *   its little-endian FP32 bytes.
+ *
+ * A worked example, a streaming chat model (error handling omitted):
+ *
+ *   static int lm_infer(isv_request *r, void *user) {          // ISV_EXEC_POOL
+ *     const isv_bytes *prompt = isv_tensor_data(isv_request_input(r, "text_input"));
+ *     int32_t max = *(const int32_t *)isv_tensor_data(isv_request_input(r, "max_tokens"));
+ *     int64_t one = 1;
+ *     int32_t n = 0;
+ *     for (; n < max && !isv_request_is_cancelled(r); n++) {
+ *       isv_bytes piece = next_piece(user, prompt);            // the host's model
+ *       if (piece.len == 0) break;
+ *       isv_request_set_output(r, "text_output", ISV_BYTES, &one, 1, &piece, 0, ISV_TRANSIENT);
+ *       isv_request_send_response(r);                          // ISV_EAGAIN: wait, see above
+ *     }
+ *     if (isv_request_is_cancelled(r)) return isv_request_complete(r, ISV_ECANCELED, NULL);
+ *     isv_bytes why = n == max ? (isv_bytes){"length", 6} : (isv_bytes){"stop", 4};
+ *     isv_request_set_output(r, "finish_reason", ISV_BYTES, &one, 1, &why, 0, ISV_TRANSIENT);
+ *     isv_request_set_output(r, "completion_tokens", ISV_INT32, &one, 1, &n, 4, ISV_TRANSIENT);
+ *     return isv_request_complete(r, 0, NULL);
+ *   }
+ *   // registered: text_input BYTES [1], max_tokens INT32 [1] -> text_output BYTES [-1],
+ *   // finish_reason BYTES [1], completion_tokens INT32 [1]; decoupled; ISV_EXEC_POOL
+ *
+ * A "stream": true request answers text/event-stream: "data: {chunk}\n\n" events, the first
+ * with the role ("chat.completion.chunk", delta {"role":"assistant","content":""}), one per
+ * response that carried text, one with the finish_reason, with stream_options.include_usage a
+ * last one with "usage" and no choices, then "data: [DONE]\n\n". An error before the first
+ * event is an ordinary JSON answer; one after it is a last event {"error": {...}} (no [DONE]).
+ * A client that goes away cancels the request (isv_request_is_cancelled). Without "stream"
+ * the pieces are joined into one "chat.completion" / "text_completion" object.
+ *
+ * Fields the front end does not know are ignored; a known field it cannot honour is refused
+ * (400): n or best_of other than 1, logprobs, echo, token-id prompts, non-text content parts.
+ * Errors take OpenAI's shape {"error": {"message", "type", "param", "code"}}: 400
+ * invalid_request_error (param names the field), 404 model_not_found, 401 invalid_api_key
+ * and 403 from the authorizer, 429 and 503 from the limits, 500 server_error. The edge (the
+ * authorizer, per-client limits, CORS) and the statistics and metrics treat these requests as
+ * any other (protocol label "openai"); the authorizer judges the model the body names. */
 
 /* ---------------------------------------------------------------------------------------------
  * Requests — backend side (inside infer). Functions marked "any thread" may be called by the

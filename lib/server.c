@@ -440,6 +440,13 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
   return configure(srv, "vertex", (const char *const[]){model, predict_route, health_route}, 3);
 }
 
+ISV_EXTERN int isv_server_set_openai_prefix(isv_server *srv, const char *prefix) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (begin(srv) != 0) return ISV_ETHREAD;
+  if (srv->closing) return closing(srv);
+  return configure(srv, "openai", (const char *const[]){prefix}, 1);
+}
+
 /* ---- model repository (core/repository.h) ------------------------------------------------- */
 
 ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *repo) {

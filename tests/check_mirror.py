@@ -47,6 +47,10 @@ COVERED_ELSEWHERE = {
     "protocol/v2_repo_json.c": "the model repository's JSON codec: test_repository.c, with the "
                                "core side (lib/core/repository.c) it feeds",
     "protocol/v2_repo_pb.c": "the model repository's protobuf codec: test_repository.c",
+    "protocol/openai_http.c": "the OpenAI front end's routes and handlers, end to end against the "
+                              "demo with OpenAI's Node SDK and curl (HTTP/1.1 and h2c): "
+                              "tests/integration/test_openai.py; its codec in test_openai.c and "
+                              "test_openai_write.c, its mapping in test_openai_map.c",
     "protocol/v2_repo_http.c": "the model repository's REST handlers, end to end against the "
                                "demo: tests/integration/test_repository.py",
 }

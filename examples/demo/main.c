@@ -80,12 +80,16 @@ static void usage(FILE *f) {
           "  --access-log             a line per answered request on stdout: access PROTOCOL\n"
           "                           METHOD PATH STATUS BYTES_IN BYTES_OUT MICROSECONDS\n"
           "  --disable-protocol NAME  do not serve this protocol (repeatable): kserve_v2,\n"
-          "                           tfserving, vertex, grps, grpc_health,\n"
+          "                           tfserving, vertex, grps, openai, grpc_health,\n"
           "                           grpc_reflection, metrics\n"
           "  --server-name NAME[:VERSION]  the name (and version) server metadata reports on\n"
           "                           every protocol (default libinferserve and its version;\n"
           "                           Triton's clients expect \"triton\")\n"
           "  --load-delay-ms N        model repository: a load completes after N ms (default 0)\n"
+          "  --openai-prefix PATH     serve the OpenAI endpoints under PATH too (\"/v1\": needs\n"
+          "                           --disable-protocol tfserving, whose /v1/models it is)\n"
+          "  --lm-delay-ms N          tiny_lm (the OpenAI endpoints' demo model) pauses N ms\n"
+          "                           before each word it streams (default 0)\n"
           "  --no-repository          no model repository callbacks: load and unload refused,\n"
           "                           \"model_repository\" not in server metadata\n"
           "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
@@ -287,6 +291,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   listen_addr addrs[MAX_LISTENERS];
   size_t naddrs = 0;
   const char *vertex_model = "half_plus_three";
+  const char *openai_prefix = NULL; /* --openai-prefix */
   int repository = 1;
   unsigned long long load_delay_ms = 0;
   const char *token_file = NULL, *forbid_model = NULL, *identity = NULL; /* auth.c */
@@ -432,6 +437,21 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       }
       continue;
     }
+    if (strcmp(arg, "--lm-delay-ms") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      char *end;
+      unsigned long long ms = strtoull(v, &end, 10);
+      if (*v == '\0' || *v == '-' || *end != '\0' || ms > 60000) {
+        fprintf(stderr, "inferserve-demo: bad value '%s' for --lm-delay-ms (0 to 60000)\n", v);
+        return 2;
+      }
+      demo_openai_set_delay_ms((unsigned)ms);
+      continue;
+    }
+    if (strcmp(arg, "--openai-prefix") == 0) {
+      openai_prefix = i + 1 < argc ? argv[++i] : "";
+      continue;
+    }
     if (strcmp(arg, "--vertex-model") == 0) {
       vertex_model = i + 1 < argc ? argv[++i] : "";
       continue;
@@ -532,6 +552,11 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   demo_threads_cfg more = {.opts = opts, .n_listen = naddrs,
                            .with_auth = token_file || forbid_model || identity || auth_delay_ms,
                            .repo_delay_ms = repository ? (int64_t)load_delay_ms : -1};
+  if (openai_prefix && (rc = isv_server_set_openai_prefix(d.srv, openai_prefix)) < 0) {
+    fprintf(stderr, "inferserve-demo: --openai-prefix: %s\n", isv_server_last_error(d.srv));
+    return 1;
+  }
+  more.openai_prefix = openai_prefix;
   if (aip_port != NULL && *aip_port != '\0') {
     const char *pr = getenv("AIP_PREDICT_ROUTE"), *hr = getenv("AIP_HEALTH_ROUTE");
     more.vertex_model = vertex_model;

@@ -83,6 +83,8 @@ static void member_main(void *arg) {
   if (rc == 0 && cfg->vertex_model)
     rc = isv_server_set_vertex_routes(m->srv, cfg->vertex_model, cfg->predict_route,
                                       cfg->health_route);
+  if (rc == 0 && cfg->openai_prefix)
+    rc = isv_server_set_openai_prefix(m->srv, cfg->openai_prefix);
   for (size_t i = 0; rc == 0 && i < cfg->n_listen; i++)
     if ((rc = isv_server_listen(m->srv, cfg->hosts[i], cfg->ports[i])) != 0)
       fprintf(stderr, "inferserve-demo: thread: %s\n", isv_server_last_error(m->srv));

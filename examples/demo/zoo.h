@@ -50,6 +50,12 @@
  *   streamer            decoupled: str_data "N" or INT32 N -> N messages, str_data "0".."N-1";
  *                       N > 1000 -> 400; with gmap s_i32 n, fail_at (fail after that many) and
  *                       delay_ms (between messages)
+ * The OpenAI-compatible endpoints' (zoo_openai.c: its header says more):
+ *   tiny_lm             decoupled word bigram model: text_input, max_tokens, temperature, seed,
+ *                       stop -> one text_output word per response (--lm-delay-ms apart), then
+ *                       finish_reason, prompt_tokens, completion_tokens
+ *   tiny_lm_once        the same, not decoupled: the whole text in one answer
+ *   tiny_embed          text_input BYTES per row (max batch 2048) -> embedding FP32 [64]
  */
 #ifndef INFERSERVE_DEMO_ZOO_H
 #define INFERSERVE_DEMO_ZOO_H
@@ -109,6 +115,7 @@ typedef struct demo_threads_cfg {
   int with_auth;
   int64_t repo_delay_ms;
   const char *vertex_model, *predict_route, *health_route;
+  const char *openai_prefix; /* NULL: none (isv_server_set_openai_prefix) */
   const isv_tls *tls; /* NULL: none; else listen with it on tls_host:tls_port after the rest */
   const char *tls_host;
   int tls_port;
@@ -142,6 +149,10 @@ int demo_zoo_register_scheduling(isv_server *srv);
 int demo_routes_register(isv_server *srv, unsigned loop);
 /* Triton's sequence and identity example models (zoo_triton.c; called by demo_zoo_register). */
 int demo_zoo_register_triton(isv_server *srv);
+/* The OpenAI-compatible endpoints' models (zoo_openai.c; called by demo_zoo_register), and
+ * the pause tiny_lm makes before each word (--lm-delay-ms; default 0). */
+int demo_zoo_register_openai(isv_server *srv);
+void demo_openai_set_delay_ms(unsigned ms);
 /* The grps models (called by demo_zoo_register). */
 int demo_zoo_register_grps(isv_server *srv);
 /* Complete req with an error whose message is printf-formatted; what isv_request_complete

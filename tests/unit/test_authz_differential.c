@@ -666,6 +666,36 @@ static void grps_metadata_http(ctx *c) {
   }
 }
 
+/* OpenAI REST: the body's "model", plainly, streamed, and named twice. The models here take
+ * "x", which the OpenAI front end never gives: an "ok" request is judged, then fails
+ * validation (400, nothing runs). */
+static void openai_create(ctx *c) {
+  const char *fmt = strstr(c->key, "chat") ? "{%s\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+                    : strstr(c->key, "embeddings") ? "{%s\"input\":\"hi\"}"
+                                                   : "{%s\"prompt\":\"hi\"}";
+  int streams = strstr(c->key, "embeddings") == NULL;
+  static const struct {
+    const char *model;
+    int no, stream;
+  } forms[] = {
+      {"\"model\":\"ok\",", 0, 0},
+      {"\"model\":\"no\",", 1, 0},
+      {"\"model\":\"ok\",\"stream\":true,", 0, 1},
+      {"\"model\":\"no\",\"stream\":true,", 1, 1},
+      {"\"model\":\"ok\",\"model\":\"no\",", -1, 0},
+      {"\"model\":\"no\",\"model\":\"ok\",", -1, 0},
+  };
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    if (forms[i].stream && !streams) continue;
+    char body[256];
+    snprintf(body, sizeof body, fmt, forms[i].model);
+    request q = http("POST", c->key, "application/json", body);
+    expect e = forms[i].no == 1 ? NO : forms[i].no < 0 ? EITHER : ok_expect(0, "2");
+    if (forms[i].no == 0) e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, forms[i].model));
+  }
+}
+
 /* ---- gRPC ------------------------------------------------------------------------------------ */
 
 /* How a protobuf request names its model: the name field (and the version field) once, or
@@ -900,6 +930,10 @@ static const recipe recipes[] = {
     {GRPS "Predict", grps_grpc_predict},
     {GRPS "PredictStreaming", grps_grpc_predict},
     {GRPS "ModelMetadata", grps_grpc_metadata},
+    {"/openai/v1/models/{model}", v2_answer},
+    {"/openai/v1/chat/completions", openai_create},
+    {"/openai/v1/completions", openai_create},
+    {"/openai/v1/embeddings", openai_create},
 };
 
 /* Routes and methods that act on no model, each with why. A new one goes here only when it
@@ -921,6 +955,8 @@ static const struct {
     {"/v2/cudasharedmemory/region/{region}/register", "CUDA shared memory"},
     {"/v2/cudasharedmemory/unregister", "CUDA shared memory"},
     {"/v2/cudasharedmemory/region/{region}/unregister", "CUDA shared memory"},
+    {"/openai/v1/models", "OpenAI's model list: every model's name (judged at the caller stage "
+                          "only, as the repository's index)"},
     {"/v2/repository/index", "the repository's index: every model's name and state (judged at "
                              "the caller stage only)"},
     {"/v2/repository/{repository}/index", "501: named repositories are not supported"},

@@ -423,6 +423,42 @@ static void vertex_routes_are_set_once(void **state) {
   assert_int_equal(isv_server_set_vertex_routes(w->srv, "pool", "/p2", NULL), ISV_ESTATE);
 }
 
+/* The OpenAI endpoints under a prefix of the host's: refused where TF Serving's /v1/models is
+ * (EEXIST, saying what to turn off), served once TF Serving is off; once per server. */
+static void a_server_with(const char *off, uv_loop_t *loop, isv_server **srv) {
+  isv_options *o;
+  isv_options_new(&o);
+  if (off) isv_options_set_protocol(o, off, 0);
+  assert_int_equal(isv_server_new(loop, o, srv), 0);
+  isv_options_free(o);
+}
+
+static void openai_prefix_rule(void **state) {
+  world *w = *state;
+  assert_int_equal(isv_server_set_openai_prefix(w->srv, "/v1"), ISV_EEXIST);
+  assert_non_null(strstr(isv_server_last_error(w->srv), "turn the \"tfserving\" protocol off"));
+  static const char *const bad[] = {NULL, "", "/", "v1", "/v1/", "/a//b", "/{x}", "/a:b"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    assert_int_equal(isv_server_set_openai_prefix(w->srv, bad[i]), ISV_EINVAL);
+  assert_int_equal(isv_server_set_openai_prefix(w->srv, "/v2"), ISV_EEXIST); /* V2's /v2/models */
+  assert_int_equal(isv_server_set_openai_prefix(w->srv, "/api/openai"), 0);  /* free */
+  assert_int_equal(isv_server_set_openai_prefix(w->srv, "/other"), ISV_ESTATE);
+  assert_non_null(strstr(isv_server_last_error(w->srv), "already set ('/api/openai')"));
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_server *srv;
+  a_server_with("tfserving", &loop, &srv);
+  assert_int_equal(isv_server_set_openai_prefix(srv, "/v1"), 0);
+  isv_server_close(srv, NULL, NULL);
+  a_server_with("openai", &loop, &srv);
+  assert_int_equal(isv_server_set_openai_prefix(srv, "/v1"), ISV_ESTATE);
+  assert_non_null(strstr(isv_server_last_error(srv), "protocol is off"));
+  isv_server_close(srv, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static int route_noop(isv_http_request *req, void *user) {
   (void)user;
   return isv_http_respond(req, 204, NULL, NULL, 0, ISV_STATIC);
@@ -767,6 +803,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
       cmocka_unit_test_setup_teardown(a_request_names_its_version_by_a_label, setup, teardown),
       cmocka_unit_test_setup_teardown(vertex_routes_are_set_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(openai_prefix_rule, setup, teardown),
       cmocka_unit_test_setup_teardown(custom_routes_never_shadow, setup, teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
       cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
