@@ -20,6 +20,7 @@
 #include "protocol/edge.h"
 #include "protocol/http_reply.h"
 #include "protocol/openai.h"
+#include "protocol/trace.h"
 
 /* ---- errors ------------------------------------------------------------------------------------ */
 
@@ -37,11 +38,15 @@ static void http_error(isv__exchange *ex, int status, const char *msg, const isv
   reply_error(ex, status, msg, NULL, NULL, extra, n_extra);
 }
 
-/* A failed request's answer: its status and message; an unknown model is model_not_found. */
+/* A failed request's answer: its status and message (with the core's Retry-After estimate,
+ * when it has one); an unknown model is model_not_found. */
 static void reply_failed(isv__exchange *ex, const isv_request *r, int status, const char *param) {
   const char *msg = r->errmsg && r->errmsg[0] ? r->errmsg : isv_strerror(status);
+  isv__header h;
+  char v[16];
+  size_t nh = isv__retry_after(r, &h, v, sizeof v);
   reply_error(ex, isv_err_http_status(status), msg, param,
-              status == ISV_ENOTFOUND ? "model_not_found" : NULL, NULL, 0);
+              status == ISV_ENOTFOUND ? "model_not_found" : NULL, nh ? &h : NULL, nh);
 }
 
 /* ---- models ------------------------------------------------------------------------------------ */
@@ -335,6 +340,7 @@ static void parsed(isv__offload *o) {
   r->model_name = c->q.model;
   isv__request_bind(r); /* an unknown model: the core answers it (404) */
   if (r->model) isv__oai_to_request(r, &c->q);
+  isv__http_queue_headers(r, ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(r, ex);
   if (c->kind == ISV__OAI_EMBEDDING) {
     isv__core_submit(r->core, r, embed_done, c);
@@ -356,6 +362,7 @@ static void create(isv__http_req *q) {
     http_error(ex, 500, "out of memory", NULL, 0);
     return;
   }
+  isv__trace_from_headers(r, ex->headers, ex->n_headers);
   r->protocol = (uint8_t)q->protocol;
   r->caller = isv__edge_caller(ex); /* the model stage judges the model the body names */
   c->kind = (isv__oai_kind)(uintptr_t)q->data;

@@ -342,3 +342,14 @@ def test_a_model_failing_mid_stream(demo):
                           b'"server_error","param":null,"code":null}}']
     openai_error(post_json(demo, CMPL, dict(body, stream=False)), 500, "asked to fail at byte 8",
                  type_="server_error")
+
+
+def test_queue_headers_apply(demo):
+    """Inference-Priority / Inference-Timeout-Us, as on every protocol whose body cannot say."""
+    r = requests.post(demo.url(CHAT), json=chat_body(max_tokens=1), timeout=10,
+                      headers={"Inference-Priority": "high"})
+    openai_error(r, 400, "header Inference-Priority must be a non-negative decimal")
+    r = requests.post(demo.url(CHAT), json=chat_body(max_tokens=1), timeout=10,
+                      headers={"Inference-Priority": "0", "traceparent":
+                               "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+    assert r.status_code == 200
