@@ -12,11 +12,17 @@ PKGS=(
   python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
   wrk haproxy nginx python3-yaml libmicrohttpd-dev chromium
   libssl-dev openssl
-  nodejs npm
   libxgboost-dev python3-xgboost python3-sklearn python3-numpy
   libtorch-dev python3-torch
   prometheus
 )
+
+# Node and npm (the OpenAI and gRPC reflection tests install real clients from npm): Debian's
+# packages, unless a Node with its npm is there already — NodeSource's nodejs bundles npm and
+# conflicts with Debian's npm package, so asking for both would fail.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  PKGS+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
