@@ -157,3 +157,26 @@ int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
 int isv__http_queue_headers(isv_request *r, const isv__exchange *ex) {
   return r->status ? r->status : isv__queue_headers(r, ex->headers, ex->n_headers);
 }
+
+void isv__sse_send(isv__exchange *ex, int *begun, isv__buf *b) {
+  size_t len = 0;
+  char *text = b->len && !b->failed ? isv__buf_release(b, &len) : NULL;
+  isv__buf_free(b);
+  uv_buf_t part = uv_buf_init(text, (unsigned)len);
+  if (*begun) {
+    if (text) isv__exchange_write(ex, &part, 1, isv__free, text);
+    return;
+  }
+  static const isv__header no_cache = {"Cache-Control", 13, "no-cache", 8};
+  isv__response resp = {.status = 200,
+                        .content_type = "text/event-stream; charset=utf-8",
+                        .headers = &no_cache,
+                        .n_headers = 1,
+                        .parts = &part,
+                        .n_parts = text ? 1 : 0,
+                        .release = text ? isv__free : NULL,
+                        .release_ctx = text,
+                        .more = 1};
+  isv__exchange_respond(ex, &resp);
+  *begun = 1;
+}

@@ -25,6 +25,10 @@ int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...)
     ;
 int isv__reply_error_msg(isv__exchange *ex, int http_status, const char *msg,
                          const isv__header *extra, size_t n_extra);
+/* One Server-Sent Events piece of a streamed answer (b's bytes, taken; empty or failed:
+ * nothing but the head): the first also sends the 200 and its head (text/event-stream,
+ * Cache-Control: no-cache) and sets *begun. Generate's and OpenAI's streams. */
+void isv__sse_send(isv__exchange *ex, int *begun, isv__buf *b);
 /* The request takes the exchange's body, which its inputs may point into (zero-copy tensors,
  * strings unescaped in place): freed with the request, which may outlive the exchange (a
  * request the server's close abandons waits for its backend). */

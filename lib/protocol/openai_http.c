@@ -149,28 +149,7 @@ static void on_writable(isv__exchange *ex) { isv__request_flow_resume(ex->app); 
 static void client_gone(isv__exchange *ex) { isv__core_cancel(ex->app); }
 
 /* Send an event's text (b taken): the 200 and its head go out with the first. */
-static void send_event(call *c, isv__buf *b) {
-  size_t len = 0;
-  char *text = b->len && !b->failed ? isv__buf_release(b, &len) : NULL;
-  isv__buf_free(b);
-  uv_buf_t part = uv_buf_init(text, (unsigned)len);
-  if (c->begun) {
-    if (text) isv__exchange_write(c->ex, &part, 1, isv__free, text);
-    return;
-  }
-  static const isv__header no_cache = {"Cache-Control", 13, "no-cache", 8};
-  isv__response resp = {.status = 200,
-                        .content_type = "text/event-stream; charset=utf-8",
-                        .headers = &no_cache,
-                        .n_headers = 1,
-                        .parts = &part,
-                        .n_parts = text ? 1 : 0,
-                        .release = text ? isv__free : NULL,
-                        .release_ctx = text,
-                        .more = 1};
-  isv__exchange_respond(c->ex, &resp);
-  c->begun = 1;
-}
+static void send_event(call *c, isv__buf *b) { isv__sse_send(c->ex, &c->begun, b); }
 
 /* The chunk with the role (chat) that opens a stream, before its first content. */
 static void begin(call *c, isv__buf *b) {

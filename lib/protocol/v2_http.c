@@ -672,28 +672,7 @@ static void sse_check(sse *st) {
 static void sse_writable(isv__exchange *ex) { isv__request_flow_resume(ex->app); }
 
 /* Send an event's text (b taken; empty: nothing but the head when the stream has not begun). */
-static void send_event(sse *st, isv__buf *b) {
-  size_t len = 0;
-  char *text = b->len ? isv__buf_release(b, &len) : NULL;
-  isv__buf_free(b);
-  uv_buf_t part = uv_buf_init(text, (unsigned)len);
-  if (st->begun) {
-    if (text) isv__exchange_write(st->ex, &part, 1, isv__free, text);
-    return;
-  }
-  static const isv__header no_cache = {"Cache-Control", 13, "no-cache", 8};
-  isv__response resp = {.status = 200,
-                        .content_type = "text/event-stream; charset=utf-8",
-                        .headers = &no_cache,
-                        .n_headers = 1,
-                        .parts = &part,
-                        .n_parts = text ? 1 : 0,
-                        .release = text ? isv__free : NULL,
-                        .release_ctx = text,
-                        .more = 1};
-  isv__exchange_respond(st->ex, &resp);
-  st->begun = 1;
-}
+static void send_event(sse *st, isv__buf *b) { isv__sse_send(st->ex, &st->begun, b); }
 
 /* "data: {...}\n\n" of a response (status 0) or of an error. */
 static void event_of(const isv_request *r, int status, isv__buf *b) {
