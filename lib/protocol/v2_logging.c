@@ -164,7 +164,8 @@ int isv__v2log_apply_pb(isv__log_view *v, const uint8_t *msg, size_t len, char *
     if (ke < 0) goto malformed;
     setting_value val = {.type = VAL_STRING, .s = "", .n = 0};
     int set = 0;
-    isv__pb_reader vr = isv__pb_reader_of(value);
+    /* an entry without a value has none to read (and no pointer to make a reader of) */
+    isv__pb_reader vr = isv__pb_reader_of(value.p ? value : (isv__pb_span){(const uint8_t *)"", 0});
     while (value.p && (ke = isv__pb_read_field(&vr, &e)) > 0) { /* the oneof: the last wins */
       if (e.num == 1 || e.num == 2) {
         if (e.wt != ISV__PB_VARINT) goto malformed;
