@@ -478,6 +478,34 @@ typedef struct isv_log_settings {
 } isv_log_settings;
 typedef void (*isv_log_settings_cb)(void *user, const isv_log_settings *settings);
 ISV_EXTERN int isv_options_set_log_settings_cb(isv_options *o, isv_log_settings_cb cb, void *user);
+/* A traced request's timeline (Triton's TIMESTAMPS trace level), handed to the host once it is
+ * done. Times are uv_hrtime() nanoseconds (one clock, comparable with each other); 0 for a
+ * point the request never reached (refused before it ran: no compute times). A batched
+ * request's compute times are its batch's. The trace id is the request's traceparent's (W3C
+ * trace context, has_parent 1, parent_id the caller's span) or, without one, a fresh random
+ * one (has_parent 0). Strings are valid during the call only. Fields may be added at the end:
+ * read them only when struct_size covers them. */
+typedef struct isv_trace_timeline {
+  size_t struct_size;
+  const char *model, *version;
+  const char *protocol;   /* the label requests are counted under: "v2_http", "inprocess"... */
+  const char *request_id; /* the client's id, "" when none */
+  int status;             /* 0, or the ISV_E* code it ended with */
+  uint8_t trace_id[16];
+  uint8_t parent_id[8];
+  uint8_t flags; /* the traceparent's (bit 0: sampled); 1 for a fresh trace */
+  int has_parent;
+  uint64_t request_start_ns, queue_start_ns, compute_start_ns, compute_input_end_ns,
+      compute_output_start_ns, compute_end_ns, request_end_ns;
+  size_t batch_size; /* requests executed together (1: alone; 0: never ran) */
+} isv_trace_timeline;
+typedef void (*isv_trace_cb)(void *user, const isv_trace_timeline *t);
+/* Trace requests: every `rate`-th request that finishes (1: each), and every one whose
+ * traceparent says its caller sampled it (flag bit 0: a trace is followed end to end), goes to
+ * cb on the loop thread when it is done — for a host to write Triton's trace file, or spans to
+ * OpenTelemetry. Without cb (the default), nothing is recorded and nothing costs. Requests the
+ * library runs for itself (the repository's) are not traced. ISV_EINVAL for rate 0 with cb. */
+ISV_EXTERN int isv_options_set_trace(isv_options *o, isv_trace_cb cb, void *user, unsigned rate);
 /* One answered request, for an access log. Fields may be added at the end: read them only
  * when struct_size covers them. Strings are valid during the call only. */
 typedef struct isv_access_entry {

@@ -76,6 +76,8 @@ extern "C" {
 int demo_zoo_register(isv_server *srv);
 /* The demo's log and its answer to Triton's logging extension (logging.c): 0 or -1. */
 int demo_logging_setup(isv_options *opts);
+/* --trace-file, --trace-rate (tracing.c): traced requests as JSON lines in file. 0 or -1. */
+int demo_tracing_setup(isv_options *opts, const char *file, unsigned rate);
 /* What each server of a group needs beside the group's models (threads.c): the routes (loop:
  * its number, 1..) and the default model. 0 or the code of the first failure. */
 int demo_zoo_attach(isv_server *srv, unsigned loop);

@@ -235,6 +235,14 @@ ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_byte
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_trace(isv_options *o, isv_trace_cb cb, void *user, unsigned rate) {
+  if (o == NULL || (cb != NULL && rate == 0)) return ISV_EINVAL;
+  o->trace = cb;
+  o->trace_user = user;
+  o->trace_rate = cb ? rate : 0;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_log_settings_cb(isv_options *o, isv_log_settings_cb cb, void *user) {
   if (o == NULL) return ISV_EINVAL;
   o->log_settings = cb;

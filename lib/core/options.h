@@ -52,6 +52,9 @@ struct isv_options {
   void *log_user;
   isv_log_settings_cb log_settings; /* told of the logging extension's changes; NULL: none */
   void *log_settings_user;
+  isv_trace_cb trace; /* NULL: no tracing (isv_options_set_trace) */
+  void *trace_user;
+  unsigned trace_rate;
   isv_access_cb access; /* NULL: no access log */
   void *access_user;
   isv_mem mem; /* the server's allocator (isv__libc_mem by default) */

@@ -383,6 +383,55 @@ unsigned isv__sched_busy(const isv_model *m) { return m->sched ? m->sched->busy 
 
 /* ---- finishing requests ------------------------------------------------------------------ */
 
+/* ---- tracing (isv_options_set_trace) ------------------------------------------------------ */
+
+/* A fresh trace id: xorshift over the clock and a counter (unique per process is what a trace
+ * id needs; nothing secret rides on it). Loop thread. */
+static void fresh_trace_id(isv__core *c, uint8_t id[16]) {
+  uint64_t x = uv_hrtime() ^ (++c->trace_seq * 0x9e3779b97f4a7c15ull) ^ (uintptr_t)c;
+  for (int i = 0; i < 16; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    id[i] = (uint8_t)(x >> 24);
+  }
+}
+
+static void trace(isv_request *r, uint64_t now) {
+  isv__core *c = r->core;
+  int sampled = r->has_trace && (r->trace.flags & 1); /* its caller's choice: always traced */
+  int by_rate = ++c->trace_n % c->opts.trace_rate == 0; /* every request counts for the rate */
+  if (!sampled && !by_rate) return;
+  const isv_request *x = r->job->exec;
+  const isv__job *xj = x ? x->job : NULL;
+  isv_trace_timeline t = {
+      .struct_size = sizeof t,
+      .model = r->model->cfg->name,
+      .version = r->model->version,
+      .protocol = r->protocol < c->n_protocols ? c->protocols[r->protocol] : "",
+      .request_id = r->id ? r->id : "",
+      .status = r->status,
+      .has_parent = r->has_trace,
+      .request_start_ns = r->start_ns,
+      .queue_start_ns = r->start_ns,
+      .compute_start_ns = r->job->run_ns,
+      .compute_input_end_ns = xj && r->job->run_ns ? xj->infer_ns : 0,
+      .compute_output_start_ns = x && r->job->run_ns ? x->complete_ns : 0,
+      .compute_end_ns = r->job->run_ns ? now : 0,
+      .request_end_ns = now,
+      .batch_size = !r->job->run_ns ? 0 : xj && xj->batch ? xj->batch->n_members : 1,
+  };
+  if (r->has_trace) {
+    memcpy(t.trace_id, r->trace.trace_id, 16);
+    memcpy(t.parent_id, r->trace.parent_id, 8);
+    t.flags = r->trace.flags;
+  } else {
+    fresh_trace_id(c, t.trace_id);
+    t.flags = 1;
+  }
+  c->opts.trace(c->opts.trace_user, &t);
+}
+
 static isv__fail_reason fail_reason(const isv_request *r) {
   switch (r->status) {
   case ISV_ECANCELED: return ISV__FAIL_CANCELED;
@@ -430,6 +479,7 @@ static void record(isv_request *r) {
     isv__count(&s->compute_infer_ns, x->complete_ns - x->job->infer_ns);
     isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
   }
+  if (r->core->opts.trace && r->model->cfg->name[0] != '@') trace(r, now); /* not the library's own */
 }
 
 static void finish_request(isv_request *r) {

@@ -958,8 +958,99 @@ static void queued_work_runs_during_the_drain(void **state) {
   assert_true(a.status == 0 && b.status == 0);
 }
 
+/* ---- tracing (isv_options_set_trace) ------------------------------------------------------ */
+
+static isv_trace_timeline traced[16];
+static char traced_id[16][16]; /* the strings are valid during the call only */
+static int n_traced;
+static void on_trace(void *user, const isv_trace_timeline *t) {
+  (void)user;
+  if (n_traced < 16) {
+    traced[n_traced] = *t;
+    snprintf(traced_id[n_traced], sizeof traced_id[0], "%s", t->request_id);
+  }
+  n_traced++;
+}
+
+static void timeline_in_order(const isv_trace_timeline *t) {
+  assert_true(t->request_start_ns > 0);
+  assert_true(t->queue_start_ns >= t->request_start_ns);
+  assert_true(t->compute_start_ns >= t->queue_start_ns);
+  assert_true(t->compute_input_end_ns >= t->compute_start_ns);
+  assert_true(t->compute_output_start_ns >= t->compute_input_end_ns);
+  assert_true(t->compute_end_ns >= t->compute_output_start_ns);
+  assert_true(t->request_end_ns >= t->compute_end_ns);
+}
+
+static void traced_requests_carry_their_timeline(void **state) {
+  (void)state;
+  fixture *f = cf_world_new(NULL);
+  f->core.opts.trace = on_trace;
+  f->core.opts.trace_rate = 1;
+  add_model(f, "inline", be_twice, NULL, ISV_EXEC_INLINE, 0);
+  add_model(f, "pool", be_twice, NULL, ISV_EXEC_POOL, 0);
+  add_model(f, "unavail", be_return_code, &code_unavail, ISV_EXEC_INLINE, 0);
+  cf_model b = {.name = "b4", .infer = be_twice, .max_batch = 4, .batching = 1,
+                .batch_delay_us = 10000000};
+  cf_add(f, &b);
+  n_traced = 0;
+  float x[4] = {1, 2, 3, 4};
+  cf_result r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0}, r5 = {0};
+  isv_request *q = cf_request(f, "inline", x, 2, 0);
+  assert_int_equal(isv_request_set_id(q, "abc"), 0);
+  cf_submit(f, q, &r1);
+  cf_submit(f, cf_request(f, "pool", x, 2, 0), &r2);
+  cf_wait(f, &r2, 1);
+  cf_submit(f, cf_request(f, "b4", x, 4, 2), &r3); /* 2 + 2 rows: a full batch of two requests */
+  cf_submit(f, cf_request(f, "b4", x, 4, 2), &r4);
+  cf_submit(f, cf_request(f, "unavail", x, 2, 0), &r5);
+  assert_int_equal(n_traced, 5);
+  assert_string_equal(traced[0].model, "inline");
+  assert_string_equal(traced_id[0], "abc");
+  assert_string_equal(traced[0].protocol, "inprocess");
+  assert_int_equal(traced[0].status, 0);
+  assert_int_equal(traced[0].batch_size, 1);
+  assert_int_equal(traced[0].has_parent, 0);
+  assert_int_equal(traced[0].flags, 1);
+  for (int i = 0; i < 4; i++) timeline_in_order(&traced[i]);
+  assert_memory_not_equal(traced[0].trace_id, traced[1].trace_id, 16); /* fresh ids */
+  assert_string_equal(traced[1].model, "pool");
+  assert_int_equal(traced[2].batch_size, 2); /* batched: the batch's compute times */
+  assert_int_equal(traced[3].batch_size, 2);
+  assert_true(traced[2].compute_start_ns == traced[3].compute_start_ns ||
+              traced[2].compute_input_end_ns == traced[3].compute_input_end_ns);
+  assert_int_equal(traced[4].status, ISV_EUNAVAIL);
+  /* every other request at rate 2 — and always one its caller sampled */
+  f->core.opts.trace_rate = 2;
+  n_traced = 0;
+  f->core.trace_n = 0;
+  for (int i = 0; i < 4; i++) {
+    cf_result r = {0};
+    cf_submit(f, cf_request(f, "inline", x, 2, 0), &r);
+  }
+  assert_int_equal(n_traced, 2);
+  n_traced = 0;
+  f->core.trace_n = 0;
+  q = cf_request(f, "inline", x, 2, 0);
+  assert_int_equal(isv_request_set_trace_context(
+                       q, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", NULL), 0);
+  cf_submit(f, q, &r1); /* the first: not the rate's, but sampled by its caller */
+  q = cf_request(f, "inline", x, 2, 0);
+  assert_int_equal(isv_request_set_trace_context(
+                       q, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", NULL), 0);
+  cf_submit(f, q, &r1); /* not sampled: the rate's second, traced as such, its ids kept */
+  assert_int_equal(n_traced, 2);
+  assert_int_equal(traced[0].has_parent, 1);
+  assert_int_equal(traced[0].trace_id[0], 0x4b);
+  assert_int_equal(traced[0].parent_id[7], 0xb7);
+  assert_int_equal(traced[0].flags, 1);
+  assert_int_equal(traced[1].flags, 0);
+  cf_world_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(traced_requests_carry_their_timeline),
       cmocka_unit_test_setup_teardown(inline_pool_and_other_thread_give_the_same_result, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(pool_requests_chained_from_callbacks, setup, teardown),
