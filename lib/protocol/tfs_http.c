@@ -78,17 +78,6 @@ static isv_model *judged(isv__http_req *q, const servable *s, int every) {
   return isv__edge_http_model(q, m->cfg->name, every ? NULL : m->version) ? m : NULL;
 }
 
-/* TF Serving's ServableState names for the registry's states. */
-static const char *tf_state(isv_model_state st) {
-  switch (st) {
-  case ISV_MODEL_LOADING: return "LOADING";
-  case ISV_MODEL_READY: return "AVAILABLE";
-  case ISV_MODEL_UNLOADING: return "UNLOADING";
-  case ISV_MODEL_UNAVAILABLE: return "END";
-  default: return "UNKNOWN";
-  }
-}
-
 static void put_key(isv__buf *b, const char *k) {
   isv__json_write_string(b, k, strlen(k));
   isv__buf_putc(b, ':');
@@ -98,7 +87,7 @@ static void version_status(isv__buf *b, const isv_model *m) {
   isv__buf_puts(b, "{\"version\":");
   isv__json_write_string(b, m->version, strlen(m->version));
   isv__buf_puts(b, ",\"state\":\"");
-  isv__buf_puts(b, tf_state(m->state));
+  isv__buf_puts(b, isv__tfs_state_name(m->state));
   isv__buf_puts(b, "\",\"status\":{\"error_code\":\"OK\",\"error_message\":\"\"}}");
 }
 
@@ -166,12 +155,6 @@ static void tensor_infos(isv__buf *b, const isv__io *io, size_t n, int batched) 
   isv__buf_putc(b, '}');
 }
 
-static const char *method_name(isv_signature_method m) {
-  return m == ISV_SIGNATURE_CLASSIFY ? "tensorflow/serving/classify"
-         : m == ISV_SIGNATURE_REGRESS ? "tensorflow/serving/regress"
-                                      : "tensorflow/serving/predict";
-}
-
 /* The aliases of one side of a signature, each with its tensor's info. */
 static void sig_infos(isv__buf *b, const isv__io *io, size_t n_io, char *const *names,
                       char *const *aliases, size_t n, int batched) {
@@ -219,7 +202,7 @@ static void metadata(isv__http_req *q) {
     sig_infos(&b, c->outputs, c->n_outputs, sg->out_names, sg->out_aliases, sg->n_out,
               c->max_batch > 0);
     isv__buf_puts(&b, ",\"method_name\":\"");
-    isv__buf_puts(&b, method_name(sg->method));
+    isv__buf_puts(&b, isv__tfs_method_name(sg->method));
     isv__buf_puts(&b, "\"}");
   }
   isv__buf_puts(&b, "}}}}");

@@ -329,20 +329,15 @@ static int single_or_named(isv_request *r, isv__json_reader *rd, isv__json_token
   return st[0].known ? 0 : settle_shape(r, &st[0], n);
 }
 
-/* The inputs the signature exposes (NULL: every input, under its own name). */
 static size_t sig_inputs(const isv_model_config *cfg, const isv__signature *sig) {
-  return sig ? sig->n_in : cfg->n_inputs;
+  return isv__tfs_sig_n_in(cfg, sig);
 }
 
 static void states_init(isv_request *r, in_state *st, const isv_model_config *cfg,
                         const isv__signature *sig) {
   for (size_t k = 0; k < sig_inputs(cfg, sig); k++) {
-    const isv__io *io = &cfg->inputs[k];
-    if (sig) /* registration checked that the model has it */
-      for (size_t j = 0; j < cfg->n_inputs; j++)
-        if (strcmp(cfg->inputs[j].name, sig->in_names[k]) == 0) io = &cfg->inputs[j];
+    const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &st[k].alias);
     st[k].io = io;
-    st[k].alias = sig ? sig->in_aliases[k] : io->name;
     st[k].elsize = io->dt == ISV_BYTES ? sizeof(isv_bytes) : isv_datatype_size(io->dt);
     isv__buf_init(&st[k].first, r->core ? r->core->mem : NULL);
   }
@@ -352,21 +347,14 @@ static void states_init(isv_request *r, in_state *st, const isv_model_config *cf
  * one), and the outputs it exposes requested. 0, or r failed with TF Serving's text. */
 static int choose_signature(isv_request *r, const isv__json_token *name, const isv__signature **sig) {
   const isv_model_config *cfg = r->model->cfg;
-  const char *want = name ? name->ptr : ISV__TFS_DEFAULT_SIGNATURE;
-  size_t wl = name ? name->len : strlen(ISV__TFS_DEFAULT_SIGNATURE);
-  *sig = NULL;
-  if (cfg->n_sigs == 0) {
-    if (wl == strlen(ISV__TFS_DEFAULT_SIGNATURE) && memcmp(want, ISV__TFS_DEFAULT_SIGNATURE, wl) == 0)
-      return 0;
-  } else {
-    for (size_t i = 0; i < cfg->n_sigs; i++)
-      if (strlen(cfg->sigs[i].name) == wl && memcmp(cfg->sigs[i].name, want, wl) == 0)
-        *sig = &cfg->sigs[i];
-  }
-  if (*sig == NULL)
+  if (!isv__tfs_signature(cfg, name ? name->ptr : NULL, name ? name->len : 0, sig)) {
+    const char *want = name ? name->ptr : ISV__TFS_DEFAULT_SIGNATURE;
+    size_t wl = name ? name->len : strlen(ISV__TFS_DEFAULT_SIGNATURE);
     return isv__request_fail(r, ISV_EBADREQ,
                              "Serving signature name: \"%.*s\" not found in signature def",
                              (int)(wl > 128 ? 128 : wl), want);
+  }
+  if (*sig == NULL) return 0;
   for (size_t i = 0; i < (*sig)->n_out; i++)
     if (isv_request_add_requested_output(r, (*sig)->out_names[i], 0) != 0)
       return r->status ? r->status : isv__request_fail(r, ISV_ENOMEM, "out of memory");
@@ -553,12 +541,6 @@ static int decode_example(isv_request *r, isv__json_reader *rd, in_state *st, co
   return 0;
 }
 
-static const char *method_name(isv_signature_method m) {
-  return m == ISV_SIGNATURE_CLASSIFY ? "tensorflow/serving/classify"
-         : m == ISV_SIGNATURE_REGRESS ? "tensorflow/serving/regress"
-                                      : "tensorflow/serving/predict";
-}
-
 int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned max_depth,
                              isv_signature_method method, const isv__signature **sig) {
   const isv_model_config *cfg = r->model->cfg;
@@ -572,7 +554,7 @@ int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned ma
   if (*sig && (*sig)->method != method) /* TF Serving's text */
     return isv__request_fail(r, ISV_EBADREQ, "Expected %s signature method_name to be %s. Was: %s",
                              method == ISV_SIGNATURE_CLASSIFY ? "classification" : "regression",
-                             method_name(method), method_name((*sig)->method));
+                             isv__tfs_method_name(method), isv__tfs_method_name((*sig)->method));
   size_t ex = offs[0], cx = offs[1];
   if (ex == SIZE_MAX) return isv__request_fail(r, ISV_EBADREQ, "the body has no \"examples\"");
   isv__json_reader rd;
@@ -663,9 +645,7 @@ static void write_nested(isv__buf *b, const isv_tensor *t, const int64_t *shape,
 
 /* The name output t goes by in the answer: its alias in the signature, else its own. */
 static const char *out_alias(const isv__signature *sig, const isv_tensor *t) {
-  for (size_t i = 0; sig && i < sig->n_out; i++)
-    if (strcmp(sig->out_names[i], t->name) == 0) return sig->out_aliases[i];
-  return t->name;
+  return isv__tfs_out_alias(sig, t->name);
 }
 
 static void write_key(isv__buf *b, const char *k) {
