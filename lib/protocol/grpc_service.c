@@ -521,6 +521,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
   if (g->jobs) g->jobs->prev = j;
   g->jobs = j;
   g->inflight++;
+  if (g->m->bind) g->m->bind(r, msg, len); /* the registry: on the loop */
   /* A large message is decoded on a worker thread: typed contents (varints, strings) take
    * milliseconds per MB, and the loop is the host's. A decode error is the core's to order
    * and report either way. */
