@@ -1,6 +1,7 @@
 /* TensorFlow Serving's REST API (PROTOCOLS.md §3, seed 000): model status, model metadata and
  * :predict under /v1/models/{m}[/versions/{v}|/labels/{l}], with TF Serving's JSON and error
- * texts; :classify and :regress on "examples" (+ "context").
+ * texts; :classify and :regress on "examples" (+ "context"). The same front end serves TF
+ * Serving's gRPC services (tfs_grpc.c).
  *
  * And AI Platform / Vertex AI online prediction (§4, seed 003), a second front end on the same
  * predict pipeline — its body is TF Serving's row format plus parameters:
@@ -23,6 +24,7 @@
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
 #include "protocol/tfs_json.h"
+#include "protocol/tfs_pb.h"
 #include "core/scheduler.h"
 
 /* ---- which servable the path names ------------------------------------------------------- */
@@ -400,8 +402,10 @@ const isv__frontend isv__tfs_frontend = {
     .enabled_by_default = 1,
     .path_prefix = "/v1",
     .routes = routes,
+    .methods = isv__tfs_methods, /* TF Serving's gRPC API (tfs_grpc.c): one switch for both */
     .http_error = tfs_error,
     .http_label = "tfserving",
+    .grpc_label = "tfserving_grpc",
 };
 
 /* ---- AI Platform / Vertex AI ------------------------------------------------------------- */

@@ -1,0 +1,800 @@
+/* TF Serving's gRPC messages by hand (tfs_pb.h has the rules). */
+#include "protocol/tfs_pb.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/datatype.h"
+#include "core/core.h"
+#include "core/queries.h"
+#include "core/resolve.h"
+#include "core/scheduler.h"
+
+/* ---- ModelSpec ------------------------------------------------------------------------------ */
+
+static int parse_spec(isv__pb_span s, isv__tfs_spec *spec) {
+  isv__pb_reader rd = isv__pb_reader_of(s);
+  isv__pb_field f;
+  int rc;
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num == 1 || f.num == 3 || f.num == 4 || f.num == 2) {
+      if (f.wt != ISV__PB_LEN) return -1;
+    } else {
+      continue;
+    }
+    if (f.num == 1) spec->name = f.s;
+    else if (f.num == 3) spec->signature = f.s;
+    else if (f.num == 4) { /* oneof version_choice: the last one set wins */
+      spec->label = f.s;
+      spec->has_label = 1;
+      spec->has_version = 0;
+    } else { /* google.protobuf.Int64Value {int64 value = 1} */
+      isv__pb_reader v = isv__pb_reader_of(f.s);
+      isv__pb_field g;
+      int vr;
+      spec->version = 0;
+      while ((vr = isv__pb_read_field(&v, &g)) > 0)
+        if (g.num == 1) {
+          if (g.wt != ISV__PB_VARINT) return -1;
+          spec->version = (int64_t)g.v;
+        }
+      if (vr < 0) return -1;
+      spec->has_version = 1;
+      spec->has_label = 0;
+    }
+  }
+  return rc < 0 ? -1 : 0;
+}
+
+int isv__tfs_pb_spec(const uint8_t *msg, size_t len, uint32_t num, isv__tfs_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  isv__pb_reader rd = isv__pb_reader_of((isv__pb_span){msg, len});
+  isv__pb_field f;
+  int rc, found = 0;
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num != num) continue;
+    if (f.wt != ISV__PB_LEN || parse_spec(f.s, spec) != 0) return -1;
+    found = 1; /* a repeated message field is merged: its later fields win */
+  }
+  return rc < 0 ? -1 : found;
+}
+
+static const char *span_dup(isv_request *r, isv__pb_span s) {
+  return isv__arena_strndup(&r->arena, (const char *)s.p, s.n);
+}
+
+static int oom(isv_request *r) { return isv__request_fail(r, ISV_ENOMEM, "out of memory"); }
+
+int isv__tfs_pb_bind(isv_request *r, const uint8_t *msg, size_t len, int kind) {
+  if (r->status) return r->status;
+  isv__tfs_spec s;
+  int rc = isv__tfs_pb_spec(msg, len, 1, &s);
+  if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed request message");
+  if (rc == 0) return isv__request_fail(r, ISV_EBADREQ, "Missing ModelSpec");
+  char version[24];
+  isv__model_spec spec = {(const char *)s.name.p, s.name.n, NULL, 0, NULL, 0};
+  if (s.has_version) {
+    snprintf(version, sizeof version, "%" PRId64, s.version);
+    spec.version = version;
+    spec.version_len = strlen(version);
+  } else if (s.has_label) {
+    spec.label = (const char *)s.label.p;
+    spec.label_len = s.label.n;
+  }
+  isv_model *m;
+  isv__why why = isv__core_resolve(r->core, &spec, &m);
+  if (why != ISV__FOUND) { /* r names no model: the core keeps this answer (isv__request_bind) */
+    char msg_[512];
+    int code = isv__why_say(why, ISV__WORDS_TFS, &spec, msg_, sizeof msg_);
+    return isv__request_fail(r, code, "%s", msg_);
+  }
+  r->model_name = span_dup(r, s.name);
+  if (r->model_name == NULL) return oom(r);
+  if (spec.version && (r->version = isv__arena_strndup(&r->arena, version, strlen(version))) == NULL)
+    return oom(r);
+  if (spec.label && (r->label = span_dup(r, s.label)) == NULL) return oom(r);
+  if (isv__request_bind(r) != 0) return r->status;
+  isv__tfs_call *c = isv__arena_calloc(&r->arena, 1, sizeof *c);
+  if (c == NULL) return oom(r);
+  c->kind = kind;
+  const isv_model_config *cfg = r->model->cfg;
+  const char *want = s.signature.n ? (const char *)s.signature.p : NULL;
+  if (!isv__tfs_signature(cfg, want, s.signature.n, &c->sig))
+    return isv__request_fail(r, ISV_ESTATE, "Serving signature key \"%.*s\" not found.",
+                             (int)(s.signature.n > 128 ? 128 : s.signature.n), want);
+  c->sig_name = want ? span_dup(r, s.signature) : ISV__TFS_DEFAULT_SIGNATURE;
+  if (c->sig_name == NULL) return oom(r);
+  r->fe_data = c;
+  return 0;
+}
+
+/* ---- TensorProto ---------------------------------------------------------------------------- */
+
+/* How a typed field's values sit on the wire. */
+enum { K_VARINT, K_I32, K_I64, K_LEN };
+
+typedef struct typed {
+  uint32_t num;
+  const char *name;
+  int kind;
+} typed;
+
+static const typed typed_fields[] = {
+    {5, "float_val", K_I32},      {6, "double_val", K_I64},  {7, "int_val", K_VARINT},
+    {8, "string_val", K_LEN},     {9, "scomplex_val", K_I32}, {10, "int64_val", K_VARINT},
+    {11, "bool_val", K_VARINT},   {12, "dcomplex_val", K_I64}, {13, "half_val", K_VARINT},
+    {14, "resource_handle_val", K_LEN}, {15, "variant_val", K_LEN}, {16, "uint32_val", K_VARINT},
+    {17, "uint64_val", K_VARINT},
+};
+
+static const typed *typed_of(uint32_t num) {
+  for (size_t i = 0; i < sizeof typed_fields / sizeof *typed_fields; i++)
+    if (typed_fields[i].num == num) return &typed_fields[i];
+  return NULL;
+}
+
+/* The typed field a dtype's values go in. */
+static uint32_t field_of(isv_datatype dt) {
+  switch (dt) {
+  case ISV_FP32: return 5;
+  case ISV_FP64: return 6;
+  case ISV_INT8:
+  case ISV_INT16:
+  case ISV_INT32:
+  case ISV_UINT8:
+  case ISV_UINT16: return 7;
+  case ISV_BYTES: return 8;
+  case ISV_INT64: return 10;
+  case ISV_BOOL: return 11;
+  case ISV_FP16:
+  case ISV_BF16: return 13;
+  case ISV_UINT32: return 16;
+  case ISV_UINT64: return 17;
+  default: return 0;
+  }
+}
+
+/* TF's names for the dtypes refused here (the served ones are in codec/datatype.h's table). */
+static const char *tf_dtype_name(uint64_t n) {
+  static const char *const names[] = {
+      "DT_INVALID", "DT_FLOAT",  "DT_DOUBLE",    "DT_INT32",   "DT_UINT8",   "DT_INT16",
+      "DT_INT8",    "DT_STRING", "DT_COMPLEX64", "DT_INT64",   "DT_BOOL",    "DT_QINT8",
+      "DT_QUINT8",  "DT_QINT32", "DT_BFLOAT16",  "DT_QINT16",  "DT_QUINT16", "DT_UINT16",
+      "DT_COMPLEX128", "DT_HALF", "DT_RESOURCE", "DT_VARIANT", "DT_UINT32",  "DT_UINT64"};
+  return n < sizeof names / sizeof *names ? names[n] : NULL;
+}
+
+/* Element count of one occurrence of a typed field: -1 when malformed for its kind. */
+static long long occurrence_count(const typed *ty, const isv__pb_field *f) {
+  switch (ty->kind) {
+  case K_LEN: return f->wt == ISV__PB_LEN ? 1 : -1;
+  case K_I32:
+    if (f->wt == ISV__PB_I32) return 1;
+    return f->wt == ISV__PB_LEN && f->s.n % 4 == 0 ? (long long)(f->s.n / 4) : -1;
+  case K_I64:
+    if (f->wt == ISV__PB_I64) return 1;
+    return f->wt == ISV__PB_LEN && f->s.n % 8 == 0 ? (long long)(f->s.n / 8) : -1;
+  default: {
+    if (f->wt == ISV__PB_VARINT) return 1;
+    if (f->wt != ISV__PB_LEN) return -1;
+    long long n = 0; /* a packed run: the bytes that end a varint */
+    for (size_t i = 0; i < f->s.n; i++) n += !(f->s.p[i] & 0x80);
+    if (f->s.n && (f->s.p[f->s.n - 1] & 0x80)) return -1;
+    return n;
+  }
+  }
+}
+
+typedef struct fill {
+  isv_request *r;
+  const char *alias;
+  isv_datatype dt;
+  uint8_t *out; /* count elements of dt */
+  size_t count, at;
+} fill;
+
+static int out_of_range(fill *c, long long v) {
+  return isv__request_fail(c->r, ISV_EBADREQ, "input '%s': value %lld is out of range for %s",
+                           c->alias, v, isv__dt_name(c->dt, ISV__DTN_TF));
+}
+
+/* Store one value (the raw varint / I32 / I64 bits, or a string span) as element c->at. */
+static int store(fill *c, uint64_t v, isv__pb_span s) {
+  size_t i = c->at++;
+  int64_t sv = (int64_t)v;
+  switch (c->dt) {
+  case ISV_FP32: {
+    uint32_t b = (uint32_t)v;
+    memcpy(c->out + 4 * i, &b, 4);
+    return 0;
+  }
+  case ISV_FP64: memcpy(c->out + 8 * i, &v, 8); return 0;
+  case ISV_INT64:
+  case ISV_UINT64: memcpy(c->out + 8 * i, &v, 8); return 0;
+  case ISV_INT32: {
+    if (sv < INT32_MIN || sv > INT32_MAX) return out_of_range(c, sv);
+    int32_t x = (int32_t)sv;
+    memcpy(c->out + 4 * i, &x, 4);
+    return 0;
+  }
+  case ISV_UINT32: {
+    if (v > UINT32_MAX) return out_of_range(c, sv);
+    uint32_t x = (uint32_t)v;
+    memcpy(c->out + 4 * i, &x, 4);
+    return 0;
+  }
+  case ISV_INT16: {
+    if (sv < INT16_MIN || sv > INT16_MAX) return out_of_range(c, sv);
+    int16_t x = (int16_t)sv;
+    memcpy(c->out + 2 * i, &x, 2);
+    return 0;
+  }
+  case ISV_UINT16:
+  case ISV_FP16:
+  case ISV_BF16: { /* half_val: the 16 bits, as an unsigned or a sign-extended value */
+    int lo = c->dt == ISV_UINT16 ? 0 : INT16_MIN;
+    if (sv < lo || sv > UINT16_MAX) return out_of_range(c, sv);
+    uint16_t x = (uint16_t)(sv & 0xffff);
+    memcpy(c->out + 2 * i, &x, 2);
+    return 0;
+  }
+  case ISV_INT8:
+    if (sv < INT8_MIN || sv > INT8_MAX) return out_of_range(c, sv);
+    c->out[i] = (uint8_t)(int8_t)sv;
+    return 0;
+  case ISV_UINT8:
+    if (sv < 0 || sv > UINT8_MAX) return out_of_range(c, sv);
+    c->out[i] = (uint8_t)sv;
+    return 0;
+  case ISV_BOOL: c->out[i] = v != 0; return 0;
+  case ISV_BYTES: {
+    isv_bytes b = {(const char *)s.p, s.n};
+    memcpy(c->out + sizeof(isv_bytes) * i, &b, sizeof b);
+    return 0;
+  }
+  default: return isv__request_fail(c->r, ISV_EINTERNAL, "unexpected datatype");
+  }
+}
+
+/* Every value of one occurrence of the dtype's field, in order. */
+static int fill_occurrence(fill *c, const typed *ty, const isv__pb_field *f) {
+  isv__pb_span none = {NULL, 0};
+  if (f->wt != ISV__PB_LEN || ty->kind == K_LEN) return store(c, f->v, f->wt == ISV__PB_LEN ? f->s : none);
+  if (ty->kind == K_I32 || ty->kind == K_I64) {
+    unsigned w = ty->kind == K_I32 ? 4 : 8;
+    for (size_t off = 0; off < f->s.n; off += w)
+      if (store(c, isv__pb_le_load(f->s.p + off, w), none)) return c->r->status;
+    return 0;
+  }
+  isv__pb_reader rd = isv__pb_reader_of(f->s);
+  uint64_t v;
+  while (rd.p < rd.end) {
+    if (isv__pb_read_varint(&rd, &v) != 0)
+      return isv__request_fail(c->r, ISV_EBADREQ, "input '%s': malformed %s", c->alias, ty->name);
+    if (store(c, v, none)) return c->r->status;
+  }
+  return 0;
+}
+
+static int bad_tensor(isv_request *r, const char *alias, const char *why) {
+  return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s", alias, why);
+}
+
+int isv__tfs_pb_decode_tensor(isv_request *r, isv__pb_span tp, const char *alias, isv_tensor *t) {
+  uint64_t dtype = 0;
+  isv__pb_span shape = {NULL, 0}, content = {NULL, 0};
+  int has_shape = 0, has_content = 0;
+  long long n_vals[18] = {0};
+  isv__pb_reader rd = isv__pb_reader_of(tp);
+  isv__pb_field f;
+  int rc;
+  char why[160];
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num == 1) {
+      if (f.wt != ISV__PB_VARINT) return bad_tensor(r, alias, "malformed dtype");
+      dtype = f.v;
+    } else if (f.num == 2) {
+      if (f.wt != ISV__PB_LEN) return bad_tensor(r, alias, "malformed tensor_shape");
+      shape = f.s; /* a message given twice would merge; TF's clients send one */
+      has_shape = 1;
+    } else if (f.num == 4) {
+      if (f.wt != ISV__PB_LEN) return bad_tensor(r, alias, "malformed tensor_content");
+      content = f.s;
+      has_content = 1;
+    } else if (f.num < 18 && typed_of(f.num)) {
+      const typed *ty = typed_of(f.num);
+      long long k = occurrence_count(ty, &f);
+      if (k < 0) {
+        snprintf(why, sizeof why, "malformed %s", ty->name);
+        return bad_tensor(r, alias, why);
+      }
+      n_vals[f.num] += k;
+    }
+  }
+  if (rc < 0) return bad_tensor(r, alias, "malformed TensorProto");
+  isv_datatype dt = isv__dt_from_tf_number(dtype > 1000 ? 0 : (int)dtype);
+  if (dt == ISV_TYPE_INVALID) {
+    const char *dn = tf_dtype_name(dtype);
+    if (dn) snprintf(why, sizeof why, "dtype %s is not supported", dn);
+    else snprintf(why, sizeof why, "dtype %llu is not a TensorFlow DataType",
+                  (unsigned long long)dtype);
+    return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s", alias, why);
+  }
+  uint32_t want = field_of(dt);
+  for (uint32_t num = 5; num < 18; num++)
+    if (num != want && n_vals[num] > 0) {
+      snprintf(why, sizeof why, "%s given for dtype %s (its values go in %s)",
+               typed_of(num)->name, isv__dt_name(dt, ISV__DTN_TF), typed_of(want)->name);
+      return bad_tensor(r, alias, why);
+    }
+  /* the shape */
+  size_t ndim = 0;
+  int64_t dims[ISV__MAX_NDIM];
+  if (has_shape) {
+    isv__pb_reader sr = isv__pb_reader_of(shape);
+    while ((rc = isv__pb_read_field(&sr, &f)) > 0) {
+      if (f.num == 3 && f.wt == ISV__PB_VARINT && f.v)
+        return bad_tensor(r, alias, "tensor_shape has unknown_rank: a request's shape must be known");
+      if (f.num != 2) continue;
+      if (f.wt != ISV__PB_LEN) return bad_tensor(r, alias, "malformed tensor_shape");
+      if (ndim == ISV__MAX_NDIM) {
+        snprintf(why, sizeof why, "tensor_shape has more than %d dimensions", ISV__MAX_NDIM);
+        return bad_tensor(r, alias, why);
+      }
+      int64_t size = 0;
+      isv__pb_reader dr = isv__pb_reader_of(f.s);
+      isv__pb_field g;
+      while ((rc = isv__pb_read_field(&dr, &g)) > 0)
+        if (g.num == 1) {
+          if (g.wt != ISV__PB_VARINT) return bad_tensor(r, alias, "malformed tensor_shape");
+          size = (int64_t)g.v;
+        }
+      if (rc < 0) return bad_tensor(r, alias, "malformed tensor_shape");
+      if (size < 0) {
+        snprintf(why, sizeof why, "tensor_shape has dimension %zu of size %lld: a request's "
+                 "shape must be known", ndim, (long long)size);
+        return bad_tensor(r, alias, why);
+      }
+      dims[ndim++] = size;
+    }
+    if (rc < 0) return bad_tensor(r, alias, "malformed tensor_shape");
+  }
+  size_t elsize = isv__dt_size(dt), count, bytes;
+  if (isv__shape_count(dims, ndim, elsize, &count, &bytes) != 0)
+    return bad_tensor(r, alias, "tensor_shape's size overflows");
+  int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
+  if (sh == NULL) return oom(r);
+  if (ndim) memcpy(sh, dims, ndim * sizeof *sh);
+  memset(t, 0, sizeof *t);
+  t->dt = dt;
+  t->shape = sh;
+  t->ndim = ndim;
+  t->count = count;
+  long long nv = n_vals[want];
+  if (has_content && nv > 0)
+    return bad_tensor(r, alias, "both tensor_content and typed values are set: send one");
+  if (has_content) {
+    if (dt == ISV_BYTES)
+      return bad_tensor(r, alias, "DT_STRING values go in string_val, not tensor_content");
+    if (content.n != bytes) {
+      snprintf(why, sizeof why, "tensor_content has %zu bytes, the shape holds %zu of %zu "
+               "bytes each", content.n, count, elsize);
+      return bad_tensor(r, alias, why);
+    }
+    if ((uintptr_t)content.p % elsize == 0) {
+      t->data = (void *)(uintptr_t)content.p; /* in place: the message outlives the request */
+    } else { /* misaligned for typed access: copied once */
+      t->data = isv__arena_alloc(&r->arena, bytes ? bytes : 1);
+      if (t->data == NULL) return oom(r);
+      if (bytes) memcpy(t->data, content.p, bytes);
+    }
+    t->byte_size = bytes;
+    return 0;
+  }
+  if ((size_t)nv > count) {
+    snprintf(why, sizeof why, "%s has %lld values, the shape holds %zu", typed_of(want)->name, nv,
+             count);
+    return bad_tensor(r, alias, why);
+  }
+  if (nv == 0 && count > 0) {
+    snprintf(why, sizeof why, "no values: the shape holds %zu (set tensor_content or %s)", count,
+             typed_of(want)->name);
+    return bad_tensor(r, alias, why);
+  }
+  size_t limit = r->core ? r->core->opts.max_body_bytes : 0;
+  if ((size_t)nv < count && limit && bytes > limit)
+    return isv__request_fail(r, ISV_ETOOBIG, "input '%s': its %lld values filled out to the "
+                             "shape's %zu elements exceed the server's limit of %zu bytes",
+                             alias, nv, count, limit);
+  fill c = {r, alias, dt, isv__arena_alloc(&r->arena, bytes ? bytes : 1), count, 0};
+  if (c.out == NULL) return oom(r);
+  rd = isv__pb_reader_of(tp);
+  const typed *ty = typed_of(want);
+  while (isv__pb_read_field(&rd, &f) > 0)
+    if (f.num == want && fill_occurrence(&c, ty, &f)) return r->status;
+  for (size_t i = c.at; i < count; i++) /* TF's rule: the last value repeated */
+    memcpy(c.out + i * elsize, c.out + (c.at - 1) * elsize, elsize);
+  t->data = c.out;
+  t->byte_size = dt == ISV_BYTES ? isv__bytes_total(t->data, count) : bytes;
+  return 0;
+}
+
+/* ---- PredictRequest ------------------------------------------------------------------------- */
+
+typedef struct alias_list {
+  const char *v[64];
+  size_t n;
+  int more;
+} alias_list;
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "{a,b,c}" of the sorted list (TF Serving's std::set order) into buf. */
+static void put_set(char *buf, size_t cap, alias_list *l) {
+  qsort(l->v, l->n, sizeof *l->v, cmp_str);
+  size_t len = strlen(buf);
+  snprintf(buf + len, cap - len, "{");
+  for (size_t i = 0; i < l->n; i++) {
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, "%s%.64s", i ? "," : "", l->v[i]);
+  }
+  len = strlen(buf);
+  snprintf(buf + len, cap - len, "%s}", l->more ? ",..." : "");
+}
+
+static void list_add(alias_list *l, const char *s) {
+  if (l->n < sizeof l->v / sizeof *l->v) l->v[l->n++] = s;
+  else l->more = 1;
+}
+
+int isv__tfs_pb_decode_predict(isv_request *r, const uint8_t *msg, size_t len) {
+  if (r->status) return r->status;
+  isv__tfs_call *call = r->fe_data;
+  if (r->model == NULL || call == NULL) return isv__request_fail(r, ISV_EINTERNAL, "not bound");
+  const isv_model_config *cfg = r->model->cfg;
+  const isv__signature *sig = call->sig;
+  size_t n_in = isv__tfs_sig_n_in(cfg, sig), n_out = isv__tfs_sig_n_out(cfg, sig);
+  isv__pb_span *value = isv__arena_calloc(&r->arena, n_in + 1, sizeof *value);
+  char *given = isv__arena_calloc(&r->arena, n_in + 1, 1);
+  char *wanted = isv__arena_calloc(&r->arena, n_out + 1, 1);
+  if (value == NULL || given == NULL || wanted == NULL) return oom(r);
+  alias_list extra = {.n = 0};
+  size_t n_given = 0, n_extra = 0, n_filter = 0;
+  isv__pb_reader rd = isv__pb_reader_of((isv__pb_span){msg, len});
+  isv__pb_field f;
+  int rc;
+  const char *alias;
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num == 2) { /* map<string, TensorProto> inputs: the last entry of a key wins */
+      if (f.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed inputs");
+      isv__pb_span key = {(const uint8_t *)"", 0}, val = {NULL, 0};
+      isv__pb_reader er = isv__pb_reader_of(f.s);
+      isv__pb_field g;
+      int er_rc;
+      while ((er_rc = isv__pb_read_field(&er, &g)) > 0) {
+        if ((g.num == 1 || g.num == 2) && g.wt != ISV__PB_LEN)
+          return isv__request_fail(r, ISV_EBADREQ, "malformed inputs entry");
+        if (g.num == 1) key = g.s;
+        else if (g.num == 2) val = g.s;
+      }
+      if (er_rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed inputs entry");
+      size_t k = 0;
+      for (; k < n_in; k++) {
+        isv__tfs_sig_in(cfg, sig, k, &alias);
+        if (strlen(alias) == key.n && memcmp(alias, key.p, key.n) == 0) break;
+      }
+      if (k == n_in) {
+        const char *name = span_dup(r, key);
+        if (name == NULL) return oom(r);
+        int seen = 0;
+        for (size_t i = 0; i < extra.n; i++) seen |= strcmp(extra.v[i], name) == 0;
+        if (!seen) {
+          list_add(&extra, name);
+          n_extra++;
+        }
+        continue;
+      }
+      if (!given[k]) n_given++;
+      given[k] = 1;
+      value[k] = val;
+    } else if (f.num == 3) { /* output_filter */
+      if (f.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed output_filter");
+      size_t k = 0;
+      for (; k < n_out; k++) {
+        isv__tfs_sig_out(cfg, sig, k, &alias);
+        if (strlen(alias) == f.s.n && memcmp(alias, f.s.p, f.s.n) == 0) break;
+      }
+      if (k == n_out) {
+        alias_list outs = {.n = 0};
+        char set[600] = "";
+        for (size_t i = 0; i < n_out; i++) {
+          isv__tfs_sig_out(cfg, sig, i, &alias);
+          list_add(&outs, alias);
+        }
+        put_set(set, sizeof set, &outs);
+        return isv__request_fail(r, ISV_EBADREQ, "output tensor alias not found in signature: "
+                                 "%.*s Outputs expected to be in the set %s.",
+                                 (int)(f.s.n > 128 ? 128 : f.s.n), f.s.p, set);
+      }
+      if (wanted[k])
+        return isv__request_fail(r, ISV_EBADREQ, "duplicate output tensor alias: %s", alias);
+      wanted[k] = 1;
+      n_filter++;
+    }
+  }
+  if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed request message");
+  if (n_extra || n_given != n_in) { /* TF Serving's text (predict_util.cc) */
+    alias_list req = {.n = 0}, want = {.n = 0}, missing = {.n = 0};
+    for (size_t k = 0; k < n_in; k++) {
+      isv__tfs_sig_in(cfg, sig, k, &alias);
+      list_add(&want, alias);
+      if (given[k]) list_add(&req, alias);
+      else list_add(&missing, alias);
+    }
+    for (size_t i = 0; i < extra.n; i++) list_add(&req, extra.v[i]);
+    char text[1400];
+    snprintf(text, sizeof text, "input size does not match signature: %zu!=%zu len(",
+             n_given + n_extra, n_in);
+    put_set(text, sizeof text, &req);
+    size_t l = strlen(text);
+    snprintf(text + l, sizeof text - l, ") != len(");
+    put_set(text, sizeof text, &want);
+    l = strlen(text);
+    snprintf(text + l, sizeof text - l, "). Sent extra: ");
+    put_set(text, sizeof text, &extra);
+    l = strlen(text);
+    snprintf(text + l, sizeof text - l, ". Missing but required: ");
+    put_set(text, sizeof text, &missing);
+    l = strlen(text);
+    snprintf(text + l, sizeof text - l, ".");
+    return isv__request_fail(r, ISV_EBADREQ, "%s", text);
+  }
+  for (size_t k = 0; k < n_in; k++) {
+    const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &alias);
+    isv_tensor t;
+    if (isv__tfs_pb_decode_tensor(r, value[k], alias, &t)) return r->status;
+    isv_tensor *in = isv__request_push_input(r);
+    if (in == NULL) return r->status;
+    t.name = io->name;
+    *in = t;
+  }
+  /* the outputs: the filter's, else the signature's (a model without signatures: all) */
+  for (size_t k = 0; k < n_out; k++) {
+    if (n_filter ? !wanted[k] : sig == NULL) continue;
+    const isv__io *io = isv__tfs_sig_out(cfg, sig, k, &alias);
+    if (isv_request_add_requested_output(r, io->name, 0) != 0)
+      return r->status ? r->status : oom(r);
+  }
+  return 0;
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+static void put_varint_field(isv__buf *b, uint32_t num, uint64_t v) {
+  uint8_t tmp[24];
+  uint8_t *p = isv__pb_put_key(tmp, num, ISV__PB_VARINT);
+  p = isv__pb_put_varint(p, v);
+  isv__buf_append(b, tmp, (size_t)(p - tmp));
+}
+
+static void put_len_head(isv__buf *b, uint32_t num, size_t n) {
+  uint8_t tmp[24];
+  uint8_t *p = isv__pb_put_key(tmp, num, ISV__PB_LEN);
+  p = isv__pb_put_varint(p, n);
+  isv__buf_append(b, tmp, (size_t)(p - tmp));
+}
+
+static void put_bytes(isv__buf *b, uint32_t num, const void *s, size_t n) {
+  put_len_head(b, num, n);
+  isv__buf_append(b, s, n);
+}
+
+static void put_str(isv__buf *b, uint32_t num, const char *s) { put_bytes(b, num, s, strlen(s)); }
+
+/* inner as field num of b; inner freed. */
+static void put_msg(isv__buf *b, uint32_t num, isv__buf *inner) {
+  if (inner->failed) b->failed = 1;
+  put_bytes(b, num, inner->data, inner->len);
+  isv__buf_free(inner);
+}
+
+/* A TensorShapeProto: each dimension a Dim {size}. */
+static void put_shape(isv__buf *b, uint32_t num, const int64_t *shape, size_t ndim, int batch,
+                      int unknown_rank) {
+  isv__buf s;
+  isv__buf_init(&s, b->mem);
+  if (batch) {
+    isv__buf d;
+    isv__buf_init(&d, b->mem);
+    put_varint_field(&d, 1, (uint64_t)(int64_t)-1);
+    put_msg(&s, 2, &d);
+  }
+  for (size_t i = 0; i < ndim; i++) {
+    isv__buf d;
+    isv__buf_init(&d, b->mem);
+    if (shape[i]) put_varint_field(&d, 1, (uint64_t)shape[i]);
+    put_msg(&s, 2, &d);
+  }
+  if (unknown_rank) put_varint_field(&s, 3, 1);
+  put_msg(b, num, &s);
+}
+
+void isv__tfs_pb_put_tensor(isv__buf *b, const isv_tensor *t) {
+  put_varint_field(b, 1, (uint64_t)isv__dt_tf_number(t->dt));
+  put_shape(b, 2, t->shape, t->ndim, 0, 0);
+  if (t->dt == ISV_BYTES) {
+    const isv_bytes *e = t->data;
+    for (size_t i = 0; i < t->count; i++) put_bytes(b, 8, e[i].ptr, e[i].len);
+  } else if (t->byte_size) {
+    put_bytes(b, 4, t->data, t->byte_size);
+  }
+}
+
+/* "123" → 123 into *v: 1, or 0 when the version is not a decimal int64. */
+static int numeric_version(const char *s, int64_t *v) {
+  if (s == NULL || *s == '\0' || strlen(s) > 18) return 0;
+  for (const char *p = s; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  *v = strtoll(s, NULL, 10);
+  return 1;
+}
+
+/* ModelSpec {name, version (when numeric), signature_name}. */
+static void put_spec(isv__buf *b, uint32_t num, const isv_model *m, const char *sig_name) {
+  isv__buf s;
+  isv__buf_init(&s, b->mem);
+  put_str(&s, 1, m->cfg->name);
+  int64_t v;
+  if (numeric_version(m->version, &v)) {
+    isv__buf w;
+    isv__buf_init(&w, b->mem);
+    if (v) put_varint_field(&w, 1, (uint64_t)v);
+    put_msg(&s, 2, &w);
+  }
+  if (sig_name && sig_name[0]) put_str(&s, 3, sig_name);
+  put_msg(b, num, &s);
+}
+
+/* Outputs at least this large are referenced in the answer rather than copied into it. */
+#define ISV__TFS_REF_MIN 1024
+
+int isv__tfs_pb_encode_predict(isv_request *r, isv__parts *out) {
+  const isv__tfs_call *call = r->fe_data;
+  const isv__signature *sig = call ? call->sig : NULL;
+  size_t n = r->n_outputs;
+  isv__buf h; /* every byte but the referenced contents; copied into the arena at the end */
+  isv__buf_init(&h, r->core ? r->core->mem : NULL);
+  size_t *at = isv__arena_calloc(&r->arena, n + 1, sizeof *at); /* where content i goes in h */
+  if (at == NULL) return ISV_ENOMEM;
+  size_t nref = 0;
+  for (size_t i = 0; i < n; i++) {
+    const isv_tensor *t = &r->outputs[i];
+    if (isv__dt_tf_number(t->dt) == 0) {
+      isv__buf_free(&h);
+      return ISV_EBACKEND;
+    }
+    const char *alias = isv__tfs_out_alias(sig, t->name);
+    int ref = t->dt != ISV_BYTES && t->byte_size >= ISV__TFS_REF_MIN;
+    isv__buf tp;
+    isv__buf_init(&tp, h.mem);
+    if (ref) { /* all but the content's bytes */
+      put_varint_field(&tp, 1, (uint64_t)isv__dt_tf_number(t->dt));
+      put_shape(&tp, 2, t->shape, t->ndim, 0, 0);
+      put_len_head(&tp, 4, t->byte_size);
+    } else {
+      isv__tfs_pb_put_tensor(&tp, t);
+    }
+    size_t tp_len = tp.len + (ref ? t->byte_size : 0);
+    size_t entry = isv__pb_len_field_size(strlen(alias)) + 1 + isv__pb_varint_len(tp_len) + tp_len;
+    put_len_head(&h, 1, entry); /* outputs: map entry {key 1, value 2} */
+    put_str(&h, 1, alias);
+    put_len_head(&h, 2, tp_len);
+    if (tp.failed) h.failed = 1;
+    isv__buf_append(&h, tp.data, tp.len);
+    isv__buf_free(&tp);
+    at[i] = ref ? h.len : SIZE_MAX;
+    nref += ref;
+  }
+  if (r->model) put_spec(&h, 2, r->model, call ? call->sig_name : NULL);
+  if (h.failed) {
+    isv__buf_free(&h);
+    return ISV_ENOMEM;
+  }
+  uint8_t *hb = isv__arena_alloc(&r->arena, h.len ? h.len : 1);
+  uv_buf_t *v = isv__arena_alloc(&r->arena, (2 * nref + 1) * sizeof *v);
+  if (hb == NULL || v == NULL) {
+    isv__buf_free(&h);
+    return ISV_ENOMEM;
+  }
+  if (h.len) memcpy(hb, h.data, h.len);
+  size_t nv = 0, from = 0, total = h.len;
+  for (size_t i = 0; i < n; i++) {
+    if (at[i] == SIZE_MAX) continue;
+    v[nv++] = uv_buf_init((char *)hb + from, (unsigned)(at[i] - from));
+    v[nv] = uv_buf_init((char *)r->outputs[i].data, 0);
+    v[nv++].len = r->outputs[i].byte_size; /* size_t on Unix: no 4 GiB cut */
+    total += r->outputs[i].byte_size;
+    from = at[i];
+  }
+  if (h.len > from) v[nv++] = uv_buf_init((char *)hb + from, (unsigned)(h.len - from));
+  isv__buf_free(&h);
+  out->v = v;
+  out->n = nv;
+  out->total = total;
+  return 0;
+}
+
+/* ---- GetModelMetadata and GetModelStatus ---------------------------------------------------- */
+
+/* TensorInfo {name, dtype, tensor_shape} of a model tensor (the batch dimension first when the
+ * model batches), as the REST metadata shows it. */
+static void put_tensor_info(isv__buf *b, uint32_t num, const char *alias, const isv__io *io,
+                            int batched) {
+  isv__buf e, ti;
+  isv__buf_init(&e, b->mem);
+  isv__buf_init(&ti, b->mem);
+  put_str(&ti, 1, io->name);
+  put_varint_field(&ti, 2, (uint64_t)isv__dt_tf_number(io->dt));
+  put_shape(&ti, 3, io->shape, io->any_rank ? 0 : io->ndim, batched && !io->any_rank,
+            io->any_rank);
+  put_str(&e, 1, alias);
+  put_msg(&e, 2, &ti);
+  put_msg(b, num, &e);
+}
+
+static void put_signature(isv__buf *b, const char *name, const isv_model_config *cfg,
+                          const isv__signature *sig) {
+  isv__buf e, sd;
+  isv__buf_init(&e, b->mem);
+  isv__buf_init(&sd, b->mem);
+  const char *alias;
+  int batched = cfg->max_batch > 0;
+  for (size_t k = 0; k < isv__tfs_sig_n_in(cfg, sig); k++) {
+    const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &alias);
+    if (io) put_tensor_info(&sd, 1, alias, io, batched);
+  }
+  for (size_t k = 0; k < isv__tfs_sig_n_out(cfg, sig); k++) {
+    const isv__io *io = isv__tfs_sig_out(cfg, sig, k, &alias);
+    if (io) put_tensor_info(&sd, 2, alias, io, batched);
+  }
+  put_str(&sd, 3, isv__tfs_method_name(sig ? sig->method : ISV_SIGNATURE_PREDICT));
+  put_str(&e, 1, name);
+  put_msg(&e, 2, &sd);
+  put_msg(b, 1, &e);
+}
+
+int isv__tfs_pb_encode_metadata(const isv_model *m, isv__buf *out) {
+  const isv_model_config *cfg = m->cfg;
+  isv__buf map, any, entry;
+  isv__buf_init(&map, out->mem);
+  isv__buf_init(&any, out->mem);
+  isv__buf_init(&entry, out->mem);
+  if (cfg->n_sigs == 0) put_signature(&map, ISV__TFS_DEFAULT_SIGNATURE, cfg, NULL);
+  for (size_t i = 0; i < cfg->n_sigs; i++) put_signature(&map, cfg->sigs[i].name, cfg, &cfg->sigs[i]);
+  put_str(&any, 1, "type.googleapis.com/tensorflow.serving.SignatureDefMap");
+  put_msg(&any, 2, &map);
+  put_str(&entry, 1, "signature_def");
+  put_msg(&entry, 2, &any);
+  put_spec(out, 1, m, NULL);
+  put_msg(out, 2, &entry);
+  return out->failed ? ISV_ENOMEM : 0;
+}
+
+int isv__tfs_pb_encode_status(const isv_model *const *v, size_t n, isv__buf *out) {
+  for (size_t i = 0; i < n; i++) {
+    isv__buf s, st;
+    isv__buf_init(&s, out->mem);
+    isv__buf_init(&st, out->mem);
+    int64_t ver = 0;
+    if (numeric_version(v[i]->version, &ver) && ver) put_varint_field(&s, 1, (uint64_t)ver);
+    int state = isv__tfs_state_number(v[i]->state);
+    if (state) put_varint_field(&s, 2, (uint64_t)state);
+    put_msg(&s, 3, &st); /* StatusProto: error_code OK, no message */
+    put_msg(out, 1, &s);
+  }
+  return out->failed ? ISV_ENOMEM : 0;
+}
