@@ -403,8 +403,8 @@ static void infer_done(isv_request *r, int status, void *data) {
   }
   const isv__grpc_method *m = g->m;
   isv__parts parts;
-  if (status == 0 && (status = m->encode(r, &parts)) != 0)
-    isv__request_fail(r, status, "out of memory while encoding the response");
+  if (status == 0 && (status = m->encode(r, &parts)) != 0 && r->status == 0)
+    isv__request_fail(r, status, "out of memory while encoding the response"); /* else its own */
   if (status == 0) {
     if (parts.n) send_answer(g, &parts, job_free, j, m->kind == ISV__RPC_UNARY); /* by reference */
     else job_free(j); /* nothing to say (a decoupled model's empty last response) */

@@ -97,7 +97,7 @@ typedef struct isv__grpc_method {
   int (*decode)(isv_request *r, const uint8_t *msg, size_t len);
   /* ... a finished request's response message, or one response of a decoupled model (a
    * request whose parent is set) on a stream: 0 (parts->n 0: nothing to send), or
-   * ISV_ENOMEM, ... */
+   * ISV_ENOMEM, or another ISV_E* code with r failed (its message is the call's), ... */
   int (*encode)(isv_request *r, isv__parts *out);
   /* ... and, for methods that carry errors in their messages, an error message for the
    * ISV_E* code `status`. NULL: an error ends the call with its status. */

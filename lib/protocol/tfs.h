@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "core/registry.h"
+#include "core/request.h"
 
 /* The signature a request names when it names none; a model registered without signatures has
  * only this one, implicit (every input and output under its own name, method predict). */
@@ -31,6 +32,27 @@ const isv__io *isv__tfs_sig_out(const isv_model_config *cfg, const isv__signatur
                                 const char **alias);
 /* The name the model's output `name` goes by in sig's answers: its alias, else its own. */
 const char *isv__tfs_out_alias(const isv__signature *sig, const char *name);
+
+/* What a classify answer is made of (r's outputs by sig's aliases): "scores" (or the only
+ * output; FP32 or FP64, [n] or [n, k]) and "classes" (BYTES of the same shape) when there is
+ * one; else the model's labels when it has k; else the class index. */
+typedef struct isv__tfs_classes {
+  const isv_tensor *scores, *classes;
+  size_t n, k;
+  char *const *labels; /* the model's, when it has k of them */
+} isv__tfs_classes;
+/* 0, or ISV_EINVAL with msg set (the model's answer cannot be a classification). */
+int isv__tfs_classes_of(const isv_request *r, const isv__signature *sig, isv__tfs_classes *c,
+                        char *msg, size_t cap);
+/* Example i's class j: its label into (*p, *n) (buf, of cap >= 24, holds an index) and score. */
+double isv__tfs_class(const isv__tfs_classes *c, size_t i, size_t j, const char **p, size_t *n,
+                      char *buf, size_t cap);
+/* The regress answer's tensor: "outputs" (or the only output), FP32 or FP64, one value per
+ * example; NULL with msg set when there is none such. */
+const isv_tensor *isv__tfs_regression_of(const isv_request *r, const isv__signature *sig,
+                                         char *msg, size_t cap);
+/* Element i of an FP32 or FP64 tensor. */
+double isv__tfs_real(const isv_tensor *t, size_t i);
 
 /* "tensorflow/serving/predict" (classify, regress). */
 const char *isv__tfs_method_name(isv_signature_method m);

@@ -1,8 +1,8 @@
 /* TensorFlow Serving over gRPC: tensorflow.serving.PredictionService and ModelService as a
  * method table for the call layer (grpc_service.h), part of the "tfserving" front end (one
- * switch for TF Serving's REST and gRPC APIs). Predict is a codec around the core (tfs_pb.h);
- * GetModelMetadata and GetModelStatus are answered here; Classify, Regress, MultiInference and
- * HandleReloadConfigRequest answer UNIMPLEMENTED saying so. Errors travel as TF Serving's do:
+ * switch for TF Serving's REST and gRPC APIs). Predict, Classify and Regress are codecs around
+ * the core (tfs_pb.h); GetModelMetadata and GetModelStatus are answered here; MultiInference
+ * and HandleReloadConfigRequest answer UNIMPLEMENTED saying so. Errors travel as TF Serving's do:
  * the gRPC status with its code and text. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,6 +28,24 @@ static int predict_decode(isv_request *r, const uint8_t *msg, size_t len) {
 
 static int predict_encode(isv_request *r, isv__parts *out) {
   return isv__tfs_pb_encode_predict(r, out);
+}
+
+/* ---- Classify and Regress ------------------------------------------------------------------ */
+
+static int classify_bind(isv_request *r, const uint8_t *msg, size_t len) {
+  return isv__tfs_pb_bind(r, msg, len, ISV__TFS_CLASSIFY);
+}
+
+static int regress_bind(isv_request *r, const uint8_t *msg, size_t len) {
+  return isv__tfs_pb_bind(r, msg, len, ISV__TFS_REGRESS);
+}
+
+static int examples_decode(isv_request *r, const uint8_t *msg, size_t len) {
+  return isv__tfs_pb_decode_examples(r, msg, len);
+}
+
+static int examples_encode(isv_request *r, isv__parts *out) {
+  return isv__tfs_pb_encode_examples(r, out);
 }
 
 /* ---- GetModelMetadata ----------------------------------------------------------------------- */
@@ -135,16 +153,6 @@ static int unimplemented(isv__grpc_unary *u, const char *what) {
   return ISV_EUNIMPL;
 }
 
-static int classify(isv__grpc_unary *u) {
-  return unimplemented(u, "Classify is not implemented over gRPC by this server: use REST "
-                          "POST /v1/models/{model}:classify");
-}
-
-static int regress(isv__grpc_unary *u) {
-  return unimplemented(u, "Regress is not implemented over gRPC by this server: use REST "
-                          "POST /v1/models/{model}:regress");
-}
-
 static int multi_inference(isv__grpc_unary *u) {
   return unimplemented(u, "MultiInference is not implemented by this server: call Classify or "
                           "Regress once per task");
@@ -159,8 +167,8 @@ static int reload_config(isv__grpc_unary *u) {
 const isv__grpc_method isv__tfs_methods[] = {
     {PS "Predict", ISV__RPC_UNARY, NULL, predict_decode, predict_encode, NULL, predict_bind},
     {PS "GetModelMetadata", ISV__RPC_UNARY, get_model_metadata, NULL, NULL, NULL, NULL},
-    {PS "Classify", ISV__RPC_UNARY, classify, NULL, NULL, NULL, NULL},
-    {PS "Regress", ISV__RPC_UNARY, regress, NULL, NULL, NULL, NULL},
+    {PS "Classify", ISV__RPC_UNARY, NULL, examples_decode, examples_encode, NULL, classify_bind},
+    {PS "Regress", ISV__RPC_UNARY, NULL, examples_decode, examples_encode, NULL, regress_bind},
     {PS "MultiInference", ISV__RPC_UNARY, multi_inference, NULL, NULL, NULL, NULL},
     {MS "GetModelStatus", ISV__RPC_UNARY, get_model_status, NULL, NULL, NULL, NULL},
     {MS "HandleReloadConfigRequest", ISV__RPC_UNARY, reload_config, NULL, NULL, NULL, NULL},

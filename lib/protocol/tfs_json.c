@@ -719,14 +719,6 @@ int isv__tfs_encode_predict(const isv_request *r, const isv__signature *sig, int
   return 0;
 }
 
-/* The output that goes by `name`, else the only one; NULL when neither. */
-static const isv_tensor *output_named(const isv_request *r, const isv__signature *sig,
-                                      const char *name) {
-  for (size_t i = 0; i < r->n_outputs; i++)
-    if (strcmp(out_alias(sig, &r->outputs[i]), name) == 0) return &r->outputs[i];
-  return r->n_outputs == 1 ? &r->outputs[0] : NULL;
-}
-
 /* Element i of an FP32 or FP64 tensor, in its own precision's shortest form. */
 static void write_real(isv__buf *b, const isv_tensor *t, size_t i) {
   if (t->dt == ISV_FP64) isv__json_write_f64(b, ((const double *)t->data)[i]);
@@ -735,42 +727,23 @@ static void write_real(isv__buf *b, const isv_tensor *t, size_t i) {
 
 int isv__tfs_encode_classify(const isv_request *r, const isv__signature *sig, isv__buf *b,
                              char *msg, size_t cap) {
-  const isv_tensor *scores = output_named(r, sig, "scores"), *classes = NULL;
-  for (size_t i = 0; i < r->n_outputs; i++)
-    if (strcmp(out_alias(sig, &r->outputs[i]), "classes") == 0) classes = &r->outputs[i];
-  if (scores == classes) scores = NULL;
-  if (scores == NULL || (scores->dt != ISV_FP32 && scores->dt != ISV_FP64) || scores->ndim < 1 ||
-      scores->ndim > 2) {
-    snprintf(msg, cap, "classify needs a \"scores\" output (FP32 or FP64, [examples] or "
-                       "[examples, classes])");
-    return ISV_EINVAL;
-  }
-  size_t n = (size_t)scores->shape[0], k = scores->ndim == 2 ? (size_t)scores->shape[1] : 1;
-  if (classes && (classes->dt != ISV_BYTES || classes->count != n * k)) {
-    snprintf(msg, cap, "the \"classes\" output must be BYTES of the shape of \"scores\"");
-    return ISV_EINVAL;
-  }
-  const isv_model_config *cfg = r->model ? r->model->cfg : NULL;
-  int model_labels = cfg && cfg->n_labels == k;
+  isv__tfs_classes c;
+  if (isv__tfs_classes_of(r, sig, &c, msg, cap) != 0) return ISV_EINVAL;
   isv__buf_puts(b, "{\"results\":[");
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < c.n; i++) {
     if (i) isv__buf_putc(b, ',');
     isv__buf_putc(b, '[');
-    for (size_t j = 0; j < k; j++) {
+    for (size_t j = 0; j < c.k; j++) {
       if (j) isv__buf_putc(b, ',');
       isv__buf_putc(b, '[');
-      if (classes) {
-        const isv_bytes *c = (const isv_bytes *)classes->data + i * k + j;
-        isv__json_write_bytes_element(b, c->ptr, c->len);
-      } else if (model_labels) {
-        isv__json_write_string(b, cfg->labels[j], strlen(cfg->labels[j]));
-      } else {
-        char idx[24];
-        snprintf(idx, sizeof idx, "%zu", j);
-        isv__json_write_string(b, idx, strlen(idx));
-      }
+      const char *p;
+      size_t n;
+      char idx[24];
+      isv__tfs_class(&c, i, j, &p, &n, idx, sizeof idx);
+      if (c.classes) isv__json_write_bytes_element(b, p, n);
+      else isv__json_write_string(b, p, n);
       isv__buf_putc(b, ',');
-      write_real(b, scores, i * k + j);
+      write_real(b, c.scores, i * c.k + j);
       isv__buf_putc(b, ']');
     }
     isv__buf_putc(b, ']');
@@ -781,13 +754,8 @@ int isv__tfs_encode_classify(const isv_request *r, const isv__signature *sig, is
 
 int isv__tfs_encode_regress(const isv_request *r, const isv__signature *sig, isv__buf *b,
                             char *msg, size_t cap) {
-  const isv_tensor *t = output_named(r, sig, "outputs");
-  if (t == NULL || (t->dt != ISV_FP32 && t->dt != ISV_FP64) || t->ndim < 1 ||
-      (size_t)t->shape[0] != t->count) {
-    snprintf(msg, cap, "regress needs an \"outputs\" output of one FP32 or FP64 value per example "
-                       "([examples] or [examples, 1])");
-    return ISV_EINVAL;
-  }
+  const isv_tensor *t = isv__tfs_regression_of(r, sig, msg, cap);
+  if (t == NULL) return ISV_EINVAL;
   isv__buf_puts(b, "{\"results\":[");
   for (size_t i = 0; i < t->count; i++) {
     if (i) isv__buf_putc(b, ',');
@@ -796,4 +764,3 @@ int isv__tfs_encode_regress(const isv_request *r, const isv__signature *sig, isv
   isv__buf_puts(b, "]}");
   return 0;
 }
-

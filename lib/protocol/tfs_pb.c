@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec/datatype.h"
+#include "codec/half.h"
 #include "core/core.h"
 #include "core/queries.h"
 #include "core/resolve.h"
@@ -797,4 +798,412 @@ int isv__tfs_pb_encode_status(const isv_model *const *v, size_t n, isv__buf *out
     put_msg(out, 1, &s);
   }
   return out->failed ? ISV_ENOMEM : 0;
+}
+
+/* ---- Classify and Regress: tf.Example inputs ------------------------------------------------ */
+
+/* A feature's values: which list, and its span (the list message). */
+typedef struct feature {
+  int kind;       /* 0 none, 1 bytes_list, 2 float_list, 3 int64_list */
+  isv__pb_span list;
+} feature;
+
+static const char *const list_names[] = {"", "bytes_list", "float_list", "int64_list"};
+
+/* The feature named (alias) in an Example (features 1 → map feature 1 → {key 1, Feature 2});
+ * the last entry of a key wins. 1 found, 0 not, -1 malformed. */
+static int find_feature(isv__pb_span example, const char *alias, feature *out) {
+  isv__pb_reader er = isv__pb_reader_of(example);
+  isv__pb_field f, g, h;
+  int found = 0, rc;
+  size_t alen = strlen(alias);
+  while ((rc = isv__pb_read_field(&er, &f)) > 0) {
+    if (f.num != 1) continue;
+    if (f.wt != ISV__PB_LEN) return -1;
+    isv__pb_reader fr = isv__pb_reader_of(f.s);
+    while ((rc = isv__pb_read_field(&fr, &g)) > 0) {
+      if (g.num != 1) continue;
+      if (g.wt != ISV__PB_LEN) return -1;
+      isv__pb_span key = {NULL, 0}, val = {NULL, 0};
+      isv__pb_reader mr = isv__pb_reader_of(g.s);
+      while ((rc = isv__pb_read_field(&mr, &h)) > 0) {
+        if ((h.num == 1 || h.num == 2) && h.wt != ISV__PB_LEN) return -1;
+        if (h.num == 1) key = h.s;
+        else if (h.num == 2) val = h.s;
+      }
+      if (rc < 0) return -1;
+      if (key.n != alen || (alen && memcmp(key.p, alias, alen) != 0)) continue;
+      feature ft = {0, {NULL, 0}};
+      isv__pb_reader vr = isv__pb_reader_of(val);
+      while ((rc = isv__pb_read_field(&vr, &h)) > 0) { /* oneof kind: the last one set */
+        if (h.num < 1 || h.num > 3) continue;
+        if (h.wt != ISV__PB_LEN) return -1;
+        ft.kind = (int)h.num;
+        ft.list = h.s;
+      }
+      if (rc < 0) return -1;
+      *out = ft;
+      found = 1;
+    }
+    if (rc < 0) return -1;
+  }
+  return rc < 0 ? -1 : found;
+}
+
+/* Every feature name of an Example is one of the signature's input aliases: 0, or the index
+ * of the first that is not (and its name). -1 malformed. */
+static int unknown_feature(isv__pb_span example, const isv_model_config *cfg,
+                           const isv__signature *sig, isv__pb_span *name) {
+  isv__pb_reader er = isv__pb_reader_of(example);
+  isv__pb_field f, g, h;
+  int rc;
+  while ((rc = isv__pb_read_field(&er, &f)) > 0) {
+    if (f.num != 1 || f.wt != ISV__PB_LEN) continue;
+    isv__pb_reader fr = isv__pb_reader_of(f.s);
+    while ((rc = isv__pb_read_field(&fr, &g)) > 0) {
+      if (g.num != 1 || g.wt != ISV__PB_LEN) continue;
+      isv__pb_span key = {(const uint8_t *)"", 0};
+      isv__pb_reader mr = isv__pb_reader_of(g.s);
+      while (isv__pb_read_field(&mr, &h) > 0)
+        if (h.num == 1 && h.wt == ISV__PB_LEN) key = h.s;
+      int known = 0;
+      const char *alias;
+      for (size_t k = 0; !known && k < isv__tfs_sig_n_in(cfg, sig); k++) {
+        isv__tfs_sig_in(cfg, sig, k, &alias);
+        known = strlen(alias) == key.n && memcmp(alias, key.p, key.n) == 0;
+      }
+      if (!known) {
+        *name = key;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Values in a list: bytes_list 1 element per occurrence; float_list packed fixed32 or
+ * unpacked; int64_list varints. -1 malformed. */
+static long long list_count(const feature *ft) {
+  isv__pb_reader rd = isv__pb_reader_of(ft->list);
+  isv__pb_field f;
+  long long n = 0;
+  int rc;
+  static const typed kinds[] = {{1, "value", K_LEN}, {1, "value", K_I32}, {1, "value", K_VARINT}};
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num != 1) continue;
+    long long k = occurrence_count(&kinds[ft->kind - 1], &f);
+    if (k < 0) return -1;
+    n += k;
+  }
+  return rc < 0 ? -1 : n;
+}
+
+typedef struct conv {
+  isv_request *r;
+  const char *where; /* "examples[3]: feature 'x'" */
+  isv_datatype dt;
+  uint8_t *out;
+  size_t at;
+} conv;
+
+/* One value into element c->at of the input's type: float_list into a floating type, int64_list
+ * into an integer or floating type, bytes_list into BYTES. */
+static int conv_one(conv *c, int kind, uint64_t v, isv__pb_span s) {
+  size_t i = c->at++;
+  if (kind == 1) {
+    isv_bytes b = {(const char *)s.p, s.n};
+    memcpy(c->out + i * sizeof b, &b, sizeof b);
+    return 0;
+  }
+  double d;
+  int64_t iv = (int64_t)v;
+  if (kind == 2) {
+    uint32_t bits = (uint32_t)v;
+    float f;
+    memcpy(&f, &bits, 4);
+    d = f;
+  } else {
+    d = (double)iv;
+  }
+  switch (c->dt) {
+  case ISV_FP32: {
+    float f = (float)d;
+    memcpy(c->out + 4 * i, &f, 4);
+    return 0;
+  }
+  case ISV_FP64: memcpy(c->out + 8 * i, &d, 8); return 0;
+  case ISV_FP16: {
+    uint16_t h = isv__f32_to_f16((float)d);
+    memcpy(c->out + 2 * i, &h, 2);
+    return 0;
+  }
+  case ISV_BF16: {
+    uint16_t h = isv__f32_to_bf16((float)d);
+    memcpy(c->out + 2 * i, &h, 2);
+    return 0;
+  }
+  default: break;
+  }
+  fill f = {c->r, c->where, c->dt, c->out, 0, i}; /* the integers: TensorProto's range rules */
+  if (c->dt == ISV_UINT64 && iv < 0) return out_of_range(&f, iv);
+  isv__pb_span none = {NULL, 0};
+  return store(&f, v, none);
+}
+
+static int conv_list(conv *c, const feature *ft) {
+  isv__pb_reader rd = isv__pb_reader_of(ft->list);
+  isv__pb_field f;
+  isv__pb_span none = {NULL, 0};
+  while (isv__pb_read_field(&rd, &f) > 0) {
+    if (f.num != 1) continue;
+    if (ft->kind == 1 || f.wt != ISV__PB_LEN) {
+      if (conv_one(c, ft->kind, f.v, f.wt == ISV__PB_LEN ? f.s : none)) return c->r->status;
+    } else if (ft->kind == 2) {
+      for (size_t off = 0; off + 4 <= f.s.n; off += 4)
+        if (conv_one(c, 2, isv__pb_le_load(f.s.p + off, 4), none)) return c->r->status;
+    } else {
+      isv__pb_reader vr = isv__pb_reader_of(f.s);
+      uint64_t v;
+      while (vr.p < vr.end && isv__pb_read_varint(&vr, &v) == 0)
+        if (conv_one(c, 3, v, none)) return c->r->status;
+    }
+  }
+  return 0;
+}
+
+/* Whether a list of that kind fits an input of type dt. */
+static int kind_fits(int kind, isv_datatype dt) {
+  if (kind == 1) return dt == ISV_BYTES;
+  if (kind == 2) return dt == ISV_FP32 || dt == ISV_FP64 || dt == ISV_FP16 || dt == ISV_BF16;
+  return dt != ISV_BYTES && dt != ISV_BOOL;
+}
+
+int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) {
+  if (r->status) return r->status;
+  isv__tfs_call *call = r->fe_data;
+  if (r->model == NULL || call == NULL) return isv__request_fail(r, ISV_EINTERNAL, "not bound");
+  const isv_model_config *cfg = r->model->cfg;
+  const isv__signature *sig = call->sig;
+  isv_signature_method want =
+      call->kind == ISV__TFS_CLASSIFY ? ISV_SIGNATURE_CLASSIFY : ISV_SIGNATURE_REGRESS;
+  /* a named signature must be of the call's method (the implicit serving_default of a model
+   * without signatures serves every method, as REST's :classify and :regress do) */
+  isv_signature_method have = sig ? sig->method : want;
+  if (have != want) /* TF Serving's text (classifier.cc, regressor.cc) */
+    return isv__request_fail(r, ISV_EBADREQ, "Expected %s signature method_name to be %s. Was: %s",
+                             want == ISV_SIGNATURE_CLASSIFY ? "classification" : "regression",
+                             isv__tfs_method_name(want), isv__tfs_method_name(have));
+  /* input (2): Input {example_list 1 {examples 1} | example_list_with_context 2 {examples 1,
+   * context 2}} — the oneof's last choice */
+  isv__pb_span list = {NULL, 0};
+  int with_context = 0, rc;
+  isv__pb_reader rd = isv__pb_reader_of((isv__pb_span){msg, len});
+  isv__pb_field f, g;
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num != 2) continue;
+    if (f.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed input");
+    isv__pb_reader ir = isv__pb_reader_of(f.s);
+    while ((rc = isv__pb_read_field(&ir, &g)) > 0) {
+      if (g.num != 1 && g.num != 2) continue;
+      if (g.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed input");
+      list = g.s;
+      with_context = g.num == 2;
+    }
+    if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed input");
+  }
+  if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed request message");
+  size_t n = 0;
+  isv__pb_span context = {NULL, 0};
+  int has_context = 0;
+  rd = isv__pb_reader_of(list);
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num != 1 && !(with_context && f.num == 2)) continue;
+    if (f.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed input");
+    if (f.num == 1) n++;
+    else context = f.s, has_context = 1;
+  }
+  if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed input");
+  if (n == 0) return isv__request_fail(r, ISV_EBADREQ, "Input is empty");
+  isv__pb_span *ex = isv__arena_alloc(&r->arena, n * sizeof *ex);
+  if (ex == NULL) return oom(r);
+  size_t i = 0;
+  rd = isv__pb_reader_of(list);
+  while (isv__pb_read_field(&rd, &f) > 0)
+    if (f.num == 1) ex[i++] = f.s;
+  char where[200];
+  isv__pb_span name;
+  for (i = 0; i < n; i++) {
+    int u = unknown_feature(ex[i], cfg, sig, &name);
+    if (u) {
+      snprintf(where, sizeof where, "examples[%zu]: feature '%.*s'", i,
+               (int)(name.n > 64 ? 64 : name.n), (const char *)name.p);
+      return isv__request_fail(r, ISV_EBADREQ, "%s: not an input of the model", where);
+    }
+  }
+  if (has_context && unknown_feature(context, cfg, sig, &name))
+    return isv__request_fail(r, ISV_EBADREQ, "context: feature '%.*s': not an input of the model",
+                             (int)(name.n > 64 ? 64 : name.n), (const char *)name.p);
+  for (size_t k = 0; k < isv__tfs_sig_n_in(cfg, sig); k++) {
+    const char *alias;
+    const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &alias);
+    feature ctx_ft = {0, {NULL, 0}};
+    int in_ctx = has_context ? find_feature(context, alias, &ctx_ft) : 0;
+    if (in_ctx < 0) return isv__request_fail(r, ISV_EBADREQ, "context: malformed");
+    long long per = -1;
+    feature *fts = isv__arena_alloc(&r->arena, n * sizeof *fts);
+    if (fts == NULL) return oom(r);
+    for (i = 0; i < n; i++) { /* an example's own value wins over the context's */
+      int got = find_feature(ex[i], alias, &fts[i]);
+      snprintf(where, sizeof where, "examples[%zu]: feature '%s'", i, alias);
+      if (got < 0) return isv__request_fail(r, ISV_EBADREQ, "%s: malformed", where);
+      if (!got && !in_ctx)
+        return isv__request_fail(r, ISV_EBADREQ, "%s: missing (and not in the context)", where);
+      if (!got) fts[i] = ctx_ft;
+      if (fts[i].kind == 0)
+        return isv__request_fail(r, ISV_EBADREQ, "%s: has no values", where);
+      if (!kind_fits(fts[i].kind, io->dt))
+        return isv__request_fail(r, ISV_EBADREQ, "%s: a %s cannot feed input '%s' of %s", where,
+                                 list_names[fts[i].kind], io->name, isv_datatype_name(io->dt));
+      long long cnt = list_count(&fts[i]);
+      if (cnt < 0) return isv__request_fail(r, ISV_EBADREQ, "%s: malformed", where);
+      if (per >= 0 && cnt != per)
+        return isv__request_fail(r, ISV_EBADREQ, "%s: %lld values, example 0 has %lld", where,
+                                 cnt, per);
+      per = cnt;
+    }
+    /* DECISION: the model's input says what an example's k values are — one value each for an
+     * input of rank 1 (the examples' dimension only: [n]), a vector for rank 2 ([n, k]), the
+     * input's own inner shape for a higher rank (its dimensions fixed, k their product); an
+     * input of any rank takes one value as [n], k as [n, k] */
+    int64_t shape[ISV__MAX_NDIM];
+    size_t ndim;
+    size_t inner = io->any_rank ? (per == 1 ? 0 : 1)
+                   : cfg->max_batch > 0 ? io->ndim
+                                        : (io->ndim ? io->ndim - 1 : 0);
+    const int64_t *dims = io->any_rank ? NULL : io->shape + (cfg->max_batch > 0 ? 0 : 1);
+    shape[0] = (int64_t)n;
+    if (inner == 0) {
+      if (per != 1)
+        return isv__request_fail(r, ISV_EBADREQ, "examples[0]: feature '%s': %lld values, input "
+                                 "'%s' takes one per example", alias, per, io->name);
+      ndim = 1;
+    } else if (inner == 1) {
+      shape[1] = per;
+      ndim = 2;
+    } else {
+      long long prod = 1;
+      for (size_t d = 0; d < inner && prod >= 0; d++) prod = dims[d] < 0 ? -1 : prod * dims[d];
+      if (prod != per || inner + 1 > ISV__MAX_NDIM)
+        return isv__request_fail(r, ISV_EBADREQ, "examples[0]: feature '%s': %lld values do not "
+                                 "fill input '%s' of rank %zu", alias, per, io->name, inner + 1);
+      for (size_t d = 0; d < inner; d++) shape[1 + d] = dims[d];
+      ndim = inner + 1;
+    }
+    size_t elsize = isv__dt_size(io->dt), count, bytes;
+    if (isv__shape_count(shape, ndim, elsize, &count, &bytes) != 0)
+      return isv__request_fail(r, ISV_EBADREQ, "feature '%s': too many values", alias);
+    int64_t *sh = isv__arena_alloc(&r->arena, ndim * sizeof *sh);
+    conv c = {r, where, io->dt, isv__arena_alloc(&r->arena, bytes ? bytes : 1), 0};
+    if (sh == NULL || c.out == NULL) return oom(r);
+    memcpy(sh, shape, ndim * sizeof *sh);
+    for (i = 0; i < n; i++) {
+      snprintf(where, sizeof where, "examples[%zu]: feature '%s'", i, alias);
+      if (conv_list(&c, &fts[i])) return r->status;
+    }
+    isv_tensor *t = isv__request_push_input(r);
+    if (t == NULL) return r->status;
+    memset(t, 0, sizeof *t);
+    t->name = io->name;
+    t->dt = io->dt;
+    t->shape = sh;
+    t->ndim = ndim;
+    t->data = c.out;
+    t->count = count;
+    t->byte_size = io->dt == ISV_BYTES ? isv__bytes_total(t->data, count) : bytes;
+  }
+  for (size_t k = 0; sig && k < sig->n_out; k++)
+    if (isv_request_add_requested_output(r, sig->out_names[k], 0) != 0)
+      return r->status ? r->status : oom(r);
+  return 0;
+}
+
+static void put_float_field(isv__buf *b, uint32_t num, float v) {
+  uint8_t tmp[8];
+  uint8_t *p = isv__pb_put_key(tmp, num, ISV__PB_I32);
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  for (int i = 0; i < 4; i++) *p++ = (uint8_t)(bits >> (8 * i));
+  isv__buf_append(b, tmp, (size_t)(p - tmp));
+}
+
+/* The answer in r's arena as one part. */
+static int as_parts(isv_request *r, isv__buf *b, isv__parts *out) {
+  if (b->failed) {
+    isv__buf_free(b);
+    return ISV_ENOMEM;
+  }
+  char *p = isv__arena_alloc(&r->arena, b->len ? b->len : 1);
+  uv_buf_t *v = isv__arena_alloc(&r->arena, sizeof *v);
+  if (p == NULL || v == NULL) {
+    isv__buf_free(b);
+    return ISV_ENOMEM;
+  }
+  if (b->len) memcpy(p, b->data, b->len);
+  v[0] = uv_buf_init(p, (unsigned)b->len);
+  out->v = v;
+  out->n = 1;
+  out->total = b->len;
+  isv__buf_free(b);
+  return 0;
+}
+
+int isv__tfs_pb_encode_examples(isv_request *r, isv__parts *out) {
+  const isv__tfs_call *call = r->fe_data;
+  const isv__signature *sig = call ? call->sig : NULL;
+  char msg[256];
+  isv__buf b, res;
+  isv__buf_init(&b, r->core ? r->core->mem : NULL);
+  isv__buf_init(&res, b.mem);
+  if (call && call->kind == ISV__TFS_CLASSIFY) {
+    isv__tfs_classes c;
+    if (isv__tfs_classes_of(r, sig, &c, msg, sizeof msg) != 0) {
+      isv__buf_free(&b);
+      isv__buf_free(&res);
+      isv__request_fail(r, ISV_EBADREQ, "%s", msg); /* TF Serving: INVALID_ARGUMENT */
+      return ISV_EBADREQ;
+    }
+    for (size_t i = 0; i < c.n; i++) { /* Classifications {classes: Class {label, score}} */
+      isv__buf cl;
+      isv__buf_init(&cl, b.mem);
+      for (size_t j = 0; j < c.k; j++) {
+        isv__buf one;
+        isv__buf_init(&one, b.mem);
+        const char *p;
+        size_t n;
+        char idx[24];
+        float score = (float)isv__tfs_class(&c, i, j, &p, &n, idx, sizeof idx);
+        if (n) put_bytes(&one, 1, p, n);
+        put_float_field(&one, 2, score);
+        put_msg(&cl, 1, &one);
+      }
+      put_msg(&res, 1, &cl);
+    }
+  } else {
+    const isv_tensor *t = isv__tfs_regression_of(r, sig, msg, sizeof msg);
+    if (t == NULL) {
+      isv__buf_free(&b);
+      isv__buf_free(&res);
+      isv__request_fail(r, ISV_EBADREQ, "%s", msg); /* TF Serving: INVALID_ARGUMENT */
+      return ISV_EBADREQ;
+    }
+    for (size_t i = 0; i < t->count; i++) { /* Regression {value} */
+      isv__buf one;
+      isv__buf_init(&one, b.mem);
+      put_float_field(&one, 1, (float)isv__tfs_real(t, i));
+      put_msg(&res, 1, &one);
+    }
+  }
+  put_msg(&b, 1, &res);
+  if (r->model) put_spec(&b, 2, r->model, call ? call->sig_name : NULL);
+  return as_parts(r, &b, out);
 }

@@ -74,6 +74,27 @@ int isv__tfs_pb_decode_predict(isv_request *r, const uint8_t *msg, size_t len);
  * ISV_EBACKEND for an output TF Serving cannot carry. */
 int isv__tfs_pb_encode_predict(isv_request *r, isv__parts *out);
 
+/* A ClassificationRequest or RegressionRequest's input (tf.Example, TF Serving's Input: an
+ * ExampleList, or an ExampleListWithContext whose context's features every example takes
+ * unless it has its own) into r's inputs, as the REST :classify / :regress map "examples":
+ * each input of the signature (a named one must be of the call's method, else TF Serving's
+ * "Expected classification signature method_name to be ..."; a model without signatures
+ * serves every method through its implicit one) is the feature of its alias in every
+ * example, stacked on dimension 0 — DECISION: the model's input says what an example's k
+ * values (the same k in every example) are: one value for an input of rank 1 ([n]), a vector
+ * for rank 2 ([n, k]), its fixed inner shape for a higher rank; an input of any rank: one
+ * value [n], k values [n, k]; float_list feeds a floating input (FP32, FP64,
+ * FP16, BF16), int64_list an integer or floating one (range-checked), bytes_list a BYTES one. A
+ * feature that is no input of the signature, or missing from an example and the context, is
+ * refused naming the example. r bound by isv__tfs_pb_bind (kind CLASSIFY or REGRESS). */
+int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len);
+
+/* ClassificationResponse (a Classifications of Class {label, score} per example, from the
+ * outputs isv__tfs_classes_of picks) or RegressionResponse (a Regression {value} per example),
+ * with the model_spec that answered. 0, ISV_ENOMEM, or ISV_EBADREQ with r failed (the model's
+ * answer is not a classification / regression). */
+int isv__tfs_pb_encode_examples(isv_request *r, isv__parts *out);
+
 /* A TensorProto of t (its data copied) into b: what the predict answer carries per output. */
 void isv__tfs_pb_put_tensor(isv__buf *b, const isv_tensor *t);
 

@@ -4,7 +4,8 @@ proto/tensorflow_serving.proto (grpc_stubs.py): Predict on half_plus_three and
 saved_model_half_plus_three with every way of naming a version and a signature, every dtype
 round-tripped through the identity models (typed fields and tensor_content), TF's fill-out of a
 short typed field, output_filter, TF Serving's errors, GetModelMetadata (the REST metadata's
-signatures), GetModelStatus, the methods not served, and reflection."""
+signatures), GetModelStatus, Classify and Regress on tf.Example (the REST tests' examples), the
+methods not served, and reflection."""
 import struct
 
 import grpc
@@ -288,6 +289,118 @@ def test_get_model_status(protos, tfs):
                          model_spec=spec(protos, "simple", version=9)), timeout=TIMEOUT)
     expect_rpc_error(ms.GetModelStatus, E.INVALID_ARGUMENT, "Missing ModelSpec",
                      request=protos.tfs_pb.GetModelStatusRequest(), timeout=TIMEOUT)
+
+
+def example(pb, **features):
+    """A tf.Example: a float or a list of floats -> float_list, bytes -> bytes_list, int ->
+    int64_list."""
+    ex = pb.tf_pb.Example()
+    for k, v in features.items():
+        f = ex.features.feature[k]
+        vals = v if isinstance(v, list) else [v]
+        if isinstance(vals[0], bytes):
+            f.bytes_list.value.extend(vals)
+        elif isinstance(vals[0], int):
+            f.int64_list.value.extend(vals)
+        else:
+            f.float_list.value.extend(vals)
+    return ex
+
+
+def examples_input(pb, examples, context=None):
+    inp = pb.tfs_pb.Input()
+    if context is None:
+        inp.example_list.examples.extend(examples)
+    else:
+        inp.example_list_with_context.examples.extend(examples)
+        inp.example_list_with_context.context.CopyFrom(context)
+    return inp
+
+
+def test_classify(protos, tfs):
+    ps, _ = tfs
+    pb = protos
+    # classifier: its labels registered with the model
+    req = pb.tfs_pb.ClassificationRequest(
+        model_spec=spec(pb, "classifier"),
+        input=examples_input(pb, [example(pb, INPUT0=[5.1, 3.5, 1.4, 0.2]),
+                                  example(pb, INPUT0=[6.7, 3.0, 5.2, 2.3])]))
+    resp = ps.Classify(req, timeout=TIMEOUT)
+    cls = resp.result.classifications
+    assert [[c.label for c in ex.classes] for ex in cls] == [["setosa", "versicolor",
+                                                               "virginica"]] * 2
+    assert [max(ex.classes, key=lambda c: c.score).label for ex in cls] == ["setosa", "virginica"]
+    assert abs(sum(c.score for c in cls[0].classes) - 1.0) < 1e-5
+    assert resp.model_spec.name == "classifier" and resp.model_spec.version.value == 1
+    # half_plus_three through its classify signature: y as "scores", the class index as label
+    for model in ("half_plus_three", "saved_model_half_plus_three"):
+        req = pb.tfs_pb.ClassificationRequest(
+            model_spec=spec(pb, model, signature="tensorflow/serving/classify"),
+            input=examples_input(pb, [example(pb, x=4.0), example(pb, x=0.0)]))
+        resp = ps.Classify(req, timeout=TIMEOUT)
+        got = [[(c.label, c.score) for c in ex.classes] for ex in resp.result.classifications]
+        assert got == [[("0", 5.0)], [("0", 3.0)]], resp
+        assert resp.model_spec.signature_name == "tensorflow/serving/classify"
+    E = grpc.StatusCode
+    expect_rpc_error(ps.Classify, E.INVALID_ARGUMENT,
+                     "Expected classification signature method_name to be "
+                     "tensorflow/serving/classify. Was: tensorflow/serving/regress",
+                     request=pb.tfs_pb.ClassificationRequest(
+                         model_spec=spec(pb, "half_plus_three",
+                                         signature="tensorflow/serving/regress"),
+                         input=examples_input(pb, [example(pb, x=4.0)])), timeout=TIMEOUT)
+    # simple has two outputs and no "scores": not a classifier
+    a, b = list(range(16)), [1] * 16
+    expect_rpc_error(ps.Classify, E.INVALID_ARGUMENT, "classify needs a \"scores\" output",
+                     request=pb.tfs_pb.ClassificationRequest(
+                         model_spec=spec(pb, "simple"),
+                         input=examples_input(pb, [example(pb, INPUT0=a, INPUT1=b)])),
+                     timeout=TIMEOUT)
+    expect_rpc_error(ps.Classify, E.INVALID_ARGUMENT, "Input is empty",
+                     request=pb.tfs_pb.ClassificationRequest(model_spec=spec(pb, "classifier")),
+                     timeout=TIMEOUT)
+    expect_rpc_error(ps.Classify, E.NOT_FOUND, "Servable not found for request: Latest(nope)",
+                     request=pb.tfs_pb.ClassificationRequest(model_spec=spec(pb, "nope")),
+                     timeout=TIMEOUT)
+
+
+def test_regress(protos, tfs):
+    ps, _ = tfs
+    pb = protos
+    # the seed's walkthrough: saved_model_half_plus_three's regress signature
+    req = pb.tfs_pb.RegressionRequest(
+        model_spec=spec(pb, "saved_model_half_plus_three", signature="tensorflow/serving/regress"),
+        input=examples_input(pb, [example(pb, x=1.0), example(pb, x=2.0)]))
+    resp = ps.Regress(req, timeout=TIMEOUT)
+    assert [r.value for r in resp.result.regressions] == [3.5, 4.0], resp
+    assert resp.model_spec.version.value == 123
+    # identity_fp32 as a regressor, the context filling what an example lacks; an int64_list
+    # feeds a float input
+    req = pb.tfs_pb.RegressionRequest(
+        model_spec=spec(pb, "identity_fp32"),
+        input=examples_input(pb, [pb.tf_pb.Example(), example(pb, INPUT0=-1.0),
+                                  example(pb, INPUT0=3)], context=example(pb, INPUT0=7.5)))
+    resp = ps.Regress(req, timeout=TIMEOUT)
+    assert [r.value for r in resp.result.regressions] == [7.5, -1.0, 3.0], resp
+    E = grpc.StatusCode
+    for inp, needle in (
+            (examples_input(pb, [pb.tf_pb.Example()]),
+             "examples[0]: feature 'INPUT0': missing (and not in the context)"),
+            (examples_input(pb, [example(pb, INPUT0=1.0, other=2.0)]),
+             "examples[0]: feature 'other': not an input of the model"),
+            (examples_input(pb, [example(pb, INPUT0=b"text")]),
+             "examples[0]: feature 'INPUT0': a bytes_list cannot feed input 'INPUT0' of FP32"),
+            (examples_input(pb, [example(pb, INPUT0=1.0), example(pb, INPUT0=[1.0, 2.0])]),
+             "examples[1]: feature 'INPUT0': 2 values, example 0 has 1")):
+        expect_rpc_error(ps.Regress, E.INVALID_ARGUMENT, needle,
+                         request=pb.tfs_pb.RegressionRequest(model_spec=spec(pb, "identity_fp32"),
+                                                             input=inp), timeout=TIMEOUT)
+    expect_rpc_error(ps.Regress, E.INVALID_ARGUMENT,
+                     "Expected regression signature method_name to be tensorflow/serving/regress. "
+                     "Was: tensorflow/serving/predict",
+                     request=pb.tfs_pb.RegressionRequest(
+                         model_spec=spec(pb, "half_plus_three"),
+                         input=examples_input(pb, [example(pb, x=1.0)])), timeout=TIMEOUT)
 
 
 def test_methods_not_served_say_so(protos, tfs):

@@ -902,6 +902,23 @@ static void tfs_grpc_predict(ctx *c) {
   }
 }
 
+/* Classify / Regress: input {example_list {examples [{features {"x": float_list [1.0]}}]}};
+ * "ok" has no signatures (its implicit one serves both); its output is no classification, so
+ * the answer's error is not checked (lax), only who was asked and what ran. */
+static void tfs_grpc_examples(ctx *c) {
+  static const char input[] = "\x0a\x17" "\x0a\x15" "\x0a\x13" "\x0a\x11" "\x0a\x01x"
+                              "\x12\x0c" "\x12\x0a" "\x0a\x08" "\x00\x00\x80\x3f"
+                              "\x00\x00\x80\x3f";
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    request q = grpc(c->key);
+    pb_tfs_spec(&q, &tfs_forms[i], 1);
+    pb_bytes(&q, 0, 2, input, sizeof input - 1);
+    expect e = tfs_forms[i].no ? NO : ok_expect(-1, tfs_forms[i].version_ran);
+    e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, tfs_forms[i].how));
+  }
+}
+
 /* GetModelMetadata: the version the spec resolves to. */
 static void tfs_grpc_metadata(ctx *c) {
   for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
@@ -992,6 +1009,8 @@ static const recipe recipes[] = {
     {TPS "Predict", tfs_grpc_predict},
     {TPS "GetModelMetadata", tfs_grpc_metadata},
     {TMS "GetModelStatus", tfs_grpc_status},
+    {TPS "Classify", tfs_grpc_examples},
+    {TPS "Regress", tfs_grpc_examples},
 };
 
 /* Routes and methods that act on no model, each with why. A new one goes here only when it
@@ -1043,8 +1062,6 @@ static const struct {
     {GRPS "CheckLiveness", "server liveness"},
     {GRPS "CheckReadiness", "server readiness"},
     {GRPS "ServerMetadata", "server metadata"},
-    {TPS "Classify", "UNIMPLEMENTED before the message is read"},
-    {TPS "Regress", "UNIMPLEMENTED before the message is read"},
     {TPS "MultiInference", "UNIMPLEMENTED before the message is read"},
     {TMS "HandleReloadConfigRequest", "UNIMPLEMENTED before the message is read"},
     {"/grpc.health.v1.Health/Check", "a service's health, not a model's"},

@@ -9,7 +9,9 @@
  * aliases, output_filter, a repeated map key (the last wins) and TF's input-size text; and the
  * encoders: PredictResponse (aliases, dtype, shape, small outputs copied, large ones referenced
  * where they are, model_spec), GetModelMetadataResponse (an Any of a SignatureDefMap) and
- * GetModelStatusResponse. Messages are built and read with a tiny protobuf writer and parser
+ * GetModelStatusResponse; tf.Example inputs of Classify / Regress (the signature's method, the
+ * context, features no input has or missing, a list that cannot feed the input, no examples)
+ * and the ClassificationResponse. Messages are built and read with a tiny protobuf writer and parser
  * below, written from the wire-format rules, independent of the code under test. */
 #include "cmocka_prelude.h"
 
@@ -735,6 +737,113 @@ static void predict_response(void **state) {
   isv_request_free(r);
 }
 
+/* An Example {features {feature {key: Feature {list: value (v, n)}}}} as field num of w: list
+ * 1 bytes_list (one value), 2 float_list, 3 int64_list (v packed). */
+static void w_example(pbw *w, unsigned num, const char *key, int list, const void *v, size_t n) {
+  pbw fl = {0}, ft = {0}, entry = {0}, feats = {0}, ex = {0};
+  w_bytes(&fl, 1, v, n);
+  w_msg(&ft, (unsigned)list, &fl);
+  w_str(&entry, 1, key);
+  w_msg(&entry, 2, &ft);
+  w_msg(&feats, 1, &entry);
+  w_msg(&ex, 1, &feats);
+  w_msg(w, num, &ex);
+}
+
+static isv_request *examples(int kind, const char *sig, pbw *list, int with_context) {
+  pbw w = {0}, input = {0};
+  w_spec(&w, "m", 1, NULL, sig);
+  w_msg(&input, with_context ? 2 : 1, list);
+  w_msg(&w, 2, &input);
+  isv_request *r = isv__request_new(&core);
+  isv__tfs_pb_bind(r, w.p, w.n, kind);
+  assert_int_equal(r->status, 0);
+  isv__tfs_pb_decode_examples(r, w.p, w.n);
+  r->body = w.p; /* the inputs point into it: freed with the request */
+  r->body_len = w.n;
+  r->body_free = free;
+  return r;
+}
+
+static void classify_and_regress(void **state) {
+  (void)state;
+  /* two examples of "weights" (int64_list), the context's ignored where an example has it */
+  pbw list = {0};
+  w_example(&list, 1, "weights", 3, "\x03", 1);
+  w_example(&list, 1, "weights", 3, "\x7c", 1); /* 124 */
+  w_example(&list, 2, "weights", 3, "\x09", 1);
+  isv_request *r = examples(ISV__TFS_CLASSIFY, "cls", &list, 1);
+  if (r->status) fail_msg("%s", r->errmsg);
+  assert_int_equal(r->n_inputs, 1);
+  assert_string_equal(r->inputs[0].name, "w");
+  assert_int_equal(r->inputs[0].ndim, 1); /* w is [-1]: one value per example */
+  assert_int_equal(r->inputs[0].shape[0], 2);
+  static const int32_t want[] = {3, 124};
+  assert_memory_equal(r->inputs[0].data, want, sizeof want);
+  assert_int_equal(r->n_req_outputs, 1);
+  /* the answer: y as "scores", one class per example, labelled by its index */
+  static float y[2] = {0.25f, 2.0f};
+  static int64_t s2[] = {2};
+  isv_tensor *o = isv__arena_calloc(&r->arena, 1, sizeof *o);
+  *o = (isv_tensor){.name = "y", .dt = ISV_FP32, .shape = s2, .ndim = 1, .data = y, .count = 2,
+                    .byte_size = 8};
+  r->outputs = o;
+  r->n_outputs = 1;
+  isv__parts parts;
+  assert_int_equal(isv__tfs_pb_encode_examples(r, &parts), 0);
+  assert_int_equal(parts.n, 1);
+  const uint8_t *res, *cl, *one, *lab, *sc;
+  size_t resn, cln, onen, labn, scn;
+  const uint8_t *msg = (const uint8_t *)parts.v[0].base;
+  assert_true(p_find(msg, parts.total, 1, &res, &resn, NULL));
+  prd q = {res, res + resn};
+  unsigned num;
+  uint64_t v;
+  int k = 0;
+  while (p_field(&q, &num, &v, &cl, &cln)) {
+    assert_true(p_find(cl, cln, 1, &one, &onen, NULL));
+    assert_true(p_find(one, onen, 1, &lab, &labn, NULL));
+    assert_int_equal(labn, 1);
+    assert_int_equal(lab[0], '0');
+    assert_true(p_find(one, onen, 2, &sc, &scn, NULL));
+    float f;
+    memcpy(&f, sc, 4);
+    assert_true(f == y[k]);
+    k++;
+  }
+  assert_int_equal(k, 2);
+  isv_request_free(r);
+  /* regress needs a regress signature; a feature no input has; one missing; a wrong list */
+  static const struct {
+    int kind;
+    const char *key;
+    int list;
+    const char *needle;
+  } bad[] = {
+      {ISV__TFS_REGRESS, "weights", 3, "Expected regression signature method_name to be "
+                                       "tensorflow/serving/regress. Was: tensorflow/serving/classify"},
+      {ISV__TFS_CLASSIFY, "other", 3, "examples[0]: feature 'other': not an input of the model"},
+      {ISV__TFS_CLASSIFY, "weights", 2, "examples[0]: feature 'weights': a float_list cannot feed "
+                                        "input 'w' of INT32"},
+      {ISV__TFS_CLASSIFY, "weights", 1, "a bytes_list cannot feed"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    w_example(&list, 1, bad[i].key, bad[i].list, "\x01\x00\x00\x00", bad[i].list == 3 ? 1 : 4);
+    r = examples(bad[i].kind, "cls", &list, 0);
+    if (r->status != ISV_EBADREQ || strstr(r->errmsg, bad[i].needle) == NULL)
+      fail_msg("case %zu: %d '%s'", i, r->status, r->errmsg);
+    isv_request_free(r);
+  }
+  r = examples(ISV__TFS_CLASSIFY, "cls", &list, 0); /* no examples */
+  assert_string_equal(r->errmsg, "Input is empty");
+  isv_request_free(r);
+  w_example(&list, 1, "weights", 3, "\x01", 1);
+  w_bytes(&list, 1, "", 0); /* an empty example, and no context */
+  r = examples(ISV__TFS_CLASSIFY, "cls", &list, 1);
+  assert_string_equal(r->errmsg, "examples[1]: feature 'weights': missing (and not in the context)");
+  isv_request_free(r);
+}
+
 static void metadata_and_status(void **state) {
   (void)state;
   isv_model *m;
@@ -822,6 +931,7 @@ int main(void) {
       cmocka_unit_test(binding),
       cmocka_unit_test(predict_request),
       cmocka_unit_test(predict_response),
+      cmocka_unit_test(classify_and_regress),
       cmocka_unit_test(metadata_and_status),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
