@@ -13,6 +13,10 @@
 #include "core/resolve.h"
 #include "core/scheduler.h"
 
+/* An empty span's pointer: never NULL (a reader over NULL + 0 is undefined behaviour). */
+static const uint8_t empty_bytes[1];
+#define EMPTY empty_bytes
+
 /* ---- ModelSpec ------------------------------------------------------------------------------ */
 
 static int parse_spec(isv__pb_span s, isv__tfs_spec *spec) {
@@ -261,7 +265,7 @@ static int store(fill *c, uint64_t v, isv__pb_span s) {
 
 /* Every value of one occurrence of the dtype's field, in order. */
 static int fill_occurrence(fill *c, const typed *ty, const isv__pb_field *f) {
-  isv__pb_span none = {NULL, 0};
+  isv__pb_span none = {EMPTY, 0};
   if (f->wt != ISV__PB_LEN || ty->kind == K_LEN) return store(c, f->v, f->wt == ISV__PB_LEN ? f->s : none);
   if (ty->kind == K_I32 || ty->kind == K_I64) {
     unsigned w = ty->kind == K_I32 ? 4 : 8;
@@ -285,7 +289,7 @@ static int bad_tensor(isv_request *r, const char *alias, const char *why) {
 
 int isv__tfs_pb_decode_tensor(isv_request *r, isv__pb_span tp, const char *alias, isv_tensor *t) {
   uint64_t dtype = 0;
-  isv__pb_span shape = {NULL, 0}, content = {NULL, 0};
+  isv__pb_span shape = {EMPTY, 0}, content = {EMPTY, 0};
   int has_shape = 0, has_content = 0;
   long long n_vals[18] = {0};
   isv__pb_reader rd = isv__pb_reader_of(tp);
@@ -472,7 +476,7 @@ int isv__tfs_pb_decode_predict(isv_request *r, const uint8_t *msg, size_t len) {
   while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
     if (f.num == 2) { /* map<string, TensorProto> inputs: the last entry of a key wins */
       if (f.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed inputs");
-      isv__pb_span key = {(const uint8_t *)"", 0}, val = {NULL, 0};
+      isv__pb_span key = {(const uint8_t *)"", 0}, val = {EMPTY, 0};
       isv__pb_reader er = isv__pb_reader_of(f.s);
       isv__pb_field g;
       int er_rc;
@@ -824,7 +828,7 @@ static int find_feature(isv__pb_span example, const char *alias, feature *out) {
     while ((rc = isv__pb_read_field(&fr, &g)) > 0) {
       if (g.num != 1) continue;
       if (g.wt != ISV__PB_LEN) return -1;
-      isv__pb_span key = {NULL, 0}, val = {NULL, 0};
+      isv__pb_span key = {EMPTY, 0}, val = {EMPTY, 0};
       isv__pb_reader mr = isv__pb_reader_of(g.s);
       while ((rc = isv__pb_read_field(&mr, &h)) > 0) {
         if ((h.num == 1 || h.num == 2) && h.wt != ISV__PB_LEN) return -1;
@@ -833,7 +837,7 @@ static int find_feature(isv__pb_span example, const char *alias, feature *out) {
       }
       if (rc < 0) return -1;
       if (key.n != alen || (alen && memcmp(key.p, alias, alen) != 0)) continue;
-      feature ft = {0, {NULL, 0}};
+      feature ft = {0, {EMPTY, 0}};
       isv__pb_reader vr = isv__pb_reader_of(val);
       while ((rc = isv__pb_read_field(&vr, &h)) > 0) { /* oneof kind: the last one set */
         if (h.num < 1 || h.num > 3) continue;
@@ -946,14 +950,14 @@ static int conv_one(conv *c, int kind, uint64_t v, isv__pb_span s) {
   }
   fill f = {c->r, c->where, c->dt, c->out, 0, i}; /* the integers: TensorProto's range rules */
   if (c->dt == ISV_UINT64 && iv < 0) return out_of_range(&f, iv);
-  isv__pb_span none = {NULL, 0};
+  isv__pb_span none = {EMPTY, 0};
   return store(&f, v, none);
 }
 
 static int conv_list(conv *c, const feature *ft) {
   isv__pb_reader rd = isv__pb_reader_of(ft->list);
   isv__pb_field f;
-  isv__pb_span none = {NULL, 0};
+  isv__pb_span none = {EMPTY, 0};
   while (isv__pb_read_field(&rd, &f) > 0) {
     if (f.num != 1) continue;
     if (ft->kind == 1 || f.wt != ISV__PB_LEN) {
@@ -995,7 +999,7 @@ int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) 
                              isv__tfs_method_name(want), isv__tfs_method_name(have));
   /* input (2): Input {example_list 1 {examples 1} | example_list_with_context 2 {examples 1,
    * context 2}} — the oneof's last choice */
-  isv__pb_span list = {NULL, 0};
+  isv__pb_span list = {EMPTY, 0};
   int with_context = 0, rc;
   isv__pb_reader rd = isv__pb_reader_of((isv__pb_span){msg, len});
   isv__pb_field f, g;
@@ -1013,7 +1017,7 @@ int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) 
   }
   if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed request message");
   size_t n = 0;
-  isv__pb_span context = {NULL, 0};
+  isv__pb_span context = {EMPTY, 0};
   int has_context = 0;
   rd = isv__pb_reader_of(list);
   while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
@@ -1046,7 +1050,7 @@ int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) 
   for (size_t k = 0; k < isv__tfs_sig_n_in(cfg, sig); k++) {
     const char *alias;
     const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &alias);
-    feature ctx_ft = {0, {NULL, 0}};
+    feature ctx_ft = {0, {EMPTY, 0}};
     int in_ctx = has_context ? find_feature(context, alias, &ctx_ft) : 0;
     if (in_ctx < 0) return isv__request_fail(r, ISV_EBADREQ, "context: malformed");
     long long per = -1;

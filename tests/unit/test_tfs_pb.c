@@ -837,6 +837,14 @@ static void classify_and_regress(void **state) {
   r = examples(ISV__TFS_CLASSIFY, "cls", &list, 0); /* no examples */
   assert_string_equal(r->errmsg, "Input is empty");
   isv_request_free(r);
+  pbw w = {0}; /* no input at all (no span to read: the fuzzer's UBSan finding) */
+  w_spec(&w, "m", 1, NULL, "cls");
+  r = isv__request_new(&core);
+  assert_int_equal(isv__tfs_pb_bind(r, w.p, w.n, ISV__TFS_CLASSIFY), 0);
+  assert_int_equal(isv__tfs_pb_decode_examples(r, w.p, w.n), ISV_EBADREQ);
+  assert_string_equal(r->errmsg, "Input is empty");
+  isv_request_free(r);
+  w_free(&w);
   w_example(&list, 1, "weights", 3, "\x01", 1);
   w_bytes(&list, 1, "", 0); /* an empty example, and no context */
   r = examples(ISV__TFS_CLASSIFY, "cls", &list, 1);
