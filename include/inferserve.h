@@ -386,7 +386,7 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
  *                  and columnar formats), :classify and :regress (examples + context); and
  *                  gRPC tensorflow.serving.PredictionService (Predict, Classify, Regress,
- *                  GetModelMetadata) and ModelService (GetModelStatus)
+ *                  MultiInference, GetModelMetadata) and ModelService (GetModelStatus)
  *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
  *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
  *                  endpoint id names the model); "parameters" and other keys as parameters

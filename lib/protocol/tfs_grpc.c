@@ -1,8 +1,8 @@
 /* TensorFlow Serving over gRPC: tensorflow.serving.PredictionService and ModelService as a
  * method table for the call layer (grpc_service.h), part of the "tfserving" front end (one
- * switch for TF Serving's REST and gRPC APIs). Predict, Classify and Regress are codecs around
- * the core (tfs_pb.h); GetModelMetadata and GetModelStatus are answered here; MultiInference
- * and HandleReloadConfigRequest answer UNIMPLEMENTED saying so. Errors travel as TF Serving's do:
+ * switch for TF Serving's REST and gRPC APIs). Predict, Classify, Regress and MultiInference
+ * are codecs around the core (tfs_pb.h); GetModelMetadata and GetModelStatus are answered
+ * here; HandleReloadConfigRequest answers UNIMPLEMENTED saying so. Errors travel as TF Serving's do:
  * the gRPC status with its code and text. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,6 +46,20 @@ static int examples_decode(isv_request *r, const uint8_t *msg, size_t len) {
 
 static int examples_encode(isv_request *r, isv__parts *out) {
   return isv__tfs_pb_encode_examples(r, out);
+}
+
+/* ---- MultiInference: one execution of one model, each task a classify or regress signature */
+
+static int multi_bind(isv_request *r, const uint8_t *msg, size_t len) {
+  return isv__tfs_pb_bind_multi(r, msg, len);
+}
+
+static int multi_decode(isv_request *r, const uint8_t *msg, size_t len) {
+  return isv__tfs_pb_decode_multi(r, msg, len);
+}
+
+static int multi_encode(isv_request *r, isv__parts *out) {
+  return isv__tfs_pb_encode_multi(r, out);
 }
 
 /* ---- GetModelMetadata ----------------------------------------------------------------------- */
@@ -153,11 +167,6 @@ static int unimplemented(isv__grpc_unary *u, const char *what) {
   return ISV_EUNIMPL;
 }
 
-static int multi_inference(isv__grpc_unary *u) {
-  return unimplemented(u, "MultiInference is not implemented by this server: call Classify or "
-                          "Regress once per task");
-}
-
 static int reload_config(isv__grpc_unary *u) {
   return unimplemented(u, "HandleReloadConfigRequest is not implemented: this server's models "
                           "are registered by its host application (or the V2 repository API: "
@@ -169,7 +178,7 @@ const isv__grpc_method isv__tfs_methods[] = {
     {PS "GetModelMetadata", ISV__RPC_UNARY, get_model_metadata, NULL, NULL, NULL, NULL},
     {PS "Classify", ISV__RPC_UNARY, NULL, examples_decode, examples_encode, NULL, classify_bind},
     {PS "Regress", ISV__RPC_UNARY, NULL, examples_decode, examples_encode, NULL, regress_bind},
-    {PS "MultiInference", ISV__RPC_UNARY, multi_inference, NULL, NULL, NULL, NULL},
+    {PS "MultiInference", ISV__RPC_UNARY, NULL, multi_decode, multi_encode, NULL, multi_bind},
     {MS "GetModelStatus", ISV__RPC_UNARY, get_model_status, NULL, NULL, NULL, NULL},
     {MS "HandleReloadConfigRequest", ISV__RPC_UNARY, reload_config, NULL, NULL, NULL, NULL},
     {0},

@@ -982,21 +982,49 @@ static int kind_fits(int kind, isv_datatype dt) {
   return dt != ISV_BYTES && dt != ISV_BOOL;
 }
 
-int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) {
-  if (r->status) return r->status;
-  isv__tfs_call *call = r->fe_data;
-  if (r->model == NULL || call == NULL) return isv__request_fail(r, ISV_EINTERNAL, "not bound");
-  const isv_model_config *cfg = r->model->cfg;
-  const isv__signature *sig = call->sig;
+/* A named signature must be of the task's method (the implicit serving_default of a model
+ * without signatures serves every method, as REST's :classify and :regress do). */
+static int method_check(isv_request *r, const isv__signature *sig, int kind) {
   isv_signature_method want =
-      call->kind == ISV__TFS_CLASSIFY ? ISV_SIGNATURE_CLASSIFY : ISV_SIGNATURE_REGRESS;
-  /* a named signature must be of the call's method (the implicit serving_default of a model
-   * without signatures serves every method, as REST's :classify and :regress do) */
+      kind == ISV__TFS_CLASSIFY ? ISV_SIGNATURE_CLASSIFY : ISV_SIGNATURE_REGRESS;
   isv_signature_method have = sig ? sig->method : want;
   if (have != want) /* TF Serving's text (classifier.cc, regressor.cc) */
     return isv__request_fail(r, ISV_EBADREQ, "Expected %s signature method_name to be %s. Was: %s",
                              want == ISV_SIGNATURE_CLASSIFY ? "classification" : "regression",
                              isv__tfs_method_name(want), isv__tfs_method_name(have));
+  return 0;
+}
+
+static int request_outputs(isv_request *r, const isv__signature *sig);
+static int examples_input(isv_request *r, const uint8_t *msg, size_t len);
+
+int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) {
+  if (r->status) return r->status;
+  isv__tfs_call *call = r->fe_data;
+  if (r->model == NULL || call == NULL) return isv__request_fail(r, ISV_EINTERNAL, "not bound");
+  if (method_check(r, call->sig, call->kind) || examples_input(r, msg, len) ||
+      request_outputs(r, call->sig))
+    return r->status;
+  return 0;
+}
+
+/* sig's outputs requested (none: every output of a model without signatures), each once. */
+static int request_outputs(isv_request *r, const isv__signature *sig) {
+  for (size_t k = 0; sig && k < sig->n_out; k++) {
+    int have = 0;
+    for (size_t i = 0; i < r->n_req_outputs; i++)
+      have |= strcmp(r->req_outputs[i].name, sig->out_names[k]) == 0;
+    if (!have && isv_request_add_requested_output(r, sig->out_names[k], 0) != 0)
+      return r->status ? r->status : oom(r);
+  }
+  return 0;
+}
+
+/* The Input (field 2) into r's inputs through the call's signature. */
+static int examples_input(isv_request *r, const uint8_t *msg, size_t len) {
+  isv__tfs_call *call = r->fe_data;
+  const isv_model_config *cfg = r->model->cfg;
+  const isv__signature *sig = call->sig;
   /* input (2): Input {example_list 1 {examples 1} | example_list_with_context 2 {examples 1,
    * context 2}} — the oneof's last choice */
   isv__pb_span list = {EMPTY, 0};
@@ -1125,9 +1153,6 @@ int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len) 
     t->count = count;
     t->byte_size = io->dt == ISV_BYTES ? isv__bytes_total(t->data, count) : bytes;
   }
-  for (size_t k = 0; sig && k < sig->n_out; k++)
-    if (isv_request_add_requested_output(r, sig->out_names[k], 0) != 0)
-      return r->status ? r->status : oom(r);
   return 0;
 }
 
@@ -1161,27 +1186,20 @@ static int as_parts(isv_request *r, isv__buf *b, isv__parts *out) {
   return 0;
 }
 
-int isv__tfs_pb_encode_examples(isv_request *r, isv__parts *out) {
-  const isv__tfs_call *call = r->fe_data;
-  const isv__signature *sig = call ? call->sig : NULL;
+/* A ClassificationResult or RegressionResult of r's outputs through sig, into res. 0, or
+ * ISV_EBADREQ with r failed (TF Serving: INVALID_ARGUMENT). */
+static int put_result(isv_request *r, const isv__signature *sig, int kind, isv__buf *res) {
   char msg[256];
-  isv__buf b, res;
-  isv__buf_init(&b, r->core ? r->core->mem : NULL);
-  isv__buf_init(&res, b.mem);
-  if (call && call->kind == ISV__TFS_CLASSIFY) {
+  if (kind == ISV__TFS_CLASSIFY) {
     isv__tfs_classes c;
-    if (isv__tfs_classes_of(r, sig, &c, msg, sizeof msg) != 0) {
-      isv__buf_free(&b);
-      isv__buf_free(&res);
-      isv__request_fail(r, ISV_EBADREQ, "%s", msg); /* TF Serving: INVALID_ARGUMENT */
-      return ISV_EBADREQ;
-    }
+    if (isv__tfs_classes_of(r, sig, &c, msg, sizeof msg) != 0)
+      return isv__request_fail(r, ISV_EBADREQ, "%s", msg);
     for (size_t i = 0; i < c.n; i++) { /* Classifications {classes: Class {label, score}} */
       isv__buf cl;
-      isv__buf_init(&cl, b.mem);
+      isv__buf_init(&cl, res->mem);
       for (size_t j = 0; j < c.k; j++) {
         isv__buf one;
-        isv__buf_init(&one, b.mem);
+        isv__buf_init(&one, res->mem);
         const char *p;
         size_t n;
         char idx[24];
@@ -1190,24 +1208,199 @@ int isv__tfs_pb_encode_examples(isv_request *r, isv__parts *out) {
         put_float_field(&one, 2, score);
         put_msg(&cl, 1, &one);
       }
-      put_msg(&res, 1, &cl);
+      put_msg(res, 1, &cl);
     }
-  } else {
-    const isv_tensor *t = isv__tfs_regression_of(r, sig, msg, sizeof msg);
-    if (t == NULL) {
-      isv__buf_free(&b);
-      isv__buf_free(&res);
-      isv__request_fail(r, ISV_EBADREQ, "%s", msg); /* TF Serving: INVALID_ARGUMENT */
-      return ISV_EBADREQ;
-    }
-    for (size_t i = 0; i < t->count; i++) { /* Regression {value} */
-      isv__buf one;
-      isv__buf_init(&one, b.mem);
-      put_float_field(&one, 1, (float)isv__tfs_real(t, i));
-      put_msg(&res, 1, &one);
-    }
+    return 0;
+  }
+  const isv_tensor *t = isv__tfs_regression_of(r, sig, msg, sizeof msg);
+  if (t == NULL) return isv__request_fail(r, ISV_EBADREQ, "%s", msg);
+  for (size_t i = 0; i < t->count; i++) { /* Regression {value} */
+    isv__buf one;
+    isv__buf_init(&one, res->mem);
+    put_float_field(&one, 1, (float)isv__tfs_real(t, i));
+    put_msg(res, 1, &one);
+  }
+  return 0;
+}
+
+int isv__tfs_pb_encode_examples(isv_request *r, isv__parts *out) {
+  const isv__tfs_call *call = r->fe_data;
+  isv__buf b, res;
+  isv__buf_init(&b, r->core ? r->core->mem : NULL);
+  isv__buf_init(&res, b.mem);
+  if (put_result(r, call ? call->sig : NULL, call ? call->kind : ISV__TFS_REGRESS, &res)) {
+    isv__buf_free(&b);
+    isv__buf_free(&res);
+    return r->status;
   }
   put_msg(&b, 1, &res);
   if (r->model) put_spec(&b, 2, r->model, call ? call->sig_name : NULL);
+  return as_parts(r, &b, out);
+}
+
+/* ---- MultiInference ------------------------------------------------------------------------- */
+
+/* Whether two signatures of cfg take the same inputs under the same aliases. */
+static int same_inputs(const isv_model_config *cfg, const isv__signature *a,
+                       const isv__signature *b) {
+  size_t n = isv__tfs_sig_n_in(cfg, a);
+  if (n != isv__tfs_sig_n_in(cfg, b)) return 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *aa, *ba;
+    const isv__io *ai = isv__tfs_sig_in(cfg, a, i, &aa);
+    int found = 0;
+    for (size_t j = 0; j < n && !found; j++) {
+      const isv__io *bi = isv__tfs_sig_in(cfg, b, j, &ba);
+      found = ai == bi && strcmp(aa, ba) == 0;
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
+/* (name, len) of a task's signature, "serving_default" when it names none. */
+static isv__pb_span sig_or_default(isv__pb_span s) {
+  if (s.n) return s;
+  isv__pb_span d = {(const uint8_t *)ISV__TFS_DEFAULT_SIGNATURE,
+                    strlen(ISV__TFS_DEFAULT_SIGNATURE)};
+  return d;
+}
+
+int isv__tfs_pb_bind_multi(isv_request *r, const uint8_t *msg, size_t len) {
+  if (r->status) return r->status;
+  size_t n = 0;
+  isv__pb_reader rd = isv__pb_reader_of((isv__pb_span){msg, len});
+  isv__pb_field f, g;
+  int rc;
+  while ((rc = isv__pb_read_field(&rd, &f)) > 0) {
+    if (f.num != 1) continue;
+    if (f.wt != ISV__PB_LEN) return isv__request_fail(r, ISV_EBADREQ, "malformed tasks");
+    n++;
+  }
+  if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed request message");
+  if (n == 0) return isv__request_fail(r, ISV_EBADREQ, "MultiInferenceRequest has no tasks");
+  isv__tfs_spec *specs = isv__arena_calloc(&r->arena, n, sizeof *specs);
+  isv__pb_span *methods = isv__arena_calloc(&r->arena, n, sizeof *methods);
+  isv__tfs_task *tasks = isv__arena_calloc(&r->arena, n, sizeof *tasks);
+  isv__tfs_call *c = isv__arena_calloc(&r->arena, 1, sizeof *c);
+  if (specs == NULL || methods == NULL || tasks == NULL || c == NULL) return oom(r);
+  size_t i = 0;
+  rd = isv__pb_reader_of((isv__pb_span){msg, len});
+  while (isv__pb_read_field(&rd, &f) > 0) {
+    if (f.num != 1) continue;
+    methods[i] = (isv__pb_span){EMPTY, 0};
+    isv__pb_reader tr = isv__pb_reader_of(f.s);
+    while ((rc = isv__pb_read_field(&tr, &g)) > 0) { /* InferenceTask {model_spec 1, method 2} */
+      if ((g.num == 1 || g.num == 2) && g.wt != ISV__PB_LEN)
+        return isv__request_fail(r, ISV_EBADREQ, "malformed tasks");
+      if (g.num == 1 && parse_spec(g.s, &specs[i]) != 0)
+        return isv__request_fail(r, ISV_EBADREQ, "malformed tasks");
+      if (g.num == 2) methods[i] = g.s;
+    }
+    if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed tasks");
+    if (specs[i].name.n == 0) /* TF Serving's texts (multi_inference.cc) */
+      return isv__request_fail(r, ISV_EBADREQ, "Found ModelSpec with an empty model name.");
+    if (specs[i].name.n != specs[0].name.n ||
+        memcmp(specs[i].name.p, specs[0].name.p, specs[0].name.n) != 0)
+      return isv__request_fail(r, ISV_EBADREQ, "All ModelSpecs in a MultiInferenceRequest must "
+                                               "access the same model name.");
+    i++;
+  }
+  /* the model: the first task's spec (its version or label), as TF Serving resolves it */
+  char version[24];
+  const isv__tfs_spec *s0 = &specs[0];
+  isv__model_spec spec = {(const char *)s0->name.p, s0->name.n, NULL, 0, NULL, 0};
+  if (s0->has_version) {
+    snprintf(version, sizeof version, "%" PRId64, s0->version);
+    spec.version = version;
+    spec.version_len = strlen(version);
+  } else if (s0->has_label) {
+    spec.label = (const char *)s0->label.p;
+    spec.label_len = s0->label.n;
+  }
+  isv_model *m;
+  isv__why why = isv__core_resolve(r->core, &spec, &m);
+  if (why != ISV__FOUND) { /* r names no model: the core keeps this answer */
+    char text[512];
+    int code = isv__why_say(why, ISV__WORDS_TFS, &spec, text, sizeof text);
+    return isv__request_fail(r, code, "%s", text);
+  }
+  r->model_name = span_dup(r, s0->name);
+  if (r->model_name == NULL) return oom(r);
+  if (spec.version && (r->version = isv__arena_strndup(&r->arena, version, strlen(version))) == NULL)
+    return oom(r);
+  if (spec.label && (r->label = span_dup(r, s0->label)) == NULL) return oom(r);
+  if (isv__request_bind(r) != 0) return r->status;
+  const isv_model_config *cfg = r->model->cfg;
+  const char *cls = isv__tfs_method_name(ISV_SIGNATURE_CLASSIFY),
+             *reg = isv__tfs_method_name(ISV_SIGNATURE_REGRESS);
+  for (i = 0; i < n; i++) {
+    isv__pb_span sn = sig_or_default(specs[i].signature);
+    int w = (int)(sn.n > 128 ? 128 : sn.n);
+    for (size_t j = 0; j < i; j++) {
+      isv__pb_span sj = sig_or_default(specs[j].signature);
+      if (sj.n == sn.n && memcmp(sj.p, sn.p, sn.n) == 0)
+        return isv__request_fail(r, ISV_EBADREQ, "Duplicate evaluation of signature: %.*s", w,
+                                 (const char *)sn.p);
+    }
+    if (!isv__tfs_signature(cfg, (const char *)sn.p, sn.n, &tasks[i].sig))
+      return isv__request_fail(r, ISV_EBADREQ, "Requested signature not found in model graph: "
+                               "%.*s", w, (const char *)sn.p);
+    const isv__pb_span mn = methods[i];
+    if (mn.n == strlen(cls) && memcmp(mn.p, cls, mn.n) == 0) tasks[i].kind = ISV__TFS_CLASSIFY;
+    else if (mn.n == strlen(reg) && memcmp(mn.p, reg, mn.n) == 0) tasks[i].kind = ISV__TFS_REGRESS;
+    else
+      return isv__request_fail(r, ISV_EUNIMPL, "Unsupported signature method_name: %.*s",
+                               (int)(mn.n > 128 ? 128 : mn.n), (const char *)mn.p);
+    if (method_check(r, tasks[i].sig, tasks[i].kind)) return r->status;
+    if (!same_inputs(cfg, tasks[i].sig, tasks[0].sig)) {
+      isv__pb_span s0n = sig_or_default(specs[0].signature);
+      return isv__request_fail(r, ISV_EBADREQ, "the signatures of a MultiInferenceRequest must "
+                               "take the same inputs: %.*s and %.*s do not", w,
+                               (const char *)sn.p, (int)(s0n.n > 128 ? 128 : s0n.n),
+                               (const char *)s0n.p);
+    }
+    tasks[i].sig_name = specs[i].signature.n ? span_dup(r, specs[i].signature) : "";
+    if (tasks[i].sig_name == NULL) return oom(r);
+  }
+  c->kind = ISV__TFS_MULTI;
+  c->sig = tasks[0].sig;
+  c->sig_name = tasks[0].sig_name;
+  c->tasks = tasks;
+  c->n_tasks = n;
+  r->fe_data = c;
+  return 0;
+}
+
+int isv__tfs_pb_decode_multi(isv_request *r, const uint8_t *msg, size_t len) {
+  if (r->status) return r->status;
+  isv__tfs_call *call = r->fe_data;
+  if (r->model == NULL || call == NULL || call->kind != ISV__TFS_MULTI)
+    return isv__request_fail(r, ISV_EINTERNAL, "not bound");
+  if (examples_input(r, msg, len)) return r->status;
+  for (size_t i = 0; i < call->n_tasks; i++)
+    if (request_outputs(r, call->tasks[i].sig)) return r->status;
+  return 0;
+}
+
+int isv__tfs_pb_encode_multi(isv_request *r, isv__parts *out) {
+  const isv__tfs_call *call = r->fe_data;
+  isv__buf b;
+  isv__buf_init(&b, r->core ? r->core->mem : NULL);
+  for (size_t i = 0; call && i < call->n_tasks; i++) {
+    const isv__tfs_task *t = &call->tasks[i];
+    isv__buf ir, res; /* InferenceResult {model_spec 1, classification 2 | regression 3} */
+    isv__buf_init(&ir, b.mem);
+    isv__buf_init(&res, b.mem);
+    if (put_result(r, t->sig, t->kind, &res)) {
+      isv__buf_free(&ir);
+      isv__buf_free(&res);
+      isv__buf_free(&b);
+      return r->status;
+    }
+    if (r->model) put_spec(&ir, 1, r->model, t->sig_name);
+    put_msg(&ir, t->kind == ISV__TFS_CLASSIFY ? 2 : 3, &res);
+    put_msg(&b, 1, &ir);
+  }
   return as_parts(r, &b, out);
 }

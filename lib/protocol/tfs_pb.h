@@ -45,12 +45,19 @@ typedef struct isv__tfs_spec {
 int isv__tfs_pb_spec(const uint8_t *msg, size_t len, uint32_t num, isv__tfs_spec *spec);
 
 /* What a TF Serving call keeps on its request (r->fe_data): the signature chosen. */
+typedef struct isv__tfs_task {
+  const isv__signature *sig; /* NULL: the implicit serving_default */
+  const char *sig_name;      /* what the answer's model_spec says ("" when the request's was) */
+  int kind;                  /* ISV__TFS_CLASSIFY or ISV__TFS_REGRESS */
+} isv__tfs_task;
 typedef struct isv__tfs_call {
   const isv__signature *sig; /* NULL: the implicit serving_default */
   const char *sig_name;      /* what the answer's model_spec says */
-  int kind;                  /* ISV__TFS_PREDICT, CLASSIFY, REGRESS */
+  int kind;                  /* ISV__TFS_PREDICT, CLASSIFY, REGRESS, MULTI */
+  isv__tfs_task *tasks;      /* MULTI: every task (sig: the first's) */
+  size_t n_tasks;
 } isv__tfs_call;
-enum { ISV__TFS_PREDICT, ISV__TFS_CLASSIFY, ISV__TFS_REGRESS };
+enum { ISV__TFS_PREDICT, ISV__TFS_CLASSIFY, ISV__TFS_REGRESS, ISV__TFS_MULTI };
 
 /* The model a request's model_spec names, bound to r, its signature chosen into a call in
  * r->fe_data; or r failed with TF Serving's text and code: no model_spec "Missing ModelSpec"
@@ -94,6 +101,24 @@ int isv__tfs_pb_decode_examples(isv_request *r, const uint8_t *msg, size_t len);
  * with the model_spec that answered. 0, ISV_ENOMEM, or ISV_EBADREQ with r failed (the model's
  * answer is not a classification / regression). */
 int isv__tfs_pb_encode_examples(isv_request *r, isv__parts *out);
+
+/* MultiInferenceRequest {tasks: InferenceTask {model_spec, method_name}, input}: one model
+ * (every task's model_spec names it; the first's version or label chooses the version), each
+ * task a signature of it run as classify or regress on the one Input — one execution of the
+ * model, every task's outputs requested, as TF Serving's runner does. Bound to r (the loop's
+ * step, as isv__tfs_pb_bind), or r failed with TF Serving's texts: "Found ModelSpec with an
+ * empty model name.", "All ModelSpecs in a MultiInferenceRequest must access the same model
+ * name.", "Duplicate evaluation of signature: s", "Requested signature not found in model
+ * graph: s" (INVALID_ARGUMENT), "Unsupported signature method_name: m" (UNIMPLEMENTED).
+ * DECISION: every task's signature must take the same inputs under the same aliases (TF
+ * Serving's takes one input tensor for all). */
+int isv__tfs_pb_bind_multi(isv_request *r, const uint8_t *msg, size_t len);
+/* Its Input into r's inputs (as isv__tfs_pb_decode_examples, through the first task's
+ * signature) and every task's outputs requested. */
+int isv__tfs_pb_decode_multi(isv_request *r, const uint8_t *msg, size_t len);
+/* MultiInferenceResponse: an InferenceResult per task, in order — its model_spec and its
+ * classification or regression result. 0, ISV_ENOMEM, or ISV_EBADREQ with r failed. */
+int isv__tfs_pb_encode_multi(isv_request *r, isv__parts *out);
 
 /* A TensorProto of t (its data copied) into b: what the predict answer carries per output. */
 void isv__tfs_pb_put_tensor(isv__buf *b, const isv_tensor *t);

@@ -4,8 +4,8 @@ proto/tensorflow_serving.proto (grpc_stubs.py): Predict on half_plus_three and
 saved_model_half_plus_three with every way of naming a version and a signature, every dtype
 round-tripped through the identity models (typed fields and tensor_content), TF's fill-out of a
 short typed field, output_filter, TF Serving's errors, GetModelMetadata (the REST metadata's
-signatures), GetModelStatus, Classify and Regress on tf.Example (the REST tests' examples), the
-methods not served, and reflection."""
+signatures), GetModelStatus, Classify and Regress on tf.Example (the REST tests' examples),
+MultiInference, HandleReloadConfigRequest's refusal, and reflection."""
 import struct
 
 import grpc
@@ -403,12 +403,52 @@ def test_regress(protos, tfs):
                          input=examples_input(pb, [example(pb, x=1.0)])), timeout=TIMEOUT)
 
 
-def test_methods_not_served_say_so(protos, tfs):
-    ps, ms = tfs
+def test_multi_inference(protos, tfs):
+    """One run of half_plus_three for a classify and a regress task on the same examples."""
+    ps, _ = tfs
+    pb = protos
+    CLS, REG = "tensorflow/serving/classify", "tensorflow/serving/regress"
+
+    def task(model, sig, method, version=None):
+        return pb.tfs_pb.InferenceTask(model_spec=spec(pb, model, signature=sig, version=version),
+                                       method_name=method)
+
+    inp = examples_input(pb, [example(pb, x=4.0), example(pb, x=1.0)])
+    req = pb.tfs_pb.MultiInferenceRequest(tasks=[task("half_plus_three", CLS, CLS, 123),
+                                                 task("half_plus_three", REG, REG)], input=inp)
+    resp = ps.MultiInference(req, timeout=TIMEOUT)
+    assert len(resp.results) == 2, resp
+    c, r = resp.results
+    assert c.WhichOneof("result") == "classification_result"
+    assert [[(k.label, k.score) for k in ex.classes]
+            for ex in c.classification_result.classifications] == [[("0", 5.0)], [("0", 3.5)]]
+    assert [x.value for x in r.regression_result.regressions] == [5.0, 3.5]
+    assert c.model_spec.signature_name == CLS and r.model_spec.signature_name == REG
+    assert c.model_spec.version.value == 123 and r.model_spec.version.value == 123
     E = grpc.StatusCode
-    expect_rpc_error(ps.MultiInference, E.UNIMPLEMENTED, "MultiInference is not implemented",
-                     request=protos.tfs_pb.MultiInferenceRequest(), timeout=TIMEOUT)
-    expect_rpc_error(ms.HandleReloadConfigRequest, E.UNIMPLEMENTED,
+    for tasks, code, needle in (
+            ([task("half_plus_three", CLS, CLS), task("saved_model_half_plus_three", REG, REG)],
+             E.INVALID_ARGUMENT,
+             "All ModelSpecs in a MultiInferenceRequest must access the same model name."),
+            ([task("half_plus_three", REG, REG), task("half_plus_three", REG, REG)],
+             E.INVALID_ARGUMENT, "Duplicate evaluation of signature: " + REG),
+            ([task("half_plus_three", "nope", REG)], E.INVALID_ARGUMENT,
+             "Requested signature not found in model graph: nope"),
+            ([task("half_plus_three", REG, "tensorflow/serving/predict")], E.UNIMPLEMENTED,
+             "Unsupported signature method_name: tensorflow/serving/predict"),
+            ([task("half_plus_three", REG, CLS)], E.INVALID_ARGUMENT,
+             "Expected classification signature method_name to be " + CLS),
+            ([task("", REG, REG)], E.INVALID_ARGUMENT, "Found ModelSpec with an empty model name."),
+            ([task("nope", REG, REG)], E.NOT_FOUND, "Servable not found for request: Latest(nope)"),
+            ([], E.INVALID_ARGUMENT, "MultiInferenceRequest has no tasks")):
+        expect_rpc_error(ps.MultiInference, code, needle,
+                         request=pb.tfs_pb.MultiInferenceRequest(tasks=tasks, input=inp),
+                         timeout=TIMEOUT)
+
+
+def test_reload_config_is_not_served(protos, tfs):
+    _, ms = tfs
+    expect_rpc_error(ms.HandleReloadConfigRequest, grpc.StatusCode.UNIMPLEMENTED,
                      "HandleReloadConfigRequest is not implemented",
                      request=protos.tfs_pb.ReloadConfigRequest(), timeout=TIMEOUT)
 

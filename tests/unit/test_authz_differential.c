@@ -919,6 +919,42 @@ static void tfs_grpc_examples(ctx *c) {
   }
 }
 
+/* MultiInference: tasks {model_spec, method_name "tensorflow/serving/regress"}, the input of
+ * Classify's recipe; the first task's spec chooses the model's version, and every task must
+ * name the same model (a task naming another is refused before anything runs). */
+static void tfs_grpc_multi(ctx *c) {
+  static const char input[] = "\x0a\x17" "\x0a\x15" "\x0a\x13" "\x0a\x11" "\x0a\x01x"
+                              "\x12\x0c" "\x12\x0a" "\x0a\x08" "\x00\x00\x80\x3f"
+                              "\x00\x00\x80\x3f";
+  static const char method[] = "tensorflow/serving/regress";
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    request q = grpc(c->key);
+    request task = grpc(c->key); /* its message 0: one InferenceTask */
+    pb_tfs_spec(&task, &tfs_forms[i], 1);
+    pb_str(&task, 0, 2, method);
+    pb_bytes(&q, 0, 1, task.msg[0], task.msg_len[0]);
+    pb_bytes(&q, 0, 2, input, sizeof input - 1);
+    expect e = tfs_forms[i].no ? NO : ok_expect(-1, tfs_forms[i].version_ran);
+    e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, tfs_forms[i].how));
+  }
+  /* tasks naming two models: refused (INVALID_ARGUMENT, naming neither) before any model is
+   * resolved, asked about or run, whichever comes first */
+  for (int first_no = 0; first_no < 2; first_no++) {
+    request q = grpc(c->key);
+    for (int k = 0; k < 2; k++) {
+      request task = grpc(c->key);
+      pb_tfs_spec(&task, &tfs_forms[(k == 0 ? first_no : !first_no) ? 1 : 0], 1);
+      pb_str(&task, 0, 2, method);
+      pb_bytes(&q, 0, 1, task.msg[0], task.msg_len[0]);
+    }
+    pb_bytes(&q, 0, 2, input, sizeof input - 1);
+    expect e = ok_expect(0, NULL);
+    e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, first_no ? "tasks no, ok" : "tasks ok, no"));
+  }
+}
+
 /* GetModelMetadata: the version the spec resolves to. */
 static void tfs_grpc_metadata(ctx *c) {
   for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
@@ -1011,6 +1047,7 @@ static const recipe recipes[] = {
     {TMS "GetModelStatus", tfs_grpc_status},
     {TPS "Classify", tfs_grpc_examples},
     {TPS "Regress", tfs_grpc_examples},
+    {TPS "MultiInference", tfs_grpc_multi},
 };
 
 /* Routes and methods that act on no model, each with why. A new one goes here only when it
@@ -1062,7 +1099,6 @@ static const struct {
     {GRPS "CheckLiveness", "server liveness"},
     {GRPS "CheckReadiness", "server readiness"},
     {GRPS "ServerMetadata", "server metadata"},
-    {TPS "MultiInference", "UNIMPLEMENTED before the message is read"},
     {TMS "HandleReloadConfigRequest", "UNIMPLEMENTED before the message is read"},
     {"/grpc.health.v1.Health/Check", "a service's health, not a model's"},
     {"/grpc.health.v1.Health/Watch", "a service's health, as Check (a stream of it)"},

@@ -11,7 +11,8 @@
  * where they are, model_spec), GetModelMetadataResponse (an Any of a SignatureDefMap) and
  * GetModelStatusResponse; tf.Example inputs of Classify / Regress (the signature's method, the
  * context, features no input has or missing, a list that cannot feed the input, no examples)
- * and the ClassificationResponse. Messages are built and read with a tiny protobuf writer and parser
+ * and the ClassificationResponse; MultiInference's tasks (one model, distinct signatures of
+ * the task's method, a known method) and its InferenceResults. Messages are built and read with a tiny protobuf writer and parser
  * below, written from the wire-format rules, independent of the code under test. */
 #include "cmocka_prelude.h"
 
@@ -852,6 +853,81 @@ static void classify_and_regress(void **state) {
   isv_request_free(r);
 }
 
+/* An InferenceTask {model_spec {name, signature_name}, method_name} as field 1 of w. */
+static void w_task(pbw *w, const char *name, const char *sig, const char *method) {
+  pbw t = {0};
+  w_spec(&t, name, -1, NULL, sig);
+  w_str(&t, 2, method);
+  w_msg(w, 1, &t);
+}
+
+static void multi_inference(void **state) {
+  (void)state;
+  static const char *const CLS = "tensorflow/serving/classify",
+                           *const REG = "tensorflow/serving/regress";
+  static const struct {
+    const char *names[2], *sigs[2], *methods[2];
+    int status;
+    const char *needle;
+  } bad[] = {
+      {{"m", "x"}, {"cls", "cls"}, {CLS, CLS}, ISV_EBADREQ, "must access the same model name."},
+      {{"m", "m"}, {"cls", "cls"}, {CLS, CLS}, ISV_EBADREQ, "Duplicate evaluation of signature: cls"},
+      {{"m", NULL}, {"zz", NULL}, {CLS, NULL}, ISV_EBADREQ, "not found in model graph: zz"},
+      {{"m", NULL}, {"cls", NULL}, {"other", NULL}, ISV_EUNIMPL, "Unsupported signature "
+                                                                 "method_name: other"},
+      {{"m", NULL}, {"cls", NULL}, {REG, NULL}, ISV_EBADREQ, "Expected regression signature"},
+      {{"m", NULL}, {NULL, NULL}, {CLS, NULL}, ISV_EBADREQ, "Was: tensorflow/serving/predict"},
+      {{"", NULL}, {"cls", NULL}, {CLS, NULL}, ISV_EBADREQ, "Found ModelSpec with an empty "
+                                                            "model name."},
+      {{"zz", NULL}, {"cls", NULL}, {CLS, NULL}, ISV_ENOTFOUND, "Latest(zz)"},
+      {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, ISV_EBADREQ, "MultiInferenceRequest has no tasks"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    pbw w = {0};
+    for (int k = 0; k < 2 && bad[i].names[k]; k++)
+      w_task(&w, bad[i].names[k], bad[i].sigs[k], bad[i].methods[k]);
+    w_put(&w, "", 0);
+    isv_request *r = isv__request_new(&core);
+    isv__tfs_pb_bind_multi(r, w.p, w.n);
+    if (r->status != bad[i].status || strstr(r->errmsg, bad[i].needle) == NULL)
+      fail_msg("case %zu: %d '%s'", i, r->status, r->errmsg);
+    isv_request_free(r);
+    w_free(&w);
+  }
+  /* one task: its input decoded through its signature, its result in InferenceResult 2 */
+  pbw w = {0}, list = {0}, input = {0};
+  w_task(&w, "m", "cls", CLS);
+  w_example(&list, 1, "weights", 3, "\x05", 1);
+  w_msg(&input, 1, &list);
+  w_msg(&w, 2, &input);
+  isv_request *r = isv__request_new(&core);
+  assert_int_equal(isv__tfs_pb_bind_multi(r, w.p, w.n), 0);
+  assert_int_equal(isv__tfs_pb_decode_multi(r, w.p, w.n), 0);
+  assert_int_equal(r->n_inputs, 1);
+  assert_int_equal(*(const int32_t *)r->inputs[0].data, 5);
+  assert_int_equal(r->n_req_outputs, 1);
+  static float y[1] = {0.5f};
+  static int64_t s1[] = {1};
+  isv_tensor *o = isv__arena_calloc(&r->arena, 1, sizeof *o);
+  *o = (isv_tensor){.name = "y", .dt = ISV_FP32, .shape = s1, .ndim = 1, .data = y, .count = 1,
+                    .byte_size = 4};
+  r->outputs = o;
+  r->n_outputs = 1;
+  isv__parts parts;
+  assert_int_equal(isv__tfs_pb_encode_multi(r, &parts), 0);
+  const uint8_t *res, *x, *spec;
+  size_t resn, xn, specn;
+  const uint8_t *msg = (const uint8_t *)parts.v[0].base;
+  assert_true(p_find(msg, parts.total, 1, &res, &resn, NULL));
+  assert_true(p_find(res, resn, 1, &spec, &specn, NULL));
+  assert_true(p_find(spec, specn, 3, &x, &xn, NULL));
+  assert_memory_equal(x, "cls", 3);
+  assert_true(p_find(res, resn, 2, &x, &xn, NULL)); /* classification_result */
+  assert_false(p_find(res, resn, 3, NULL, NULL, NULL));
+  isv_request_free(r);
+  w_free(&w);
+}
+
 static void metadata_and_status(void **state) {
   (void)state;
   isv_model *m;
@@ -940,6 +1016,7 @@ int main(void) {
       cmocka_unit_test(predict_request),
       cmocka_unit_test(predict_response),
       cmocka_unit_test(classify_and_regress),
+      cmocka_unit_test(multi_inference),
       cmocka_unit_test(metadata_and_status),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
