@@ -1,10 +1,10 @@
 /* TF Serving's gRPC codec (lib/protocol/tfs_pb.c). The first byte picks what the rest is:
- * bit 0 set — one TensorProto decoded on its own; else bits 1-2: 0 or 3 a PredictRequest,
+ * bit 0 set — one TensorProto decoded on its own; else bits 1-2: 0 a PredictRequest,
  * bound (the fixture's models "m" and "one", the latter with signatures serving_default and
  * "c", classify, whose input goes by "in"), decoded, validated, then every decoded input
  * answered as an output (an identity model) through the PredictResponse encoder; 1 a
- * ClassificationRequest, 2 a RegressionRequest (tf.Examples), decoded and answered with a
- * "y" of one FP32 per example through their encoder. Every decoded tensor is touched whole (ASan
+ * ClassificationRequest, 2 a RegressionRequest (tf.Examples), 3 a MultiInferenceRequest,
+ * decoded and answered with a "y" of one FP32 per example through their encoder. Every decoded tensor is touched whole (ASan
  * sees a reference past the message) and round-tripped: encoded as a TensorProto and decoded
  * again, it must come back with the same dtype, shape and element bytes. A refusal has a code
  * and a message. Must never crash, leak or read past the input. */
@@ -93,11 +93,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
       check_refusal(r);
     }
-  } else if ((mode == 1 || mode == 2)) {
+  } else if (mode != 0) {
     int kind = mode == 1 ? ISV__TFS_CLASSIFY : ISV__TFS_REGRESS;
-    if (isv__tfs_pb_bind(r, msg, size, kind) != 0) {
+    if ((mode == 3 ? isv__tfs_pb_bind_multi(r, msg, size)
+                   : isv__tfs_pb_bind(r, msg, size, kind)) != 0) {
       check_refusal(r);
-    } else if (isv__tfs_pb_decode_examples(r, msg, size) != 0) {
+    } else if ((mode == 3 ? isv__tfs_pb_decode_multi(r, msg, size)
+                          : isv__tfs_pb_decode_examples(r, msg, size)) != 0) {
       check_refusal(r);
     } else {
       size_t n = r->n_inputs ? (size_t)r->inputs[0].shape[0] : 0;
@@ -117,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       r->outputs = o;
       r->n_outputs = 1;
       isv__parts parts;
-      int rc = isv__tfs_pb_encode_examples(r, &parts);
+      int rc = mode == 3 ? isv__tfs_pb_encode_multi(r, &parts)
+                         : isv__tfs_pb_encode_examples(r, &parts);
       if (rc == 0) {
         for (size_t i = 0; i < parts.n; i++) sink += (unsigned)parts.v[i].len;
       } else if (rc != ISV_EBADREQ || r->status != ISV_EBADREQ) {
