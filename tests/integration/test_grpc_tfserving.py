@@ -63,15 +63,16 @@ def floats(t):
     return list(t.float_val)
 
 
-@pytest.mark.parametrize("model", ["half_plus_three", "saved_model_half_plus_three"])
-@pytest.mark.parametrize("how", [{}, {"version": 123}, {"label": "stable"}, {"signature": ""},
-                                 {"signature": "serving_default"},
-                                 {"signature": "tensorflow/serving/regress"},
-                                 {"signature": "tensorflow/serving/classify", "version": 123}])
+NAMINGS = [{}, {"version": 123}, {"signature": ""}, {"signature": "serving_default"},
+           {"signature": "tensorflow/serving/regress"},
+           {"signature": "tensorflow/serving/classify", "version": 123}]
+
+
+@pytest.mark.parametrize("model,how",
+                         [("half_plus_three", h) for h in NAMINGS + [{"label": "stable"}]] +
+                         [("saved_model_half_plus_three", h) for h in NAMINGS])  # no label there
 def test_predict_half_plus_three(protos, tfs, model, how):
     ps, _ = tfs
-    if model != "half_plus_three" and how.get("label"):
-        pytest.skip("the demo labels half_plus_three only")
     x = tensor(protos, "DT_FLOAT", [3], float_val=[1.0, 2.0, 5.0])
     resp = ps.Predict(predict_req(protos, model, {"x": x}, **how), timeout=TIMEOUT)
     sig = how.get("signature") or "serving_default"
