@@ -68,15 +68,7 @@ static int multi_encode(isv_request *r, isv__parts *out) {
  * the model as a whole). 0, or the call's error (ISV__GATE_LATER: wait). */
 static int spec_model(isv__grpc_unary *u, const isv__tfs_spec *s, isv_model **m, int every) {
   char version[24];
-  isv__model_spec spec = {(const char *)s->name.p, s->name.n, NULL, 0, NULL, 0};
-  if (s->has_version) {
-    snprintf(version, sizeof version, "%" PRId64, s->version);
-    spec.version = version;
-    spec.version_len = strlen(version);
-  } else if (s->has_label) {
-    spec.label = (const char *)s->label.p;
-    spec.label_len = s->label.n;
-  }
+  isv__model_spec spec = isv__tfs_model_spec(s, version, sizeof version);
   isv__why why = isv__core_resolve(u->core, &spec, m);
   if (why != ISV__FOUND) return isv__why_say(why, ISV__WORDS_TFS, &spec, u->err, sizeof u->err);
   return isv__grpc_unary_model(u, (*m)->cfg->name, every ? NULL : (*m)->version);

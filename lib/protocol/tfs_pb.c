@@ -66,6 +66,19 @@ int isv__tfs_pb_spec(const uint8_t *msg, size_t len, uint32_t num, isv__tfs_spec
   return rc < 0 ? -1 : found;
 }
 
+isv__model_spec isv__tfs_model_spec(const isv__tfs_spec *s, char *buf, size_t cap) {
+  isv__model_spec spec = {(const char *)s->name.p, s->name.n, NULL, 0, NULL, 0};
+  if (s->has_version) {
+    snprintf(buf, cap, "%" PRId64, s->version);
+    spec.version = buf;
+    spec.version_len = strlen(buf);
+  } else if (s->has_label) {
+    spec.label = (const char *)s->label.p;
+    spec.label_len = s->label.n;
+  }
+  return spec;
+}
+
 static const char *span_dup(isv_request *r, isv__pb_span s) {
   return isv__arena_strndup(&r->arena, (const char *)s.p, s.n);
 }
@@ -79,15 +92,7 @@ int isv__tfs_pb_bind(isv_request *r, const uint8_t *msg, size_t len, int kind) {
   if (rc < 0) return isv__request_fail(r, ISV_EBADREQ, "malformed request message");
   if (rc == 0) return isv__request_fail(r, ISV_EBADREQ, "Missing ModelSpec");
   char version[24];
-  isv__model_spec spec = {(const char *)s.name.p, s.name.n, NULL, 0, NULL, 0};
-  if (s.has_version) {
-    snprintf(version, sizeof version, "%" PRId64, s.version);
-    spec.version = version;
-    spec.version_len = strlen(version);
-  } else if (s.has_label) {
-    spec.label = (const char *)s.label.p;
-    spec.label_len = s.label.n;
-  }
+  isv__model_spec spec = isv__tfs_model_spec(&s, version, sizeof version);
   isv_model *m;
   isv__why why = isv__core_resolve(r->core, &spec, &m);
   if (why != ISV__FOUND) { /* r names no model: the core keeps this answer (isv__request_bind) */
@@ -1309,15 +1314,7 @@ int isv__tfs_pb_bind_multi(isv_request *r, const uint8_t *msg, size_t len) {
   /* the model: the first task's spec (its version or label), as TF Serving resolves it */
   char version[24];
   const isv__tfs_spec *s0 = &specs[0];
-  isv__model_spec spec = {(const char *)s0->name.p, s0->name.n, NULL, 0, NULL, 0};
-  if (s0->has_version) {
-    snprintf(version, sizeof version, "%" PRId64, s0->version);
-    spec.version = version;
-    spec.version_len = strlen(version);
-  } else if (s0->has_label) {
-    spec.label = (const char *)s0->label.p;
-    spec.label_len = s0->label.n;
-  }
+  isv__model_spec spec = isv__tfs_model_spec(s0, version, sizeof version);
   isv_model *m;
   isv__why why = isv__core_resolve(r->core, &spec, &m);
   if (why != ISV__FOUND) { /* r names no model: the core keeps this answer */

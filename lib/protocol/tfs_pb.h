@@ -28,6 +28,7 @@
 
 #include "codec/buf.h"
 #include "codec/pbwire.h"
+#include "core/core.h"
 #include "core/request.h"
 #include "protocol/grpc_service.h"
 #include "protocol/tfs.h"
@@ -43,6 +44,10 @@ typedef struct isv__tfs_spec {
  * malformed. The last occurrence of each field wins (protobuf's rule: a nested message given
  * twice is merged, which for these scalar fields is the same). */
 int isv__tfs_pb_spec(const uint8_t *msg, size_t len, uint32_t num, isv__tfs_spec *spec);
+
+/* The model a spec names in the core's terms (core/core.h): its name, and its version (written
+ * into buf, of at least 24 bytes) or its label. Spans of the message, not copied. */
+isv__model_spec isv__tfs_model_spec(const isv__tfs_spec *s, char *buf, size_t cap);
 
 /* What a TF Serving call keeps on its request (r->fe_data): the signature chosen. */
 typedef struct isv__tfs_task {
