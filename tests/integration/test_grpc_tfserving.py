@@ -447,6 +447,16 @@ def test_multi_inference(protos, tfs):
                          timeout=TIMEOUT)
 
 
+def test_requests_are_counted_under_tfserving_grpc(protos, tfs, demo):
+    ps, _ = tfs
+    x = tensor(protos, "DT_FLOAT", [1], float_val=[1.0])
+    ps.Predict(predict_req(protos, "saved_model_half_plus_three", {"x": x}), timeout=TIMEOUT)
+    text = get(demo, "/metrics").text
+    assert any(line.startswith("isv_requests_total{") and 'model="saved_model_half_plus_three"'
+               in line and 'protocol="tfserving_grpc"' in line and 'outcome="success"' in line
+               for line in text.splitlines()), text[:2000]
+
+
 def test_reload_config_is_not_served(protos, tfs):
     _, ms = tfs
     expect_rpc_error(ms.HandleReloadConfigRequest, grpc.StatusCode.UNIMPLEMENTED,
