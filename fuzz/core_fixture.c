@@ -37,16 +37,30 @@ static void init(void) {
   isv_model_config_free(c);
 }
 
-static isv_request *bound(isv_model **m) {
-  static int ready;
-  if (!ready) {
+static void ready(void) {
+  static int done;
+  if (!done) {
     init();
-    ready = 1;
+    done = 1;
   }
+}
+
+static isv_request *bound(isv_model **m) {
+  ready();
   isv_request *r = isv__request_new(&core);
   isv__model_ref(*m);
   r->model = *m;
   return r;
+}
+
+isv_request *isv_fuzz_request_unbound(void) {
+  ready();
+  return isv__request_new(&core);
+}
+
+struct isv__core *isv_fuzz_core(void) {
+  ready();
+  return &core;
 }
 
 isv_request *isv_fuzz_request(void) { return bound(&model); }

@@ -11,5 +11,9 @@
 isv_request *isv_fuzz_request(void);
 /* The same, bound to "one". */
 isv_request *isv_fuzz_request_one(void);
+/* A new request bound to nothing (a decoder that binds its own model), and the core (for its
+ * limits). */
+isv_request *isv_fuzz_request_unbound(void);
+struct isv__core *isv_fuzz_core(void);
 
 #endif

@@ -384,7 +384,9 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
 /* Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
- *                  and columnar formats), :classify and :regress (examples + context)
+ *                  and columnar formats), :classify and :regress (examples + context); and
+ *                  gRPC tensorflow.serving.PredictionService (Predict, Classify, Regress,
+ *                  MultiInference, GetModelMetadata) and ModelService (GetModelStatus)
  *   "vertex"       AI Platform / Vertex AI predict under /v1/projects: .../models/{m}
  *                  [/versions/{v}]:predict and .../locations/{l}/endpoints/{e}:predict (the
  *                  endpoint id names the model); "parameters" and other keys as parameters
@@ -1474,7 +1476,7 @@ ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, v
 
 /* What a carries — valid until isv_auth_complete, on the thread deciding: */
 /* HTTP: the front end — "kserve_v2", "tfserving", "vertex", "grps", "custom", "metrics"; gRPC:
- * the method's label — "v2_grpc", "grps_grpc", "grpc_health". */
+ * the method's label — "v2_grpc", "grps_grpc", "tfserving_grpc", "grpc_health". */
 ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a);
 ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a);
 /* "GET", "POST", ...; gRPC: "/inference.GRPCInferenceService/ModelInfer" */

@@ -31,6 +31,10 @@ COVERED_ELSEWHERE = {
     "protocol/tfs_http.c": "TF Serving's routes and handlers, end to end against the demo with "
                            "real clients (requests, curl over h2c): "
                            "tests/integration/test_tfserving.py; its codec in test_tfs_json.c",
+    "protocol/tfs_grpc.c": "TF Serving's gRPC methods, end to end with grpcio stubs generated "
+                           "from proto/tensorflow_serving.proto: "
+                           "tests/integration/test_grpc_tfserving.py; its codec in "
+                           "test_tfs_pb.c, its model stage in test_authz_differential.c",
     "protocol/grps_http.c": "grps's routes and handlers, end to end against the demo with real "
                             "clients (requests, curl over h2c): tests/integration/test_grps.py; "
                             "its codecs in test_grps_json.c, its mapping in test_grps_conv.c",

@@ -8,12 +8,13 @@ typedef struct dt_row {
   const char *name[ISV__DTN_COUNT];
   int grps_number;
   int triton_number;
+  int tf_number;
 } dt_row;
 
 static const dt_row rows[] = {
-    [ISV_TYPE_INVALID] = {0, {NULL, NULL, NULL, NULL}, 0, 0},
-#define ISV__DT_ROW(e, size, v2, tf, grps, grps_n, triton, triton_n) \
-  [ISV_##e] = {size, {v2, tf, grps, triton}, grps_n, triton_n},
+    [ISV_TYPE_INVALID] = {0, {NULL, NULL, NULL, NULL}, 0, 0, 0},
+#define ISV__DT_ROW(e, size, v2, tf, grps, grps_n, triton, triton_n, tf_n) \
+  [ISV_##e] = {size, {v2, tf, grps, triton}, grps_n, triton_n, tf_n},
     ISV__DATATYPES(ISV__DT_ROW)
 #undef ISV__DT_ROW
 };
@@ -46,6 +47,14 @@ isv_datatype isv__dt_from_grps_number(int n) {
 
 int isv__dt_triton_number(isv_datatype dt) {
   return (unsigned)dt < N_ROWS ? rows[dt].triton_number : 0;
+}
+
+int isv__dt_tf_number(isv_datatype dt) { return (unsigned)dt < N_ROWS ? rows[dt].tf_number : 0; }
+
+isv_datatype isv__dt_from_tf_number(int n) {
+  for (size_t i = 1; n > 0 && i < N_ROWS; i++)
+    if (rows[i].tf_number == n) return (isv_datatype)i;
+  return ISV_TYPE_INVALID;
 }
 
 ISV_EXTERN size_t isv_datatype_size(isv_datatype dt) { return isv__dt_size(dt); }

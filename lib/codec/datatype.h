@@ -14,22 +14,23 @@
 #define ISV__MAX_NDIM 32
 
 /* XX(enum suffix, element size, V2, TF Serving, grps name, grps number, Triton config name,
- *    Triton config number (model_config.proto's DataType)) */
+ *    Triton config number (model_config.proto's DataType), TF Serving's DataType number
+ *    (tensorflow.DataType, the TensorProto's dtype on gRPC)) */
 #define ISV__DATATYPES(XX)                                                                     \
-  XX(BOOL, 1, "BOOL", "DT_BOOL", NULL, 0, "TYPE_BOOL", 1)                                      \
-  XX(UINT8, 1, "UINT8", "DT_UINT8", "DT_UINT8", 1, "TYPE_UINT8", 2)                            \
-  XX(UINT16, 2, "UINT16", "DT_UINT16", NULL, 0, "TYPE_UINT16", 3)                              \
-  XX(UINT32, 4, "UINT32", "DT_UINT32", NULL, 0, "TYPE_UINT32", 4)                              \
-  XX(UINT64, 8, "UINT64", "DT_UINT64", NULL, 0, "TYPE_UINT64", 5)                              \
-  XX(INT8, 1, "INT8", "DT_INT8", "DT_INT8", 2, "TYPE_INT8", 6)                                 \
-  XX(INT16, 2, "INT16", "DT_INT16", "DT_INT16", 3, "TYPE_INT16", 7)                            \
-  XX(INT32, 4, "INT32", "DT_INT32", "DT_INT32", 4, "TYPE_INT32", 8)                            \
-  XX(INT64, 8, "INT64", "DT_INT64", "DT_INT64", 5, "TYPE_INT64", 9)                            \
-  XX(FP16, 2, "FP16", "DT_HALF", "DT_FLOAT16", 6, "TYPE_FP16", 10)                             \
-  XX(BF16, 2, "BF16", "DT_BFLOAT16", NULL, 0, "TYPE_BF16", 14)                                 \
-  XX(FP32, 4, "FP32", "DT_FLOAT", "DT_FLOAT32", 7, "TYPE_FP32", 11)                            \
-  XX(FP64, 8, "FP64", "DT_DOUBLE", "DT_FLOAT64", 8, "TYPE_FP64", 12)                           \
-  XX(BYTES, sizeof(isv_bytes), "BYTES", "DT_STRING", "DT_STRING", 9, "TYPE_STRING", 13)
+  XX(BOOL, 1, "BOOL", "DT_BOOL", NULL, 0, "TYPE_BOOL", 1, 10)                                     \
+  XX(UINT8, 1, "UINT8", "DT_UINT8", "DT_UINT8", 1, "TYPE_UINT8", 2, 4)                            \
+  XX(UINT16, 2, "UINT16", "DT_UINT16", NULL, 0, "TYPE_UINT16", 3, 17)                             \
+  XX(UINT32, 4, "UINT32", "DT_UINT32", NULL, 0, "TYPE_UINT32", 4, 22)                             \
+  XX(UINT64, 8, "UINT64", "DT_UINT64", NULL, 0, "TYPE_UINT64", 5, 23)                             \
+  XX(INT8, 1, "INT8", "DT_INT8", "DT_INT8", 2, "TYPE_INT8", 6, 6)                                 \
+  XX(INT16, 2, "INT16", "DT_INT16", "DT_INT16", 3, "TYPE_INT16", 7, 5)                            \
+  XX(INT32, 4, "INT32", "DT_INT32", "DT_INT32", 4, "TYPE_INT32", 8, 3)                            \
+  XX(INT64, 8, "INT64", "DT_INT64", "DT_INT64", 5, "TYPE_INT64", 9, 9)                            \
+  XX(FP16, 2, "FP16", "DT_HALF", "DT_FLOAT16", 6, "TYPE_FP16", 10, 19)                            \
+  XX(BF16, 2, "BF16", "DT_BFLOAT16", NULL, 0, "TYPE_BF16", 14, 14)                                \
+  XX(FP32, 4, "FP32", "DT_FLOAT", "DT_FLOAT32", 7, "TYPE_FP32", 11, 1)                            \
+  XX(FP64, 8, "FP64", "DT_DOUBLE", "DT_FLOAT64", 8, "TYPE_FP64", 12, 2)                           \
+  XX(BYTES, sizeof(isv_bytes), "BYTES", "DT_STRING", "DT_STRING", 9, "TYPE_STRING", 13, 7)
 
 /* Which column of the table a name is in. */
 typedef enum {
@@ -51,5 +52,9 @@ int isv__dt_grps_number(isv_datatype dt);
 isv_datatype isv__dt_from_grps_number(int n);
 /* Triton's model configuration DataType number (TYPE_FP32 = 11); 0 for an invalid type. */
 int isv__dt_triton_number(isv_datatype dt);
+/* TensorFlow's DataType number (DT_FLOAT = 1); ISV_TYPE_INVALID for a number with no type here
+ * (DT_COMPLEX64, DT_RESOURCE, DT_VARIANT, the quantized types...). */
+int isv__dt_tf_number(isv_datatype dt);
+isv_datatype isv__dt_from_tf_number(int n);
 
 #endif

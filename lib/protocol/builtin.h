@@ -9,7 +9,7 @@
 #include "protocol/frontend.h"
 
 extern const isv__frontend isv__v2_frontend;          /* v2.c: KServe V2, REST and gRPC */
-extern const isv__frontend isv__tfs_frontend;         /* tfs_http.c: TensorFlow Serving REST */
+extern const isv__frontend isv__tfs_frontend;         /* tfs_http.c: TensorFlow Serving, REST and gRPC */
 extern const isv__frontend isv__vertex_frontend;      /* tfs_http.c: AI Platform / Vertex AI */
 extern const isv__frontend isv__grps_frontend;        /* grps_http.c: grps, REST and gRPC */
 extern const isv__frontend isv__openai_frontend;      /* openai_http.c: OpenAI REST */

@@ -405,8 +405,8 @@ static void infer_done(isv_request *r, int status, void *data) {
   }
   const isv__grpc_method *m = g->m;
   isv__parts parts;
-  if (status == 0 && (status = m->encode(r, &parts)) != 0)
-    isv__request_fail(r, status, "out of memory while encoding the response");
+  if (status == 0 && (status = m->encode(r, &parts)) != 0 && r->status == 0)
+    isv__request_fail(r, status, "out of memory while encoding the response"); /* else its own */
   if (status == 0) {
     if (parts.n) send_answer(g, &parts, job_free, j, m->kind == ISV__RPC_UNARY); /* by reference */
     else job_free(j); /* nothing to say (a decoupled model's empty last response) */
@@ -533,6 +533,7 @@ static void submit(gcall *g, uint8_t *msg, size_t len, size_t charged) {
   if (g->jobs) g->jobs->prev = j;
   g->jobs = j;
   g->inflight++;
+  if (g->m->bind) g->m->bind(r, msg, len); /* the registry: on the loop */
   /* A large message is decoded on a worker thread: typed contents (varints, strings) take
    * milliseconds per MB, and the loop is the host's. A decode error is the core's to order
    * and report either way. */

@@ -97,11 +97,17 @@ typedef struct isv__grpc_method {
   int (*decode)(isv_request *r, const uint8_t *msg, size_t len);
   /* ... a finished request's response message, or one response of a decoupled model (a
    * request whose parent is set) on a stream: 0 (parts->n 0: nothing to send), or
-   * ISV_ENOMEM, ... */
+   * ISV_ENOMEM, or another ISV_E* code with r failed (its message is the call's), ... */
   int (*encode)(isv_request *r, isv__parts *out);
   /* ... and, for methods that carry errors in their messages, an error message for the
    * ISV_E* code `status`. NULL: an error ends the call with its status. */
   int (*encode_error)(int status, const char *message, isv__buf *out);
+  /* Optional, with decode: run on the loop thread before decode (which runs on a worker
+   * thread for a large message): name r's model from the message and bind it
+   * (isv__request_bind), or fail r with the protocol's own words for an unknown model — for a
+   * decoder that needs the model (TF Serving's signatures) and must not touch the registry off
+   * the loop. */
+  int (*bind)(isv_request *r, const uint8_t *msg, size_t len);
 } isv__grpc_method;
 
 typedef struct isv__grpc_entry {

@@ -153,13 +153,13 @@ static int encode_error(int status, const char *message, isv__buf *out) {
 }
 
 const isv__grpc_method isv__grps_methods[] = {
-    {SVC "Online", ISV__RPC_UNARY, online, NULL, NULL, NULL},
-    {SVC "Offline", ISV__RPC_UNARY, offline, NULL, NULL, NULL},
-    {SVC "CheckLiveness", ISV__RPC_UNARY, liveness, NULL, NULL, NULL},
-    {SVC "CheckReadiness", ISV__RPC_UNARY, readiness, NULL, NULL, NULL},
-    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL},
-    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL},
-    {SVC "Predict", ISV__RPC_UNARY, NULL, decode, encode, encode_error},
-    {SVC "PredictStreaming", ISV__RPC_SERVER_STREAM, NULL, decode, encode, encode_error},
+    {SVC "Online", ISV__RPC_UNARY, online, NULL, NULL, NULL, NULL},
+    {SVC "Offline", ISV__RPC_UNARY, offline, NULL, NULL, NULL, NULL},
+    {SVC "CheckLiveness", ISV__RPC_UNARY, liveness, NULL, NULL, NULL, NULL},
+    {SVC "CheckReadiness", ISV__RPC_UNARY, readiness, NULL, NULL, NULL, NULL},
+    {SVC "ServerMetadata", ISV__RPC_UNARY, server_metadata, NULL, NULL, NULL, NULL},
+    {SVC "ModelMetadata", ISV__RPC_UNARY, model_metadata, NULL, NULL, NULL, NULL},
+    {SVC "Predict", ISV__RPC_UNARY, NULL, decode, encode, encode_error, NULL},
+    {SVC "PredictStreaming", ISV__RPC_SERVER_STREAM, NULL, decode, encode, encode_error, NULL},
     {0},
 };

@@ -141,8 +141,8 @@ static int watch(isv__grpc_unary *u) {
 }
 
 static const isv__grpc_method methods[] = {
-    {"/grpc.health.v1.Health/Check", ISV__RPC_UNARY, check, NULL, NULL, NULL},
-    {"/grpc.health.v1.Health/Watch", ISV__RPC_SERVER_STREAM, watch, NULL, NULL, NULL},
+    {"/grpc.health.v1.Health/Check", ISV__RPC_UNARY, check, NULL, NULL, NULL, NULL},
+    {"/grpc.health.v1.Health/Watch", ISV__RPC_SERVER_STREAM, watch, NULL, NULL, NULL, NULL},
     {0},
 };
 

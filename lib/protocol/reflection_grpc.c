@@ -168,9 +168,9 @@ static int answer(isv__grpc_unary *u) {
 
 static const isv__grpc_method methods[] = {
     {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", ISV__RPC_BIDI_STREAM, answer,
-     NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL},
     {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", ISV__RPC_BIDI_STREAM,
-     answer, NULL, NULL, NULL},
+     answer, NULL, NULL, NULL, NULL},
     {0},
 };
 

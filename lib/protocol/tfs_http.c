@@ -1,6 +1,7 @@
 /* TensorFlow Serving's REST API (PROTOCOLS.md §3, seed 000): model status, model metadata and
  * :predict under /v1/models/{m}[/versions/{v}|/labels/{l}], with TF Serving's JSON and error
- * texts; :classify and :regress on "examples" (+ "context").
+ * texts; :classify and :regress on "examples" (+ "context"). The same front end serves TF
+ * Serving's gRPC services (tfs_grpc.c).
  *
  * And AI Platform / Vertex AI online prediction (§4, seed 003), a second front end on the same
  * predict pipeline — its body is TF Serving's row format plus parameters:
@@ -24,6 +25,7 @@
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
 #include "protocol/tfs_json.h"
+#include "protocol/tfs_pb.h"
 #include "core/scheduler.h"
 
 /* ---- which servable the path names ------------------------------------------------------- */
@@ -79,17 +81,6 @@ static isv_model *judged(isv__http_req *q, const servable *s, int every) {
   return isv__edge_http_model(q, m->cfg->name, every ? NULL : m->version) ? m : NULL;
 }
 
-/* TF Serving's ServableState names for the registry's states. */
-static const char *tf_state(isv_model_state st) {
-  switch (st) {
-  case ISV_MODEL_LOADING: return "LOADING";
-  case ISV_MODEL_READY: return "AVAILABLE";
-  case ISV_MODEL_UNLOADING: return "UNLOADING";
-  case ISV_MODEL_UNAVAILABLE: return "END";
-  default: return "UNKNOWN";
-  }
-}
-
 static void put_key(isv__buf *b, const char *k) {
   isv__json_write_string(b, k, strlen(k));
   isv__buf_putc(b, ':');
@@ -99,7 +90,7 @@ static void version_status(isv__buf *b, const isv_model *m) {
   isv__buf_puts(b, "{\"version\":");
   isv__json_write_string(b, m->version, strlen(m->version));
   isv__buf_puts(b, ",\"state\":\"");
-  isv__buf_puts(b, tf_state(m->state));
+  isv__buf_puts(b, isv__tfs_state_name(m->state));
   isv__buf_puts(b, "\",\"status\":{\"error_code\":\"OK\",\"error_message\":\"\"}}");
 }
 
@@ -167,12 +158,6 @@ static void tensor_infos(isv__buf *b, const isv__io *io, size_t n, int batched) 
   isv__buf_putc(b, '}');
 }
 
-static const char *method_name(isv_signature_method m) {
-  return m == ISV_SIGNATURE_CLASSIFY ? "tensorflow/serving/classify"
-         : m == ISV_SIGNATURE_REGRESS ? "tensorflow/serving/regress"
-                                      : "tensorflow/serving/predict";
-}
-
 /* The aliases of one side of a signature, each with its tensor's info. */
 static void sig_infos(isv__buf *b, const isv__io *io, size_t n_io, char *const *names,
                       char *const *aliases, size_t n, int batched) {
@@ -220,7 +205,7 @@ static void metadata(isv__http_req *q) {
     sig_infos(&b, c->outputs, c->n_outputs, sg->out_names, sg->out_aliases, sg->n_out,
               c->max_batch > 0);
     isv__buf_puts(&b, ",\"method_name\":\"");
-    isv__buf_puts(&b, method_name(sg->method));
+    isv__buf_puts(&b, isv__tfs_method_name(sg->method));
     isv__buf_puts(&b, "\"}");
   }
   isv__buf_puts(&b, "}}}}");
@@ -423,8 +408,10 @@ const isv__frontend isv__tfs_frontend = {
     .enabled_by_default = 1,
     .path_prefix = "/v1",
     .routes = routes,
+    .methods = isv__tfs_methods, /* TF Serving's gRPC API (tfs_grpc.c): one switch for both */
     .http_error = tfs_error,
     .http_label = "tfserving",
+    .grpc_label = "tfserving_grpc",
 };
 
 /* ---- AI Platform / Vertex AI ------------------------------------------------------------- */

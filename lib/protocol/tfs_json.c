@@ -329,20 +329,15 @@ static int single_or_named(isv_request *r, isv__json_reader *rd, isv__json_token
   return st[0].known ? 0 : settle_shape(r, &st[0], n);
 }
 
-/* The inputs the signature exposes (NULL: every input, under its own name). */
 static size_t sig_inputs(const isv_model_config *cfg, const isv__signature *sig) {
-  return sig ? sig->n_in : cfg->n_inputs;
+  return isv__tfs_sig_n_in(cfg, sig);
 }
 
 static void states_init(isv_request *r, in_state *st, const isv_model_config *cfg,
                         const isv__signature *sig) {
   for (size_t k = 0; k < sig_inputs(cfg, sig); k++) {
-    const isv__io *io = &cfg->inputs[k];
-    if (sig) /* registration checked that the model has it */
-      for (size_t j = 0; j < cfg->n_inputs; j++)
-        if (strcmp(cfg->inputs[j].name, sig->in_names[k]) == 0) io = &cfg->inputs[j];
+    const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &st[k].alias);
     st[k].io = io;
-    st[k].alias = sig ? sig->in_aliases[k] : io->name;
     st[k].elsize = io->dt == ISV_BYTES ? sizeof(isv_bytes) : isv_datatype_size(io->dt);
     isv__buf_init(&st[k].first, r->core ? r->core->mem : NULL);
   }
@@ -352,21 +347,14 @@ static void states_init(isv_request *r, in_state *st, const isv_model_config *cf
  * one), and the outputs it exposes requested. 0, or r failed with TF Serving's text. */
 static int choose_signature(isv_request *r, const isv__json_token *name, const isv__signature **sig) {
   const isv_model_config *cfg = r->model->cfg;
-  const char *want = name ? name->ptr : ISV__TFS_DEFAULT_SIGNATURE;
-  size_t wl = name ? name->len : strlen(ISV__TFS_DEFAULT_SIGNATURE);
-  *sig = NULL;
-  if (cfg->n_sigs == 0) {
-    if (wl == strlen(ISV__TFS_DEFAULT_SIGNATURE) && memcmp(want, ISV__TFS_DEFAULT_SIGNATURE, wl) == 0)
-      return 0;
-  } else {
-    for (size_t i = 0; i < cfg->n_sigs; i++)
-      if (strlen(cfg->sigs[i].name) == wl && memcmp(cfg->sigs[i].name, want, wl) == 0)
-        *sig = &cfg->sigs[i];
-  }
-  if (*sig == NULL)
+  if (!isv__tfs_signature(cfg, name ? name->ptr : NULL, name ? name->len : 0, sig)) {
+    const char *want = name ? name->ptr : ISV__TFS_DEFAULT_SIGNATURE;
+    size_t wl = name ? name->len : strlen(ISV__TFS_DEFAULT_SIGNATURE);
     return isv__request_fail(r, ISV_EBADREQ,
                              "Serving signature name: \"%.*s\" not found in signature def",
                              (int)(wl > 128 ? 128 : wl), want);
+  }
+  if (*sig == NULL) return 0;
   for (size_t i = 0; i < (*sig)->n_out; i++)
     if (isv_request_add_requested_output(r, (*sig)->out_names[i], 0) != 0)
       return r->status ? r->status : isv__request_fail(r, ISV_ENOMEM, "out of memory");
@@ -553,12 +541,6 @@ static int decode_example(isv_request *r, isv__json_reader *rd, in_state *st, co
   return 0;
 }
 
-static const char *method_name(isv_signature_method m) {
-  return m == ISV_SIGNATURE_CLASSIFY ? "tensorflow/serving/classify"
-         : m == ISV_SIGNATURE_REGRESS ? "tensorflow/serving/regress"
-                                      : "tensorflow/serving/predict";
-}
-
 int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned max_depth,
                              isv_signature_method method, const isv__signature **sig) {
   const isv_model_config *cfg = r->model->cfg;
@@ -572,7 +554,7 @@ int isv__tfs_decode_examples(isv_request *r, char *body, size_t len, unsigned ma
   if (*sig && (*sig)->method != method) /* TF Serving's text */
     return isv__request_fail(r, ISV_EBADREQ, "Expected %s signature method_name to be %s. Was: %s",
                              method == ISV_SIGNATURE_CLASSIFY ? "classification" : "regression",
-                             method_name(method), method_name((*sig)->method));
+                             isv__tfs_method_name(method), isv__tfs_method_name((*sig)->method));
   size_t ex = offs[0], cx = offs[1];
   if (ex == SIZE_MAX) return isv__request_fail(r, ISV_EBADREQ, "the body has no \"examples\"");
   isv__json_reader rd;
@@ -663,9 +645,7 @@ static void write_nested(isv__buf *b, const isv_tensor *t, const int64_t *shape,
 
 /* The name output t goes by in the answer: its alias in the signature, else its own. */
 static const char *out_alias(const isv__signature *sig, const isv_tensor *t) {
-  for (size_t i = 0; sig && i < sig->n_out; i++)
-    if (strcmp(sig->out_names[i], t->name) == 0) return sig->out_aliases[i];
-  return t->name;
+  return isv__tfs_out_alias(sig, t->name);
 }
 
 static void write_key(isv__buf *b, const char *k) {
@@ -739,14 +719,6 @@ int isv__tfs_encode_predict(const isv_request *r, const isv__signature *sig, int
   return 0;
 }
 
-/* The output that goes by `name`, else the only one; NULL when neither. */
-static const isv_tensor *output_named(const isv_request *r, const isv__signature *sig,
-                                      const char *name) {
-  for (size_t i = 0; i < r->n_outputs; i++)
-    if (strcmp(out_alias(sig, &r->outputs[i]), name) == 0) return &r->outputs[i];
-  return r->n_outputs == 1 ? &r->outputs[0] : NULL;
-}
-
 /* Element i of an FP32 or FP64 tensor, in its own precision's shortest form. */
 static void write_real(isv__buf *b, const isv_tensor *t, size_t i) {
   if (t->dt == ISV_FP64) isv__json_write_f64(b, ((const double *)t->data)[i]);
@@ -755,42 +727,23 @@ static void write_real(isv__buf *b, const isv_tensor *t, size_t i) {
 
 int isv__tfs_encode_classify(const isv_request *r, const isv__signature *sig, isv__buf *b,
                              char *msg, size_t cap) {
-  const isv_tensor *scores = output_named(r, sig, "scores"), *classes = NULL;
-  for (size_t i = 0; i < r->n_outputs; i++)
-    if (strcmp(out_alias(sig, &r->outputs[i]), "classes") == 0) classes = &r->outputs[i];
-  if (scores == classes) scores = NULL;
-  if (scores == NULL || (scores->dt != ISV_FP32 && scores->dt != ISV_FP64) || scores->ndim < 1 ||
-      scores->ndim > 2) {
-    snprintf(msg, cap, "classify needs a \"scores\" output (FP32 or FP64, [examples] or "
-                       "[examples, classes])");
-    return ISV_EINVAL;
-  }
-  size_t n = (size_t)scores->shape[0], k = scores->ndim == 2 ? (size_t)scores->shape[1] : 1;
-  if (classes && (classes->dt != ISV_BYTES || classes->count != n * k)) {
-    snprintf(msg, cap, "the \"classes\" output must be BYTES of the shape of \"scores\"");
-    return ISV_EINVAL;
-  }
-  const isv_model_config *cfg = r->model ? r->model->cfg : NULL;
-  int model_labels = cfg && cfg->n_labels == k;
+  isv__tfs_classes c;
+  if (isv__tfs_classes_of(r, sig, &c, msg, cap) != 0) return ISV_EINVAL;
   isv__buf_puts(b, "{\"results\":[");
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < c.n; i++) {
     if (i) isv__buf_putc(b, ',');
     isv__buf_putc(b, '[');
-    for (size_t j = 0; j < k; j++) {
+    for (size_t j = 0; j < c.k; j++) {
       if (j) isv__buf_putc(b, ',');
       isv__buf_putc(b, '[');
-      if (classes) {
-        const isv_bytes *c = (const isv_bytes *)classes->data + i * k + j;
-        isv__json_write_bytes_element(b, c->ptr, c->len);
-      } else if (model_labels) {
-        isv__json_write_string(b, cfg->labels[j], strlen(cfg->labels[j]));
-      } else {
-        char idx[24];
-        snprintf(idx, sizeof idx, "%zu", j);
-        isv__json_write_string(b, idx, strlen(idx));
-      }
+      const char *p;
+      size_t n;
+      char idx[24];
+      isv__tfs_class(&c, i, j, &p, &n, idx, sizeof idx);
+      if (c.classes) isv__json_write_bytes_element(b, p, n);
+      else isv__json_write_string(b, p, n);
       isv__buf_putc(b, ',');
-      write_real(b, scores, i * k + j);
+      write_real(b, c.scores, i * c.k + j);
       isv__buf_putc(b, ']');
     }
     isv__buf_putc(b, ']');
@@ -801,13 +754,8 @@ int isv__tfs_encode_classify(const isv_request *r, const isv__signature *sig, is
 
 int isv__tfs_encode_regress(const isv_request *r, const isv__signature *sig, isv__buf *b,
                             char *msg, size_t cap) {
-  const isv_tensor *t = output_named(r, sig, "outputs");
-  if (t == NULL || (t->dt != ISV_FP32 && t->dt != ISV_FP64) || t->ndim < 1 ||
-      (size_t)t->shape[0] != t->count) {
-    snprintf(msg, cap, "regress needs an \"outputs\" output of one FP32 or FP64 value per example "
-                       "([examples] or [examples, 1])");
-    return ISV_EINVAL;
-  }
+  const isv_tensor *t = isv__tfs_regression_of(r, sig, msg, cap);
+  if (t == NULL) return ISV_EINVAL;
   isv__buf_puts(b, "{\"results\":[");
   for (size_t i = 0; i < t->count; i++) {
     if (i) isv__buf_putc(b, ',');
@@ -816,4 +764,3 @@ int isv__tfs_encode_regress(const isv_request *r, const isv__signature *sig, isv
   isv__buf_puts(b, "]}");
   return 0;
 }
-

@@ -15,10 +15,7 @@
 #include "codec/buf.h"
 #include "core/registry.h"
 #include "core/request.h"
-
-/* The signature a body names when it names none; a model registered without signatures has
- * only this one, implicit (every input and output under its own name, method predict). */
-#define ISV__TFS_DEFAULT_SIGNATURE "serving_default"
+#include "protocol/tfs.h"
 
 /* Decode a :predict body into r's inputs. r must be bound to its model (r->model: its inputs
  * name the tensors and give their datatypes). *row says which format it was (the answer takes

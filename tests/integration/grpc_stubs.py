@@ -60,7 +60,10 @@ def load_stubs():
     cmd = [protoc, "--python_out=" + out, "--grpc_python_out=" + out,
            "--plugin=protoc-gen-grpc_python=" + GRPC_PLUGIN, "-I", PROTO_DIR,
            os.path.join(PROTO_DIR, "grpc_predict_v2.proto"),
-           os.path.join(PROTO_DIR, "health.proto"), os.path.join(PROTO_DIR, "grps.proto")]
+           os.path.join(PROTO_DIR, "health.proto"), os.path.join(PROTO_DIR, "grps.proto"),
+           os.path.join(PROTO_DIR, "tensorflow_core.proto"),
+           os.path.join(PROTO_DIR, "tensorflow_error.proto"),
+           os.path.join(PROTO_DIR, "tensorflow_serving.proto")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if res.returncode != 0:
         raise RuntimeError("protoc failed (%d): %s\n%s" % (res.returncode, " ".join(cmd),
@@ -77,6 +80,9 @@ def load_stubs():
         health_grpc=importlib.import_module("health_pb2_grpc"),
         grps_pb=importlib.import_module("grps_pb2"),
         grps_grpc=importlib.import_module("grps_pb2_grpc"),
+        tf_pb=importlib.import_module("tensorflow_core_pb2"),
+        tfs_pb=importlib.import_module("tensorflow_serving_pb2"),
+        tfs_grpc=importlib.import_module("tensorflow_serving_pb2_grpc"),
     )
     _STUBS = ns
     return ns

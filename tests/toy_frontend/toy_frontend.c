@@ -103,8 +103,8 @@ static int double_encode(isv_request *r, isv__parts *out) {
 }
 
 static const isv__grpc_method methods[] = {
-    {"/echo.v1.Echo/Say", ISV__RPC_UNARY, say, NULL, NULL, NULL},
-    {"/echo.v1.Echo/Double", ISV__RPC_UNARY, NULL, double_decode, double_encode, NULL},
+    {"/echo.v1.Echo/Say", ISV__RPC_UNARY, say, NULL, NULL, NULL, NULL},
+    {"/echo.v1.Echo/Double", ISV__RPC_UNARY, NULL, double_decode, double_encode, NULL, NULL},
     {0},
 };
 

@@ -870,6 +870,146 @@ static void grps_grpc_metadata(ctx *c) {
   }
 }
 
+/* TF Serving gRPC: a ModelSpec {name 1, version 2 (Int64Value), signature_name 3,
+ * version_label 4} in field 1 of every request; given twice, the two are merged (the later
+ * fields win). */
+typedef struct tfs_form {
+  const char *names[2];  /* one ModelSpec per name (a second one is merged into the first) */
+  int version;           /* -1: none; in the last ModelSpec */
+  const char *label;     /* NULL: none; in the last ModelSpec, before the version */
+  int no;
+  const char *version_ran; /* what "ok" resolves to */
+  const char *how;
+} tfs_form;
+
+static const tfs_form tfs_forms[] = {
+    {{"ok"}, -1, NULL, 0, "2", "ok"},
+    {{"no"}, -1, NULL, 1, NULL, "no"},
+    {{"ok"}, 1, NULL, 0, "1", "ok @1"},
+    {{"no"}, 1, NULL, 1, NULL, "no @1"},
+    {{"ok"}, -1, "stable", 0, "1", "ok label stable"},
+    {{"no"}, -1, "stable", 1, NULL, "no label stable"},
+    {{"ok"}, 2, "stable", 0, "2", "ok label stable then @2"},
+    {{"ok", "no"}, -1, NULL, 1, NULL, "spec ok then spec no"},
+    {{"no", "ok"}, -1, NULL, 0, "2", "spec no then spec ok"},
+};
+
+static void pb_tfs_spec(request *q, const tfs_form *f, int with_version) {
+  for (int k = 0; k < 2 && f->names[k]; k++) {
+    uint8_t spec[64];
+    size_t n = 0, len = strlen(f->names[k]);
+    spec[n++] = 0x0a;
+    spec[n++] = (uint8_t)len;
+    memcpy(spec + n, f->names[k], len);
+    n += len;
+    int last = k == 1 || f->names[1] == NULL;
+    if (last && f->label) {
+      spec[n++] = 0x22;
+      spec[n++] = (uint8_t)strlen(f->label);
+      memcpy(spec + n, f->label, strlen(f->label));
+      n += strlen(f->label);
+    }
+    if (last && with_version && f->version >= 0) { /* Int64Value {value 1} */
+      spec[n++] = 0x12;
+      spec[n++] = 2;
+      spec[n++] = 0x08;
+      spec[n++] = (uint8_t)f->version;
+    }
+    pb_bytes(q, 0, 1, spec, n);
+  }
+}
+
+/* Predict: the inputs map {"x": TensorProto {DT_FLOAT, [1], float_val 1.0}}. */
+static void tfs_grpc_predict(ctx *c) {
+  static const char entry[] = "\x0a\x01x" "\x12\x0e" "\x08\x01" "\x12\x04\x12\x02\x08\x01"
+                              "\x2a\x04\x00\x00\x80\x3f";
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    request q = grpc(c->key);
+    pb_tfs_spec(&q, &tfs_forms[i], 1);
+    pb_bytes(&q, 0, 2, entry, sizeof entry - 1);
+    expect e = tfs_forms[i].no ? NO : ok_expect(1, tfs_forms[i].version_ran);
+    run_case(c->w, &q, &e, lbl(c, tfs_forms[i].how));
+  }
+}
+
+/* Classify / Regress: input {example_list {examples [{features {"x": float_list [1.0]}}]}};
+ * "ok" has no signatures (its implicit one serves both); its output is no classification, so
+ * the answer's error is not checked (lax), only who was asked and what ran. */
+static void tfs_grpc_examples(ctx *c) {
+  static const char input[] = "\x0a\x17" "\x0a\x15" "\x0a\x13" "\x0a\x11" "\x0a\x01x"
+                              "\x12\x0c" "\x12\x0a" "\x0a\x08" "\x00\x00\x80\x3f"
+                              "\x00\x00\x80\x3f";
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    request q = grpc(c->key);
+    pb_tfs_spec(&q, &tfs_forms[i], 1);
+    pb_bytes(&q, 0, 2, input, sizeof input - 1);
+    expect e = tfs_forms[i].no ? NO : ok_expect(-1, tfs_forms[i].version_ran);
+    e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, tfs_forms[i].how));
+  }
+}
+
+/* MultiInference: tasks {model_spec, method_name "tensorflow/serving/regress"}, the input of
+ * Classify's recipe; the first task's spec chooses the model's version, and every task must
+ * name the same model (a task naming another is refused before anything runs). */
+static void tfs_grpc_multi(ctx *c) {
+  static const char input[] = "\x0a\x17" "\x0a\x15" "\x0a\x13" "\x0a\x11" "\x0a\x01x"
+                              "\x12\x0c" "\x12\x0a" "\x0a\x08" "\x00\x00\x80\x3f"
+                              "\x00\x00\x80\x3f";
+  static const char method[] = "tensorflow/serving/regress";
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    request q = grpc(c->key);
+    request task = grpc(c->key); /* its message 0: one InferenceTask */
+    pb_tfs_spec(&task, &tfs_forms[i], 1);
+    pb_str(&task, 0, 2, method);
+    pb_bytes(&q, 0, 1, task.msg[0], task.msg_len[0]);
+    pb_bytes(&q, 0, 2, input, sizeof input - 1);
+    expect e = tfs_forms[i].no ? NO : ok_expect(-1, tfs_forms[i].version_ran);
+    e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, tfs_forms[i].how));
+  }
+  /* tasks naming two models: refused (INVALID_ARGUMENT, naming neither) before any model is
+   * resolved, asked about or run, whichever comes first */
+  for (int first_no = 0; first_no < 2; first_no++) {
+    request q = grpc(c->key);
+    for (int k = 0; k < 2; k++) {
+      request task = grpc(c->key);
+      pb_tfs_spec(&task, &tfs_forms[(k == 0 ? first_no : !first_no) ? 1 : 0], 1);
+      pb_str(&task, 0, 2, method);
+      pb_bytes(&q, 0, 1, task.msg[0], task.msg_len[0]);
+    }
+    pb_bytes(&q, 0, 2, input, sizeof input - 1);
+    expect e = ok_expect(0, NULL);
+    e.lax = 1;
+    run_case(c->w, &q, &e, lbl(c, first_no ? "tasks no, ok" : "tasks ok, no"));
+  }
+}
+
+/* GetModelMetadata: the version the spec resolves to. */
+static void tfs_grpc_metadata(ctx *c) {
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    request q = grpc(c->key);
+    pb_tfs_spec(&q, &tfs_forms[i], 1);
+    pb_str(&q, 0, 2, "signature_def");
+    expect e = tfs_forms[i].no ? NO : ok_expect(0, tfs_forms[i].version_ran);
+    run_case(c->w, &q, &e, lbl(c, tfs_forms[i].how));
+  }
+}
+
+/* GetModelStatus: the version named, else every version (a label is not read: TF Serving's). */
+static void tfs_grpc_status(ctx *c) {
+  for (size_t i = 0; i < sizeof tfs_forms / sizeof tfs_forms[0]; i++) {
+    const tfs_form *f = &tfs_forms[i];
+    request q = grpc(c->key);
+    pb_tfs_spec(&q, f, 1);
+    pb_empty(&q, 0);
+    char one[8];
+    snprintf(one, sizeof one, "%d", f->version);
+    expect e = f->no ? NO : ok_expect(0, f->version >= 0 ? one : "(none)");
+    run_case(c->w, &q, &e, lbl(c, f->how));
+  }
+}
+
 /* ---- the table --------------------------------------------------------------------------------- */
 
 typedef struct recipe {
@@ -881,6 +1021,8 @@ typedef struct recipe {
 #define TFM "/v1/models/{model}"
 #define GSVC "/inference.GRPCInferenceService/"
 #define GRPS "/grps.protos.v1.GrpsService/"
+#define TPS "/tensorflow.serving.PredictionService/"
+#define TMS "/tensorflow.serving.ModelService/"
 static const recipe recipes[] = {
     {V2M "/infer", v2_infer},
     {V2M "/versions/{version}/infer", v2_infer},
@@ -934,6 +1076,12 @@ static const recipe recipes[] = {
     {"/openai/v1/chat/completions", openai_create},
     {"/openai/v1/completions", openai_create},
     {"/openai/v1/embeddings", openai_create},
+    {TPS "Predict", tfs_grpc_predict},
+    {TPS "GetModelMetadata", tfs_grpc_metadata},
+    {TMS "GetModelStatus", tfs_grpc_status},
+    {TPS "Classify", tfs_grpc_examples},
+    {TPS "Regress", tfs_grpc_examples},
+    {TPS "MultiInference", tfs_grpc_multi},
 };
 
 /* Routes and methods that act on no model, each with why. A new one goes here only when it
@@ -989,6 +1137,7 @@ static const struct {
     {GRPS "CheckLiveness", "server liveness"},
     {GRPS "CheckReadiness", "server readiness"},
     {GRPS "ServerMetadata", "server metadata"},
+    {TMS "HandleReloadConfigRequest", "UNIMPLEMENTED before the message is read"},
     {"/grpc.health.v1.Health/Check", "a service's health, not a model's"},
     {"/grpc.health.v1.Health/Watch", "a service's health, as Check (a stream of it)"},
     {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "the schema, not a model"},

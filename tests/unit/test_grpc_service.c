@@ -184,16 +184,34 @@ static int keep_answer(isv__grpc_unary *u) {
   return 0;
 }
 
+/* A method that binds its model before decoding (grpc_service.h, bind): on the loop thread,
+ * with its own words for an unknown model, which the core keeps. */
+static int bind_calls, bound_before_decode, bind_off_loop;
+static int bind_first(isv_request *r, const uint8_t *msg, size_t len) {
+  bind_calls++;
+  bind_off_loop += !isv__on_loop_thread(r->core);
+  if (len == 7 && memcmp(msg, "unknown", 7) == 0)
+    return isv__request_fail(r, ISV_ENOTFOUND, "no toy called that"); /* names no model */
+  r->model_name = isv__arena_strndup(&r->arena, (const char *)msg, len);
+  return isv__request_bind(r);
+}
+static int decode_bound(isv_request *r, const uint8_t *msg, size_t len) {
+  if (r->status) return r->status;
+  bound_before_decode += r->model != NULL;
+  return decode(r, msg, len);
+}
+
 static const isv__grpc_method methods[] = {
-    {"/toy.S/Chat", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL},
-    {"/toy.S/Keep", ISV__RPC_SERVER_STREAM, keep_answer, NULL, NULL, NULL},
-    {"/toy.S/Answer", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
-    {"/toy.S/Infer", ISV__RPC_UNARY, NULL, decode, encode, NULL},
-    {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL},
-    {"/toy.S/Stream", ISV__RPC_BIDI_STREAM, NULL, decode, encode, encode_error},
-    {"/toy.S/StreamNoErr", ISV__RPC_BIDI_STREAM, NULL, decode, encode, NULL},
-    {"/toy.S/Big", ISV__RPC_UNARY, NULL, decode, encode_big, NULL},
-    {"/toy.S/BigServer", ISV__RPC_SERVER_STREAM, NULL, decode, encode_big, NULL},
+    {"/toy.S/Chat", ISV__RPC_BIDI_STREAM, answer, NULL, NULL, NULL, NULL},
+    {"/toy.S/Keep", ISV__RPC_SERVER_STREAM, keep_answer, NULL, NULL, NULL, NULL},
+    {"/toy.S/Answer", ISV__RPC_UNARY, answer, NULL, NULL, NULL, NULL},
+    {"/toy.S/Infer", ISV__RPC_UNARY, NULL, decode, encode, NULL, NULL},
+    {"/toy.S/Server", ISV__RPC_SERVER_STREAM, NULL, decode, encode, NULL, NULL},
+    {"/toy.S/Stream", ISV__RPC_BIDI_STREAM, NULL, decode, encode, encode_error, NULL},
+    {"/toy.S/StreamNoErr", ISV__RPC_BIDI_STREAM, NULL, decode, encode, NULL, NULL},
+    {"/toy.S/Big", ISV__RPC_UNARY, NULL, decode, encode_big, NULL, NULL},
+    {"/toy.S/BigServer", ISV__RPC_SERVER_STREAM, NULL, decode, encode_big, NULL, NULL},
+    {"/toy.S/Bound", ISV__RPC_UNARY, NULL, decode_bound, encode, NULL, bind_first},
     {0},
 };
 
@@ -255,10 +273,10 @@ static void the_table_is_checked(void **state) {
   assert_int_equal(isv__grpc_services_add(&svc, &methods[2], "x"), ISV_EEXIST);
   assert_string_equal(methods[2].path, "/toy.S/Answer");
   isv__grpc_method bad[] = {
-      {"noslash", ISV__RPC_UNARY, answer, NULL, NULL, NULL},
-      {"/toy.S", ISV__RPC_UNARY, answer, NULL, NULL, NULL},                 /* no method */
-      {"/toy.T/Both", ISV__RPC_UNARY, answer, decode, encode, NULL},      /* answer and codec */
-      {"/toy.T/None", ISV__RPC_UNARY, NULL, NULL, NULL, NULL},
+      {"noslash", ISV__RPC_UNARY, answer, NULL, NULL, NULL, NULL},
+      {"/toy.S", ISV__RPC_UNARY, answer, NULL, NULL, NULL, NULL},                 /* no method */
+      {"/toy.T/Both", ISV__RPC_UNARY, answer, decode, encode, NULL, NULL},      /* answer and codec */
+      {"/toy.T/None", ISV__RPC_UNARY, NULL, NULL, NULL, NULL, NULL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(isv__grpc_services_add(&svc, &bad[i], "x"), ISV_EINVAL);
@@ -320,6 +338,27 @@ static void inference_calls_and_the_order_of_errors(void **state) {
   assert_int_equal(f.n_sent, 1);
   assert_string_equal(f.sent[0], "y=42");
   assert_int_equal(f.status, 0);
+}
+
+static void a_method_binds_its_model_before_decoding(void **state) {
+  (void)state;
+  bind_calls = bound_before_decode = bind_off_loop = 0;
+  fake f;
+  start(&f, "/toy.S/Bound");
+  message(&f, "m");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.status, 0);
+  assert_string_equal(f.sent[0], "y=42");
+  assert_int_equal(bind_calls, 1);
+  assert_int_equal(bound_before_decode, 1);
+  start(&f, "/toy.S/Bound"); /* the front end's words for an unknown model, not the core's */
+  message(&f, "unknown");
+  f.call.on_half_close(&f.call);
+  assert_int_equal(f.status, ISV__GRPC_NOT_FOUND);
+  assert_string_equal(f.msg, "no toy called that");
+  assert_int_equal(bind_calls, 2);
+  assert_int_equal(bound_before_decode, 1);
+  assert_int_equal(bind_off_loop, 0);
 }
 
 static void bidi_streams_answer_each_and_carry_errors(void **state) {
@@ -658,6 +697,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(the_table_is_checked, setup, teardown),
       cmocka_unit_test_setup_teardown(answered_unary_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(inference_calls_and_the_order_of_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_method_binds_its_model_before_decoding, setup, teardown),
       cmocka_unit_test_setup_teardown(bidi_streams_answer_each_and_carry_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(compressed_messages_are_inflated_first, setup, teardown),
       cmocka_unit_test_setup_teardown(a_cancelled_call_drops_its_answer, setup, teardown),
