@@ -16,17 +16,11 @@
 static FILE *trace_out;
 static _Atomic uint64_t trace_ids; /* --threads: every loop's server writes here */
 
-static void hex(char *out, const uint8_t *b, size_t n) {
-  static const char d[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) out[2 * i] = d[b[i] >> 4], out[2 * i + 1] = d[b[i] & 15];
-  out[2 * n] = '\0';
-}
-
 static void on_trace(void *user, const isv_trace_timeline *t) {
   (void)user;
   char tid[33], pid[17];
-  hex(tid, t->trace_id, 16);
-  hex(pid, t->parent_id, 8);
+  demo_hex(tid, t->trace_id, 16);
+  demo_hex(pid, t->parent_id, 8);
   static const struct {
     const char *name;
     size_t off;

@@ -517,16 +517,20 @@ static int copy_infer(isv_request *req, void *user) {
 
 /* The W3C trace context the request came with, as response parameters "trace_id" and
  * "parent_id" (hex), "trace_flags" and "tracestate" — what a backend hands its runtime. */
+void demo_hex(char *out, const uint8_t *b, size_t n) {
+  static const char d[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++)
+    out[2 * i] = d[b[i] >> 4], out[2 * i + 1] = d[b[i] & 15];
+  out[2 * n] = '\0';
+}
+
 static int echo_trace(isv_request *req) {
   isv_trace_context t;
   if (isv_request_trace_context(req, &t) != 0)
     return 0;
-  static const char hex[] = "0123456789abcdef";
   char tid[33], pid[17];
-  for (int i = 0; i < 16; i++)
-    tid[2 * i] = hex[t.trace_id[i] >> 4], tid[2 * i + 1] = hex[t.trace_id[i] & 15];
-  for (int i = 0; i < 8; i++)
-    pid[2 * i] = hex[t.parent_id[i] >> 4], pid[2 * i + 1] = hex[t.parent_id[i] & 15];
+  demo_hex(tid, t.trace_id, 16);
+  demo_hex(pid, t.parent_id, 8);
   isv_param v = {.type = ISV_PARAM_STRING, .v.s = {tid, 32}};
   int rc = isv_request_set_response_param(req, "trace_id", &v);
   v.v.s.ptr = pid;

@@ -74,6 +74,8 @@ extern "C" {
 /* Register every model of the zoo on srv, and its routes. 0, or the negative ISV_E* code of
  * the first failure (isv_server_last_error(srv) says more). */
 int demo_zoo_register(isv_server *srv);
+/* n bytes as 2n lowercase hex digits and a NUL (trace and span ids). */
+void demo_hex(char *out, const uint8_t *b, size_t n);
 /* The demo's log and its answer to Triton's logging extension (logging.c): 0 or -1. */
 int demo_logging_setup(isv_options *opts);
 /* --trace-file, --trace-rate (tracing.c): traced requests as JSON lines in file. 0 or -1. */

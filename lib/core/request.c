@@ -555,9 +555,7 @@ int isv__request_trace(isv_request *r, const char *tp, size_t tp_len, const char
   if (ts != NULL && !isv__tracestate_ok(ts, ts_len)) return ISV_EINVAL;
   const char *copy = ts ? isv__arena_strndup(&r->arena, ts, ts_len) : NULL;
   if (ts != NULL && copy == NULL) return ISV_ENOMEM;
-  r->trace = t;
-  r->tracestate = copy;
-  r->has_trace = 1;
+  r->trace = (isv__req_trace){.has = 1, .tp = t, .state = copy};
   return 0;
 }
 
@@ -570,11 +568,11 @@ ISV_EXTERN int isv_request_set_trace_context(isv_request *r, const char *tracepa
 
 ISV_EXTERN int isv_request_trace_context(const isv_request *r, isv_trace_context *out) {
   if (r == NULL || out == NULL) return ISV_EINVAL;
-  if (!r->has_trace) return ISV_ENOTFOUND;
-  memcpy(out->trace_id, r->trace.trace_id, 16);
-  memcpy(out->parent_id, r->trace.parent_id, 8);
-  out->flags = r->trace.flags;
-  out->tracestate = r->tracestate;
+  if (!r->trace.has) return ISV_ENOTFOUND;
+  memcpy(out->trace_id, r->trace.tp.trace_id, 16);
+  memcpy(out->parent_id, r->trace.tp.parent_id, 8);
+  out->flags = r->trace.tp.flags;
+  out->tracestate = r->trace.state;
   return 0;
 }
 

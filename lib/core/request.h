@@ -65,6 +65,13 @@ struct isv__job;
 /* A streaming request's responses (core/responses.h). */
 struct isv__stream;
 
+/* The W3C trace context a request came with (part of its message, as its id). */
+typedef struct isv__req_trace {
+  int has;                /* a valid traceparent came with it (isv__request_trace) */
+  isv__traceparent tp;    /* valid when has */
+  const char *state;      /* its tracestate, kept with a valid traceparent only (arena); NULL */
+} isv__req_trace;
+
 struct isv_request {
   isv__core *core;
   isv__arena arena;
@@ -73,8 +80,7 @@ struct isv_request {
   const char *label;   /* requested label instead of a version; NULL = none */
   isv_model *model;    /* resolved; holds a reference */
   const char *id;
-  const char *tracestate; /* kept with a valid traceparent only (arena); NULL: none */
-  isv__traceparent trace; /* valid when has_trace */
+  isv__req_trace trace;
 
   isv_tensor *inputs;
   size_t n_inputs, cap_inputs;
@@ -96,6 +102,8 @@ struct isv_request {
 
   int status;
   const char *errmsg;
+  uint32_t retry_after_s; /* a refusal's estimate of when a retry may be taken (the scheduler's:
+                           * a full queue); 0 = none. REST answers carry it as Retry-After */
 
   /* completion: flags below are guarded by core->mu */
   int submitted;
@@ -104,7 +112,6 @@ struct isv_request {
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
   int has_id;   /* the client sent an id (echo it, even "") */
-  int has_trace; /* a valid traceparent came with it (isv__request_trace) */
   int backend_fault;    /* its error is the backend's: logged for the host (scheduler.c) */
   const char *misuse;   /* why the backend's last refused call on it was refused */
   atomic_int cancelled; /* set on the loop thread (isv__core_cancel), read by backends anywhere */
@@ -123,8 +130,6 @@ struct isv_request {
                                  * the repository's hidden model, never to a named one */
 
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */
-  uint32_t retry_after_s;  /* a refusal's estimate of when a retry may be taken (the scheduler's:
-                            * a full queue); 0 = none. REST answers carry it as Retry-After */
   int is_exec;             /* handed to a backend's infer (an execution, not a batch's member):
                             * the one a backend may complete; set before infer, never cleared */
   struct isv__job *job;    /* the scheduler's, from submission (core/scheduler.c); NULL before */

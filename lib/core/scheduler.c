@@ -399,7 +399,7 @@ static void fresh_trace_id(isv__core *c, uint8_t id[16]) {
 
 static void trace(isv_request *r, uint64_t now) {
   isv__core *c = r->core;
-  int sampled = r->has_trace && (r->trace.flags & 1); /* its caller's choice: always traced */
+  int sampled = r->trace.has && (r->trace.tp.flags & 1); /* its caller's choice: always traced */
   int by_rate = ++c->trace_n % c->opts.trace_rate == 0; /* every request counts for the rate */
   if (!sampled && !by_rate) return;
   const isv_request *x = r->job->exec;
@@ -411,7 +411,7 @@ static void trace(isv_request *r, uint64_t now) {
       .protocol = r->protocol < c->n_protocols ? c->protocols[r->protocol] : "",
       .request_id = r->id ? r->id : "",
       .status = r->status,
-      .has_parent = r->has_trace,
+      .has_parent = r->trace.has,
       .request_start_ns = r->start_ns,
       .queue_start_ns = r->start_ns,
       .compute_start_ns = r->job->run_ns,
@@ -421,10 +421,10 @@ static void trace(isv_request *r, uint64_t now) {
       .request_end_ns = now,
       .batch_size = !r->job->run_ns ? 0 : xj && xj->batch ? xj->batch->n_members : 1,
   };
-  if (r->has_trace) {
-    memcpy(t.trace_id, r->trace.trace_id, 16);
-    memcpy(t.parent_id, r->trace.parent_id, 8);
-    t.flags = r->trace.flags;
+  if (r->trace.has) {
+    memcpy(t.trace_id, r->trace.tp.trace_id, 16);
+    memcpy(t.parent_id, r->trace.tp.parent_id, 8);
+    t.flags = r->trace.tp.flags;
   } else {
     fresh_trace_id(c, t.trace_id);
     t.flags = 1;

@@ -144,28 +144,14 @@ static void a_large_body_of_known_length_arrives_whole(void **state) {
 
 /* A fresh body block (no buffer cache: every large one is fresh) is faulted in off the loop
  * before a byte is read into it: reading stops until the job is done, then the bytes that came
- * with the headers and the rest arrive whole. The job is held here and run by the test. */
-static isv__transport_job *held_job;
-static int jobs_offered;
-static int hold_job(void *app, isv__transport_job *j) {
-  (void)app;
-  held_job = j;
-  jobs_offered++;
-  return 0;
-}
-static void run_held_job(void) {
-  isv__transport_job *j = held_job;
-  held_job = NULL;
-  j->work(j);
-  j->done(j);
-}
-
+ * with the headers and the rest arrive whole. The job is held (tf_hold_job) and run by the
+ * test. */
 static void a_fresh_body_block_is_faulted_in_before_it_is_read_into(void **state) {
   tf_world *w = *state;
-  w->t.h.offload = hold_job;
+  w->t.h.offload = tf_hold_job;
   w->t.limits.max_body_bytes = w->t.limits.max_receiving = 8u << 20;
-  held_job = NULL;
-  jobs_offered = 0;
+  tf_held_job = NULL;
+  tf_jobs_offered = 0;
   tf_client *c = tf_connect(w);
   size_t n = (size_t)3 << 20;
   char *body = malloc(n);
@@ -180,13 +166,13 @@ static void a_fresh_body_block_is_faulted_in_before_it_is_read_into(void **state
   tf_write(c, msg, (size_t)hl + first);
   free(msg);
   tf_run_for(w, 50);
-  assert_int_equal(jobs_offered, 1);
-  assert_non_null(held_job);
+  assert_int_equal(tf_jobs_offered, 1);
+  assert_non_null(tf_held_job);
   assert_int_equal(tf_server_conn(c)->reading, 0); /* nothing read while the block is faulted in */
   tf_write(c, body + first, n - first);
   tf_run_for(w, 20);
   assert_int_equal(w->n_recs, 0);
-  run_held_job();
+  tf_run_held_job();
   wait_responses(c, 1);
   assert_int_equal(w->recs[0].body_len, n);
   assert_int_equal(w->recs[0].body_hash, tf_hash(body, n));
@@ -201,18 +187,18 @@ static int no_conns(tf_world *w, void *arg) {
 }
 static void a_connection_closed_while_its_body_is_faulted_in_leaves_the_block_to_the_job(void **state) {
   tf_world *w = *state;
-  w->t.h.offload = hold_job;
+  w->t.h.offload = tf_hold_job;
   w->t.limits.max_body_bytes = w->t.limits.max_receiving = 8u << 20;
   w->t.limits.header_timeout_ms = 30;
-  held_job = NULL;
+  tf_held_job = NULL;
   tf_client *c = tf_connect(w);
   tf_write_str(c, "POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\n\r\nabc");
   tf_run_for(w, 10);
-  assert_non_null(held_job);
+  assert_non_null(tf_held_job);
   tf_run_until(w, no_conns, NULL);
   assert_int_equal(w->n_recs, 1); /* the 408, through the error callback */
   assert_int_equal(w->recs[0].status, 408);
-  run_held_job();
+  tf_run_held_job();
   tf_close_client(c);
 }
 

@@ -252,20 +252,6 @@ static void large_bodies_and_messages_arrive_whole(void **state) {
  * exchange as a big buffer: ASan checks it is freed as one); a fresh block is faulted in off
  * the loop first — the connection stops reading until the job is done, the bytes that came
  * with the headers wait, then everything arrives whole. The job is held and run by the test. */
-static isv__transport_job *held_job;
-static int jobs_offered;
-static int hold_job(void *app, isv__transport_job *j) {
-  (void)app;
-  held_job = j;
-  jobs_offered++;
-  return 0;
-}
-static void run_held_job(void) {
-  isv__transport_job *j = held_job;
-  held_job = NULL;
-  j->work(j);
-  j->done(j);
-}
 
 static uint8_t *pattern(size_t n) {
   uint8_t *b = malloc(n);
@@ -305,20 +291,20 @@ static void a_large_rest_body_with_a_length_arrives_whole_in_one_block(void **st
 
 static void a_fresh_rest_body_block_is_faulted_in_before_it_is_read_into(void **state) {
   tf_world *w = *state;
-  w->t.h.offload = hold_job;
+  w->t.h.offload = tf_hold_job;
   w->t.limits.max_body_bytes = w->t.limits.max_receiving = 8u << 20;
-  held_job = NULL;
-  jobs_offered = 0;
+  tf_held_job = NULL;
+  tf_jobs_offered = 0;
   tf_client *c = h2_client(w);
   size_t n = (size_t)3 << 20;
   uint8_t *body = pattern(n);
   tf_h2_stream *st = rest_with_length(c, "/big/rest", body, n);
   tf_run_for(w, 50);
-  assert_int_equal(jobs_offered, 1);
-  assert_non_null(held_job);
+  assert_int_equal(tf_jobs_offered, 1);
+  assert_non_null(tf_held_job);
   assert_int_equal(tf_server_conn(c)->reading, 0); /* nothing read while the block is faulted in */
   assert_int_equal(w->n_recs, 0);
-  run_held_job();
+  tf_run_held_job();
   tf_h2_wait_closed(c, st);
   assert_int_equal(st->status, 200);
   assert_int_equal(w->n_recs, 1);
@@ -336,16 +322,16 @@ static void a_fresh_rest_body_block_is_faulted_in_before_it_is_read_into(void **
  * done (LeakSanitizer and ASan watch), and the connection reads again at once. */
 static void a_stream_ended_while_its_body_is_faulted_in_leaves_the_block_to_the_job(void **state) {
   tf_world *w = *state;
-  w->t.h.offload = hold_job;
+  w->t.h.offload = tf_hold_job;
   w->t.limits.max_body_bytes = w->t.limits.max_receiving = 8u << 20;
   w->t.limits.header_timeout_ms = 30;
-  held_job = NULL;
+  tf_held_job = NULL;
   tf_client *c = h2_client(w);
   size_t n = (size_t)2 << 20;
   uint8_t *body = pattern(n);
   tf_h2_stream *st = rest_with_length(c, "/big/rest", body, n);
   tf_run_for(w, 10);
-  assert_non_null(held_job);
+  assert_non_null(tf_held_job);
   tf_h2_wait_closed(c, st); /* the 408, then the rest of its body is read and dropped */
   assert_int_equal(st->status, 408);
   assert_int_equal(w->n_recs, 1);
@@ -353,8 +339,8 @@ static void a_stream_ended_while_its_body_is_faulted_in_leaves_the_block_to_the_
   tf_h2_stream *st2 = rest(c, "GET", "/after");
   tf_h2_wait_closed(c, st2); /* read although the job is still held */
   assert_int_equal(st2->status, 200);
-  assert_non_null(held_job);
-  run_held_job();
+  assert_non_null(tf_held_job);
+  tf_run_held_job();
   free(body);
 }
 
@@ -363,10 +349,10 @@ static void a_stream_ended_while_its_body_is_faulted_in_leaves_the_block_to_the_
  * and the half-close after it (END_STREAM came while the job was held). */
 static void a_fresh_grpc_message_block_is_faulted_in_before_it_is_written(void **state) {
   tf_world *w = *state;
-  w->t.h.offload = hold_job;
+  w->t.h.offload = tf_hold_job;
   w->t.limits.max_body_bytes = w->t.limits.max_receiving = 8u << 20;
-  held_job = NULL;
-  jobs_offered = 0;
+  tf_held_job = NULL;
+  tf_jobs_offered = 0;
   tf_client *c = h2_client(w);
   size_t n = (size_t)2 << 20;
   uint8_t *msg = pattern(n + 5);
@@ -374,11 +360,11 @@ static void a_fresh_grpc_message_block_is_faulted_in_before_it_is_written(void *
   uint32_t h = tf_hash(msg + 5, n);
   tf_h2_stream *g = grpc_call(c, "/test.Echo/Unary", msg, n + 5, 0);
   tf_run_for(w, 50);
-  assert_int_equal(jobs_offered, 1);
-  assert_non_null(held_job);
+  assert_int_equal(tf_jobs_offered, 1);
+  assert_non_null(tf_held_job);
   assert_int_equal(tf_server_conn(c)->reading, 0);
   assert_int_equal(w->calls[0].n_msgs, 0);
-  run_held_job();
+  tf_run_held_job();
   tf_h2_wait_closed(c, g);
   char want[96];
   int k = snprintf(want, sizeof want, "pong:<%zu bytes %08x>", n, (unsigned)h);
@@ -393,9 +379,9 @@ static void a_fresh_grpc_message_block_is_faulted_in_before_it_is_written(void *
  * block once done, and the connection reads again at once. */
 static void a_call_ended_while_its_message_is_faulted_in_leaves_the_block_to_the_job(void **state) {
   tf_world *w = *state;
-  w->t.h.offload = hold_job;
+  w->t.h.offload = tf_hold_job;
   w->t.limits.max_body_bytes = w->t.limits.max_receiving = 8u << 20;
-  held_job = NULL;
+  tf_held_job = NULL;
   tf_client *c = h2_client(w);
   size_t n = (size_t)2 << 20;
   uint8_t *msg = pattern(n + 5);
@@ -407,14 +393,14 @@ static void a_call_ended_while_its_message_is_faulted_in_leaves_the_block_to_the
   tf_h2_stream *g = tf_h2_request(c, nv, 7, msg, n + 5, 0);
   tf_h2_flush(c);
   tf_run_for(w, 10);
-  assert_non_null(held_job);
+  assert_non_null(tf_held_job);
   tf_h2_wait_closed(c, g);
   assert_int_equal(g->grpc_status, 4); /* DEADLINE_EXCEEDED */
   tf_h2_stream *st2 = rest(c, "GET", "/after");
   tf_h2_wait_closed(c, st2);
   assert_int_equal(st2->status, 200);
-  assert_non_null(held_job);
-  run_held_job();
+  assert_non_null(tf_held_job);
+  tf_run_held_job();
   free(msg);
 }
 

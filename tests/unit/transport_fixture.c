@@ -486,6 +486,23 @@ isv__conn *tf_server_conn(tf_client *c) {
   return NULL;
 }
 
+isv__transport_job *tf_held_job;
+int tf_jobs_offered;
+
+int tf_hold_job(void *app, isv__transport_job *j) {
+  (void)app;
+  tf_held_job = j;
+  tf_jobs_offered++;
+  return 0;
+}
+
+void tf_run_held_job(void) {
+  isv__transport_job *j = tf_held_job;
+  tf_held_job = NULL;
+  j->work(j);
+  j->done(j);
+}
+
 int tf_open_conns(tf_world *w) {
   if (!w->mem) return (int)(w->t.n_conns - w->t.n_closing);
   int n = 0;

@@ -221,6 +221,12 @@ int tf_teardown(void **state);
 /* The server's end of a client's connection, and how many are not closed (either mode). */
 isv__conn *tf_server_conn(tf_client *c);
 int tf_open_conns(tf_world *w);
+/* Work the transport offers the pool (w->t.h.offload = tf_hold_job): held, not run, until the
+ * test runs it (tf_run_held_job: work, then done) — so it sees the state while it is pending. */
+extern isv__transport_job *tf_held_job;
+extern int tf_jobs_offered;
+int tf_hold_job(void *app, isv__transport_job *j);
+void tf_run_held_job(void);
 
 /* isv__transport_close, recording its callback (teardown checks that it ran once). Memory: each
  * connection's isv__conn_shutdown, as the transport's close does; "closed" once all are. */
