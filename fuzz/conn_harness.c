@@ -190,6 +190,9 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
     p.timeout_action = ISV_TIMEOUT_DELAY;
     isv_model_config_set_queue_policy(c, 2, &p);
   }
+  if (infer == defer) /* it completes on a later turn: an asynchronous backend, declared so (an
+                        * inline one must complete before it returns, or it is failed and freed) */
+    isv_model_config_set_exec_mode(c, ISV_EXEC_ASYNC);
   isv_backend be = {.struct_size = sizeof be, .infer = infer};
   isv_server_add_model(srv, c, "1", &be, NULL, NULL);
   isv_model_config_free(c);
