@@ -989,6 +989,9 @@ typedef struct isv_param {
  *                                    client gave it
  *              stop (or stop_words) BYTES [-1]  the stop sequences (0 to 4); undeclared, one
  *                                    stop sequence is the STRING parameter "stop" (more: 400)
+ *              user, response_format BYTES [1]  the end user's id and the response_format
+ *                                    object as sent (JSON text), empty when not given;
+ *                                    undeclared, STRING parameters when the client gave them
  *     outputs  text_output BYTES     the text of this response (its elements joined)
  *              finish_reason BYTES [1]  optional, "stop" or "length" (default "stop")
  *              prompt_tokens, completion_tokens (any integer type, [1])  optional, for

@@ -354,6 +354,20 @@ static int member(parse *p, const isv__json_token *k, const isv__json_token *v) 
                       &o->presence_penalty);
   if (is(k, "seed")) return get_int(p, v, "seed", INT64_MIN, &o->has_seed, &o->seed);
   if (is(k, "stop")) return get_strings(p, v, "stop", o->stop, ISV__OAI_MAX_STOP, &o->n_stop);
+  if (is(k, "user")) {
+    if (v->type != ISV__JSON_STRING) return fail(p, "user", "'user' must be a string");
+    o->user.len = v->len;
+    return (o->user.ptr = keep(p, v->ptr, v->len)) ? 0 : oom(p);
+  }
+  if (is(k, "response_format")) { /* the object as sent: the model knows its schemas */
+    if (v->type != ISV__JSON_OBJECT_BEGIN)
+      return fail(p, "response_format", "'response_format' must be an object");
+    size_t end;
+    if (isv__json_skip(&p->rd, v, &end) != 0) return syntax(p);
+    o->response_format.len = end - v->offset;
+    o->response_format.ptr = keep(p, p->rd.buf + v->offset, o->response_format.len);
+    return o->response_format.ptr ? 0 : oom(p);
+  }
   if (is(k, "n") || is(k, "best_of")) {
     const char *key = is(k, "n") ? "n" : "best_of";
     int64_t n = 1;

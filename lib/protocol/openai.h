@@ -53,6 +53,9 @@ typedef struct isv__oai_req {
   int64_t seed;
   isv_bytes stop[ISV__OAI_MAX_STOP];
   size_t n_stop;
+  /* chat and completions: "user" (the end user's id) and "response_format" (its JSON object as
+   * sent), for the model; ptr NULL when absent */
+  isv_bytes user, response_format;
   const char *err_param; /* a refused request: the field at fault ("n", "messages"), or NULL */
 } isv__oai_req;
 

@@ -148,6 +148,24 @@ static int sampling(isv_request *r, const isv__oai_req *q) {
     }
     if (rc) return rc;
   }
+  /* user and response_format: a BYTES input when declared (empty when not given), else a
+   * STRING parameter when given */
+  const struct { const char *name; isv_bytes v; } texts[] = {{"user", q->user},
+                                                             {"response_format", q->response_format}};
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+    const isv__io *t = declared(r, texts[k].name);
+    int rc = 0;
+    if (t) {
+      isv_bytes v = texts[k].v.ptr ? texts[k].v : (isv_bytes){"", 0};
+      rc = push_bytes(r, t, &v, 1, 0);
+    } else if (texts[k].v.ptr) {
+      isv_param p = {.type = ISV_PARAM_STRING};
+      p.v.s.ptr = texts[k].v.ptr;
+      p.v.s.len = texts[k].v.len;
+      rc = put_param(r, texts[k].name, &p);
+    }
+    if (rc) return rc;
+  }
   /* stop: a BYTES input of its sequences, else a parameter when there is exactly one */
   const isv__io *io = declared(r, "stop");
   if (io == NULL) io = declared(r, "stop_words");

@@ -81,8 +81,9 @@ static int setup(void **state) {
   assert_int_equal(isv__core_init(&core, &loop, &o), 0);
   const io lm[] = {{"text_input", ISV_BYTES, 1}, {"max_tokens", ISV_INT32, 1},
                    {"temperature", ISV_FP32, 1}, {"random_seed", ISV_UINT64, 1},
-                   {"stop_words", ISV_BYTES, -1}, {"stream", ISV_BOOL, 1}};
-  add("lm", 0, lm, 6);
+                   {"stop_words", ISV_BYTES, -1}, {"stream", ISV_BOOL, 1},
+                   {"response_format", ISV_BYTES, 1}};
+  add("lm", 0, lm, 7);
   const io plain[] = {{"text_input", ISV_BYTES, 1}};
   add("plain", 0, plain, 1);
   add("emb", 8, plain, 1);
@@ -137,11 +138,19 @@ static void text_model_with_declared_settings(void **state) {
   int rc;
   isv_request *r = map("lm", ISV__OAI_COMPLETION,
                        "{\"model\":\"lm\",\"prompt\":\"go\",\"max_tokens\":5,\"seed\":9,"
-                       "\"stop\":[\"a\",\"b\"],\"stream\":true,\"top_p\":0.25}",
+                       "\"stop\":[\"a\",\"b\"],\"stream\":true,\"top_p\":0.25,\"user\":\"u-7\","
+                       "\"response_format\":{\"type\": \"json_object\"}}",
                        &rc);
   assert_int_equal(rc, 0);
   const isv_bytes *p = isv_tensor_data(in(r, "text_input", ISV_BYTES, 1));
   assert_memory_equal(p->ptr, "go", 2);
+  /* response_format declared: its JSON as sent; user not declared: a parameter */
+  p = isv_tensor_data(in(r, "response_format", ISV_BYTES, 1));
+  assert_int_equal(p->len, strlen("{\"type\": \"json_object\"}"));
+  assert_memory_equal(p->ptr, "{\"type\": \"json_object\"}", p->len);
+  const isv_param *u = isv_request_param(r, "user");
+  assert_true(u && u->type == ISV_PARAM_STRING && u->v.s.len == 3 &&
+              memcmp(u->v.s.ptr, "u-7", 3) == 0);
   assert_int_equal(*(const int32_t *)isv_tensor_data(in(r, "max_tokens", ISV_INT32, 1)), 5);
   /* not given: OpenAI's default */
   assert_true(*(const float *)isv_tensor_data(in(r, "temperature", ISV_FP32, 1)) == 1.0f);
@@ -161,6 +170,9 @@ static void text_model_with_declared_settings(void **state) {
   assert_int_equal(rc, 0);
   assert_int_equal(*(const int32_t *)isv_tensor_data(in(r, "max_tokens", ISV_INT32, 1)), 4096);
   assert_int_equal(isv_tensor_element_count(in(r, "stop_words", ISV_BYTES, 0)), 0);
+  p = isv_tensor_data(in(r, "response_format", ISV_BYTES, 1)); /* declared, not given: empty */
+  assert_int_equal(p->len, 0);
+  assert_null(isv_request_param(r, "user"));
   assert_int_equal(isv__request_validate(r), 0);
   isv_request_free(r);
 }
