@@ -16,6 +16,7 @@
 #include "core/responses.h"
 #include "core/scheduler.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,15 @@ int isv__grpc_kept_send(gcall *g, isv__buf *msg) {
 void isv__grpc_kept_end(gcall *g) {
   gcall_finish(g, 0, NULL); /* keep.end runs first */
   gcall_maybe_free(g);      /* not from one of the call's own events: nobody else would */
+}
+
+void isv__grpc_kept_fail(gcall *g, int err, const char *msg) {
+  finish_error(g, err, msg); /* keep.end runs first */
+  gcall_maybe_free(g);
+}
+
+isv__caller *isv__grpc_unary_caller(isv__grpc_unary *u) {
+  return u->call && u->call->judged ? &u->call->who : NULL;
 }
 
 /* A streaming call ends OK after the client's half-close, UNAVAILABLE when drained. */
@@ -754,7 +764,12 @@ static void run_unary(gcall *g) {
       send_buf(g, &b);
       return;
     }
-    if (u.keep.end) u.keep.end(u.keep.data); /* a unary call is not kept */
+    if (u.keep.end) { /* a unary answer that comes later: isv__grpc_kept_send / _fail */
+      assert(b.len == 0);
+      isv__buf_free(&b);
+      g->keep = u.keep;
+      return;
+    }
     send_buf(g, &b);
     gcall_finish(g, 0, NULL);
     return;
@@ -868,7 +883,9 @@ static void on_drain(isv__grpc_call *call) {
   if (g->m->kind == ISV__RPC_BIDI_STREAM) {
     g->half_closed = 1; /* nothing more will come */
     if (g->inflight == 0) end_stream(g);
-  } else if (g->keep.end) { /* a kept call has said what the close means: it ends OK */
+  } else if (g->keep.end && g->m->kind == ISV__RPC_UNARY) { /* its answer will not come */
+    gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");
+  } else if (g->keep.end) { /* a kept stream has said what the close means: it ends OK */
     gcall_finish(g, 0, NULL);
   } else if (g->inflight == 0) { /* still waiting for its message: it will not come */
     gcall_finish(g, ISV__GRPC_UNAVAILABLE, "server is shutting down");

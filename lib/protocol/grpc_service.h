@@ -6,7 +6,11 @@
  *
  * Kinds:
  *  - UNARY with `answer`: one message in, one out, answered by the front end at once (health,
- *    metadata). A nonzero ISV_E* code ends the call with its gRPC status and u->err.
+ *    metadata). A nonzero ISV_E* code ends the call with its gRPC status and u->err. An answer
+ *    that takes time (TF Serving's HandleReloadConfigRequest: repository operations) sets
+ *    u->keep and leaves u->out empty: its one message goes later with isv__grpc_kept_send then
+ *    isv__grpc_kept_end, or the call fails with isv__grpc_kept_fail; keep.end tells it the
+ *    call is over first (the client went away; the server's close ends it UNAVAILABLE).
  *  - UNARY with decode/encode: one message → one inference request → its response message
  *    then OK, or the request's error status (ModelInfer).
  *  - SERVER_STREAM: one message → one request → each of its responses as a message (a
@@ -79,6 +83,12 @@ typedef struct isv__grpc_unary {
 int isv__grpc_kept_send(struct gcall *call, isv__buf *msg);
 /* End a kept call OK (after its last message): keep.end runs first, here. */
 void isv__grpc_kept_end(struct gcall *call);
+/* End a kept call with err's gRPC status and msg (NULL: err's text): keep.end runs first. */
+void isv__grpc_kept_fail(struct gcall *call, int err, const char *msg);
+/* Who made the call, for the requests an answer makes itself (isv_request.caller: the core's
+ * model stage asks the edge about each) — NULL when nobody judges (no gate). Valid until
+ * keep.end (a kept call) or the answer's return. */
+struct isv__caller *isv__grpc_unary_caller(isv__grpc_unary *u);
 
 /* The model stage (gate.h) for an answer about a model (metadata, readiness, config,
  * statistics): `name`, `version` (NULL: none) are what the answer resolved — call it before

@@ -2,7 +2,8 @@
  * method table for the call layer (grpc_service.h), part of the "tfserving" front end (one
  * switch for TF Serving's REST and gRPC APIs). Predict, Classify, Regress and MultiInference
  * are codecs around the core (tfs_pb.h); GetModelMetadata and GetModelStatus are answered
- * here; HandleReloadConfigRequest answers UNIMPLEMENTED saying so. Errors travel as TF Serving's do:
+ * here; HandleReloadConfigRequest runs the host's repository callbacks (tfs_reload.c). Errors
+ * travel as TF Serving's do:
  * the gRPC status with its code and text. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -152,19 +153,6 @@ static int get_model_status(isv__grpc_unary *u) {
   return 0;
 }
 
-/* ---- not served ----------------------------------------------------------------------------- */
-
-static int unimplemented(isv__grpc_unary *u, const char *what) {
-  snprintf(u->err, sizeof u->err, "%s", what);
-  return ISV_EUNIMPL;
-}
-
-static int reload_config(isv__grpc_unary *u) {
-  return unimplemented(u, "HandleReloadConfigRequest is not implemented: this server's models "
-                          "are registered by its host application (or the V2 repository API: "
-                          "RepositoryModelLoad / RepositoryModelUnload)");
-}
-
 const isv__grpc_method isv__tfs_methods[] = {
     {PS "Predict", ISV__RPC_UNARY, NULL, predict_decode, predict_encode, NULL, predict_bind},
     {PS "GetModelMetadata", ISV__RPC_UNARY, get_model_metadata, NULL, NULL, NULL, NULL},
@@ -172,6 +160,7 @@ const isv__grpc_method isv__tfs_methods[] = {
     {PS "Regress", ISV__RPC_UNARY, NULL, examples_decode, examples_encode, NULL, regress_bind},
     {PS "MultiInference", ISV__RPC_UNARY, NULL, multi_decode, multi_encode, NULL, multi_bind},
     {MS "GetModelStatus", ISV__RPC_UNARY, get_model_status, NULL, NULL, NULL, NULL},
-    {MS "HandleReloadConfigRequest", ISV__RPC_UNARY, reload_config, NULL, NULL, NULL, NULL},
+    {MS "HandleReloadConfigRequest", ISV__RPC_UNARY, isv__tfs_reload_config, NULL, NULL, NULL,
+     NULL},
     {0},
 };

@@ -139,5 +139,15 @@ int isv__tfs_pb_encode_status(const isv_model *const *v, size_t n, isv__buf *out
 /* tensorflow.serving.PredictionService and ModelService (tfs_grpc.c), served by the
  * "tfserving" front end (tfs_http.c) with the label "tfserving_grpc". */
 extern const isv__grpc_method isv__tfs_methods[]; /* ends with {0} */
+/* ModelService/HandleReloadConfigRequest on the host's repository callbacks (tfs_reload.c). */
+int isv__tfs_reload_config(isv__grpc_unary *u);
+/* Most models a reload may list. */
+#define ISV__TFS_RELOAD_MAX 4096
+/* A ReloadConfigRequest's model names (its ModelConfigList: each non-empty, valid UTF-8 without
+ * NUL, listed once; copied to a) into *names, *n. 0, or ISV_EBADREQ (malformed, not a
+ * ModelConfigList, a bad or repeated name) / ISV_EUNIMPL (version_labels) / ISV_ENOMEM with a
+ * message in err — TF Serving's words where it has them. */
+int isv__tfs_reload_decode(const uint8_t *msg, size_t len, isv__arena *a, const char ***names,
+                           size_t *n, char *err, size_t cap);
 
 #endif

@@ -5,14 +5,15 @@ saved_model_half_plus_three with every way of naming a version and a signature, 
 round-tripped through the identity models (typed fields and tensor_content), TF's fill-out of a
 short typed field, output_filter, TF Serving's errors, GetModelMetadata (the REST metadata's
 signatures), GetModelStatus, Classify and Regress on tf.Example (the REST tests' examples),
-MultiInference, HandleReloadConfigRequest's refusal, and reflection."""
+MultiInference, HandleReloadConfigRequest on the demo's repository, and reflection."""
 import struct
+import time
 
 import grpc
 import pytest
 
 from grpc_stubs import TIMEOUT, expect_rpc_error, make_channel, protos  # noqa: F401
-from isvtest import get, ok_json
+from isvtest import get, ok_json, post_json
 
 PS = "tensorflow.serving.PredictionService"
 MS = "tensorflow.serving.ModelService"
@@ -457,11 +458,93 @@ def test_requests_are_counted_under_tfserving_grpc(protos, tfs, demo):
                for line in text.splitlines()), text[:2000]
 
 
-def test_reload_config_is_not_served(protos, tfs):
-    _, ms = tfs
-    expect_rpc_error(ms.HandleReloadConfigRequest, grpc.StatusCode.UNIMPLEMENTED,
-                     "HandleReloadConfigRequest is not implemented",
-                     request=protos.tfs_pb.ReloadConfigRequest(), timeout=TIMEOUT)
+def reload_req(pb, names, labels=None):
+    cfg = pb.tfs_pb.ModelServerConfig()
+    for n in sorted(names):
+        c = cfg.model_config_list.config.add(name=n, base_path="/models/" + n,
+                                             model_platform="tensorflow")
+        if labels:
+            c.version_labels.update(labels)
+    return pb.tfs_pb.ReloadConfigRequest(config=cfg)
+
+
+def ready_models(d):
+    r = post_json(d, "/v2/repository/index", {"ready": True})
+    assert r.status_code == 200, r.text
+    return {m["name"] for m in r.json()}
+
+
+def model_service(d, pb):
+    ch = make_channel(d)
+    grpc.channel_ready_future(ch).result(timeout=TIMEOUT)
+    return ch, pb.tfs_grpc.ModelServiceStub(ch)
+
+
+def test_reload_config_loads_what_it_lists_and_unloads_what_it_drops(protos, start_demo):
+    d = start_demo("--load-delay-ms", "40")  # loading takes time: the call waits for it
+    ch, ms = model_service(d, protos)
+    names = ready_models(d)
+    assert {"simple", "half_plus_three"} <= names
+    # the new config drops simple: unloaded (its REST readiness then says so)
+    resp = ms.HandleReloadConfigRequest(reload_req(protos, names - {"simple"}), timeout=TIMEOUT)
+    assert resp.status.error_code == 0 and resp.HasField("status")
+    assert ready_models(d) == names - {"simple"}
+    assert get(d, "/v2/models/simple/ready").status_code != 200
+    # listed again: loaded before the answer comes, and served
+    resp = ms.HandleReloadConfigRequest(reload_req(protos, names), timeout=TIMEOUT)
+    assert resp.status.error_code == 0
+    assert ready_models(d) == names
+    assert get(d, "/v2/models/simple/ready").status_code == 200
+    # the same set again: nothing to do, OK at once
+    assert ms.HandleReloadConfigRequest(reload_req(protos, names), timeout=TIMEOUT) \
+        .status.error_code == 0
+    # a model the host cannot load: the host's error, and the steps after it do not run
+    e = expect_rpc_error(ms.HandleReloadConfigRequest, grpc.StatusCode.NOT_FOUND,
+                         "failed to load 'nope'",
+                         request=reload_req(protos, (names - {"simple"}) | {"nope"}),
+                         timeout=TIMEOUT)
+    assert e is not None and "simple" in ready_models(d)  # its unload came after: not run
+    ch.close()
+
+
+def test_reload_config_refusals(protos, start_demo, demo):
+    _, ms = model_service(demo, protos)
+    names = ready_models(demo)
+    E = grpc.StatusCode
+    dup = reload_req(protos, names)
+    dup.config.model_config_list.config.add(name="simple")
+    expect_rpc_error(ms.HandleReloadConfigRequest, E.INVALID_ARGUMENT,
+                     "Illegal to list model simple multiple times in config list",
+                     request=dup, timeout=TIMEOUT)
+    custom = protos.tfs_pb.ReloadConfigRequest()
+    custom.config.custom_model_config.type_url = "type.googleapis.com/x.Y"
+    for req in (custom, protos.tfs_pb.ReloadConfigRequest()):
+        expect_rpc_error(ms.HandleReloadConfigRequest, E.INVALID_ARGUMENT,
+                         "ServerModelConfig type not supported by HandleReloadConfigRequest. "
+                         "Only ModelConfigList is currently supported", request=req,
+                         timeout=TIMEOUT)
+    expect_rpc_error(ms.HandleReloadConfigRequest, E.UNIMPLEMENTED, "version_labels",
+                     request=reload_req(protos, names, labels={"stable": 1}), timeout=TIMEOUT)
+    nameless = reload_req(protos, names)
+    nameless.config.model_config_list.config.add(base_path="/x")
+    expect_rpc_error(ms.HandleReloadConfigRequest, E.INVALID_ARGUMENT, "has no name",
+                     request=nameless, timeout=TIMEOUT)
+    assert ready_models(demo) == names  # nothing refused changed anything
+    # without repository callbacks: refused, TF Serving's reload has nothing to run on
+    nd = start_demo("--no-repository")
+    _, ms2 = model_service(nd, protos)
+    expect_rpc_error(ms2.HandleReloadConfigRequest, E.UNAVAILABLE,
+                     "HandleReloadConfigRequest is not allowed: this server has no model "
+                     "repository", request=reload_req(protos, {"simple"}), timeout=TIMEOUT)
+
+
+def test_reload_config_steps_are_judged_by_the_authorizer(protos, start_demo):
+    d = start_demo("--forbid-model", "simple")
+    _, ms = model_service(d, protos)
+    names = ready_models(d)
+    expect_rpc_error(ms.HandleReloadConfigRequest, grpc.StatusCode.PERMISSION_DENIED, "simple",
+                     request=reload_req(protos, names - {"simple"}), timeout=TIMEOUT)
+    assert "simple" in ready_models(d)
 
 
 def test_reflection_lists_the_services_unless_disabled(start_demo, demo):
@@ -484,3 +567,21 @@ def test_reflection_lists_the_services_unless_disabled(start_demo, demo):
                 assert e.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0], e
         finally:
             ch.close()
+
+
+def test_a_reload_cut_by_the_server_close(protos, start_demo):
+    """The server closes while a reload's load is in progress: the call ends UNAVAILABLE (its
+    answer will not come), the load in progress finishes, and the demo exits cleanly (under
+    ASan: nothing leaked)."""
+    d = start_demo("--load-delay-ms", "1500")
+    ch, ms = model_service(d, protos)
+    names = ready_models(d)
+    assert ms.HandleReloadConfigRequest(reload_req(protos, names - {"simple"}),
+                                        timeout=TIMEOUT).status.error_code == 0
+    fut = ms.HandleReloadConfigRequest.future(reload_req(protos, names), timeout=TIMEOUT)
+    time.sleep(0.3)  # the load of simple has begun
+    assert d.stop(timeout=10.0) == 0, d.stderr_tail()
+    with pytest.raises(grpc.RpcError) as e:
+        fut.result()
+    assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+    ch.close()
