@@ -265,6 +265,7 @@ typedef void (*isv_destructor)(void *p);
 typedef struct isv_options isv_options;
 
 /** Options holding every default. 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM.
+ * Any thread (the options' owner, one at a time).
  * @param out receives the new options (NULL on failure); free them with isv_options_free()
  * @return 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM
  */
@@ -279,6 +280,7 @@ ISV_EXTERN void isv_options_free(isv_options *o);
 /** Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
  * checked from the length prefix before anything is allocated). Default 65 MiB: a 64 MiB
  * tensor (binary, raw contents) with the JSON header or message fields that describe it.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n the largest body or message in bytes (> 0)
  * @return 0, or ISV_EINVAL (o NULL, n 0)
@@ -286,12 +288,14 @@ ISV_EXTERN void isv_options_free(isv_options *o);
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
 /** Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
  * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n the largest request head in bytes (at least 64)
  * @return 0, or ISV_EINVAL (o NULL, n under 64)
  */
 ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
 /** Nesting depth allowed in JSON request bodies. Default 64.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n the deepest nesting of arrays and objects accepted (1 to 1024)
  * @return 0, or ISV_EINVAL (o NULL, n out of range)
@@ -300,6 +304,7 @@ ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
 /** Inputs, requested outputs and parameters one request may carry, each (400 beyond, on every
  * protocol and in process): a body of a million tiny inputs would hold the loop and memory
  * long before validation could refuse it. Default 1024.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n inputs, requested outputs and parameters a request may carry, each (> 0)
  * @return 0, or ISV_EINVAL (o NULL, n 0)
@@ -315,12 +320,14 @@ ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
  * received (its head complete), processed or answered is never closed for this. When every
  * connection has a request in flight, new ones are accepted and closed at once (logged once
  * per episode). Default 10000.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n connections open at once (> 0)
  * @return 0, or ISV_EINVAL (o NULL, n 0)
  */
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
 /** A connection with no request in progress is closed after this long. Default 60000 ms.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param ms how long an idle connection stays open, in milliseconds (> 0)
  * @return 0, or ISV_EINVAL (o NULL, ms 0)
@@ -330,6 +337,7 @@ ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
  * against slow-header attacks); the body must then keep arriving within the same bound
  * between reads — on HTTP/2 too, per REST stream (408, then RST_STREAM). gRPC streams may
  * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param ms the bound on a request head's arrival and on a body's pauses, in milliseconds (> 0)
  * @return 0, or ISV_EINVAL (o NULL, ms 0)
@@ -341,6 +349,7 @@ ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
  * when bytes arrive: a body that stops altogether is answered 408 the moment its allowance is
  * spent (from its headers: grace_ms, plus one second per bytes_per_s received), not a header
  * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param bytes_per_s the least average rate of a body, in bytes per second (0: no minimum)
  * @param grace_ms the time a body gets before the rate applies, in milliseconds
@@ -352,6 +361,7 @@ ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
  * HTTP/2 window at 0 — is dropped with its memory: the connection is reset (a TCP RST, so that
  * the kernel drops the bytes queued for the client too, as nginx's reset_timedout_connection;
  * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param ms how long a response may make no progress, in milliseconds (> 0)
  * @return 0, or ISV_EINVAL (o NULL, ms 0)
@@ -374,6 +384,7 @@ ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
  * come out of the decoder, and held until the request is answered. Beyond it, a new one is
  * refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with the number
  * of slow uploads or zip bombs. One max_body_bytes request always fits. Default 256 MiB.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n request bytes buffered while arriving, all connections together (> 0)
  * @return 0, or ISV_EINVAL (o NULL, n 0)
@@ -392,6 +403,7 @@ ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
  * milliseconds of a fast client's worth, or one 4 MiB tensor, so a reader that keeps up never
  * waits — and 16 MiB per connection, so that an HTTP/2 connection's 100 streams cannot hold
  * 100 times a stream's bound. ISV_EINVAL for 0.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n bytes one stream may have queued for its client (> 0)
  * @return 0, or ISV_EINVAL (o NULL, n 0)
@@ -408,6 +420,7 @@ ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
  * the server keeps mapped for the next requests instead of returning them to the system:
  * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
  * kept. 0 keeps none. Default 64 MiB.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n bytes of freed large buffers kept mapped (0: none)
  * @return 0, or ISV_EINVAL (o NULL)
@@ -475,6 +488,7 @@ typedef struct isv_mem {
 } isv_mem;
 /** Copied. NULL: libc's (the default). ISV_EINVAL when a function is missing or struct_size is
  * too small.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param mem the allocator (copied), or NULL for libc's
  * @return 0, or ISV_EINVAL (o NULL, a function missing, struct_size too small)
@@ -486,6 +500,7 @@ ISV_EXTERN int isv_options_set_mem(isv_options *o, const isv_mem *mem);
  * request is refused at once (HTTP 503, gRPC UNAVAILABLE: retry later or elsewhere) instead of
  * queueing without bound. 0: no limit. Default 0 (each model's queue bound still holds:
  * isv_model_config_set_max_queue).
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n requests queued or running at once (0: no limit)
  * @return 0, or ISV_EINVAL (o NULL)
@@ -544,6 +559,7 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  *   "metrics"      GET /metrics (Prometheus)
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
  * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param name a front end's name (the list above; copied; not empty)
  * @param enabled nonzero to serve it, 0 to switch it off
@@ -567,12 +583,14 @@ typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metri
  *     for an instance now), and nv_inference_request_duration_us histograms are not Triton's
  *     default and not written; nor are the cache (no response cache yet), GPU and CPU
  *     families. ISV_EINVAL for 0 or an unknown bit.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param styles ISV_METRICS_LIBINFERSERVE, ISV_METRICS_TRITON, or both ORed
  * @return 0, or ISV_EINVAL (o NULL, styles 0 or an unknown bit)
  */
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles);
 /** Name and version reported by server metadata. Defaults "libinferserve", isv_version().
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param name the server's name (copied)
  * @param version its version (copied)
@@ -581,6 +599,7 @@ ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles);
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
 /** Triton's strict readiness: the server is ready only while online AND every registered model
  * version is READY. Default off (ready = online).
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param on nonzero for strict readiness
  * @return 0, or ISV_EINVAL (o NULL)
@@ -599,6 +618,7 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
  * client that shrinks its object while a request uses it gets a 400 / INVALID_ARGUMENT
  * ("... was shrunk ...") instead of killing the process (see
  * isv_options_set_shared_memory_in_place for the zero-copy alternative).
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param on nonzero to let clients register system shared memory regions
  * @return 0, or ISV_EINVAL (o NULL)
@@ -616,6 +636,7 @@ ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
  * In a group (isv_options_set_group) every member must agree with the first on it, as on
  * isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL. 0, or ISV_EINVAL
  * (o NULL).
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param trusted nonzero for zero copy (clients as trusted as the process)
  * @return 0, or ISV_EINVAL (o NULL)
@@ -964,6 +985,7 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c);
  * dimensions of any size (after the batch dimension); V2 metadata, which has no way to say
  * so, shows [-1] — a shape every such tensor may take. ISV_EEXIST when the name is already an
  * input or output.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param name the input's name (copied)
  * @param dt its datatype
@@ -985,12 +1007,14 @@ ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name,
 ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,
                                            const int64_t *shape, size_t ndim);
 /** 0 (the default) = the model takes no batch dimension.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param max_batch the largest batch (rows along the batch dimension), 0 for none
  * @return 0, or ISV_EINVAL (c NULL)
  */
 ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_batch);
 /** Free text reported in metadata ("pytorch_libtorch", ...). Default "custom".
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param platform the text (copied)
  * @return 0, or ISV_EINVAL / ISV_ENOMEM
@@ -998,6 +1022,7 @@ ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_
 ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *platform);
 /** Class labels used by the classification extension: labels[i] names class index i (copied;
  * replaces earlier labels).
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param labels n class names, labels[i] for class i (copied)
  * @param n how many labels
@@ -1018,6 +1043,7 @@ typedef enum {
  * Every name must be a declared input or output by registration (else isv_server_add_model
  * fails with ISV_EINVAL naming it). ISV_EEXIST: the signature name is taken; ISV_EINVAL: no
  * name, a duplicate alias. Copied.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param name the signature's name ("serving_default", ...; copied)
  * @param method predict, classify or regress
@@ -1043,6 +1069,7 @@ ISV_EXTERN int isv_model_config_add_signature(isv_model_config *c, const char *n
  * declared input is still required). Without requested outputs every output set is answered,
  * in the order the backend set them. Not with dynamic batching (isv_server_add_model:
  * ISV_EINVAL). Default off.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param on nonzero for open I/O
  * @return 0, or ISV_EINVAL (c NULL)
@@ -1054,12 +1081,14 @@ ISV_EXTERN int isv_model_config_set_open_io(isv_model_config *c, int on);
  * answer the same way: output "grps_message" (BYTES [1]), a serialized GrpsMessage whose data
  * is sent as it is (the library sets its status). Protocols without such a message (V2, TF
  * Serving) still send tensors. Implies open I/O. Default off.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param on nonzero for native mode
  * @return 0, or ISV_EINVAL (c NULL)
  */
 ISV_EXTERN int isv_model_config_set_native(isv_model_config *c, int on);
 /** Where infer runs: ISV_EXEC_INLINE (the default), ISV_EXEC_POOL or ISV_EXEC_ASYNC.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param mode ISV_EXEC_INLINE, ISV_EXEC_POOL or ISV_EXEC_ASYNC
  * @return 0, or ISV_EINVAL (c NULL, an unknown mode)
@@ -1069,6 +1098,7 @@ ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode
  * beyond them wait in the version's queue, in arrival order. A backend learns which instance
  * runs a request from isv_request_instance() (0..n-1), for state kept per instance. Default 1:
  * a backend is never called concurrently unless it says it may be. n >= 1.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param n executions at once (>= 1)
  * @return 0, or ISV_EINVAL (c NULL, n 0)
@@ -1083,6 +1113,7 @@ ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
  * so far. Before the model ran any request there is no estimate and no Retry-After; nor for
  * other 503 and 429 answers (the server's in-flight limit, a client's request limit, a queue
  * timeout), whose end the server cannot foresee. gRPC answers carry no estimate.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param n requests that may wait (0: no bound of the model's own)
  * @return 0, or ISV_EINVAL (c NULL)
@@ -1094,6 +1125,7 @@ ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
  * grpc-timeout; the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
  * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_is_cancelled) and
  * answered 504 once its backend completes, whatever it completed with.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param us the default deadline in microseconds (0: none)
  * @return 0, or ISV_EINVAL (c NULL)
@@ -1118,6 +1150,7 @@ ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint
  * quietly runs it at the default level; a client's mistake should be heard). levels 0 (the
  * default): one level, and "priority" is not read at all. At most ISV_MAX_PRIORITY_LEVELS;
  * default_level in [1, levels] when levels > 0 (else 0), ISV_EINVAL otherwise.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param levels the number of levels (0: one level, "priority" not read)
  * @param default_level the level of a request that names none, in [1, levels] (0 when levels is 0)
@@ -1166,6 +1199,7 @@ typedef struct isv_queue_policy {
  * 504 whether waiting or running). gRPC's grpc-timeout and the model's default timeout are
  * deadlines in both cases. A request refused by a policy (full level, timeout expired) counts
  * as a failed request in the statistics, as Triton counts it.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param level the priority level, or 0 for the default policy
  * @param p the policy (copied)
@@ -1183,6 +1217,7 @@ ISV_EXTERN int isv_model_config_set_queue_policy(isv_model_config *c, uint32_t l
  * its oldest request for more; a request that cannot join waits for a later batch, in order,
  * never starved. preferred: batch sizes worth sending at once (may be NULL, n 0). Not with a
  * decoupled model or sequence batching (isv_server_add_model: ISV_EINVAL).
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param max_delay_us how long a batch may wait for more requests, in microseconds
  * @param preferred batch sizes worth sending at once, or NULL
@@ -1195,6 +1230,7 @@ ISV_EXTERN int isv_model_config_set_dynamic_batching(isv_model_config *c, uint64
  * before completing it. Only streaming endpoints carry them — gRPC ModelStreamInfer, REST
  * .../generate_stream, isv_request_set_response_cb in process; the others answer 400 naming
  * the model as decoupled. Default off.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param on nonzero for a decoupled model
  * @return 0, or ISV_EINVAL (c NULL)
@@ -1211,6 +1247,7 @@ ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on);
  * (ISV_SEQUENCE_END_RESTARTED; its requests already queued still run). idle_timeout_us: a
  * sequence with no request for this long ends (0: 1 s, Triton's default); max_sequences: 0
  * means 1024.
+ * Any thread (the configuration's owner, one at a time).
  * @param c the configuration
  * @param idle_timeout_us a sequence with no request this long ends (0: 1 s)
  * @param max_sequences live sequences at most (0: 1024)
@@ -1336,6 +1373,7 @@ ISV_EXTERN const char *isv_tensor_name(const isv_tensor *t);
  */
 ISV_EXTERN isv_datatype isv_tensor_datatype(const isv_tensor *t);
 /** The dimensions, row-major; *ndim (ndim may be NULL) says how many.
+ * Any thread (the one that may touch the tensor's request).
  * @param t the tensor, or NULL
  * @param ndim receives the number of dimensions, or NULL
  * @return the dimensions, NULL for a NULL tensor
@@ -1350,11 +1388,13 @@ ISV_EXTERN size_t isv_tensor_element_count(const isv_tensor *t);
 /** Fixed-size types: the row-major little-endian elements, aligned to at least the element
  * size (the library copies a misaligned wire buffer rather than hand it out). BYTES: an
  * isv_bytes array of element_count entries.
+ * Any thread (the one that may touch the tensor's request).
  * @param t the tensor, or NULL
  * @return the elements, NULL for a NULL tensor
  */
 ISV_EXTERN const void *isv_tensor_data(const isv_tensor *t);
 /** Bytes of data: element_count * size (for BYTES, the sum of the element lengths).
+ * Any thread (the one that may touch the tensor's request).
  * @param t the tensor, or NULL
  * @return the bytes of its data, 0 for a NULL tensor
  */
@@ -1734,10 +1774,12 @@ ISV_EXTERN int isv_request_new_by_label(isv_server *srv, const char *name, const
  * backend still ran it, isv_options_set_drain_timeout_ms) shows no outputs, and its memory is
  * kept until the backend completes it: its ISV_STATIC inputs must stay valid until then (give
  * them a destructor to learn when).
+ * Any thread before the request is submitted; the loop thread once its done callback ran.
  * @param r the request (or a response handed to a response callback), or NULL
  */
 ISV_EXTERN void isv_request_free(isv_request *r);
 /** The request id echoed in responses (copied).
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param id the id (copied)
  * @return 0, or ISV_EINVAL / ISV_ENOMEM
@@ -1746,6 +1788,7 @@ ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);
 /** A trace context for an in-process request, as the network front ends read it from a
  * `traceparent` (and `tracestate`, may be NULL) value: ISV_EINVAL when traceparent does not
  * parse or tracestate is not one to keep (both copied). Before isv_server_infer.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param traceparent a W3C traceparent value (copied)
  * @param tracestate a tracestate value (copied), or NULL
@@ -1755,6 +1798,7 @@ ISV_EXTERN int isv_request_set_trace_context(isv_request *r, const char *tracepa
                                              const char *tracestate);
 /** Add an input; `data` follows the buffer contract above (for BYTES: an isv_bytes array whose
  * element memory follows the same rule as the array).
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param name the input's name (copied)
  * @param dt its datatype
@@ -1770,6 +1814,7 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
                                      size_t byte_size, isv_destructor del);
 /** Ask for one output (none asked = every output). classification > 0 turns it into the top-k
  * "value:index[:label]" BYTES output of the classification extension.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param name the output's name (copied)
  * @param classification the top k classes to answer instead, or 0 for the tensor itself
@@ -1787,6 +1832,7 @@ ISV_EXTERN int isv_request_add_requested_output(isv_request *r, const char *name
  * read, until the request's done callback; the output tensor's data then points into it
  * (BYTES: an isv_bytes array of library memory, the serialised form in buf). Before
  * isv_server_infer. ISV_EINVAL (NULL name, NULL buf with a size, submitted), ISV_ENOMEM.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param name the output's name (copied)
  * @param buf the caller's buffer
@@ -1796,6 +1842,7 @@ ISV_EXTERN int isv_request_add_requested_output(isv_request *r, const char *name
 ISV_EXTERN int isv_request_add_requested_output_buffer(isv_request *r, const char *name, void *buf,
                                              size_t size);
 /** Copies key and value (string values too). A repeated key replaces the earlier value.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param key the parameter's key (copied)
  * @param value its value (copied)
@@ -1805,6 +1852,7 @@ ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_
 /** The request's priority level (isv_model_config_set_priority_levels): the parameter
  * "priority" (uint64) as a V2 client sends it; 0 is the model's default level. Before
  * isv_server_infer.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param level the priority level (0: the model's default)
  * @return 0, or ISV_EINVAL / ISV_ESTATE (submitted)
@@ -1814,6 +1862,7 @@ ISV_EXTERN int isv_request_set_priority(isv_request *r, uint64_t level);
  * queue timeout for a model with queue policies (honoured with allow_timeout_override), a
  * deadline for the others (isv_model_config_set_queue_policy says which). Before
  * isv_server_infer.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
  * @param r the request
  * @param us the timeout in microseconds
  * @return 0, or ISV_EINVAL / ISV_ESTATE (submitted)
@@ -2044,18 +2093,21 @@ ISV_EXTERN const char *isv_http_query(const isv_http_request *req);
 ISV_EXTERN const char *isv_http_header(const isv_http_request *req, const char *name,
                                        size_t *len);
 /** The body (mutable: the handler may parse it in place); *len its length.
+ * Any thread (the handler's, or the one answering later).
  * @param req the request
  * @param len receives the body's length
  * @return the body, valid until req is answered
  */
 ISV_EXTERN void *isv_http_body(isv_http_request *req, size_t *len);
 /** The client went away (or the server's drain deadline passed): stop early and end.
+ * Any thread (the handler's, or the one answering later).
  * @param req the request
  * @return 1 when cancelled, 0 otherwise
  */
 ISV_EXTERN int isv_http_is_cancelled(const isv_http_request *req);
 /** A response header for the head that goes out with isv_http_respond or isv_http_begin (name
  * and value copied; not Content-Length, Transfer-Encoding or Connection: ISV_EINVAL).
+ * Any thread (the handler's, or the one answering later).
  * @param req the request
  * @param name the header's name
  * @param value its value
@@ -2065,6 +2117,7 @@ ISV_EXTERN int isv_http_add_header(isv_http_request *req, const char *name, cons
 /** The whole answer: status (100..599 but not 1xx: ISV_EINVAL), Content-Type (NULL: none) and
  * body, which follows the buffer contract (STATIC until the answer is written, TRANSIENT, or a
  * destructor called once it is). ISV_ESTATE when req was answered or begun.
+ * Any thread (the handler's, or the one answering later).
  * @param req the request
  * @param status the HTTP status (200..599)
  * @param content_type the Content-Type, or NULL
@@ -2146,12 +2199,14 @@ typedef struct isv_tls isv_tls; /**< a certificate, its key, and maybe client CA
  */
 ISV_EXTERN int isv_tls_new(isv_tls **out);
 /** Listeners keep what they were given: freeing the configuration does not touch them.
+ * Any thread (one at a time per isv_tls).
  * @param tls the configuration, or NULL
  */
 ISV_EXTERN void isv_tls_free(isv_tls *tls);
 /** The certificate chain (leaf first) and its private key, PEM, from files or from memory
  * (NUL-terminated). ISV_EINVAL when they cannot be read or do not match:
  * isv_tls_last_error says why (OpenSSL's reason).
+ * Any thread (one at a time per isv_tls).
  * @param tls the configuration
  * @param chain_file the PEM certificate chain's file, leaf first
  * @param key_file the PEM private key's file
@@ -2169,6 +2224,7 @@ ISV_EXTERN int isv_tls_set_cert_pem(isv_tls *tls, const char *chain_pem, const c
 /** Ask clients for a certificate signed by one of the CAs in ca_file (PEM): required (the
  * handshake fails without one) or optional (require 0: a client without one is anonymous).
  * A certificate that does not verify fails the handshake either way.
+ * Any thread (one at a time per isv_tls).
  * @param tls the configuration
  * @param ca_file the PEM file of the CAs
  * @param require nonzero to require a certificate
@@ -2201,6 +2257,7 @@ ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port
  */
 ISV_EXTERN int isv_server_set_listener_tls(isv_server *srv, unsigned index, const isv_tls *tls);
 /** A TLS client must finish its handshake within this long of connecting. Default 10000 ms.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param ms the handshake's deadline in milliseconds (> 0)
  * @return 0, or ISV_EINVAL (o NULL, ms 0)
@@ -2264,6 +2321,7 @@ ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, v
 /* What a carries — valid until isv_auth_complete, on the thread deciding: */
 /** HTTP: the front end — "kserve_v2", "tfserving", "vertex", "grps", "custom", "metrics"; gRPC:
  * the method's label — "v2_grpc", "grps_grpc", "tfserving_grpc", "grpc_health".
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return the front end's or the gRPC method's label
  */
@@ -2275,16 +2333,19 @@ ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a);
  */
 ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a);
 /** "GET", "POST", ...; gRPC: "/inference.GRPCInferenceService/ModelInfer"
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return the HTTP method, or the gRPC method's path
  */
 ISV_EXTERN const char *isv_auth_method(const isv_auth *a);
 /** The path as sent, without the query (gRPC: the method again).
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return the path
  */
 ISV_EXTERN const char *isv_auth_path(const isv_auth *a);
 /** Which question a asks (see above).
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return ISV_AUTH_STAGE_CALLER or ISV_AUTH_STAGE_MODEL
  */
@@ -2292,6 +2353,7 @@ ISV_EXTERN isv_auth_stage isv_auth_get_stage(const isv_auth *a);
 /** The model stage's model: its name as registered, after every resolution rule (NULL at the
  * caller stage), and its version ("1"; NULL when none is resolved: a model not registered yet,
  * or a question about every version of it).
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return the model's name, NULL at the caller stage
  */
@@ -2305,6 +2367,7 @@ ISV_EXTERN const char *isv_auth_model(const isv_auth *a);
 ISV_EXTERN const char *isv_auth_version(const isv_auth *a);
 /** A request header or gRPC metadata entry (case-insensitive name), NULL when absent; *len its
  * length (the value is not NUL-terminated).
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @param name the header's or metadata entry's name
  * @param len receives the value's length
@@ -2313,6 +2376,7 @@ ISV_EXTERN const char *isv_auth_version(const isv_auth *a);
 ISV_EXTERN const char *isv_auth_header(const isv_auth *a, const char *name, size_t *len);
 /** The peer's address ("10.0.0.7:51234", "[::1]:8000", "" when unknown) and the subject of its
  * TLS client certificate (NULL: none).
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return the peer's address, "" when unknown
  */
@@ -2326,17 +2390,20 @@ ISV_EXTERN const char *isv_auth_identity(const isv_auth *a);
 /** Who the client is for isv_options_set_max_client_requests (copied; at most 127 bytes): a
  * user, a token's subject. Default: the peer's address without its port. At the caller stage,
  * before done (ISV_ESTATE at the model stage: the request is counted already).
+ * On the thread deciding, before isv_auth_complete().
  * @param a the request waiting for a decision, at the caller stage
  * @param key the client's key (copied; at most 127 bytes)
  * @return 0, or ISV_EINVAL / ISV_ESTATE (at the model stage)
  */
 ISV_EXTERN int isv_auth_set_client(isv_auth *a, const char *key);
 /** The client's key: the one set at the caller stage (the model stage sees it too).
+ * Valid until isv_auth_complete(), on the thread deciding.
  * @param a the request waiting for a decision
  * @return the client's key
  */
 ISV_EXTERN const char *isv_auth_client(const isv_auth *a);
 /** The WWW-Authenticate value an HTTP 401 carries ("Bearer realm=\"models\""; copied).
+ * On the thread deciding, before isv_auth_complete().
  * @param a the request waiting for a decision
  * @param value the WWW-Authenticate value (copied)
  * @return 0, or ISV_EINVAL / ISV_ENOMEM
@@ -2357,6 +2424,7 @@ ISV_EXTERN int isv_auth_complete(isv_auth *a, isv_auth_decision decision, const 
  * is answered in the stream, RESOURCE_EXHAUSTED, and the stream goes on). Beyond: HTTP 429, gRPC
  * RESOURCE_EXHAUSTED, naming the limit. The client is the authorizer's key (isv_auth_set_client) or
  * the peer's address without the port. 0: no limit (the default).
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param n requests one client may have in flight (0: no limit)
  * @return 0, or ISV_EINVAL (o NULL)
@@ -2369,6 +2437,7 @@ ISV_EXTERN int isv_options_set_max_client_requests(isv_options *o, unsigned n);
  * origin) and expose Inference-Header-Content-Length. Other origins get no CORS headers (the
  * browser refuses the answer to the page). "" or NULL: none (the default). ISV_EINVAL for a
  * malformed origin.
+ * Any thread (the options' owner, one at a time).
  * @param o the options
  * @param origins space-separated origins, "*", or NULL / "" for none (copied)
  * @return 0, or ISV_EINVAL (o NULL, a malformed origin, too long)
@@ -2459,6 +2528,7 @@ ISV_EXTERN void *isv_exchange_user(const isv_exchange *x);
 /** A request header (copied). ISV_EHDRTOOBIG once the target and headers together pass
  * max_header_bytes (the exchange is then answered 431 when submitted); ISV_ESTATE after
  * submit.
+ * Loop thread.
  * @param x the exchange
  * @param name the header's name (copied)
  * @param name_len its length
@@ -2470,6 +2540,7 @@ ISV_EXTERN int isv_exchange_add_header(isv_exchange *x, const char *name, size_t
                                        const char *value, size_t value_len);
 /** Who sent it: the peer's address ("10.0.0.7:51234") and the subject of its TLS client
  * certificate (NULL: none), copied — what an authorization hook and per-client limits see.
+ * Loop thread.
  * @param x the exchange
  * @param peer the peer's address (copied)
  * @param identity the subject of its TLS client certificate (copied), or NULL
@@ -2478,6 +2549,7 @@ ISV_EXTERN int isv_exchange_add_header(isv_exchange *x, const char *name, size_t
 ISV_EXTERN int isv_exchange_set_peer(isv_exchange *x, const char *peer, const char *identity);
 /** The next bytes of the body, as they arrive (copied). ISV_ETOOBIG once the body passes
  * max_body_bytes: nothing more is kept, and the exchange is answered 413 when submitted.
+ * Loop thread.
  * @param x the exchange
  * @param data the next bytes of the body (copied)
  * @param len how many
@@ -2494,6 +2566,7 @@ ISV_EXTERN int isv_exchange_submit(isv_exchange *x);
  * freed; after, what answers it is told (as when a client disconnects: running work is
  * cancelled) and its answer is dropped — the carrier is not called for x again. The pieces the
  * host holds stay valid until it releases them. x must not be used afterwards.
+ * Loop thread.
  * @param x the exchange; not to be used afterwards
  */
 ISV_EXTERN void isv_exchange_free(isv_exchange *x);
@@ -2533,6 +2606,7 @@ ISV_EXTERN int isv_grpc_call_new(isv_server *srv, const isv_grpc_carrier *carrie
 ISV_EXTERN void *isv_grpc_call_user(const isv_grpc_call *call);
 /** A metadata entry (copied); ISV_EHDRTOOBIG past max_header_bytes (the call is then finished
  * RESOURCE_EXHAUSTED when started); ISV_ESTATE after start.
+ * Loop thread.
  * @param call the call
  * @param name the entry's name (copied)
  * @param name_len its length
@@ -2553,6 +2627,7 @@ ISV_EXTERN int isv_grpc_call_set_peer(isv_grpc_call *call, const char *peer,
                                       const char *identity);
 /** The client's deadline (grpc-timeout), from now: the requests it makes time out with it
  * (DEADLINE_EXCEEDED). 0: none (the default).
+ * Loop thread.
  * @param call the call
  * @param ms the deadline from now in milliseconds (0: none)
  * @return 0, or ISV_EINVAL / ISV_ESTATE
@@ -2560,6 +2635,7 @@ ISV_EXTERN int isv_grpc_call_set_peer(isv_grpc_call *call, const char *peer,
 ISV_EXTERN int isv_grpc_call_set_timeout(isv_grpc_call *call, uint64_t ms);
 /** Hand the call to its service: an unknown method is finished UNIMPLEMENTED — carrier calls
  * may run before this returns. ISV_ESTATE when already started.
+ * Loop thread.
  * @param call the call
  * @return 0, or ISV_ESTATE (already started)
  */
@@ -2567,6 +2643,7 @@ ISV_EXTERN int isv_grpc_call_start(isv_grpc_call *call);
 /** One whole request message (copied). ISV_ETOOBIG past max_body_bytes: the call is finished
  * RESOURCE_EXHAUSTED. ISV_ESTATE before start or after half-close; ISV_ECANCELED once the call
  * finished (the message is dropped).
+ * Loop thread.
  * @param call the call
  * @param msg one whole serialized message (copied)
  * @param len its length
@@ -2574,6 +2651,7 @@ ISV_EXTERN int isv_grpc_call_start(isv_grpc_call *call);
  */
 ISV_EXTERN int isv_grpc_call_append_message(isv_grpc_call *call, const void *msg, size_t len);
 /** The client sent its last message.
+ * Loop thread.
  * @param call the call
  * @return 0, or ISV_ESTATE
  */
@@ -2581,6 +2659,7 @@ ISV_EXTERN int isv_grpc_call_half_close(isv_grpc_call *call);
 /** The host lets go of call (its client cancelled or went away): the service is told, what it
  * still sends is dropped, the carrier is not called for it again; pieces held stay valid until
  * released. call must not be used afterwards.
+ * Loop thread.
  * @param call the call; not to be used afterwards
  */
 ISV_EXTERN void isv_grpc_call_free(isv_grpc_call *call);

@@ -255,3 +255,28 @@ def test_version_is_one_number():
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "## [Unreleased]" in changelog
     assert "%s.%s.%s" % hv in changelog
+
+
+def test_every_function_states_its_thread():
+    """Every public function of inferserve.h is documented (Doxygen's /** */) with its thread
+    rule in its own comment, so the generated reference shows it beside the function (the
+    section banners are not part of the reference). Doxygen's warnings-as-errors build
+    (ninja -C build docs) checks the parameters and return values."""
+    lines = (ROOT / "include" / "inferserve.h").read_text().split("\n")
+    missing = []
+    for i, line in enumerate(lines):
+        if not line.startswith("ISV_EXTERN"):
+            continue
+        name = re.search(r"(isv_\w+)\(", line).group(1)
+        k = i - 1
+        if not lines[k].rstrip().endswith("*/"):
+            missing.append(name + " (no doc comment right above it)")
+            continue
+        while not lines[k].lstrip().startswith("/*"):
+            k -= 1
+        doc = " ".join(lines[k:i])
+        if not lines[k].lstrip().startswith("/**"):
+            missing.append(name + " (a /* comment, not /**)")
+        elif "thread" not in doc.lower():
+            missing.append(name + " (no thread rule)")
+    assert not missing, "\n".join(missing)
