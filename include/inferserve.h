@@ -1,4 +1,5 @@
-/* libinferserve — an embeddable inference server on the host's libuv loop.
+/** @file inferserve.h
+ * libinferserve — an embeddable inference server on the host's libuv loop.
  *
  * The host links libinferserve, registers its models as C callbacks, and attaches the library
  * to its OWN uv_loop_t. The library then serves the models over KServe V2 (REST and gRPC,
@@ -9,7 +10,7 @@
  * Names.
  *  - Everything public is isv_ (functions, types) or ISV_ (constants, macros); isv__ and ISV__
  *    are the library's own.
- *  - A function is isv_<object>_<verb>[_<noun>], acting on its first argument, an isv_<object> *
+ *  - A function is `isv_<object>_<verb>[_<noun>]`, acting on its first argument, an `isv_<object> *`
  *    (isv_server_listen, isv_model_config_add_input). One shortening: an isv_http_request's
  *    functions are isv_http_*.
  *  - One meaning per verb:
@@ -26,16 +27,16 @@
  *                      _output_at / _output_count for the outputs of a response)
  *      is_             a yes/no question (isv_server_is_ready, isv_request_is_cancelled)
  *      on_             a callback run ONCE when something happens (isv_request_on_writable);
- *                      set_<what>_cb installs one that stays (isv_request_set_response_cb)
+ *                      `set_<what>_cb` installs one that stays (isv_request_set_response_cb)
  *      cancel          ask work in flight to stop (isv_request_cancel); it frees nothing
  *      complete        answer something handed to the host, once (Ownership, below)
  *  - Units are a name's last word: _ms, _us, _bytes; a max_ option bounds, a min_ one floors.
  *  - Constants are ISV_ + their enum's name without isv_ and without a generic last word
  *    (_mode, _level, _state, _reason...) + the value: isv_exec_mode -> ISV_EXEC_POOL,
  *    isv_sequence_end_reason -> ISV_SEQUENCE_END_IDLE; the flags of one field are
- *    ISV_<field>_FLAG_<name> (ISV_SEQUENCE_FLAG_START). Datatypes keep the protocols' names
+ *    `ISV_<field>_FLAG_<name>` (ISV_SEQUENCE_FLAG_START). Datatypes keep the protocols' names
  *    (ISV_FP32, ISV_BYTES).
- *  - Callback types are isv_<what>_cb (and isv_destructor, after sqlite's). A callback about an
+ *  - Callback types are `isv_<what>_cb` (and isv_destructor, after sqlite's). A callback about an
  *    object receives the object first and
  *    the host's pointer last; one about no object (the log, the access log, a backend's
  *    model-wide calls, the repository's) receives the host's pointer first.
@@ -107,20 +108,33 @@ extern "C" {
 #define ISV_EXTERN
 #endif
 
+/** The version of this header: MAJOR (docs/versioning.md says what 0.x promises). */
 #define ISV_VERSION_MAJOR 0
+/** The version of this header: MINOR. */
 #define ISV_VERSION_MINOR 1
+/** The version of this header: PATCH. */
 #define ISV_VERSION_PATCH 0
+/** The version of this header as one number, (MAJOR << 16) | (MINOR << 8) | PATCH: compare it
+ * with isv_version_hex(), the library's. */
 #define ISV_VERSION_HEX ((ISV_VERSION_MAJOR << 16) | (ISV_VERSION_MINOR << 8) | ISV_VERSION_PATCH)
 
-/* "0.1.0" and ISV_VERSION_HEX of the library actually loaded (not of the header compiled
- * against). Any thread. */
+/** "0.1.0" and ISV_VERSION_HEX of the library actually loaded (not of the header compiled
+ * against). Any thread.
+ * @return "MAJOR.MINOR.PATCH" of the library loaded: a static string
+ */
 ISV_EXTERN const char *isv_version(void);
+/** ISV_VERSION_HEX of the library actually loaded (not of the header compiled against), to compare
+ * with the macro: see isv_version(). Any thread.
+ * @return (MAJOR << 16) | (MINOR << 8) | PATCH of the library loaded
+ */
 ISV_EXTERN unsigned isv_version_hex(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Errors. XX(name, value, http status, gRPC status code, message).
  * The HTTP and gRPC columns are the one mapping table every frontend uses.
  * ------------------------------------------------------------------------------------------- */
+/** The table of error codes: XX(name, value, HTTP status, gRPC status code, message) per code.
+ * isv_errno, isv_strerror(), isv_err_http_status() and isv_err_grpc_status() are made from it. */
 #define ISV_ERRNO_MAP(XX)                                                                          \
   XX(EINVAL, -1001, 400, 3, "invalid argument")                                                    \
   XX(ENOMEM, -1002, 500, 8, "out of memory")                                                       \
@@ -147,6 +161,7 @@ ISV_EXTERN unsigned isv_version_hex(void);
   XX(EAGAIN, -1023, 503, 14, "the stream's send queue is full: try again when it drains")          \
   XX(ETHREAD, -1024, 500, 13, "called from a thread other than the server's loop thread")
 
+/** The error codes: ISV_OK (0) and every ISV_E* code of ISV_ERRNO_MAP (-1001 and below). */
 typedef enum {
 #define ISV__ERR_ENUM(name, val, http, grpc, msg) ISV_##name = (val),
   ISV_ERRNO_MAP(ISV__ERR_ENUM)
@@ -154,20 +169,38 @@ typedef enum {
   ISV_OK = 0
 } isv_errno;
 
-/* The message ("out of memory") and the name ("ENOMEM") of a code: static strings; unknown
- * codes give "unknown error" / "UNKNOWN". Any thread. */
+/** The message ("out of memory") and the name ("ENOMEM") of a code: static strings; unknown
+ * codes give "unknown error" / "UNKNOWN". Any thread.
+ * @param err an ISV_E* code (any int is accepted)
+ * @return the code's message ("out of memory"), a static string; "unknown error" for an unknown
+ *         code
+ */
 ISV_EXTERN const char *isv_strerror(int err);
+/** The name ("ENOMEM") of a code, without its ISV_ prefix: a static string (see isv_strerror()).
+ * Any thread.
+ * @param err an ISV_E* code (any int is accepted)
+ * @return the code's name, a static string; "UNKNOWN" for an unknown code
+ */
 ISV_EXTERN const char *isv_err_name(int err);
-/* The HTTP status / gRPC status code every front end answers for err (200 / 0 for ISV_OK; 500
- * / 2 UNKNOWN for a code that is not an ISV_E* code). Any thread. */
+/** The HTTP status / gRPC status code every front end answers for err (200 / 0 for ISV_OK; 500
+ * / 2 UNKNOWN for a code that is not an ISV_E* code). Any thread.
+ * @param err an ISV_E* code, or ISV_OK
+ * @return the HTTP status of err's row of ISV_ERRNO_MAP (200 for ISV_OK, 500 for an unknown code)
+ */
 ISV_EXTERN int isv_err_http_status(int err);
+/** The gRPC status code every front end answers for err (0 OK for ISV_OK; 2 UNKNOWN for a code that
+ * is not an ISV_E* code): see isv_err_http_status(). Any thread.
+ * @param err an ISV_E* code, or ISV_OK
+ * @return the gRPC status code of err's row of ISV_ERRNO_MAP
+ */
 ISV_EXTERN int isv_err_grpc_status(int err);
 
 /* ---------------------------------------------------------------------------------------------
  * Datatypes
  * ------------------------------------------------------------------------------------------- */
+/** A tensor's element type, named as the protocols name it (KServe V2). */
 typedef enum {
-  ISV_TYPE_INVALID = 0,
+  ISV_TYPE_INVALID = 0, /**< not a datatype (an unknown name) */
   ISV_BOOL,
   ISV_UINT8,
   ISV_UINT16,
@@ -177,24 +210,34 @@ typedef enum {
   ISV_INT16,
   ISV_INT32,
   ISV_INT64,
-  ISV_FP16, /* IEEE binary16 bits in a uint16_t */
-  ISV_BF16, /* bfloat16 bits in a uint16_t */
+  ISV_FP16, /**< IEEE binary16 bits in a uint16_t */
+  ISV_BF16, /**< bfloat16 bits in a uint16_t */
   ISV_FP32,
   ISV_FP64,
-  ISV_BYTES /* elements are isv_bytes */
+  ISV_BYTES /**< elements are isv_bytes */
 } isv_datatype;
 
-/* One BYTES element. This layout is fixed forever (like uv_buf_t). */
+/** One BYTES element. This layout is fixed forever (like uv_buf_t). */
 typedef struct isv_bytes {
-  const char *ptr;
-  size_t len;
+  const char *ptr; /**< the element's bytes (not NUL-terminated) */
+  size_t len;      /**< how many */
 } isv_bytes;
 
-/* Element size in bytes (sizeof(isv_bytes) for BYTES), 0 for an invalid type. Any thread. */
+/** Element size in bytes (sizeof(isv_bytes) for BYTES), 0 for an invalid type. Any thread.
+ * @param dt a datatype
+ * @return the element size in bytes, 0 for an invalid type
+ */
 ISV_EXTERN size_t isv_datatype_size(isv_datatype dt);
-/* "INT32", ... (the KServe V2 name); NULL for an invalid type. Any thread. */
+/** "INT32", ... (the KServe V2 name); NULL for an invalid type. Any thread.
+ * @param dt a datatype
+ * @return its KServe V2 name (a static string), NULL for an invalid type
+ */
 ISV_EXTERN const char *isv_datatype_name(isv_datatype dt);
-/* Parse a V2 name ("FP32"); ISV_TYPE_INVALID when unknown. Case-sensitive. Any thread. */
+/** Parse a V2 name ("FP32"); ISV_TYPE_INVALID when unknown. Case-sensitive. Any thread.
+ * @param name the name's bytes (need not be NUL-terminated)
+ * @param len the name's length in bytes
+ * @return the datatype, or ISV_TYPE_INVALID when the name is unknown
+ */
 ISV_EXTERN isv_datatype isv_datatype_from_name(const char *name, size_t len);
 
 /* ---------------------------------------------------------------------------------------------
@@ -206,8 +249,11 @@ ISV_EXTERN isv_datatype isv_datatype_from_name(const char *name, size_t len);
  *  a destructor:  the library owns the memory and calls the destructor when done — even when
  *                 the call fails.
  * ------------------------------------------------------------------------------------------- */
+/** Frees memory handed to the library (called with the memory's address). */
 typedef void (*isv_destructor)(void *p);
+/** The caller keeps the memory alive and unchanged until the object is done with it. */
 #define ISV_STATIC ((isv_destructor)0)
+/** The library copies the memory before the call returns. */
 #define ISV_TRANSIENT ((isv_destructor)-1)
 
 /* ---------------------------------------------------------------------------------------------
@@ -215,72 +261,136 @@ typedef void (*isv_destructor)(void *p);
  * creator: any thread, one at a time. The setters return 0, or ISV_EINVAL for a value out of
  * range (the option keeps its previous value).
  * ------------------------------------------------------------------------------------------- */
+/** A server's options, copied by isv_server_new() (the setters below). */
 typedef struct isv_options isv_options;
 
-/* Options holding every default. 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM. */
+/** Options holding every default. 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM.
+ * Any thread (the options' owner, one at a time).
+ * @param out receives the new options (NULL on failure); free them with isv_options_free()
+ * @return 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_options_new(isv_options **out);
-ISV_EXTERN void isv_options_free(isv_options *o); /* NULL is a no-op */
+/** Free options made by isv_options_new(); servers made with them keep their own copy. NULL is a
+ * no-op. Any thread (the options' owner).
+ * @param o the options, or NULL
+ */
+ISV_EXTERN void isv_options_free(isv_options *o);
 
 /* ---- Limits on one request: what a client may send -------------------------------------- */
-/* Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
+/** Largest request body (HTTP 413 beyond) and largest gRPC message (RESOURCE_EXHAUSTED beyond,
  * checked from the length prefix before anything is allocated). Default 65 MiB: a 64 MiB
- * tensor (binary, raw contents) with the JSON header or message fields that describe it. */
+ * tensor (binary, raw contents) with the JSON header or message fields that describe it.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n the largest body or message in bytes (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, n 0)
+ */
 ISV_EXTERN int isv_options_set_max_body_bytes(isv_options *o, size_t n);
-/* Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
- * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB. */
+/** Largest request line + headers (HTTP/1.1) or header block (HTTP/2) accepted (431 beyond; a
+ * gRPC call: a trailers-only RESOURCE_EXHAUSTED). Default 64 KiB.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n the largest request head in bytes (at least 64)
+ * @return 0, or ISV_EINVAL (o NULL, n under 64)
+ */
 ISV_EXTERN int isv_options_set_max_header_bytes(isv_options *o, size_t n);
-/* Nesting depth allowed in JSON request bodies. Default 64. */
+/** Nesting depth allowed in JSON request bodies. Default 64.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n the deepest nesting of arrays and objects accepted (1 to 1024)
+ * @return 0, or ISV_EINVAL (o NULL, n out of range)
+ */
 ISV_EXTERN int isv_options_set_max_json_depth(isv_options *o, unsigned n);
-/* Inputs, requested outputs and parameters one request may carry, each (400 beyond, on every
+/** Inputs, requested outputs and parameters one request may carry, each (400 beyond, on every
  * protocol and in process): a body of a million tiny inputs would hold the loop and memory
- * long before validation could refuse it. Default 1024. */
+ * long before validation could refuse it. Default 1024.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n inputs, requested outputs and parameters a request may carry, each (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, n 0)
+ */
 ISV_EXTERN int isv_options_set_max_tensors(isv_options *o, unsigned n);
 
 /* ---- Connections and their timeouts ----------------------------------------------------- */
-/* Connections open at once. At the limit, the connection without a request in flight that has
+/** Connections open at once. At the limit, the connection without a request in flight that has
  * been so the longest is closed to make room — idle between keep-alive requests, or one that
  * never completed a request: silent since it connected, still sending a request's head, in
  * its TLS handshake or HTTP/2 preface — so that clients holding connections without asking
  * anything cannot lock new ones out before their timeouts. A connection whose request is being
  * received (its head complete), processed or answered is never closed for this. When every
  * connection has a request in flight, new ones are accepted and closed at once (logged once
- * per episode). Default 10000. */
+ * per episode). Default 10000.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n connections open at once (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, n 0)
+ */
 ISV_EXTERN int isv_options_set_max_connections(isv_options *o, unsigned n);
-/* A connection with no request in progress is closed after this long. Default 60000 ms. */
+/** A connection with no request in progress is closed after this long. Default 60000 ms.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param ms how long an idle connection stays open, in milliseconds (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, ms 0)
+ */
 ISV_EXTERN int isv_options_set_idle_timeout_ms(isv_options *o, uint64_t ms);
-/* A request's line and headers must arrive within this long of its first byte (408 beyond,
+/** A request's line and headers must arrive within this long of its first byte (408 beyond,
  * against slow-header attacks); the body must then keep arriving within the same bound
  * between reads — on HTTP/2 too, per REST stream (408, then RST_STREAM). gRPC streams may
- * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms. */
+ * idle (streaming calls do); grpc-timeout bounds them. Default 30000 ms.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param ms the bound on a request head's arrival and on a body's pauses, in milliseconds (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, ms 0)
+ */
 ISV_EXTERN int isv_options_set_header_timeout_ms(isv_options *o, uint64_t ms);
-/* A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
+/** A request body (HTTP/1.1, REST over h2c) may take grace_ms plus one second per bytes_per_s
  * received, or it is answered 408 (Apache mod_reqtimeout's MinRate): one byte every 20 s no
  * longer holds a connection and its buffer forever. The bound is a deadline, not only a check
  * when bytes arrive: a body that stops altogether is answered 408 the moment its allowance is
  * spent (from its headers: grace_ms, plus one second per bytes_per_s received), not a header
- * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms. */
+ * timeout later. 0 bytes_per_s: no minimum. Default 1024 bytes/s after a grace of 10000 ms.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param bytes_per_s the least average rate of a body, in bytes per second (0: no minimum)
+ * @param grace_ms the time a body gets before the rate applies, in milliseconds
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_min_body_rate(isv_options *o, size_t bytes_per_s,
                                              uint64_t grace_ms);
-/* A response that makes no progress for this long — the client stopped reading, or keeps an
+/** A response that makes no progress for this long — the client stopped reading, or keeps an
  * HTTP/2 window at 0 — is dropped with its memory: the connection is reset (a TCP RST, so that
  * the kernel drops the bytes queued for the client too, as nginx's reset_timedout_connection;
- * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms. */
+ * the stream is reset on HTTP/2 when only it is stuck). Default 30000 ms.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param ms how long a response may make no progress, in milliseconds (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, ms 0)
+ */
 ISV_EXTERN int isv_options_set_send_timeout_ms(isv_options *o, uint64_t ms);
-/* Listen with SO_REUSEPORT: several servers — one per loop, each in its thread — may listen on
+/** Listen with SO_REUSEPORT: several servers — one per loop, each in its thread — may listen on
  * the same address and port, and the kernel spreads the connections over them (the demo's
  * --threads). Servers made with one group (isv_options_set_group) share their models; others
- * keep their own. Default off. */
+ * keep their own. Default off.
+ * @param o the options
+ * @param on nonzero to listen with SO_REUSEPORT
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_reuse_port(isv_options *o, int on);
 
 /* ---- Memory: bytes received, queued and cached, and the allocator ----------------------- */
-/* Request bytes the server buffers while they arrive, all connections together: a body or a
+/** Request bytes the server buffers while they arrive, all connections together: a body or a
  * gRPC message reserves its size (announced, or as it grows) until it is complete; a
  * compressed one's decoded bytes (Content-Encoding, grpc-encoding) are charged too, as they
  * come out of the decoder, and held until the request is answered. Beyond it, a new one is
  * refused (HTTP 503, gRPC UNAVAILABLE: retry later) instead of memory growing with the number
- * of slow uploads or zip bombs. One max_body_bytes request always fits. Default 256 MiB. */
+ * of slow uploads or zip bombs. One max_body_bytes request always fits. Default 256 MiB.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n request bytes buffered while arriving, all connections together (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, n 0)
+ */
 ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
-/* Bytes a streamed answer may have queued for its client and not yet written — a custom
+/** Bytes a streamed answer may have queued for its client and not yet written — a custom
  * route's isv_http_write pieces, Server-Sent Events of generate_stream, grps ?streaming=true
  * chunks, ModelStreamInfer / PredictStreaming messages and the decoupled responses behind
  * them — per stream (an HTTP/1.1 response, an HTTP/2 stream) and per connection (all its
@@ -292,15 +402,31 @@ ISV_EXTERN int isv_options_set_max_receiving_bytes(isv_options *o, size_t n);
  * bound is still taken when the queue is empty. Defaults: 4 MiB per stream — a few hundred
  * milliseconds of a fast client's worth, or one 4 MiB tensor, so a reader that keeps up never
  * waits — and 16 MiB per connection, so that an HTTP/2 connection's 100 streams cannot hold
- * 100 times a stream's bound. ISV_EINVAL for 0. */
+ * 100 times a stream's bound. ISV_EINVAL for 0.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n bytes one stream may have queued for its client (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, n 0)
+ */
 ISV_EXTERN int isv_options_set_max_queued_stream_bytes(isv_options *o, size_t n);
+/** Bytes one connection's streams together may have queued for its client: the per-connection bound
+ * of isv_options_set_max_queued_stream_bytes() (default 16 MiB). Any thread (the options' owner).
+ * @param o the options
+ * @param n bytes a connection may have queued for its client (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, n 0)
+ */
 ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
-/* Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)
+/** Bytes of freed large buffers (request bodies, gRPC messages and tensors of 1 MiB or more)
  * the server keeps mapped for the next requests instead of returning them to the system:
  * touching fresh memory costs ~10x a copy into memory already mapped. At most 8 blocks are
- * kept. 0 keeps none. Default 64 MiB. */
+ * kept. 0 keeps none. Default 64 MiB.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n bytes of freed large buffers kept mapped (0: none)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
-/* gRPC answers (every service's response messages) of at least min_bytes are compressed when
+/** gRPC answers (every service's response messages) of at least min_bytes are compressed when
  * the call's grpc-accept-encoding lists gzip or deflate (gzip first; zlib's fastest level) —
  * grpcio and grpc-java send that header on every call, so this is the host's choice, not the
  * client's: compression costs CPU per answer and float tensors shrink little; text, sparse or
@@ -309,9 +435,13 @@ ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
  * are. A unary answer of 96 KiB or more is compressed on the worker threads; a streaming
  * call's messages keep their order, so those of 96 KiB or more go uncompressed (the loop
  * would otherwise be held ~3 ms per MB). Clients compressing their own messages need nothing:
- * those are always accepted. 0 (the default): answers are never compressed. */
+ * those are always accepted. 0 (the default): answers are never compressed.
+ * @param o the options
+ * @param min_bytes the smallest answer compressed, in bytes (0: never)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_grpc_compression(isv_options *o, size_t min_bytes);
-/* `blocks` large buffers that each hold `block_bytes`, mapped and faulted in (their pages
+/** `blocks` large buffers that each hold `block_bytes`, mapped and faulted in (their pages
  * touched) on a worker thread as the server starts, then kept in the buffer cache above, whose
  * limit is raised to hold them. Why: memory never touched costs ~1 ms per MiB to fault in on a
  * small VM, and the first large request body, gRPC message or tensor of each size pays it —
@@ -323,9 +453,14 @@ ISV_EXTERN int isv_options_set_grpc_compression(isv_options *o, size_t min_bytes
  * are ready get fresh memory as without this. Without worker threads
  * (isv_options_set_worker_threads 0) isv_server_new faults them in itself before it returns. A
  * group's servers each keep their own. ISV_EINVAL for blocks > 8 (the cache's slots) or
- * block_bytes under 1 MiB (smaller buffers come from malloc). Default: none (0, 0). */
+ * block_bytes under 1 MiB (smaller buffers come from malloc). Default: none (0, 0).
+ * @param o the options
+ * @param block_bytes the size of each block (at least 1 MiB)
+ * @param blocks how many blocks (at most 8; 0: none)
+ * @return 0, or ISV_EINVAL (o NULL, blocks > 8, block_bytes under 1 MiB)
+ */
 ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_bytes, unsigned blocks);
-/* The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
+/** The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
  * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
  * (nghttp2 is given the same functions), requests and their tensors, registered models, and
  * the encoded answers and decoded (inflated) bodies (they grow through it by doubling,
@@ -344,44 +479,62 @@ ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_byte
  * server's shortage (503 / UNAVAILABLE, or ISV_ENOMEM from the call) — never a crash.
  * `user` is passed to each. Fields may be added at the end: struct_size = sizeof(isv_mem). */
 typedef struct isv_mem {
-  size_t struct_size;
-  void *user;
-  void *(*malloc)(size_t size, void *user);
-  void (*free)(void *ptr, void *user);
-  void *(*calloc)(size_t nmemb, size_t size, void *user);
-  void *(*realloc)(void *ptr, size_t size, void *user);
+  size_t struct_size; /**< sizeof(isv_mem) */
+  void *user;         /**< passed to each function */
+  void *(*malloc)(size_t size, void *user);               /**< as malloc(3) */
+  void (*free)(void *ptr, void *user);                    /**< as free(3) */
+  void *(*calloc)(size_t nmemb, size_t size, void *user); /**< as calloc(3) */
+  void *(*realloc)(void *ptr, size_t size, void *user);   /**< as realloc(3) */
 } isv_mem;
-/* Copied. NULL: libc's (the default). ISV_EINVAL when a function is missing or struct_size is
- * too small. */
+/** Copied. NULL: libc's (the default). ISV_EINVAL when a function is missing or struct_size is
+ * too small.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param mem the allocator (copied), or NULL for libc's
+ * @return 0, or ISV_EINVAL (o NULL, a function missing, struct_size too small)
+ */
 ISV_EXTERN int isv_options_set_mem(isv_options *o, const isv_mem *mem);
 
 /* ---- Admission and execution: how much work at once, and who runs it -------------------- */
-/* Inference requests accepted at once — queued or running, every model together. Beyond it a
+/** Inference requests accepted at once — queued or running, every model together. Beyond it a
  * request is refused at once (HTTP 503, gRPC UNAVAILABLE: retry later or elsewhere) instead of
  * queueing without bound. 0: no limit. Default 0 (each model's queue bound still holds:
- * isv_model_config_set_max_queue). */
+ * isv_model_config_set_max_queue).
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n requests queued or running at once (0: no limit)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n);
-/* Worker threads the server keeps for ISV_EXEC_POOL backends — and for decoding and encoding
+/** Worker threads the server keeps for ISV_EXEC_POOL backends — and for decoding and encoding
  * JSON request and response bodies of 96 KiB or more, which would otherwise hold the host's
  * loop for milliseconds (~3 ms per MB), for faulting in fresh memory for large HTTP/1.1 bodies
  * and for freeing large request buffers. Its own threads, not libuv's
  * pool: that pool is shared with the host's file system and DNS work and sized once per
  * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
  * the host. Started when a POOL backend first needs one, joined when the server closes.
- * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1. */
+ * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1.
+ * @param o the options
+ * @param n the number of worker threads (1 to 4096)
+ * @return 0, or ISV_EINVAL (o NULL, n out of range)
+ */
 ISV_EXTERN int isv_options_set_worker_threads(isv_options *o, unsigned n);
-/* isv_server_close lets in-flight requests and responses finish for at most this long. Then
+/** isv_server_close lets in-flight requests and responses finish for at most this long. Then
  * the connections still open are closed, requests still queued are answered 503 without
  * running, and running ones are cancelled (isv_request_is_cancelled). A backend gets 1 s more to
  * complete them; one that does not is ABANDONED, so that a backend that never completes
  * cannot hold the close: its requests are answered 503 (a WARN log line names the model), the
  * close callback runs, and the library keeps what the backend still uses — the request, its
  * inputs, its model version, the worker thread it runs on (detached) — until the backend
- * completes it, whenever and from whatever thread. 0: no deadline. Default 30000 ms. */
+ * completes it, whenever and from whatever thread. 0: no deadline. Default 30000 ms.
+ * @param o the options
+ * @param ms the drain's deadline in milliseconds (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, ms 0: the setter refuses it)
+ */
 ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
 
 /* ---- What the server speaks, and says of itself ----------------------------------------- */
-/* Turn a protocol front end on or off by name. Every one is on by default:
+/** Turn a protocol front end on or off by name. Every one is on by default:
  *   "kserve_v2"    KServe V2 REST under /v2 and gRPC inference.GRPCInferenceService
  *   "tfserving"    TensorFlow Serving REST under /v1/models: status, metadata, :predict (row
  *                  and columnar formats), :classify and :regress (examples + context); and
@@ -405,9 +558,18 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  *                  and their .proto descriptors, for grpcurl, Postman and dynamic clients
  *   "metrics"      GET /metrics (Prometheus)
  * A disabled front end's paths answer 404 and its gRPC methods UNIMPLEMENTED. isv_server_new
- * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names. */
+ * fails with ISV_ENOTFOUND when a name matches no front end. ISV_ENOMEM past 16 names.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param name a front end's name (the list above; copied; not empty)
+ * @param enabled nonzero to serve it, 0 to switch it off
+ * @return 0, or ISV_EINVAL (o NULL, name NULL, empty or too long) / ISV_ENOMEM (past 16 names); an
+ *         unknown name fails isv_server_new() with ISV_ENOTFOUND
+ */
 ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
-/* Which metric names GET /metrics writes (a bitmask; both at once for a migration):
+/** The metric names GET /metrics may write: bits of isv_options_set_metrics_style(). */
+typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metrics_style;
+/** Which metric names GET /metrics writes (a bitmask; both at once for a migration):
  *   ISV_METRICS_LIBINFERSERVE  the library's own (isv_requests_total by protocol and outcome,
  *                              latency, queue and batch-size histograms, ...): the default
  *   ISV_METRICS_TRITON         Triton's, for dashboards built on them, labels model and version:
@@ -420,15 +582,30 @@ ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int en
  *     nv_inference_compute_output_duration_us, nv_inference_pending_request_count (waiting
  *     for an instance now), and nv_inference_request_duration_us histograms are not Triton's
  *     default and not written; nor are the cache (no response cache yet), GPU and CPU
- *     families. ISV_EINVAL for 0 or an unknown bit. */
-typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metrics_style;
+ *     families. ISV_EINVAL for 0 or an unknown bit.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param styles ISV_METRICS_LIBINFERSERVE, ISV_METRICS_TRITON, or both ORed
+ * @return 0, or ISV_EINVAL (o NULL, styles 0 or an unknown bit)
+ */
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles);
-/* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
+/** Name and version reported by server metadata. Defaults "libinferserve", isv_version().
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param name the server's name (copied)
+ * @param version its version (copied)
+ * @return 0, or ISV_EINVAL (o, name or version NULL, or too long)
+ */
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);
-/* Triton's strict readiness: the server is ready only while online AND every registered model
- * version is READY. Default off (ready = online). */
+/** Triton's strict readiness: the server is ready only while online AND every registered model
+ * version is READY. Default off (ready = online).
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param on nonzero for strict readiness
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
-/* Triton's system shared memory extension (its --allow-client-shm): clients may register
+/** Triton's system shared memory extension (its --allow-client-shm): clients may register
  * regions of POSIX shared memory objects (/v2/systemsharedmemory/..., gRPC
  * SystemSharedMemory*) and name them in their tensors' parameters, which the server then reads
  * and writes. Any client that reaches the server can then open, read and write every
@@ -440,9 +617,14 @@ ISV_EXTERN int isv_options_set_strict_readiness(isv_options *o, int on);
  * is written by the backend into library memory, then with pwrite(2) into the region — so a
  * client that shrinks its object while a request uses it gets a 400 / INVALID_ARGUMENT
  * ("... was shrunk ...") instead of killing the process (see
- * isv_options_set_shared_memory_in_place for the zero-copy alternative). */
+ * isv_options_set_shared_memory_in_place for the zero-copy alternative).
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param on nonzero to let clients register system shared memory regions
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
-/* Zero-copy shared memory for TRUSTED clients only (default off). With it, a region is mapped
+/** Zero-copy shared memory for TRUSTED clients only (default off). With it, a region is mapped
  * (mmap MAP_SHARED) at registration, backends read inputs in place from the client's mapping
  * and isv_request_alloc_output hands them a pointer into the region when the output fits there (as
  * Triton does): no copy of the tensor in or out. The risk: the pages belong to the client,
@@ -453,17 +635,28 @@ ISV_EXTERN int isv_options_set_shared_memory(isv_options *o, int on);
  * server is as trusted as the process itself. No effect without isv_options_set_shared_memory.
  * In a group (isv_options_set_group) every member must agree with the first on it, as on
  * isv_options_set_shared_memory, else isv_server_new answers ISV_EINVAL. 0, or ISV_EINVAL
- * (o NULL). */
+ * (o NULL).
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param trusted nonzero for zero copy (clients as trusted as the process)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int trusted);
 
 /* ---- What the server tells the host ----------------------------------------------------- */
-/* Messages the server has for the host: a limit reached, a client cut off for abuse... */
+/** Messages the server has for the host: a limit reached, a client cut off for abuse... */
 typedef enum { ISV_LOG_ERROR = 1, ISV_LOG_WARN = 2, ISV_LOG_INFO = 3 } isv_log_level;
+/** Receives one message of the server's, on the loop thread; message is valid during the call. */
 typedef void (*isv_log_cb)(void *user, isv_log_level level, const char *message);
-/* Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
- * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only. */
+/** Where they go. Default: WARN and ERROR to stderr, one line each, prefixed "libinferserve: ".
+ * cb NULL: nowhere. cb runs on the loop thread; message is valid during the call only.
+ * @param o the options
+ * @param cb the log callback, or NULL for nowhere
+ * @param user passed to cb
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
-/* Triton's logging extension (GET/POST /v2/logging, gRPC LogSettings; "logging" in server
+/** Triton's logging extension (GET/POST /v2/logging, gRPC LogSettings; "logging" in server
  * metadata's extensions) changes the server's log settings at run time: log_info,
  * log_warning and log_error decide which levels reach the callback above (all on at start);
  * log_file, log_format ("default" or "ISO8601") and log_verbose_level mean what the host makes
@@ -472,15 +665,26 @@ ISV_EXTERN int isv_options_set_log(isv_options *o, isv_log_cb cb, void *user);
  * one set of settings; the host is told once). Strings are valid during the call only.
  * Fields may be added at the end: read them only when struct_size covers them. */
 typedef struct isv_log_settings {
-  size_t struct_size;
-  const char *file; /* "": the host's usual place */
-  int info, warning, error;
-  unsigned verbose_level;
-  const char *format;
+  size_t struct_size; /**< the size the library filled */
+  const char *file;   /**< "": the host's usual place */
+  int info;           /**< log_info: INFO messages reach the log callback */
+  int warning;        /**< log_warning: WARN messages do */
+  int error;          /**< log_error: ERROR messages do */
+  unsigned verbose_level; /**< log_verbose_level, the host's to interpret */
+  const char *format;     /**< log_format: "default" or "ISO8601" */
 } isv_log_settings;
+/** Receives the logging extension's new settings (isv_log_settings), on the loop thread. */
 typedef void (*isv_log_settings_cb)(void *user, const isv_log_settings *settings);
+/** The host hears of every change of the logging extension's settings (isv_log_settings, above)
+ * through cb, on the loop thread of the server that took it; NULL: not told (the levels still
+ * apply). Any thread (the options' owner).
+ * @param o the options
+ * @param cb called with the new settings, or NULL
+ * @param user passed to cb
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_log_settings_cb(isv_options *o, isv_log_settings_cb cb, void *user);
-/* A traced request's timeline (Triton's TIMESTAMPS trace level), handed to the host once it is
+/** A traced request's timeline (Triton's TIMESTAMPS trace level), handed to the host once it is
  * done. Times are uv_hrtime() nanoseconds (one clock, comparable with each other); 0 for a
  * point the request never reached (refused before it ran: no compute times). A batched
  * request's compute times are its batch's. The trace id is the request's traceparent's (W3C
@@ -488,50 +692,70 @@ ISV_EXTERN int isv_options_set_log_settings_cb(isv_options *o, isv_log_settings_
  * one (has_parent 0). Strings are valid during the call only. Fields may be added at the end:
  * read them only when struct_size covers them. */
 typedef struct isv_trace_timeline {
-  size_t struct_size;
-  const char *model, *version;
-  const char *protocol;   /* the label requests are counted under: "v2_http", "inprocess"... */
-  const char *request_id; /* the client's id, "" when none */
-  int status;             /* 0, or the ISV_E* code it ended with */
-  uint8_t trace_id[16];
-  uint8_t parent_id[8];
-  uint8_t flags; /* the traceparent's (bit 0: sampled); 1 for a fresh trace */
-  int has_parent;
-  uint64_t request_start_ns, queue_start_ns, compute_start_ns, compute_input_end_ns,
-      compute_output_start_ns, compute_end_ns, request_end_ns;
-  size_t batch_size; /* requests executed together (1: alone; 0: never ran) */
+  size_t struct_size;     /**< the size the library filled */
+  const char *model;      /**< the model's name */
+  const char *version;    /**< the version that ran */
+  const char *protocol;   /**< the label requests are counted under: "v2_http", "inprocess"... */
+  const char *request_id; /**< the client's id, "" when none */
+  int status;             /**< 0, or the ISV_E* code it ended with */
+  uint8_t trace_id[16];   /**< the W3C trace id */
+  uint8_t parent_id[8];   /**< the caller's span id (with has_parent) */
+  uint8_t flags; /**< the traceparent's (bit 0: sampled); 1 for a fresh trace */
+  int has_parent;         /**< 1 when the request came with a traceparent */
+  uint64_t request_start_ns;        /**< the request was read whole (or submitted in process) */
+  uint64_t queue_start_ns;          /**< it entered its model's queue */
+  uint64_t compute_start_ns;        /**< its backend (or its batch's) started */
+  uint64_t compute_input_end_ns;    /**< the inputs were ready for the backend */
+  uint64_t compute_output_start_ns; /**< the backend started on the outputs */
+  uint64_t compute_end_ns;          /**< the backend completed */
+  uint64_t request_end_ns;          /**< the answer was done */
+  size_t batch_size; /**< requests executed together (1: alone; 0: never ran) */
 } isv_trace_timeline;
+/** Receives a traced request's timeline, on the loop thread; t is valid during the call. */
 typedef void (*isv_trace_cb)(void *user, const isv_trace_timeline *t);
-/* Trace requests: every `rate`-th request that finishes (1: each), and every one whose
+/** Trace requests: every `rate`-th request that finishes (1: each), and every one whose
  * traceparent says its caller sampled it (flag bit 0: a trace is followed end to end), goes to
  * cb on the loop thread when it is done — for a host to write Triton's trace file, or spans to
  * OpenTelemetry. Without cb (the default), nothing is recorded and nothing costs. Requests the
- * library runs for itself (the repository's) are not traced. ISV_EINVAL for rate 0 with cb. */
+ * library runs for itself (the repository's) are not traced. ISV_EINVAL for rate 0 with cb.
+ * @param o the options
+ * @param cb called with each traced request's timeline, or NULL (the default: no tracing)
+ * @param user passed to cb
+ * @param rate trace every rate-th request (1: each); requests their caller sampled are traced
+ *             anyway
+ * @return 0, or ISV_EINVAL (o NULL, rate 0 with cb)
+ */
 ISV_EXTERN int isv_options_set_trace(isv_options *o, isv_trace_cb cb, void *user, unsigned rate);
-/* One answered request, for an access log. Fields may be added at the end: read them only
+/** One answered request, for an access log. Fields may be added at the end: read them only
  * when struct_size covers them. Strings are valid during the call only. */
 typedef struct isv_access_entry {
-  size_t struct_size;
-  const char *protocol; /* "http/1.1" (HTTP/1.0 too; with TLS too), "h2c" (REST over HTTP/2;
+  size_t struct_size; /**< the size the library filled */
+  const char *protocol; /**< "http/1.1" (HTTP/1.0 too; with TLS too), "h2c" (REST over HTTP/2;
                          * "h2" with TLS), "grpc", or
                          * "adapter" (an isv_exchange the host's own server carried; the
                          * host's gRPC calls are its to log) */
-  const char *method;   /* "GET", "POST", ... ("" when the request line was not read) */
-  const char *path;     /* as sent, without the query ("" when not read); gRPC: the method */
-  int status;           /* the HTTP status; for gRPC the grpc-status code (0 = OK) */
-  uint64_t bytes_in;    /* request body bytes (gRPC: the messages' bytes, framing included) */
-  uint64_t bytes_out;   /* response body bytes the server answered with */
-  uint64_t duration_us; /* from the request read whole (REST) or the call's headers (gRPC)
+  const char *method;   /**< "GET", "POST", ... ("" when the request line was not read) */
+  const char *path;     /**< as sent, without the query ("" when not read); gRPC: the method */
+  int status;           /**< the HTTP status; for gRPC the grpc-status code (0 = OK) */
+  uint64_t bytes_in;    /**< request body bytes (gRPC: the messages' bytes, framing included) */
+  uint64_t bytes_out;   /**< response body bytes the server answered with */
+  uint64_t duration_us; /**< from the request read whole (REST) or the call's headers (gRPC)
                          * to its answer's end: written (REST), the trailers handed to
                          * HTTP/2 (gRPC) */
-  const char *trace_id; /* the W3C traceparent's trace id it came with, 32 hex digits; "" when
+  const char *trace_id; /**< the W3C traceparent's trace id it came with, 32 hex digits; "" when
                          * none or one that does not parse (isv_request_trace_context) */
 } isv_access_entry;
+/** Receives one access log entry, on the loop thread; entry is valid during the call. */
 typedef void (*isv_access_cb)(void *user, const isv_access_entry *entry);
-/* Called on the loop thread once per request answered over the network — every status, the
+/** Called on the loop thread once per request answered over the network — every status, the
  * transport's own refusals (400, 408, 413, 431...) included; a request whose client left
  * before its answer was written is logged with the status it was answered with (499 when it
- * was cancelled). Default: none. In-process requests are not logged. */
+ * was cancelled). Default: none. In-process requests are not logged.
+ * @param o the options
+ * @param cb called once per answered request, or NULL (the default)
+ * @param user passed to cb
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_access_log(isv_options *o, isv_access_cb cb, void *user);
 
 /* ---- Every core: a group of servers, one per loop and thread, serving one set of models ----
@@ -569,116 +793,170 @@ ISV_EXTERN int isv_options_set_access_log(isv_options *o, isv_access_cb cb, void
  * call concurrently from different threads for different requests. Its destroy runs once, when
  * the version was removed (or the group ended: the host's reference dropped and every member
  * closed) and no member uses it any more — on the thread that let the last use go. */
+/** A group of servers sharing one set of models (above). */
 typedef struct isv_group isv_group;
-/* 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM. Any thread. */
+/** 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM. Any thread.
+ * @param out receives the group (the host's reference: isv_group_free())
+ * @return 0, or ISV_EINVAL (out NULL) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_group_new(isv_group **out);
-/* Drop the host's reference (NULL is a no-op); the group lives on while options or servers
- * hold it. Any thread. */
+/** Drop the host's reference (NULL is a no-op); the group lives on while options or servers
+ * hold it. Any thread.
+ * @param g the group, or NULL
+ */
 ISV_EXTERN void isv_group_free(isv_group *g);
-/* Servers made with these options join g (NULL: none, the default). The options hold a
+/** Servers made with these options join g (NULL: none, the default). The options hold a
  * reference to g until they are freed or set to another group. With
  * isv_options_set_reuse_port, members listen on the same addresses; the group's first listen
  * on an address must find it free (ISV_EIO, "address already in use", when another process
  * listens there), so SO_REUSEPORT shares a port among the group's members only. Members may
  * call isv_server_listen on one address at the same moment, each from its own loop thread:
- * the group takes their listens one at a time, and all succeed. */
+ * the group takes their listens one at a time, and all succeed.
+ * @param o the options
+ * @param g the group to join, or NULL for none
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_group(isv_options *o, isv_group *g);
 
 /* ---------------------------------------------------------------------------------------------
  * Server
  * ------------------------------------------------------------------------------------------- */
+/** A server on the host's loop: its listeners, models, routes and connections. */
 typedef struct isv_server isv_server;
+/** Called on the loop thread once a closed server is gone (isv_server_close()). */
 typedef void (*isv_close_cb)(isv_server *srv, void *data);
 
-/* Create a server on the host's loop. Starts no thread and opens no socket. opts may be NULL
+/** Create a server on the host's loop. Starts no thread and opens no socket. opts may be NULL
  * (defaults) and is not retained. The server starts ONLINE. ISV_ENOTFOUND when opts switches a
  * protocol no front end has (isv_options_set_protocol). Call it on the thread that runs
- * `loop`: it becomes the server's loop thread. */
+ * `loop`: it becomes the server's loop thread.
+ * @param loop the host's loop; the calling thread becomes the server's loop thread
+ * @param opts options (copied), or NULL for the defaults
+ * @param out receives the server; it ends with isv_server_close()
+ * @return 0, or ISV_EINVAL (loop or out NULL, a group's members disagreeing on shared memory) /
+ *         ISV_ENOTFOUND (an unknown protocol name) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_server **out);
-/* Listen on host:port (IPv4 or IPv6 literal, or "localhost"). May be called several times.
+/** Listen on host:port (IPv4 or IPv6 literal, or "localhost"). May be called several times.
  * Port 0 picks a free port: see isv_server_bound_port(). Returns ISV_EIO when the address
- * cannot be bound (isv_server_last_error() says why). Loop thread. */
+ * cannot be bound (isv_server_last_error() says why). Loop thread.
+ * @param srv the server
+ * @param host an IPv4 or IPv6 literal, or "localhost"
+ * @param port the port; 0 picks a free one
+ * @return 0, or ISV_EIO (the address cannot be bound), ISV_EINVAL, ISV_ESTATE (closing),
+ *         ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_listen(isv_server *srv, const char *host, int port);
-/* The port of the index-th successful listen (0-based), or -1. Loop thread. */
+/** The port of the index-th successful listen (0-based), or -1. Loop thread.
+ * @param srv the server
+ * @param index which successful listen, 0-based
+ * @return the port, or -1 when there is no such listener
+ */
 ISV_EXTERN int isv_server_bound_port(const isv_server *srv, unsigned index);
-/* Serve a connection the host accepted itself: `stream` is an initialised, connected uv_tcp_t
+/** Serve a connection the host accepted itself: `stream` is an initialised, connected uv_tcp_t
  * or uv_pipe_t on the server's loop. The library takes it, even when the call fails: it
  * closes it when the connection ends (at once on failure) and then calls close_cb(stream),
  * with stream->data as the host left it: the host frees the memory there, whatever allocator
  * it came from. close_cb may be NULL when the stream's memory outlives the server. Loop
- * thread. */
+ * thread.
+ * @param srv the server
+ * @param stream a connected uv_tcp_t or uv_pipe_t on the server's loop; the library takes it
+ * @param close_cb called with stream once the library closed it, or NULL
+ * @return 0, or an ISV_E* code (the stream is then closed at once, and close_cb called)
+ */
 ISV_EXTERN int isv_server_adopt(isv_server *srv, uv_stream_t *stream, uv_close_cb close_cb);
-/* Online (the default) makes the server ready; offline makes every readiness endpoint answer
+/** Online (the default) makes the server ready; offline makes every readiness endpoint answer
  * not-ready so that load balancers drain this replica. Requests are still served. Loop
- * thread. */
+ * thread.
+ * @param srv the server
+ * @param online nonzero for online, 0 for offline
+ */
 ISV_EXTERN void isv_server_set_online(isv_server *srv, int online);
-ISV_EXTERN int isv_server_is_online(const isv_server *srv); /* Loop thread. */
-/* Ready: online and not closing and, with strict readiness, every model version READY — what
- * every protocol's readiness endpoint reports. Loop thread. */
+/** Whether the server is online (isv_server_set_online()). Loop thread.
+ * @param srv the server
+ * @return 1 when online, 0 when offline
+ */
+ISV_EXTERN int isv_server_is_online(const isv_server *srv);
+/** Ready: online and not closing and, with strict readiness, every model version READY — what
+ * every protocol's readiness endpoint reports. Loop thread.
+ * @param srv the server
+ * @return 1 when ready, 0 when not
+ */
 ISV_EXTERN int isv_server_is_ready(const isv_server *srv);
-/* Stop listening, stop reading new requests, let in-flight requests finish and their
+/** Stop listening, stop reading new requests, let in-flight requests finish and their
  * responses be written, close every connection, unregister every model (destroy callbacks
  * run), then call cb (may be NULL) on the loop thread; the server is freed after it and no
  * handle of the library stays on the loop. The drain has a deadline (isv_options_set_drain_
  * timeout_ms): past it and 1 s of grace, requests whose backends still run are abandoned
- * rather than waited for. ISV_ESTATE when already closing. Loop thread. */
+ * rather than waited for. ISV_ESTATE when already closing. Loop thread.
+ * @param srv the server; freed after cb ran
+ * @param cb called on the loop thread once the server is gone, or NULL
+ * @param data passed to cb
+ * @return 0, or ISV_ESTATE (already closing) / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_close(isv_server *srv, isv_close_cb cb, void *data);
-/* What the last call on this server said: every isv_server_* call (and isv_request_new,
+/** What the last call on this server said: every isv_server_* call (and isv_request_new,
  * isv_server_infer) resets it, and one that fails names its problem here ("" after a success).
- * Valid until the next call. Loop thread. */
+ * Valid until the next call. Loop thread.
+ * @param srv the server
+ * @return the last call's problem, "" after a success; valid until the next call
+ */
 ISV_EXTERN const char *isv_server_last_error(const isv_server *srv);
 
 /* ---------------------------------------------------------------------------------------------
  * Models
  * ------------------------------------------------------------------------------------------- */
+/** A model version's state: only READY versions serve requests. */
 typedef enum {
-  ISV_MODEL_UNKNOWN = 0,
-  ISV_MODEL_LOADING,
-  ISV_MODEL_READY,
-  ISV_MODEL_UNLOADING,
-  ISV_MODEL_UNAVAILABLE
+  ISV_MODEL_UNKNOWN = 0, /**< not a state */
+  ISV_MODEL_LOADING,     /**< being loaded */
+  ISV_MODEL_READY,       /**< serving */
+  ISV_MODEL_UNLOADING,   /**< being unloaded */
+  ISV_MODEL_UNAVAILABLE  /**< not serving */
 } isv_model_state;
 
-/* Where infer runs. Whatever the mode, one model version runs at most `instances` requests at
+/** Where infer runs. Whatever the mode, one model version runs at most `instances` requests at
  * once (isv_model_config_set_instances); the others wait in its queue. */
 typedef enum {
-  ISV_EXEC_INLINE = 0, /* on the loop thread, completing before it returns: it must not block.
+  ISV_EXEC_INLINE = 0, /**< on the loop thread, completing before it returns: it must not block.
                         * One that returns 0 without completing fails its request with
                         * ISV_EBACKEND naming the rule (and a later completion: ISV_ESTATE) */
-  ISV_EXEC_POOL = 1,   /* on one of the server's worker threads (isv_options_set_worker_threads) */
-  ISV_EXEC_ASYNC = 2   /* on the loop thread, where it only starts the work and returns; the
+  ISV_EXEC_POOL = 1,   /**< on one of the server's worker threads (isv_options_set_worker_threads) */
+  ISV_EXEC_ASYNC = 2   /**< on the loop thread, where it only starts the work and returns; the
                         * backend completes later from a thread of its own (a GPU stream's
                         * callback, a remote call). The instance stays taken until then. */
 } isv_exec_mode;
 
-/* Why a sequence ended (isv_backend.sequence_end). */
+/** Why a sequence ended (isv_backend.sequence_end). */
 typedef enum {
-  ISV_SEQUENCE_END_REQUESTED = 1, /* its request with sequence_end ran */
-  ISV_SEQUENCE_END_IDLE,      /* no request came for the model's idle timeout */
-  ISV_SEQUENCE_END_RESTARTED, /* a new request with sequence_start took its id */
-  ISV_SEQUENCE_END_CLOSED     /* the model version was removed or the server closed */
+  ISV_SEQUENCE_END_REQUESTED = 1, /**< its request with sequence_end ran */
+  ISV_SEQUENCE_END_IDLE,      /**< no request came for the model's idle timeout */
+  ISV_SEQUENCE_END_RESTARTED, /**< a new request with sequence_start took its id */
+  ISV_SEQUENCE_END_CLOSED     /**< the model version was removed or the server closed */
 } isv_sequence_end_reason;
 
+/** A model version's description (isv_model_config_new()). */
 typedef struct isv_model_config isv_model_config;
+/** One inference request, from the network or in process, and its response. */
 typedef struct isv_request isv_request;
 
-/* The backend: a callback table. Zero-initialise it and set struct_size = sizeof(isv_backend);
+/** The backend: a callback table. Zero-initialise it and set struct_size = sizeof(isv_backend);
  * fields added later are read only when struct_size covers them. */
 typedef struct isv_backend {
-  size_t struct_size;
-  /* Run one request: read inputs, allocate outputs with isv_request_alloc_output(), then call
+  size_t struct_size; /**< sizeof(isv_backend) */
+  /** Run one request: read inputs, allocate outputs with isv_request_alloc_output(), then call
    * isv_request_complete() — before returning or later, from any thread. The return value is
    * ignored when the request was completed; a nonzero return WITHOUT completing completes the
    * request as isv_request_complete(req, rc, NULL) would (so returning what a failed library
    * call returned is fine: the client gets 500 naming the rule that call found broken). Never
    * called concurrently for one request. */
   int (*infer)(isv_request *req, void *user);
-  /* Called once when the model version is unregistered and no request uses it any more
+  /** Called once when the model version is unregistered and no request uses it any more
    * (on the loop thread) — for a version with requests the server's close abandoned (see
    * isv_options_set_drain_timeout_ms), after its backend completed the last of them, on the
    * thread that completed it. May be NULL. */
   void (*destroy)(void *user);
-  /* Sequence batching: a sequence is over — free what the backend kept in its state slot
+  /** Sequence batching: a sequence is over — free what the backend kept in its state slot
    * (isv_request_sequence_state). id_str is the string id, or NULL when the id is numeric (id).
    * Called once per sequence, after its last request finished, on the loop thread. May be
    * NULL. */
@@ -686,71 +964,147 @@ typedef struct isv_backend {
                        isv_sequence_end_reason reason);
 } isv_backend;
 
-/* A model version's description, copied by isv_server_add_model. It belongs to its creator:
+/** A model version's description, copied by isv_server_add_model. It belongs to its creator:
  * it and every isv_model_config_* function below, any thread, one at a time. Names are
- * copied. 0, or ISV_EINVAL (a NULL or empty name, out NULL) / ISV_ENOMEM. */
+ * copied. 0, or ISV_EINVAL (a NULL or empty name, out NULL) / ISV_ENOMEM.
+ * @param name the model's name (copied; not empty)
+ * @param out receives the configuration; free it with isv_model_config_free()
+ * @return 0, or ISV_EINVAL (a NULL or empty name, out NULL) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_new(const char *name, isv_model_config **out);
-ISV_EXTERN void isv_model_config_free(isv_model_config *c); /* NULL is a no-op */
-/* Inputs and outputs: at most 32 dimensions, entries >= 0, or -1 for "any size". With
+/** Free a model configuration; models registered with it keep their own copy. NULL is a no-op. Any
+ * thread (the configuration's owner).
+ * @param c the configuration, or NULL
+ */
+ISV_EXTERN void isv_model_config_free(isv_model_config *c);
+/** ndim of a tensor of any rank (isv_model_config_add_input()). */
+#define ISV_ANY_RANK ((size_t)-1)
+/** Inputs and outputs: at most 32 dimensions, entries >= 0, or -1 for "any size". With
  * max_batch > 0 the shape EXCLUDES the batch dimension (Triton's convention) — metadata then
  * shows it as -1 first. ndim ISV_ANY_RANK (shape ignored, may be NULL): any number of
  * dimensions of any size (after the batch dimension); V2 metadata, which has no way to say
  * so, shows [-1] — a shape every such tensor may take. ISV_EEXIST when the name is already an
- * input or output. */
-#define ISV_ANY_RANK ((size_t)-1)
+ * input or output.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param name the input's name (copied)
+ * @param dt its datatype
+ * @param shape its dimensions (-1: any size), may be NULL with ISV_ANY_RANK
+ * @param ndim how many dimensions (at most 32), or ISV_ANY_RANK
+ * @return 0, or ISV_EINVAL (a rule above broken) / ISV_EEXIST (the name is taken) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_add_input(isv_model_config *c, const char *name, isv_datatype dt,
                                           const int64_t *shape, size_t ndim);
+/** Declare an output, by the rules of isv_model_config_add_input(). Any thread (the configuration's
+ * owner).
+ * @param c the configuration
+ * @param name the output's name (copied)
+ * @param dt its datatype
+ * @param shape its dimensions (-1: any size), may be NULL with ISV_ANY_RANK
+ * @param ndim how many dimensions (at most 32), or ISV_ANY_RANK
+ * @return 0, or ISV_EINVAL (a rule broken) / ISV_EEXIST (the name is taken) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_add_output(isv_model_config *c, const char *name, isv_datatype dt,
                                            const int64_t *shape, size_t ndim);
-/* 0 (the default) = the model takes no batch dimension. */
+/** 0 (the default) = the model takes no batch dimension.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param max_batch the largest batch (rows along the batch dimension), 0 for none
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_max_batch(isv_model_config *c, uint32_t max_batch);
-/* Free text reported in metadata ("pytorch_libtorch", ...). Default "custom". */
+/** Free text reported in metadata ("pytorch_libtorch", ...). Default "custom".
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param platform the text (copied)
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_set_platform(isv_model_config *c, const char *platform);
-/* Class labels used by the classification extension: labels[i] names class index i (copied;
- * replaces earlier labels). */
+/** Class labels used by the classification extension: labels[i] names class index i (copied;
+ * replaces earlier labels).
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param labels n class names, labels[i] for class i (copied)
+ * @param n how many labels
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_set_labels(isv_model_config *c, const char *const *labels,
                                            size_t n);
-/* A named signature, as TF Serving's (its REST API selects one with "signature_name"): a method
+/** A signature's method (isv_model_config_add_signature()). */
+typedef enum {
+  ISV_SIGNATURE_PREDICT = 0, /**< tensorflow/serving/predict */
+  ISV_SIGNATURE_CLASSIFY,    /**< tensorflow/serving/classify */
+  ISV_SIGNATURE_REGRESS      /**< tensorflow/serving/regress */
+} isv_signature_method;
+/** A named signature, as TF Serving's (its REST API selects one with "signature_name"): a method
  * and the model tensors it exposes, under which names — inputs[i] as input_aliases[i] (a NULL
  * array: their own names), likewise outputs. A model with no signature has "serving_default":
  * predict, every input and output under its own name; a model with some has exactly those.
  * Every name must be a declared input or output by registration (else isv_server_add_model
  * fails with ISV_EINVAL naming it). ISV_EEXIST: the signature name is taken; ISV_EINVAL: no
- * name, a duplicate alias. Copied. */
-typedef enum {
-  ISV_SIGNATURE_PREDICT = 0, /* tensorflow/serving/predict */
-  ISV_SIGNATURE_CLASSIFY,    /* tensorflow/serving/classify */
-  ISV_SIGNATURE_REGRESS      /* tensorflow/serving/regress */
-} isv_signature_method;
+ * name, a duplicate alias. Copied.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param name the signature's name ("serving_default", ...; copied)
+ * @param method predict, classify or regress
+ * @param inputs the model inputs it exposes (n_inputs names)
+ * @param input_aliases the name each goes by in the signature, or NULL for their own names
+ * @param n_inputs how many inputs
+ * @param outputs the model outputs it exposes (n_outputs names)
+ * @param output_aliases the name each goes by in the signature, or NULL for their own names
+ * @param n_outputs how many outputs
+ * @return 0, or ISV_EEXIST (the signature name is taken) / ISV_EINVAL (no name, a duplicate alias)
+ *         / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_add_signature(isv_model_config *c, const char *name,
                                               isv_signature_method method,
                                               const char *const *inputs,
                                               const char *const *input_aliases, size_t n_inputs,
                                               const char *const *outputs,
                                               const char *const *output_aliases, size_t n_outputs);
-/* Open I/O, for generic models (grps's, pass-throughs): a request may carry inputs the config
+/** Open I/O, for generic models (grps's, pass-throughs): a request may carry inputs the config
  * does not declare — any names (unique), datatypes and shapes — and the backend may set
  * outputs it does not declare (any name, datatype and shape; isv_request_alloc_output and
  * isv_request_set_output copy the name). Declared inputs and outputs keep their rules (a
  * declared input is still required). Without requested outputs every output set is answered,
  * in the order the backend set them. Not with dynamic batching (isv_server_add_model:
- * ISV_EINVAL). Default off. */
+ * ISV_EINVAL). Default off.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param on nonzero for open I/O
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_open_io(isv_model_config *c, int on);
-/* Native mode (grps's "no converter"): a protocol that has a message of its own hands the
+/** Native mode (grps's "no converter"): a protocol that has a message of its own hands the
  * backend that message as it came instead of tensors — for grps, the serialized GrpsMessage
  * (proto/grps.proto) as input "grps_message" (BYTES, shape [1]) — and takes the backend's
  * answer the same way: output "grps_message" (BYTES [1]), a serialized GrpsMessage whose data
  * is sent as it is (the library sets its status). Protocols without such a message (V2, TF
- * Serving) still send tensors. Implies open I/O. Default off. */
+ * Serving) still send tensors. Implies open I/O. Default off.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param on nonzero for native mode
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_native(isv_model_config *c, int on);
-/* Where infer runs: ISV_EXEC_INLINE (the default), ISV_EXEC_POOL or ISV_EXEC_ASYNC. */
+/** Where infer runs: ISV_EXEC_INLINE (the default), ISV_EXEC_POOL or ISV_EXEC_ASYNC.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param mode ISV_EXEC_INLINE, ISV_EXEC_POOL or ISV_EXEC_ASYNC
+ * @return 0, or ISV_EINVAL (c NULL, an unknown mode)
+ */
 ISV_EXTERN int isv_model_config_set_exec_mode(isv_model_config *c, isv_exec_mode mode);
-/* Executions of this model version that may run at once (Triton's instance count); requests
+/** Executions of this model version that may run at once (Triton's instance count); requests
  * beyond them wait in the version's queue, in arrival order. A backend learns which instance
  * runs a request from isv_request_instance() (0..n-1), for state kept per instance. Default 1:
- * a backend is never called concurrently unless it says it may be. n >= 1. */
+ * a backend is never called concurrently unless it says it may be. n >= 1.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param n executions at once (>= 1)
+ * @return 0, or ISV_EINVAL (c NULL, n 0)
+ */
 ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
-/* Requests that may wait in this version's queue; one more is refused (HTTP 503, gRPC
+/** Requests that may wait in this version's queue; one more is refused (HTTP 503, gRPC
  * UNAVAILABLE) naming the model. 0 (the default): no bound but isv_options_set_max_inflight.
  * Retry-After: a REST answer refusing a request for a full queue (this bound, or a level's
  * max_queue_size: isv_queue_policy) carries the server's estimate of when a place frees, in
@@ -758,16 +1112,28 @@ ISV_EXTERN int isv_model_config_set_instances(isv_model_config *c, uint32_t n);
  * among the instances, plus one round, each round the model's mean compute time per request
  * so far. Before the model ran any request there is no estimate and no Retry-After; nor for
  * other 503 and 429 answers (the server's in-flight limit, a client's request limit, a queue
- * timeout), whose end the server cannot foresee. gRPC answers carry no estimate. */
+ * timeout), whose end the server cannot foresee. gRPC answers carry no estimate.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param n requests that may wait (0: no bound of the model's own)
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_max_queue(isv_model_config *c, uint32_t n);
-/* The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
+/** The deadline of requests that bring none, in microseconds (0, the default: none). Clients set
  * theirs with the request parameter "timeout" (microseconds, as Triton; for a model with queue
  * policies it is the queue timeout instead: isv_model_config_set_queue_policy) or gRPC's
  * grpc-timeout; the earliest of all wins. A request whose deadline passes while it waits never runs (HTTP 504,
  * gRPC DEADLINE_EXCEEDED); one already running is marked cancelled (isv_request_is_cancelled) and
- * answered 504 once its backend completes, whatever it completed with. */
+ * answered 504 once its backend completes, whatever it completed with.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param us the default deadline in microseconds (0: none)
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint64_t us);
-/* Priorities and queue policies (Triton's ModelDynamicBatching.priority_levels,
+/** The most priority levels a model may have (isv_model_config_set_priority_levels()). */
+#define ISV_MAX_PRIORITY_LEVELS 256u
+/** Priorities and queue policies (Triton's ModelDynamicBatching.priority_levels,
  * default_priority_level, default_queue_policy and priority_queue_policy, with its
  * ModelQueuePolicy) — for every model, batched or not: a model without batching has a queue
  * too. Not with sequence batching (isv_server_add_model: ISV_EINVAL), whose requests must run
@@ -783,37 +1149,43 @@ ISV_EXTERN int isv_model_config_set_default_timeout_us(isv_model_config *c, uint
  * level above `levels` is refused 400 / INVALID_ARGUMENT naming the range (DECISION: Triton
  * quietly runs it at the default level; a client's mistake should be heard). levels 0 (the
  * default): one level, and "priority" is not read at all. At most ISV_MAX_PRIORITY_LEVELS;
- * default_level in [1, levels] when levels > 0 (else 0), ISV_EINVAL otherwise. */
-#define ISV_MAX_PRIORITY_LEVELS 256u
+ * default_level in [1, levels] when levels > 0 (else 0), ISV_EINVAL otherwise.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param levels the number of levels (0: one level, "priority" not read)
+ * @param default_level the level of a request that names none, in [1, levels] (0 when levels is 0)
+ * @return 0, or ISV_EINVAL (c NULL, levels above ISV_MAX_PRIORITY_LEVELS, default_level out of
+ *         range)
+ */
 ISV_EXTERN int isv_model_config_set_priority_levels(isv_model_config *c, uint32_t levels,
                                                     uint32_t default_level);
-/* What happens to a request whose queue timeout passes while it waits. */
+/** What happens to a request whose queue timeout passes while it waits. */
 typedef enum {
-  ISV_TIMEOUT_REJECT = 0, /* it leaves the queue, answered 503 / UNAVAILABLE "Request timeout
+  ISV_TIMEOUT_REJECT = 0, /**< it leaves the queue, answered 503 / UNAVAILABLE "Request timeout
                            * expired" (Triton's words) without running */
-  ISV_TIMEOUT_DELAY = 1   /* it moves behind every request of its level that has not timed out
+  ISV_TIMEOUT_DELAY = 1   /**< it moves behind every request of its level that has not timed out
                            * (those arriving later too) — still ahead of lower levels, as
                            * Triton's DELAY: it may wait indefinitely while new requests come */
 } isv_timeout_action;
-/* Triton's ModelQueuePolicy. Zero-initialise it and set struct_size = sizeof(isv_queue_policy);
+/** Triton's ModelQueuePolicy. Zero-initialise it and set struct_size = sizeof(isv_queue_policy);
  * fields added later are read only when struct_size covers them. */
 typedef struct isv_queue_policy {
-  size_t struct_size;
-  isv_timeout_action timeout_action; /* default ISV_TIMEOUT_REJECT */
-  /* The queue timeout of every request of the level, from its submission, in µs; 0: none. */
+  size_t struct_size; /**< sizeof(isv_queue_policy) */
+  isv_timeout_action timeout_action; /**< default ISV_TIMEOUT_REJECT */
+  /** The queue timeout of every request of the level, from its submission, in µs; 0: none. */
   uint64_t default_timeout_us;
-  /* Whether a request may shorten it with the "timeout" parameter (µs; Triton's; or else the
+  /** Whether a request may shorten it with the "timeout" parameter (µs; Triton's; or else the
    * header or gRPC metadata Inference-Timeout-Us, as for Inference-Priority above;
    * isv_request_set_timeout_us in process): the shorter of the two applies, a longer one is
    * ignored — and with default_timeout_us 0 (no timeout) the request's own applies
    * (DECISION: Triton's code then ignores it, which its documentation does not say). */
   int allow_timeout_override;
-  /* Requests that may wait at the level (timed out and delayed ones too); one more is refused
+  /** Requests that may wait at the level (timed out and delayed ones too); one more is refused
    * 503 / UNAVAILABLE "Exceeds maximum queue size" (Triton's words). 0: no bound (the model's
    * isv_model_config_set_max_queue still holds over all levels). */
   uint32_t max_queue_size;
 } isv_queue_policy;
-/* The queue policy of priority level `level` (Triton's priority_queue_policy), or with level 0
+/** The queue policy of priority level `level` (Triton's priority_queue_policy), or with level 0
  * the default one (default_queue_policy) that every level without its own follows. Copied; a
  * later call for the same level replaces it. A level above the model's levels is refused by
  * isv_server_add_model (ISV_EINVAL, Triton's "priority queue policy must have priority level
@@ -826,10 +1198,17 @@ typedef struct isv_queue_policy {
  * default policy but for this), "timeout" stays a deadline (isv_model_config_set_default_timeout_us:
  * 504 whether waiting or running). gRPC's grpc-timeout and the model's default timeout are
  * deadlines in both cases. A request refused by a policy (full level, timeout expired) counts
- * as a failed request in the statistics, as Triton counts it. */
+ * as a failed request in the statistics, as Triton counts it.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param level the priority level, or 0 for the default policy
+ * @param p the policy (copied)
+ * @return 0, or ISV_EINVAL (c or p NULL, struct_size too small, an unknown action, level above
+ *         ISV_MAX_PRIORITY_LEVELS)
+ */
 ISV_EXTERN int isv_model_config_set_queue_policy(isv_model_config *c, uint32_t level,
                                                  const isv_queue_policy *p);
-/* Dynamic batching (the model needs max_batch > 0): waiting requests whose inputs agree beyond
+/** Dynamic batching (the model needs max_batch > 0): waiting requests whose inputs agree beyond
  * dimension 0 (same names, datatypes and other dimensions) and whose parameters are equal run
  * as ONE backend call, their inputs concatenated along dimension 0, at most max_batch rows.
  * Each request gets its own rows of every output back, with its own requested outputs, id,
@@ -837,15 +1216,27 @@ ISV_EXTERN int isv_model_config_set_queue_policy(isv_model_config *c, uint32_t l
  * A batch that reaches neither max_batch nor a preferred size waits up to max_delay_us after
  * its oldest request for more; a request that cannot join waits for a later batch, in order,
  * never starved. preferred: batch sizes worth sending at once (may be NULL, n 0). Not with a
- * decoupled model or sequence batching (isv_server_add_model: ISV_EINVAL). */
+ * decoupled model or sequence batching (isv_server_add_model: ISV_EINVAL).
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param max_delay_us how long a batch may wait for more requests, in microseconds
+ * @param preferred batch sizes worth sending at once, or NULL
+ * @param n how many preferred sizes
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_model_config_set_dynamic_batching(isv_model_config *c, uint64_t max_delay_us,
                                                      const uint32_t *preferred, size_t n);
-/* A decoupled model sends any number of responses to one request (isv_request_send_response)
+/** A decoupled model sends any number of responses to one request (isv_request_send_response)
  * before completing it. Only streaming endpoints carry them — gRPC ModelStreamInfer, REST
  * .../generate_stream, isv_request_set_response_cb in process; the others answer 400 naming
- * the model as decoupled. Default off. */
+ * the model as decoupled. Default off.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param on nonzero for a decoupled model
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on);
-/* Sequence batching (Triton's sequence extension, "direct" strategy), for stateful models.
+/** Sequence batching (Triton's sequence extension, "direct" strategy), for stateful models.
  * Requests carry the parameters "sequence_id" (a uint64 > 0, or a non-empty string),
  * "sequence_start" and "sequence_end" (bools). A sequence begins with a request that sets
  * sequence_start; all its requests then run in arrival order on one instance, one at a time;
@@ -855,42 +1246,81 @@ ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on);
  * start beyond max_sequences live ones: 503. A start for a live id ends the old sequence
  * (ISV_SEQUENCE_END_RESTARTED; its requests already queued still run). idle_timeout_us: a
  * sequence with no request for this long ends (0: 1 s, Triton's default); max_sequences: 0
- * means 1024. */
+ * means 1024.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param idle_timeout_us a sequence with no request this long ends (0: 1 s)
+ * @param max_sequences live sequences at most (0: 1024)
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
 ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
                                                       uint64_t idle_timeout_us,
                                                       uint32_t max_sequences);
 
-typedef struct isv_model isv_model; /* one registered (name, version) */
+typedef struct isv_model isv_model; /**< one registered (name, version) */
 
-/* Register version `version` of the model described by c. The name may already have other
+/** Register version `version` of the model described by c. The name may already have other
  * versions. The version starts READY (see isv_server_set_model_state). `user` is passed to
  * every backend callback. On failure the backend's destroy is NOT called (nothing was taken).
- * *out (may be NULL) receives a handle valid until the version is removed. Loop thread. */
+ * *out (may be NULL) receives a handle valid until the version is removed. Loop thread.
+ * @param srv the server
+ * @param c the model's description (copied)
+ * @param version the version's name ("1"; copied)
+ * @param backend the callbacks (copied; struct_size set)
+ * @param user passed to every backend callback
+ * @param out receives the version's handle, or NULL
+ * @return 0, or ISV_EINVAL (a rule of the configuration broken: isv_server_last_error names it) /
+ *         ISV_EEXIST (the version is registered) / ISV_ESTATE (closing) / ISV_ETHREAD / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
                                     const char *version, const isv_backend *backend, void *user,
                                     isv_model **out);
-/* Remove one version (version != NULL) or every version of a model. Requests in flight
+/** Remove one version (version != NULL) or every version of a model. Requests in flight
  * finish; destroy runs when the last one is done. ISV_ENOTFOUND when nothing matches. Loop
- * thread. */
+ * thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param version one version, or NULL for every version
+ * @return 0, or ISV_ENOTFOUND (nothing matches) / ISV_EINVAL / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const char *version);
-/* A version's state: only READY versions serve requests (the others answer 503), and
- * readiness reports it. ISV_ENOTFOUND for an unknown version. Loop thread. */
+/** A version's state: only READY versions serve requests (the others answer 503), and
+ * readiness reports it. ISV_ENOTFOUND for an unknown version. Loop thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param version the version
+ * @param state its new state
+ * @return 0, or ISV_ENOTFOUND (an unknown version) / ISV_EINVAL / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
                                           isv_model_state state);
-/* Point a label ("stable", "canary") at a version; version NULL removes the label. Loop
- * thread. */
+/** Point a label ("stable", "canary") at a version; version NULL removes the label. Loop
+ * thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param label the label ("stable"; copied)
+ * @param version the version it points at, or NULL to remove the label
+ * @return 0, or ISV_ENOTFOUND (an unknown model or version) / ISV_EINVAL / ISV_ENOMEM / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const char *label,
                                     const char *version);
-/* Vertex AI's custom-container contract: serve `model`'s predictions — Vertex's body
+/** Vertex AI's custom-container contract: serve `model`'s predictions — Vertex's body
  * ({"instances", "parameters"?}) and answer ({"predictions", "deployedModelId"}) — at POST
  * predict_route, and the server's health at GET health_route (200 while ready, 503 otherwise):
  * the paths Vertex passes a container as AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE. Either route
  * may be NULL. The model is resolved per request (404 while unknown). Once per server:
  * ISV_ESTATE after the first success; ISV_EEXIST when a route is already served (a built-in
- * one included); ISV_EINVAL for a path that is not one. Loop thread. */
+ * one included); ISV_EINVAL for a path that is not one. Loop thread.
+ * @param srv the server
+ * @param model the model whose predictions are served (resolved per request)
+ * @param predict_route the path of predictions (AIP_PREDICT_ROUTE), or NULL
+ * @param health_route the path of health (AIP_HEALTH_ROUTE), or NULL
+ * @return 0, or ISV_ESTATE (already set) / ISV_EEXIST (a route already served) / ISV_EINVAL (not a
+ *         path) / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route);
-/* Serve the OpenAI-compatible endpoints (the "openai" front end, always under /openai/v1)
+/** Serve the OpenAI-compatible endpoints (the "openai" front end, always under /openai/v1)
  * also under `prefix` — "/v1" for OpenAI clients given a base URL without a path
  * (http://host:8000/v1 then works as OpenAI's own). The rule with TF Serving, which owns
  * /v1/models/{m}: no precedence, a refusal — ISV_EEXIST, changing nothing, when a route already
@@ -898,16 +1328,30 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
  * "tfserving" off (isv_options_set_protocol) to serve OpenAI's API under /v1. ISV_EINVAL for
  * a prefix that is not a plain path ("/a[/b]", at most 64 bytes, no trailing '/'); ISV_ESTATE
  * when already set, or when the "openai" protocol is off. isv_server_last_error says which.
- * Loop thread. */
+ * Loop thread.
+ * @param srv the server
+ * @param prefix a plain path ("/v1"), copied
+ * @return 0, or ISV_EEXIST / ISV_EINVAL / ISV_ESTATE (see above; isv_server_last_error says which)
+ *         / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_openai_prefix(isv_server *srv, const char *prefix);
-/* The model a request that names none is for, where a protocol allows naming none (grps: a
+/** The model a request that names none is for, where a protocol allows naming none (grps: a
  * GrpsMessage without "model" and no ?model=). The name is resolved per request (404 while no
  * such model is registered); NULL or "" sets none (such requests: 404 saying so). At most 127
- * bytes (ISV_EINVAL). Loop thread. */
+ * bytes (ISV_EINVAL). Loop thread.
+ * @param srv the server
+ * @param name the model's name (copied), or NULL or "" for none
+ * @return 0, or ISV_EINVAL (longer than 127 bytes) / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_default_model(isv_server *srv, const char *name);
-/* The version used when a request names none (NULL: back to the rule). The rule: the highest
+/** The version used when a request names none (NULL: back to the rule). The rule: the highest
  * READY version (numeric versions compare as numbers, others as strings), else the highest
- * version. Loop thread. */
+ * version. Loop thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param version the default version, or NULL for the rule
+ * @return 0, or ISV_ENOTFOUND (an unknown model or version) / ISV_EINVAL / ISV_ENOMEM / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
                                               const char *version);
 
@@ -915,42 +1359,72 @@ ISV_EXTERN int isv_server_set_default_version(isv_server *srv, const char *name,
  * Tensors (read-only views; valid while their request is). Any thread: the one that may touch
  * the request. A NULL tensor gives NULL, 0 or ISV_TYPE_INVALID.
  * ------------------------------------------------------------------------------------------- */
+/** A read-only tensor: an input, or an output of a completed request. */
 typedef struct isv_tensor isv_tensor;
 
+/** The tensor's name. Any thread (the one that may touch its request).
+ * @param t the tensor, or NULL
+ * @return its name, NULL for a NULL tensor
+ */
 ISV_EXTERN const char *isv_tensor_name(const isv_tensor *t);
+/** The tensor's datatype. Any thread (the one that may touch its request).
+ * @param t the tensor, or NULL
+ * @return its datatype, ISV_TYPE_INVALID for a NULL tensor
+ */
 ISV_EXTERN isv_datatype isv_tensor_datatype(const isv_tensor *t);
-/* The dimensions, row-major; *ndim (ndim may be NULL) says how many. */
+/** The dimensions, row-major; *ndim (ndim may be NULL) says how many.
+ * Any thread (the one that may touch the tensor's request).
+ * @param t the tensor, or NULL
+ * @param ndim receives the number of dimensions, or NULL
+ * @return the dimensions, NULL for a NULL tensor
+ */
 ISV_EXTERN const int64_t *isv_tensor_shape(const isv_tensor *t, size_t *ndim);
+/** The number of elements: the product of the dimensions. Any thread (the one that may touch its
+ * request).
+ * @param t the tensor, or NULL
+ * @return the element count, 0 for a NULL tensor
+ */
 ISV_EXTERN size_t isv_tensor_element_count(const isv_tensor *t);
-/* Fixed-size types: the row-major little-endian elements, aligned to at least the element
+/** Fixed-size types: the row-major little-endian elements, aligned to at least the element
  * size (the library copies a misaligned wire buffer rather than hand it out). BYTES: an
- * isv_bytes array of element_count entries. */
+ * isv_bytes array of element_count entries.
+ * Any thread (the one that may touch the tensor's request).
+ * @param t the tensor, or NULL
+ * @return the elements, NULL for a NULL tensor
+ */
 ISV_EXTERN const void *isv_tensor_data(const isv_tensor *t);
-/* Bytes of data: element_count * size (for BYTES, the sum of the element lengths). */
+/** Bytes of data: element_count * size (for BYTES, the sum of the element lengths).
+ * Any thread (the one that may touch the tensor's request).
+ * @param t the tensor, or NULL
+ * @return the bytes of its data, 0 for a NULL tensor
+ */
 ISV_EXTERN size_t isv_tensor_byte_size(const isv_tensor *t);
 
 /* ---------------------------------------------------------------------------------------------
  * Parameters (request-level, string keys)
  * ------------------------------------------------------------------------------------------- */
+/** The type of a parameter's value (isv_param). */
 typedef enum {
-  ISV_PARAM_BOOL = 1,
-  ISV_PARAM_INT64,
-  ISV_PARAM_UINT64,
-  ISV_PARAM_DOUBLE,
-  ISV_PARAM_STRING
+  ISV_PARAM_BOOL = 1, /**< v.b */
+  ISV_PARAM_INT64,    /**< v.i64 */
+  ISV_PARAM_UINT64,   /**< v.u64 */
+  ISV_PARAM_DOUBLE,   /**< v.d */
+  ISV_PARAM_STRING    /**< v.s */
 } isv_param_type;
 
-/* Layout fixed forever. String values are not NUL-terminated-guaranteed: use len. */
+/** Layout fixed forever. String values are not NUL-terminated-guaranteed: use len. */
 typedef struct isv_param {
-  isv_param_type type;
+  isv_param_type type; /**< which member of v holds the value */
+  /** The value. */
   union {
-    int b;
-    int64_t i64;
-    uint64_t u64;
-    double d;
+    int b;        /**< ISV_PARAM_BOOL: 0 or 1 */
+    int64_t i64;  /**< ISV_PARAM_INT64 */
+    uint64_t u64; /**< ISV_PARAM_UINT64 */
+    double d;     /**< ISV_PARAM_DOUBLE */
+    /** ISV_PARAM_STRING: the bytes (not NUL-terminated) and their length. */
     struct {
-      const char *ptr;
-      size_t len;
+      const char *ptr; /**< the bytes */
+      size_t len;      /**< how many */
     } s;
   } v;
 } isv_param;
@@ -971,7 +1445,7 @@ typedef struct isv_param {
  *     inputs   text_input BYTES [1]  completions: "prompt" (a string, or an array of one);
  *                                    chat: the "messages" rendered by the model's chat
  *                                    template (isv_model_config_set_chat_template), else by
- *                                    the front end's: a line "<role>: <content>" per message
+ *                                    the front end's: a line `"<role>: <content>"` per message
  *                                    (text parts joined), then "assistant:" — e.g. "system:
  *                                    be brief\nuser: hi\nassistant:"
  *              messages BYTES [1]    chat, when declared: the "messages" array as the client
@@ -1042,37 +1516,55 @@ typedef struct isv_param {
  * authorizer, per-client limits, CORS) and the statistics and metrics treat these requests as
  * any other (protocol label "openai"); the authorizer judges the model the body names. */
 
-/* One message of a chat request as the OpenAI front end read it: its role and its content (a
+/** One message of a chat request as the OpenAI front end read it: its role and its content (a
  * string, or its text parts joined), UTF-8 as the client sent it, each NUL-terminated (len
  * without the NUL). */
 typedef struct isv_chat_message {
-  isv_bytes role;
-  isv_bytes content;
+  isv_bytes role;    /**< "system", "user", "assistant", or what the client sent */
+  isv_bytes content; /**< the text ("" for a message without content) */
 } isv_chat_message;
 
-/* Where a chat template writes its prompt (the library's; valid during the call only). */
+/** Where a chat template writes its prompt (the library's; valid during the call only). */
 typedef struct isv_chat_prompt isv_chat_prompt;
 
-/* A model's chat template: writes the prompt for msgs[0..n) (n >= 1) into out
- * (isv_chat_prompt_append) in the form the model was trained on — ChatML's
- * "<|im_start|>user\n...<|im_end|>", Llama 3's headers — where the front end's own template
+/** A model's chat template: writes the prompt for msgs[0..n) into out
+ * (isv_chat_prompt_append()) in the form the model was trained on — ChatML's
+ * `"<|im_start|>user\n...<|im_end|>"`, Llama 3's headers — where the front end's own template
  * would give "user: ...". Called for every chat request to the model, once its body is read,
  * on the loop thread of the server that received it (a group's loops call it concurrently): it
- * must not block and must not call the request API. Returns 0; or isv_chat_prompt_reject's
- * value, ISV_EBADREQ, when the conversation does not fit the template (answered 400,
- * invalid_request_error with param "messages" and the reason given); any other ISV_E* code is
- * the server's failure (answered with its HTTP status: ISV_ERRNO_MAP). The prompt may be
- * empty. The model still receives the messages as JSON when it declares "messages". */
+ * must not block and must not call the request API. The prompt may be empty. The model still
+ * receives the messages as JSON when it declares "messages".
+ * @param msgs the messages, in the client's order (valid during the call)
+ * @param n how many (at least 1)
+ * @param out where the prompt goes
+ * @param user the pointer given to isv_model_config_set_chat_template()
+ * @return 0; or isv_chat_prompt_reject()'s value, ISV_EBADREQ, when the conversation does not
+ *         fit the template (answered 400, invalid_request_error with param "messages" and the
+ *         reason given); another ISV_E* code is the server's failure (a 5xx code as it is, any
+ *         other as ISV_EBACKEND)
+ */
 typedef int (*isv_chat_template_fn)(const isv_chat_message *msgs, size_t n, isv_chat_prompt *out,
                                     void *user);
-/* Append len bytes of s to the prompt (copied). 0, ISV_ENOMEM, or ISV_EINVAL for a NULL out or
- * s with len > 0. From the template only. */
+/** Append len bytes of s to the prompt (copied). From the template only (its thread).
+ * @param out the template's out
+ * @param s the bytes (may be NULL when len is 0)
+ * @param len how many
+ * @return 0, ISV_ENOMEM, or ISV_EINVAL for a NULL out or a NULL s with len > 0
+ */
 ISV_EXTERN int isv_chat_prompt_append(isv_chat_prompt *out, const char *s, size_t len);
-/* Refuse the conversation: why (copied, at most 255 bytes kept) is the 400's message. Returns
- * ISV_EBADREQ, for the template to return. From the template only. */
+/** Refuse the conversation: why is the 400's message. From the template only (its thread).
+ * @param out the template's out
+ * @param why the reason (copied, at most 255 bytes kept; NULL: a generic one)
+ * @return ISV_EBADREQ, for the template to return
+ */
 ISV_EXTERN int isv_chat_prompt_reject(isv_chat_prompt *out, const char *why);
-/* The model's chat template (fn NULL: the front end's, the default); `user` is passed to each
- * call. Only the OpenAI front end's chat endpoint calls it. */
+/** The model's chat template; only the OpenAI front end's chat endpoint calls it.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the config
+ * @param fn the template, or NULL for the front end's own (the default)
+ * @param user passed to each call
+ * @return 0, or ISV_EINVAL for a NULL c
+ */
 ISV_EXTERN int isv_model_config_set_chat_template(isv_model_config *c, isv_chat_template_fn fn,
                                                   void *user);
 
@@ -1080,45 +1572,102 @@ ISV_EXTERN int isv_model_config_set_chat_template(isv_model_config *c, isv_chat_
  * Requests — backend side (inside infer). Functions marked "any thread" may be called by the
  * thread that runs infer or completes the request, one thread at a time per request.
  * ------------------------------------------------------------------------------------------- */
-ISV_EXTERN const char *isv_request_model_name(const isv_request *r);    /* any thread */
-ISV_EXTERN const char *isv_request_model_version(const isv_request *r); /* any thread */
-/* The client's request id, "" when none. Any thread. */
+/** The name of the model r runs. Any thread.
+ * @param r the request
+ * @return the model's name, valid while r is
+ */
+ISV_EXTERN const char *isv_request_model_name(const isv_request *r);
+/** The version of the model r runs. Any thread.
+ * @param r the request
+ * @return the version's name, valid while r is
+ */
+ISV_EXTERN const char *isv_request_model_version(const isv_request *r);
+/** The client's request id, "" when none. Any thread.
+ * @param r the request
+ * @return the client's id, "" when none; valid while r is
+ */
 ISV_EXTERN const char *isv_request_id(const isv_request *r);
-/* The W3C trace context the request came with (https://www.w3.org/TR/trace-context/): a
+/** The W3C trace context the request came with (https://www.w3.org/TR/trace-context/): a
  * `traceparent` HTTP header or gRPC metadata entry, on every protocol, and its `tracestate`
  * (kept only with a valid traceparent, at most 512 bytes, NUL-terminated, NULL when none). A
  * backend passes it to its runtime to join the caller's trace. A value that does not parse is
  * ignored, never an error (the spec's rule): the request then has none. 0 with *out filled,
  * or ISV_ENOTFOUND. Any thread. */
 typedef struct isv_trace_context {
-  uint8_t trace_id[16];
-  uint8_t parent_id[8]; /* the caller's span */
-  uint8_t flags;        /* bit 0: sampled */
-  const char *tracestate;
+  uint8_t trace_id[16]; /**< the trace id */
+  uint8_t parent_id[8]; /**< the caller's span */
+  uint8_t flags;        /**< bit 0: sampled */
+  const char *tracestate; /**< the tracestate, NUL-terminated, or NULL */
 } isv_trace_context;
+/** The W3C trace context r came with (isv_trace_context above says what it holds and when it is
+ * missing). Any thread.
+ * @param r the request
+ * @param out receives the trace context; its tracestate is valid while r is
+ * @return 0 with *out filled, or ISV_ENOTFOUND (no valid traceparent)
+ */
 ISV_EXTERN int isv_request_trace_context(const isv_request *r, isv_trace_context *out);
-ISV_EXTERN size_t isv_request_input_count(const isv_request *r); /* any thread */
-/* An input by position (NULL past the end) or by name (NULL when absent). Any thread. */
+/** The number of inputs r carries. Any thread.
+ * @param r the request
+ * @return the input count
+ */
+ISV_EXTERN size_t isv_request_input_count(const isv_request *r);
+/** An input by position (NULL past the end) or by name (NULL when absent). Any thread.
+ * @param r the request
+ * @param i the input's position, 0-based
+ * @return the input, NULL past the end
+ */
 ISV_EXTERN const isv_tensor *isv_request_input_at(const isv_request *r, size_t i);
+/** An input by name (NULL when absent): see isv_request_input_at(). Any thread.
+ * @param r the request
+ * @param name the input's name
+ * @return the input, NULL when r has none of that name
+ */
 ISV_EXTERN const isv_tensor *isv_request_input(const isv_request *r, const char *name);
-/* Request parameters by key (NULL when absent) or by position. Any thread. */
+/** Request parameters by key (NULL when absent) or by position. Any thread.
+ * @param r the request
+ * @param key the parameter's key
+ * @return the parameter, NULL when absent; valid while r is
+ */
 ISV_EXTERN const isv_param *isv_request_param(const isv_request *r, const char *key);
+/** The number of request parameters r carries (isv_request_param_at() reads them). Any thread.
+ * @param r the request
+ * @return the parameter count
+ */
 ISV_EXTERN size_t isv_request_param_count(const isv_request *r);
+/** A request parameter by position (see isv_request_param()). Any thread.
+ * @param r the request
+ * @param i the parameter's position, 0-based
+ * @param v receives the parameter's value (NULL past the end)
+ * @return the parameter's key, NULL past the end; valid while r is
+ */
 ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, const isv_param **v);
-/* Whether the client asked for this output (it asked for all when it named none). A backend
- * may skip unrequested outputs; the library drops any it produces anyway. Any thread. */
+/** Whether the client asked for this output (it asked for all when it named none). A backend
+ * may skip unrequested outputs; the library drops any it produces anyway. Any thread.
+ * @param r the request
+ * @param name the output's name
+ * @return 1 when the client asked for it (or for every output), 0 when not
+ */
 ISV_EXTERN int isv_request_is_output_requested(const isv_request *r, const char *name);
-/* Allocate output `name` (declared in the model config, datatype must match, shape must fit
+/** Allocate output `name` (declared in the model config, datatype must match, shape must fit
  * the declared one with its batch dimension) and return its buffer in *data (16-byte
  * aligned), owned by the library and written to the client in place. BYTES: *data is an
  * isv_bytes array whose entries the backend fills with memory that stays valid until the
  * request completes (isv_request_alloc() memory, or its own). ISV_EINVAL when a rule is broken
  * (the request keeps which one, for the 500 its client gets if the backend returns the code),
  * ISV_EEXIST when the output is already set, ISV_ESTATE after isv_request_complete,
- * ISV_ENOMEM. Any thread. */
+ * ISV_ENOMEM. Any thread.
+ * @param r the request
+ * @param name a declared output (copied for an open-I/O model)
+ * @param dt its datatype, which must be the declared one
+ * @param shape its dimensions, which must fit the declared ones
+ * @param ndim how many dimensions
+ * @param data receives the buffer to fill (NULL on failure)
+ * @return 0, or ISV_EINVAL (a rule broken) / ISV_EEXIST (already set) / ISV_ESTATE (after
+ *         completion) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_alloc_output(isv_request *r, const char *name, isv_datatype dt,
                                   const int64_t *shape, size_t ndim, void **data);
-/* Set output `name` to memory the backend already holds, without a copy: a pass-through of an
+/** Set output `name` to memory the backend already holds, without a copy: a pass-through of an
  * input, a tensor the model keeps, a buffer from the backend's own pool. Name, datatype and
  * shape follow isv_request_alloc_output(). `data` follows the buffer contract above, where "done"
  * means the request is freed (after its response was written, or by the in-process client):
@@ -1129,36 +1678,70 @@ ISV_EXTERN int isv_request_alloc_output(isv_request *r, const char *name, isv_da
  * Fixed-size types: byte_size must be element_count * size; memory not aligned to the element
  * size is copied. BYTES: data is an isv_bytes array of element_count entries (byte_size is
  * ignored) whose element memory lives as long as the array. ISV_EEXIST when the output is
- * already set. Any thread (the one running the backend, before it completes). */
+ * already set. Any thread (the one running the backend, before it completes).
+ * @param r the request
+ * @param name a declared output (copied for an open-I/O model)
+ * @param dt its datatype, which must be the declared one
+ * @param shape its dimensions, which must fit the declared ones
+ * @param ndim how many dimensions
+ * @param data the elements (fixed-size types) or an isv_bytes array (BYTES)
+ * @param byte_size the bytes of data (fixed-size types; ignored for BYTES)
+ * @param del ISV_STATIC, ISV_TRANSIENT or a destructor (the buffer contract above)
+ * @return 0, or ISV_EINVAL (a rule broken) / ISV_EEXIST (already set) / ISV_ESTATE (after
+ *         completion) / ISV_ENOMEM; del is called at once when the call fails
+ */
 ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_datatype dt,
                                       const int64_t *shape, size_t ndim, const void *data,
                                       size_t byte_size, isv_destructor del);
-/* Whether the client is gone (disconnect, RST_STREAM, gRPC cancel, isv_request_cancel) or
+/** Whether the client is gone (disconnect, RST_STREAM, gRPC cancel, isv_request_cancel) or
  * the request's deadline passed. A backend may then stop early and complete with
  * ISV_ECANCELED; the answer goes nowhere when the client is gone, and is 504 when the deadline
- * passed. Any thread. */
+ * passed. Any thread.
+ * @param r the request
+ * @return 1 when the client is gone or the deadline passed, 0 otherwise
+ */
 ISV_EXTERN int isv_request_is_cancelled(const isv_request *r);
-/* Attach a parameter to the response (V2 REST "parameters", ModelInferResponse.parameters).
+/** Attach a parameter to the response (V2 REST "parameters", ModelInferResponse.parameters).
  * Key and string values are copied; a repeated key replaces the earlier value. ISV_EINVAL
  * for a request not submitted, ISV_ESTATE once it completed. Any thread (the one running the
- * backend, before it completes). */
+ * backend, before it completes).
+ * @param r the request
+ * @param key the parameter's key (copied)
+ * @param value its value (copied, string values too)
+ * @return 0, or ISV_EINVAL (a request not submitted, a NULL argument) / ISV_ESTATE (completed) /
+ *         ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_set_response_param(isv_request *r, const char *key,
                                               const isv_param *value);
-/* Which instance of the model runs r: 0..instances-1 (isv_model_config_set_instances). Any
- * thread (the one running the backend). */
+/** Which instance of the model runs r: 0..instances-1 (isv_model_config_set_instances). Any
+ * thread (the one running the backend).
+ * @param r the request
+ * @return the instance's index, 0..instances-1
+ */
 ISV_EXTERN unsigned isv_request_instance(const isv_request *r);
+/** isv_request_sequence(): the request starts its sequence. */
 #define ISV_SEQUENCE_FLAG_START 1u
+/** isv_request_sequence(): the request ends its sequence. */
 #define ISV_SEQUENCE_FLAG_END 2u
-/* Sequence batching: r's flags (ISV_SEQUENCE_FLAG_START and/or ISV_SEQUENCE_FLAG_END, or 0 in
+/** Sequence batching: r's flags (ISV_SEQUENCE_FLAG_START and/or ISV_SEQUENCE_FLAG_END, or 0 in
  * between) and its sequence's id — numeric in *id (*id_str NULL) or a string in *id_str (*id 0); id
  * and id_str may be NULL. -1 when r belongs to no sequence. Any thread (the one running the
- * backend). */
+ * backend).
+ * @param r the request
+ * @param id receives the numeric id (0 for a string id), or NULL
+ * @param id_str receives the string id (NULL for a numeric id), or NULL
+ * @return the flags (ISV_SEQUENCE_FLAG_START, ISV_SEQUENCE_FLAG_END, or 0), -1 when r belongs to no
+ *         sequence
+ */
 ISV_EXTERN int isv_request_sequence(const isv_request *r, uint64_t *id, const char **id_str);
-/* The state slot of r's sequence: NULL at its start; what the backend stores there is handed
+/** The state slot of r's sequence: NULL at its start; what the backend stores there is handed
  * back by isv_backend.sequence_end. NULL when r belongs to no sequence. Any thread (the one
- * running the backend: a sequence's requests never run at once). */
+ * running the backend: a sequence's requests never run at once).
+ * @param r the request
+ * @return the address of the sequence's state slot, NULL when r belongs to no sequence
+ */
 ISV_EXTERN void **isv_request_sequence_state(isv_request *r);
-/* Decoupled models: send the outputs and response parameters set so far as one response, now, and
+/** Decoupled models: send the outputs and response parameters set so far as one response, now, and
  * start the next one empty. isv_request_complete() ends the stream (outputs set then form a last
  * response). ISV_ESTATE when the model is not decoupled or r is complete. Any thread (the one
  * running the backend). Backpressure: ISV_EAGAIN when the stream's client has not taken what was
@@ -1166,9 +1749,13 @@ ISV_EXTERN void **isv_request_sequence_state(isv_request *r);
  * outputs' bytes, the memory it holds — 8 KiB at the least — and a small constant; a piece queued
  * on the connection its bytes and 256 more). Nothing was sent then: the outputs and parameters stay
  * set on r, and the same call may be repeated later. The call never blocks; learn when to retry
- * with isv_request_on_writable. */
+ * with isv_request_on_writable.
+ * @param r the request of a decoupled model
+ * @return 0 (sent), or ISV_EAGAIN (nothing sent: retry after isv_request_on_writable's callback) /
+ *         ISV_ESTATE (not decoupled, or completed) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_send_response(isv_request *r);
-/* Decoupled models: cb(r, user) runs ONCE, on the loop thread, when r's stream can take more
+/** Decoupled models: cb(r, user) runs ONCE, on the loop thread, when r's stream can take more
  * responses — at once (the next loop turn) when it already can — or when r was cancelled (the
  * client left, the deadline passed: check isv_request_is_cancelled and complete). A second call
  * replaces the first callback. cb must not block (it runs on the host's loop): a backend on a
@@ -1176,11 +1763,22 @@ ISV_EXTERN int isv_request_send_response(isv_request *r);
  * completed. 0, or ISV_EINVAL / ISV_ESTATE (r is complete, or not decoupled). Any thread (the
  * one running the backend). */
 typedef void (*isv_writable_cb)(isv_request *r, void *user);
+/** Install the once-only callback of a decoupled request's stream (isv_writable_cb above says when
+ * it runs). Any thread (the one running the backend).
+ * @param r the request of a decoupled model
+ * @param cb called once, on the loop thread
+ * @param user passed to cb
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (r is complete, or not decoupled)
+ */
 ISV_EXTERN int isv_request_on_writable(isv_request *r, isv_writable_cb cb, void *user);
-/* Memory that lives as long as the request (freed with it). NULL when out of memory.
- * Any thread (the one running the backend). */
+/** Memory that lives as long as the request (freed with it). NULL when out of memory.
+ * Any thread (the one running the backend).
+ * @param r the request
+ * @param n bytes
+ * @return the memory, NULL when out of memory
+ */
 ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
-/* Finish the request: status 0, or an error with a message (copied; may be NULL) that the
+/** Finish the request: status 0, or an error with a message (copied; may be NULL) that the
  * client sees. ISV_EBACKEND is the usual code for a model failure (HTTP 500); ISV_EBADREQ says
  * the client's data was wrong (400). ISV_EINVAL and ISV_EEXIST — what the library's own calls
  * return when a backend breaks their rules — and any code that is not an ISV_E* code (a
@@ -1189,7 +1787,12 @@ ISV_EXTERN void *isv_request_alloc(isv_request *r, size_t n);
  * thread, exactly once; the backend must not touch r afterwards. A second completion is
  * refused with ISV_ESTATE (so are outputs set after completing) — even once the response went
  * out and r was freed, for the library keeps a freed request's struct dead while the next
- * 1024 requests of the server are freed; past that the call is a use after free. */
+ * 1024 requests of the server are freed; past that the call is a use after free.
+ * @param r the request; not to be touched afterwards
+ * @param status 0, or an ISV_E* code
+ * @param message the error's text for the client (copied), or NULL
+ * @return 0, or ISV_ESTATE (already completed) / ISV_EINVAL (r NULL)
+ */
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1197,42 +1800,87 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
  * request being built belongs to its creator: any thread, one at a time, until it is handed
  * to isv_server_infer (loop thread); after its callback, the loop thread.
  * ------------------------------------------------------------------------------------------- */
+/** Called on the loop thread when an in-process request is done (status 0 or its ISV_E* code),
+ * or with each response of a decoupled model (isv_request_set_response_cb()). */
 typedef void (*isv_infer_cb)(isv_request *r, int status, void *data);
 
-/* A new request for model `name`, version `version` (NULL = default version). ISV_ENOTFOUND
+/** A new request for model `name`, version `version` (NULL = default version). ISV_ENOTFOUND
  * (and isv_server_last_error naming it) when no such model or version is registered. Loop
- * thread. */
+ * thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param version the version, or NULL for the default version
+ * @param out receives the request; free it with isv_request_free()
+ * @return 0, or ISV_ENOTFOUND (no such model or version) / ISV_EINVAL / ISV_ENOMEM / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *version,
                                isv_request **out);
-/* The same, naming the version by a label (isv_server_set_label): the version the label points
+/** The same, naming the version by a label (isv_server_set_label): the version the label points
  * to when the request is submitted. ISV_ENOTFOUND (and isv_server_last_error naming it) when
- * the model or the label is unknown. Loop thread. */
+ * the model or the label is unknown. Loop thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param label the version's label
+ * @param out receives the request; free it with isv_request_free()
+ * @return 0, or ISV_ENOTFOUND (unknown model or label) / ISV_EINVAL / ISV_ENOMEM / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_request_new_by_label(isv_server *srv, const char *name, const char *label,
                                         isv_request **out);
-/* Free a request that was never submitted, or whose done callback has run (inside the callback
+/** Free a request that was never submitted, or whose done callback has run (inside the callback
  * too) — and a response handed to a response callback. Every request must be freed before the
  * server's close callback runs. A request the close abandoned (answered ISV_EUNAVAIL while its
  * backend still ran it, isv_options_set_drain_timeout_ms) shows no outputs, and its memory is
  * kept until the backend completes it: its ISV_STATIC inputs must stay valid until then (give
- * them a destructor to learn when). */
+ * them a destructor to learn when).
+ * Any thread before the request is submitted; the loop thread once its done callback ran.
+ * @param r the request (or a response handed to a response callback), or NULL
+ */
 ISV_EXTERN void isv_request_free(isv_request *r);
-/* The request id echoed in responses (copied). */
+/** The request id echoed in responses (copied).
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param id the id (copied)
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_set_id(isv_request *r, const char *id);
-/* A trace context for an in-process request, as the network front ends read it from a
+/** A trace context for an in-process request, as the network front ends read it from a
  * `traceparent` (and `tracestate`, may be NULL) value: ISV_EINVAL when traceparent does not
- * parse or tracestate is not one to keep (both copied). Before isv_server_infer. */
+ * parse or tracestate is not one to keep (both copied). Before isv_server_infer.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param traceparent a W3C traceparent value (copied)
+ * @param tracestate a tracestate value (copied), or NULL
+ * @return 0, or ISV_EINVAL (does not parse, or a tracestate not to keep)
+ */
 ISV_EXTERN int isv_request_set_trace_context(isv_request *r, const char *traceparent,
                                              const char *tracestate);
-/* Add an input; `data` follows the buffer contract above (for BYTES: an isv_bytes array whose
- * element memory follows the same rule as the array). */
+/** Add an input; `data` follows the buffer contract above (for BYTES: an isv_bytes array whose
+ * element memory follows the same rule as the array).
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param name the input's name (copied)
+ * @param dt its datatype
+ * @param shape its dimensions
+ * @param ndim how many dimensions
+ * @param data the elements (fixed-size types) or an isv_bytes array (BYTES)
+ * @param byte_size the bytes of data (fixed-size types)
+ * @param del ISV_STATIC, ISV_TRANSIENT or a destructor (the buffer contract above)
+ * @return 0, or ISV_EINVAL (a NULL argument, a rule broken) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datatype dt,
                                      const int64_t *shape, size_t ndim, const void *data,
                                      size_t byte_size, isv_destructor del);
-/* Ask for one output (none asked = every output). classification > 0 turns it into the top-k
- * "value:index[:label]" BYTES output of the classification extension. */
+/** Ask for one output (none asked = every output). classification > 0 turns it into the top-k
+ * "value:index[:label]" BYTES output of the classification extension.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param name the output's name (copied)
+ * @param classification the top k classes to answer instead, or 0 for the tensor itself
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_add_requested_output(isv_request *r, const char *name,
                                                 uint32_t classification);
-/* Ask for one output written into the caller's own buffer `buf` of `size` bytes (the way a
+/** Ask for one output written into the caller's own buffer `buf` of `size` bytes (the way a
  * trusted client's shared memory region receives its output:
  * isv_options_set_shared_memory_in_place): the backend's
  * isv_request_alloc_output() writes straight into buf when the output fits and buf is 16-byte
@@ -1241,43 +1889,110 @@ ISV_EXTERN int isv_request_add_requested_output(isv_request *r, const char *name
  * naming both sizes. buf is the caller's (ISV_STATIC-like): it must stay valid, and not be
  * read, until the request's done callback; the output tensor's data then points into it
  * (BYTES: an isv_bytes array of library memory, the serialised form in buf). Before
- * isv_server_infer. ISV_EINVAL (NULL name, NULL buf with a size, submitted), ISV_ENOMEM. */
+ * isv_server_infer. ISV_EINVAL (NULL name, NULL buf with a size, submitted), ISV_ENOMEM.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param name the output's name (copied)
+ * @param buf the caller's buffer
+ * @param size its size in bytes
+ * @return 0, or ISV_EINVAL (NULL name, NULL buf with a size, submitted) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_add_requested_output_buffer(isv_request *r, const char *name, void *buf,
                                              size_t size);
-/* Copies key and value (string values too). A repeated key replaces the earlier value. */
+/** Copies key and value (string values too). A repeated key replaces the earlier value.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param key the parameter's key (copied)
+ * @param value its value (copied)
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_request_set_param(isv_request *r, const char *key, const isv_param *value);
-/* The request's priority level (isv_model_config_set_priority_levels): the parameter
+/** The request's priority level (isv_model_config_set_priority_levels): the parameter
  * "priority" (uint64) as a V2 client sends it; 0 is the model's default level. Before
- * isv_server_infer. */
+ * isv_server_infer.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param level the priority level (0: the model's default)
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (submitted)
+ */
 ISV_EXTERN int isv_request_set_priority(isv_request *r, uint64_t level);
-/* The request's timeout in µs: the parameter "timeout" as a V2 client sends it (Triton's) — a
+/** The request's timeout in µs: the parameter "timeout" as a V2 client sends it (Triton's) — a
  * queue timeout for a model with queue policies (honoured with allow_timeout_override), a
  * deadline for the others (isv_model_config_set_queue_policy says which). Before
- * isv_server_infer. */
+ * isv_server_infer.
+ * Any thread (the request's creator, one at a time), before isv_server_infer().
+ * @param r the request
+ * @param us the timeout in microseconds
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (submitted)
+ */
 ISV_EXTERN int isv_request_set_timeout_us(isv_request *r, uint64_t us);
-/* For a decoupled model: cb runs on the loop thread for each response the backend sends
+/** For a decoupled model: cb runs on the loop thread for each response the backend sends
  * (isv_request_send_response), in order, all before the request's done callback. Its first
  * argument is a new object holding that one response: read it with isv_request_output_* and
  * isv_request_response_param_*, then free it with isv_request_free (in cb or later). Without
- * it, a request to a decoupled model fails 400. Before isv_server_infer. */
+ * it, a request to a decoupled model fails 400. Before isv_server_infer.
+ * @param r the request
+ * @param cb called for each response, on the loop thread
+ * @param data passed to cb
+ * @return 0, or ISV_EINVAL (a NULL argument, submitted)
+ */
 ISV_EXTERN int isv_request_set_response_cb(isv_request *r, isv_infer_cb cb, void *data);
-/* Cancel a submitted request: if it still waits it never runs and completes ISV_ECANCELED at
+/** Cancel a submitted request: if it still waits it never runs and completes ISV_ECANCELED at
  * once; if it runs, the backend sees isv_request_is_cancelled(). 0, or ISV_ESTATE when it is not
- * in flight. Loop thread. */
+ * in flight. Loop thread.
+ * @param r the request
+ * @return 0, or ISV_ESTATE (not in flight) / ISV_EINVAL
+ */
 ISV_EXTERN int isv_request_cancel(isv_request *r);
-/* Run it. cb runs on the loop thread once the request is done — possibly before this function
+/** Run it. cb runs on the loop thread once the request is done — possibly before this function
  * returns, when the backend completes inline. In cb, read the result with the functions below;
- * then free the request (in cb or later). */
+ * then free the request (in cb or later).
+ * @param srv the server
+ * @param r the request (from isv_request_new on this server)
+ * @param cb called once on the loop thread when the request is done
+ * @param data passed to cb
+ * @return 0 (cb will run, perhaps already ran), or an ISV_E* code and cb is not called
+ *         (isv_server_last_error says why)
+ */
 ISV_EXTERN int isv_server_infer(isv_server *srv, isv_request *r, isv_infer_cb cb, void *data);
-/* After completion (in the callback or later, loop thread): the error message ("" on
+/** After completion (in the callback or later, loop thread): the error message ("" on
  * success), and the outputs in the order the model declares them (or that the client
- * requested them). */
+ * requested them).
+ * @param r a completed request
+ * @return its error message, "" on success; valid while r is
+ */
 ISV_EXTERN const char *isv_request_error_message(const isv_request *r);
+/** The number of outputs of a completed request (or of a response a response callback got). Loop
+ * thread, after completion.
+ * @param r the completed request or response
+ * @return the output count
+ */
 ISV_EXTERN size_t isv_request_output_count(const isv_request *r);
+/** An output of a completed request by position, in the order the model declares them (or the
+ * client requested them). Loop thread, after completion.
+ * @param r the completed request or response
+ * @param i the output's position, 0-based
+ * @return the output, NULL past the end
+ */
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i);
+/** An output of a completed request by name. Loop thread, after completion.
+ * @param r the completed request or response
+ * @param name the output's name
+ * @return the output, NULL when absent
+ */
 ISV_EXTERN const isv_tensor *isv_request_output(const isv_request *r, const char *name);
-/* The parameters the backend attached to the response (after completion, loop thread). */
+/** The parameters the backend attached to the response (after completion, loop thread).
+ * @param r the completed request or response
+ * @return the number of response parameters
+ */
 ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r);
+/** A response parameter by position (see isv_request_response_param_count()). Loop thread, after
+ * completion.
+ * @param r the completed request or response
+ * @param i the parameter's position, 0-based
+ * @param v receives the value (NULL past the end)
+ * @return the parameter's key, NULL past the end; valid while r is
+ */
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
                                                      const isv_param **v);
 
@@ -1302,40 +2017,52 @@ ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_
  * client that goes away, a deadline (gRPC's grpc-timeout) or the server's close never frees an
  * operation under the host — its answer is just dropped.
  * ------------------------------------------------------------------------------------------- */
+/** The list a repository's list() callback fills (isv_repository_list_add()). */
 typedef struct isv_repository_list isv_repository_list;
+/** One load or unload handed to the host, completed with isv_repository_op_complete(). */
 typedef struct isv_repository_op isv_repository_op;
 
-/* The host's callbacks. Zero-initialise it and set struct_size = sizeof(isv_repository);
+/** The host's callbacks. Zero-initialise it and set struct_size = sizeof(isv_repository);
  * fields added later are read only when struct_size covers them. Every callback runs on the
  * loop thread; strings passed to them live until the call returns (list) or until the
  * operation is completed (load, unload). */
 typedef struct isv_repository {
-  size_t struct_size;
-  void *user; /* passed to every callback; must stay valid until the server's close callback */
-  /* The models the host can load: isv_repository_list_add() for each (inside this call
+  size_t struct_size; /**< sizeof(isv_repository) */
+  void *user; /**< passed to every callback; must stay valid until the server's close callback */
+  /** The models the host can load: isv_repository_list_add() for each (inside this call
    * only). May be NULL: the index then shows the registered models only. */
   void (*list)(void *user, isv_repository_list *out);
-  /* Load (or reload) model `name`; config_json: the client's config override, a JSON object
+  /** Load (or reload) model `name`; config_json: the client's config override, a JSON object
    * (NULL when none). Register the model (isv_server_add_model), then complete op. */
   void (*load)(void *user, isv_repository_op *op, const char *name, const char *config_json);
-  /* Unload model `name` (and, when unload_dependents, the models loaded with it): remove it
+  /** Unload model `name` (and, when unload_dependents, the models loaded with it): remove it
    * (isv_server_remove_model: requests in flight on it still finish), then complete op. */
   void (*unload)(void *user, isv_repository_op *op, const char *name, int unload_dependents);
 } isv_repository;
 
-/* Serve the model repository extension through `repo` (copied; load and unload required,
+/** Serve the model repository extension through `repo` (copied; load and unload required,
  * list optional). Once per server: ISV_ESTATE when already set or closing; ISV_EINVAL for a
  * missing callback or a struct_size too small. isv_server_last_error says which. Loop
- * thread. */
+ * thread.
+ * @param srv the server
+ * @param repo the callbacks (copied)
+ * @return 0, or ISV_ESTATE (already set, closing) / ISV_EINVAL (a missing callback, struct_size too
+ *         small) / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_repository(isv_server *srv, const isv_repository *repo);
-/* From list(): model `name` can be loaded. A name that is registered, or already added, is
+/** From list(): model `name` can be loaded. A name that is registered, or already added, is
  * skipped (the registry's state wins). Indexed as {"name", "state": "UNAVAILABLE", "reason"}
  * with a reason (e.g. "unloaded"), or as {"name"} alone without (Triton's entry for a model
  * never loaded). Name and reason are copied; bytes that are not UTF-8 become '?'. 0, or
- * ISV_EINVAL (no list, an empty name) / ISV_ENOMEM. Loop thread, inside list() only. */
+ * ISV_EINVAL (no list, an empty name) / ISV_ENOMEM. Loop thread, inside list() only.
+ * @param out the list list() was given
+ * @param name a model the host can load (copied)
+ * @param reason why it is not loaded ("unloaded"; copied), or NULL
+ * @return 0, or ISV_EINVAL (no list, an empty name) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *name,
                                        const char *reason);
-/* Complete a load or unload exactly once: status 0 (the client gets 200 with an empty body,
+/** Complete a load or unload exactly once: status 0 (the client gets 200 with an empty body,
  * or an empty gRPC response), or an ISV_E* code and a message (copied; may be NULL) — e.g.
  * ISV_ENOTFOUND for a model the host does not have (404), ISV_EBADREQ for a config it cannot
  * honour (400), ISV_EBACKEND when loading failed (500). Codes follow isv_request_complete's
@@ -1343,7 +2070,12 @@ ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *nam
  * thread — the answer reaches the loop through the library's async handle — but register or
  * remove the model on the loop thread BEFORE completing. A second completion is refused with
  * ISV_ESTATE (isv_request_complete's guarantee). After completing, op and the strings passed
- * with it are gone. */
+ * with it are gone.
+ * @param op the operation; gone afterwards
+ * @param status 0, or an ISV_E* code
+ * @param message the error's text (copied), or NULL
+ * @return 0, or ISV_ESTATE (already completed)
+ */
 ISV_EXTERN int isv_repository_op_complete(isv_repository_op *op, int status, const char *message);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1352,59 +2084,109 @@ ISV_EXTERN int isv_repository_op_complete(isv_repository_op *op, int status, con
  * connections (HTTP/1.1 and h2c), with its limits, timeouts, cancellation, metrics and
  * scheduling: each route runs like a model of its own (its handler is its backend: inline, on
  * the worker pool or async; `instances` at once, the rest queued), shown in /metrics as model
- * "@route <METHOD> <path>" and invisible to every model listing and lookup.
+ * `"@route <METHOD> <path>"` and invisible to every model listing and lookup.
  * ------------------------------------------------------------------------------------------- */
+/** A request to a custom route, handed to its handler (isv_route_cb). */
 typedef struct isv_http_request isv_http_request;
 
-/* Answer req — now or later, from any thread — exactly once: isv_http_respond(), or
+/** Answer req — now or later, from any thread — exactly once: isv_http_respond(), or
  * isv_http_begin() + isv_http_write()* + isv_http_end(). 0, or a nonzero code without
  * answering: the client gets that error as a backend's failure would be (500, or the ISV_E*
  * code's status). */
 typedef int (*isv_route_cb)(isv_http_request *req, void *user);
 
-/* Zero-initialise it and set struct_size = sizeof(isv_route); fields added later are read only
+/** Zero-initialise it and set struct_size = sizeof(isv_route); fields added later are read only
  * when struct_size covers them. */
 typedef struct isv_route {
-  size_t struct_size;
-  const char *method; /* "GET" (also answers HEAD), "POST", "PUT", "DELETE"; NULL: all of them */
-  const char *path;   /* a prefix: the path itself and every path under it ("/custom/echo"
+  size_t struct_size; /**< sizeof(isv_route) */
+  const char *method; /**< "GET" (also answers HEAD), "POST", "PUT", "DELETE"; NULL: all of them */
+  const char *path;   /**< a prefix: the path itself and every path under it ("/custom/echo"
                        * serves "/custom/echo" and "/custom/echo/x"), percent-decoded */
-  isv_exec_mode mode; /* where the handler runs (ISV_EXEC_INLINE: on the loop, it must not
+  isv_exec_mode mode; /**< where the handler runs (ISV_EXEC_INLINE: on the loop, it must not
                        * block) */
-  uint32_t instances; /* requests handled at once; 0: 16 */
-  isv_route_cb handler;
-  void *user;
+  uint32_t instances; /**< requests handled at once; 0: 16 */
+  isv_route_cb handler; /**< answers each request (isv_route_cb) */
+  void *user;           /**< passed to handler */
 } isv_route;
 
-/* Serve route (copied). ISV_EEXIST when it would take paths a route already served answers —
+/** Serve route (copied). ISV_EEXIST when it would take paths a route already served answers —
  * a built-in front end's (under /v2, /v1/models, /grps/v1, ...) or an earlier custom route's,
  * in either direction (its prefix under theirs or theirs under its prefix) for a method both
  * serve; ISV_EINVAL for a path that is not one ("/x", at most 15 segments, no '{' or '}', not
  * "/"), an unknown method, no handler; ISV_ESTATE when closing. isv_server_last_error says
- * which. Loop thread. */
+ * which. Loop thread.
+ * @param srv the server
+ * @param route the route (copied; struct_size set)
+ * @return 0, or ISV_EEXIST / ISV_EINVAL / ISV_ESTATE (see above; isv_server_last_error says which)
+ *         / ISV_ETHREAD / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_server_add_route(isv_server *srv, const isv_route *route);
 
-/* The request, as the client sent it: valid until it is answered. Any thread (the handler's).
+/** The request, as the client sent it: valid until it is answered. Any thread (the handler's).
  * The path is as sent (not percent-decoded); the query is what follows '?' ("" when none);
- * header names are matched case-insensitively, the value is not NUL-terminated (*len). */
+ * header names are matched case-insensitively, the value is not NUL-terminated (*len).
+ * @param req the request
+ * @return the method ("GET", "POST", ...)
+ */
 ISV_EXTERN const char *isv_http_method(const isv_http_request *req);
+/** The path as sent, not percent-decoded (see isv_http_method()). Valid until req is answered. Any
+ * thread (the handler's).
+ * @param req the request
+ * @return the path
+ */
 ISV_EXTERN const char *isv_http_path(const isv_http_request *req);
+/** What follows '?' in the target, "" when none (see isv_http_method()). Valid until req is
+ * answered. Any thread (the handler's).
+ * @param req the request
+ * @return the query
+ */
 ISV_EXTERN const char *isv_http_query(const isv_http_request *req);
+/** A request header by name, matched case-insensitively; the value is not NUL-terminated (see
+ * isv_http_method()). Valid until req is answered. Any thread (the handler's).
+ * @param req the request
+ * @param name the header's name
+ * @param len receives the value's length
+ * @return the value, NULL when absent
+ */
 ISV_EXTERN const char *isv_http_header(const isv_http_request *req, const char *name,
                                        size_t *len);
-/* The body (mutable: the handler may parse it in place); *len its length. */
+/** The body (mutable: the handler may parse it in place); *len its length.
+ * Any thread (the handler's, or the one answering later).
+ * @param req the request
+ * @param len receives the body's length
+ * @return the body, valid until req is answered
+ */
 ISV_EXTERN void *isv_http_body(isv_http_request *req, size_t *len);
-/* The client went away (or the server's drain deadline passed): stop early and end. */
+/** The client went away (or the server's drain deadline passed): stop early and end.
+ * Any thread (the handler's, or the one answering later).
+ * @param req the request
+ * @return 1 when cancelled, 0 otherwise
+ */
 ISV_EXTERN int isv_http_is_cancelled(const isv_http_request *req);
-/* A response header for the head that goes out with isv_http_respond or isv_http_begin (name
- * and value copied; not Content-Length, Transfer-Encoding or Connection: ISV_EINVAL). */
+/** A response header for the head that goes out with isv_http_respond or isv_http_begin (name
+ * and value copied; not Content-Length, Transfer-Encoding or Connection: ISV_EINVAL).
+ * Any thread (the handler's, or the one answering later).
+ * @param req the request
+ * @param name the header's name
+ * @param value its value
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (the head went out) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_http_add_header(isv_http_request *req, const char *name, const char *value);
-/* The whole answer: status (100..599 but not 1xx: ISV_EINVAL), Content-Type (NULL: none) and
+/** The whole answer: status (100..599 but not 1xx: ISV_EINVAL), Content-Type (NULL: none) and
  * body, which follows the buffer contract (STATIC until the answer is written, TRANSIENT, or a
- * destructor called once it is). ISV_ESTATE when req was answered or begun. */
+ * destructor called once it is). ISV_ESTATE when req was answered or begun.
+ * Any thread (the handler's, or the one answering later).
+ * @param req the request
+ * @param status the HTTP status (200..599)
+ * @param content_type the Content-Type, or NULL
+ * @param body the body
+ * @param len its length
+ * @param del ISV_STATIC, ISV_TRANSIENT or a destructor
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (answered or begun) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_http_respond(isv_http_request *req, int status, const char *content_type,
                                 const void *body, size_t len, isv_destructor del);
-/* A streamed answer: the head now (HTTP/1.1 chunked, HTTP/2 DATA frames), then any number of
+/** A streamed answer: the head now (HTTP/1.1 chunked, HTTP/2 DATA frames), then any number of
  * pieces, each sent as soon as the connection takes it and in order (Server-Sent Events: one
  * "data: ...\n\n" per write), then the end. A write after the client left is dropped (0).
  * ISV_ESTATE out of order (write before begin, anything after end).
@@ -1415,11 +2197,26 @@ ISV_EXTERN int isv_http_respond(isv_http_request *req, int status, const char *c
  * client are bounded (isv_options_set_max_queued_stream_bytes, _conn_bytes). Past the bound
  * the write answers ISV_EAGAIN and takes NOTHING (data stays the caller's; a destructor is not
  * called): write it again after the isv_http_on_writable callback ran. isv_http_write never
- * blocks, on any thread. */
+ * blocks, on any thread.
+ * @param req the request
+ * @param status the HTTP status (200..599)
+ * @param content_type the Content-Type ("text/event-stream" for Server-Sent Events), or NULL
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (answered or begun) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_http_begin(isv_http_request *req, int status, const char *content_type);
+/** The next piece of a streamed answer, copied before the call returns (isv_http_begin() above says
+ * how pieces go and what ISV_EAGAIN means). Any thread (the handler's, or the one answering later).
+ * @param req the request
+ * @param data the piece
+ * @param len its length
+ * @param del ISV_STATIC, ISV_TRANSIENT or a destructor (run before the call returns, unless
+ *            ISV_EAGAIN)
+ * @return 0 (also when the client left: the piece is dropped), or ISV_EAGAIN (nothing taken: write
+ *         again after the isv_http_on_writable callback) / ISV_ESTATE (out of order) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t len,
                               isv_destructor del);
-/* cb(req, user) runs ONCE, on the loop thread, when req's stream can take more — at once (the
+/** cb(req, user) runs ONCE, on the loop thread, when req's stream can take more — at once (the
  * next loop turn) when it already can — or when the client left (isv_http_is_cancelled: end
  * then). A second call replaces the first callback; never called after isv_http_end. cb must
  * not block (it runs on the host's loop): a handler on a worker thread waits on its own
@@ -1427,7 +2224,19 @@ ISV_EXTERN int isv_http_write(isv_http_request *req, const void *data, size_t le
  * async handler goes on writing from cb. 0, ISV_EINVAL, or ISV_ESTATE (before begin or after
  * end). Any thread. */
 typedef void (*isv_http_writable_cb)(isv_http_request *req, void *user);
+/** Install the once-only callback of a streamed answer (isv_http_writable_cb above says when it
+ * runs). Any thread.
+ * @param req the request
+ * @param cb called once, on the loop thread
+ * @param user passed to cb
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (before begin or after end)
+ */
 ISV_EXTERN int isv_http_on_writable(isv_http_request *req, isv_http_writable_cb cb, void *user);
+/** End a streamed answer begun with isv_http_begin(); req is gone afterwards. Any thread (the
+ * handler's, or the one answering later).
+ * @param req the request
+ * @return 0, or ISV_ESTATE (not begun, or already ended)
+ */
 ISV_EXTERN int isv_http_end(isv_http_request *req);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1439,32 +2248,78 @@ ISV_EXTERN int isv_http_end(isv_http_request *req);
  * 400 in plain text, then the connection closed; a handshake not done within the handshake
  * timeout is closed.
  * ------------------------------------------------------------------------------------------- */
-typedef struct isv_tls isv_tls; /* a certificate, its key, and maybe client CAs */
+typedef struct isv_tls isv_tls; /**< a certificate, its key, and maybe client CAs */
 
-/* An empty configuration. ISV_EUNIMPL without TLS in this build, ISV_ENOMEM. Any thread (one
- * at a time per isv_tls). */
+/** An empty configuration. ISV_EUNIMPL without TLS in this build, ISV_ENOMEM. Any thread (one
+ * at a time per isv_tls).
+ * @param out receives the configuration; free it with isv_tls_free()
+ * @return 0, or ISV_EUNIMPL (no TLS in this build) / ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_tls_new(isv_tls **out);
-/* Listeners keep what they were given: freeing the configuration does not touch them. */
+/** Listeners keep what they were given: freeing the configuration does not touch them.
+ * Any thread (one at a time per isv_tls).
+ * @param tls the configuration, or NULL
+ */
 ISV_EXTERN void isv_tls_free(isv_tls *tls);
-/* The certificate chain (leaf first) and its private key, PEM, from files or from memory
+/** The certificate chain (leaf first) and its private key, PEM, from files or from memory
  * (NUL-terminated). ISV_EINVAL when they cannot be read or do not match:
- * isv_tls_last_error says why (OpenSSL's reason). */
+ * isv_tls_last_error says why (OpenSSL's reason).
+ * Any thread (one at a time per isv_tls).
+ * @param tls the configuration
+ * @param chain_file the PEM certificate chain's file, leaf first
+ * @param key_file the PEM private key's file
+ * @return 0, or ISV_EINVAL (cannot be read, or do not match: isv_tls_last_error says why)
+ */
 ISV_EXTERN int isv_tls_set_cert_files(isv_tls *tls, const char *chain_file, const char *key_file);
+/** The certificate chain (leaf first) and its private key as PEM in memory (NUL-terminated), as
+ * isv_tls_set_cert_files() takes files. Any thread (one at a time per isv_tls).
+ * @param tls the configuration
+ * @param chain_pem the PEM certificate chain, leaf first
+ * @param key_pem the PEM private key
+ * @return 0, or ISV_EINVAL (cannot be read, or do not match: isv_tls_last_error says why)
+ */
 ISV_EXTERN int isv_tls_set_cert_pem(isv_tls *tls, const char *chain_pem, const char *key_pem);
-/* Ask clients for a certificate signed by one of the CAs in ca_file (PEM): required (the
+/** Ask clients for a certificate signed by one of the CAs in ca_file (PEM): required (the
  * handshake fails without one) or optional (require 0: a client without one is anonymous).
- * A certificate that does not verify fails the handshake either way. */
+ * A certificate that does not verify fails the handshake either way.
+ * Any thread (one at a time per isv_tls).
+ * @param tls the configuration
+ * @param ca_file the PEM file of the CAs
+ * @param require nonzero to require a certificate
+ * @return 0, or ISV_EINVAL (the file cannot be read: isv_tls_last_error says why)
+ */
 ISV_EXTERN int isv_tls_set_client_ca_file(isv_tls *tls, const char *ca_file, int require);
+/** Why the last call on tls failed (OpenSSL's reason). Any thread (one at a time per isv_tls).
+ * @param tls the configuration
+ * @return the reason, "" when the last call succeeded
+ */
 ISV_EXTERN const char *isv_tls_last_error(const isv_tls *tls);
-/* Listen with TLS (as isv_server_listen; its index counts with theirs). The configuration is
+/** Listen with TLS (as isv_server_listen; its index counts with theirs). The configuration is
  * referenced as it is now: later changes to tls do not reach the listener — give it again with
- * isv_server_set_listener_tls. ISV_EINVAL without a certificate and key. Loop thread. */
+ * isv_server_set_listener_tls. ISV_EINVAL without a certificate and key. Loop thread.
+ * @param srv the server
+ * @param host an IPv4 or IPv6 literal, or "localhost"
+ * @param port the port; 0 picks a free one
+ * @param tls the configuration, referenced as it is now
+ * @return 0, or ISV_EINVAL (no certificate and key) / ISV_EIO (cannot bind) / ISV_EUNIMPL /
+ *         ISV_ESTATE / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_listen_tls(isv_server *srv, const char *host, int port,
                                      const isv_tls *tls);
-/* Reload: the index-th listener (a TLS one) uses tls for the handshakes from now on;
- * connections already open keep theirs. Loop thread. */
+/** Reload: the index-th listener (a TLS one) uses tls for the handshakes from now on;
+ * connections already open keep theirs. Loop thread.
+ * @param srv the server
+ * @param index the listener's index (as isv_server_bound_port() counts)
+ * @param tls the new configuration
+ * @return 0, or ISV_EINVAL (no such TLS listener, no certificate) / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_listener_tls(isv_server *srv, unsigned index, const isv_tls *tls);
-/* A TLS client must finish its handshake within this long of connecting. Default 10000 ms. */
+/** A TLS client must finish its handshake within this long of connecting. Default 10000 ms.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param ms the handshake's deadline in milliseconds (> 0)
+ * @return 0, or ISV_EINVAL (o NULL, ms 0)
+ */
 ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t ms);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1493,76 +2348,158 @@ ISV_EXTERN int isv_options_set_tls_handshake_timeout_ms(isv_options *o, uint64_t
  * decoding, routing and decoding, the model stage, queueing. A host that only checks tokens
  * allows the model stage at once; one that only guards models allows the caller stage.
  * ------------------------------------------------------------------------------------------- */
-typedef struct isv_auth isv_auth; /* one request waiting for a decision */
+typedef struct isv_auth isv_auth; /**< one request waiting for a decision */
 
+/** Which question the authorizer is asked (isv_auth_get_stage()). */
 typedef enum {
-  ISV_AUTH_STAGE_CALLER = 1, /* who: before the body is read or decoded */
-  ISV_AUTH_STAGE_MODEL = 2   /* what: the resolved model version the request acts on */
+  ISV_AUTH_STAGE_CALLER = 1, /**< who: before the body is read or decoded */
+  ISV_AUTH_STAGE_MODEL = 2   /**< what: the resolved model version the request acts on */
 } isv_auth_stage;
 
+/** The authorizer's answer (isv_auth_complete()). */
 typedef enum {
-  ISV_AUTH_ALLOW = 0,
-  ISV_AUTH_UNAUTHENTICATED = 1, /* HTTP 401 (+ WWW-Authenticate when set), gRPC UNAUTHENTICATED */
-  ISV_AUTH_FORBIDDEN = 2        /* HTTP 403, gRPC PERMISSION_DENIED */
+  ISV_AUTH_ALLOW = 0, /**< let the request in */
+  ISV_AUTH_UNAUTHENTICATED = 1, /**< HTTP 401 (+ WWW-Authenticate when set), gRPC UNAUTHENTICATED */
+  ISV_AUTH_FORBIDDEN = 2        /**< HTTP 403, gRPC PERMISSION_DENIED */
 } isv_auth_decision;
 
-/* Decide on a: call isv_auth_complete exactly once — inside the callback, or later from any thread
+/** Decide on a: call isv_auth_complete exactly once — inside the callback, or later from any thread
  * (after checking a token with another service). The callback runs on the loop thread and must not
  * block. Until the decision the request waits (it counts as in flight: the server's close waits for
  * it too); a client that leaves meanwhile is answered into the void when the decision comes. */
 typedef void (*isv_authorize_cb)(isv_auth *a, void *user);
-/* NULL cb: every request is allowed (the default). ISV_ESTATE when closing. Loop thread. */
+/** NULL cb: every request is allowed (the default). ISV_ESTATE when closing. Loop thread.
+ * @param srv the server
+ * @param cb the authorizer, or NULL to allow every request
+ * @param user passed to cb
+ * @return 0, or ISV_ESTATE (closing) / ISV_ETHREAD
+ */
 ISV_EXTERN int isv_server_set_authorizer(isv_server *srv, isv_authorize_cb cb, void *user);
 
 /* What a carries — valid until isv_auth_complete, on the thread deciding: */
-/* HTTP: the front end — "kserve_v2", "tfserving", "vertex", "grps", "custom", "metrics"; gRPC:
- * the method's label — "v2_grpc", "grps_grpc", "tfserving_grpc", "grpc_health". */
+/** HTTP: the front end — "kserve_v2", "tfserving", "vertex", "grps", "custom", "metrics"; gRPC:
+ * the method's label — "v2_grpc", "grps_grpc", "tfserving_grpc", "grpc_health".
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the front end's or the gRPC method's label
+ */
 ISV_EXTERN const char *isv_auth_protocol(const isv_auth *a);
+/** Whether a is a gRPC call (else an HTTP request). Valid until isv_auth_complete, on the thread
+ * deciding.
+ * @param a the request waiting for a decision
+ * @return 1 for gRPC, 0 for HTTP
+ */
 ISV_EXTERN int isv_auth_is_grpc(const isv_auth *a);
-/* "GET", "POST", ...; gRPC: "/inference.GRPCInferenceService/ModelInfer" */
+/** "GET", "POST", ...; gRPC: "/inference.GRPCInferenceService/ModelInfer"
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the HTTP method, or the gRPC method's path
+ */
 ISV_EXTERN const char *isv_auth_method(const isv_auth *a);
-/* The path as sent, without the query (gRPC: the method again). */
+/** The path as sent, without the query (gRPC: the method again).
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the path
+ */
 ISV_EXTERN const char *isv_auth_path(const isv_auth *a);
-/* Which question a asks (see above). */
+/** Which question a asks (see above).
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return ISV_AUTH_STAGE_CALLER or ISV_AUTH_STAGE_MODEL
+ */
 ISV_EXTERN isv_auth_stage isv_auth_get_stage(const isv_auth *a);
-/* The model stage's model: its name as registered, after every resolution rule (NULL at the
+/** The model stage's model: its name as registered, after every resolution rule (NULL at the
  * caller stage), and its version ("1"; NULL when none is resolved: a model not registered yet,
- * or a question about every version of it). */
+ * or a question about every version of it).
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the model's name, NULL at the caller stage
+ */
 ISV_EXTERN const char *isv_auth_model(const isv_auth *a);
+/** The model stage's version ("1"; NULL when none is resolved: a model not registered yet, or a
+ * question about every version of it): see isv_auth_model(). Valid until isv_auth_complete, on the
+ * thread deciding.
+ * @param a the request waiting for a decision
+ * @return the version, or NULL
+ */
 ISV_EXTERN const char *isv_auth_version(const isv_auth *a);
-/* A request header or gRPC metadata entry (case-insensitive name), NULL when absent; *len its
- * length (the value is not NUL-terminated). */
+/** A request header or gRPC metadata entry (case-insensitive name), NULL when absent; *len its
+ * length (the value is not NUL-terminated).
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @param name the header's or metadata entry's name
+ * @param len receives the value's length
+ * @return the value (not NUL-terminated), NULL when absent
+ */
 ISV_EXTERN const char *isv_auth_header(const isv_auth *a, const char *name, size_t *len);
-/* The peer's address ("10.0.0.7:51234", "[::1]:8000", "" when unknown) and the subject of its
- * TLS client certificate (NULL: none). */
+/** The peer's address ("10.0.0.7:51234", "[::1]:8000", "" when unknown) and the subject of its
+ * TLS client certificate (NULL: none).
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the peer's address, "" when unknown
+ */
 ISV_EXTERN const char *isv_auth_peer(const isv_auth *a);
+/** The subject of the peer's TLS client certificate (NULL: none): see isv_auth_peer(). Valid until
+ * isv_auth_complete, on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the subject, or NULL
+ */
 ISV_EXTERN const char *isv_auth_identity(const isv_auth *a);
-/* Who the client is for isv_options_set_max_client_requests (copied; at most 127 bytes): a
+/** Who the client is for isv_options_set_max_client_requests (copied; at most 127 bytes): a
  * user, a token's subject. Default: the peer's address without its port. At the caller stage,
- * before done (ISV_ESTATE at the model stage: the request is counted already). */
+ * before done (ISV_ESTATE at the model stage: the request is counted already).
+ * On the thread deciding, before isv_auth_complete().
+ * @param a the request waiting for a decision, at the caller stage
+ * @param key the client's key (copied; at most 127 bytes)
+ * @return 0, or ISV_EINVAL / ISV_ESTATE (at the model stage)
+ */
 ISV_EXTERN int isv_auth_set_client(isv_auth *a, const char *key);
-/* The client's key: the one set at the caller stage (the model stage sees it too). */
+/** The client's key: the one set at the caller stage (the model stage sees it too).
+ * Valid until isv_auth_complete(), on the thread deciding.
+ * @param a the request waiting for a decision
+ * @return the client's key
+ */
 ISV_EXTERN const char *isv_auth_client(const isv_auth *a);
-/* The WWW-Authenticate value an HTTP 401 carries ("Bearer realm=\"models\""; copied). */
+/** The WWW-Authenticate value an HTTP 401 carries ("Bearer realm=\"models\""; copied).
+ * On the thread deciding, before isv_auth_complete().
+ * @param a the request waiting for a decision
+ * @param value the WWW-Authenticate value (copied)
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_auth_set_challenge(isv_auth *a, const char *value);
-/* The decision, exactly once, from any thread; message (copied, NULL: a default) is the
- * error's text. a is gone afterwards. ISV_EINVAL for an unknown decision (nothing happens). */
+/** The decision, exactly once, from any thread; message (copied, NULL: a default) is the
+ * error's text. a is gone afterwards. ISV_EINVAL for an unknown decision (nothing happens).
+ * @param a the request waiting for a decision; gone afterwards
+ * @param decision allow, unauthenticated (401) or forbidden (403)
+ * @param message the error's text (copied), or NULL for a default
+ * @return 0, or ISV_EINVAL (an unknown decision: nothing happens)
+ */
 ISV_EXTERN int isv_auth_complete(isv_auth *a, isv_auth_decision decision, const char *message);
 
-/* Requests one client may have in flight at once — every protocol together, counted from its
+/** Requests one client may have in flight at once — every protocol together, counted from its
  * admission to its answer's end; a gRPC call counts once, but a bidirectional stream
  * (ModelStreamInfer) counts each of its requests while it is in flight instead (one over the limit
  * is answered in the stream, RESOURCE_EXHAUSTED, and the stream goes on). Beyond: HTTP 429, gRPC
  * RESOURCE_EXHAUSTED, naming the limit. The client is the authorizer's key (isv_auth_set_client) or
- * the peer's address without the port. 0: no limit (the default). */
+ * the peer's address without the port. 0: no limit (the default).
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n requests one client may have in flight (0: no limit)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
 ISV_EXTERN int isv_options_set_max_client_requests(isv_options *o, unsigned n);
-/* Browsers on these origins may call the REST APIs (CORS): space-separated
+/** Browsers on these origins may call the REST APIs (CORS): space-separated
  * "scheme://host[:port]" origins, or "*" for any. A preflight (OPTIONS with
  * Access-Control-Request-Method) from an allowed origin is answered 204 with the methods and
  * headers it asked for; answers to an allowed origin carry Access-Control-Allow-Origin (the
  * origin) and expose Inference-Header-Content-Length. Other origins get no CORS headers (the
  * browser refuses the answer to the page). "" or NULL: none (the default). ISV_EINVAL for a
- * malformed origin. */
+ * malformed origin.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param origins space-separated origins, "*", or NULL / "" for none (copied)
+ * @return 0, or ISV_EINVAL (o NULL, a malformed origin, too long)
+ */
 ISV_EXTERN int isv_options_set_cors_origins(isv_options *o, const char *origins);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1583,29 +2520,33 @@ ISV_EXTERN int isv_options_set_cors_origins(isv_options *o, const char *origins)
  * Everything here runs on the server's loop thread.
  * ------------------------------------------------------------------------------------------- */
 
-/* Bytes the library hands the host by reference (an answer's body, a gRPC message): they stay
+/** Bytes the library hands the host by reference (an answer's body, a gRPC message): they stay
  * valid until the host releases their piece, exactly once — after writing them, at once after
  * copying them, or when it drops them (the client is gone), also after the exchange or call
  * they belong to ended. The library keeps what they point into until then. NULL is a no-op. */
 typedef struct isv_piece isv_piece;
+/** Release a piece the library handed over by reference (the rules above). NULL is a no-op. Loop
+ * thread.
+ * @param piece the piece, or NULL
+ */
 ISV_EXTERN void isv_piece_free(isv_piece *piece);
 
-/* A header or metadata entry: not NUL-terminated, valid during the call it is passed to. */
+/** A header or metadata entry: not NUL-terminated, valid during the call it is passed to. */
 typedef struct isv_field {
-  const char *name;
-  size_t name_len;
-  const char *value;
-  size_t value_len;
+  const char *name;  /**< the name's bytes */
+  size_t name_len;   /**< how many */
+  const char *value; /**< the value's bytes */
+  size_t value_len;  /**< how many */
 } isv_field;
 
-/* One HTTP request handed in by the host, and its answer. */
+/** One HTTP request handed in by the host, and its answer. */
 typedef struct isv_exchange isv_exchange;
 
-/* How the answer goes back: the host fills it (zero-initialised, struct_size =
+/** How the answer goes back: the host fills it (zero-initialised, struct_size =
  * sizeof(isv_exchange_carrier)); it is not copied and must outlive its exchanges. */
 typedef struct isv_exchange_carrier {
-  size_t struct_size;
-  /* The answer's status and headers (Content-Type among them when there is a body;
+  size_t struct_size; /**< sizeof(isv_exchange_carrier) */
+  /** The answer's status and headers (Content-Type among them when there is a body;
    * Content-Length never: with more = 0 the body is the parts, all of it), then the body
    * (more = 0: the answer is complete) or its first piece (more = 1: maybe empty; pieces follow
    * through write, then end). `piece` is NULL when there are no parts. Return 0, or nonzero when
@@ -1614,85 +2555,171 @@ typedef struct isv_exchange_carrier {
    * the answer completes (more = 0) the host must not use x. */
   int (*respond)(isv_exchange *x, int status, const isv_field *headers, size_t n_headers,
                  const uv_buf_t *parts, size_t n_parts, isv_piece *piece, int more);
-  /* The next piece of a streamed answer (Server-Sent Events: one event per piece), to send as
+  /** The next piece of a streamed answer (Server-Sent Events: one event per piece), to send as
    * soon as the host can and in order; 0 or nonzero as for respond. Required. */
   int (*write)(isv_exchange *x, const uv_buf_t *parts, size_t n_parts, isv_piece *piece);
-  /* The streamed answer is complete; the host must not use x afterwards. Required. */
+  /** The streamed answer is complete; the host must not use x afterwards. Required. */
   void (*end)(isv_exchange *x);
 } isv_exchange_carrier;
 
-/* Start an exchange: `method` ("GET", "POST", ...) and `target` (the path and query as the
+/** Start an exchange: `method` ("GET", "POST", ...) and `target` (the path and query as the
  * client sent them, "/v2/models/m/infer?x=1", not percent-decoded) are copied; `user` is the
  * host's (isv_exchange_user). Then headers, the peer and the body, then isv_exchange_submit.
  * ISV_EINVAL (no carrier or one missing a callback, a method that is not a token, a target
  * that does not start with '/'), ISV_ENOMEM, ISV_ESTATE when the server is closing.
- * Loop thread. */
+ * Loop thread.
+ * @param srv the server
+ * @param carrier how the answer goes back (not copied: it must outlive its exchanges)
+ * @param user the host's pointer (isv_exchange_user())
+ * @param method the request's method (copied)
+ * @param target the path and query as sent (copied)
+ * @param out receives the exchange
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM / ISV_ESTATE (closing)
+ */
 ISV_EXTERN int isv_exchange_new(isv_server *srv, const isv_exchange_carrier *carrier, void *user,
                                 const char *method, const char *target, isv_exchange **out);
+/** The host's pointer given to isv_exchange_new(). Loop thread.
+ * @param x the exchange
+ * @return the user pointer
+ */
 ISV_EXTERN void *isv_exchange_user(const isv_exchange *x);
-/* A request header (copied). ISV_EHDRTOOBIG once the target and headers together pass
+/** A request header (copied). ISV_EHDRTOOBIG once the target and headers together pass
  * max_header_bytes (the exchange is then answered 431 when submitted); ISV_ESTATE after
- * submit. */
+ * submit.
+ * Loop thread.
+ * @param x the exchange
+ * @param name the header's name (copied)
+ * @param name_len its length
+ * @param value the header's value (copied)
+ * @param value_len its length
+ * @return 0, or ISV_EHDRTOOBIG (answered 431 when submitted) / ISV_ESTATE (submitted) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_exchange_add_header(isv_exchange *x, const char *name, size_t name_len,
                                        const char *value, size_t value_len);
-/* Who sent it: the peer's address ("10.0.0.7:51234") and the subject of its TLS client
- * certificate (NULL: none), copied — what an authorization hook and per-client limits see. */
+/** Who sent it: the peer's address ("10.0.0.7:51234") and the subject of its TLS client
+ * certificate (NULL: none), copied — what an authorization hook and per-client limits see.
+ * Loop thread.
+ * @param x the exchange
+ * @param peer the peer's address (copied)
+ * @param identity the subject of its TLS client certificate (copied), or NULL
+ * @return 0, or ISV_EINVAL / ISV_ESTATE / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_exchange_set_peer(isv_exchange *x, const char *peer, const char *identity);
-/* The next bytes of the body, as they arrive (copied). ISV_ETOOBIG once the body passes
- * max_body_bytes: nothing more is kept, and the exchange is answered 413 when submitted. */
+/** The next bytes of the body, as they arrive (copied). ISV_ETOOBIG once the body passes
+ * max_body_bytes: nothing more is kept, and the exchange is answered 413 when submitted.
+ * Loop thread.
+ * @param x the exchange
+ * @param data the next bytes of the body (copied)
+ * @param len how many
+ * @return 0, or ISV_ETOOBIG (answered 413 when submitted) / ISV_ESTATE / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_exchange_append_body(isv_exchange *x, const void *data, size_t len);
-/* The request is complete: route and answer it — the carrier's callbacks may run before this
- * returns. 0, or ISV_ESTATE when it was already submitted. Loop thread. */
+/** The request is complete: route and answer it — the carrier's callbacks may run before this
+ * returns. 0, or ISV_ESTATE when it was already submitted. Loop thread.
+ * @param x the exchange
+ * @return 0, or ISV_ESTATE (already submitted)
+ */
 ISV_EXTERN int isv_exchange_submit(isv_exchange *x);
-/* The host lets go of x: its client is gone (or it never submits it). Before submit, x is
+/** The host lets go of x: its client is gone (or it never submits it). Before submit, x is
  * freed; after, what answers it is told (as when a client disconnects: running work is
  * cancelled) and its answer is dropped — the carrier is not called for x again. The pieces the
- * host holds stay valid until it releases them. x must not be used afterwards. */
+ * host holds stay valid until it releases them. x must not be used afterwards.
+ * Loop thread.
+ * @param x the exchange; not to be used afterwards
+ */
 ISV_EXTERN void isv_exchange_free(isv_exchange *x);
 
-/* One gRPC call handed in by a host with its own gRPC stack (it does the HTTP/2 framing,
+/** One gRPC call handed in by a host with its own gRPC stack (it does the HTTP/2 framing,
  * compression and deadlines' transport; the library sees whole, uncompressed messages). */
 typedef struct isv_grpc_call isv_grpc_call;
 
-/* Zero-initialised, struct_size = sizeof(isv_grpc_carrier); not copied: it must outlive its
+/** Zero-initialised, struct_size = sizeof(isv_grpc_carrier); not copied: it must outlive its
  * calls. */
 typedef struct isv_grpc_carrier {
-  size_t struct_size;
-  /* One whole response message (serialized protobuf, no gRPC framing), in parts; 0, or
+  size_t struct_size; /**< sizeof(isv_grpc_carrier) */
+  /** One whole response message (serialized protobuf, no gRPC framing), in parts; 0, or
    * nonzero when the host cannot send it (the call then counts as cancelled). */
   int (*send)(isv_grpc_call *call, const uv_buf_t *parts, size_t n_parts, isv_piece *piece);
-  /* The call's end: a gRPC status code and message (valid during the call). Exactly once per
+  /** The call's end: a gRPC status code and message (valid during the call). Exactly once per
    * started call that the host did not cancel; the host must not use call afterwards. */
   void (*finish)(isv_grpc_call *call, int status, const char *message);
 } isv_grpc_carrier;
 
-/* A call to `method` ("/inference.GRPCInferenceService/ModelInfer"; copied); `user` is the
+/** A call to `method` ("/inference.GRPCInferenceService/ModelInfer"; copied); `user` is the
  * host's (isv_grpc_call_user). Then metadata, peer and timeout, then isv_grpc_call_start,
- * then its messages. ISV_EINVAL, ISV_ENOMEM, ISV_ESTATE (closing). Loop thread. */
+ * then its messages. ISV_EINVAL, ISV_ENOMEM, ISV_ESTATE (closing). Loop thread.
+ * @param srv the server
+ * @param carrier how messages and the status go back (not copied: it must outlive its calls)
+ * @param user the host's pointer (isv_grpc_call_user())
+ * @param method the gRPC method's path (copied)
+ * @param out receives the call
+ * @return 0, or ISV_EINVAL / ISV_ENOMEM / ISV_ESTATE (closing)
+ */
 ISV_EXTERN int isv_grpc_call_new(isv_server *srv, const isv_grpc_carrier *carrier, void *user,
                                  const char *method, isv_grpc_call **out);
+/** The host's pointer given to isv_grpc_call_new(). Loop thread.
+ * @param call the call
+ * @return the user pointer
+ */
 ISV_EXTERN void *isv_grpc_call_user(const isv_grpc_call *call);
-/* A metadata entry (copied); ISV_EHDRTOOBIG past max_header_bytes (the call is then finished
- * RESOURCE_EXHAUSTED when started); ISV_ESTATE after start. */
+/** A metadata entry (copied); ISV_EHDRTOOBIG past max_header_bytes (the call is then finished
+ * RESOURCE_EXHAUSTED when started); ISV_ESTATE after start.
+ * Loop thread.
+ * @param call the call
+ * @param name the entry's name (copied)
+ * @param name_len its length
+ * @param value the entry's value (copied)
+ * @param value_len its length
+ * @return 0, or ISV_EHDRTOOBIG / ISV_ESTATE (started) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_grpc_call_add_metadata(isv_grpc_call *call, const char *name, size_t name_len,
                                           const char *value, size_t value_len);
+/** Who sent the call: the peer's address and the subject of its TLS client certificate (NULL:
+ * none), copied — as isv_exchange_set_peer(). Loop thread, before isv_grpc_call_start().
+ * @param call the call
+ * @param peer the peer's address (copied)
+ * @param identity the subject of its TLS client certificate (copied), or NULL
+ * @return 0, or ISV_EINVAL / ISV_ESTATE / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_grpc_call_set_peer(isv_grpc_call *call, const char *peer,
                                       const char *identity);
-/* The client's deadline (grpc-timeout), from now: the requests it makes time out with it
- * (DEADLINE_EXCEEDED). 0: none (the default). */
+/** The client's deadline (grpc-timeout), from now: the requests it makes time out with it
+ * (DEADLINE_EXCEEDED). 0: none (the default).
+ * Loop thread.
+ * @param call the call
+ * @param ms the deadline from now in milliseconds (0: none)
+ * @return 0, or ISV_EINVAL / ISV_ESTATE
+ */
 ISV_EXTERN int isv_grpc_call_set_timeout(isv_grpc_call *call, uint64_t ms);
-/* Hand the call to its service: an unknown method is finished UNIMPLEMENTED — carrier calls
- * may run before this returns. ISV_ESTATE when already started. */
+/** Hand the call to its service: an unknown method is finished UNIMPLEMENTED — carrier calls
+ * may run before this returns. ISV_ESTATE when already started.
+ * Loop thread.
+ * @param call the call
+ * @return 0, or ISV_ESTATE (already started)
+ */
 ISV_EXTERN int isv_grpc_call_start(isv_grpc_call *call);
-/* One whole request message (copied). ISV_ETOOBIG past max_body_bytes: the call is finished
+/** One whole request message (copied). ISV_ETOOBIG past max_body_bytes: the call is finished
  * RESOURCE_EXHAUSTED. ISV_ESTATE before start or after half-close; ISV_ECANCELED once the call
- * finished (the message is dropped). */
+ * finished (the message is dropped).
+ * Loop thread.
+ * @param call the call
+ * @param msg one whole serialized message (copied)
+ * @param len its length
+ * @return 0, or ISV_ETOOBIG / ISV_ESTATE / ISV_ECANCELED (the call finished) / ISV_ENOMEM
+ */
 ISV_EXTERN int isv_grpc_call_append_message(isv_grpc_call *call, const void *msg, size_t len);
-/* The client sent its last message. */
+/** The client sent its last message.
+ * Loop thread.
+ * @param call the call
+ * @return 0, or ISV_ESTATE
+ */
 ISV_EXTERN int isv_grpc_call_half_close(isv_grpc_call *call);
-/* The host lets go of call (its client cancelled or went away): the service is told, what it
+/** The host lets go of call (its client cancelled or went away): the service is told, what it
  * still sends is dropped, the carrier is not called for it again; pieces held stay valid until
- * released. call must not be used afterwards. */
+ * released. call must not be used afterwards.
+ * Loop thread.
+ * @param call the call; not to be used afterwards
+ */
 ISV_EXTERN void isv_grpc_call_free(isv_grpc_call *call);
 
 #ifdef __cplusplus

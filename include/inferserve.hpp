@@ -1,4 +1,5 @@
-/* libinferserve's C++17 face: header-only, over the C ABI in inferserve.h (which stays the
+/** @file inferserve.hpp
+ * libinferserve's C++17 face: header-only, over the C ABI in inferserve.h (which stays the
  * contract — everything here is inline and calls it).
  *
  *   isv::server srv(loop);                         // RAII: closed (asynchronously) on scope exit
@@ -60,16 +61,25 @@
 
 namespace isv {
 
-/* A failed call (code: an ISV_E* value). Thrown by this header; throw one from a backend to
+/** A failed call (code: an ISV_E* value). Thrown by this header; throw one from a backend to
  * fail its request with that code and message. */
 class error : public std::runtime_error {
  public:
+  /** An error with an ISV_E* code and a message ("": the code's own text, isv_strerror()).
+   * @param code an ISV_E* code
+   * @param message the text the client reads, or "" for the code's own
+   */
   error(int code, const std::string &message)
       : std::runtime_error(message.empty() ? std::string(isv_strerror(code)) : message),
         code_(code), own_message_(!message.empty()) {}
+  /** The ISV_E* code.
+   * @return the code
+   */
   int code() const noexcept { return code_; }
-  /* Whether the message is the thrower's own (else isv_strerror's, and the library's own
-   * explanation of a broken rule, kept with the request, is the better one). */
+  /** Whether the message is the thrower's own (else isv_strerror's, and the library's own
+   * explanation of a broken rule, kept with the request, is the better one).
+   * @return true when the thrower gave a message
+   */
   bool has_message() const noexcept { return own_message_; }
 
  private:
@@ -83,17 +93,40 @@ inline void check(int rc, const std::string &what = std::string()) {
 }
 }  // namespace detail
 
-/* A view of contiguous elements (std::span is C++20). */
+/** A view of contiguous elements (std::span is C++20). */
 template <class T>
 class span {
  public:
   span() noexcept = default;
+  /** A view of size elements at data.
+   * @param data the first element
+   * @param size how many
+   */
   span(T *data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /** The first element.
+   * @return the first element, nullptr for an empty view
+   */
   T *data() const noexcept { return data_; }
+  /** The number of elements.
+   * @return the element count
+   */
   std::size_t size() const noexcept { return size_; }
+  /** Whether the view has no element.
+   * @return true when size() is 0
+   */
   bool empty() const noexcept { return size_ == 0; }
+  /** Element i (not checked).
+   * @param i the index, below size()
+   * @return the element
+   */
   T &operator[](std::size_t i) const noexcept { return data_[i]; }
+  /** For range-for: the first element.
+   * @return the first element
+   */
   T *begin() const noexcept { return data_; }
+  /** For range-for: past the last element.
+   * @return one past the last element
+   */
   T *end() const noexcept { return data_ + size_; }
 
  private:
@@ -101,7 +134,9 @@ class span {
   std::size_t size_ = 0;
 };
 
-/* The wire datatype of a C++ element type: isv::datatype_of<float>::value == ISV_FP32. */
+/** The wire datatype of a C++ element type: isv::datatype_of<float>::value == ISV_FP32.
+
+ */
 template <class T> struct datatype_of;
 #define ISV_HPP_DT(T, DT) \
   template <> struct datatype_of<T> { static constexpr isv_datatype value = DT; };
@@ -119,21 +154,41 @@ ISV_HPP_DT(double, ISV_FP64)
 ISV_HPP_DT(isv_bytes, ISV_BYTES)
 #undef ISV_HPP_DT
 
-/* A read-only tensor (an input, or an in-process response's output). */
+/** A read-only tensor (an input, or an in-process response's output). */
 class tensor_view {
  public:
+  /** A view of the C tensor t (not owned).
+   * @param t the tensor
+   */
   explicit tensor_view(const isv_tensor *t) noexcept : t_(t) {}
+  /** The tensor's name (isv_tensor_name()).
+   * @return the name
+   */
   const char *name() const noexcept { return isv_tensor_name(t_); }
+  /** The tensor's datatype (isv_tensor_datatype()).
+   * @return the datatype
+   */
   isv_datatype datatype() const noexcept { return isv_tensor_datatype(t_); }
+  /** The tensor's dimensions (isv_tensor_shape()).
+   * @return the dimensions, valid while the request is
+   */
   span<const std::int64_t> shape() const noexcept {
     std::size_t n = 0;
     const std::int64_t *s = isv_tensor_shape(t_, &n);
     return span<const std::int64_t>(s, n);
   }
+  /** The number of elements (isv_tensor_element_count()).
+   * @return the element count
+   */
   std::size_t element_count() const noexcept { return isv_tensor_element_count(t_); }
+  /** The bytes of the data (isv_tensor_byte_size()).
+   * @return the byte size
+   */
   std::size_t byte_size() const noexcept { return isv_tensor_byte_size(t_); }
-  /* The elements as T, which must be the tensor's datatype (else ISV_EINVAL: the model
-   * declared it, so asking for another type is the backend's mistake). Aligned (inferserve.h). */
+  /** The elements as T, which must be the tensor's datatype (else ISV_EINVAL: the model
+   * declared it, so asking for another type is the backend's mistake). Aligned (inferserve.h).
+   * @return the elements, valid while the request is
+   */
   template <class T>
   span<const T> data() const {
     if (datatype_of<T>::value != datatype())
@@ -142,41 +197,83 @@ class tensor_view {
                                   isv_datatype_name(datatype_of<T>::value));
     return span<const T>(static_cast<const T *>(isv_tensor_data(t_)), element_count());
   }
+  /** The C tensor, for the C API.
+   * @return the tensor
+   */
   const isv_tensor *get() const noexcept { return t_; }
 
  private:
   const isv_tensor *t_;
 };
 
-/* The request a backend runs (a view: the library owns it). */
+/** The request a backend runs (a view: the library owns it). */
 class request {
  public:
+  /** A view of the C request r (not owned).
+   * @param r the request
+   */
   explicit request(isv_request *r) noexcept : r_(r) {}
+  /** The model's name (isv_request_model_name()).
+   * @return the name
+   */
   const char *model_name() const noexcept { return isv_request_model_name(r_); }
+  /** The version's name (isv_request_model_version()).
+   * @return the version
+   */
   const char *model_version() const noexcept { return isv_request_model_version(r_); }
+  /** The client's request id, "" when none (isv_request_id()).
+   * @return the id
+   */
   const char *id() const noexcept { return isv_request_id(r_); }
+  /** The number of inputs (isv_request_input_count()).
+   * @return the input count
+   */
   std::size_t input_count() const noexcept { return isv_request_input_count(r_); }
+  /** An input by position; throws isv::error(ISV_EINVAL) past the end.
+   * @param i the position, 0-based
+   * @return the input
+   */
   tensor_view input_at(std::size_t i) const {
     const isv_tensor *t = isv_request_input_at(r_, i);
     if (t == nullptr) throw error(ISV_EINVAL, "no input at position " + std::to_string(i));
     return tensor_view(t);
   }
-  /* A declared input (every declared input is present once validation let the request in). */
+  /** A declared input (every declared input is present once validation let the request in).
+   * @param name the input's name
+   * @return the input; throws isv::error(ISV_EINVAL) when there is none of that name
+   */
   tensor_view input(const char *name) const {
     const isv_tensor *t = isv_request_input(r_, name);
     if (t == nullptr) throw error(ISV_EINVAL, std::string("no input '") + name + "'");
     return tensor_view(t);
   }
-  /* A request parameter, or nullptr. */
+  /** A request parameter, or nullptr.
+   * @param key the parameter's key
+   * @return the parameter, or nullptr
+   */
   const isv_param *param(const char *key) const noexcept { return isv_request_param(r_, key); }
+  /** Whether the client asked for this output (isv_request_is_output_requested()).
+   * @param name the output's name
+   * @return true when requested
+   */
   bool output_requested(const char *name) const noexcept {
     return isv_request_is_output_requested(r_, name) != 0;
   }
+  /** Whether the client is gone or the deadline passed (isv_request_is_cancelled()).
+   * @return true when cancelled
+   */
   bool cancelled() const noexcept { return isv_request_is_cancelled(r_) != 0; }
+  /** Which instance of the model runs the request (isv_request_instance()).
+   * @return the instance, 0..instances-1
+   */
   unsigned instance() const noexcept { return isv_request_instance(r_); }
-  /* Allocate declared output `name` of this shape; its elements to fill. The library's rule
+  /** Allocate declared output `name` of this shape; its elements to fill. The library's rule
    * checks (name, datatype, shape) throw isv::error, which fails the request with a 500 that
-   * names the rule. */
+   * names the rule.
+   * @param name a declared output
+   * @param shape its dimensions
+   * @return its elements to fill, owned by the library
+   */
   template <class T>
   span<T> alloc_output(const char *name, span<const std::int64_t> shape) {
     void *p = nullptr;
@@ -186,112 +283,200 @@ class request {
     for (std::int64_t d : shape) n *= static_cast<std::size_t>(d);
     return span<T>(static_cast<T *>(p), n);
   }
+  /** As alloc_output(name, span) with the shape as a list: r.alloc_output<float>("y", {2, 3}).
+   * @param name a declared output
+   * @param shape its dimensions
+   * @return its elements to fill, owned by the library
+   */
   template <class T>
   span<T> alloc_output(const char *name, std::initializer_list<std::int64_t> shape) {
     return alloc_output<T>(name, span<const std::int64_t>(shape.begin(), shape.size()));
   }
+  /** Attach a parameter to the response (isv_request_set_response_param(); throws isv::error on a
+   * refusal).
+   * @param key the key (copied)
+   * @param value the value (copied)
+   */
   void set_response_param(const char *key, const isv_param &value) {
     detail::check(isv_request_set_response_param(r_, key, &value));
   }
-  /* Decoupled models (model_config::decoupled): send the outputs and response parameters set
+  /** Decoupled models (model_config::decoupled): send the outputs and response parameters set
    * so far as one response and start the next one empty. true when sent; false when the
    * stream's client has not taken what was sent so far (ISV_EAGAIN: nothing was sent, the
    * outputs stay set, call it again once the stream drained: on_writable). Other refusals
-   * throw isv::error (ISV_ESTATE: not decoupled, or completed). */
+   * throw isv::error (ISV_ESTATE: not decoupled, or completed).
+   * @return true when sent; false when the client has not taken what was sent (ISV_EAGAIN)
+   */
   bool send_response() {
     int rc = isv_request_send_response(r_);
     if (rc == ISV_EAGAIN) return false;
     detail::check(rc, "send_response");
     return true;
   }
-  /* Decoupled models: cb(r, user) runs once, on the loop thread, when the stream can take more
+  /** Decoupled models: cb(r, user) runs once, on the loop thread, when the stream can take more
    * responses, or when the request was cancelled (isv_request_on_writable; a C callback, so
-   * that nothing is left to free when the request completes first). */
+   * that nothing is left to free when the request completes first).
+   * @param cb the C callback
+   * @param user passed to cb
+   */
   void on_writable(isv_writable_cb cb, void *user) {
     detail::check(isv_request_on_writable(r_, cb, user), "on_writable");
   }
+  /** The C request, for the C API.
+   * @return the request
+   */
   isv_request *get() const noexcept { return r_; }
 
  private:
   isv_request *r_;
 };
 
-/* A model version's description (owning; copied by server::add_model). */
+/** A model version's description (owning; copied by server::add_model). */
 class model_config {
  public:
+  /** An empty description of model `name` (isv_model_config_new(); throws isv::error on failure).
+   * @param name the model's name
+   */
   explicit model_config(const std::string &name) : name_(name) {
     isv_model_config *c = nullptr;
     detail::check(isv_model_config_new(name.c_str(), &c), "model config '" + name + "'");
     c_.reset(c);
   }
+  /** The model's name.
+   * @return the name
+   */
   const std::string &name() const noexcept { return name_; }
+  /** Declare an input (isv_model_config_add_input(); throws isv::error on a refusal).
+   * @param name the input's name
+   * @param dt its datatype
+   * @param shape its dimensions (-1: any size)
+   * @return *this, to chain
+   */
   model_config &input(const std::string &name, isv_datatype dt,
                       std::initializer_list<std::int64_t> shape) {
     detail::check(isv_model_config_add_input(c_.get(), name.c_str(), dt, shape.begin(),
                                              shape.size()), "input '" + name + "'");
     return *this;
   }
+  /** Declare an output (isv_model_config_add_output(); throws isv::error on a refusal).
+   * @param name the output's name
+   * @param dt its datatype
+   * @param shape its dimensions (-1: any size)
+   * @return *this, to chain
+   */
   model_config &output(const std::string &name, isv_datatype dt,
                        std::initializer_list<std::int64_t> shape) {
     detail::check(isv_model_config_add_output(c_.get(), name.c_str(), dt, shape.begin(),
                                               shape.size()), "output '" + name + "'");
     return *this;
   }
-  /* Any rank, any sizes (ISV_ANY_RANK). */
+  /** Any rank, any sizes (ISV_ANY_RANK).
+   * @param name the input's name
+   * @param dt its datatype
+   * @return *this, to chain
+   */
   model_config &input_any_rank(const std::string &name, isv_datatype dt) {
     detail::check(isv_model_config_add_input(c_.get(), name.c_str(), dt, nullptr, ISV_ANY_RANK),
                   "input '" + name + "'");
     return *this;
   }
+  /** An output of any rank, any sizes (ISV_ANY_RANK).
+   * @param name the output's name
+   * @param dt its datatype
+   * @return *this, to chain
+   */
   model_config &output_any_rank(const std::string &name, isv_datatype dt) {
     detail::check(isv_model_config_add_output(c_.get(), name.c_str(), dt, nullptr, ISV_ANY_RANK),
                   "output '" + name + "'");
     return *this;
   }
+  /** The largest batch (isv_model_config_set_max_batch()).
+   * @param n rows along the batch dimension, 0 for none
+   * @return *this, to chain
+   */
   model_config &max_batch(std::uint32_t n) {
     detail::check(isv_model_config_set_max_batch(c_.get(), n));
     return *this;
   }
+  /** The platform reported in metadata (isv_model_config_set_platform()).
+   * @param p the text
+   * @return *this, to chain
+   */
   model_config &platform(const std::string &p) {
     detail::check(isv_model_config_set_platform(c_.get(), p.c_str()));
     return *this;
   }
-  /* Default ISV_EXEC_INLINE for add_model, ISV_EXEC_ASYNC for add_async_model. */
+  /** Default ISV_EXEC_INLINE for add_model, ISV_EXEC_ASYNC for add_async_model.
+   * @param m ISV_EXEC_INLINE, ISV_EXEC_POOL or ISV_EXEC_ASYNC
+   * @return *this, to chain
+   */
   model_config &exec_mode(isv_exec_mode m) {
     detail::check(isv_model_config_set_exec_mode(c_.get(), m));
     mode_ = m;
     mode_set_ = true;
     return *this;
   }
-  /* A decoupled model: any number of responses per request (request::send_response). */
+  /** A decoupled model: any number of responses per request (request::send_response).
+   * @param on true for a decoupled model
+   * @return *this, to chain
+   */
   model_config &decoupled(bool on = true) {
     detail::check(isv_model_config_set_decoupled(c_.get(), on ? 1 : 0));
     return *this;
   }
-  /* The OpenAI chat endpoint's prompt for this model (isv_model_config_set_chat_template:
-   * loop thread, must not block). */
+  /** The OpenAI chat endpoint's prompt for this model (isv_model_config_set_chat_template():
+   * called on the loop thread, must not block).
+   * @param fn the template, or NULL for the front end's own
+   * @param user passed to each call
+   * @return *this, to chain
+   */
   model_config &chat_template(isv_chat_template_fn fn, void *user = nullptr) {
     detail::check(isv_model_config_set_chat_template(c_.get(), fn, user));
     return *this;
   }
+  /** Executions at once (isv_model_config_set_instances()).
+   * @param n the instance count (>= 1)
+   * @return *this, to chain
+   */
   model_config &instances(std::uint32_t n) {
     detail::check(isv_model_config_set_instances(c_.get(), n));
     return *this;
   }
+  /** Requests that may wait (isv_model_config_set_max_queue()).
+   * @param n the bound (0: none of the model's own)
+   * @return *this, to chain
+   */
   model_config &max_queue(std::uint32_t n) {
     detail::check(isv_model_config_set_max_queue(c_.get(), n));
     return *this;
   }
+  /** The deadline of requests that bring none (isv_model_config_set_default_timeout_us()).
+   * @param us microseconds (0: none)
+   * @return *this, to chain
+   */
   model_config &default_timeout_us(std::uint64_t us) {
     detail::check(isv_model_config_set_default_timeout_us(c_.get(), us));
     return *this;
   }
-  /* Triton's priority levels and queue policies (isv_model_config_set_priority_levels,
-   * isv_model_config_set_queue_policy: level 0 is the default policy). */
+  /** Triton's priority levels and queue policies (isv_model_config_set_priority_levels,
+   * isv_model_config_set_queue_policy: level 0 is the default policy).
+   * @param levels the number of levels
+   * @param default_level the level of a request that names none
+   * @return *this, to chain
+   */
   model_config &priority_levels(std::uint32_t levels, std::uint32_t default_level) {
     detail::check(isv_model_config_set_priority_levels(c_.get(), levels, default_level));
     return *this;
   }
+  /** The queue policy of a priority level, or with level 0 the default one
+   * (isv_model_config_set_queue_policy(); throws isv::error on a refusal).
+   * @param level the level, or 0 for the default policy
+   * @param action what happens at the queue timeout
+   * @param default_timeout_us the queue timeout in µs (0: none)
+   * @param allow_timeout_override whether a request's "timeout" may shorten it
+   * @param max_queue_size requests that may wait at the level (0: no bound)
+   * @return *this, to chain
+   */
   model_config &queue_policy(std::uint32_t level, isv_timeout_action action,
                              std::uint64_t default_timeout_us = 0,
                              bool allow_timeout_override = false,
@@ -305,6 +490,9 @@ class model_config {
     detail::check(isv_model_config_set_queue_policy(c_.get(), level, &p));
     return *this;
   }
+  /** The C configuration, for the C API.
+   * @return the configuration
+   */
   const isv_model_config *get() const noexcept { return c_.get(); }
 
  private:
@@ -315,14 +503,14 @@ class model_config {
   std::unique_ptr<isv_model_config, deleter> c_;
   std::string name_;
   isv_exec_mode mode_ = ISV_EXEC_INLINE;
-  bool mode_set_ = false; /* exec_mode() was called (else each add_* picks its default) */
+  bool mode_set_ = false; /**< exec_mode() was called (else each add_* picks its default) */
 };
 
-/* A synchronous backend: fill the outputs and return (see the top of this file). */
+/** A synchronous backend: fill the outputs and return (see the top of this file). */
 using backend = std::function<void(request &)>;
 
 namespace detail {
-/* Complete r with the exception e as the request's error (the rule at the top of this file). */
+/** Complete r with the exception e as the request's error (the rule at the top of this file). */
 inline int complete_with(isv_request *r, std::exception_ptr e) noexcept {
   try {
     std::rethrow_exception(e);
@@ -349,7 +537,7 @@ inline int infer(isv_request *r, void *user) {
 inline void destroy(void *user) { delete static_cast<backend_box *>(user); }
 }  // namespace detail
 
-/* A request an asynchronous backend completes later (add_async_model): a move-only handle that
+/** A request an asynchronous backend completes later (add_async_model): a move-only handle that
  * owns the obligation to complete it. Use the request through it (h->input("x"),
  * h->alloc_output<float>(...), h->cancelled(), h->send_response()), move it to the thread that
  * finishes the work, then complete() or fail() — from any thread, once. Afterwards, or once
@@ -363,10 +551,20 @@ inline void destroy(void *user) { delete static_cast<backend_box *>(user); }
 class async_request {
  public:
   async_request() noexcept = default;
-  /* Take over a submitted request whose completion is the caller's (a C backend's isv_request
-   * that a C++ part finishes). */
+  /** Take over a submitted request whose completion is the caller's (a C backend's isv_request
+   * that a C++ part finishes).
+   * @param r the request
+   */
   explicit async_request(isv_request *r) noexcept : req_(r) {}
+  /** Take o's request; o is left empty.
+   * @param o the handle moved from
+   */
   async_request(async_request &&o) noexcept : req_(std::exchange(o.req_, request(nullptr))) {}
+  /** Take o's request; the request this handle held, if any, is dropped (completed with
+   * ISV_EBACKEND, above).
+   * @param o the handle moved from
+   * @return *this
+   */
   async_request &operator=(async_request &&o) noexcept {
     if (this != &o) {
       drop();
@@ -378,29 +576,47 @@ class async_request {
   async_request &operator=(const async_request &) = delete;
   ~async_request() { drop(); }
 
-  /* Whether the handle holds a request that is not completed yet. */
+  /** Whether the handle holds a request that is not completed yet.
+   * @return true when it holds a request
+   */
   explicit operator bool() const noexcept { return req_.get() != nullptr; }
+  /** The request it holds; throws isv::error(ISV_ESTATE) when empty.
+   * @return the request
+   */
   request *operator->() { return &held(); }
+  /** The request it holds; throws isv::error(ISV_ESTATE) when empty.
+   * @return the request
+   */
   request &operator*() { return held(); }
 
-  /* Complete with success: the outputs set are the answer. */
+  /** Complete with success: the outputs set are the answer. */
   void complete() { finish(0, nullptr); }
-  /* Complete with an error: code is an ISV_E* value (ISV_EBACKEND: the model failed, 500;
+  /** Complete with an error: code is an ISV_E* value (ISV_EBACKEND: the model failed, 500;
    * ISV_EBADREQ: the client's data was wrong, 400; ISV_ECANCELED: stopped because
-   * cancelled()), message what the client reads ("": the code's own text). */
+   * cancelled()), message what the client reads ("": the code's own text).
+   * @param code an ISV_E* code
+   * @param message the client's text, or "" for the code's own
+   */
   void fail(int code, const std::string &message = std::string()) {
     finish(code, message.empty() ? nullptr : message.c_str());
   }
-  /* Complete with an exception as the error, mapped as a synchronous backend's throw is:
-   *   catch (...) { h.fail(std::current_exception()); } */
+  /** Complete with an exception as the error, mapped as a synchronous backend's throw is:
+   *   catch (...) { h.fail(std::current_exception()); }
+   * @param e the exception
+   */
   void fail(std::exception_ptr e) {
     isv_request *r = take();
     int rc = detail::complete_with(r, std::move(e));
     if (rc < 0) throw error(rc, "isv::async_request::fail: the request was completed already");
   }
-  /* Let go of the request without completing it: its completion is the caller's
-   * (isv_request_complete). nullptr when empty. */
+  /** Let go of the request without completing it: its completion is the caller's
+   * (isv_request_complete). nullptr when empty.
+   * @return the request, or nullptr when empty
+   */
   isv_request *release() noexcept { return std::exchange(req_, request(nullptr)).get(); }
+  /** The request it holds, still held (nullptr when empty).
+   * @return the request, or nullptr
+   */
   isv_request *get() const noexcept { return req_.get(); }
 
  private:
@@ -429,7 +645,7 @@ class async_request {
   request req_{nullptr};
 };
 
-/* An asynchronous backend: it receives the handle and moves it to whatever completes the
+/** An asynchronous backend: it receives the handle and moves it to whatever completes the
  * request later (see the top of this file). It runs on the loop thread (ISV_EXEC_ASYNC, the
  * default for add_async_model: it must not block) or a worker thread (ISV_EXEC_POOL). */
 using async_backend = std::function<void(async_request &)>;
@@ -452,14 +668,26 @@ inline int infer_async(isv_request *r, void *user) {
 inline void destroy_async(void *user) { delete static_cast<async_backend_box *>(user); }
 }  // namespace detail
 
-/* A server on the host's loop. Move-only. Destroying it closes it (isv_server_close with no
+/** A server on the host's loop. Move-only. Destroying it closes it (isv_server_close with no
  * callback: the loop must run on for the close to finish); close() says when. */
 class server {
  public:
+  /** A server on loop (isv_server_new(); throws isv::error on failure). The calling thread is its
+   * loop thread.
+   * @param loop the host's loop
+   * @param opts options (copied), or nullptr for the defaults
+   */
   explicit server(uv_loop_t *loop, const isv_options *opts = nullptr) {
     detail::check(isv_server_new(loop, opts, &s_), "server");
   }
+  /** Take o's server; o is left empty.
+   * @param o the server moved from
+   */
   server(server &&o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  /** Take o's server; the one this held, if any, is closed.
+   * @param o the server moved from
+   * @return *this
+   */
   server &operator=(server &&o) noexcept {
     if (this != &o) {
       reset();
@@ -471,9 +699,21 @@ class server {
   server &operator=(const server &) = delete;
   ~server() { reset(); }
 
+  /** Listen on host:port (isv_server_listen(); throws isv::error on failure). Loop thread.
+   * @param host an IPv4 or IPv6 literal, or "localhost"
+   * @param port the port; 0 picks a free one
+   */
   void listen(const std::string &host, int port) { check(isv_server_listen(s_, host.c_str(), port)); }
+  /** The port of the index-th listen (isv_server_bound_port()). Loop thread.
+   * @param index which listen, 0-based
+   * @return the port, or -1
+   */
   int bound_port(unsigned index = 0) const { return isv_server_bound_port(s_, index); }
-  /* Register `fn` as model version `version` of `cfg`. */
+  /** Register `fn` as model version `version` of `cfg`.
+   * @param cfg the model's description
+   * @param version the version's name
+   * @param fn the backend, called for each request
+   */
   void add_model(const model_config &cfg, const std::string &version, backend fn) {
     std::unique_ptr<detail::backend_box> box(new detail::backend_box{std::move(fn)});
     isv_backend be{};
@@ -483,11 +723,15 @@ class server {
     check(isv_server_add_model(s_, cfg.get(), version.c_str(), &be, box.get(), nullptr));
     box.release(); /* the server's now: destroy deletes it */
   }
-  /* Register `fn` as model version `version` of `cfg`, an asynchronous backend: each request
+  /** Register `fn` as model version `version` of `cfg`, an asynchronous backend: each request
    * reaches it as an isv::async_request to complete later, from any thread. It runs as cfg's
    * exec_mode says: ISV_EXEC_ASYNC unless set (on the loop thread: start the work and return),
    * or ISV_EXEC_POOL (on a worker thread); ISV_EXEC_INLINE, which must complete before
-   * returning, is refused (ISV_EINVAL). */
+   * returning, is refused (ISV_EINVAL).
+   * @param cfg the model's description
+   * @param version the version's name
+   * @param fn the backend, handed each request as an isv::async_request
+   */
   void add_async_model(const model_config &cfg, const std::string &version, async_backend fn) {
     if (cfg.mode_set_ && cfg.mode_ == ISV_EXEC_INLINE)
       throw error(ISV_EINVAL, "model '" + cfg.name() +
@@ -506,11 +750,21 @@ class server {
     check(rc);
     box.release(); /* the server's now: destroy deletes it */
   }
+  /** Remove one version, or every version, of a model (isv_server_remove_model(); throws isv::error
+   * on failure). Loop thread.
+   * @param name the model's name
+   * @param version the version, or nullptr for every version
+   */
   void remove_model(const std::string &name, const char *version = nullptr) {
     check(isv_server_remove_model(s_, name.c_str(), version));
   }
+  /** Online or offline (isv_server_set_online()). Loop thread.
+   * @param on true for online
+   */
   void set_online(bool on) noexcept { isv_server_set_online(s_, on ? 1 : 0); }
-  /* Close (inferserve.h's isv_server_close); done runs on the loop thread once it is over. */
+  /** Close (inferserve.h's isv_server_close); done runs on the loop thread once it is over.
+   * @param done called once the server is gone, or nullptr
+   */
   void close(std::function<void()> done = nullptr) {
     if (s_ == nullptr) return;
     auto *cb = new std::function<void()>(std::move(done));
@@ -520,6 +774,9 @@ class server {
       throw error(rc, "close");
     }
   }
+  /** The C server, for the C API (nullptr once closed).
+   * @return the server
+   */
   isv_server *get() const noexcept { return s_; }
 
  private:

@@ -12,6 +12,7 @@ PKGS=(
   python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc nghttp2-client
   wrk haproxy nginx python3-yaml libmicrohttpd-dev chromium
   libssl-dev openssl
+  doxygen
   libxgboost-dev python3-xgboost python3-sklearn python3-numpy
   libtorch-dev python3-torch
   prometheus

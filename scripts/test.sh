@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install dependencies, build, and run every test:
-#   1. unit tests (cmocka) and integration tests (pytest + curl against the demo server);
+#   1. unit tests (cmocka) and integration tests (pytest + curl against the demo server; among
+#      them every shell example of README.md and docs/, tests/integration/test_doc_examples.py),
+#      then the API reference (Doxygen over include/inferserve.h and .hpp, warnings as errors:
+#      an undocumented public function, parameter or return value fails it; counts as one test);
 #   2. the same again on an ASan+UBSan build (leaks fail the run: LeakSanitizer is on);
 #   3. a short soak of the ASan demo under mixed load and attacks (scripts/soak.sh; SOAK_SECONDS,
 #      default 45; skip: SOAK_SECONDS=0);
@@ -66,6 +69,12 @@ build_or_fail() { # $1 = dir, $2 = label, rest = meson options
 if build_or_fail build "release build" --buildtype=release -Dwerror=true -Dtests=enabled \
     -Dtorch=enabled; then
   run_suite build "build"
+  # the API reference, in the same build (-Dwerror=true makes Doxygen's warnings errors)
+  if meson configure build -Ddocs=enabled >/dev/null && ninja -C build docs; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); failures+=("api reference: undocumented or badly documented API (ninja -C build docs)")
+  fi
 fi
 
 # 2. ASan + UBSan (UBSan aborts on the first report; LeakSanitizer makes a leaking demo exit non-zero)
