@@ -1320,6 +1320,24 @@ ISV_EXTERN int isv_server_set_label(isv_server *srv, const char *name, const cha
  */
 ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
                                            const char *predict_route, const char *health_route);
+/** Map a Vertex AI endpoint id to a model: POST
+ * /v1/projects/{p}/locations/{l}/endpoints/{endpoint_id}:predict then runs `model` (its
+ * `version`, or its default version) — a Vertex endpoint's id is a number Vertex chose, not the
+ * model's name. An endpoint id that is not mapped names the model itself, as before. Mapping
+ * an id again replaces its model; model NULL forgets the id. The model is resolved per request
+ * (404 naming the model while it is unknown), and the authorizer's model stage judges the
+ * model the endpoint maps to, never the id. Per server (each member of a group maps its own).
+ * Loop thread.
+ * @param srv the server
+ * @param endpoint_id 1 to 128 letters, digits, '-', '_' or '.'
+ * @param model the model's name (copied; under 128 bytes), or NULL to forget the id
+ * @param version the version (copied; under 64 bytes), or NULL for the default
+ * @return 0, or ISV_EINVAL (a bad id, model or version) / ISV_ENOTFOUND (forgetting an id not
+ *         mapped) / ISV_ENOMEM / ISV_ESTATE (closing) / ISV_ETHREAD; isv_server_last_error
+ *         says which
+ */
+ISV_EXTERN int isv_server_set_vertex_endpoint(isv_server *srv, const char *endpoint_id,
+                                             const char *model, const char *version);
 /** Serve the OpenAI-compatible endpoints (the "openai" front end, always under /openai/v1)
  * also under `prefix` — "/v1" for OpenAI clients given a base URL without a path
  * (http://host:8000/v1 then works as OpenAI's own). The rule with TF Serving, which owns

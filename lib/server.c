@@ -437,7 +437,17 @@ ISV_EXTERN int isv_server_set_vertex_routes(isv_server *srv, const char *model,
   if (srv == NULL) return ISV_EINVAL;
   if (begin(srv) != 0) return ISV_ETHREAD;
   if (srv->closing) return closing(srv);
-  return configure(srv, "vertex", (const char *const[]){model, predict_route, health_route}, 3);
+  return configure(srv, "vertex",
+                   (const char *const[]){"routes", model, predict_route, health_route}, 4);
+}
+
+ISV_EXTERN int isv_server_set_vertex_endpoint(isv_server *srv, const char *endpoint_id,
+                                             const char *model, const char *version) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (begin(srv) != 0) return ISV_ETHREAD;
+  if (srv->closing) return closing(srv);
+  return configure(srv, "vertex", (const char *const[]){"endpoint", endpoint_id, model, version},
+                   4);
 }
 
 ISV_EXTERN int isv_server_set_openai_prefix(isv_server *srv, const char *prefix) {

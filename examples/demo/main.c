@@ -95,6 +95,8 @@ static void usage(FILE *f) {
           "                           before each word it streams (default 0)\n"
           "  --no-repository          no model repository callbacks: load and unload refused,\n"
           "                           \"model_repository\" not in server metadata\n"
+          "  --vertex-endpoint ID=MODEL[:VERSION]  Vertex AI's .../endpoints/ID:predict runs\n"
+          "                           MODEL (isv_server_set_vertex_endpoint; repeatable, 16)\n"
           "  --vertex-model NAME      the model Vertex AI's custom-container routes serve\n"
           "                           (default half_plus_three); with AIP_HTTP_PORT set, the demo\n"
           "                           also listens on 0.0.0.0:$AIP_HTTP_PORT and serves\n"
@@ -295,6 +297,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   size_t naddrs = 0;
   const char *vertex_model = "half_plus_three";
   const char *openai_prefix = NULL; /* --openai-prefix */
+  const char *vertex_endpoints[16];  /* --vertex-endpoint */
+  size_t n_vertex_endpoints = 0;
   int repository = 1;
   unsigned long long load_delay_ms = 0;
   const char *token_file = NULL, *forbid_model = NULL, *identity = NULL; /* auth.c */
@@ -472,6 +476,14 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       openai_prefix = i + 1 < argc ? argv[++i] : "";
       continue;
     }
+    if (strcmp(arg, "--vertex-endpoint") == 0) {
+      if (n_vertex_endpoints == sizeof vertex_endpoints / sizeof vertex_endpoints[0]) {
+        fprintf(stderr, "inferserve-demo: at most 16 --vertex-endpoint\n");
+        return 2;
+      }
+      vertex_endpoints[n_vertex_endpoints++] = i + 1 < argc ? argv[++i] : "";
+      continue;
+    }
     if (strcmp(arg, "--vertex-model") == 0) {
       vertex_model = i + 1 < argc ? argv[++i] : "";
       continue;
@@ -578,6 +590,9 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     return 1;
   }
   more.openai_prefix = openai_prefix;
+  if (demo_vertex_endpoints(d.srv, vertex_endpoints, n_vertex_endpoints) != 0) return 1;
+  more.vertex_endpoints = vertex_endpoints;
+  more.n_vertex_endpoints = n_vertex_endpoints;
   if (aip_port != NULL && *aip_port != '\0') {
     const char *pr = getenv("AIP_PREDICT_ROUTE"), *hr = getenv("AIP_HEALTH_ROUTE");
     more.vertex_model = vertex_model;
@@ -653,6 +668,25 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   rc = uv_loop_close(&d.loop);
   if (rc < 0) /* a handle is still open: a leak in the library, worth reporting */
     fprintf(stderr, "inferserve-demo: uv_loop_close: %s\n", uv_strerror(rc));
+  return 0;
+}
+
+/* --vertex-endpoint ID=MODEL[:VERSION] */
+int demo_vertex_endpoints(isv_server *srv, const char *const *specs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", specs[i]);
+    char *model = strchr(buf, '='), *version = NULL;
+    if (model) {
+      *model++ = '\0';
+      if ((version = strchr(model, ':')) != NULL) *version++ = '\0';
+    }
+    if (model == NULL || isv_server_set_vertex_endpoint(srv, buf, model, version) != 0) {
+      fprintf(stderr, "inferserve-demo: --vertex-endpoint '%s': %s\n", specs[i],
+              model ? isv_server_last_error(srv) : "expected ID=MODEL[:VERSION]");
+      return -1;
+    }
+  }
   return 0;
 }
 

@@ -85,6 +85,7 @@ static void member_main(void *arg) {
                                       cfg->health_route);
   if (rc == 0 && cfg->openai_prefix)
     rc = isv_server_set_openai_prefix(m->srv, cfg->openai_prefix);
+  if (rc == 0) rc = demo_vertex_endpoints(m->srv, cfg->vertex_endpoints, cfg->n_vertex_endpoints);
   for (size_t i = 0; rc == 0 && i < cfg->n_listen; i++)
     if ((rc = isv_server_listen(m->srv, cfg->hosts[i], cfg->ports[i])) != 0)
       fprintf(stderr, "inferserve-demo: thread: %s\n", isv_server_last_error(m->srv));

@@ -122,11 +122,16 @@ typedef struct demo_threads_cfg {
   int64_t repo_delay_ms;
   const char *vertex_model, *predict_route, *health_route;
   const char *openai_prefix; /* NULL: none (isv_server_set_openai_prefix) */
+  const char *const *vertex_endpoints; /* --vertex-endpoint specs (demo_vertex_endpoints) */
+  size_t n_vertex_endpoints;
   const isv_tls *tls; /* NULL: none; else listen with it on tls_host:tls_port after the rest */
   const char *tls_host;
   int tls_port;
 } demo_threads_cfg;
 int demo_threads_start(unsigned n, const demo_threads_cfg *cfg);
+/* --vertex-endpoint ID=MODEL[:VERSION], each mapped on srv (isv_server_set_vertex_endpoint).
+ * 0, or -1 (said on stderr). main.c. */
+int demo_vertex_endpoints(isv_server *srv, const char *const *specs, size_t n);
 /* A TLS reload (tls.c's SIGHUP): every other loop gives its listener number `index` a
  * configuration make() returns (one each; NULL: that loop keeps its own), on its own loop. */
 void demo_threads_set_tls(isv_tls *(*make)(void), unsigned index);

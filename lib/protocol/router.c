@@ -92,28 +92,45 @@ void isv__router_init(isv__router *r, isv__core *core) {
   isv__buf_init(&r->scratch, core->mem);
 }
 
-/* A front end's value on this router (isv__router_set_value). */
+/* A front end's value on this router (isv__router_set_value), or one of its named values. */
 struct isv__fe_value {
   struct isv__fe_value *next;
   const isv__frontend *fe;
+  const char *name; /* NULL: the front end's one unnamed value; else in bytes, after the value */
   char value[];
 };
 
-const char *isv__router_value(const isv__router *r, const isv__frontend *fe) {
+static int same_name(const struct isv__fe_value *v, const char *name) {
+  return name ? v->name && strcmp(v->name, name) == 0 : v->name == NULL;
+}
+
+const char *isv__router_named_value(const isv__router *r, const isv__frontend *fe,
+                                    const char *name) {
   for (const struct isv__fe_value *v = r->values; v; v = v->next)
-    if (v->fe == fe) return v->value;
+    if (v->fe == fe && same_name(v, name)) return v->value;
   return NULL;
 }
 
+const char *isv__router_value(const isv__router *r, const isv__frontend *fe) {
+  return isv__router_named_value(r, fe, NULL);
+}
+
 int isv__router_set_value(isv__router *r, const isv__frontend *fe, const char *value) {
+  return isv__router_set_named_value(r, fe, NULL, value, value ? strlen(value) : 0);
+}
+
+int isv__router_set_named_value(isv__router *r, const isv__frontend *fe, const char *name,
+                                const char *value, size_t len) {
   struct isv__fe_value **pp = &r->values;
-  while (*pp && (*pp)->fe != fe) pp = &(*pp)->next;
+  while (*pp && !((*pp)->fe == fe && same_name(*pp, name))) pp = &(*pp)->next;
   struct isv__fe_value *v = NULL;
   if (value) {
-    size_t n = strlen(value) + 1;
-    if ((v = isv__malloc(r->core->mem, sizeof *v + n)) == NULL) return ISV_ENOMEM;
+    size_t nn = name ? strlen(name) + 1 : 0;
+    if ((v = isv__malloc(r->core->mem, sizeof *v + len + 1 + nn)) == NULL) return ISV_ENOMEM;
     v->fe = fe;
-    memcpy(v->value, value, n);
+    memcpy(v->value, value, len);
+    v->value[len] = '\0';
+    v->name = name ? memcpy(v->value + len + 1, name, nn) : NULL;
   }
   if (*pp) { /* the old value goes (its routes went before: they point into it) */
     struct isv__fe_value *old = *pp;
@@ -128,7 +145,8 @@ int isv__router_set_value(isv__router *r, const isv__frontend *fe, const char *v
 }
 
 void isv__router_free(isv__router *r) {
-  while (r->values) isv__router_set_value(r, r->values->fe, NULL);
+  while (r->values)
+    isv__router_set_named_value(r, r->values->fe, r->values->name, NULL, 0);
   for (size_t i = 0; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   isv__free(r->routes);
   isv__free(r->prefixes);
@@ -385,6 +403,7 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
     q.ex = ex;
     q.fe = c->fe;
     q.protocol = c->protocol;
+    q.router = r;
     q.data = c->route.data;
     c->route.handler(&q);
     return;

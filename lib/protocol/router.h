@@ -49,6 +49,7 @@ struct isv__http_req {
   isv__exchange *ex;
   const isv__frontend *fe; /* whose route this is: its error shape, its protocol label */
   unsigned protocol;       /* fe's label index (isv__core_protocol) for the requests it makes */
+  const struct isv__router *router; /* the front ends' values (isv__router_named_value) */
   void *data;
   size_t n_caps;
   const char *cap_name[ISV__ROUTE_MAX_CAPTURES]; /* "model" for "{model}" */
@@ -95,6 +96,12 @@ int isv__router_overlaps(const isv__router *r, unsigned methods, const char *pre
  * removes it; 0 or ISV_ENOMEM); the router frees it. NULL when fe has none. */
 const char *isv__router_value(const isv__router *r, const isv__frontend *fe);
 int isv__router_set_value(isv__router *r, const isv__frontend *fe, const char *value);
+/* ... and its values by name (Vertex's endpoint ids): len bytes of value, which may hold NULs
+ * (kept NUL-terminated after them); NULL removes the name's. */
+const char *isv__router_named_value(const isv__router *r, const isv__frontend *fe,
+                                    const char *name);
+int isv__router_set_named_value(isv__router *r, const isv__frontend *fe, const char *name,
+                                const char *value, size_t len);
 /* Forget the routes added after the first n_routes (and the prefixes after n_prefixes): the
  * all-or-nothing rollback of a front end that failed to be added. */
 void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes);

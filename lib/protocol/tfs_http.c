@@ -7,6 +7,7 @@
  * predict pipeline — its body is TF Serving's row format plus parameters:
  * /v1/projects/{p}/models/{m}[/versions/{v}]:predict and
  * /v1/projects/{p}/locations/{l}/endpoints/{e}:predict (the endpoint id names the model). */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,6 +417,9 @@ const isv__frontend isv__tfs_frontend = {
 
 /* ---- AI Platform / Vertex AI ------------------------------------------------------------- */
 
+/* The longest endpoint id a host may map (Vertex's are 19 digits, or a name). */
+#define ISV__VERTEX_ID_MAX 128
+
 /* POST /v1/projects/{p}/models/{m}[/versions/{v}]:predict, or .../endpoints/{e}:predict: the
  * model (its version a name here, as AI Platform's), resolved with V2's texts: 404 "unknown
  * model 'x'". */
@@ -434,13 +438,74 @@ static void vertex_run(isv__http_req *q, servable *s) {
   run_predict(q, s, PREDICT, ISV__TFS_VERTEX, 1);
 }
 
+/* The name an endpoint id is kept under on the router (isv__router_set_named_value). */
+static void endpoint_key(char *key, size_t cap, const char *id, size_t len) {
+  snprintf(key, cap, "endpoint:%.*s", (int)len, id);
+}
+
 static void vertex_predict(isv__http_req *q) {
   servable s;
   memset(&s, 0, sizeof s);
   s.name = isv__http_capture(q, "model", &s.spec.name_len);
-  if (s.name == NULL) s.name = isv__http_capture(q, "endpoint", &s.spec.name_len);
   s.version = isv__http_capture(q, "version", &s.spec.version_len);
+  size_t id_len;
+  const char *id = s.name ? NULL : isv__http_capture(q, "endpoint", &id_len);
+  if (id) { /* the model the host mapped the endpoint to (isv_server_set_vertex_endpoint), else
+             * the model of that name */
+    char key[160];
+    const char *mapped = NULL;
+    if (id_len <= ISV__VERTEX_ID_MAX) {
+      endpoint_key(key, sizeof key, id, id_len);
+      mapped = isv__router_named_value(q->router, &isv__vertex_frontend, key);
+    }
+    if (mapped) {
+      const char *version = mapped + strlen(mapped) + 1;
+      s.name = mapped;
+      s.spec.name_len = strlen(mapped);
+      s.version = version[0] ? version : NULL;
+      s.spec.version_len = strlen(version);
+    } else {
+      s.name = id;
+      s.spec.name_len = id_len;
+    }
+  }
   vertex_run(q, &s);
+}
+
+/* isv_server_set_vertex_endpoint: args are the endpoint id, the model (NULL: forget the id)
+ * and the version (NULL: the default). */
+static int vertex_endpoint(isv__router *r, const char *const *args, size_t n, char *why,
+                           size_t cap) {
+  const char *id = n > 0 ? args[0] : NULL, *model = n > 1 ? args[1] : NULL,
+             *version = n > 2 ? args[2] : NULL;
+  size_t id_len = id ? strlen(id) : 0;
+  int id_ok = id_len > 0 && id_len <= ISV__VERTEX_ID_MAX;
+  for (size_t i = 0; id_ok && i < id_len; i++)
+    id_ok = isalnum((unsigned char)id[i]) || id[i] == '-' || id[i] == '_' || id[i] == '.';
+  if (!id_ok) {
+    snprintf(why, cap, "vertex endpoint: the id must be 1 to %d letters, digits, '-', '_' or "
+             "'.'", ISV__VERTEX_ID_MAX);
+    return ISV_EINVAL;
+  }
+  if (model && (model[0] == '\0' || strlen(model) >= 128 ||
+                (version && (version[0] == '\0' || strlen(version) >= 64)))) {
+    snprintf(why, cap, "vertex endpoint: %s", model[0] == '\0' ? "an empty model name"
+             : strlen(model) >= 128 ? "the model name is too long" : "a bad version");
+    return ISV_EINVAL;
+  }
+  char key[160], value[200];
+  endpoint_key(key, sizeof key, id, id_len);
+  if (model == NULL) {
+    if (isv__router_named_value(r, &isv__vertex_frontend, key) == NULL) {
+      snprintf(why, cap, "vertex endpoint: '%s' is not mapped", id);
+      return ISV_ENOTFOUND;
+    }
+    return isv__router_set_named_value(r, &isv__vertex_frontend, key, NULL, 0);
+  }
+  int len = snprintf(value, sizeof value, "%s%c%s", model, '\0', version ? version : "");
+  int rc = isv__router_set_named_value(r, &isv__vertex_frontend, key, value, (size_t)len);
+  if (rc) snprintf(why, cap, "vertex endpoint: %s", isv_strerror(rc));
+  return rc;
 }
 
 /* The custom-container contract's predict route: the model is the route's (q->data). */
@@ -462,12 +527,19 @@ static void vertex_health(isv__http_req *q) {
 }
 
 /* The configure hook: Vertex AI's custom-container contract (isv_server_set_vertex_routes;
- * the demo reads AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE): args are the model, the predict route
- * (NULL: none) and the health route (NULL: none). Once per server: the model is kept on the
+ * the demo reads AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE): args are "routes", the model, the
+ * predict route (NULL: none) and the health route (NULL: none); or "endpoint" and
+ * vertex_endpoint's (isv_server_set_vertex_endpoint). Once per server: the model is kept on the
  * router, where the predict route finds it. */
 static int vertex_configure(isv__router *r, const char *const *args, size_t n, char *why,
                             size_t cap) {
   const isv__frontend *fe = &isv__vertex_frontend;
+  if (n > 0 && args[0] && strcmp(args[0], "endpoint") == 0)
+    return vertex_endpoint(r, args + 1, n - 1, why, cap);
+  if (n > 0 && args[0] && strcmp(args[0], "routes") == 0) { /* the verb, then its args */
+    args++;
+    n--;
+  }
   const char *model = n > 0 ? args[0] : NULL, *predict = n > 1 ? args[1] : NULL,
              *health = n > 2 ? args[2] : NULL;
   if (model == NULL || model[0] == '\0' || strlen(model) >= 128) {

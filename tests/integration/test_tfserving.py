@@ -199,6 +199,34 @@ def test_vertex_endpoint_names_the_model(demo):
     assert body["deployedModelId"] == "1", show(r)
 
 
+def test_vertex_endpoint_mapped_by_the_host(start_demo):
+    """isv_server_set_vertex_endpoint: Vertex's numeric endpoint id runs the model (and version)
+    the host mapped it to; an id not mapped still names a model; the authorizer judges the
+    mapped model, never the id."""
+    d = start_demo("--vertex-endpoint", "1234567890123456789=multi_version:2",
+                   "--vertex-endpoint", "4321=multi_version")
+    base = "/v1/projects/p/locations/us-central1/endpoints/"
+    body = ok_json(post_json(d, base + "1234567890123456789:predict", {"instances": [10]}))
+    assert body == {"predictions": [12], "deployedModelId": "2"}, body
+    body = ok_json(post_json(d, base + "4321:predict", {"instances": [10]}))
+    assert body == {"predictions": [13], "deployedModelId": "3"}, body  # the default version
+    body = ok_json(post_json(d, base + "simple:predict",
+                             {"instances": [{"INPUT0": SIMPLE_A, "INPUT1": SIMPLE_B}]}))
+    assert body["deployedModelId"] == "1"
+    assert_error(post_json(d, base + "999:predict", {"instances": [1]}), 404,
+                 "Request for unknown model: '999' is not found")
+    # the model stage sees the model: forbidding it refuses the endpoint mapped to it
+    f = start_demo("--vertex-endpoint", "77=multi_version", "--forbid-model", "multi_version")
+    r = post_json(f, base + "77:predict", {"instances": [1]})
+    assert r.status_code == 403 and "multi_version" in r.text, show(r)
+    # a bad mapping is refused when the demo starts (the library's ISV_EINVAL, said)
+    import subprocess
+    from isvtest import demo_path
+    p = subprocess.run([demo_path(), "--listen", "127.0.0.1:0", "--vertex-endpoint",
+                        "no/slash=simple"], capture_output=True, text=True, timeout=20)
+    assert p.returncode != 0 and "the id must be" in p.stderr, p.stderr
+
+
 def test_vertex_errors(demo):
     assert_error(post_json(demo, "/v1/projects/p/models/nope:predict", {"instances": [1]}), 404,
                  "Request for unknown model: 'nope' is not found")

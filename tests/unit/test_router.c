@@ -254,6 +254,28 @@ static void early_errors_take_the_routes_shape(void **state) {
 }
 
 /* Query parameters: percent-decoding, '+', the first of a name, flags, refusals. */
+/* A front end's values: one unnamed, any named ones (bytes with NULs kept), each replaced or
+ * removed on its own, another front end's apart; the router frees what is left (LSan). */
+static void front_end_values(void **state) {
+  (void)state;
+  assert_null(isv__router_value(&router, &fe_a));
+  assert_int_equal(isv__router_set_value(&router, &fe_a, "m"), 0);
+  assert_int_equal(isv__router_set_named_value(&router, &fe_a, "endpoint:1", "x\0v2", 4), 0);
+  assert_int_equal(isv__router_set_named_value(&router, &fe_b, "endpoint:1", "y", 1), 0);
+  assert_string_equal(isv__router_value(&router, &fe_a), "m");
+  const char *v = isv__router_named_value(&router, &fe_a, "endpoint:1");
+  assert_string_equal(v, "x");
+  assert_string_equal(v + 2, "v2");
+  assert_string_equal(isv__router_named_value(&router, &fe_b, "endpoint:1"), "y");
+  assert_null(isv__router_named_value(&router, &fe_a, "endpoint:2"));
+  assert_int_equal(isv__router_set_named_value(&router, &fe_a, "endpoint:1", "z", 1), 0);
+  assert_string_equal(isv__router_named_value(&router, &fe_a, "endpoint:1"), "z");
+  assert_int_equal(isv__router_set_named_value(&router, &fe_a, "endpoint:1", NULL, 0), 0);
+  assert_null(isv__router_named_value(&router, &fe_a, "endpoint:1"));
+  assert_string_equal(isv__router_value(&router, &fe_a), "m"); /* the unnamed one stays */
+  assert_int_equal(isv__router_set_named_value(&router, &fe_a, "endpoint:3", "w", 1), 0);
+}
+
 static void query_parameters(void **state) {
   (void)state;
   char q[] = "model=echo-1.0.0&streaming=true&x=a%20b+c&flag&bad=%4&Big=1&model=later";
@@ -288,6 +310,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(patterns_are_checked_when_added, setup, teardown),
       cmocka_unit_test_setup_teardown(routes_come_and_go_at_run_time, setup, teardown),
       cmocka_unit_test_setup_teardown(early_errors_take_the_routes_shape, setup, teardown),
+      cmocka_unit_test_setup_teardown(front_end_values, setup, teardown),
       cmocka_unit_test(query_parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
