@@ -1588,7 +1588,10 @@ ISV_EXTERN int isv_model_config_set_chat_template(isv_model_config *c, isv_chat_
 
 /* ---------------------------------------------------------------------------------------------
  * Requests — backend side (inside infer). Functions marked "any thread" may be called by the
- * thread that runs infer or completes the request, one thread at a time per request.
+ * thread that runs infer or completes the request, one thread at a time per request. A request
+ * is the backend's until it is completed: a call after that is a bug the library survives for a
+ * while — once the request is answered and freed, readers see it empty (NULL, 0, "") and
+ * writers get ISV_ESTATE — never one it honours.
  * ------------------------------------------------------------------------------------------- */
 /** The name of the model r runs. Any thread.
  * @param r the request

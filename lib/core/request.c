@@ -194,36 +194,47 @@ ISV_EXTERN size_t isv_tensor_byte_size(const isv_tensor *t) { return t ? t->byte
 
 /* ---- backend side ------------------------------------------------------------------------ */
 
+/* Whether a reader may look at r: a request the host (or the core) freed is in the quarantine,
+ * its buffers gone — a backend reading it after completing (a bug the library survives) sees
+ * an empty request, never freed memory. */
+static inline int live(const isv_request *r) { return r != NULL && !isv__request_dead(r); }
+
 ISV_EXTERN const char *isv_request_model_name(const isv_request *r) {
+  if (!live(r)) return NULL;
   return r->model ? r->model->cfg->name : r->model_name;
 }
 ISV_EXTERN const char *isv_request_model_version(const isv_request *r) {
+  if (!live(r)) return NULL;
   return r->model ? r->model->version : r->version;
 }
-ISV_EXTERN const char *isv_request_id(const isv_request *r) { return r->id; }
-ISV_EXTERN size_t isv_request_input_count(const isv_request *r) { return r->n_inputs; }
+ISV_EXTERN const char *isv_request_id(const isv_request *r) { return live(r) ? r->id : ""; }
+ISV_EXTERN size_t isv_request_input_count(const isv_request *r) {
+  return live(r) ? r->n_inputs : 0;
+}
 ISV_EXTERN const isv_tensor *isv_request_input_at(const isv_request *r, size_t i) {
-  return i < r->n_inputs ? &r->inputs[i] : NULL;
+  return live(r) && i < r->n_inputs ? &r->inputs[i] : NULL;
 }
 ISV_EXTERN const isv_tensor *isv_request_input(const isv_request *r, const char *name) {
-  for (size_t i = 0; name && i < r->n_inputs; i++)
+  for (size_t i = 0; live(r) && name && i < r->n_inputs; i++)
     if (strcmp(r->inputs[i].name, name) == 0) return &r->inputs[i];
   return NULL;
 }
 ISV_EXTERN const isv_param *isv_request_param(const isv_request *r, const char *key) {
-  for (size_t i = 0; key && i < r->n_params; i++)
+  for (size_t i = 0; live(r) && key && i < r->n_params; i++)
     if (strcmp(r->params[i].key, key) == 0) return &r->params[i].val;
   return NULL;
 }
-ISV_EXTERN size_t isv_request_param_count(const isv_request *r) { return r->n_params; }
+ISV_EXTERN size_t isv_request_param_count(const isv_request *r) {
+  return live(r) ? r->n_params : 0;
+}
 ISV_EXTERN const char *isv_request_param_at(const isv_request *r, size_t i, const isv_param **v) {
-  if (i >= r->n_params) return NULL;
+  if (!live(r) || i >= r->n_params) return NULL;
   if (v) *v = &r->params[i].val;
   return r->params[i].key;
 }
 
 ISV_EXTERN int isv_request_is_output_requested(const isv_request *r, const char *name) {
-  if (name == NULL) return 0;
+  if (name == NULL || !live(r)) return 0;
   if (r->n_req_outputs == 0)
     return r->model && (r->model->cfg->open_io ||
                         isv__config_output(r->model->cfg, name, strlen(name)) != NULL);
@@ -568,6 +579,7 @@ ISV_EXTERN int isv_request_set_trace_context(isv_request *r, const char *tracepa
 
 ISV_EXTERN int isv_request_trace_context(const isv_request *r, isv_trace_context *out) {
   if (r == NULL || out == NULL) return ISV_EINVAL;
+  if (isv__request_dead(r)) return ISV_ESTATE;
   if (!r->trace.has) return ISV_ENOTFOUND;
   memcpy(out->trace_id, r->trace.tp.trace_id, 16);
   memcpy(out->parent_id, r->trace.tp.parent_id, 8);
@@ -727,27 +739,27 @@ int isv__request_keep_ref(isv_request *r, void *p, isv_destructor del) {
 /* The result readers below show nothing of a request the close abandoned: its backend may
  * still be writing its outputs and parameters (scheduler.c). */
 ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r) {
-  return r && !r->abandoned ? r->n_resp_params : 0;
+  return live(r) && !r->abandoned ? r->n_resp_params : 0;
 }
 
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
                                                      const isv_param **v) {
-  if (r == NULL || r->abandoned || i >= r->n_resp_params) return NULL;
+  if (!live(r) || r->abandoned || i >= r->n_resp_params) return NULL;
   if (v) *v = &r->resp_params[i].val;
   return r->resp_params[i].key;
 }
 
 ISV_EXTERN const char *isv_request_error_message(const isv_request *r) {
-  return r && r->errmsg ? r->errmsg : "";
+  return live(r) && r->errmsg ? r->errmsg : "";
 }
 ISV_EXTERN size_t isv_request_output_count(const isv_request *r) {
-  return r && !r->abandoned ? r->n_outputs : 0;
+  return live(r) && !r->abandoned ? r->n_outputs : 0;
 }
 ISV_EXTERN const isv_tensor *isv_request_output_at(const isv_request *r, size_t i) {
-  return r && !r->abandoned && i < r->n_outputs ? &r->outputs[i] : NULL;
+  return live(r) && !r->abandoned && i < r->n_outputs ? &r->outputs[i] : NULL;
 }
 ISV_EXTERN const isv_tensor *isv_request_output(const isv_request *r, const char *name) {
-  for (size_t i = 0; r && !r->abandoned && name && i < r->n_outputs; i++)
+  for (size_t i = 0; live(r) && !r->abandoned && name && i < r->n_outputs; i++)
     if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
   return NULL;
 }

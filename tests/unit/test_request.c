@@ -344,6 +344,41 @@ static void params_replace_and_copy(void **state) {
   isv_request_free(r);
 }
 
+/* A freed request stays, dead, in the core's quarantine for a while: a backend that reads it
+ * after the fact (a bug the library survives) sees an empty request — every reader answers
+ * NULL, 0 or "" (ASan: nothing of its freed buffers is read) — and writers are refused. */
+static void a_freed_request_reads_as_empty(void **state) {
+  fixture *f = *state;
+  isv_request *r = req(f);
+  int32_t a[16] = {0};
+  int64_t shape[] = {1, 16};
+  assert_int_equal(isv_request_add_input(r, "A", ISV_INT32, shape, 2, a, sizeof a, ISV_TRANSIENT), 0);
+  isv_param v = {.type = ISV_PARAM_INT64, .v.i64 = 1};
+  assert_int_equal(isv_request_set_param(r, "k", &v), 0);
+  assert_int_equal(isv_request_set_id(r, "id-1"), 0);
+  assert_non_null(isv_request_input(r, "A"));
+  isv_request_free(r); /* in the quarantine now: its struct stays, its arena is gone */
+  assert_null(isv_request_input(r, "A"));
+  assert_null(isv_request_input_at(r, 0));
+  assert_int_equal(isv_request_input_count(r), 0);
+  assert_null(isv_request_param(r, "k"));
+  assert_int_equal(isv_request_param_count(r), 0);
+  assert_null(isv_request_param_at(r, 0, NULL));
+  assert_string_equal(isv_request_id(r), "");
+  assert_null(isv_request_model_name(r));
+  assert_null(isv_request_model_version(r));
+  assert_int_equal(isv_request_is_output_requested(r, "Y"), 0);
+  assert_int_equal(isv_request_output_count(r), 0);
+  assert_null(isv_request_output(r, "Y"));
+  assert_string_equal(isv_request_error_message(r), "");
+  isv_trace_context tc;
+  assert_int_equal(isv_request_trace_context(r, &tc), ISV_ESTATE);
+  assert_null(isv_request_alloc(r, 8));
+  int64_t one = 16;
+  void *out;
+  assert_int_equal(isv_request_alloc_output(r, "Y", ISV_INT32, &one, 1, &out), ISV_ESTATE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(validation_names_each_problem, setup, teardown),
@@ -352,6 +387,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(set_output_ownership_contract, setup, teardown),
       cmocka_unit_test_setup_teardown(params_replace_and_copy, setup, teardown),
       cmocka_unit_test_setup_teardown(open_io_takes_any_tensor, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_freed_request_reads_as_empty, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
