@@ -19,8 +19,9 @@
 # default build/examples/demo/inferserve-demo) listens on HTTP_PORT and GRPC_PORT (default
 # 8000 and 8001, the examples' defaults; every port speaks both protocols); programs get
 # "-u localhost:PORT", except memory_growth_test.py, which has no such flag and runs only on
-# the default ports. Prints one line per program — PASS, FAIL (with the first error line) or
-# SKIP — and a markdown table at the end (TABLE=path writes it there too). The demo must exit 0
+# the default ports. "@NAME" entries are the project's own scripts in tests/integration
+# (tritonclient_checks.py: what the examples do not exercise), given the demo binary. Prints
+# one line per program — PASS, FAIL (with the first error line) or SKIP — and a markdown table at the end (TABLE=path writes it there too). The demo must exit 0
 # on SIGTERM at the end (a failure otherwise: run it under ASan with INFERSERVE_DEMO). Exit
 # status: the number of failures (capped at 100).
 #
@@ -155,6 +156,7 @@ PROGRAMS=(
   "grpc_explicit_int8_content_client.py|-u localhost:PORT_G"
   "memory_growth_test.py|-i http -r 20"
   "memory_growth_test.py|-i grpc -r 20"
+  "@tritonclient_checks.py|"  # the project's own: priority and timeout (its own demo)
   "simple_http_cudashm_client.py|SKIP needs a GPU (CUDA shared memory)"
   "simple_grpc_cudashm_client.py|SKIP needs a GPU (CUDA shared memory)"
   "grpc_client.py|SKIP image model (densenet_onnx)"
@@ -190,6 +192,9 @@ for entry in "${PROGRAMS[@]}"; do
     label=$prog
     result="SKIP"
     detail=${args#SKIP }
+  elif [[ $prog == @* ]]; then # tests/integration's own script, given the demo binary
+    out=$(timeout 120 "$PY" "$ROOT/tests/integration/${prog#@}" "$DEMO" 2>&1)
+    rc=$?
   elif [[ $prog == c++/* ]]; then
     # shellcheck disable=SC2086  # args are words
     out=$(timeout 120 "$WORK/cxx/${prog#c++/}" $args 2>&1)
