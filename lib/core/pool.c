@@ -49,8 +49,51 @@ static void spin_for_job(isv__pool *p) {
   }
 }
 
+/* The pool this thread works for (isv__pool_current): a worker knows whose it is. */
+static _Thread_local isv__pool *current_pool;
+
+isv__pool *isv__pool_current(void) { return current_pool; }
+
+/* Under p->mu, with a job queued: take it, run it unlocked, and count it. */
+static void run_one(isv__pool *p) {
+  isv__pool_job *j = p->head;
+  p->head = j->next;
+  if (p->head == NULL) p->tail = NULL;
+  p->n_queued--;
+  atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
+  p->running++;
+  uv_mutex_unlock(&p->mu);
+  j->run(j);
+  uv_mutex_lock(&p->mu);
+  p->running--;
+}
+
+void isv__pool_help_until(isv__pool *p, atomic_int *done) {
+  uv_mutex_lock(&p->mu);
+  while (!atomic_load_explicit(done, memory_order_acquire)) {
+    if (p->head != NULL) {
+      run_one(p);
+      continue;
+    }
+    p->idle++;
+    p->parked++;
+    uv_cond_wait(&p->wake, &p->mu);
+    p->idle--;
+    p->parked--;
+  }
+  uv_mutex_unlock(&p->mu);
+}
+
+void isv__pool_wake_helpers(isv__pool *p, atomic_int *done) {
+  uv_mutex_lock(&p->mu);
+  atomic_store_explicit(done, 1, memory_order_release);
+  uv_cond_broadcast(&p->wake);
+  uv_mutex_unlock(&p->mu);
+}
+
 static void worker(void *arg) {
   isv__pool *p = arg;
+  current_pool = p;
   uv_mutex_lock(&p->mu);
   for (;;) {
     /* one spinner at a time: more would take the cores the loop and the jobs need */
@@ -70,17 +113,8 @@ static void worker(void *arg) {
       p->idle--;
       p->parked--;
     }
-    isv__pool_job *j = p->head;
-    if (j == NULL) break; /* stopping, and nothing left to run */
-    p->head = j->next;
-    if (p->head == NULL) p->tail = NULL;
-    p->n_queued--;
-    atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
-    p->running++;
-    uv_mutex_unlock(&p->mu);
-    j->run(j);
-    uv_mutex_lock(&p->mu);
-    p->running--;
+    if (p->head == NULL) break; /* stopping, and nothing left to run */
+    run_one(p);
   }
   int last = p->released && --p->alive == 0;
   uv_mutex_unlock(&p->mu);

@@ -78,5 +78,15 @@ void isv__pool_destroy(isv__pool *p);
 int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *data);
 /* A released pool's memory, once gone was called. */
 void isv__pool_free(isv__pool *p);
+/* The pool whose worker thread calls this, or NULL on any other thread. */
+isv__pool *isv__pool_current(void);
+/* A worker of p waits for *done to become nonzero — a nested request it made (core/nested.h):
+ * meanwhile it runs p's queued jobs itself, as a worker would, so that a pool whose threads all
+ * wait this way still runs what they wait for. It counts as idle and parked while it sleeps
+ * (a submission may wake it for a job). *done is set, then p's `wake` broadcast under p's mu,
+ * by isv__pool_wake_helpers. Stack: each job it runs may wait and help in turn. */
+void isv__pool_help_until(isv__pool *p, atomic_int *done);
+/* Set *done and wake the threads waiting in isv__pool_help_until (any thread). */
+void isv__pool_wake_helpers(isv__pool *p, atomic_int *done);
 
 #endif
