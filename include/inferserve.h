@@ -367,8 +367,10 @@ ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n);
  * and for freeing large request buffers. Its own threads, not libuv's
  * pool: that pool is shared with the host's file system and DNS work and sized once per
  * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
- * the host. Started when a POOL backend first needs one, joined when the server closes.
- * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1. */
+ * the host. Started when a POOL backend first needs one, joined when the server closes. A
+ * worker blocked in a nested call (isv_request_run) does not count while it waits: more
+ * threads may start then. Default: the CPUs available to the process
+ * (uv_available_parallelism()). n >= 1. */
 ISV_EXTERN int isv_options_set_worker_threads(isv_options *o, unsigned n);
 /* isv_server_close lets in-flight requests and responses finish for at most this long. Then
  * the connections still open are closed, requests still queued are answered 503 without
@@ -1321,17 +1323,21 @@ ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_
  *
  * Threads — the rule a nested call never breaks: nobody waits for a thread that cannot come.
  *  - ISV_EXEC_POOL (a worker thread): isv_request_run blocks, or isv_request_submit calls back.
- *    A worker blocked in isv_request_run is not lost to the pool: while it waits it runs the
- *    pool's queued jobs itself — the nested model's execution among them when that model runs
- *    on the pool too — so workers all blocked in nested calls still run what they wait for
- *    (their wait may last longer: one of those jobs may be another request's).
+ *    A blocking call never waits for a worker that cannot come: the nested model, when it runs
+ *    on the pool (ISV_EXEC_POOL, not batched with other requests), runs on the waiting thread
+ *    itself — no hop to another worker — and a worker that waits does not count as one while
+ *    it waits: the pool starts another thread when jobs are queued and none is idle (one per
+ *    waiting worker at most, 256 beyond isv_options_set_worker_threads at most; they stay
+ *    until the close). So workers all blocked in nested calls still run what they wait for,
+ *    an execution queued behind them holding the instance a nested request needs included.
  *  - ISV_EXEC_INLINE (the loop thread): isv_request_submit only (isv_request_run answers
  *    ISV_ETHREAD: the loop would wait for itself). The callback runs on the loop — at once,
  *    before isv_request_submit returns, when the nested model is inline too, so the backend
  *    can still complete before it returns; otherwise an inline backend that has a nested
  *    request in flight may return 0 without completing, and completes from the callback.
  *  - ISV_EXEC_ASYNC: isv_request_submit from infer (the loop) or from the backend's own
- *    threads; isv_request_run from its own threads (never the loop).
+ *    threads; isv_request_run from its own threads (never the loop), where a nested POOL
+ *    model runs too, as on a worker.
  * A nested request must not run a model version already on its call chain (a model calling
  * itself, directly or through others, could wait for the instance its caller holds): it fails
  * with ISV_EINVAL naming it. Chains are at most 16 deep.

@@ -121,7 +121,7 @@ static int call(isv_request *r, const char *model, const char *name, const isv_t
     rc = isv_request_add_input(*out, k ? name2 : name, isv_tensor_datatype(x), shape, nd,
                                isv_tensor_data(x), isv_tensor_byte_size(x), ISV_STATIC);
   }
-  return rc == 0 ? isv_request_run(*out) : rc; /* this worker waits (it helps the pool) */
+  return rc == 0 ? isv_request_run(*out) : rc; /* this worker waits (a POOL model runs here) */
 }
 
 /* An output of r that is tensor t of a nested request, by reference (freed with r). */

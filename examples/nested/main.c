@@ -17,8 +17,9 @@
  * Usage: nested-example [--workers N] [--requests N]
  * Sends N requests (default 16) of the same input to each and checks every answer; with
  * --workers 1 every POOL backend blocks the only worker thread in its nested calls, and still
- * nothing deadlocks: a blocked worker runs the pool's queued work itself. Exit 0 when every
- * answer is right. */
+ * nothing deadlocks: the nested POOL model runs on the waiting thread, and a blocked worker
+ * does not count as one (the pool starts another for queued work). Exit 0 when every answer
+ * is right. */
 #include <inferserve.h>
 
 #include <math.h>

@@ -9,17 +9,20 @@
 
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-/* isv_request_run's: where the waiting thread sleeps, and what it hears. On a pool worker the
- * pool's own lock and condition (the thread helps the pool meanwhile), else its own. */
+/* isv_request_run's: the waiting thread sleeps on its own condition variable until its
+ * nested request is done — or its nested request's execution is handed to it to run
+ * (run_here): the model runs on the thread that waits for it. */
 struct isv__nest_wait {
-  atomic_int done;
-  int status;
-  isv__pool *pool; /* the waiter's pool; NULL: own_mu and own_cv */
-  uv_mutex_t own_mu;
-  uv_cond_t own_cv;
+  uv_mutex_t mu;
+  uv_cond_t cv;
+  int done;             /* under mu */
+  int status;           /* set before done */
+  isv__pool_job *job;   /* an execution to run here; under mu */
 };
 
-static const isv__nest_ops nest_ops = {.cancel = isv__nested_cancel, .free = isv__nested_free};
+static int nested_run_here(isv_request *x, isv__pool_job *job);
+static const isv__nest_ops nest_ops = {
+    .cancel = isv__nested_cancel, .free = isv__nested_free, .run_here = nested_run_here};
 
 /* r's nest, made on first use in r's arena (by the thread that owns r: its backend's). */
 static isv__nest *nest_of(isv_request *r) {
@@ -88,15 +91,23 @@ ISV_EXTERN int isv_request_new_nested(isv_request *parent, const char *name, con
 /* ---- done -------------------------------------------------------------------------------- */
 
 static void wait_signal(isv__nest_wait *w, int status) {
-  w->status = status; /* read by the waiter after it saw done, under the same mutex */
-  if (w->pool) {
-    isv__pool_wake_helpers(w->pool, &w->done);
-    return;
-  }
-  uv_mutex_lock(&w->own_mu);
-  atomic_store_explicit(&w->done, 1, memory_order_release);
-  uv_cond_signal(&w->own_cv);
-  uv_mutex_unlock(&w->own_mu); /* w may be gone from here on */
+  uv_mutex_lock(&w->mu);
+  w->status = status;
+  w->done = 1;
+  uv_cond_signal(&w->cv);
+  uv_mutex_unlock(&w->mu); /* w may be gone from here on */
+}
+
+/* The scheduler starts x's POOL execution (loop thread): its waiter runs it, when it has one.
+ * n->wait is written before x reaches the loop and read here, on the loop, only. */
+static int nested_run_here(isv_request *x, isv__pool_job *job) {
+  isv__nest_wait *w = x->nest ? x->nest->wait : NULL;
+  if (w == NULL) return 0;
+  uv_mutex_lock(&w->mu);
+  w->job = job;
+  uv_cond_signal(&w->cv);
+  uv_mutex_unlock(&w->mu);
+  return 1;
 }
 
 /* A nested request's done callback in the core (loop thread). */
@@ -202,31 +213,34 @@ ISV_EXTERN int isv_request_run(isv_request *r) {
   if (isv__on_loop_thread(c)) return ISV_ETHREAD; /* the loop would wait for itself */
   isv__nest_wait w;
   memset(&w, 0, sizeof w);
-  atomic_init(&w.done, 0);
-  w.pool = isv__pool_current();
-  if (w.pool == NULL) {
-    if (uv_mutex_init(&w.own_mu) != 0) return ISV_ENOMEM;
-    if (uv_cond_init(&w.own_cv) != 0) {
-      uv_mutex_destroy(&w.own_mu);
-      return ISV_ENOMEM;
-    }
+  if (uv_mutex_init(&w.mu) != 0) return ISV_ENOMEM;
+  if (uv_cond_init(&w.cv) != 0) {
+    uv_mutex_destroy(&w.mu);
+    return ISV_ENOMEM;
   }
   int rc = submit(r, NULL, NULL, &w);
   if (rc == 0) {
-    if (w.pool) {
-      isv__pool_help_until(w.pool, &w.done); /* runs the pool's jobs meanwhile */
-    } else {
-      uv_mutex_lock(&w.own_mu);
-      while (!atomic_load_explicit(&w.done, memory_order_acquire))
-        uv_cond_wait(&w.own_cv, &w.own_mu);
-      uv_mutex_unlock(&w.own_mu);
+    /* a worker that waits is not one: its pool may start another for the jobs that wait */
+    isv__pool *pool = isv__pool_current();
+    if (pool) isv__pool_block(pool);
+    uv_mutex_lock(&w.mu);
+    while (!w.done) {
+      if (w.job) { /* its own nested request's execution, handed to this thread */
+        isv__pool_job *j = w.job;
+        w.job = NULL;
+        uv_mutex_unlock(&w.mu);
+        j->run(j);
+        uv_mutex_lock(&w.mu);
+        continue;
+      }
+      uv_cond_wait(&w.cv, &w.mu);
     }
     rc = w.status;
+    uv_mutex_unlock(&w.mu);
+    if (pool) isv__pool_unblock(pool);
   }
-  if (w.pool == NULL) {
-    uv_cond_destroy(&w.own_cv);
-    uv_mutex_destroy(&w.own_mu);
-  }
+  uv_cond_destroy(&w.cv);
+  uv_mutex_destroy(&w.mu);
   return rc;
 }
 

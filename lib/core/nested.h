@@ -20,11 +20,15 @@
  *    (isv_request_set_output with ISV_STATIC) without a copy.
  *
  * Blocking (isv_request_run): never on the loop thread (ISV_ETHREAD: the loop would wait for
- * itself). On a worker thread of the server's pool the waiting thread is not lost to the pool:
- * while it waits it runs the pool's queued jobs itself (isv__pool_help_until) — its own nested
- * request among them when that one runs on the pool — so N workers all blocked in nested calls
- * cannot starve the executions they wait for. On any other thread it sleeps on a condition
- * variable.
+ * itself). Elsewhere the thread sleeps on a condition variable of its own, and two rules keep
+ * a wait from ever waiting for a thread that cannot come:
+ *  - the nested request's own ISV_EXEC_POOL execution (not a batch's) is handed to the waiting
+ *    thread (r->nest_ops->run_here, asked by the scheduler when it starts it), which runs it
+ *    itself: no hop to a worker, and nothing else runs on the waiter's stack — only its own
+ *    call chain, which has no cycle;
+ *  - a pool worker that waits leaves the pool's count while it waits (isv__pool_block): the
+ *    pool starts a thread when jobs wait and none is idle — an execution holding the instance
+ *    the nested request needs may be queued behind the blocked workers.
  *
  * The scheduler, below this file in core/, reaches it through r->nest_ops (core/request.h):
  * the cancellation and release hooks here, and r->nested_in_flight (an inline backend with a

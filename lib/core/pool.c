@@ -11,13 +11,15 @@
 int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->head = p->tail = NULL;
   p->n_threads = p->idle = p->parked = p->spinning = p->n_queued = p->running = p->alive = 0;
+  p->blocked = 0;
   atomic_init(&p->ready, 0);
   p->released = 0;
   p->gone = NULL;
   p->gone_data = NULL;
   p->max_threads = max_threads ? max_threads : 1;
+  p->cap = p->max_threads + ISV__POOL_EXTRA_THREADS;
   p->stopping = 0;
-  p->threads = isv__calloc(mem, p->max_threads, sizeof *p->threads);
+  p->threads = isv__calloc(mem, p->cap, sizeof *p->threads);
   if (p->threads == NULL) return ISV_ENOMEM;
   if (uv_mutex_init(&p->mu) != 0) goto fail;
   if (uv_cond_init(&p->wake) != 0) {
@@ -68,26 +70,28 @@ static void run_one(isv__pool *p) {
   p->running--;
 }
 
-void isv__pool_help_until(isv__pool *p, atomic_int *done) {
+static void worker(void *arg);
+
+/* Under p->mu: start one more thread when the queue holds more jobs than idle threads take
+ * and the pool may grow — max_threads, plus one per worker blocked (isv__pool_block). */
+static void grow(isv__pool *p) {
+  unsigned limit = p->max_threads + p->blocked;
+  if (limit > p->cap) limit = p->cap;
+  if (p->n_queued >= p->idle && p->n_threads < limit &&
+      uv_thread_create(&p->threads[p->n_threads], worker, p) == 0)
+    p->n_threads++;
+}
+
+void isv__pool_block(isv__pool *p) {
   uv_mutex_lock(&p->mu);
-  while (!atomic_load_explicit(done, memory_order_acquire)) {
-    if (p->head != NULL) {
-      run_one(p);
-      continue;
-    }
-    p->idle++;
-    p->parked++;
-    uv_cond_wait(&p->wake, &p->mu);
-    p->idle--;
-    p->parked--;
-  }
+  p->blocked++;
+  if (p->n_queued > 0 && !p->stopping) grow(p); /* jobs wait that this worker will not take */
   uv_mutex_unlock(&p->mu);
 }
 
-void isv__pool_wake_helpers(isv__pool *p, atomic_int *done) {
+void isv__pool_unblock(isv__pool *p) {
   uv_mutex_lock(&p->mu);
-  atomic_store_explicit(done, 1, memory_order_release);
-  uv_cond_broadcast(&p->wake);
+  p->blocked--;
   uv_mutex_unlock(&p->mu);
 }
 
@@ -126,9 +130,7 @@ int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
   uv_mutex_lock(&p->mu);
   /* One idle thread per queued job: a new thread only when every idle one is already spoken
    * for (the queue is as long as the idle count). */
-  if (p->n_queued >= p->idle && p->n_threads < p->max_threads &&
-      uv_thread_create(&p->threads[p->n_threads], worker, p) == 0)
-    p->n_threads++;
+  grow(p);
   if (p->n_threads == 0) {
     uv_mutex_unlock(&p->mu);
     return ISV_ENOMEM;

@@ -54,6 +54,8 @@ typedef struct isv__pool {
    * took 2.1 µs each instead of 1.1-1.4 (an extra line taken over inside the lock). */
   atomic_uint ready;
   unsigned running;  /* jobs being run */
+  unsigned blocked;  /* workers waiting in isv__pool_block: not counted in max_threads */
+  unsigned cap;      /* threads[] holds this many: max_threads + ISV__POOL_EXTRA_THREADS */
   int stopping;
   /* let go (isv__pool_stop with a job still running): the threads exit on their own */
   int released;
@@ -80,13 +82,14 @@ int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *d
 void isv__pool_free(isv__pool *p);
 /* The pool whose worker thread calls this, or NULL on any other thread. */
 isv__pool *isv__pool_current(void);
-/* A worker of p waits for *done to become nonzero — a nested request it made (core/nested.h):
- * meanwhile it runs p's queued jobs itself, as a worker would, so that a pool whose threads all
- * wait this way still runs what they wait for. It counts as idle and parked while it sleeps
- * (a submission may wake it for a job). *done is set, then p's `wake` broadcast under p's mu,
- * by isv__pool_wake_helpers. Stack: each job it runs may wait and help in turn. */
-void isv__pool_help_until(isv__pool *p, atomic_int *done);
-/* Set *done and wake the threads waiting in isv__pool_help_until (any thread). */
-void isv__pool_wake_helpers(isv__pool *p, atomic_int *done);
+/* A worker of p is about to wait for work that may need a worker (a nested request it made,
+ * core/nested.h): until isv__pool_unblock it does not count as one of p's max_threads, so a
+ * thread is started when jobs wait and no thread is idle — compensation, as Java's
+ * ForkJoinPool.managedBlock: workers all blocked in nested calls cannot starve the jobs they
+ * wait for. The pool grows by at most one thread per blocked worker, and never past
+ * max_threads + ISV__POOL_EXTRA_THREADS; threads started so stay until the pool stops. */
+#define ISV__POOL_EXTRA_THREADS 256u
+void isv__pool_block(isv__pool *p);
+void isv__pool_unblock(isv__pool *p);
 
 #endif

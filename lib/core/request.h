@@ -74,6 +74,10 @@ typedef struct isv__nest_ops {
   /* isv_request_free's first step: 1 when r is not released now; else *then may name a
    * request whose free is due after r's */
   int (*free)(isv_request *r, isv_request **then);
+  /* x, a nested request, starts an ISV_EXEC_POOL execution of its own: 1 when the thread
+   * waiting for it (isv_request_run) takes the job and runs it itself — not a worker's hop
+   * away, and never a job another request queued — else 0: the pool runs it (loop thread) */
+  int (*run_here)(isv_request *x, struct isv__pool_job *job);
 } isv__nest_ops;
 
 /* The W3C trace context a request came with (part of its message, as its id). */

@@ -765,6 +765,8 @@ static void start_exec(isv_model *m, isv_request *x, unsigned instance) {
     j->pool.run = pool_run;
     j->on_pool = 1;
     c->pool_execs++;
+    /* a nested request a thread waits for runs on that thread (core/nested.h) */
+    if (x->nest_ops && x->nest_ops->run_here(x, &j->pool)) return;
     if (isv__pool_submit(&c->pool, &j->pool) != 0) {
       j->on_pool = 0;
       c->pool_execs--;

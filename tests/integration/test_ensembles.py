@@ -171,7 +171,8 @@ def test_a_backend_calling_models_over_rest_and_grpc(demo):
 
 def test_many_backends_calling_models_at_once(demo):
     """More bls_simple requests at once than the demo has worker threads, each blocking its
-    worker in two nested calls: all answered (the waiting workers run what they wait for)."""
+    worker in two nested calls: all answered (a nested POOL model runs on the waiting thread,
+    and waiting workers do not count as workers)."""
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(32) as ex:
         results = list(ex.map(lambda i: infer(demo, "bls_simple", [

@@ -1,6 +1,7 @@
 /* Models calling models (lib/core/nested.c) through the public API, in process: a nested
  * request from an INLINE backend (callback, completing inline or later), from a POOL backend
- * (blocking, and a pool of one thread whose backends all block in nested calls — no deadlock),
+ * (blocking: the nested model runs on the waiting thread; a pool of one thread whose backends
+ * all block in nested calls, or wait for an instance a queued job holds — no deadlock),
  * from an ASYNC backend (callback on the loop, blocking on its own thread); outputs passed on
  * by reference; the loop refusing to block; cycles refused; an unknown model; cancellation and
  * the deadline of the parent reaching the nested request. */
@@ -52,6 +53,15 @@ static int slow(isv_request *r, void *u) {
     atomic_fetch_add(&saw_cancel, 1);
     return isv_request_complete(r, ISV_ECANCELED, NULL);
   }
+  return scale_to(r, "x", 1, 0);
+}
+
+/* POOL, one instance: y = x after 30 ms; notes the thread it ran on */
+static uv_thread_t one_thread;
+static int one(isv_request *r, void *u) {
+  (void)u;
+  one_thread = uv_thread_self();
+  uv_sleep(30);
   return scale_to(r, "x", 1, 0);
 }
 
@@ -114,6 +124,14 @@ static int pool_calls(isv_request *r, void *u) {
   atomic_store(&bls_rc, rc);
   return answer_with(r, s, rc);
 }
+/* POOL calling "one" blocking; notes its own thread */
+static uv_thread_t caller_thread;
+static int pool_one(isv_request *r, void *u) {
+  (void)u;
+  caller_thread = uv_thread_self();
+  isv_request *s = sub(r, "one", isv_request_input(r, "x"));
+  return answer_with(r, s, s ? isv_request_run(s) : ISV_ENOMEM);
+}
 /* ASYNC: a callback from the loop (infer runs there) */
 static int async_cb(isv_request *r, void *u) {
   (void)u;
@@ -164,6 +182,8 @@ static world *make(unsigned workers) {
   add(w, "pool_chain", pool_chain, NULL, ISV_EXEC_POOL, 8);
   add(w, "pool_slow", pool_calls, "slow", ISV_EXEC_POOL, 4);
   add(w, "pool_self", pool_calls, "pool_self", ISV_EXEC_POOL, 4);
+  add(w, "one", one, NULL, ISV_EXEC_POOL, 1);
+  add(w, "pool_one", pool_one, NULL, ISV_EXEC_POOL, 1);
   add(w, "async_cb", async_cb, NULL, ISV_EXEC_ASYNC, 0);
   add(w, "async_thread", async_thread, NULL, ISV_EXEC_ASYNC, 0);
   atomic_store(&saw_cancel, 0);
@@ -278,6 +298,32 @@ static void a_pool_of_one_thread_blocked_in_nested_calls_does_not_deadlock(void 
   }
 }
 
+/* The nested POOL model runs on the worker that waits for it, not a hop away. */
+static void a_blocking_call_runs_its_pool_model_on_the_waiting_thread(void **state) {
+  result r = run(*state, "pool_one", X, 1);
+  assert_int_equal(r.status, 0);
+  assert_true(uv_thread_equal(&one_thread, &caller_thread));
+}
+
+/* One worker thread: the caller takes it and blocks; "one"'s only instance is taken by a
+ * client's request whose job waits in the pool's queue behind it; the nested request waits for
+ * that instance. The blocked worker does not count: the pool starts a thread for the queued
+ * job, the instance frees, the nested request runs. */
+static void a_blocked_worker_does_not_starve_the_job_it_waits_for(void **state) {
+  world *w = *state;
+  teardown(state);
+  w = make(1);
+  *state = w;
+  result caller, direct;
+  submit(w, "pool_one", X, 1, &caller);
+  submit(w, "one", X, 1, &direct);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  assert_int_equal(caller.calls, 1);
+  assert_int_equal(caller.status, 0);
+  assert_int_equal(direct.status, 0);
+  assert_true(caller.y[0] == 1 && direct.y[0] == 1);
+}
+
 static void from_async_on_the_loop_and_on_its_own_thread(void **state) {
   result a = run(*state, "async_cb", X, 3);
   assert_int_equal(a.status, 0);
@@ -358,6 +404,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(the_loop_may_not_block, setup, teardown),
       cmocka_unit_test_setup_teardown(from_pool_blocking_chained_on_a_nested_output, setup, teardown),
       cmocka_unit_test_setup_teardown(a_pool_of_one_thread_blocked_in_nested_calls_does_not_deadlock, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_blocking_call_runs_its_pool_model_on_the_waiting_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_blocked_worker_does_not_starve_the_job_it_waits_for, setup, teardown),
       cmocka_unit_test_setup_teardown(from_async_on_the_loop_and_on_its_own_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(a_model_calling_itself_is_refused_naming_it, setup, teardown),
       cmocka_unit_test_setup_teardown(an_unknown_model_fails_the_nested_request, setup, teardown),
