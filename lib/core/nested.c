@@ -154,7 +154,8 @@ static void start(isv_request *r) {
     uint64_t us = dl > now ? (dl - now + 999) / 1000 : 1;
     if (r->timeout_us == 0 || us < r->timeout_us) r->timeout_us = us;
   }
-  if (atomic_load_explicit(&p->cancelled, memory_order_relaxed)) {
+  if (atomic_load_explicit(&p->cancelled, memory_order_relaxed) ||
+      atomic_load_explicit(&r->cancelled, memory_order_relaxed)) { /* or freed: an orphan */
     isv__request_fail(r, ISV_ECANCELED, "the request of model '%s' that made this nested "
                       "request was cancelled", p->model->cfg->name);
   } else if (isv__request_bind(r) == 0 && on_chain(p, r->model)) {
