@@ -1,5 +1,6 @@
 """Ensembles (Triton's platform "ensemble", ensemble_scheduling) and models calling models
-(business logic scripting) against the demo, over REST (requests, curl) and gRPC (grpcio):
+(business logic scripting) against the demo, over V2 REST (requests, curl) and gRPC (grpcio),
+TF Serving REST, Vertex and grps:
 the demo's simple_ensemble (Triton's simple behind a preprocessing chain), fan_ensemble
 (fan-out/fan-in), failing_ensemble (a step's error named), slow_fan_ensemble (a deadline and a
 client's cancel reaching every step) and bls_simple (a backend inferring other models)."""
@@ -67,6 +68,27 @@ def test_fan_out_fan_in_over_rest(demo):
     code, body = infer(demo, "fan_ensemble", [("INPUT", "FP32", [1, 16], x)])
     assert code == 200, body
     assert out(body, "OUTPUT")["data"] == pytest.approx([2 * v + v * v for v in x])
+
+
+@pytest.mark.parametrize("path,body,key", [
+    ("/v1/models/fan_ensemble:predict", {"instances": [list(range(16))]}, "predictions"),
+    ("/v1/projects/p/models/fan_ensemble:predict", {"instances": [list(range(16))]},
+     "predictions"),
+])
+def test_an_ensemble_is_served_by_tf_serving_and_vertex_too(demo, path, body, key):
+    r = requests.post(demo.url(path), json=body, timeout=T)
+    assert r.status_code == 200, r.text
+    assert r.json()[key] == [[2.0 * v + v * v for v in range(16)]]
+
+
+def test_an_ensemble_over_grps(demo):
+    r = requests.post(demo.url("/grps/v1/infer/predict"), timeout=T, json={
+        "model": "fan_ensemble",
+        "gtensors": {"tensors": [{"name": "INPUT", "shape": [1, 16], "dtype": "DT_FLOAT32",
+                                  "flat_float32": list(range(16))}]}})
+    assert r.status_code == 200, r.text
+    (t,) = r.json()["gtensors"]["tensors"]
+    assert t["flat_float32"] == [2.0 * v + v * v for v in range(16)]
 
 
 def test_a_failing_step_is_named_over_rest(demo):
