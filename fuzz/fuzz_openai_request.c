@@ -82,7 +82,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = isv__oai_parse(&q, kind, body, size - 1, 64, &r->arena, err, sizeof err);
   if (rc == 0) {
     answers(&q);
-    if (isv__oai_to_request(r, &q) == 0 || r->errmsg == NULL || r->errmsg[0] == '\0')
+    /* a chat's messages as a host's template sees them: each role non-empty, both strings
+     * NUL-terminated at their length */
+    if (kind == ISV__OAI_CHAT && (q.n_msgs == 0 || q.msgs == NULL)) abort();
+    for (size_t i = 0; i < q.n_msgs; i++)
+      if (q.msgs[i].role.len == 0 || q.msgs[i].role.ptr[q.msgs[i].role.len] != '\0' ||
+          q.msgs[i].content.ptr[q.msgs[i].content.len] != '\0')
+        abort();
+    const char *param;
+    if (isv__oai_to_request(r, &q, &param) == 0 || r->errmsg == NULL || r->errmsg[0] == '\0')
       abort(); /* the fixture's model is no text model: refused, saying why */
   } else if (rc != ISV_EBADREQ || err[0] == '\0') {
     abort(); /* every refusal is a bad request with a message */

@@ -1019,7 +1019,9 @@ typedef struct isv_param {
 
 /* ---- OpenAI-compatible endpoints (the "openai" front end) ---------------------------------------
  * POST /openai/v1/chat/completions, /openai/v1/completions and /openai/v1/embeddings run the
- * model their body's "model" names (a model's name: its default version); GET
+ * model their body's "model" names: a registered name (its default version), else
+ * "<name>/<version>" for one version of it (a name with a '/' of its own, as Hugging Face's
+ * "org/model", is matched whole first); GET
  * /openai/v1/models lists every model and GET /openai/v1/models/{id} answers one. The same
  * routes can be served under a prefix of the host's choosing too ("/v1":
  * isv_server_set_openai_prefix). Nothing is
@@ -1029,10 +1031,11 @@ typedef struct isv_param {
  *   chat and completions — usually a DECOUPLED model (isv_model_config_set_decoupled), one
  *   isv_request_send_response per piece of text; a model that answers once works too.
  *     inputs   text_input BYTES [1]  completions: "prompt" (a string, or an array of one);
- *                                    chat: the "messages" rendered by the front end's template,
- *                                    a line "<role>: <content>" per message (text parts
- *                                    joined), then "assistant:" — e.g. "system: be brief\n
- *                                    user: hi\nassistant:"
+ *                                    chat: the "messages" rendered by the model's chat
+ *                                    template (isv_model_config_set_chat_template), else by
+ *                                    the front end's: a line "<role>: <content>" per message
+ *                                    (text parts joined), then "assistant:" — e.g. "system:
+ *                                    be brief\nuser: hi\nassistant:"
  *              messages BYTES [1]    chat, when declared: the "messages" array as the client
  *                                    sent it (JSON text), for a model that applies its own
  *                                    chat template; a chat model declares this, text_input,
@@ -1048,6 +1051,9 @@ typedef struct isv_param {
  *                                    client gave it
  *              stop (or stop_words) BYTES [-1]  the stop sequences (0 to 4); undeclared, one
  *                                    stop sequence is the STRING parameter "stop" (more: 400)
+ *              user, response_format BYTES [1]  the end user's id and the response_format
+ *                                    object as sent (JSON text), empty when not given;
+ *                                    undeclared, STRING parameters when the client gave them
  *     outputs  text_output BYTES     the text of this response (its elements joined)
  *              finish_reason BYTES [1]  optional, "stop" or "length" (default "stop")
  *              prompt_tokens, completion_tokens (any integer type, [1])  optional, for
@@ -1097,6 +1103,40 @@ typedef struct isv_param {
  * and 403 from the authorizer, 429 and 503 from the limits, 500 server_error. The edge (the
  * authorizer, per-client limits, CORS) and the statistics and metrics treat these requests as
  * any other (protocol label "openai"); the authorizer judges the model the body names. */
+
+/* One message of a chat request as the OpenAI front end read it: its role and its content (a
+ * string, or its text parts joined), UTF-8 as the client sent it, each NUL-terminated (len
+ * without the NUL). */
+typedef struct isv_chat_message {
+  isv_bytes role;
+  isv_bytes content;
+} isv_chat_message;
+
+/* Where a chat template writes its prompt (the library's; valid during the call only). */
+typedef struct isv_chat_prompt isv_chat_prompt;
+
+/* A model's chat template: writes the prompt for msgs[0..n) (n >= 1) into out
+ * (isv_chat_prompt_append) in the form the model was trained on — ChatML's
+ * "<|im_start|>user\n...<|im_end|>", Llama 3's headers — where the front end's own template
+ * would give "user: ...". Called for every chat request to the model, once its body is read,
+ * on the loop thread of the server that received it (a group's loops call it concurrently): it
+ * must not block and must not call the request API. Returns 0; or isv_chat_prompt_reject's
+ * value, ISV_EBADREQ, when the conversation does not fit the template (answered 400,
+ * invalid_request_error with param "messages" and the reason given); any other ISV_E* code is
+ * the server's failure (answered with its HTTP status: ISV_ERRNO_MAP). The prompt may be
+ * empty. The model still receives the messages as JSON when it declares "messages". */
+typedef int (*isv_chat_template_fn)(const isv_chat_message *msgs, size_t n, isv_chat_prompt *out,
+                                    void *user);
+/* Append len bytes of s to the prompt (copied). 0, ISV_ENOMEM, or ISV_EINVAL for a NULL out or
+ * s with len > 0. From the template only. */
+ISV_EXTERN int isv_chat_prompt_append(isv_chat_prompt *out, const char *s, size_t len);
+/* Refuse the conversation: why (copied, at most 255 bytes kept) is the 400's message. Returns
+ * ISV_EBADREQ, for the template to return. From the template only. */
+ISV_EXTERN int isv_chat_prompt_reject(isv_chat_prompt *out, const char *why);
+/* The model's chat template (fn NULL: the front end's, the default); `user` is passed to each
+ * call. Only the OpenAI front end's chat endpoint calls it. */
+ISV_EXTERN int isv_model_config_set_chat_template(isv_model_config *c, isv_chat_template_fn fn,
+                                                  void *user);
 
 /* ---------------------------------------------------------------------------------------------
  * Requests — backend side (inside infer). Functions marked "any thread" may be called by the

@@ -337,6 +337,12 @@ class model_config {
     detail::check(isv_model_config_set_decoupled(c_.get(), on ? 1 : 0));
     return *this;
   }
+  /* The OpenAI chat endpoint's prompt for this model (isv_model_config_set_chat_template:
+   * loop thread, must not block). */
+  model_config &chat_template(isv_chat_template_fn fn, void *user = nullptr) {
+    detail::check(isv_model_config_set_chat_template(c_.get(), fn, user));
+    return *this;
+  }
   model_config &instances(std::uint32_t n) {
     detail::check(isv_model_config_set_instances(c_.get(), n));
     return *this;

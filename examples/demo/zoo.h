@@ -66,6 +66,8 @@
  *                       finish_reason, prompt_tokens, completion_tokens
  *   tiny_lm_once        the same, not decoupled: the whole text in one answer
  *   tiny_embed          text_input BYTES per row (max batch 2048) -> embedding FP32 [64]
+ *   chat_echo           versions 1 (ChatML) and 2 (Llama 3): answers the prompt its own chat
+ *                       template made of the messages
  */
 #ifndef INFERSERVE_DEMO_ZOO_H
 #define INFERSERVE_DEMO_ZOO_H

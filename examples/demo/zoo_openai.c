@@ -15,6 +15,12 @@
  *               text_output — what a model that does not stream looks like to the endpoints.
  *   tiny_embed  text_input BYTES [1] per row (max batch 2048) -> embedding FP32 [64]: hashed
  *               character trigram counts, signed, L2-normalised.
+ *   chat_echo   a chat model with its own chat template (isv_model_config_set_chat_template)
+ *               that answers the prompt it was given, so a client sees the template's work:
+ *               version 1 ChatML ("<|im_start|>user\nhi<|im_end|>\n...<|im_start|>assistant\n"),
+ *               version 2 (the default) Llama 3's headers; both refuse a conversation whose
+ *               last message is not the user's (400 naming "messages"). "chat_echo/1" names
+ *               version 1 from a request's "model".
  */
 #include <ctype.h>
 #include <math.h>
@@ -251,19 +257,73 @@ static int embed_infer(isv_request *req, void *user) {
   return isv_request_complete(req, 0, NULL);
 }
 
+/* ---- chat_echo ------------------------------------------------------------------------------- */
+
+/* A chat template's markers around each message: ChatML's or Llama 3's. */
+typedef struct chat_format {
+  const char *begin_role, *end_role, *end_message, *generation; /* generation: the prompt's end */
+} chat_format;
+
+static const chat_format chatml = {"<|im_start|>", "\n", "<|im_end|>\n",
+                                   "<|im_start|>assistant\n"};
+static const chat_format llama3 = {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
+                                   "<|start_header_id|>assistant<|end_header_id|>\n\n"};
+
+static int put(isv_chat_prompt *out, const char *s) { return isv_chat_prompt_append(out, s, strlen(s)); }
+
+static int chat_template(const isv_chat_message *m, size_t n, isv_chat_prompt *out, void *user) {
+  const chat_format *f = user;
+  if (strcmp(m[n - 1].role.ptr, "user") != 0)
+    return isv_chat_prompt_reject(out, "the last message must be the user's");
+  int rc = f == &llama3 ? put(out, "<|begin_of_text|>") : 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    rc = put(out, f->begin_role);
+    if (rc == 0) rc = isv_chat_prompt_append(out, m[i].role.ptr, m[i].role.len);
+    if (rc == 0) rc = put(out, f->end_role);
+    if (rc == 0) rc = isv_chat_prompt_append(out, m[i].content.ptr, m[i].content.len);
+    if (rc == 0) rc = put(out, f->end_message);
+  }
+  return rc == 0 ? put(out, f->generation) : rc;
+}
+
+static int echo_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *t = isv_request_input(req, "text_input");
+  static const int64_t one = 1;
+  int rc = isv_request_set_output(req, "text_output", ISV_BYTES, &one, 1, isv_tensor_data(t), 0,
+                                  ISV_TRANSIENT);
+  return rc != 0 ? rc : isv_request_complete(req, 0, NULL);
+}
+
 /* ---- registration ------------------------------------------------------------------------------ */
 
-static int add(isv_server *srv, isv_model_config *c, int rc, int (*infer)(isv_request *, void *),
-               void *user) {
+static int add_version(isv_server *srv, isv_model_config *c, int rc, const char *version,
+                       int (*infer)(isv_request *, void *), void *user) {
   if (rc == 0) {
     isv_backend be;
     memset(&be, 0, sizeof be);
     be.struct_size = sizeof be;
     be.infer = infer;
-    rc = isv_server_add_model(srv, c, "1", &be, user, NULL);
+    rc = isv_server_add_model(srv, c, version, &be, user, NULL);
   }
   isv_model_config_free(c);
   return rc;
+}
+
+static int add(isv_server *srv, isv_model_config *c, int rc, int (*infer)(isv_request *, void *),
+               void *user) {
+  return add_version(srv, c, rc, "1", infer, user);
+}
+
+static int add_chat_echo(isv_server *srv, const char *version, const chat_format *f) {
+  static const int64_t one[] = {1};
+  isv_model_config *c;
+  int rc = isv_model_config_new("chat_echo", &c);
+  if (rc != 0) return rc;
+  rc = isv_model_config_add_input(c, "text_input", ISV_BYTES, one, 1);
+  if (rc == 0) rc = isv_model_config_add_output(c, "text_output", ISV_BYTES, one, 1);
+  if (rc == 0) rc = isv_model_config_set_chat_template(c, chat_template, (void *)f);
+  return add_version(srv, c, rc, version, echo_infer, NULL);
 }
 
 /* tiny_lm's declaration; decoupled or not. */
@@ -303,5 +363,7 @@ int demo_zoo_register_openai(isv_server *srv) {
   rc = isv_model_config_set_max_batch(c, 2048); /* OpenAI's most inputs */
   if (rc == 0) rc = isv_model_config_add_input(c, "text_input", ISV_BYTES, one, 1);
   if (rc == 0) rc = isv_model_config_add_output(c, "embedding", ISV_FP32, dim, 1);
-  return add(srv, c, rc, embed_infer, NULL);
+  if ((rc = add(srv, c, rc, embed_infer, NULL)) != 0) return rc;
+  if ((rc = add_chat_echo(srv, "1", &chatml)) != 0) return rc;
+  return add_chat_echo(srv, "2", &llama3);
 }

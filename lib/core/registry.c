@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- model config (public) --------------------------------------------------------------- */
 
@@ -344,6 +345,14 @@ ISV_EXTERN int isv_model_config_set_open_io(isv_model_config *c, int on) {
   return 0;
 }
 
+ISV_EXTERN int isv_model_config_set_chat_template(isv_model_config *c, isv_chat_template_fn fn,
+                                                  void *user) {
+  if (c == NULL) return ISV_EINVAL;
+  c->chat_template = fn;
+  c->chat_template_user = fn ? user : NULL;
+  return 0;
+}
+
 ISV_EXTERN int isv_model_config_set_native(isv_model_config *c, int on) {
   if (c == NULL) return ISV_EINVAL;
   c->native = on != 0;
@@ -394,6 +403,8 @@ isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem
   d->max_sequences = c->max_sequences;
   d->open_io = c->open_io;
   d->native = c->native;
+  d->chat_template = c->chat_template;
+  d->chat_template_user = c->chat_template_user;
   d->queue_policies = c->queue_policies;
   d->priority_levels = c->priority_levels;
   d->default_priority = c->default_priority;
@@ -621,6 +632,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   m->backend.struct_size = sizeof m->backend;
   m->user = user;
   m->state = ISV_MODEL_READY;
+  m->registered_s = (uint64_t)time(NULL);
   m->refs = 1;
   m->core = r->core;
   m->stats.batch_execs = isv__calloc(r->mem, (size_t)(m->cfg->max_batch ? m->cfg->max_batch : 1) + 1,

@@ -74,6 +74,8 @@ struct isv_model_config {
   int open_io; /* undeclared inputs and outputs are allowed (isv_model_config_set_open_io) */
   int native;  /* wants a protocol's own message (isv_model_config_set_native) */
   struct isv__ens_cfg *ensemble; /* an ensemble's steps (core/ensemble_cfg.h); NULL: none */
+  isv_chat_template_fn chat_template; /* the OpenAI front end's chat prompt; NULL: its own */
+  void *chat_template_user;
 };
 
 struct isv__core;
@@ -92,6 +94,7 @@ struct isv_model {
   isv_backend backend;
   void *user;
   isv_model_state state;
+  uint64_t registered_s; /* the wall clock (Unix seconds) at registration: OpenAI's "created" */
   unsigned refs;   /* the registry's own reference + one per request using it */
   int removed;
   struct isv__core *core; /* the server whose registry holds it */

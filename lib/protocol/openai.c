@@ -190,11 +190,14 @@ static int render_content(parse *p, isv__json_reader *rd, const isv__json_token 
 }
 
 /* The messages array (rd just returned its '[') rendered as the prompt: a line
- * "<role>: <content>" per message, then "assistant:" — inferserve.h's chat template. */
-static int render_messages(parse *p, isv__json_reader *rd, isv__buf *b) {
+ * "<role>: <content>" per message, then "assistant:" — inferserve.h's chat template; each
+ * message's role and content also go to list (isv_chat_message, contents copied to the arena)
+ * for a model's own template. */
+static int render_messages(parse *p, isv__json_reader *rd, isv__buf *b, isv__buf *list) {
   isv__json_token t, k, v;
   size_t n = 0;
   for (;;) {
+    isv_chat_message msg = {{NULL, 0}, {NULL, 0}};
     if (isv__json_next(rd, &t) == ISV__JSON_ERROR) return syntax_of(p, rd);
     if (t.type == ISV__JSON_ARRAY_END) break;
     if (t.type != ISV__JSON_OBJECT_BEGIN)
@@ -221,6 +224,7 @@ static int render_messages(parse *p, isv__json_reader *rd, isv__buf *b) {
         }
         b->len = line; /* a repeated role: the last one */
         isv__buf_append(b, v.ptr, v.len);
+        msg.role = (isv_bytes){v.ptr, v.len}; /* unescaped in place in the arena's copy */
         has_role = 1;
       } else if (is(&k, "content")) {
         content.len = 0;
@@ -235,6 +239,12 @@ static int render_messages(parse *p, isv__json_reader *rd, isv__buf *b) {
       isv__buf_puts(b, ": ");
       if (content.len) isv__buf_append(b, content.data, content.len);
       isv__buf_putc(b, '\n');
+      msg.content.len = content.len;
+      msg.content.ptr = keep(p, content.data ? content.data : "", content.len);
+      char *role = keep(p, msg.role.ptr, msg.role.len); /* NUL-terminated for the host */
+      msg.role.ptr = role;
+      if (msg.content.ptr == NULL || role == NULL) rc = oom(p);
+      else isv__buf_append(list, &msg, sizeof msg);
     }
     isv__buf_free(&content);
     if (rc) return rc;
@@ -259,18 +269,25 @@ static int get_messages(parse *p, const isv__json_token *v) {
   isv__json_token t;
   isv__json_reader_init(&rd, work, n, p->max_depth);
   isv__json_next(&rd, &t); /* the '[' again */
-  isv__buf b;
+  isv__buf b, list;
   isv__buf_init(&b, NULL);
-  int rc = render_messages(p, &rd, &b);
+  isv__buf_init(&list, NULL);
+  int rc = render_messages(p, &rd, &b, &list);
   char *prompt = rc == 0 && !b.failed ? keep(p, b.data ? b.data : "", b.len) : NULL;
-  size_t plen = b.len;
-  if (rc == 0 && prompt == NULL) rc = oom(p);
+  size_t plen = b.len, n_msgs = list.len / sizeof(isv_chat_message);
+  isv_chat_message *msgs = rc == 0 && !list.failed && n_msgs
+                               ? isv__arena_alloc(p->a, list.len) : NULL;
+  if (msgs) memcpy(msgs, list.data, list.len);
+  if (rc == 0 && (prompt == NULL || msgs == NULL)) rc = oom(p);
   isv__buf_free(&b);
+  isv__buf_free(&list);
   if (rc) return rc;
   p->out->messages_json = raw;
   p->out->messages_len = n;
   p->out->prompt = prompt;
   p->out->prompt_len = plen;
+  p->out->msgs = msgs;
+  p->out->n_msgs = n_msgs;
   return 0;
 }
 
@@ -337,6 +354,20 @@ static int member(parse *p, const isv__json_token *k, const isv__json_token *v) 
                       &o->presence_penalty);
   if (is(k, "seed")) return get_int(p, v, "seed", INT64_MIN, &o->has_seed, &o->seed);
   if (is(k, "stop")) return get_strings(p, v, "stop", o->stop, ISV__OAI_MAX_STOP, &o->n_stop);
+  if (is(k, "user")) {
+    if (v->type != ISV__JSON_STRING) return fail(p, "user", "'user' must be a string");
+    o->user.len = v->len;
+    return (o->user.ptr = keep(p, v->ptr, v->len)) ? 0 : oom(p);
+  }
+  if (is(k, "response_format")) { /* the object as sent: the model knows its schemas */
+    if (v->type != ISV__JSON_OBJECT_BEGIN)
+      return fail(p, "response_format", "'response_format' must be an object");
+    size_t end;
+    if (isv__json_skip(&p->rd, v, &end) != 0) return syntax(p);
+    o->response_format.len = end - v->offset;
+    o->response_format.ptr = keep(p, p->rd.buf + v->offset, o->response_format.len);
+    return o->response_format.ptr ? 0 : oom(p);
+  }
   if (is(k, "n") || is(k, "best_of")) {
     const char *key = is(k, "n") ? "n" : "best_of";
     int64_t n = 1;

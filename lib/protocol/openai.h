@@ -37,6 +37,10 @@ typedef struct isv__oai_req {
   size_t messages_len;
   const char *prompt;
   size_t prompt_len;
+  /* chat: each message's role and content (text parts joined), in the arena, for a model's
+   * own chat template (isv_model_config_set_chat_template) */
+  isv_chat_message *msgs;
+  size_t n_msgs;
   /* embeddings: the strings ("input": a string or an array of them), in the arena */
   isv_bytes *inputs;
   size_t n_inputs;
@@ -49,6 +53,9 @@ typedef struct isv__oai_req {
   int64_t seed;
   isv_bytes stop[ISV__OAI_MAX_STOP];
   size_t n_stop;
+  /* chat and completions: "user" (the end user's id) and "response_format" (its JSON object as
+   * sent), for the model; ptr NULL when absent */
+  isv_bytes user, response_format;
   const char *err_param; /* a refused request: the field at fault ("n", "messages"), or NULL */
 } isv__oai_req;
 
@@ -60,12 +67,14 @@ int isv__oai_parse(isv__oai_req *out, isv__oai_kind kind, char *body, size_t len
 
 /* ---- the host's model (openai_map.c) --------------------------------------------------------- */
 
-/* r (bound to its model) gets q's inputs, by the names inferserve.h documents: the prompt, the
- * messages, the embeddings' strings, and each sampling setting as an input when the model
- * declares one of its names (the client's value, else OpenAI's default), else as a request
- * parameter when the client gave it. 0, or r failed (ISV_EBADREQ naming what the model lacks
- * or declares in a form the front end cannot give). */
-int isv__oai_to_request(isv_request *r, const isv__oai_req *q);
+/* r (bound to its model) gets q's inputs, by the names inferserve.h documents: the prompt (a
+ * chat's from the model's own template when it has one), the messages, the embeddings'
+ * strings, and each sampling setting as an input when the model declares one of its names (the
+ * client's value, else OpenAI's default), else as a request parameter when the client gave it.
+ * 0, or r failed (ISV_EBADREQ naming what the model lacks or declares in a form the front end
+ * cannot give, or why its template refused the messages: *param "messages"; else *param
+ * NULL). */
+int isv__oai_to_request(isv_request *r, const isv__oai_req *q, const char **param);
 
 /* What one response (or the completion) of a text model says. */
 typedef struct isv__oai_piece {

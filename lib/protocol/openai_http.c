@@ -51,8 +51,13 @@ static void reply_failed(isv__exchange *ex, const isv_request *r, int status, co
 
 /* ---- models ------------------------------------------------------------------------------------ */
 
+typedef struct listed {
+  const char *name;
+  uint64_t created; /* its default version's registration */
+} listed;
+
 typedef struct names {
-  const char **v;
+  listed *v;
   size_t n, cap;
   int failed;
 } names;
@@ -61,7 +66,7 @@ static void collect(isv__model_entry *e, void *data) {
   names *ns = data;
   if (ns->n == ns->cap) {
     size_t cap = ns->cap ? 2 * ns->cap : 16;
-    const char **v = realloc(ns->v, cap * sizeof *v);
+    listed *v = realloc(ns->v, cap * sizeof *v);
     if (v == NULL) {
       ns->failed = 1;
       return;
@@ -69,11 +74,13 @@ static void collect(isv__model_entry *e, void *data) {
     ns->v = v;
     ns->cap = cap;
   }
-  ns->v[ns->n++] = e->name;
+  const isv_model *m = isv__entry_default(e);
+  ns->v[ns->n].name = e->name;
+  ns->v[ns->n++].created = m ? m->registered_s : 0;
 }
 
 static int by_name(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
+  return strcmp(((const listed *)a)->name, ((const listed *)b)->name);
 }
 
 /* GET .../models: every registered model, by name (a listing, as the V2 repository index:
@@ -92,7 +99,7 @@ static void list_models(isv__http_req *q) {
   isv__buf_puts(&b, "{\"object\":\"list\",\"data\":[");
   for (size_t i = 0; i < ns.n; i++) {
     if (i) isv__buf_putc(&b, ',');
-    isv__oai_write_model(&b, ns.v[i], 0, q->core->opts.server_name);
+    isv__oai_write_model(&b, ns.v[i].name, ns.v[i].created, q->core->opts.server_name);
   }
   isv__buf_puts(&b, "]}");
   free(ns.v);
@@ -115,7 +122,7 @@ static void get_model(isv__http_req *q) {
   if (!isv__edge_http_model(q, m->cfg->name, m->version)) return;
   isv__buf b;
   isv__buf_init(&b, q->ex->mem);
-  isv__oai_write_model(&b, m->cfg->name, 0, q->core->opts.server_name);
+  isv__oai_write_model(&b, m->cfg->name, m->registered_s, q->core->opts.server_name);
   isv__reply_json(q->ex, 200, &b);
 }
 
@@ -137,6 +144,7 @@ typedef struct call {
   size_t pieces;    /* responses that carried text */
   isv__oai_piece piece;
   isv__buf text;    /* the whole answer's text (not streaming) */
+  const char *param; /* the field a refusal names (isv__oai_to_request's), or NULL */
 } call;
 
 /* Backpressure as generate_stream's: a full queue holds the backend's responses back. */
@@ -205,7 +213,7 @@ static void text_done(isv_request *r, int status, void *data) {
   isv__buf_init(&b, ex->mem);
   if (status != 0 && !(c->q.stream && c->begun)) { /* nothing sent yet: an ordinary answer */
     isv__buf_free(&c->text);
-    reply_failed(ex, r, status, NULL);
+    reply_failed(ex, r, status, c->param);
     isv_request_free(r);
     return;
   }
@@ -298,6 +306,25 @@ static void parse_work(isv__offload *o) {
                          c->r->core->opts.max_json_depth, &c->r->arena, c->err, sizeof c->err);
 }
 
+/* The body's "model" as r's model: a registered name as it is, else "<name>/<version>" split at
+ * its last '/' when the part before it is a model's name (inferserve.h: a Hugging Face style
+ * "org/model" is matched whole first). */
+static void name_model(isv_request *r, const char *model) {
+  r->model_name = model;
+  const char *slash = strrchr(model, '/');
+  if (slash == NULL || slash == model || slash[1] == '\0') return;
+  isv__model_spec whole = {.name = model, .name_len = strlen(model)},
+                  name_only = {.name = model, .name_len = (size_t)(slash - model)};
+  isv_model *m;
+  if (isv__core_resolve(r->core, &whole, &m) != ISV__NO_MODEL ||
+      isv__core_resolve(r->core, &name_only, &m) == ISV__NO_MODEL)
+    return; /* a name, or no name at all: the 404 names what the client sent */
+  const char *name = isv__arena_strndup(&r->arena, model, (size_t)(slash - model));
+  if (name == NULL) return; /* the whole string then: 404 naming it */
+  r->model_name = name;
+  r->version = slash + 1;
+}
+
 /* The body parsed: the request goes to its model. */
 static void parsed(isv__offload *o) {
   call *c = (call *)o;
@@ -316,9 +343,9 @@ static void parsed(isv__offload *o) {
            (unsigned long long)x);
   c->meta = (isv__oai_meta){.kind = c->kind, .id = c->id, .created = (uint64_t)time(NULL),
                             .model = c->q.model};
-  r->model_name = c->q.model;
+  name_model(r, c->q.model);
   isv__request_bind(r); /* an unknown model: the core answers it (404) */
-  if (r->model) isv__oai_to_request(r, &c->q);
+  if (r->model) isv__oai_to_request(r, &c->q, &c->param);
   isv__http_queue_headers(r, ex); /* Inference-Priority, Inference-Timeout-Us */
   isv__http_give_body(r, ex);
   if (c->kind == ISV__OAI_EMBEDDING) {

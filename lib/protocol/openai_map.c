@@ -148,6 +148,24 @@ static int sampling(isv_request *r, const isv__oai_req *q) {
     }
     if (rc) return rc;
   }
+  /* user and response_format: a BYTES input when declared (empty when not given), else a
+   * STRING parameter when given */
+  const struct { const char *name; isv_bytes v; } texts[] = {{"user", q->user},
+                                                             {"response_format", q->response_format}};
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+    const isv__io *t = declared(r, texts[k].name);
+    int rc = 0;
+    if (t) {
+      isv_bytes v = texts[k].v.ptr ? texts[k].v : (isv_bytes){"", 0};
+      rc = push_bytes(r, t, &v, 1, 0);
+    } else if (texts[k].v.ptr) {
+      isv_param p = {.type = ISV_PARAM_STRING};
+      p.v.s.ptr = texts[k].v.ptr;
+      p.v.s.len = texts[k].v.len;
+      rc = put_param(r, texts[k].name, &p);
+    }
+    if (rc) return rc;
+  }
   /* stop: a BYTES input of its sequences, else a parameter when there is exactly one */
   const isv__io *io = declared(r, "stop");
   if (io == NULL) io = declared(r, "stop_words");
@@ -173,7 +191,54 @@ static const isv__io *text_input(isv_request *r, const char *name, isv__io *open
   return open;
 }
 
-int isv__oai_to_request(isv_request *r, const isv__oai_req *q) {
+/* ---- the model's chat template (inferserve.h: isv_model_config_set_chat_template) ----------- */
+
+struct isv_chat_prompt {
+  isv__buf text;
+  char why[256]; /* isv_chat_prompt_reject's */
+  int rejected;
+};
+
+ISV_EXTERN int isv_chat_prompt_append(isv_chat_prompt *out, const char *s, size_t len) {
+  if (out == NULL || (s == NULL && len > 0)) return ISV_EINVAL;
+  isv__buf_append(&out->text, s, len);
+  return out->text.failed ? ISV_ENOMEM : 0;
+}
+
+ISV_EXTERN int isv_chat_prompt_reject(isv_chat_prompt *out, const char *why) {
+  if (out == NULL) return ISV_EBADREQ;
+  snprintf(out->why, sizeof out->why, "%s", why && why[0] ? why : "the model's chat template "
+           "refused the messages");
+  out->rejected = 1;
+  return ISV_EBADREQ;
+}
+
+/* The prompt from the model's template, into *prompt (r's arena). 0, or r failed: a refusal
+ * is the client's 400 naming the model, any other code the server's. */
+static int templated(isv_request *r, const isv__oai_req *q, isv_bytes *prompt) {
+  const isv_model_config *c = r->model->cfg;
+  isv_chat_prompt out = {.rejected = 0};
+  isv__buf_init(&out.text, NULL);
+  int rc = c->chat_template(q->msgs, q->n_msgs, &out, c->chat_template_user);
+  if (rc == 0 && out.text.failed) rc = ISV_ENOMEM;
+  char *text = rc == 0 ? isv__arena_strndup(&r->arena, out.text.data ? out.text.data : "",
+                                            out.text.len) : NULL;
+  size_t len = out.text.len;
+  isv__buf_free(&out.text);
+  if (rc == 0 && text == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+  if (rc == ISV_EBADREQ)
+    return isv__request_fail(r, ISV_EBADREQ, "model '%s' cannot take these messages: %s",
+                             c->name, out.rejected ? out.why : "its chat template refused them");
+  if (rc != 0)
+    return isv__request_fail(r, isv_err_http_status(rc) >= 500 ? rc : ISV_EBACKEND,
+                             "model '%s''s chat template failed: %s", c->name,
+                             isv_strerror(rc));
+  *prompt = (isv_bytes){text, len};
+  return 0;
+}
+
+int isv__oai_to_request(isv_request *r, const isv__oai_req *q, const char **param) {
+  *param = NULL;
   const char *name = r->model->cfg->name;
   isv__io open_text, open_msgs;
   if (q->kind == ISV__OAI_EMBEDDING) {
@@ -191,6 +256,11 @@ int isv__oai_to_request(isv_request *r, const isv__oai_req *q) {
                              "'text_input'%s", name,
                              q->kind == ISV__OAI_CHAT ? " nor 'messages'" : "");
   isv_bytes prompt = {q->prompt, q->prompt_len}, raw = {q->messages_json, q->messages_len};
+  if (text && q->kind == ISV__OAI_CHAT && r->model->cfg->chat_template &&
+      templated(r, q, &prompt) != 0) {
+    if (r->status == ISV_EBADREQ) *param = "messages";
+    return r->status;
+  }
   if (text && push_bytes(r, text, &prompt, 1, 0) != 0) return r->status;
   if (msgs && push_bytes(r, msgs, &raw, 1, 0) != 0) return r->status;
   return sampling(r, q);

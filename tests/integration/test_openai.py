@@ -353,3 +353,58 @@ def test_queue_headers_apply(demo):
                       headers={"Inference-Priority": "0", "traceparent":
                                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
     assert r.status_code == 200
+
+
+LLAMA3 = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|>"
+          "<|start_header_id|>user<|end_header_id|>\n\nhi \"there\"<|eot_id|>"
+          "<|start_header_id|>assistant<|end_header_id|>\n\n")
+CHATML = ("<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi \"there\"<|im_end|>\n"
+          "<|im_start|>assistant\n")
+
+
+def test_a_models_own_chat_template_and_a_named_version(demo):
+    msgs = [{"role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "hi "},
+                                         {"type": "text", "text": "\"there\""}]}]
+    # chat_echo answers the prompt its template made: version 2 (the default) is Llama 3's
+    body = ok(post_json(demo, CHAT, {"model": "chat_echo", "messages": msgs}))
+    assert body["choices"][0]["message"]["content"] == LLAMA3
+    assert body["model"] == "chat_echo"
+    # "<name>/<version>" names version 1, ChatML; the answer repeats the model as asked
+    body = ok(post_json(demo, CHAT, {"model": "chat_echo/1", "messages": msgs}))
+    assert body["choices"][0]["message"]["content"] == CHATML
+    assert body["model"] == "chat_echo/1"
+    # streamed, the same text
+    r = post_json(demo, CHAT, {"model": "chat_echo/1", "messages": msgs, "stream": True})
+    assert r.status_code == 200
+    text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content", "")
+                   for line in r.text.split("\n\n") if line.startswith("data: {"))
+    assert text == CHATML
+    # the template refuses a conversation it cannot render: the client's 400 naming messages
+    bad = msgs + [{"role": "assistant", "content": "ok"}]
+    openai_error(post_json(demo, CHAT, {"model": "chat_echo", "messages": bad}), 400,
+                 "model 'chat_echo' cannot take these messages: the last message must be "
+                 "the user's", param="messages")
+    # an unknown version of a known model: 404 naming it; an unknown name with a '/': the whole
+    openai_error(post_json(demo, CHAT, {"model": "chat_echo/9", "messages": msgs}), 404,
+                 "chat_echo", code="model_not_found")
+    openai_error(post_json(demo, CHAT, {"model": "org/nope", "messages": msgs}), 404,
+                 "org/nope", code="model_not_found")
+    # completions are the client's own prompt: no template
+    body = ok(post_json(demo, CMPL, {"model": "chat_echo/1", "prompt": "raw"}))
+    assert body["choices"][0]["text"] == "raw"
+
+
+def test_models_say_when_they_were_registered(start_demo):
+    before = int(time.time())
+    d = start_demo()
+    after = int(time.time())
+    listed = {m["id"]: m for m in ok(get(d, "/openai/v1/models"))["data"]}
+    for m in (listed["tiny_lm"], ok(get(d, "/openai/v1/models/chat_echo"))):
+        assert before - 1 <= m["created"] <= after + 1, m
+
+
+def test_the_model_stage_judges_a_named_version(start_demo):
+    d = start_demo("--forbid-model", "chat_echo")
+    msgs = [{"role": "user", "content": "hi"}]
+    openai_error(post_json(d, CHAT, {"model": "chat_echo/1", "messages": msgs}), 403, "chat_echo")

@@ -102,6 +102,9 @@ static void chat_refusals(void **state) {
   refused(C, "{\"model\":\"m\"," MSG ",\"max_tokens\":0}", "max_tokens", "at least 1");
   refused(C, "{\"model\":\"m\"," MSG ",\"temperature\":3}", "temperature", "between 0 and 2");
   refused(C, "{\"model\":\"m\"," MSG ",\"temperature\":\"hot\"}", "temperature", "a number");
+  refused(C, "{\"model\":\"m\"," MSG ",\"user\":7}", "user", "'user' must be a string");
+  refused(C, "{\"model\":\"m\"," MSG ",\"response_format\":\"json\"}", "response_format",
+          "must be an object");
   refused(C, "{\"model\":\"m\"," MSG ",\"top_p\":1.5}", "top_p", "between 0 and 1");
   refused(C, "{\"model\":\"m\"," MSG ",\"stream\":\"yes\"}", "stream", "a boolean");
   refused(C, "{\"model\":\"m\"," MSG ",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop",

@@ -26,9 +26,39 @@ typedef struct io {
   int64_t dim; /* one dimension */
 } io;
 
-static void add(const char *name, uint32_t max_batch, const io *in, size_t n_in) {
+/* A ChatML template that wants the conversation to end with the user; `user` counts calls and
+ * may ask it to fail. */
+typedef struct tmpl_state {
+  int calls;
+  int fail; /* a code to return instead */
+} tmpl_state;
+
+static int chatml(const isv_chat_message *m, size_t n, isv_chat_prompt *out, void *user) {
+  tmpl_state *st = user;
+  st->calls++;
+  if (st->fail) return st->fail;
+  if (strcmp(m[n - 1].role.ptr, "user") != 0)
+    return isv_chat_prompt_reject(out, "the last message must be the user's");
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(m[i].role.ptr[m[i].role.len], '\0');
+    assert_int_equal(m[i].content.ptr[m[i].content.len], '\0');
+    if (isv_chat_prompt_append(out, "<|im_start|>", 12) ||
+        isv_chat_prompt_append(out, m[i].role.ptr, m[i].role.len) ||
+        isv_chat_prompt_append(out, "\n", 1) ||
+        isv_chat_prompt_append(out, m[i].content.ptr, m[i].content.len) ||
+        isv_chat_prompt_append(out, "<|im_end|>\n", 11))
+      return ISV_ENOMEM;
+  }
+  return isv_chat_prompt_append(out, "<|im_start|>assistant\n", 22);
+}
+
+static tmpl_state chatml_state;
+
+static void add_cfg(const char *name, uint32_t max_batch, const io *in, size_t n_in,
+                    isv_chat_template_fn tmpl, void *tmpl_user) {
   isv_model_config *c;
   assert_int_equal(isv_model_config_new(name, &c), 0);
+  assert_int_equal(isv_model_config_set_chat_template(c, tmpl, tmpl_user), 0);
   assert_int_equal(isv_model_config_set_max_batch(c, max_batch), 0);
   for (size_t i = 0; i < n_in; i++)
     assert_int_equal(isv_model_config_add_input(c, in[i].name, in[i].dt, &in[i].dim, 1), 0);
@@ -39,6 +69,10 @@ static void add(const char *name, uint32_t max_batch, const io *in, size_t n_in)
   isv_model_config_free(c);
 }
 
+static void add(const char *name, uint32_t max_batch, const io *in, size_t n_in) {
+  add_cfg(name, max_batch, in, n_in, NULL, NULL);
+}
+
 static int setup(void **state) {
   (void)state;
   uv_loop_init(&loop);
@@ -47,8 +81,9 @@ static int setup(void **state) {
   assert_int_equal(isv__core_init(&core, &loop, &o), 0);
   const io lm[] = {{"text_input", ISV_BYTES, 1}, {"max_tokens", ISV_INT32, 1},
                    {"temperature", ISV_FP32, 1}, {"random_seed", ISV_UINT64, 1},
-                   {"stop_words", ISV_BYTES, -1}, {"stream", ISV_BOOL, 1}};
-  add("lm", 0, lm, 6);
+                   {"stop_words", ISV_BYTES, -1}, {"stream", ISV_BOOL, 1},
+                   {"response_format", ISV_BYTES, 1}};
+  add("lm", 0, lm, 7);
   const io plain[] = {{"text_input", ISV_BYTES, 1}};
   add("plain", 0, plain, 1);
   add("emb", 8, plain, 1);
@@ -62,6 +97,8 @@ static int setup(void **state) {
   add("odd", 0, odd, 2);
   const io two[] = {{"text_input", ISV_BYTES, 2}};
   add("two", 0, two, 1);
+  const io both[] = {{"text_input", ISV_BYTES, 1}, {"messages", ISV_BYTES, 1}};
+  add_cfg("chatml", 0, both, 2, chatml, &chatml_state);
   return 0;
 }
 
@@ -83,7 +120,8 @@ static isv_request *map(const char *model, isv__oai_kind kind, const char *json,
   isv__oai_req q;
   char err[256];
   assert_int_equal(isv__oai_parse(&q, kind, body, strlen(body), 64, &r->arena, err, sizeof err), 0);
-  *rc = isv__oai_to_request(r, &q);
+  const char *param;
+  *rc = isv__oai_to_request(r, &q, &param);
   return r;
 }
 
@@ -100,11 +138,19 @@ static void text_model_with_declared_settings(void **state) {
   int rc;
   isv_request *r = map("lm", ISV__OAI_COMPLETION,
                        "{\"model\":\"lm\",\"prompt\":\"go\",\"max_tokens\":5,\"seed\":9,"
-                       "\"stop\":[\"a\",\"b\"],\"stream\":true,\"top_p\":0.25}",
+                       "\"stop\":[\"a\",\"b\"],\"stream\":true,\"top_p\":0.25,\"user\":\"u-7\","
+                       "\"response_format\":{\"type\": \"json_object\"}}",
                        &rc);
   assert_int_equal(rc, 0);
   const isv_bytes *p = isv_tensor_data(in(r, "text_input", ISV_BYTES, 1));
   assert_memory_equal(p->ptr, "go", 2);
+  /* response_format declared: its JSON as sent; user not declared: a parameter */
+  p = isv_tensor_data(in(r, "response_format", ISV_BYTES, 1));
+  assert_int_equal(p->len, strlen("{\"type\": \"json_object\"}"));
+  assert_memory_equal(p->ptr, "{\"type\": \"json_object\"}", p->len);
+  const isv_param *u = isv_request_param(r, "user");
+  assert_true(u && u->type == ISV_PARAM_STRING && u->v.s.len == 3 &&
+              memcmp(u->v.s.ptr, "u-7", 3) == 0);
   assert_int_equal(*(const int32_t *)isv_tensor_data(in(r, "max_tokens", ISV_INT32, 1)), 5);
   /* not given: OpenAI's default */
   assert_true(*(const float *)isv_tensor_data(in(r, "temperature", ISV_FP32, 1)) == 1.0f);
@@ -124,6 +170,9 @@ static void text_model_with_declared_settings(void **state) {
   assert_int_equal(rc, 0);
   assert_int_equal(*(const int32_t *)isv_tensor_data(in(r, "max_tokens", ISV_INT32, 1)), 4096);
   assert_int_equal(isv_tensor_element_count(in(r, "stop_words", ISV_BYTES, 0)), 0);
+  p = isv_tensor_data(in(r, "response_format", ISV_BYTES, 1)); /* declared, not given: empty */
+  assert_int_equal(p->len, 0);
+  assert_null(isv_request_param(r, "user"));
   assert_int_equal(isv__request_validate(r), 0);
   isv_request_free(r);
 }
@@ -176,6 +225,64 @@ static void chat_messages_input(void **state) {
   assert_int_equal(rc, ISV_EBADREQ);
   assert_non_null(strstr(r->errmsg, "no input 'text_input'"));
   isv_request_free(r);
+}
+
+/* A model's own chat template makes a chat's text_input; the JSON messages still go to
+ * "messages"; completions never call it; a refusal is the client's 400 naming "messages", any
+ * other failure the server's. */
+static void chat_template_hook(void **state) {
+  (void)state;
+  int rc;
+  const char *chat = "{\"model\":\"chatml\",\"messages\":[{\"role\":\"system\",\"content\":"
+                     "\"be \\\"brief\\\"\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                     "\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]}]}";
+  chatml_state = (tmpl_state){0, 0};
+  isv_request *r = map("chatml", ISV__OAI_CHAT, chat, &rc);
+  assert_int_equal(rc, 0);
+  assert_int_equal(chatml_state.calls, 1);
+  const isv_bytes *p = isv_tensor_data(in(r, "text_input", ISV_BYTES, 1));
+  const char want[] = "<|im_start|>system\nbe \"brief\"<|im_end|>\n<|im_start|>user\nab"
+                      "<|im_end|>\n<|im_start|>assistant\n";
+  assert_int_equal(p->len, sizeof want - 1);
+  assert_memory_equal(p->ptr, want, sizeof want - 1);
+  assert_non_null(isv_request_input(r, "messages"));
+  isv_request_free(r);
+
+  r = map("chatml", ISV__OAI_COMPLETION, "{\"model\":\"chatml\",\"prompt\":\"raw\"}", &rc);
+  assert_int_equal(rc, 0);
+  assert_int_equal(chatml_state.calls, 1); /* a completion's prompt is the client's */
+  p = isv_tensor_data(in(r, "text_input", ISV_BYTES, 1));
+  assert_int_equal(p->len, 3);
+  isv_request_free(r);
+
+  const char *last_assistant = "{\"model\":\"chatml\",\"messages\":[{\"role\":\"user\","
+                               "\"content\":\"q\"},{\"role\":\"assistant\",\"content\":\"a\"}]}";
+  snprintf(body, sizeof body, "%s", last_assistant);
+  isv_request *r2 = isv__request_new(&core);
+  r2->model_name = "chatml";
+  assert_int_equal(isv__request_bind(r2), 0);
+  isv__oai_req q;
+  char err[256];
+  assert_int_equal(isv__oai_parse(&q, ISV__OAI_CHAT, body, strlen(body), 64, &r2->arena, err,
+                                  sizeof err), 0);
+  assert_int_equal(q.n_msgs, 2);
+  const char *param = "unset";
+  assert_int_equal(isv__oai_to_request(r2, &q, &param), ISV_EBADREQ);
+  assert_string_equal(param, "messages");
+  assert_non_null(strstr(r2->errmsg, "model 'chatml' cannot take these messages: the last "
+                                     "message must be the user's"));
+  isv_request_free(r2);
+
+  chatml_state.fail = ISV_ENOMEM; /* the server's failure, not the client's */
+  r = map("chatml", ISV__OAI_CHAT, chat, &rc);
+  assert_int_equal(rc, ISV_ENOMEM);
+  assert_non_null(strstr(r->errmsg, "chat template failed"));
+  isv_request_free(r);
+  chatml_state.fail = ISV_ENOTFOUND; /* a client-side code from a template: the backend's fault */
+  r = map("chatml", ISV__OAI_CHAT, chat, &rc);
+  assert_int_equal(rc, ISV_EBACKEND);
+  isv_request_free(r);
+  chatml_state.fail = 0;
 }
 
 static void embeddings_shapes(void **state) {
@@ -272,6 +379,7 @@ int main(void) {
       cmocka_unit_test(text_model_with_declared_settings),
       cmocka_unit_test(settings_as_parameters),
       cmocka_unit_test(chat_messages_input),
+      cmocka_unit_test(chat_template_hook),
       cmocka_unit_test(embeddings_shapes),
       cmocka_unit_test(models_that_do_not_fit),
       cmocka_unit_test(answers_read_back),
