@@ -512,8 +512,10 @@ ISV_EXTERN int isv_options_set_max_inflight(isv_options *o, unsigned n);
  * and for freeing large request buffers. Its own threads, not libuv's
  * pool: that pool is shared with the host's file system and DNS work and sized once per
  * process (UV_THREADPOOL_SIZE, 4), so four slow model calls would stall every fs request of
- * the host. Started when a POOL backend first needs one, joined when the server closes.
- * Default: the CPUs available to the process (uv_available_parallelism()). n >= 1.
+ * the host. Started when a POOL backend first needs one, joined when the server closes. A
+ * worker blocked in a nested call (isv_request_run) does not count while it waits: more
+ * threads may start then. Default: the CPUs available to the process
+ * (uv_available_parallelism()). n >= 1.
  * @param o the options
  * @param n the number of worker threads (1 to 4096)
  * @return 0, or ISV_EINVAL (o NULL, n out of range)
@@ -1259,6 +1261,64 @@ ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
 
 typedef struct isv_model isv_model; /**< one registered (name, version) */
 
+/* ---- Ensembles (Triton's platform "ensemble" and ensemble_scheduling) ----------------------
+ * A model whose steps run other registered models of the server, passing tensors between them
+ * by name: the ensemble's inputs, and each step's outputs, are "ensemble tensors"; a step
+ * reads some (input_map: its model's input <- an ensemble tensor) and produces others
+ * (output_map: its model's output -> an ensemble tensor); the ensemble's outputs are tensors
+ * some step produced. Each step runs as soon as every tensor it reads exists — a DAG: steps
+ * that do not depend on each other run at the same time (fan-out), a step may read several
+ * steps' outputs (fan-in). Declare the ensemble's inputs and outputs on the config as for any
+ * model (isv_model_config_add_input / _add_output, max_batch), add its steps, and register it
+ * with isv_server_add_ensemble. It is then a model like the others: served over every protocol,
+ * listed, with its own statistics and queue (each step is counted in its own model's statistics
+ * too, under the protocol "inprocess"); its config (REST .../config, gRPC ModelConfig) shows
+ * platform "ensemble" and ensemble_scheduling { step [...] } in Triton's shape.
+ *
+ *   const char *pre_in[] = {"IN", "RAW"},  *pre_out[] = {"OUT", "prepared"};
+ *   const char *net_in[] = {"INPUT0", "prepared"}, *net_out[] = {"OUTPUT0", "SCORES"};
+ *   isv_model_config_add_ensemble_step(c, "preprocess", NULL, pre_in, 1, pre_out, 1);
+ *   isv_model_config_add_ensemble_step(c, "net", "1", net_in, 1, net_out, 1);
+ *   isv_server_add_ensemble(srv, c, "1", NULL);       // c declares RAW in, SCORES out
+ *
+ * How a request runs: each step is a nested request of the ensemble's (see "Models calling
+ * models" below) — its composing model's queue, instances, batching and exec mode apply.
+ * Tensors are passed by reference, never copied: a step's inputs are the ensemble's inputs or
+ * earlier steps' outputs in place, and the ensemble answers with the steps' output memory
+ * (kept until its response was sent). A step's datatype and shape must fit the next model's
+ * declaration (else that step fails). When a step fails, the request fails with that step's
+ * code and a message naming it — "ensemble 'e' step 2 of 3 (model 'scale'): ..." — after the
+ * steps still running were cancelled and ended (a composing model that is not registered:
+ * 503 / UNAVAILABLE, not 404). The ensemble's deadline and cancellation (its client leaving,
+ * isv_request_cancel, the drain) reach every step queued or running. Up to 1024 requests of one
+ * ensemble run at once (isv_model_config_set_instances and _set_exec_mode are ignored: the
+ * ensemble's own work is on the loop, its steps' where their models run); its queue policies
+ * and timeouts apply as for any model. The authorizer judges the ensemble, not its steps. */
+
+/** Add a step to c, an ensemble's config: model `model_name` (any registered model, resolved
+ * per request; not the ensemble itself), version `model_version` (a decimal number, Triton's
+ * int64; NULL: the model's default version — Triton's -1), input_map and output_map as
+ * n_input_map / n_output_map pairs of strings, key then value: {"model input", "ensemble
+ * tensor", ...} and {"model output", "ensemble tensor", ...}. Copied. Keys are unique within a
+ * map, and one step produces a tensor once; the whole is checked by isv_server_add_ensemble().
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the ensemble's configuration
+ * @param model_name the step's model
+ * @param model_version its version, or NULL for the default
+ * @param input_map n_input_map pairs: the model's input, then the ensemble tensor it reads
+ * @param n_input_map how many pairs
+ * @param output_map n_output_map pairs: the model's output, then the ensemble tensor it makes
+ * @param n_output_map how many pairs
+ * @return 0, or ISV_EINVAL (a NULL or empty name or map entry, a duplicate key, a version that
+ *         is not a number, more than 256 steps or 1024 entries) / ISV_ENOMEM
+ */
+ISV_EXTERN int isv_model_config_add_ensemble_step(isv_model_config *c, const char *model_name,
+                                                  const char *model_version,
+                                                  const char *const *input_map,
+                                                  size_t n_input_map,
+                                                  const char *const *output_map,
+                                                  size_t n_output_map);
+
 /** Register version `version` of the model described by c. The name may already have other
  * versions. The version starts READY (see isv_server_set_model_state). `user` is passed to
  * every backend callback. On failure the backend's destroy is NOT called (nothing was taken).
@@ -1275,6 +1335,24 @@ typedef struct isv_model isv_model; /**< one registered (name, version) */
 ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
                                     const char *version, const isv_backend *backend, void *user,
                                     isv_model **out);
+/** Register version `version` of the ensemble c describes (its steps:
+ * isv_model_config_add_ensemble_step()): like isv_server_add_model(), with the library's backend
+ * and platform "ensemble". The steps are checked now, the composing models are not (they may
+ * be registered later; a request finds them or fails naming the step). isv_server_add_model
+ * refuses a config with steps (ISV_EINVAL). Loop thread.
+ * @param srv the server
+ * @param c the ensemble's description (copied)
+ * @param version the version's name ("1"; copied)
+ * @param out receives the version's handle, or NULL
+ * @return 0, or ISV_EINVAL, with isv_server_last_error() saying why: no step, a tensor produced
+ *         by two steps or by a step and the ensemble's inputs, a step reading a tensor nothing
+ *         produces, an ensemble output no step produces, steps that wait for each other (a
+ *         cycle), a step running the ensemble itself, or options an ensemble does not take
+ *         (dynamic or sequence batching, decoupled, open I/O, native); ISV_EEXIST /
+ *         ISV_ESTATE / ISV_ETHREAD / ISV_ENOMEM as isv_server_add_model()
+ */
+ISV_EXTERN int isv_server_add_ensemble(isv_server *srv, const isv_model_config *c,
+                                       const char *version, isv_model **out);
 /** Remove one version (version != NULL) or every version of a model. Requests in flight
  * finish; destroy runs when the last one is done. ISV_ENOTFOUND when nothing matches. Loop
  * thread.
@@ -2016,6 +2094,93 @@ ISV_EXTERN size_t isv_request_response_param_count(const isv_request *r);
  */
 ISV_EXTERN const char *isv_request_response_param_at(const isv_request *r, size_t i,
                                                      const isv_param **v);
+
+/* ---------------------------------------------------------------------------------------------
+ * Models calling models (Triton's business logic scripting): a backend infers another model of
+ * its server and uses its outputs. Ensembles (below) are built on these calls.
+ *
+ *   static int bls_infer(isv_request *req, void *user) {          // ISV_EXEC_POOL
+ *     isv_request *sub;
+ *     int rc = isv_request_new_nested(req, "preprocess", NULL, &sub);
+ *     if (rc == 0) rc = isv_request_add_input(sub, "IN", ISV_FP32, shape, 2,
+ *                                             isv_tensor_data(isv_request_input(req, "X")),
+ *                                             bytes, ISV_STATIC);  // the parent's, no copy
+ *     if (rc == 0) rc = isv_request_run(sub);                      // blocks this worker
+ *     if (rc != 0) return isv_request_complete(req, rc, isv_request_error_message(sub));
+ *     const isv_tensor *y = isv_request_output(sub, "OUT");
+ *     isv_request_set_output(req, "Y", ISV_FP32, isv_tensor_shape(y, NULL), 2,
+ *                            isv_tensor_data(y), isv_tensor_byte_size(y), ISV_STATIC);
+ *     return isv_request_complete(req, 0, NULL);                   // sub: freed with req
+ *   }
+ *
+ * Threads — the rule a nested call never breaks: nobody waits for a thread that cannot come.
+ *  - ISV_EXEC_POOL (a worker thread): isv_request_run blocks, or isv_request_submit calls back.
+ *    A blocking call never waits for a worker that cannot come: the nested model, when it runs
+ *    on the pool (ISV_EXEC_POOL, not batched with other requests), runs on the waiting thread
+ *    itself — no hop to another worker — and a worker that waits does not count as one while
+ *    it waits: the pool starts another thread when jobs are queued and none is idle (one per
+ *    waiting worker at most, 256 beyond isv_options_set_worker_threads at most; they stay
+ *    until the close). So workers all blocked in nested calls still run what they wait for,
+ *    an execution queued behind them holding the instance a nested request needs included.
+ *  - ISV_EXEC_INLINE (the loop thread): isv_request_submit only (isv_request_run answers
+ *    ISV_ETHREAD: the loop would wait for itself). The callback runs on the loop — at once,
+ *    before isv_request_submit returns, when the nested model is inline too, so the backend
+ *    can still complete before it returns; otherwise an inline backend that has a nested
+ *    request in flight may return 0 without completing, and completes from the callback.
+ *  - ISV_EXEC_ASYNC: isv_request_submit from infer (the loop) or from the backend's own
+ *    threads; isv_request_run from its own threads (never the loop), where a nested POOL
+ *    model runs too, as on a worker.
+ * A nested request must not run a model version already on its call chain (a model calling
+ * itself, directly or through others, could wait for the instance its caller holds): it fails
+ * with ISV_EINVAL naming it. Chains are at most 16 deep.
+ *
+ * What a nested request is: an in-process request of the parent's server (every rule of
+ * isv_request_new and isv_server_infer applies: validation, queues, instances, batching;
+ * statistics count it under the protocol "inprocess"; the authorizer is not asked — the
+ * parent's request was judged), which also inherits the parent's deadline (its remaining time)
+ * and trace context, and is cancelled when the parent is (its client left, its deadline
+ * passed, the server's drain). Ownership: the parent owns it. The backend may free it with
+ * isv_request_free once it is done (on any thread; off the loop thread its memory is kept until
+ * the parent's is released) or leave it: it is freed with the parent — so its outputs, and its
+ * ISV_STATIC inputs pointing into the parent's, stay valid until the parent's response was
+ * sent, and the parent may answer them as its own outputs by reference (ISV_STATIC), without a
+ * copy. A parent completed while nested requests still run: they are cancelled when the parent
+ * is freed, their callbacks do not run any more, and the library frees them. */
+
+/** A request to model `name`, version `version` (NULL: the default version), made by the
+ * backend running `parent` (the request its infer was handed). Fill it as an in-process
+ * request (isv_request_add_input(), isv_request_add_requested_output(),
+ * isv_request_set_param()...), then isv_request_submit() or isv_request_run() it. The model is
+ * resolved when it is submitted (an unknown one fails it with ISV_ENOTFOUND then).
+ * Any thread (the one running parent's backend).
+ * @param parent the request the backend was handed
+ * @param name the model to run
+ * @param version its version, or NULL for the default
+ * @param out receives the nested request (owned by parent)
+ * @return 0, or ISV_EINVAL (no name, out NULL, the chain would be more than 16 deep) /
+ *         ISV_ESTATE (parent is not running: completed, or not an execution a backend was
+ *         handed) / ISV_ENOMEM
+ */
+ISV_EXTERN int isv_request_new_nested(isv_request *parent, const char *name, const char *version,
+                                      isv_request **out);
+/** Run nested request r; cb(r, status, data) runs once on the loop thread when it is done
+ * (possibly before this returns, see above): read its outputs there (or later, on the
+ * backend's thread), free it or leave it to its parent. Any thread (the parent's backend's).
+ * @param r a request isv_request_new_nested() made
+ * @param cb the completion callback
+ * @param data passed to cb
+ * @return 0, or ISV_EINVAL (r is not a nested request, cb NULL) / ISV_ESTATE (submitted
+ *         already, its parent completed, the server closed)
+ */
+ISV_EXTERN int isv_request_submit(isv_request *r, isv_infer_cb cb, void *data);
+/** Run nested request r and wait for it; then its outputs are readable on this thread. Any
+ * thread but the loop's (the parent's backend's).
+ * @param r a request isv_request_new_nested() made
+ * @return its status: 0, or the ISV_E* code it failed with (isv_request_error_message(r) says
+ *         why); ISV_ETHREAD on the loop thread; ISV_EINVAL / ISV_ESTATE as
+ *         isv_request_submit()
+ */
+ISV_EXTERN int isv_request_run(isv_request *r);
 
 /* ---------------------------------------------------------------------------------------------
  * Model repository (Triton's model repository extension: V2 REST POST /v2/repository/index,

@@ -36,6 +36,17 @@
  * so) — a lost handle never leaves a client waiting or the request allocated. Both kinds of
  * backend and C backends (isv_backend) mix freely on one server.
  *
+ * A backend may infer other models (inferserve.h's "Models calling models" for the threads):
+ *
+ *   srv.add_model(cfg.exec_mode(ISV_EXEC_POOL), "1", [](isv::request &r) {
+ *     isv::nested_request sub = r.nested("preprocess").input("IN", r.input("x"));
+ *     if (int rc = sub.run()) throw isv::error(rc, sub.error_message());
+ *     r.set_output("y", sub.output("OUT"));       // by reference: no copy
+ *   });
+ *
+ * and ensembles are configs with steps: cfg.ensemble_step("m", nullptr, {{"IN", "x"}},
+ * {{"OUT", "y"}}) ..., then srv.add_ensemble(cfg, "1").
+ *
  * Lifetimes: the function given to add_model / add_async_model lives until the model version
  * is unregistered and its last request is done (the C destroy callback deletes it). A
  * tensor_view, a span of its data or of an output, and a request are valid during the call
@@ -58,6 +69,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace isv {
 
@@ -206,6 +218,74 @@ class tensor_view {
   const isv_tensor *t_;
 };
 
+/** A request the backend makes to another model (inferserve.h's "Models calling models"): a
+ * view — its parent request owns it and frees it, so its outputs stay valid, and may be
+ * answered by reference, until the parent's response is sent. */
+class nested_request {
+ public:
+  /** A view of the nested C request r (not owned: its parent frees it).
+   * @param r the request isv_request_new_nested() made
+   */
+  explicit nested_request(isv_request *r) noexcept : r_(r) {}
+  /** An input pointing at t's memory (the parent's input, or another nested request's output:
+   * both outlive this one), no copy.
+   * @param name the input's name
+   * @param t the tensor to pass on
+   * @return *this, to chain
+   */
+  nested_request &input(const char *name, const tensor_view &t) {
+    detail::check(isv_request_add_input(r_, name, t.datatype(), t.shape().data(), t.shape().size(),
+                                        isv_tensor_data(t.get()), t.byte_size(), ISV_STATIC),
+                  std::string("nested input '") + name + "'");
+    return *this;
+  }
+  /** An input copied from data.
+   * @param name the input's name
+   * @param data the elements (copied)
+   * @param shape its dimensions
+   * @return *this, to chain
+   */
+  template <class T>
+  nested_request &input(const char *name, span<const T> data,
+                        std::initializer_list<std::int64_t> shape) {
+    detail::check(isv_request_add_input(r_, name, datatype_of<T>::value, shape.begin(),
+                                        shape.size(), data.data(), data.size() * sizeof(T),
+                                        ISV_TRANSIENT),
+                  std::string("nested input '") + name + "'");
+    return *this;
+  }
+  /** Run it and wait (isv_request_run(): a worker thread or a thread of the backend's own,
+   * never the loop).
+   * @return 0, or the code it failed with (error_message() says why)
+   */
+  int run() noexcept { return isv_request_run(r_); }
+  /** Run it; cb(r, status, data) on the loop thread when done (isv_request_submit()).
+   * @param cb the completion callback
+   * @param data passed to cb
+   */
+  void submit(isv_infer_cb cb, void *data) { detail::check(isv_request_submit(r_, cb, data)); }
+  /** Why it failed ("" on success).
+   * @return the message, valid while the request is
+   */
+  const char *error_message() const noexcept { return isv_request_error_message(r_); }
+  /** One of its outputs, after it completed; throws isv::error when there is none.
+   * @param name the output's name
+   * @return a view of the output
+   */
+  tensor_view output(const char *name) const {
+    const isv_tensor *t = isv_request_output(r_, name);
+    if (t == nullptr) throw error(ISV_EINVAL, std::string("no output '") + name + "'");
+    return tensor_view(t);
+  }
+  /** The C request.
+   * @return the request
+   */
+  isv_request *get() const noexcept { return r_; }
+
+ private:
+  isv_request *r_;
+};
+
 /** The request a backend runs (a view: the library owns it). */
 class request {
  public:
@@ -321,6 +401,29 @@ class request {
    */
   void on_writable(isv_writable_cb cb, void *user) {
     detail::check(isv_request_on_writable(r_, cb, user), "on_writable");
+  }
+  /** A request to model `model`, made by this request's backend (isv_request_new_nested();
+   * throws isv::error on a refusal).
+   * @param model the model to run
+   * @param version its version, or nullptr for the default
+   * @return the nested request (owned by this one)
+   */
+  nested_request nested(const char *model, const char *version = nullptr) {
+    isv_request *s = nullptr;
+    detail::check(isv_request_new_nested(r_, model, version, &s),
+                  std::string("nested request to '") + model + "'");
+    return nested_request(s);
+  }
+  /** Output `name` answered with t's memory, by reference (t: a nested request's output or an
+   * input of this request — both live until this request's response was sent).
+   * @param name the output's name
+   * @param t the tensor whose memory answers it
+   */
+  void set_output(const char *name, const tensor_view &t) {
+    detail::check(isv_request_set_output(r_, name, t.datatype(), t.shape().data(),
+                                         t.shape().size(), isv_tensor_data(t.get()),
+                                         t.byte_size(), ISV_STATIC),
+                  std::string("output '") + name + "'");
   }
   /** The C request, for the C API.
    * @return the request
@@ -456,6 +559,27 @@ class model_config {
    */
   model_config &default_timeout_us(std::uint64_t us) {
     detail::check(isv_model_config_set_default_timeout_us(c_.get(), us));
+    return *this;
+  }
+  /** {key, value} pairs of an ensemble step's map (ensemble_step()). */
+  using tensor_map = std::initializer_list<std::pair<const char *, const char *>>;
+  /** An ensemble's step (isv_model_config_add_ensemble_step()); register the ensemble with
+   * server::add_ensemble.
+   * @param model the step's model
+   * @param version its version, or nullptr for the default
+   * @param input_map {model input, ensemble tensor} pairs
+   * @param output_map {model output, ensemble tensor} pairs
+   * @return *this, to chain
+   */
+  model_config &ensemble_step(const char *model, const char *version, tensor_map input_map,
+                              tensor_map output_map) {
+    std::vector<const char *> in, out;
+    for (const auto &kv : input_map) in.insert(in.end(), {kv.first, kv.second});
+    for (const auto &kv : output_map) out.insert(out.end(), {kv.first, kv.second});
+    detail::check(isv_model_config_add_ensemble_step(c_.get(), model, version, in.data(),
+                                                     input_map.size(), out.data(),
+                                                     output_map.size()),
+                  std::string("ensemble step '") + model + "'");
     return *this;
   }
   /** Triton's priority levels and queue policies (isv_model_config_set_priority_levels,
@@ -749,6 +873,15 @@ class server {
     if (lend) isv_model_config_set_exec_mode(c, ISV_EXEC_INLINE);
     check(rc);
     box.release(); /* the server's now: destroy deletes it */
+  }
+  /** Register version `version` of the ensemble cfg describes (its ensemble_step()s:
+   * isv_server_add_ensemble() — the library runs it; throws isv::error on a refusal). Loop
+   * thread.
+   * @param cfg the ensemble's description
+   * @param version the version's name
+   */
+  void add_ensemble(const model_config &cfg, const std::string &version) {
+    check(isv_server_add_ensemble(s_, cfg.get(), version.c_str(), nullptr));
   }
   /** Remove one version, or every version, of a model (isv_server_remove_model(); throws isv::error
    * on failure). Loop thread.

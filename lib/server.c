@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/ensemble.h"
 #include "core/group.h"
 #include "core/offload.h"
 #include "core/repository.h"
@@ -377,6 +378,11 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
     set_error(srv, "add model: names starting with '@' are reserved");
     return ISV_EINVAL;
   }
+  if (c && c->ensemble) { /* its backend is the library's */
+    set_error(srv, "add model: '%s' has ensemble steps: register it with isv_server_add_ensemble",
+              c->name);
+    return ISV_EINVAL;
+  }
   char why[200];
   int rc = isv__registry_check(c, version, backend, why, sizeof why);
   if (rc == 0) rc = isv__group_add(&srv->core, c, version, backend, user, out);
@@ -386,6 +392,30 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
     set_error(srv, "add model: %s", why);
   else if (rc != 0)
     set_error(srv, "add model: %s", isv_strerror(rc));
+  return rc;
+}
+
+ISV_EXTERN int isv_server_add_ensemble(isv_server *srv, const isv_model_config *c,
+                                       const char *version, isv_model **out) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (begin(srv) != 0) return ISV_ETHREAD;
+  if (srv->closing) return closing(srv);
+  char why[300];
+  int rc = c && c->name && c->name[0] == '@'
+               ? (snprintf(why, sizeof why, "names starting with '@' are reserved"), ISV_EINVAL)
+               : isv__ensemble_check(c, why, sizeof why);
+  isv_model_config *d = NULL;
+  isv_backend be = isv__ensemble_backend();
+  if (rc == 0 && (d = isv__ensemble_prepare(c)) == NULL) rc = ISV_ENOMEM;
+  if (rc == 0) rc = isv__registry_check(d, version, &be, why, sizeof why);
+  if (rc == 0) rc = isv__group_add(&srv->core, d, version, &be, NULL, out);
+  if (rc == ISV_EEXIST)
+    set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
+  else if (rc == ISV_EINVAL)
+    set_error(srv, "add ensemble: %s", why);
+  else if (rc != 0)
+    set_error(srv, "add ensemble: %s", isv_strerror(rc));
+  isv_model_config_free(d);
   return rc;
 }
 

@@ -19,6 +19,8 @@ COVERED_ELSEWHERE = {
                                  "test_v2_http.c (coded_*), and end to end over HTTP/1.1 and h2c "
                                  "in tests/integration/test_compression.py",
     "server.c": "the public API over a real loop: test_server_inproc.c",
+    "core/ensemble_cfg.c": "an ensemble's steps in a config (added, copied with the registry's "
+                           "copy, freed): test_ensemble.c registers and runs them",
     "core/lifecycle.c": "a core's init and close, composition only: every test that makes a "
                         "core (test_core.c, core_fixture.c) and test_server_inproc.c",
     "core/queries.c": "the queries front ends ask: test_core.c (online, readiness) and "

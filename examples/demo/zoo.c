@@ -797,6 +797,7 @@ int demo_zoo_register(isv_server *srv) {
   TRY(demo_zoo_register_triton(srv));
   TRY(demo_zoo_register_grps(srv));
   TRY(demo_zoo_register_openai(srv));
+  TRY(demo_zoo_register_ensembles(srv));
   TRY(demo_routes_register(srv, 0));
   return demo_zoo_register_scheduling(srv);
 }

@@ -43,6 +43,16 @@
  *   simple_string_dyna_sequence    an accumulator: START sets it to INPUT, others add INPUT,
  *                                  END adds the id read as a decimal int ("1002")
  *   custom_identity_int32          INPUT0 [-1] -> OUTPUT0, max batch 1024
+ * Ensembles and models calling models (zoo_ensemble.c, its header says more; INT32/FP32
+ * [-1,16], max batch 8):
+ *   cast_fp32, scale, round_int32, square, add_fp32   the steps: INT32->FP32, x2, FP32->INT32,
+ *                       x^2, A+B
+ *   simple_ensemble     platform "ensemble": simple behind a preprocessing chain (INPUT0 cast to
+ *                       FP32, scaled x2, rounded back): OUTPUT0 = 2 INPUT0 + INPUT1, OUTPUT1 =
+ *                       2 INPUT0 - INPUT1
+ *   fan_ensemble        platform "ensemble": INPUT -> scale and square at once -> add_fp32:
+ *                       OUTPUT = 2 x + x^2
+ *   bls_simple          a backend inferring simple, then cast_fp32, itself: SUM INT32, SUM_FP32
  * grps's (zoo_grps.c; open I/O, version "1.0.0"):
  *   echo                every input back as an output, in the data kind it came (the server's
  *                       default model: a grps request that names none)
@@ -164,6 +174,9 @@ int demo_zoo_register_triton(isv_server *srv);
  * the pause tiny_lm makes before each word (--lm-delay-ms; default 0). */
 int demo_zoo_register_openai(isv_server *srv);
 void demo_openai_set_delay_ms(unsigned ms);
+/* The ensembles and the model that calls models (zoo_ensemble.c; called by
+ * demo_zoo_register, after the models they use). */
+int demo_zoo_register_ensembles(isv_server *srv);
 /* The grps models (called by demo_zoo_register). */
 int demo_zoo_register_grps(isv_server *srv);
 /* Complete req with an error whose message is printf-formatted; what isv_request_complete

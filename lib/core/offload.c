@@ -18,6 +18,25 @@ void isv__offload_finish(isv__offload *o) {
   uv_mutex_unlock(&c->mu);
 }
 
+int isv__offload_post(isv__core *c, isv__offload *o, void (*after)(isv__offload *)) {
+  o->core = c;
+  o->work = NULL;
+  o->after = after;
+  o->posted = 1;
+  o->next = NULL;
+  uv_mutex_lock(&c->mu);
+  if (c->closed) { /* the async handle is gone */
+    uv_mutex_unlock(&c->mu);
+    return ISV_ESTATE;
+  }
+  if (c->off_tail) c->off_tail->next = o;
+  else c->off_head = o;
+  c->off_tail = o;
+  uv_async_send(&c->async); /* under mu: the close cannot be closing the handle meanwhile */
+  uv_mutex_unlock(&c->mu);
+  return 0;
+}
+
 static void run_job(isv__pool_job *job) {
   isv__offload *o = OWNER(job, isv__offload, job);
   o->work(o);
@@ -28,6 +47,7 @@ void isv__offload_begin(isv__core *c, isv__offload *o, void (*after)(isv__offloa
   o->core = c;
   o->work = NULL;
   o->after = after;
+  o->posted = 0;
   c->offloads++;
   isv__core_hold_loop(c);
 }
@@ -37,6 +57,7 @@ int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *)
   o->core = c;
   o->work = work;
   o->after = after;
+  o->posted = 0;
   o->job.run = run_job;
   c->offloads++;
   isv__core_hold_loop(c);
@@ -79,7 +100,12 @@ void isv__offload_drain(isv__core *c) {
   uv_mutex_unlock(&c->mu);
   while (o) {
     isv__offload *next = o->next;
+    int posted = o->posted; /* o may be gone after `after` */
     o->after(o); /* may submit a request: counted before this one stops counting */
+    if (posted) {
+      o = next;
+      continue;
+    }
     c->offloads--;
     isv__core_hold_loop(c);
     if (isv__core_idle(c) && c->closing && c->on_idle) c->on_idle(c);

@@ -28,6 +28,7 @@ struct isv__offload {
   void (*work)(isv__offload *o);  /* on a worker thread: must not touch loop-only state */
   void (*after)(isv__offload *o); /* then on the loop thread */
   isv__offload *next;             /* in the core's list of finished ones (under core->mu) */
+  int posted;                     /* isv__offload_post's: never counted in core->offloads */
 };
 
 /* Run work on a worker thread, then after on the loop thread (never before this returns).
@@ -41,6 +42,11 @@ int isv__offload_run(isv__core *c, isv__offload *o, void (*work)(isv__offload *)
  * thread once isv__offload_finish(o) was called, exactly once, from any thread. Loop thread. */
 void isv__offload_begin(isv__core *c, isv__offload *o, void (*after)(isv__offload *));
 void isv__offload_finish(isv__offload *o);
+/* Run after(o) on the loop thread, soon, from ANY thread — for a thread that has work for the
+ * loop (a nested request a backend submits: core/nested.h). Not counted as an offload: the
+ * caller holds something in flight (its running request) that keeps the loop alive and the
+ * close waiting until after ran. 0, or ISV_ESTATE when the core closed (after never runs). */
+int isv__offload_post(isv__core *c, isv__offload *o, void (*after)(isv__offload *));
 /* ... or, when the work was done before it had to come back (the host decided inside its
  * callback): stop counting it, on the loop thread, without `after`. */
 void isv__offload_end_now(isv__offload *o);

@@ -11,13 +11,15 @@
 int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->head = p->tail = NULL;
   p->n_threads = p->idle = p->parked = p->spinning = p->n_queued = p->running = p->alive = 0;
+  p->blocked = 0;
   atomic_init(&p->ready, 0);
   p->released = 0;
   p->gone = NULL;
   p->gone_data = NULL;
   p->max_threads = max_threads ? max_threads : 1;
+  p->cap = p->max_threads + ISV__POOL_EXTRA_THREADS;
   p->stopping = 0;
-  p->threads = isv__calloc(mem, p->max_threads, sizeof *p->threads);
+  p->threads = isv__calloc(mem, p->cap, sizeof *p->threads);
   if (p->threads == NULL) return ISV_ENOMEM;
   if (uv_mutex_init(&p->mu) != 0) goto fail;
   if (uv_cond_init(&p->wake) != 0) {
@@ -49,8 +51,53 @@ static void spin_for_job(isv__pool *p) {
   }
 }
 
+/* The pool this thread works for (isv__pool_current): a worker knows whose it is. */
+static _Thread_local isv__pool *current_pool;
+
+isv__pool *isv__pool_current(void) { return current_pool; }
+
+/* Under p->mu, with a job queued: take it, run it unlocked, and count it. */
+static void run_one(isv__pool *p) {
+  isv__pool_job *j = p->head;
+  p->head = j->next;
+  if (p->head == NULL) p->tail = NULL;
+  p->n_queued--;
+  atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
+  p->running++;
+  uv_mutex_unlock(&p->mu);
+  j->run(j);
+  uv_mutex_lock(&p->mu);
+  p->running--;
+}
+
+static void worker(void *arg);
+
+/* Under p->mu: start one more thread when the queue holds more jobs than idle threads take
+ * and the pool may grow — max_threads, plus one per worker blocked (isv__pool_block). */
+static void grow(isv__pool *p) {
+  unsigned limit = p->max_threads + p->blocked;
+  if (limit > p->cap) limit = p->cap;
+  if (p->n_queued >= p->idle && p->n_threads < limit &&
+      uv_thread_create(&p->threads[p->n_threads], worker, p) == 0)
+    p->n_threads++;
+}
+
+void isv__pool_block(isv__pool *p) {
+  uv_mutex_lock(&p->mu);
+  p->blocked++;
+  if (p->n_queued > 0 && !p->stopping) grow(p); /* jobs wait that this worker will not take */
+  uv_mutex_unlock(&p->mu);
+}
+
+void isv__pool_unblock(isv__pool *p) {
+  uv_mutex_lock(&p->mu);
+  p->blocked--;
+  uv_mutex_unlock(&p->mu);
+}
+
 static void worker(void *arg) {
   isv__pool *p = arg;
+  current_pool = p;
   uv_mutex_lock(&p->mu);
   for (;;) {
     /* one spinner at a time: more would take the cores the loop and the jobs need */
@@ -70,17 +117,8 @@ static void worker(void *arg) {
       p->idle--;
       p->parked--;
     }
-    isv__pool_job *j = p->head;
-    if (j == NULL) break; /* stopping, and nothing left to run */
-    p->head = j->next;
-    if (p->head == NULL) p->tail = NULL;
-    p->n_queued--;
-    atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
-    p->running++;
-    uv_mutex_unlock(&p->mu);
-    j->run(j);
-    uv_mutex_lock(&p->mu);
-    p->running--;
+    if (p->head == NULL) break; /* stopping, and nothing left to run */
+    run_one(p);
   }
   int last = p->released && --p->alive == 0;
   uv_mutex_unlock(&p->mu);
@@ -92,9 +130,7 @@ int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
   uv_mutex_lock(&p->mu);
   /* One idle thread per queued job: a new thread only when every idle one is already spoken
    * for (the queue is as long as the idle count). */
-  if (p->n_queued >= p->idle && p->n_threads < p->max_threads &&
-      uv_thread_create(&p->threads[p->n_threads], worker, p) == 0)
-    p->n_threads++;
+  grow(p);
   if (p->n_threads == 0) {
     uv_mutex_unlock(&p->mu);
     return ISV_ENOMEM;

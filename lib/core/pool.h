@@ -54,6 +54,8 @@ typedef struct isv__pool {
    * took 2.1 µs each instead of 1.1-1.4 (an extra line taken over inside the lock). */
   atomic_uint ready;
   unsigned running;  /* jobs being run */
+  unsigned blocked;  /* workers waiting in isv__pool_block: not counted in max_threads */
+  unsigned cap;      /* threads[] holds this many: max_threads + ISV__POOL_EXTRA_THREADS */
   int stopping;
   /* let go (isv__pool_stop with a job still running): the threads exit on their own */
   int released;
@@ -78,5 +80,16 @@ void isv__pool_destroy(isv__pool *p);
 int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *data);
 /* A released pool's memory, once gone was called. */
 void isv__pool_free(isv__pool *p);
+/* The pool whose worker thread calls this, or NULL on any other thread. */
+isv__pool *isv__pool_current(void);
+/* A worker of p is about to wait for work that may need a worker (a nested request it made,
+ * core/nested.h): until isv__pool_unblock it does not count as one of p's max_threads, so a
+ * thread is started when jobs wait and no thread is idle — compensation, as Java's
+ * ForkJoinPool.managedBlock: workers all blocked in nested calls cannot starve the jobs they
+ * wait for. The pool grows by at most one thread per blocked worker, and never past
+ * max_threads + ISV__POOL_EXTRA_THREADS; threads started so stay until the pool stops. */
+#define ISV__POOL_EXTRA_THREADS 256u
+void isv__pool_block(isv__pool *p);
+void isv__pool_unblock(isv__pool *p);
 
 #endif

@@ -1,4 +1,5 @@
 #include "core/registry.h"
+#include "core/ensemble_cfg.h"
 
 #include "codec/datatype.h"
 #include "codec/compiler.h"
@@ -74,6 +75,7 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
   isv__free(c->labels);
   isv__free(c->preferred);
   isv__free(c->level_policies);
+  isv__ens_cfg_free(c->ensemble);
   isv__free(c);
 }
 
@@ -413,6 +415,12 @@ isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem
       isv_model_config_free(d);
       return NULL;
     }
+  int rc2;
+  d->ensemble = isv__ens_cfg_copy(c->ensemble, mem, &rc2);
+  if (rc2 != 0) {
+    isv_model_config_free(d);
+    return NULL;
+  }
   return d;
 }
 

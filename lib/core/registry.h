@@ -73,6 +73,7 @@ struct isv_model_config {
   size_t n_level_policies;
   int open_io; /* undeclared inputs and outputs are allowed (isv_model_config_set_open_io) */
   int native;  /* wants a protocol's own message (isv_model_config_set_native) */
+  struct isv__ens_cfg *ensemble; /* an ensemble's steps (core/ensemble_cfg.h); NULL: none */
   isv_chat_template_fn chat_template; /* the OpenAI front end's chat prompt; NULL: its own */
   void *chat_template_user;
 };

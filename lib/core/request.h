@@ -64,6 +64,21 @@ typedef struct isv__param_entry {
 struct isv__job;
 /* A streaming request's responses (core/responses.h). */
 struct isv__stream;
+/* Models calling models: a request's part as a nested request or a parent (core/nested.h,
+ * which sits above the scheduler: the scheduler reaches it through these hooks, which
+ * nested.c sets with r->nest). */
+struct isv__nest;
+typedef struct isv__nest_ops {
+  /* x, an execution, was cancelled: so are its nested requests in flight (loop thread) */
+  void (*cancel)(isv_request *x);
+  /* isv_request_free's first step: 1 when r is not released now; else *then may name a
+   * request whose free is due after r's */
+  int (*free)(isv_request *r, isv_request **then);
+  /* x, a nested request, starts an ISV_EXEC_POOL execution of its own: 1 when the thread
+   * waiting for it (isv_request_run) takes the job and runs it itself — not a worker's hop
+   * away, and never a job another request queued — else 0: the pool runs it (loop thread) */
+  int (*run_here)(isv_request *x, struct isv__pool_job *job);
+} isv__nest_ops;
 
 /* The W3C trace context a request came with (part of its message, as its id). */
 typedef struct isv__req_trace {
@@ -149,6 +164,9 @@ struct isv_request {
   int abandoned;
   int backend_done; /* abandoned, and its backend has completed it */
   int stuck;        /* abandoned inside infer on a worker thread (counted in core->stuck) */
+  struct isv__nest *nest; /* nested requests (core/nested.h): NULL unless it is one or made one */
+  const isv__nest_ops *nest_ops; /* set with nest, under core->mu */
+  unsigned nested_in_flight;     /* its nested requests submitted, not done; under core->mu */
 };
 
 /* Whether a backend's call may touch r: not freed (a request in quarantine is dead). */

@@ -381,6 +381,18 @@ static void sched_end(isv_model *m) {
 
 unsigned isv__sched_busy(const isv_model *m) { return m->sched ? m->sched->busy : 0; }
 
+uint64_t isv__request_deadline_ns(const isv_request *r) {
+  const isv__job *j = r->job;
+  if (j == NULL) return 0;
+  uint64_t when = isv__timed_armed(&j->deadline) ? j->deadline.when : 0;
+  for (size_t i = 0; j->batch && i < j->batch->n_members; i++) { /* a batch: its earliest */
+    const isv__job *mj = j->batch->members[i]->job;
+    if (isv__timed_armed(&mj->deadline) && (when == 0 || mj->deadline.when < when))
+      when = mj->deadline.when;
+  }
+  return when;
+}
+
 /* ---- finishing requests ------------------------------------------------------------------ */
 
 /* ---- tracing (isv_options_set_trace) ------------------------------------------------------ */
@@ -692,10 +704,11 @@ static void after_infer(isv_request *x, int rc) {
     x->completed = done = 1;
     x->complete_ns = uv_hrtime();
   } else if (!done && x->model->cfg->exec_mode == ISV_EXEC_INLINE &&
-             x->model->cfg->name[0] != '@') {
+             x->model->cfg->name[0] != '@' && x->nested_in_flight == 0) {
     /* ISV_EXEC_INLINE promises the completion before infer returns: nobody would ever answer
-     * this request (a route's handler, '@', may answer later whatever its mode). A completion
-     * that comes later anyway is refused (ISV_ESTATE). */
+     * this request (a route's handler, '@', may answer later whatever its mode) — unless it
+     * submitted a nested request, whose callback (on the loop) completes it (core/nested.h).
+     * A completion that comes later anyway is refused (ISV_ESTATE). */
     isv__request_fail(x, ISV_EBACKEND, "model '%s' version '%s': its ISV_EXEC_INLINE backend "
                       "returned 0 without completing the request (inline backends complete "
                       "before they return; ISV_EXEC_ASYNC completes later)", x->model->cfg->name,
@@ -752,6 +765,8 @@ static void start_exec(isv_model *m, isv_request *x, unsigned instance) {
     j->pool.run = pool_run;
     j->on_pool = 1;
     c->pool_execs++;
+    /* a nested request a thread waits for runs on that thread (core/nested.h) */
+    if (x->nest_ops && x->nest_ops->run_here(x, &j->pool)) return;
     if (isv__pool_submit(&c->pool, &j->pool) != 0) {
       j->on_pool = 0;
       c->pool_execs--;
@@ -1128,12 +1143,22 @@ static void run_admitted(isv_request *r) {
 
 /* ---- cancellation, deadlines, drain ------------------------------------------------------ */
 
+/* x, an execution, was cancelled: so are the nested requests its backend made
+ * (core/nested.h), when it made some. */
+static void nested_cancel(isv_request *x) {
+  uv_mutex_lock(&x->core->mu); /* the backend may be setting it on its thread */
+  const isv__nest_ops *ops = x->nest_ops;
+  uv_mutex_unlock(&x->core->mu);
+  if (ops) ops->cancel(x);
+}
+
 /* A running member of a batch was cancelled: the batch is, once every member is. */
 static void batch_cancelled(isv_request *x) {
   const isv__batch *b = x->job->batch;
   for (size_t i = 0; i < b->n_members; i++)
     if (!atomic_load_explicit(&b->members[i]->cancelled, memory_order_relaxed)) return;
   atomic_store_explicit(&x->cancelled, 1, memory_order_relaxed);
+  nested_cancel(x); /* what its backend asked of other models, too */
 }
 
 /* r leaves its queue and finishes with (status, msg) without running. */
@@ -1150,9 +1175,15 @@ static void unqueue_fail(isv_request *r, int status, const char *msg) {
 void isv__core_cancel(isv_request *r) {
   if (r == NULL || !r->submitted || r->finished || r->parent || r->job == NULL) return;
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
-  if (r->job->queue) unqueue_fail(r, ISV_ECANCELED, "request cancelled before it ran");
-  else if (r->job->exec && r->job->exec != r) batch_cancelled(r->job->exec);
+  if (r->job->queue) { /* r may be gone once this returns */
+    unqueue_fail(r, ISV_ECANCELED, "request cancelled before it ran");
+    return;
+  }
+  isv_request *x = r->job->exec;
+  if (x && x != r) batch_cancelled(x);
   else if (r->stream) isv__responses_cancelled(r); /* a backend waiting for room hears it */
+  if (x == r) nested_cancel(r); /* what its backend asked of other models (last: an
+                                      * ensemble may finish r there) */
 }
 
 int isv__core_queued(const isv_request *r) { return r->job && r->job->queue; }
@@ -1175,8 +1206,10 @@ static void deadline_passed(isv_request *r) {
     return;
   }
   atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
-  if (r->job->exec && r->job->exec != r) batch_cancelled(r->job->exec);
+  isv_request *x = r->job->exec;
+  if (x && x != r) batch_cancelled(x);
   else if (r->stream) isv__responses_cancelled(r);
+  if (x == r) nested_cancel(r); /* its nested requests too (last: r may finish there) */
 }
 
 /* A waiting request's queue timeout passed: its level's policy rejects it (Triton's words) or
@@ -1352,9 +1385,18 @@ static void release_request(isv_request *r) {
   else isv__request_release(r);
 }
 
+static void free_one(isv_request *r);
+
 ISV_EXTERN void isv_request_free(isv_request *r) {
   if (r == NULL) return;
   if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
+  isv_request *then = NULL; /* a nested request's parent whose free waited for it */
+  if (r->nest_ops && r->nest_ops->free(r, &then)) return; /* its nested requests first */
+  free_one(r);
+  if (then) isv_request_free(then);
+}
+
+static void free_one(isv_request *r) {
   isv_request *parent = r->parent;
   if (parent == NULL && r->stream == NULL && !r->abandoned) { /* nothing borrows from it */
     isv__request_release(r);

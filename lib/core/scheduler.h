@@ -46,6 +46,10 @@ void isv__core_drain_completions(uv_async_t *h);
  * not holding core->mu). */
 void isv__abandoned_release(isv_request *x);
 
+/* When r's deadline passes (uv_hrtime ns; a batch's: its earliest member's), 0 when none:
+ * what a nested request it makes inherits (core/nested.c). Loop thread. */
+uint64_t isv__request_deadline_ns(const isv_request *r);
+
 /* Instances of m running an execution now (0 before its first request). */
 unsigned isv__sched_busy(const isv_model *m);
 

@@ -8,6 +8,7 @@
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
 #include "codec/zcoding.h"
+#include "core/ensemble_cfg.h"
 #include "core/group.h"
 #include "core/offload.h"
 #include "core/request.h"
@@ -493,6 +494,36 @@ static void write_priorities(isv__buf *b, const isv_model_config *c) {
   isv__buf_putc(b, '}');
 }
 
+/* ensemble_scheduling {"step": [{model_name, model_version (-1: the latest), input_map,
+ * output_map}]} as Triton's REST config shows it. */
+static void write_str_map(isv__buf *b, char *const *keys, char *const *vals, size_t n) {
+  isv__buf_putc(b, '{');
+  for (size_t i = 0; i < n; i++) {
+    if (i) isv__buf_putc(b, ',');
+    write_str(b, keys[i]);
+    isv__buf_putc(b, ':');
+    write_str(b, vals[i]);
+  }
+  isv__buf_putc(b, '}');
+}
+
+static void write_ensemble(isv__buf *b, const struct isv__ens_cfg *e) {
+  isv__buf_puts(b, ",\"ensemble_scheduling\":{\"step\":[");
+  for (size_t i = 0; i < e->n_steps; i++) {
+    const isv__ens_step *s = &e->steps[i];
+    isv__buf_puts(b, i ? ",{\"model_name\":" : "{\"model_name\":");
+    write_str(b, s->model);
+    isv__buf_puts(b, ",\"model_version\":");
+    isv__buf_puts(b, s->version ? s->version : "-1"); /* digits only (ensemble.c) */
+    isv__buf_puts(b, ",\"input_map\":");
+    write_str_map(b, s->in_keys, s->in_vals, s->n_in);
+    isv__buf_puts(b, ",\"output_map\":");
+    write_str_map(b, s->out_keys, s->out_vals, s->n_out);
+    isv__buf_putc(b, '}');
+  }
+  isv__buf_puts(b, "]}");
+}
+
 static void config(isv__http_req *q) {
   isv_model *m = path_model(q, 0);
   if (m == NULL) return;
@@ -509,11 +540,15 @@ static void config(isv__http_req *q) {
   write_io(&b, c->inputs, c->n_inputs, c->max_batch, &triton_config_style);
   isv__buf_puts(&b, ",\"output\":");
   write_io(&b, c->outputs, c->n_outputs, c->max_batch, &triton_config_style);
-  isv__buf_puts(&b, ",\"instance_group\":[{\"name\":");
-  write_str(&b, c->name);
-  isv__buf_puts(&b, ",\"kind\":\"KIND_CPU\",\"count\":");
-  isv__json_write_u64(&b, c->instances);
-  isv__buf_puts(&b, "}]");
+  if (c->ensemble) { /* Triton's ensembles have no instances: their steps' models do */
+    write_ensemble(&b, c->ensemble);
+  } else {
+    isv__buf_puts(&b, ",\"instance_group\":[{\"name\":");
+    write_str(&b, c->name);
+    isv__buf_puts(&b, ",\"kind\":\"KIND_CPU\",\"count\":");
+    isv__json_write_u64(&b, c->instances);
+    isv__buf_puts(&b, "}]");
+  }
   if (c->batching || c->queue_policies) { /* Triton's only place for priorities: here */
     isv__buf_puts(&b, ",\"dynamic_batching\":{\"preferred_batch_size\":[");
     for (size_t i = 0; i < c->n_preferred; i++) {

@@ -18,9 +18,11 @@
  * types, truncation, varints over 10 bytes, strings that are not UTF-8. */
 #include "protocol/v2_pb.h"
 
+#include "core/ensemble_cfg.h"
 #include "core/group.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1158,6 +1160,42 @@ static void put_priorities(isv__buf *x, const isv_model_config *c) {
   }
 }
 
+/* A map<string, string> field `num`: entries {key 1, value 2}. */
+static void put_str_map(isv__buf *b, uint32_t num, char *const *keys, char *const *vals,
+                        size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    isv__buf e;
+    isv__buf_init(&e, b->mem);
+    put_len(&e, 1, keys[i], strlen(keys[i]));
+    put_len(&e, 2, vals[i], strlen(vals[i]));
+    put_len(b, num, e.data, e.len);
+    if (e.failed) b->failed = 1;
+    isv__buf_free(&e);
+  }
+}
+
+/* ModelConfig.ensemble_scheduling 15: ModelEnsembling {step 1: Step {model_name 1,
+ * model_version 2 (int64; -1 the latest), input_map 3, output_map 4}}. */
+static void put_ensemble(isv__buf *k, const struct isv__ens_cfg *e) {
+  isv__buf x;
+  isv__buf_init(&x, k->mem);
+  for (size_t i = 0; i < e->n_steps; i++) {
+    const isv__ens_step *s = &e->steps[i];
+    isv__buf t;
+    isv__buf_init(&t, k->mem);
+    put_len(&t, 1, s->model, strlen(s->model));
+    put_u64(&t, 2, s->version ? strtoull(s->version, NULL, 10) : (uint64_t)-1); /* int64 -1 */
+    put_str_map(&t, 3, s->in_keys, s->in_vals, s->n_in);
+    put_str_map(&t, 4, s->out_keys, s->out_vals, s->n_out);
+    put_len(&x, 1, t.data, t.len);
+    if (t.failed) x.failed = 1;
+    isv__buf_free(&t);
+  }
+  put_len(k, 15, x.data, x.len);
+  if (x.failed) k->failed = 1;
+  isv__buf_free(&x);
+}
+
 int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   const isv_model_config *c = m->cfg;
   isv__buf k, x;
@@ -1168,12 +1206,16 @@ int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   put_config_io(&k, 5, c->inputs, c->n_inputs, 1);
   put_config_io(&k, 6, c->outputs, c->n_outputs, 0);
   isv__buf_init(&x, out->mem); /* instance_group {name 1, count 2, kind 4 = KIND_CPU} */
-  put_len(&x, 1, c->name, strlen(c->name));
-  put_u64(&x, 2, c->instances);
-  put_u64(&x, 4, 2);
-  put_len(&k, 7, x.data, x.len);
-  x.len = 0;
-  if (c->batching || c->queue_policies) { /* dynamic_batching {preferred_batch_size 1,
+  if (c->ensemble == NULL) { /* an ensemble has none (Triton's): its steps' models do */
+    put_len(&x, 1, c->name, strlen(c->name));
+    put_u64(&x, 2, c->instances);
+    put_u64(&x, 4, 2);
+    put_len(&k, 7, x.data, x.len);
+    x.len = 0;
+  }
+  if (c->ensemble) {
+    put_ensemble(&k, c->ensemble);
+  } else if (c->batching || c->queue_policies) { /* dynamic_batching {preferred_batch_size 1,
                                           * max_queue_delay 2, priorities 3-7} */
     isv__buf p;
     isv__buf_init(&p, out->mem);

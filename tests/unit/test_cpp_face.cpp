@@ -135,6 +135,48 @@ int main() {
   CHECK(factor.use_count() == 1);  // the server deleted the lambda with its model
   CHECK(uv_loop_close(&loop) == 0);
 
+  // Models calling models and an ensemble through the face: a worker-thread backend running a
+  // nested request and answering with its output by reference; the same as an ensemble.
+  {
+    CHECK(uv_loop_init(&loop) == 0);
+    isv::server srv(&loop);
+    isv::model_config twice("twice");
+    twice.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
+    srv.add_model(twice, "1", [](isv::request &r) {
+      auto x = r.input("x").data<float>();
+      auto y = r.alloc_output<float>("y", r.input("x").shape());
+      for (size_t i = 0; i < x.size(); i++) y[i] = 2 * x[i];
+    });
+    isv::model_config bls("bls");
+    bls.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1}).exec_mode(ISV_EXEC_POOL);
+    srv.add_model(bls, "1", [](isv::request &r) {
+      isv::nested_request sub = r.nested("twice").input("x", r.input("x"));
+      if (int rc = sub.run()) throw isv::error(rc, sub.error_message());
+      r.set_output("y", sub.output("y"));
+    });
+    isv::model_config ens("ens");
+    ens.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
+    ens.ensemble_step("twice", nullptr, {{"x", "x"}}, {{"y", "doubled"}})
+        .ensemble_step("twice", nullptr, {{"x", "doubled"}}, {{"y", "y"}});
+    srv.add_ensemble(ens, "1");
+    outcome o = run(&loop, srv, "bls", {1, -2});
+    CHECK(o.status == 0 && (o.y == std::vector<float>{2, -4}));
+    o = run(&loop, srv, "ens", {1, -2});
+    CHECK(o.status == 0 && (o.y == std::vector<float>{4, -8}));
+    isv::model_config loop_cfg("bad_ens");
+    loop_cfg.input("x", ISV_FP32, {-1}).output("y", ISV_FP32, {-1});
+    loop_cfg.ensemble_step("twice", nullptr, {{"x", "x"}}, {{"y", "z"}});
+    try {
+      srv.add_ensemble(loop_cfg, "1");
+      CHECK(!"an ensemble producing no 'y' was accepted");
+    } catch (const isv::error &err) {
+      CHECK(err.code() == ISV_EINVAL && std::strstr(err.what(), "'y'") != nullptr);
+    }
+    srv.close();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+
   // Priorities and queue policies: set through the face, refused ones thrown.
   {
     isv::model_config cfg("p");

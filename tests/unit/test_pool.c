@@ -2,7 +2,8 @@
  * the maximum; every job runs once, in FIFO order on a single thread; jobs queued behind busy
  * threads run when those free up; destroy runs what is queued, then joins; stop detaches the
  * threads instead only when a job may never return; several producers at once; idle threads
- * end up parked (the spin before parking is bounded). */
+ * end up parked (the spin before parking is bounded); a worker blocked in a nested call does
+ * not count (isv__pool_block). */
 #include "cmocka_prelude.h"
 
 #include <stdatomic.h>
@@ -305,8 +306,51 @@ static void idle_threads_park(void **state) {
   uv_sem_destroy(&started);
 }
 
+/* A job that blocks waiting for a later job (a nested call's wait): with isv__pool_block the
+ * pool of one thread starts a second for the job queued behind it; and knows its pool. */
+typedef struct waiter_job {
+  isv__pool_job job;
+  isv__pool *pool;
+  uv_sem_t *until;
+  isv__pool *seen;
+} waiter_job;
+
+static void wait_blocked(isv__pool_job *j) {
+  waiter_job *w = (waiter_job *)j;
+  w->seen = isv__pool_current();
+  isv__pool_block(w->pool);
+  uv_sem_wait(w->until);
+  isv__pool_unblock(w->pool);
+  atomic_fetch_add(&ran, 1);
+}
+
+static void posts(isv__pool_job *j) {
+  uv_sem_post(((tjob *)j)->gate);
+  atomic_fetch_add(&ran, 1);
+}
+
+static void a_blocked_worker_does_not_count(void **state) {
+  (void)state;
+  isv__pool p;
+  assert_int_equal(isv__pool_init(&p, 1, NULL), 0);
+  assert_null(isv__pool_current()); /* not a worker */
+  uv_sem_t until;
+  uv_sem_init(&until, 0);
+  waiter_job w = {{NULL, wait_blocked}, &p, &until, NULL};
+  tjob release = {{NULL, posts}, 1, &until, NULL};
+  assert_int_equal(isv__pool_submit(&p, &w.job), 0);
+  assert_int_equal(isv__pool_submit(&p, &release.job), 0);
+  for (int i = 0; i < 5000 && atomic_load(&ran) < 2; i++) uv_sleep(1);
+  assert_int_equal(atomic_load(&ran), 2); /* without the second thread: never */
+  assert_int_equal(threads_of(&p), 2);
+  assert_ptr_equal(w.seen, &p);
+  isv__pool_destroy(&p);
+  uv_sem_destroy(&until);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(a_blocked_worker_does_not_count, setup, teardown),
       cmocka_unit_test_setup_teardown(one_thread_runs_jobs_in_order, setup, teardown),
       cmocka_unit_test_setup_teardown(threads_start_only_as_jobs_need_them, setup, teardown),
       cmocka_unit_test_setup_teardown(destroy_without_jobs_is_fine, setup, teardown),
