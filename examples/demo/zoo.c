@@ -777,7 +777,7 @@ static int register_own(isv_server *srv) {
                        copy_infer, NULL));
   if (registered_now("loading"))
     TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
-  return 0;
+  return demo_zoo_register_cache(srv, zoo_pick); /* zoo_cache.c's, reloadable as these */
 }
 
 int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick) {
