@@ -891,9 +891,10 @@ ISV_EXTERN int isv_model_config_set_response_cache(isv_model_config *c, int on);
  * READY once every run succeeded. The first failure stops the warmup and leaves it UNAVAILABLE,
  * "model warmup failed: sample '<name>': <the backend's message>" in the repository index's
  * reason and in the host's log (ERROR). Warmup requests come with the in-process protocol
- * label and are counted in the statistics like any request; they are never cached. A host
- * that sets the state meanwhile (isv_server_set_model_state) decides: the warmup's end no
- * longer changes it. A version removed meanwhile stops its warmup after the runs in flight.
+ * label and are counted in the statistics like any request; they are never cached, nor traced
+ * (isv_options_set_trace). A host that sets the state meanwhile (isv_server_set_model_state)
+ * decides: the warmup's end no longer changes it. A version removed meanwhile, or a server
+ * closing, stops its warmup after the runs in flight (a closing server's stays LOADING).
  *
  * A sample: its name (unique in the model), batch_size (>= 1; a model without batching takes 1
  * only: isv_server_add_model refuses more) and count. Its inputs are given one by one: the

@@ -299,6 +299,27 @@ class model_config {
     detail::check(isv_model_config_set_queue_policy(c_.get(), level, &p));
     return *this;
   }
+  /* Triton's response_cache (isv_model_config_set_response_cache) and model_warmup
+   * (isv_model_config_add_warmup, isv_model_config_add_warmup_input: data for
+   * ISV_WARMUP_DATA only). */
+  model_config &response_cache(bool on = true) {
+    detail::check(isv_model_config_set_response_cache(c_.get(), on ? 1 : 0));
+    return *this;
+  }
+  model_config &warmup(const std::string &sample, std::uint32_t batch_size,
+                       std::uint32_t count = 1) {
+    detail::check(isv_model_config_add_warmup(c_.get(), sample.c_str(), batch_size, count));
+    return *this;
+  }
+  model_config &warmup_input(const std::string &sample, const std::string &input,
+                             isv_datatype dt, std::initializer_list<std::int64_t> dims,
+                             isv_warmup_fill fill, const void *data = nullptr,
+                             std::size_t byte_size = 0) {
+    detail::check(isv_model_config_add_warmup_input(c_.get(), sample.c_str(), input.c_str(), dt,
+                                                    dims.begin(), dims.size(), fill, data,
+                                                    byte_size));
+    return *this;
+  }
   const isv_model_config *get() const noexcept { return c_.get(); }
 
  private:

@@ -483,7 +483,8 @@ static void record(isv_request *r) {
     isv__count(&s->compute_infer_ns, x->complete_ns - x->job->infer_ns);
     isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
   }
-  if (r->core->opts.trace && r->model->cfg->name[0] != '@') trace(r, now); /* not the library's own */
+  /* not the library's own models' requests, nor a warmup's: no client sent them */
+  if (r->core->opts.trace && r->model->cfg->name[0] != '@' && !r->warmup) trace(r, now);
 }
 
 /* ---- the response cache (core/rcache.h) ------------------------------------------------ */

@@ -265,14 +265,12 @@ static void finish(wrun *w) {
   isv__core *c = w->c;
   isv_model *m = w->m;
   const char *name = m->cfg->name, *version = m->version;
-  if (!m->removed && m->state == ISV_MODEL_LOADING) {
+  if (!m->removed && !c->closing && m->state == ISV_MODEL_LOADING) {
     if (w->failed) {
       isv__core_log(c, ISV_LOG_ERROR, "model '%s' version '%s': %s", name, version, w->why);
       isv__group_set_reason(c, m, w->why);
       isv__group_set_state(c, name, version, ISV_MODEL_UNAVAILABLE);
-    } else {
-      isv__core_log(c, ISV_LOG_INFO, "model '%s' version '%s': warmup done (%zu samples)",
-                    name, version, m->cfg->n_warmups);
+    } else { /* quietly: readiness says it */
       isv__group_set_state(c, name, version, ISV_MODEL_READY);
     }
   }
@@ -293,7 +291,9 @@ static void step(wrun *w) {
     w->again = 0;
     if (w->pending) break; /* a round still runs */
     const isv_model_config *cfg = w->m->cfg;
-    if (w->failed || w->m->removed || w->m->state != ISV_MODEL_LOADING) {
+    /* nothing more once it failed, the version went or was set by the host, or the server
+     * closes (its drain waits for what is in flight: a new run would hold it) */
+    if (w->failed || w->m->removed || w->m->state != ISV_MODEL_LOADING || w->c->closing) {
       w->stepping = 0;
       finish(w);
       return;

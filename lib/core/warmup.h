@@ -8,7 +8,8 @@
  * one request per instance at once and waits for all of them. The first failure ends it:
  * the version UNAVAILABLE with the reason (the group's record keeps it for the repository
  * index: isv__group_set_reason) and an ERROR log line; after the last success it is READY.
- * Either only while it is still LOADING (a host that set its state meanwhile has decided).
+ * Either only while it is still LOADING (a host that set its state meanwhile has decided) and
+ * the server is not closing (a closing server starts no more runs: its drain would wait).
  * Loop thread. */
 #ifndef ISV_CORE_WARMUP_H
 #define ISV_CORE_WARMUP_H
