@@ -13,36 +13,9 @@
 # Environment: BUILD_DIR=build, BENCH_DURATION=10 (s per row), BENCH_CONNECTIONS=32,
 # BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 (taskset cores).
 set -euo pipefail
-CMDLINE="bench/cache.sh"
-for v in BUILD_DIR BENCH_DURATION BENCH_CONNECTIONS BENCH_SERVER_CPU BENCH_LOAD_CPU; do
-  if [ -n "${!v:-}" ]; then CMDLINE="$v=${!v} $CMDLINE"; fi
-done
-HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-DUR=${BENCH_DURATION:-10}
-CONNS=${BENCH_CONNECTIONS:-32}
-SCPU=${BENCH_SERVER_CPU:-0}
-LCPU=${BENCH_LOAD_CPU:-1}
-RESULTS_MD=${BENCH_RESULTS:-$HERE/RESULTS.md}
-command -v wrk >/dev/null || { echo "wrk is missing: bench/install-deps.sh" >&2; exit 1; }
-ninja -C "$BUILD_DIR" examples/demo/inferserve-demo >/dev/null
-
-WORK=$(mktemp -d /tmp/isv-cache.XXXXXX)
-DEMO_PID=""
-cleanup() {
-  [ -n "$DEMO_PID" ] && kill -TERM "$DEMO_PID" 2>/dev/null && wait "$DEMO_PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-# one loop pinned to its core; a cache large enough that the misses never evict
-taskset -c "$SCPU" "$BUILD_DIR/examples/demo/inferserve-demo" --listen "127.0.0.1:$port" \
-  --threads 1 --response-cache-bytes $((256 << 20)) >"$WORK/demo.log" 2>&1 &
-DEMO_PID=$!
-for _ in $(seq 100); do grep -q listening "$WORK/demo.log" && break; sleep 0.1; done
-grep -q listening "$WORK/demo.log" || { cat "$WORK/demo.log"; exit 1; }
+BENCH_NAME=cache BENCH_DEFAULT_CONNECTIONS=32
+. "$(dirname "$0")/demo_bench.sh"
+start_demo --response-cache-bytes $((256 << 20)) # misses never evict
 
 # One row's figures: "rps p50 p99 errors" (errors: non-2xx + socket errors).
 measure() { # name model unique connections

@@ -71,8 +71,16 @@ static int add(isv_server *srv, isv_model_config *c, int rc,
   return rc;
 }
 
-int demo_zoo_register_cache(isv_server *srv, const demo_zoo_pick *pick) {
+/* A warmup sample of one INPUT0 row (Triton's model_warmup entry). */
+static int sample(isv_model_config *c, const char *name, uint32_t batch, uint32_t count,
+                  isv_warmup_fill fill, const float *row) {
   static const int64_t four[1] = {4};
+  int rc = isv_model_config_add_warmup(c, name, batch, count);
+  return rc ? rc : isv_model_config_add_warmup_input(c, name, "INPUT0", ISV_FP32, four, 1, fill,
+                                                     row, row ? 4 * sizeof *row : 0);
+}
+
+int demo_zoo_register_cache(isv_server *srv, const demo_zoo_pick *pick) {
   static const float cold[4] = {400, 0, 0, 0}, negative[4] = {-1, 0, 0, 0};
   isv_model_config *c;
   int rc;
@@ -83,26 +91,14 @@ int demo_zoo_register_cache(isv_server *srv, const demo_zoo_pick *pick) {
   }
   if (wanted(pick, "warm")) {
     if ((c = config("warm", 8, ISV_EXEC_POOL, 2, pick)) == NULL) return ISV_ENOMEM;
-    rc = isv_model_config_add_warmup(c, "cold", 1, 2);
-    if (rc == 0)
-      rc = isv_model_config_add_warmup_input(c, "cold", "INPUT0", ISV_FP32, four, 1,
-                                             ISV_WARMUP_DATA, cold, sizeof cold);
-    if (rc == 0) rc = isv_model_config_add_warmup(c, "zeros", 4, 1);
-    if (rc == 0)
-      rc = isv_model_config_add_warmup_input(c, "zeros", "INPUT0", ISV_FP32, four, 1,
-                                             ISV_WARMUP_ZERO, NULL, 0);
-    if (rc == 0) rc = isv_model_config_add_warmup(c, "noise", 1, 0);
-    if (rc == 0)
-      rc = isv_model_config_add_warmup_input(c, "noise", "INPUT0", ISV_FP32, four, 1,
-                                             ISV_WARMUP_RANDOM, NULL, 0);
+    rc = sample(c, "cold", 1, 2, ISV_WARMUP_DATA, cold);
+    if (rc == 0) rc = sample(c, "zeros", 4, 1, ISV_WARMUP_ZERO, NULL);
+    if (rc == 0) rc = sample(c, "noise", 1, 0, ISV_WARMUP_RANDOM, NULL);
     if ((rc = add(srv, c, rc, warm_infer)) != 0) return rc;
   }
   if (wanted(pick, "warm_broken")) {
     if ((c = config("warm_broken", 8, ISV_EXEC_POOL, 1, pick)) == NULL) return ISV_ENOMEM;
-    rc = isv_model_config_add_warmup(c, "negative", 1, 1);
-    if (rc == 0)
-      rc = isv_model_config_add_warmup_input(c, "negative", "INPUT0", ISV_FP32, four, 1,
-                                             ISV_WARMUP_DATA, negative, sizeof negative);
+    rc = sample(c, "negative", 1, 1, ISV_WARMUP_DATA, negative);
     if ((rc = add(srv, c, rc, warm_infer)) != 0) return rc;
   }
   return 0;

@@ -186,6 +186,19 @@ static void one_entry(isv__model_entry *e, void *data) {
   }
 }
 
+/* A family's # HELP and # TYPE lines. */
+static void family(isv__buf *b, const char *name, const char *help, const char *type) {
+  isv__buf_puts(b, "# HELP ");
+  isv__buf_puts(b, name);
+  isv__buf_putc(b, ' ');
+  isv__buf_puts(b, help);
+  isv__buf_puts(b, "\n# TYPE ");
+  isv__buf_puts(b, name);
+  isv__buf_putc(b, ' ');
+  isv__buf_puts(b, type);
+  isv__buf_putc(b, '\n');
+}
+
 /* ---- Triton's names (isv_options_set_metrics_style) ----------------------------------------- */
 
 typedef enum {
@@ -279,15 +292,7 @@ static void triton_entry(isv__model_entry *e, void *data) {
 static void render_triton(isv__core *core, isv__buf *b) {
   for (size_t i = 0; i < sizeof triton_families / sizeof triton_families[0]; i++) {
     const triton_family *f = &triton_families[i];
-    isv__buf_puts(b, "# HELP ");
-    isv__buf_puts(b, f->name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, f->help);
-    isv__buf_puts(b, "\n# TYPE ");
-    isv__buf_puts(b, f->name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, f->type);
-    isv__buf_putc(b, '\n');
+    family(b, f->name, f->help, f->type);
     triton_render rd = {b, f};
     isv__registry_foreach_all(isv__core_models(core), triton_entry, &rd);
   }
@@ -313,13 +318,7 @@ static void render_triton(isv__core *core, isv__buf *b) {
       {"nv_cache_util", "Cache utilization [0.0 - 1.0]", (double)st.bytes / (double)st.max_bytes},
   };
   for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
-    isv__buf_puts(b, "# HELP ");
-    isv__buf_puts(b, g[i].name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, g[i].help);
-    isv__buf_puts(b, "\n# TYPE ");
-    isv__buf_puts(b, g[i].name);
-    isv__buf_puts(b, " gauge\n");
+    family(b, g[i].name, g[i].help, "gauge");
     isv__buf_puts(b, g[i].name);
     isv__buf_putc(b, ' ');
     num(b, "%.17g", g[i].v);
@@ -385,15 +384,7 @@ static void render_own(isv__core *core, isv__buf *b) {
        "room (least recently used first).", "counter", st.evictions},
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-    isv__buf_puts(b, "# HELP ");
-    isv__buf_puts(b, c[i].name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, c[i].help);
-    isv__buf_puts(b, "\n# TYPE ");
-    isv__buf_puts(b, c[i].name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, c[i].type);
-    isv__buf_putc(b, '\n');
+    family(b, c[i].name, c[i].help, c[i].type);
     isv__buf_puts(b, c[i].name);
     isv__buf_putc(b, ' ');
     u64(b, c[i].v);

@@ -54,7 +54,8 @@ static int echo(isv_request *r, void *u) {
   if (zero) atomic_fetch_add(&w->all_zero, 1);
   else if (range) atomic_fetch_add(&w->in_range, 1);
   if (n && v[0] == 7) return isv_request_complete(r, ISV_EBACKEND, "x[0] is 7");
-  uv_sleep(2); /* a warmup that takes time: readiness must wait for it */
+  /* a warmup that takes time: readiness must wait for it (x[0] ms when 10 to 1000) */
+  uv_sleep(n && v[0] >= 10 && v[0] <= 1000 ? (unsigned)v[0] : 2);
   float *y;
   int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
   if (rc) return rc;
@@ -235,6 +236,63 @@ static void failure(void **state) {
   close_world(&w);
 }
 
+/* decoupled: two responses (y = x each), then completes */
+static int twice(isv_request *r, void *u) {
+  world *w = u;
+  atomic_fetch_add(&w->calls, 1);
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  for (int i = 0; i < 2; i++) {
+    int rc = isv_request_set_output(r, "y", ISV_FP32, shape, nd, isv_tensor_data(x),
+                                    isv_tensor_byte_size(x), ISV_TRANSIENT);
+    if (rc == 0) rc = isv_request_send_response(r);
+    if (rc != 0) return isv_request_complete(r, rc, "send failed");
+  }
+  return isv_request_complete(r, 0, NULL);
+}
+
+static void decoupled(void **state) {
+  (void)state;
+  world w;
+  open_world(&w);
+  isv_model_config *c = config(0, 1);
+  int64_t four[1] = {4};
+  assert_int_equal(isv_model_config_set_decoupled(c, 1), 0);
+  assert_int_equal(isv_model_config_add_warmup(c, "z", 1, 2), 0);
+  assert_int_equal(isv_model_config_add_warmup_input(c, "z", "x", ISV_FP32, four, 1,
+                                                     ISV_WARMUP_ZERO, NULL, 0), 0);
+  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  isv_model *m = NULL;
+  assert_int_equal(isv_server_add_model(w.srv, c, "1", &be, &w, &m), 0);
+  isv_model_config_free(c);
+  run_until_not_loading(&w, m);
+  assert_int_equal(m->state, ISV_MODEL_READY); /* its responses taken, its completion judged */
+  assert_int_equal(atomic_load(&w.calls), 2);
+  close_world(&w);
+}
+
+/* a server closing while the warmup runs: its drain is not held by new runs */
+static void close_during_warmup(void **state) {
+  (void)state;
+  world w;
+  open_world(&w);
+  isv_model_config *c = config(0, 1);
+  int64_t four[1] = {4};
+  float cold[4] = {50, 0, 0, 0}; /* 50 ms a run, 100 runs */
+  assert_int_equal(isv_model_config_add_warmup(c, "long", 1, 100), 0);
+  assert_int_equal(isv_model_config_add_warmup_input(c, "long", "x", ISV_FP32, four, 1,
+                                                     ISV_WARMUP_DATA, cold, sizeof cold), 0);
+  int rc;
+  isv_model *m = add(&w, c, &rc);
+  assert_int_equal(rc, 0);
+  (void)m;
+  uint64_t t0 = uv_hrtime();
+  close_world(&w);
+  assert_true(uv_hrtime() - t0 < 2000000000ull); /* not the 5 s the warmup would take */
+  assert_true(atomic_load(&w.calls) < 10);
+}
+
 static void config_rules(void **state) {
   (void)state;
   isv_model_config *c;
@@ -289,6 +347,8 @@ int main(void) {
       cmocka_unit_test(batched_and_given_data),
       cmocka_unit_test(failure),
       cmocka_unit_test(config_rules),
+      cmocka_unit_test(decoupled),
+      cmocka_unit_test(close_during_warmup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
