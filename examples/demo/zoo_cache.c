@@ -11,7 +11,10 @@
  *                 "noise" (random) — makes it LOADING for most of a second after each load
  *   warm_broken   the same backend, failing on a negative INPUT0[0]; its warmup's sample
  *                 "negative" ([-1,0,0,0]) fails, so it stays UNAVAILABLE with the reason in the
- *                 repository index */
+ *                 repository index
+ *   stream_echo   decoupled: INPUT0 FP32 [-1,4] -> one response OUTPUT0 = INPUT0, then an empty
+ *                 completion; a load with the config override {"response_cache": {"enable":
+ *                 true}} fails, as Triton refuses the cache for a decoupled model */
 #include "zoo.h"
 
 #include <string.h>
@@ -33,6 +36,17 @@ static int warm_infer(isv_request *req, void *user) {
   return rc ? rc : isv_request_complete(req, 0, NULL);
 }
 
+static int stream_echo_infer(isv_request *req, void *user) {
+  (void)user;
+  const isv_tensor *x = isv_request_input(req, "INPUT0");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  int rc = isv_request_set_output(req, "OUTPUT0", ISV_FP32, shape, nd, isv_tensor_data(x),
+                                  isv_tensor_byte_size(x), ISV_STATIC);
+  if (rc == 0) rc = demo_send_response(req);
+  return isv_request_complete(req, rc, rc ? "the response could not be sent" : NULL);
+}
+
 /* Whether `name` is registered now (the repository's pick, or every model). */
 static int wanted(const demo_zoo_pick *pick, const char *name) {
   if (pick == NULL) return 1;
@@ -47,6 +61,8 @@ static isv_model_config *config(const char *name, uint32_t max_batch, isv_exec_m
   if (isv_model_config_new(name, &c) != 0) return NULL;
   if (pick && pick->max_batch >= 0) max_batch = (uint32_t)pick->max_batch; /* an override */
   int rc = isv_model_config_set_max_batch(c, max_batch);
+  if (rc == 0 && pick && pick->response_cache >= 0) /* an override, too */
+    rc = isv_model_config_set_response_cache(c, pick->response_cache);
   if (rc == 0) rc = isv_model_config_add_input(c, "INPUT0", ISV_FP32, four, 1);
   if (rc == 0) rc = isv_model_config_add_output(c, "OUTPUT0", ISV_FP32, four, 1);
   if (rc == 0) rc = isv_model_config_set_exec_mode(c, mode);
@@ -86,7 +102,7 @@ int demo_zoo_register_cache(isv_server *srv, const demo_zoo_pick *pick) {
   int rc;
   if (wanted(pick, "cost_cached")) {
     if ((c = config("cost_cached", 32, ISV_EXEC_POOL, 1, pick)) == NULL) return ISV_ENOMEM;
-    rc = isv_model_config_set_response_cache(c, 1);
+    rc = pick && pick->response_cache >= 0 ? 0 : isv_model_config_set_response_cache(c, 1);
     if ((rc = add(srv, c, rc, demo_cost_infer)) != 0) return rc;
   }
   if (wanted(pick, "warm")) {
@@ -100,6 +116,11 @@ int demo_zoo_register_cache(isv_server *srv, const demo_zoo_pick *pick) {
     if ((c = config("warm_broken", 8, ISV_EXEC_POOL, 1, pick)) == NULL) return ISV_ENOMEM;
     rc = sample(c, "negative", 1, 1, ISV_WARMUP_DATA, negative);
     if ((rc = add(srv, c, rc, warm_infer)) != 0) return rc;
+  }
+  if (wanted(pick, "stream_echo")) {
+    if ((c = config("stream_echo", 8, ISV_EXEC_POOL, 2, pick)) == NULL) return ISV_ENOMEM;
+    rc = isv_model_config_set_decoupled(c, 1);
+    if ((rc = add(srv, c, rc, stream_echo_infer)) != 0) return rc;
   }
   return 0;
 }

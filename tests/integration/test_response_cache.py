@@ -3,9 +3,12 @@ the demo's cache: --response-cache-bytes, 16 MiB by default): a repeated request
 answered the same without running the model, counted in REST and gRPC statistics and in
 /metrics in both styles (promtool-clean) —, a different input is a miss, a streamed request is
 never cached, and the model config says response_cache over REST and gRPC."""
+import json
+
 import requests
 
 from grpc_stubs import add_input, encode_raw, load_stubs, make_channel
+from isvtest import simple_body
 from test_metrics_triton import promtool_ok
 
 T = 10
@@ -191,3 +194,45 @@ def test_bounded_by_bytes_lru_and_off(start_demo):
     assert s["execution_count"] == 2
     assert s["inference_stats"]["cache_hit"]["count"] == 0
     assert metric(metrics(off), "isv_response_cache_entries") is None
+
+
+def load(demo, model, config):
+    return requests.post(demo.url("/v2/repository/models/%s/load" % model), timeout=T,
+                         json={"parameters": {"config": json.dumps(config)}})
+
+
+def test_a_load_turns_the_cache_on_and_a_decoupled_model_refuses_it(start_demo):
+    demo = start_demo()
+    # Triton's way: a load with a config override that enables response_cache
+    r = load(demo, "simple", {"response_cache": {"enable": True}})
+    assert r.status_code == 200, r.text
+    assert requests.get(demo.url("/v2/models/simple/config"), timeout=T).json()[
+        "response_cache"] == {"enable": True}
+    for _ in range(3):
+        assert requests.post(demo.url("/v2/models/simple/infer"), json=simple_body(),
+                             timeout=T).status_code == 200
+    s = stats(demo, "simple")
+    assert s["execution_count"] == 1
+    assert (s["inference_stats"]["cache_hit"]["count"],
+            s["inference_stats"]["cache_miss"]["count"]) == (2, 1)
+    # and off again
+    assert load(demo, "simple", {"response_cache": {}}).status_code == 200
+    assert requests.get(demo.url("/v2/models/simple/config"), timeout=T).json()[
+        "response_cache"] == {"enable": False}
+
+    # a decoupled model never caches: the load that asks for it fails, saying why
+    r = load(demo, "stream_echo", {"response_cache": {"enable": True}})
+    assert r.status_code == 400
+    assert "failed to load 'stream_echo'" in r.json()["error"]
+    assert "response cache does not combine with a decoupled model" in r.json()["error"]
+    index = requests.post(demo.url("/v2/repository/index"), json={}, timeout=T).json()
+    (e,) = [m for m in index if m["name"] == "stream_echo"]
+    assert e["state"] == "UNAVAILABLE" and "decoupled" in e["reason"]
+    assert load(demo, "stream_echo", {}).status_code == 200  # back without it
+
+    # an override the demo cannot read is refused, naming the field
+    for bad in ({"response_cache": {"enable": 1}}, {"response_cache": {"size": True}},
+                {"response_cache": True}):
+        r = load(demo, "simple", bad)
+        assert r.status_code == 400, bad
+        assert 'config "response_cache" must be {"enable": true or false}' in r.json()["error"]
