@@ -870,7 +870,9 @@ ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
 
 /* Triton's response_cache { enable: true }: this model's answers are kept in the server's
  * response cache (isv_options_set_response_cache_bytes; without one the setting does nothing)
- * and a request equal to one answered before is answered from it, without running the model —
+ * and a request equal to one answered before is answered from it, without running the model
+ * and without waiting in its queue (once it passed validation and the server's in-flight limit:
+ * the queue's own limits, priority levels and timeouts do not apply to a hit) —
  * statistics count it as a cache hit (Triton's cache_hit: count and lookup time; a request
  * that had to run is a cache_miss: its lookup and insertion time), not as an execution.
  * Equal means: the same model name, version and registration (a version registered again
