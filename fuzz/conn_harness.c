@@ -190,6 +190,8 @@ static void add_model(const char *name, int (*infer)(isv_request *, void *), int
     p.timeout_action = ISV_TIMEOUT_DELAY;
     isv_model_config_set_queue_policy(c, 2, &p);
   }
+  if (strcmp(name, "m") == 0) /* the response cache: clients' tensors hashed, answers copied */
+    isv_model_config_set_response_cache(c, 1);
   if (infer == defer) /* it completes on a later turn: an asynchronous backend, declared so (an
                         * inline one must complete before it returns, or it is failed and freed) */
     isv_model_config_set_exec_mode(c, ISV_EXEC_ASYNC);
@@ -217,6 +219,7 @@ static void init(void) {
   isv_options_set_max_body_bytes(o, 1 << 16);
   isv_options_set_max_header_bytes(o, 4096);
   isv_options_set_access_log(o, check_access, NULL);
+  isv_options_set_response_cache_bytes(o, 1 << 14); /* small: evictions happen too */
   isv_server_new(&loop, o, &srv);
   isv_options_free(o);
   add_model("m", add_one, 1);
@@ -226,6 +229,7 @@ static void init(void) {
   isv_model_config *g;
   isv_model_config_new("g", &g);
   isv_model_config_set_open_io(g, 1);
+  isv_model_config_set_response_cache(g, 1); /* any inputs, any datatype, as keys */
   isv_backend gb = {.struct_size = sizeof gb, .infer = echo_all};
   if (isv_server_add_model(srv, g, "1.0.0", &gb, NULL, NULL) != 0) abort();
   isv_model_config_free(g);

@@ -460,6 +460,18 @@ ISV_EXTERN int isv_options_set_grpc_compression(isv_options *o, size_t min_bytes
  * @return 0, or ISV_EINVAL (o NULL, blocks > 8, block_bytes under 1 MiB)
  */
 ISV_EXTERN int isv_options_set_buffer_prefault(isv_options *o, size_t block_bytes, unsigned blocks);
+/** The response cache's size, in bytes (Triton's --cache-config local,size=N): the answers of
+ * models that enable it (isv_model_config_set_response_cache()) are kept, least recently used
+ * evicted first, so that the same request again is answered without running the model. One
+ * cache for a group's servers (isv_group), made by the first of them whose options ask for one;
+ * a later member's size is ignored. What a cached answer is keyed by, and what is never
+ * cached, is said at isv_model_config_set_response_cache(). Any thread (the options' owner).
+ * @param o the options
+ * @param bytes the cache's bound (0, the default: no cache, and a model that enables one runs
+ *        every request)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
+ISV_EXTERN int isv_options_set_response_cache_bytes(isv_options *o, size_t bytes);
 /** The allocator a server uses for its own memory (nghttp2_mem's shape, plus struct_size): every
  * allocation the server makes from isv_server_new on — its connections, HTTP/2 sessions
  * (nghttp2 is given the same functions), requests and their tensors, registered models, and
@@ -1259,6 +1271,85 @@ ISV_EXTERN int isv_model_config_set_sequence_batching(isv_model_config *c,
                                                       uint64_t idle_timeout_us,
                                                       uint32_t max_sequences);
 
+/** Triton's response_cache { enable: true }: this model's answers are kept in the server's
+ * response cache (isv_options_set_response_cache_bytes(); without one the setting does nothing)
+ * and a request equal to one answered before is answered from it, without running the model
+ * and without waiting in its queue (once it passed validation and the server's in-flight limit:
+ * the queue's own limits, priority levels and timeouts do not apply to a hit) —
+ * statistics count it as a cache hit (Triton's cache_hit: count and lookup time; a request
+ * that had to run is a cache_miss: its lookup and insertion time), not as an execution.
+ * Equal means: the same model name, version and registration (a version registered again
+ * starts with no answers), the same inputs by name — datatype, shape and every byte, in any
+ * order —, the same requested outputs in the same order, and the same request parameters
+ * except those the library consumes ("timeout", "priority", "binary_data_output"). A hit gets
+ * the outputs and response parameters the backend produced, then output selection,
+ * classification and output buffers apply as to any answer. Never stored: a failed, cancelled
+ * or timed-out answer, one asked on a streaming endpoint, a warmup sample's. The backend must
+ * be a pure function of those inputs and parameters. Not with a decoupled model or sequence
+ * batching (isv_server_add_model: ISV_EINVAL, as Triton refuses them). Default off.
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param on nonzero to cache the model's answers
+ * @return 0, or ISV_EINVAL (c NULL)
+ */
+ISV_EXTERN int isv_model_config_set_response_cache(isv_model_config *c, int on);
+/** Triton's model_warmup: samples run through the model before it serves. A version with any
+ * sample starts LOADING (isv_server_add_model() returns at once); each sample runs `count`
+ * times (0 counts as 1, as Triton's), in the order added, on the version's own execution path
+ * (its queue, exec mode and instances: one request per instance at once, so that every
+ * instance runs it — with dynamic batching they may run as one batch); the version becomes
+ * READY once every run succeeded. The first failure stops the warmup and leaves it UNAVAILABLE,
+ * "model warmup failed: sample '<name>': <the backend's message>" in the repository index's
+ * reason and in the host's log (ERROR). Warmup requests come with the in-process protocol
+ * label and are counted in the statistics like any request; they are never cached, nor traced
+ * (isv_options_set_trace()). A host that sets the state meanwhile (isv_server_set_model_state())
+ * decides: the warmup's end no longer changes it. A version removed meanwhile, or a server
+ * closing, stops its warmup after the runs in flight (a closing server's stays LOADING).
+ * A sample's inputs are given one by one (isv_model_config_add_warmup_input()).
+ * Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param sample the sample's name (unique in the model)
+ * @param batch_size >= 1; a model without batching takes 1 only (isv_server_add_model()
+ *        refuses more)
+ * @param count how many times it runs
+ * @return 0, or ISV_EINVAL (a NULL or empty name, batch_size 0) / ISV_EEXIST (a sample name
+ *         already added) / ISV_ENOMEM
+ */
+ISV_EXTERN int isv_model_config_add_warmup(isv_model_config *c, const char *sample,
+                                           uint32_t batch_size, uint32_t count);
+/** How a warmup input's data is made (Triton's zero_data, random_data, input_data_file). */
+typedef enum {
+  ISV_WARMUP_ZERO = 0,   /**< zeros (BYTES: empty elements) */
+  ISV_WARMUP_RANDOM = 1, /**< random values: integers over their range, floats in [0, 1), BOOL
+                          * 0 or 1 (BYTES: empty elements, as Triton falls back to zeros) */
+  ISV_WARMUP_DATA = 2    /**< the bytes given, row-major, one batch row (BYTES: each element a
+                          * u32 little-endian length then its bytes, Triton's file format) */
+} isv_warmup_fill;
+/** One input of sample `sample` (added before): the input's name, datatype and dims (without
+ * the batch dimension; with max_batch > 0 the request is [batch_size, dims...], the sample's
+ * data repeated batch_size times), and its data. Inputs the model declares and the sample
+ * leaves out are left out of its requests (the model's validation then says what is missing,
+ * and the warmup fails with it). Any thread (the configuration's owner, one at a time).
+ * @param c the configuration
+ * @param sample the sample's name
+ * @param input the input's name
+ * @param dt its datatype
+ * @param dims its dimensions, without the batch dimension
+ * @param ndim how many (at most 32)
+ * @param fill zero, random or given data
+ * @param data ISV_WARMUP_DATA's bytes, copied — exactly the row's bytes (BYTES: exactly its
+ *        elements); NULL otherwise
+ * @param byte_size data's bytes; 0 otherwise
+ * @return 0, or ISV_ENOTFOUND (no such sample) / ISV_EEXIST (the input is already given) /
+ *         ISV_EINVAL (a bad datatype, more than 32 dims or a negative one, data that does not
+ *         match, an unknown fill) / ISV_ENOMEM
+ */
+ISV_EXTERN int isv_model_config_add_warmup_input(isv_model_config *c, const char *sample,
+                                                 const char *input, isv_datatype dt,
+                                                 const int64_t *dims, size_t ndim,
+                                                 isv_warmup_fill fill, const void *data,
+                                                 size_t byte_size);
+
 typedef struct isv_model isv_model; /**< one registered (name, version) */
 
 /* ---- Ensembles (Triton's platform "ensemble" and ensemble_scheduling) ----------------------
@@ -1320,7 +1411,8 @@ ISV_EXTERN int isv_model_config_add_ensemble_step(isv_model_config *c, const cha
                                                   size_t n_output_map);
 
 /** Register version `version` of the model described by c. The name may already have other
- * versions. The version starts READY (see isv_server_set_model_state). `user` is passed to
+ * versions. The version starts READY (see isv_server_set_model_state) — LOADING when its
+ * config has warmup samples (isv_model_config_add_warmup), until they ran. `user` is passed to
  * every backend callback. On failure the backend's destroy is NOT called (nothing was taken).
  * *out (may be NULL) receives a handle valid until the version is removed. Loop thread.
  * @param srv the server

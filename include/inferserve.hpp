@@ -614,6 +614,45 @@ class model_config {
     detail::check(isv_model_config_set_queue_policy(c_.get(), level, &p));
     return *this;
   }
+  /** Triton's response_cache (isv_model_config_set_response_cache()).
+   * @param on true to cache this model's answers
+   * @return *this, to chain
+   */
+  model_config &response_cache(bool on = true) {
+    detail::check(isv_model_config_set_response_cache(c_.get(), on ? 1 : 0));
+    return *this;
+  }
+  /** A model_warmup sample (isv_model_config_add_warmup()).
+   * @param sample the sample's name
+   * @param batch_size its batch size
+   * @param count how many times it runs
+   * @return *this, to chain
+   */
+  model_config &warmup(const std::string &sample, std::uint32_t batch_size,
+                       std::uint32_t count = 1) {
+    detail::check(isv_model_config_add_warmup(c_.get(), sample.c_str(), batch_size, count));
+    return *this;
+  }
+  /** An input of a warmup sample (isv_model_config_add_warmup_input(): data for ISV_WARMUP_DATA
+   * only).
+   * @param sample the sample's name
+   * @param input the input's name
+   * @param dt its datatype
+   * @param dims its dimensions (without the batch dimension)
+   * @param fill zero, random or given data
+   * @param data the given data (ISV_WARMUP_DATA), else nullptr
+   * @param byte_size its bytes
+   * @return *this, to chain
+   */
+  model_config &warmup_input(const std::string &sample, const std::string &input,
+                             isv_datatype dt, std::initializer_list<std::int64_t> dims,
+                             isv_warmup_fill fill, const void *data = nullptr,
+                             std::size_t byte_size = 0) {
+    detail::check(isv_model_config_add_warmup_input(c_.get(), sample.c_str(), input.c_str(), dt,
+                                                    dims.begin(), dims.size(), fill, data,
+                                                    byte_size));
+    return *this;
+  }
   /** The C configuration, for the C API.
    * @return the configuration
    */

@@ -14,6 +14,7 @@
 #include "core/repository.h"
 #include "core/request.h"
 #include "core/resolve.h"
+#include "core/warmup.h"
 #include "protocol/builtin.h"
 #include "protocol/custom_http.h"
 #include "protocol/edge.h"
@@ -385,7 +386,10 @@ ISV_EXTERN int isv_server_add_model(isv_server *srv, const isv_model_config *c,
   }
   char why[200];
   int rc = isv__registry_check(c, version, backend, why, sizeof why);
-  if (rc == 0) rc = isv__group_add(&srv->core, c, version, backend, user, out);
+  isv_model *m = NULL;
+  if (rc == 0) rc = isv__group_add(&srv->core, c, version, backend, user, &m);
+  if (rc == 0 && out) *out = m;
+  if (rc == 0 && c->n_warmups) isv__warmup_start(&srv->core, m); /* LOADING until it ran */
   if (rc == ISV_EEXIST)
     set_error(srv, "model '%s' version '%s' is already registered", c->name, version);
   else if (rc == ISV_EINVAL)

@@ -20,9 +20,9 @@ GUARDED = ("core", "transport", "protocol")
 # its place here (the check fails until it has one).
 CORE_ORDER = [
     "layer", "error", "arena", "timeheap", "pool", "stats", "clients", "logset", "options", "sequence",
-    "shm", "ensemble_cfg", "registry", "core", "watch", "resolve", "offload", "request", "shm_tensor", "validate",
-    "classify", "batch", "responses", "group", "queries", "repository", "scheduler",
-    "nested", "ensemble", "lifecycle",
+    "shm", "warmup_cfg", "ensemble_cfg", "registry", "core", "watch", "resolve", "offload",
+    "request", "shm_tensor", "validate", "classify", "batch", "responses", "rcache", "group",
+    "queries", "repository", "scheduler", "nested", "ensemble", "warmup", "lifecycle",
 ]
 
 root = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "lib")

@@ -23,6 +23,8 @@ COVERED_ELSEWHERE = {
                            "copy, freed): test_ensemble.c registers and runs them",
     "core/lifecycle.c": "a core's init and close, composition only: every test that makes a "
                         "core (test_core.c, core_fixture.c) and test_server_inproc.c",
+    "core/warmup_cfg.c": "warmup samples in a config (copy, free, check): test_warmup.c's "
+                         "config_rules, through isv__config_copy and isv__registry_check",
     "core/queries.c": "the queries front ends ask: test_core.c (online, readiness) and "
                       "test_resolve.c (which model a name means, and why not)",
     "core/shm_tensor.c": "tensors in shared memory regions: test_shm.c, beside the regions "

@@ -66,6 +66,8 @@ static void usage(FILE *f) {
           "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
           "  --buffer-cache-bytes N   freed large buffers kept mapped for reuse (default 64 MiB)\n"
+          "  --response-cache-bytes N the response cache's size (cost_cached's answers; default\n"
+          "                           16 MiB; 0: no cache)\n"
           "  --worker-threads N       threads for the pool models (default 8: the zoo's pool\n"
           "                           models mostly sleep)\n"
           "  --max-inflight N         requests queued or running at once, 503 beyond\n"
@@ -220,6 +222,9 @@ static int set_header_to(isv_options *o, unsigned long long v) {
 static int set_cache(isv_options *o, unsigned long long v) {
   return isv_options_set_buffer_cache_bytes(o, (size_t)v);
 }
+static int set_rcache(isv_options *o, unsigned long long v) {
+  return isv_options_set_response_cache_bytes(o, (size_t)v);
+}
 static int set_conns(isv_options *o, unsigned long long v) {
   return v > UINT_MAX ? ISV_EINVAL : isv_options_set_max_connections(o, (unsigned)v);
 }
@@ -267,6 +272,7 @@ static const limit_flag limit_flags[] = {
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
+    {"--response-cache-bytes", set_rcache},
     {"--max-tensors", set_tensors},       {"--send-timeout-ms", set_send_to},
     {"--drain-timeout-ms", set_drain_to}, {"--max-receiving-bytes", set_receiving},
     {"--worker-threads", set_workers},    {"--max-inflight", set_inflight},
@@ -310,6 +316,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   const char *trace_file = NULL;  /* --trace-file (tracing.c) */
   unsigned trace_rate = 1;
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
+  isv_options_set_response_cache_bytes(opts, (size_t)16 << 20); /* cost_cached's (zoo_cache.c) */
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *val = NULL;

@@ -6,9 +6,9 @@
  *    reason: "unloaded", or why the last load failed).
  *  - load: after --load-delay-ms (default 0: the next loop turn; loading takes time, and the
  *    client waits for it), the model is removed if registered and registered again. A config
- *    override may set "max_batch_size" (an integer >= 0, or its digits as a string, as
- *    protobuf's JSON mapping writes int64) and "name" (the model's own); any
- *    other field is refused naming it. A name zoo.c does not have: Triton's "failed to load
+ *    override (override.c) may set "max_batch_size" (an integer >= 0, or its digits as a
+ *    string, as protobuf's JSON mapping writes int64), "response_cache" ({"enable": bool}) and
+ *    "name" (the model's own); any other field is refused naming it. A name zoo.c does not have: Triton's "failed to load
  *    'x', failed to poll from model repository" (404).
  *  - unload: at once. A model zoo.c does not have that is not registered: success, as Triton
  *    (nothing to unload); one that IS registered (the scheduler's, grps's): refused (400), the
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "override.h"
 #include "zoo.h"
 
 #define MAX_MODELS 128
@@ -53,6 +54,7 @@ struct pending {
   repo_server *rs;
   size_t model;      /* index in names */
   int64_t max_batch; /* -1: the zoo's */
+  int response_cache; /* -1: the zoo's */
   pending *prev, *next;
 };
 
@@ -84,129 +86,6 @@ static void list(void *user, isv_repository_list *out) {
   uv_mutex_unlock(&r->mu);
 }
 
-/* ---- config overrides ------------------------------------------------------------------------ */
-
-static const char *ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-    p++;
-  return p;
-}
-
-/* Four hex digits at p, or -1. */
-static long hex4(const char *p) {
-  long v = 0;
-  for (int k = 0; k < 4; k++) {
-    char c = p[k];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
-/* Code point cp as UTF-8 into out[*n..cap): 0, or -1 when it does not fit. */
-static int put_utf8(char *out, size_t *n, size_t cap, long cp) {
-  unsigned char b[4];
-  size_t k = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-  if (k == 1) b[0] = (unsigned char)cp;
-  else {
-    for (size_t i = k - 1; i > 0; i--, cp >>= 6) b[i] = (unsigned char)(0x80 | (cp & 0x3f));
-    b[0] = (unsigned char)((k == 2 ? 0xc0 : k == 3 ? 0xe0 : 0xf0) | cp);
-  }
-  if (*n + k >= cap) return -1;
-  memcpy(out + *n, b, k);
-  *n += k;
-  return 0;
-}
-
-/* A JSON string at p (the library checked the whole text is JSON) into out, its escapes
- * decoded (\uXXXX and surrogate pairs as UTF-8); the position after it, or NULL — also for a
- * string that does not fit or holds \u0000 (a name is a C string: refused, never cut). */
-static const char *string_at(const char *p, char *out, size_t cap) {
-  size_t n = 0;
-  if (*p++ != '"')
-    return NULL;
-  for (; *p && *p != '"'; p++) {
-    char c = *p;
-    if (c != '\\') {
-      if (n + 1 >= cap)
-        return NULL;
-      out[n++] = c;
-      continue;
-    }
-    c = *++p;
-    long cp;
-    switch (c) {
-    case 'b': cp = '\b'; break;
-    case 'f': cp = '\f'; break;
-    case 'n': cp = '\n'; break;
-    case 'r': cp = '\r'; break;
-    case 't': cp = '\t'; break;
-    case 'u':
-      if ((cp = hex4(p + 1)) < 0)
-        return NULL;
-      p += 4;
-      if (cp >= 0xd800 && cp < 0xdc00) { /* a high surrogate: its low one must follow */
-        long lo = p[1] == '\\' && p[2] == 'u' ? hex4(p + 3) : -1;
-        if (lo < 0xdc00 || lo >= 0xe000)
-          return NULL;
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        p += 6;
-      } else if (cp >= 0xdc00 && cp < 0xe000) {
-        return NULL;
-      }
-      break;
-    case '\0': return NULL;
-    default: cp = (unsigned char)c; /* \" \\ \/ */
-    }
-    if (cp == 0 || put_utf8(out, &n, cap, cp) != 0)
-      return NULL;
-  }
-  out[n] = '\0';
-  return *p == '"' ? p + 1 : NULL;
-}
-
-/* The override's max_batch_size into *max_batch (-1 when absent). 0, or an error in err. */
-static int parse_override(const char *json, const char *model, int64_t *max_batch, char *err,
-                          size_t cap) {
-  *max_batch = -1;
-  const char *p = ws(json);
-  if (*p++ != '{')
-    return snprintf(err, cap, "the config override is not a JSON object"), -1;
-  for (p = ws(p); *p && *p != '}'; p = ws(p)) {
-    char key[64], text[256];
-    if ((p = string_at(p, key, sizeof key)) == NULL || *(p = ws(p)) != ':')
-      return snprintf(err, cap, "the config override could not be read"), -1;
-    p = ws(p + 1);
-    if (strcmp(key, "max_batch_size") == 0) {
-      /* a number, or a string of digits: protobuf's JSON mapping (Triton's) allows both */
-      int quoted = *p == '"';
-      char *end;
-      long long v = strtoll(p + quoted, &end, 10);
-      if (end == p + quoted || *end == '.' || *end == 'e' || *end == 'E' || v < 0 ||
-          v > 1 << 20 || (quoted && *end != '"'))
-        return snprintf(err, cap, "config \"max_batch_size\" must be an integer from 0 to "
-                                  "1048576"), -1;
-      *max_batch = v;
-      p = end + quoted;
-    } else if (strcmp(key, "name") == 0) {
-      if ((p = string_at(p, text, sizeof text)) == NULL || strcmp(text, model) != 0)
-        return snprintf(err, cap, "config \"name\" must be the model's own name, '%s'", model),
-               -1;
-    } else {
-      return snprintf(err, cap, "the demo's repository cannot honour config field \"%s\" (it "
-                                "honours \"max_batch_size\", and \"name\")", key), -1;
-    }
-    p = ws(p);
-    if (*p == ',')
-      p++;
-    else if (*p != '}')
-      return snprintf(err, cap, "the config override could not be read"), -1;
-  }
-  return 0;
-}
-
 /* ---- load ------------------------------------------------------------------------------------ */
 
 static void free_pending(uv_handle_t *h) { free(h->data); }
@@ -232,7 +111,7 @@ static void finish_load(pending *pl) {
     char msg[REASON_MAX];
     uv_mutex_lock(&r->mu);
     isv_server_remove_model(rs->srv, name, NULL); /* a reload: running requests finish */
-    demo_zoo_pick pick = {name, pl->max_batch, NULL, NULL};
+    demo_zoo_pick pick = {name, pl->max_batch, NULL, NULL, pl->response_cache};
     int rc = demo_zoo_register_picked(rs->srv, &pick);
     if (rc < 0) {
       snprintf(msg, sizeof msg, "failed to load '%s': %s", name, isv_server_last_error(rs->srv));
@@ -242,8 +121,10 @@ static void finish_load(pending *pl) {
       r->reasons[pl->model][0] = '\0';
     }
     uv_mutex_unlock(&r->mu);
-    if (rc < 0)
-      isv_repository_op_complete(pl->op, rc == ISV_ESTATE ? ISV_EUNAVAIL : ISV_EBACKEND, msg);
+    if (rc < 0) /* a config the override made invalid is the client's (400, as Triton's) */
+      isv_repository_op_complete(pl->op, rc == ISV_ESTATE  ? ISV_EUNAVAIL
+                                         : rc == ISV_EINVAL ? ISV_EBADREQ
+                                                            : ISV_EBACKEND, msg);
     else isv_repository_op_complete(pl->op, 0, NULL);
   }
   uv_close((uv_handle_t *)&pl->timer, free_pending);
@@ -277,9 +158,9 @@ static void load(void *user, isv_repository_op *op, const char *name, const char
     isv_repository_op_complete(op, ISV_ENOTFOUND, msg);
     return;
   }
-  int64_t max_batch = -1;
+  demo_override ov = {-1, -1};
   char err[300];
-  if (config_json && parse_override(config_json, name, &max_batch, err, sizeof err) != 0) {
+  if (config_json && demo_parse_override(config_json, name, &ov, err, sizeof err) != 0) {
     snprintf(msg, sizeof msg, "failed to load '%.60s': %.200s", name, err); /* Triton's words */
     isv_repository_op_complete(op, ISV_EBADREQ, msg);
     return;
@@ -292,7 +173,8 @@ static void load(void *user, isv_repository_op *op, const char *name, const char
   pl->op = op;
   pl->rs = rs;
   pl->model = (size_t)i;
-  pl->max_batch = max_batch;
+  pl->max_batch = ov.max_batch;
+  pl->response_cache = ov.response_cache;
   pl->next = rs->loads;
   if (rs->loads)
     rs->loads->prev = pl;
@@ -330,7 +212,7 @@ int demo_repo_setup(isv_server *srv, uv_loop_t *loop, uint64_t load_delay_ms) {
     if (uv_mutex_init(&r->mu) != 0)
       return ISV_ENOMEM;
     r->load_delay_ms = load_delay_ms;
-    demo_zoo_pick listing = {NULL, -1, seen, r};
+    demo_zoo_pick listing = {NULL, -1, seen, r, -1};
     int rc = demo_zoo_register_picked(srv, &listing);
     if (rc < 0)
       return rc;

@@ -596,6 +596,8 @@ static isv_model_config *make_config(const char *name, uint32_t max_batch, const
   if (zoo_pick && zoo_pick->max_batch >= 0) /* a config override (repo.c) */
     max_batch = (uint32_t)zoo_pick->max_batch;
   int rc = isv_model_config_set_max_batch(c, max_batch);
+  if (rc == 0 && zoo_pick && zoo_pick->response_cache >= 0) /* an override, too */
+    rc = isv_model_config_set_response_cache(c, zoo_pick->response_cache);
   for (size_t i = 0; rc == 0 && i < nin; i++)
     rc = isv_model_config_add_input(c, in[i].name, in[i].dt, in[i].shape, in[i].ndim);
   for (size_t i = 0; rc == 0 && i < nout; i++)
@@ -777,7 +779,7 @@ static int register_own(isv_server *srv) {
                        copy_infer, NULL));
   if (registered_now("loading"))
     TRY(isv_server_set_model_state(srv, "loading", "1", ISV_MODEL_LOADING));
-  return 0;
+  return demo_zoo_register_cache(srv, zoo_pick); /* zoo_cache.c's, reloadable as these */
 }
 
 int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick) {

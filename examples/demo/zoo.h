@@ -36,6 +36,13 @@
  *   cost, cost_batched  INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 after 200 µs + 1 µs per row, one
  *                       instance; cost_batched with dynamic batching (max 32, 500 µs): the pair
  *                       bench/batching.sh compares
+ * The response cache's and model warmup's (zoo_cache.c, reloadable like zoo.c's own):
+ *   cost_cached         cost with the response cache: a repeated input is answered from it
+ *   warm                INPUT0 FP32 [-1,4] -> OUTPUT0 = INPUT0 (sleeps INPUT0[0] ms); its
+ *                       warmup keeps it LOADING for ~0.8 s after each load
+ *   warm_broken         its warmup fails: UNAVAILABLE, the reason in the repository index
+ *   stream_echo         decoupled: one response OUTPUT0 = INPUT0 (FP32 [-1,4]); a load that
+ *                       turns its response cache on fails (Triton refuses it too)
  * Triton's example models for its client programs (zoo_triton.c; INT32, max batch 8):
  *   simple_sequence     sequence batching: INPUT [1] -> OUTPUT [1] = INPUT + START (Triton's
  *                       model: 1 on a start with 0, then the inputs as sent)
@@ -96,7 +103,8 @@ int demo_tracing_setup(isv_options *opts, const char *file, unsigned rate);
  * its number, 1..) and the default model. 0 or the code of the first failure. */
 int demo_zoo_attach(isv_server *srv, unsigned loop);
 /* zoo.c's own models, one at a time — the demo's model repository (repo.c) reloads them:
- * pick->name alone is registered (nothing when NULL), its max batch pick->max_batch when >= 0;
+ * pick->name alone is registered (nothing when NULL), its max batch pick->max_batch when >= 0,
+ * its response cache pick->response_cache when >= 0;
  * pick->seen (may be NULL) hears every name zoo.c has (a listing: name NULL). 0 or the code of
  * the first failure. */
 typedef struct demo_zoo_pick {
@@ -104,6 +112,7 @@ typedef struct demo_zoo_pick {
   int64_t max_batch;
   void (*seen)(void *user, const char *name);
   void *user;
+  int response_cache; /* a config override's response_cache.enable (1 or 0); -1: the zoo's */
 } demo_zoo_pick;
 int demo_zoo_register_picked(isv_server *srv, const demo_zoo_pick *pick);
 /* The demo's model repository (repo.c): zoo.c's models can be unloaded and loaded again (with
@@ -193,6 +202,11 @@ int demo_fail(isv_request *req, int code, const char *fmt, ...)
 int demo_send_response(isv_request *req);
 /* slow's backend (zoo.c): sleeps INPUT0 ms on a worker thread, stops early when cancelled. */
 int demo_slow_infer(isv_request *req, void *user);
+/* cost's backend (zoo_sched.c): 200 µs + 1 µs per row, then OUTPUT0 = INPUT0 (FP32 [-1,4]). */
+int demo_cost_infer(isv_request *req, void *user);
+/* The response cache's and warmup's models (zoo_cache.c), with zoo.c's own (reloadable):
+ * every one, or pick's (pick->seen hears each name). 0 or the code of the first failure. */
+int demo_zoo_register_cache(isv_server *srv, const demo_zoo_pick *pick);
 
 #ifdef __cplusplus
 }

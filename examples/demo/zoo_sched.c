@@ -42,7 +42,7 @@ static int batched_infer(isv_request *req, void *user) {
 
 /* 200 µs per call + 1 µs per row, waited like a GPU call is (the worker sleeps, the cores stay
  * free for the server and the load generator); then OUTPUT0 = INPUT0. */
-static int cost_infer(isv_request *req, void *user) {
+int demo_cost_infer(isv_request *req, void *user) {
   (void)user;
   const isv_tensor *x = isv_request_input(req, "INPUT0");
   size_t nd;
@@ -292,11 +292,11 @@ int demo_zoo_register_scheduling(isv_server *srv) {
   /* the same fixed cost per call, one instance, without and with dynamic batching */
   static const spec c_out[] = {{"OUTPUT0", ISV_FP32, {4}, 1}};
   if ((c = config("cost", 32, b_in, 1, c_out, 1, ISV_EXEC_POOL, 1)) == NULL) return ISV_ENOMEM;
-  if ((rc = add(srv, c, cost_infer, NULL)) != 0) return rc;
+  if ((rc = add(srv, c, demo_cost_infer, NULL)) != 0) return rc;
   if ((c = config("cost_batched", 32, b_in, 1, c_out, 1, ISV_EXEC_POOL, 1)) == NULL)
     return ISV_ENOMEM;
   if ((rc = isv_model_config_set_dynamic_batching(c, 500, NULL, 0)) != 0) return dropped(c, rc);
-  if ((rc = add(srv, c, cost_infer, NULL)) != 0) return rc;
+  if ((rc = add(srv, c, demo_cost_infer, NULL)) != 0) return rc;
 
   /* three priority levels (2 by default): level 1 holds 2 waiting requests at most and ignores
    * a request's "timeout"; level 2 (the default policy) rejects a request at its "timeout";

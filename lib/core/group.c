@@ -3,9 +3,11 @@
 #include "core/group.h"
 
 #include "codec/compiler.h"
+#include "core/rcache.h"
 #include "core/watch.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct isv__gmodel isv__gmodel;
@@ -35,6 +37,9 @@ struct isv_group {
   isv__clients clients;  /* requests in flight per client, over every member */
   isv__logset logset;    /* the logging extension's settings, every member's */
   struct isv__gaddr *addrs; /* addresses members listen on (isv__group_listen_end); under mu */
+  _Atomic(isv__rcache *) rcache; /* the response cache (core/rcache.h), made once by the first
+                                  * member that asks for one (isv__group_rcache_make) */
+  uint64_t serials;    /* registrations so far: each record's serial; under mu */
 };
 
 /* A server's place in its group (core->member). */
@@ -71,6 +76,9 @@ struct isv__gmodel {
   int hidden;            /* a record of library models (g->hidden): refs change under mu */
   atomic_uint refs;      /* the table's + one per member's copy */
   isv__gcopy *copies;    /* every member's copy; under mu */
+  uint64_t serial;       /* its registration's number in the group (the response cache's key) */
+  char *reason;          /* why it is not READY, when the library knows (a failed warmup);
+                          * under mu */
 };
 
 /* An address members listen on: the first bind on it was exclusive, the others join it. */
@@ -151,6 +159,7 @@ static void group_unref(isv_group *g) {
     isv__free(g->addrs);
     g->addrs = next;
   }
+  isv__rcache_free(atomic_load(&g->rcache));
   isv__shm_destroy(&g->shm); /* regions requests still use stay mapped until they let go */
   isv__clients_free(&g->clients);
   isv__logset_destroy(&g->logset);
@@ -168,6 +177,7 @@ static void gname_free(isv__gname *n) {
 
 /* The record's memory, without its backend's destroy (a registration that failed). */
 static void gmodel_free(isv__gmodel *gm) {
+  isv__free(gm->reason);
   isv_model_config_free(gm->cfg);
   isv__free(gm->version);
   isv__free(gm);
@@ -596,9 +606,10 @@ int isv__group_add(isv__core *c, const isv_model_config *cfg, const char *versio
          sizeof gm->backend < be->struct_size ? sizeof gm->backend : be->struct_size);
   gm->backend.struct_size = sizeof gm->backend;
   gm->user = user;
-  gm->state = ISV_MODEL_READY;
+  gm->state = cfg->n_warmups ? ISV_MODEL_LOADING : ISV_MODEL_READY; /* warmup.h: READY after */
   atomic_init(&gm->refs, 1);
   uv_mutex_lock(&g->mu);
+  gm->serial = ++g->serials;
   isv__gname **np = gname_find(g, cfg->name);
   int rc = table_find(g, cfg->name, version) ? ISV_EEXIST : 0;
   if (rc == 0 && *np == NULL) {
@@ -675,6 +686,47 @@ int isv__group_set_state(isv__core *c, const char *name, const char *version,
   if (gm == NULL) return ISV_ENOTFOUND;
   isv__group_sync(c);
   return 0;
+}
+
+int isv__group_rcache_make(isv__core *c, size_t bytes) {
+  isv_group *g = c->member->g;
+  if (bytes == 0) return 0;
+  int rc = 0;
+  uv_mutex_lock(&g->mu);
+  if (atomic_load(&g->rcache) == NULL) {
+    isv__rcache *rc_new;
+    rc = isv__rcache_new(g->mem, bytes, &rc_new);
+    if (rc == 0) atomic_store(&g->rcache, rc_new);
+  }
+  uv_mutex_unlock(&g->mu);
+  return rc;
+}
+
+isv__rcache *isv__group_rcache(const isv__core *c) {
+  return atomic_load_explicit(&c->member->g->rcache, memory_order_acquire);
+}
+
+uint64_t isv__model_serial(const isv_model *m) { return m->gcopy ? m->gcopy->gm->serial : 0; }
+
+void isv__group_set_reason(isv__core *c, const isv_model *m, const char *why) {
+  if (m->gcopy == NULL) return;
+  isv_group *g = c->member->g;
+  char *d = isv__strdup(g->mem, why); /* NULL when out of memory: no reason, the log has it */
+  uv_mutex_lock(&g->mu);
+  isv__free(m->gcopy->gm->reason);
+  m->gcopy->gm->reason = d;
+  uv_mutex_unlock(&g->mu);
+}
+
+size_t isv__model_reason(const isv_model *m, char *out, size_t cap) {
+  if (cap) out[0] = '\0';
+  if (m->gcopy == NULL || cap == 0) return 0;
+  isv_group *g = m->gcopy->gm->g;
+  uv_mutex_lock(&g->mu);
+  const char *r = m->gcopy->gm->reason;
+  if (r) snprintf(out, cap, "%s", r);
+  uv_mutex_unlock(&g->mu);
+  return strlen(out);
 }
 
 /* A label (what = 0) or the default version (what = 1) of a model name. */

@@ -113,6 +113,20 @@ typedef struct isv__hidden_model {
 int isv__group_add_hidden(isv__core *c, const isv__hidden_model *h, isv_model **out);
 
 
+/* The response cache (core/rcache.h) is the group's: make it with `bytes` unless a member
+ * made it already (bytes 0: nothing). 0, or ISV_ENOMEM. Loop thread. */
+int isv__group_rcache_make(isv__core *c, size_t bytes);
+/* The group's response cache, or NULL: none. Any member's thread. */
+struct isv__rcache *isv__group_rcache(const isv__core *c);
+/* The registration m is a copy of: its serial number in the group (0: registered past the
+ * group), so that a version registered again never answers from its predecessor's cache. */
+uint64_t isv__model_serial(const isv_model *m);
+/* Why m's version is not READY, as the library knows it (a failed warmup: core/warmup.h), for
+ * every member's repository index: set it (copied), read it into out ("" when none; the
+ * length). Loop thread / any thread that may use m. */
+void isv__group_set_reason(isv__core *c, const isv_model *m, const char *why);
+size_t isv__model_reason(const isv_model *m, char *out, size_t cap);
+
 /* A model version's statistics, summed over every member's copy. Any thread that may use m. */
 void isv__model_stats(const isv_model *m, isv__stats_snap *out);
 /* Executions of batch size k (isv__stats.batch_execs), summed likewise. */

@@ -44,6 +44,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   if ((rc = isv__group_enter(c, opts->group, opts->shared_memory,
                              opts->shared_memory_in_place)) != 0)
     goto fail_mu;
+  if ((rc = isv__group_rcache_make(c, opts->response_cache_bytes)) != 0) goto fail_group;
   size_t cache = opts->buffer_cache_bytes, warm = 0;
   if (opts->prefault_blocks) { /* the cache's limit holds the blocks asked for */
     size_t block = isv__bigbuf_block_size(opts->prefault_block_bytes);

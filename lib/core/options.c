@@ -213,6 +213,12 @@ ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
   return 0;
 }
 
+ISV_EXTERN int isv_options_set_response_cache_bytes(isv_options *o, size_t bytes) {
+  if (o == NULL) return ISV_EINVAL;
+  o->response_cache_bytes = bytes;
+  return 0;
+}
+
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles) {
   if (o == NULL || styles == 0 || (styles & ~(unsigned)(ISV_METRICS_LIBINFERSERVE | ISV_METRICS_TRITON)))
     return ISV_EINVAL;

@@ -3,6 +3,7 @@
 
 #include "codec/datatype.h"
 #include "codec/compiler.h"
+#include "core/warmup_cfg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,7 @@ static void sig_free(isv__signature *s) {
 
 ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
   if (c == NULL) return;
+  isv__warmups_free(c->warmups, c->n_warmups);
   for (size_t i = 0; i < c->n_sigs; i++) sig_free(&c->sigs[i]);
   isv__free(c->sigs);
   isv__free(c->name);
@@ -323,6 +325,12 @@ ISV_EXTERN int isv_model_config_set_dynamic_batching(isv_model_config *c, uint64
   return 0;
 }
 
+ISV_EXTERN int isv_model_config_set_response_cache(isv_model_config *c, int on) {
+  if (c == NULL) return ISV_EINVAL;
+  c->response_cache = on != 0;
+  return 0;
+}
+
 ISV_EXTERN int isv_model_config_set_decoupled(isv_model_config *c, int on) {
   if (c == NULL) return ISV_EINVAL;
   c->decoupled = on != 0;
@@ -405,6 +413,12 @@ isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem
   d->native = c->native;
   d->chat_template = c->chat_template;
   d->chat_template_user = c->chat_template_user;
+  d->response_cache = c->response_cache;
+  if (isv__warmups_copy(d->mem, c->warmups, c->n_warmups, &d->warmups) != 0) {
+    isv_model_config_free(d);
+    return NULL;
+  }
+  d->n_warmups = c->n_warmups;
   d->queue_policies = c->queue_policies;
   d->priority_levels = c->priority_levels;
   d->default_priority = c->default_priority;
@@ -607,6 +621,11 @@ int isv__registry_check(const isv_model_config *c, const char *version, const is
   if (c->queue_policies && c->sequences)
     return invalid(why, cap, "priority levels and queue policies do not combine with sequence "
                              "batching (a sequence's requests run in their order)");
+  if (c->response_cache && (c->decoupled || c->sequences))
+    return invalid(why, cap, "the response cache does not combine with a decoupled model or "
+                             "sequence batching (their answers depend on more than one request)");
+  if (isv__warmups_check(c->warmups, c->n_warmups, c->max_batch, c->sequences, why, cap) != 0)
+    return ISV_EINVAL;
   for (size_t i = 0; i < c->n_level_policies; i++)
     if (c->level_policies[i].level > c->priority_levels) {
       if (why) snprintf(why, cap, "priority queue policy must have priority level in range "

@@ -71,6 +71,9 @@ struct isv_model_config {
   isv_queue_policy default_policy;
   isv__level_policy *level_policies; /* the levels given one of their own, in setting order */
   size_t n_level_policies;
+  int response_cache;            /* Triton's response_cache.enable (core/rcache.h) */
+  struct isv__warmup *warmups;   /* Triton's model_warmup samples (core/warmup.h), in order */
+  size_t n_warmups;
   int open_io; /* undeclared inputs and outputs are allowed (isv_model_config_set_open_io) */
   int native;  /* wants a protocol's own message (isv_model_config_set_native) */
   struct isv__ens_cfg *ensemble; /* an ensemble's steps (core/ensemble_cfg.h); NULL: none */

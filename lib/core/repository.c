@@ -138,9 +138,13 @@ static void push(isv_repository_list *ix, const char *name, const char *version,
 
 static void add_versions(isv__model_entry *e, void *data) {
   isv_repository_list *ix = data;
+  char why[512]; /* the library's own reason (a failed warmup: core/warmup.h), if any */
   for (const isv_model *m = e->versions; m; m = m->next)
-    if (!ix->ready_only || m->state == ISV_MODEL_READY)
-      push(ix, e->name, m->version, isv__model_state_name(m->state), "");
+    if (!ix->ready_only || m->state == ISV_MODEL_READY) {
+      if (m->state == ISV_MODEL_READY) why[0] = '\0';
+      else isv__model_reason(m, why, sizeof why);
+      push(ix, e->name, m->version, isv__model_state_name(m->state), why);
+    }
 }
 
 ISV_EXTERN int isv_repository_list_add(isv_repository_list *out, const char *name,

@@ -145,6 +145,8 @@ struct isv_request {
                                  * the repository's hidden model, never to a named one */
 
   uint64_t timeout_us;     /* a front end's deadline (grpc-timeout); 0 = none */
+  int warmup;              /* a model warmup sample's (core/warmup.h): may run while its version
+                            * is LOADING; never cached */
   int is_exec;             /* handed to a backend's infer (an execution, not a batch's member):
                             * the one a backend may complete; set before infer, never cleared */
   struct isv__job *job;    /* the scheduler's, from submission (core/scheduler.c); NULL before */

@@ -35,6 +35,7 @@
 #include "core/scheduler.h"
 #include "core/group.h"
 #include "core/offload.h"
+#include "core/rcache.h"
 #include "core/watch.h"
 #include "core/repository.h"
 #include "core/request.h"
@@ -42,6 +43,7 @@
 #include "core/sequence.h"
 
 enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON, T_QUEUE };
+#define ISV__CACHE_HIT 1 /* admit(): answered from the response cache (not an error code) */
 
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define US 1000ull /* ns */
@@ -79,6 +81,8 @@ struct isv__job {
   int authz_pending;           /* waiting for the model stage's decision (isv__core_authorized) */
   isv__seq *seq;               /* sequence batching: its sequence */
   unsigned seq_flags;          /* ISV_SEQUENCE_FLAG_START / END as the request said */
+  int cache_store;             /* a response cache miss: store its answer under cache_key */
+  isv__rkey cache_key;
   uint64_t run_ns;             /* when its execution started (0: never ran) */
   uint64_t infer_ns;           /* when infer was called */
 };
@@ -491,7 +495,50 @@ static void record(isv_request *r) {
     isv__count(&s->compute_infer_ns, x->complete_ns - x->job->infer_ns);
     isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
   }
-  if (r->core->opts.trace && r->model->cfg->name[0] != '@') trace(r, now); /* not the library's own */
+  /* not the library's own models' requests, nor a warmup's: no client sent them */
+  if (r->core->opts.trace && r->model->cfg->name[0] != '@' && !r->warmup) trace(r, now);
+}
+
+/* ---- the response cache (core/rcache.h) ------------------------------------------------ */
+
+/* Whether r's answer may come from, and go to, the cache: the model enables it, the group has
+ * one, and r is an ordinary request (not a warmup sample's, not on a streaming endpoint, not
+ * cancelled). Decoupled and sequence models never enable it (isv__registry_check). */
+static isv__rcache *cache_of(const isv_request *r) {
+  if (!r->model->cfg->response_cache || r->warmup || r->stream ||
+      atomic_load_explicit(&((isv_request *)r)->cancelled, memory_order_relaxed))
+    return NULL;
+  return isv__group_rcache(r->core);
+}
+
+/* Admission: a hit is answered now, without the queue (1); a miss is marked to be stored. */
+static int cache_lookup(isv_request *r) {
+  isv__rcache *rc = cache_of(r);
+  if (rc == NULL) return 0;
+  isv__stats *s = &r->model->stats;
+  isv__job *j = r->job;
+  uint64_t ns;
+  isv__rcache_key(rc, r, isv__model_serial(r->model), &j->cache_key);
+  if (isv__rcache_answer(rc, &j->cache_key, r, &ns)) {
+    isv__count(&s->cache_hit, 1);
+    isv__count(&s->cache_hit_ns, ns);
+    return 1;
+  }
+  isv__count(&s->cache_miss, 1);
+  isv__count(&s->cache_miss_ns, ns);
+  j->cache_store = 1;
+  return 0;
+}
+
+/* A miss's answer, kept when it is a good one: succeeded, not cancelled, within its deadline,
+ * not left to a backend the close abandoned. */
+static void cache_store(isv_request *r) {
+  isv__rcache *rc = cache_of(r);
+  r->job->cache_store = 0;
+  if (rc == NULL || r->status != 0 || r->job->timed_out || r->abandoned) return;
+  uint64_t ns;
+  if (isv__rcache_store(rc, &r->job->cache_key, r, &ns) == 0)
+    isv__count(&r->model->stats.cache_miss_ns, ns);
 }
 
 static void finish_request(isv_request *r) {
@@ -504,6 +551,7 @@ static void finish_request(isv_request *r) {
   if (j && j->timed_out)
     isv__request_fail(r, ISV_EDEADLINE, "request to model '%s' passed its deadline while it %s",
                       r->model->cfg->name, j->run_ns ? "ran" : "waited");
+  if (j && j->cache_store) cache_store(r);
   if (r->status == 0 && isv__request_postprocess(r, 0) != 0 && r->errmsg[0] == '\0')
     r->errmsg = isv_strerror(r->status);
   if (r->status != 0 && !r->abandoned) r->n_outputs = 0; /* no partial outputs (an abandoned
@@ -984,7 +1032,8 @@ static int policy_admit(isv_request *r, uint64_t timeout_us, unsigned *q, uint64
   return 0;
 }
 
-/* Admit a bound, valid request: limits, deadline, sequence, queue. 0, or r failed. */
+/* Admit a bound, valid request: limits, deadline, sequence, queue — or answer it from the
+ * response cache (ISV__CACHE_HIT: finish it). 0, ISV__CACHE_HIT, or r failed. */
 static int admit(isv__core *c, isv_request *r) {
   isv_model *m = r->model;
   const isv_model_config *cfg = m->cfg;
@@ -998,6 +1047,7 @@ static int admit(isv__core *c, isv_request *r) {
     return isv__request_fail(r, ISV_EBADREQ, "model '%s' is decoupled (it streams any number "
                              "of responses): this endpoint answers once, use a streaming one",
                              cfg->name);
+  if (cache_lookup(r)) return ISV__CACHE_HIT; /* answered: it needs no queue */
   size_t queued = m->stats.queued;
   if (cfg->max_queue && queued >= cfg->max_queue) {
     r->retry_after_s = retry_after_s(m, 0);
@@ -1118,7 +1168,8 @@ static void run_admitted(isv_request *r) {
   atomic_store_explicit(&m->stats.inflight,
                         atomic_load_explicit(&m->stats.inflight, memory_order_relaxed) + 1,
                         memory_order_relaxed);
-  if (m->removed || m->state != ISV_MODEL_READY) {
+  if (m->removed ||
+      (m->state != ISV_MODEL_READY && !(r->warmup && m->state == ISV_MODEL_LOADING))) {
     isv__model_spec spec = isv__model_spec_of(m);
     isv__core_fail_why(r, ISV__NOT_READY, &spec); /* KServe's words, for every protocol */
     finish_request(r);
@@ -1134,7 +1185,7 @@ static void run_admitted(isv_request *r) {
     finish_request(r);
     return;
   }
-  if (admit(c, r) != 0) {
+  if (admit(c, r) != 0) { /* a refusal, or a cache hit's answer */
     finish_request(r);
     return;
   }

@@ -16,6 +16,7 @@ void isv__stats_triton(const isv__stats_snap *s, isv__triton_stats *out) {
     ok += s->success[p];
     failed += s->failure[p];
   }
+  uint64_t ran = ok > s->cache_hit ? ok - s->cache_hit : 0; /* hits never reach the backend */
   *out = (isv__triton_stats){
       .last_inference_ms = s->last_inference_ms,
       .inference_count = s->inference_count,
@@ -23,9 +24,11 @@ void isv__stats_triton(const isv__stats_snap *s, isv__triton_stats *out) {
       .success = {ok, s->success_ns},
       .fail = {failed, s->failure_ns},
       .queue = {ok, s->queue_ns},
-      .compute_input = {ok, s->compute_input_ns},
-      .compute_infer = {ok, s->compute_infer_ns},
-      .compute_output = {ok, s->compute_output_ns},
+      .compute_input = {ran, s->compute_input_ns},
+      .compute_infer = {ran, s->compute_infer_ns},
+      .compute_output = {ran, s->compute_output_ns},
+      .cache_hit = {s->cache_hit, s->cache_hit_ns},
+      .cache_miss = {s->cache_miss, s->cache_miss_ns},
   };
 }
 
@@ -63,6 +66,10 @@ void isv__stats_add_to(isv__stats_snap *out, const isv__stats *s) {
   out->failure_ns += isv__counter_get(&s->failure_ns);
   for (unsigned i = 0; i < ISV__FAIL_REASONS; i++)
     out->failure_reason[i] += isv__counter_get(&s->failure_reason[i]);
+  out->cache_hit += isv__counter_get(&s->cache_hit);
+  out->cache_hit_ns += isv__counter_get(&s->cache_hit_ns);
+  out->cache_miss += isv__counter_get(&s->cache_miss);
+  out->cache_miss_ns += isv__counter_get(&s->cache_miss_ns);
   uint64_t last = isv__counter_get(&s->last_inference_ms);
   if (last > out->last_inference_ms) out->last_inference_ms = last;
 }

@@ -72,6 +72,9 @@ typedef struct isv__stats {
   isv__counter success_ns, failure_ns; /* submit → done, summed over successes / failures */
   isv__counter failure_reason[ISV__FAIL_REASONS]; /* failures by isv__fail_reason */
   isv__counter last_inference_ms;      /* when the last request finished, ms since the epoch */
+  /* the response cache (core/rcache.h): hits (answered from it: lookup and copy time) and
+   * misses (lookup time, plus the insertion's when the answer was stored) */
+  isv__counter cache_hit, cache_hit_ns, cache_miss, cache_miss_ns;
   _Atomic size_t queued;     /* requests waiting for an instance now (the scheduler's) */
   isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] (the
                               * registry allocates them with the version) */
@@ -98,6 +101,7 @@ typedef struct isv__stats_snap {
   uint64_t success_ns, failure_ns;
   uint64_t failure_reason[ISV__FAIL_REASONS];
   uint64_t last_inference_ms; /* the latest of the copies' */
+  uint64_t cache_hit, cache_hit_ns, cache_miss, cache_miss_ns;
 } isv__stats_snap;
 
 /* Add one copy's numbers into a snapshot (its protocols[] already say which labels). */
@@ -105,14 +109,15 @@ void isv__stats_add_to(isv__stats_snap *out, const isv__stats *s);
 
 /* Triton's statistics extension: one model version's numbers in its terms, as both of its
  * protocols (REST JSON, gRPC ModelStatistics) report them. Every stage counts the successful
- * requests (Triton's convention); what is not measured — cache hits and misses, the time per
- * batch size — is reported as 0. */
+ * requests that ran (Triton's convention: a cache hit is in success and queue, not in the
+ * compute stages); what is not measured — the time per batch size — is reported as 0. */
 typedef struct isv__stat_duration {
   uint64_t count, ns;
 } isv__stat_duration;
 typedef struct isv__triton_stats {
   uint64_t last_inference_ms, inference_count, execution_count;
   isv__stat_duration success, fail, queue, compute_input, compute_infer, compute_output;
+  isv__stat_duration cache_hit, cache_miss;
 } isv__triton_stats;
 void isv__stats_triton(const isv__stats_snap *s, isv__triton_stats *out);
 

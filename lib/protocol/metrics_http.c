@@ -4,6 +4,7 @@
 
 #include "core/group.h"
 #include "core/queries.h"
+#include "core/rcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,19 @@ static void one_entry(isv__model_entry *e, void *data) {
       }
       break;
     }
+    case 11:
+    case 12: /* the response cache's, for the models that enable it */
+      if (!m->cfg->response_cache) break;
+      for (int hit = 1; hit >= 0; hit--) {
+        isv__buf_puts(b, rd->pass == 11 ? "isv_cache_requests_total{" :
+                                          "isv_cache_duration_seconds_total{");
+        labels(b, m);
+        isv__buf_puts(b, hit ? ",result=\"hit\"} " : ",result=\"miss\"} ");
+        if (rd->pass == 11) u64(b, hit ? s->cache_hit : s->cache_miss);
+        else num(b, "%.9g", (double)(hit ? s->cache_hit_ns : s->cache_miss_ns) / 1e9);
+        isv__buf_putc(b, '\n');
+      }
+      break;
     case 10: {
       uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
       for (uint32_t k = 0; k <= max; k++) {
@@ -172,11 +186,25 @@ static void one_entry(isv__model_entry *e, void *data) {
   }
 }
 
+/* A family's # HELP and # TYPE lines. */
+static void family(isv__buf *b, const char *name, const char *help, const char *type) {
+  isv__buf_puts(b, "# HELP ");
+  isv__buf_puts(b, name);
+  isv__buf_putc(b, ' ');
+  isv__buf_puts(b, help);
+  isv__buf_puts(b, "\n# TYPE ");
+  isv__buf_puts(b, name);
+  isv__buf_putc(b, ' ');
+  isv__buf_puts(b, type);
+  isv__buf_putc(b, '\n');
+}
+
 /* ---- Triton's names (isv_options_set_metrics_style) ----------------------------------------- */
 
 typedef enum {
   TV_SUCCESS, TV_FAILURE, TV_INFERENCES, TV_EXECS, TV_REQUEST_US, TV_QUEUE_US, TV_INPUT_US,
-  TV_INFER_US, TV_OUTPUT_US, TV_PENDING
+  TV_INFER_US, TV_OUTPUT_US, TV_PENDING, TV_CACHE_HITS, TV_CACHE_HIT_US, TV_CACHE_MISSES,
+  TV_CACHE_MISS_US
 } triton_value;
 
 typedef struct triton_family {
@@ -205,6 +233,14 @@ static const triton_family triton_families[] = {
      "in microseconds (does not include cached requests)", "counter", TV_OUTPUT_US},
     {"nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting "
      "execution per-model.", "gauge", TV_PENDING},
+    /* the response cache's, for the models that enable it (Triton's per-model cache metrics) */
+    {"nv_cache_num_hits_per_model", "Number of cache hits per model", "counter", TV_CACHE_HITS},
+    {"nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds",
+     "counter", TV_CACHE_HIT_US},
+    {"nv_cache_num_misses_per_model", "Number of cache misses per model", "counter",
+     TV_CACHE_MISSES},
+    {"nv_cache_miss_duration_per_model", "Total cache miss (insert+lookup) duration per model, "
+     "in microseconds", "counter", TV_CACHE_MISS_US},
 };
 
 typedef struct triton_render {
@@ -243,7 +279,12 @@ static void triton_entry(isv__model_entry *e, void *data) {
     case TV_INFER_US: v = s.compute_infer_ns / 1000; break;
     case TV_OUTPUT_US: v = s.compute_output_ns / 1000; break;
     case TV_PENDING: v = s.queued; break;
+    case TV_CACHE_HITS: v = s.cache_hit; break;
+    case TV_CACHE_HIT_US: v = s.cache_hit_ns / 1000; break;
+    case TV_CACHE_MISSES: v = s.cache_miss; break;
+    case TV_CACHE_MISS_US: v = s.cache_miss_ns / 1000; break;
     }
+    if (rd->f->value >= TV_CACHE_HITS && !m->cfg->response_cache) continue;
     model_value(b, rd->f->name, m, v);
   }
 }
@@ -251,17 +292,37 @@ static void triton_entry(isv__model_entry *e, void *data) {
 static void render_triton(isv__core *core, isv__buf *b) {
   for (size_t i = 0; i < sizeof triton_families / sizeof triton_families[0]; i++) {
     const triton_family *f = &triton_families[i];
-    isv__buf_puts(b, "# HELP ");
-    isv__buf_puts(b, f->name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, f->help);
-    isv__buf_puts(b, "\n# TYPE ");
-    isv__buf_puts(b, f->name);
-    isv__buf_putc(b, ' ');
-    isv__buf_puts(b, f->type);
-    isv__buf_putc(b, '\n');
+    family(b, f->name, f->help, f->type);
     triton_render rd = {b, f};
     isv__registry_foreach_all(isv__core_models(core), triton_entry, &rd);
+  }
+  isv__rcache *rc = isv__group_rcache(core);
+  if (rc == NULL) return;
+  isv__rcache_stats st;
+  isv__rcache_stats_get(rc, &st);
+  /* the server-wide cache, as Triton's local cache reports it (gauges, as Triton types them) */
+  const struct {
+    const char *name, *help;
+    double v;
+  } g[] = {
+      {"nv_cache_num_entries", "Number of responses stored in response cache", (double)st.entries},
+      {"nv_cache_num_lookups", "Number of cache lookups in response cache", (double)st.lookups},
+      {"nv_cache_num_hits", "Number of cache hits in response cache", (double)st.hits},
+      {"nv_cache_num_misses", "Number of cache misses in response cache", (double)st.misses},
+      {"nv_cache_num_evictions", "Number of cache evictions in response cache",
+       (double)st.evictions},
+      {"nv_cache_lookup_duration", "Total cache lookup duration (hit and miss), in microseconds",
+       (double)(st.lookup_ns / 1000)},
+      {"nv_cache_insertion_duration", "Total cache insertion duration, in microseconds",
+       (double)(st.insert_ns / 1000)},
+      {"nv_cache_util", "Cache utilization [0.0 - 1.0]", (double)st.bytes / (double)st.max_bytes},
+  };
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+    family(b, g[i].name, g[i].help, "gauge");
+    isv__buf_puts(b, g[i].name);
+    isv__buf_putc(b, ' ');
+    num(b, "%.17g", g[i].v);
+    isv__buf_putc(b, '\n');
   }
 }
 
@@ -292,6 +353,12 @@ static void render_own(isv__core *core, isv__buf *b) {
       "# TYPE isv_stage_duration_seconds_total counter\n",
       "# HELP isv_batch_executions_total Backend calls by batch size (rows).\n"
       "# TYPE isv_batch_executions_total counter\n",
+      "# HELP isv_cache_requests_total Requests of models with the response cache, by result: "
+      "hit (answered from it) or miss (run).\n"
+      "# TYPE isv_cache_requests_total counter\n",
+      "# HELP isv_cache_duration_seconds_total Time spent in the response cache, by result: a "
+      "hit's lookup and copy, a miss's lookup and insertion.\n"
+      "# TYPE isv_cache_duration_seconds_total counter\n",
   };
   isv__buf_puts(b, "# HELP isv_server_ready 1 when the server is ready (online).\n"
                    "# TYPE isv_server_ready gauge\nisv_server_ready ");
@@ -300,6 +367,28 @@ static void render_own(isv__core *core, isv__buf *b) {
     render rd = {b, pass};
     isv__buf_puts(b, head[pass]);
     isv__registry_foreach_all(isv__core_models(core), one_entry, &rd);
+  }
+  isv__rcache *rc = isv__group_rcache(core);
+  if (rc == NULL) return;
+  isv__rcache_stats st;
+  isv__rcache_stats_get(rc, &st);
+  const struct {
+    const char *name, *help, *type;
+    uint64_t v;
+  } c[] = {
+      {"isv_response_cache_entries", "Answers held in the response cache.", "gauge", st.entries},
+      {"isv_response_cache_bytes", "Bytes the response cache's answers take.", "gauge", st.bytes},
+      {"isv_response_cache_capacity_bytes", "The response cache's size "
+       "(isv_options_set_response_cache_bytes).", "gauge", st.max_bytes},
+      {"isv_response_cache_evictions_total", "Answers evicted from the response cache to make "
+       "room (least recently used first).", "counter", st.evictions},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    family(b, c[i].name, c[i].help, c[i].type);
+    isv__buf_puts(b, c[i].name);
+    isv__buf_putc(b, ' ');
+    u64(b, c[i].v);
+    isv__buf_putc(b, '\n');
   }
 }
 

@@ -13,6 +13,7 @@
 #include "core/offload.h"
 #include "core/request.h"
 #include "core/resolve.h"
+#include "core/warmup_cfg.h"
 #include "protocol/edge.h"
 #include "protocol/trace.h"
 #include "protocol/http_reply.h"
@@ -405,7 +406,7 @@ static void write_model_stats(stats_out *o, const isv_model *m) {
   } stages[] = {{"success", t.success},        {"fail", t.fail},
                 {"queue", t.queue},            {"compute_input", t.compute_input},
                 {"compute_infer", t.compute_infer}, {"compute_output", t.compute_output},
-                {"cache_hit", {0, 0}},         {"cache_miss", {0, 0}}};
+                {"cache_hit", t.cache_hit},    {"cache_miss", t.cache_miss}};
   isv__buf_puts(b, ",\"inference_stats\":{");
   for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
     if (i) isv__buf_putc(b, ',');
@@ -524,6 +525,45 @@ static void write_ensemble(isv__buf *b, const struct isv__ens_cfg *e) {
   isv__buf_puts(b, "]}");
 }
 
+/* Triton's model_warmup (ModelWarmup: its inputs a map by input name) and response_cache.
+ * DECISION: a sample's given data (ISV_WARMUP_DATA) came from the host, not from a file; its
+ * input_data_file shows the input's name, the file name a Triton repository would use. */
+static void write_warmup_cache(isv__buf *b, const isv_model_config *c) {
+  static const char *const fill[] = {",\"zero_data\":true", ",\"random_data\":true",
+                                     ",\"input_data_file\":"};
+  isv__buf_puts(b, ",\"model_warmup\":[");
+  for (size_t i = 0; i < c->n_warmups; i++) {
+    const isv__warmup *w = &c->warmups[i];
+    if (i) isv__buf_putc(b, ',');
+    isv__buf_puts(b, "{\"name\":");
+    write_str(b, w->name);
+    isv__buf_puts(b, ",\"batch_size\":");
+    isv__json_write_u64(b, w->batch_size);
+    isv__buf_puts(b, ",\"inputs\":{");
+    for (size_t k = 0; k < w->n_inputs; k++) {
+      const isv__warmup_input *in = &w->inputs[k];
+      if (k) isv__buf_putc(b, ',');
+      write_str(b, in->name);
+      isv__buf_puts(b, ":{\"data_type\":");
+      write_str(b, isv__dt_name(in->dt, ISV__DTN_TRITON));
+      isv__buf_puts(b, ",\"dims\":[");
+      for (size_t d = 0; d < in->ndim; d++) {
+        if (d) isv__buf_putc(b, ',');
+        isv__json_write_i64(b, in->dims[d]);
+      }
+      isv__buf_putc(b, ']');
+      isv__buf_puts(b, fill[in->fill]);
+      if (in->fill == ISV_WARMUP_DATA) write_str(b, in->name);
+      isv__buf_putc(b, '}');
+    }
+    isv__buf_puts(b, "},\"count\":");
+    isv__json_write_u64(b, w->count);
+    isv__buf_putc(b, '}');
+  }
+  isv__buf_puts(b, c->response_cache ? "],\"response_cache\":{\"enable\":true}"
+                                     : "],\"response_cache\":{\"enable\":false}");
+}
+
 static void config(isv__http_req *q) {
   isv_model *m = path_model(q, 0);
   if (m == NULL) return;
@@ -567,7 +607,9 @@ static void config(isv__http_req *q) {
   }
   isv__buf_puts(&b, ",\"model_transaction_policy\":{\"decoupled\":");
   isv__buf_puts(&b, c->decoupled ? "true" : "false");
-  isv__buf_puts(&b, "}}");
+  isv__buf_putc(&b, '}');
+  write_warmup_cache(&b, c);
+  isv__buf_putc(&b, '}');
   isv__reply_json(q->ex, 200, &b);
 }
 

@@ -33,6 +33,7 @@
 #include "codec/utf8.h"
 #include "core/registry.h"
 #include "core/shm_tensor.h"
+#include "core/warmup_cfg.h"
 #include "grpc_predict_v2.pb.h"
 
 
@@ -1078,6 +1079,8 @@ static void put_model_statistics(isv__buf *b, const isv_model *m) {
   put_duration(&is, 4, t.compute_input);
   put_duration(&is, 5, t.compute_infer);
   put_duration(&is, 6, t.compute_output);
+  put_duration(&is, 7, t.cache_hit);
+  put_duration(&is, 8, t.cache_miss);
   put_len(&s, 6, is.data, is.len);
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
   for (uint32_t k = 1; k <= max; k++) {
@@ -1196,6 +1199,45 @@ static void put_ensemble(isv__buf *k, const struct isv__ens_cfg *e) {
   isv__buf_free(&x);
 }
 
+/* ModelWarmup {name 1, batch_size 2, inputs 3 (map<string, Input>: entries {key 1, value 2}),
+ * count 4}; Input {data_type 1, dims 2, zero_data 3 | random_data 4 | input_data_file 5} (a
+ * oneof: its member is sent even when false; the file: the input's name, as REST shows it). */
+static void put_warmups(isv__buf *k, const isv_model_config *c) {
+  for (size_t i = 0; i < c->n_warmups; i++) {
+    const isv__warmup *w = &c->warmups[i];
+    isv__buf s;
+    isv__buf_init(&s, k->mem);
+    put_len(&s, 1, w->name, strlen(w->name));
+    put_u64(&s, 2, w->batch_size);
+    for (size_t j = 0; j < w->n_inputs; j++) {
+      const isv__warmup_input *in = &w->inputs[j];
+      isv__buf e, v;
+      isv__buf_init(&e, k->mem);
+      isv__buf_init(&v, k->mem);
+      put_u64(&v, 1, (uint64_t)isv__dt_triton_number(in->dt));
+      put_packed(&v, 2, in->dims, in->ndim);
+      if (in->fill == ISV_WARMUP_DATA) {
+        put_len(&v, 5, in->name, strlen(in->name));
+      } else {
+        uint8_t tmp[4];
+        uint8_t *p = isv__pb_put_key(tmp, in->fill == ISV_WARMUP_ZERO ? 3 : 4, ISV__PB_VARINT);
+        *p++ = 1;
+        isv__buf_append(&v, tmp, (size_t)(p - tmp));
+      }
+      put_len(&e, 1, in->name, strlen(in->name));
+      put_len(&e, 2, v.data, v.len);
+      put_len(&s, 3, e.data, e.len);
+      if (e.failed || v.failed) s.failed = 1;
+      isv__buf_free(&e);
+      isv__buf_free(&v);
+    }
+    put_u64(&s, 4, w->count);
+    put_len(k, 16, s.data, s.len);
+    if (s.failed) k->failed = 1;
+    isv__buf_free(&s);
+  }
+}
+
 int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   const isv_model_config *c = m->cfg;
   isv__buf k, x;
@@ -1238,6 +1280,10 @@ int isv__v2pb_encode_model_config(const isv_model *m, isv__buf *out) {
   x.len = 0;
   put_u64(&x, 1, c->decoupled != 0); /* model_transaction_policy {decoupled 1} */
   put_len(&k, 19, x.data, x.len);
+  put_warmups(&k, c);
+  x.len = 0;
+  put_u64(&x, 1, c->response_cache != 0); /* response_cache {enable 1} */
+  put_len(&k, 24, x.data, x.len);
   put_len(out, 1, k.data, k.len); /* ModelConfigResponse {config 1} */
   if (k.failed || x.failed) out->failed = 1;
   isv__buf_free(&k);

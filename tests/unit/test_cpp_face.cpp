@@ -189,6 +189,20 @@ int main() {
     }
   }
 
+  // The response cache and warmup samples: set through the face, refused ones thrown.
+  {
+    isv::model_config cfg("w");
+    const float row[2] = {1, 2};
+    cfg.response_cache().warmup("s", 1, 2).warmup_input("s", "x", ISV_FP32, {2}, ISV_WARMUP_DATA,
+                                                         row, sizeof row);
+    try {
+      cfg.warmup_input("nope", "x", ISV_FP32, {2}, ISV_WARMUP_ZERO);
+      CHECK(!"an input of an unknown sample was taken");
+    } catch (const isv::error &err) {
+      CHECK(err.code() == ISV_ENOTFOUND);
+    }
+  }
+
   // A server dropped without close() closes itself once the loop runs.
   CHECK(uv_loop_init(&loop) == 0);
   {

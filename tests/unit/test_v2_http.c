@@ -545,7 +545,8 @@ static void model_config_of_the_registration(void **state) {
               "\"dims\":[4]}],\"output\":[{\"name\":\"Y\",\"data_type\":\"TYPE_FP32\","
               "\"dims\":[4]},{\"name\":\"N\",\"data_type\":\"TYPE_INT64\",\"dims\":[]}],"
               "\"instance_group\":[{\"name\":\"add\",\"kind\":\"KIND_CPU\",\"count\":1}],"
-              "\"model_transaction_policy\":{\"decoupled\":false}}");
+              "\"model_transaction_policy\":{\"decoupled\":false},\"model_warmup\":[],"
+              "\"response_cache\":{\"enable\":false}}");
   get("/v2/models/plain/versions/9/config");
   expect(404, "{\"error\":\"Request for unknown model: 'plain' version 9 is not found\"}");
 }
