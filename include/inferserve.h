@@ -1384,7 +1384,10 @@ typedef struct isv_model isv_model; /**< one registered (name, version) */
  * isv_request_cancel, the drain) reach every step queued or running. Up to 1024 requests of one
  * ensemble run at once (isv_model_config_set_instances and _set_exec_mode are ignored: the
  * ensemble's own work is on the loop, its steps' where their models run); its queue policies
- * and timeouts apply as for any model. The authorizer judges the ensemble, not its steps. */
+ * and timeouts apply as for any model. The authorizer judges the ensemble, not its steps. The
+ * request's parameters reach each step (as Triton passes them to composing models), but
+ * "timeout" — the steps inherit the remaining deadline instead — and a "priority" level the
+ * step's model does not have (its default level then, as Triton normalises such a level). */
 
 /** Add a step to c, an ensemble's config: model `model_name` (any registered model, resolved
  * per request; not the ensemble itself), version `model_version` (a decimal number, Triton's

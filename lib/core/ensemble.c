@@ -8,6 +8,7 @@
 
 #include "core/nested.h"
 #include "core/request.h"
+#include "core/scheduler.h"
 
 #define MAX_STEPS 256u
 #define MAX_MAP 1024u
@@ -244,10 +245,36 @@ static void fail_step(ens_run *run, size_t i, int status, const char *fmt, const
 
 static void step_done(isv_request *k, int status, void *data);
 
+/* Whether the ensemble request's priority parameter v names a level k's model has (a model
+ * without levels ignores it). k is bound to its model here, before its submission would. */
+static int level_fits(isv_request *k, const isv_param *v) {
+  if (isv__request_bind(k) != 0) return 0; /* an unknown model: its submission says so */
+  uint32_t levels = k->model->cfg->priority_levels;
+  if (levels == 0) return 1;
+  if (v->type == ISV_PARAM_UINT64) return v->v.u64 <= levels;
+  return v->type == ISV_PARAM_INT64 && v->v.i64 >= 0 && (uint64_t)v->v.i64 <= levels;
+}
+
+/* The ensemble request's parameters reach each step, as Triton hands them to its composing
+ * models — but "timeout" (the step inherits the remaining deadline already) and a "priority"
+ * its model has no level for (its default then: Triton normalises such a level the same way). */
+static int pass_params(ens_run *run, isv_request *k) {
+  for (size_t j = 0; j < isv_request_param_count(run->r); j++) {
+    const isv_param *v;
+    const char *key = isv_request_param_at(run->r, j, &v);
+    if (strcmp(key, "timeout") == 0) continue;
+    if (strcmp(key, "priority") == 0 && !level_fits(k, v)) continue;
+    int rc = isv_request_set_param(k, key, v);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 static void start_step(ens_run *run, size_t i) {
   const isv__ens_step *s = &run->e->steps[i];
   isv_request *k = NULL;
   int rc = isv_request_new_nested(run->r, s->model, s->version, &k);
+  if (rc == 0) rc = pass_params(run, k);
   for (size_t j = 0; rc == 0 && j < s->n_in; j++) {
     const isv_tensor *t = run->slot[s->in_idx[j]];
     rc = isv_request_add_input(k, s->in_keys[j], t->dt, t->shape, t->ndim, t->data,

@@ -90,6 +90,40 @@ static int slow(isv_request *r, void *u) { /* POOL: until cancelled (5 s at most
 
 static int64_t ANY[] = {-1};
 
+/* "seen" and "leveled" (INLINE: y = x) note the parameters their request came with. */
+static char seen_tag[16], seen_timeout;
+static int64_t seen_priority, leveled_priority; /* -1: none */
+
+static int64_t priority_of(const isv_request *r) {
+  const isv_param *p = isv_request_param(r, "priority");
+  if (p == NULL) return -1;
+  return p->type == ISV_PARAM_UINT64 ? (int64_t)p->v.u64 : p->v.i64;
+}
+
+static int copy_through(isv_request *r) {
+  const isv_tensor *x = isv_request_input(r, "x");
+  float *y;
+  int rc = out_like(r, x, &y);
+  if (rc) return rc;
+  memcpy(y, isv_tensor_data(x), isv_tensor_byte_size(x));
+  return isv_request_complete(r, 0, NULL);
+}
+
+static int seen(isv_request *r, void *u) {
+  (void)u;
+  const isv_param *t = isv_request_param(r, "tag");
+  snprintf(seen_tag, sizeof seen_tag, "%.*s", t ? (int)t->v.s.len : 0, t ? t->v.s.ptr : "");
+  seen_timeout = isv_request_param(r, "timeout") != NULL;
+  seen_priority = priority_of(r);
+  return copy_through(r);
+}
+
+static int leveled(isv_request *r, void *u) {
+  (void)u;
+  leveled_priority = priority_of(r);
+  return copy_through(r);
+}
+
 static void add_model(world *w, const char *name, int (*fn)(isv_request *, void *),
                       isv_exec_mode mode, int two_inputs) {
   isv_model_config *c;
@@ -161,6 +195,21 @@ static int setup(void **state) {
   step(c, "slow", "x", "X", NULL, NULL, "s1");
   step(c, "fails", "x", "X", NULL, NULL, "s2");
   step(c, "add", "a", "s1", "b", "s2", "Y");
+  assert_int_equal(isv_server_add_ensemble(w->srv, c, "1", NULL), 0);
+  isv_model_config_free(c);
+  /* params: seen, then leveled (2 priority levels) */
+  add_model(w, "seen", seen, ISV_EXEC_INLINE, 0);
+  isv_model_config *lc;
+  isv_model_config_new("leveled", &lc);
+  isv_model_config_add_input(lc, "x", ISV_FP32, ANY, 1);
+  isv_model_config_add_output(lc, "y", ISV_FP32, ANY, 1);
+  assert_int_equal(isv_model_config_set_priority_levels(lc, 2, 2), 0);
+  isv_backend lbe = {.struct_size = sizeof lbe, .infer = leveled};
+  assert_int_equal(isv_server_add_model(w->srv, lc, "1", &lbe, NULL, NULL), 0);
+  isv_model_config_free(lc);
+  c = ens_config("params");
+  step(c, "seen", "x", "X", NULL, NULL, "s");
+  step(c, "leveled", "x", "s", NULL, NULL, "Y");
   assert_int_equal(isv_server_add_ensemble(w->srv, c, "1", NULL), 0);
   isv_model_config_free(c);
   c = ens_config("missing");
@@ -309,6 +358,33 @@ static void the_deadline_reaches_every_running_step(void **state) {
 }
 
 /* Registration refuses what cannot run, saying why. */
+/* The ensemble request's parameters reach its steps: but "timeout" (the deadline is inherited
+ * instead) and a priority level a step's model does not have (its default then). */
+static void the_requests_parameters_reach_the_steps(void **state) {
+  world *w = *state;
+  for (uint64_t level = 2; level <= 3; level++) {
+    result res;
+    memset(&res, 0, sizeof res);
+    isv_request *r;
+    int64_t n = 3;
+    assert_int_equal(isv_request_new(w->srv, "params", NULL, &r), 0);
+    assert_int_equal(isv_request_add_input(r, "X", ISV_FP32, &n, 1, X, sizeof X, ISV_STATIC), 0);
+    isv_param tag = {.type = ISV_PARAM_STRING, .v.s = {"abc", 3}};
+    assert_int_equal(isv_request_set_param(r, "tag", &tag), 0);
+    assert_int_equal(isv_request_set_priority(r, level), 0);
+    assert_int_equal(isv_request_set_timeout_us(r, 5000000), 0);
+    seen_tag[0] = '\0';
+    seen_priority = leveled_priority = -1;
+    assert_int_equal(isv_server_infer(w->srv, r, on_done, &res), 0);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    assert_int_equal(res.status, 0);
+    assert_string_equal(seen_tag, "abc");
+    assert_false(seen_timeout);
+    assert_int_equal(seen_priority, (int64_t)level); /* a model without levels: passed, unused */
+    assert_int_equal(leveled_priority, level == 2 ? 2 : -1); /* 3 is not one of its 2 levels */
+  }
+}
+
 static void expect_refused(world *w, isv_model_config *c, const char *why) {
   assert_int_equal(isv_server_add_ensemble(w->srv, c, "1", NULL), ISV_EINVAL);
   const char *e = isv_server_last_error(w->srv);
@@ -367,6 +443,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(cancellation_reaches_every_running_step, setup, teardown),
       cmocka_unit_test_setup_teardown(the_deadline_reaches_every_running_step, setup, teardown),
       cmocka_unit_test_setup_teardown(registration_checks_the_graph, setup, teardown),
+      cmocka_unit_test_setup_teardown(the_requests_parameters_reach_the_steps, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
