@@ -500,14 +500,57 @@ typedef struct isv_trace_timeline {
   uint64_t request_start_ns, queue_start_ns, compute_start_ns, compute_input_end_ns,
       compute_output_start_ns, compute_end_ns, request_end_ns;
   size_t batch_size; /* requests executed together (1: alone; 0: never ran) */
+  /* The trace settings it was traced under (the model's own or the global ones, see
+   * isv_options_set_trace_settings), for the host to honour: where Triton would write it
+   * ("": nowhere named), how many traces go to one file (0: one file), and the traces the
+   * setting still takes after this one (-1: no limit; 0: this was the last). */
+  const char *trace_file;
+  unsigned log_frequency;
+  int64_t traces_left;
 } isv_trace_timeline;
 typedef void (*isv_trace_cb)(void *user, const isv_trace_timeline *t);
 /* Trace requests: every `rate`-th request that finishes (1: each), and every one whose
  * traceparent says its caller sampled it (flag bit 0: a trace is followed end to end), goes to
  * cb on the loop thread when it is done — for a host to write Triton's trace file, or spans to
  * OpenTelemetry. Without cb (the default), nothing is recorded and nothing costs. Requests the
- * library runs for itself (the repository's) are not traced. ISV_EINVAL for rate 0 with cb. */
+ * library runs for itself (the repository's) are not traced. `rate` is the global trace_rate
+ * the server starts with, at level TIMESTAMPS; the trace extension's settings below change
+ * both at run time. ISV_EINVAL for rate 0 with cb. */
 ISV_EXTERN int isv_options_set_trace(isv_options *o, isv_trace_cb cb, void *user, unsigned rate);
+/* Triton's trace extension (GET/POST /v2/trace/setting and /v2/models/{m}/trace/setting, gRPC
+ * TraceSetting; "trace" in server metadata's extensions when a trace hook is set — without one
+ * the endpoints answer ISV_EUNIMPL) changes at run time which requests reach the hook above:
+ * trace_level OFF traces none (a caller's sampled traceparent included), TIMESTAMPS traces;
+ * trace_rate N every Nth request (and every one its caller sampled); trace_count the traces
+ * still to take (-1: no limit; each trace takes one, and at 0 none is traced). A model's own
+ * settings override the global ones setting by setting; one it never set, or cleared (JSON
+ * null, a gRPC value without values), is the global one. trace_file and log_frequency mean
+ * what the host makes of them (Triton: the file traces are written to, and how many go to
+ * each of FILE.0, FILE.1...; 0: all to FILE): every trace carries its own (isv_trace_timeline).
+ * A group's servers share one set of settings. Fields may be added at the end: read them only
+ * when struct_size covers them; strings are valid during the call only. */
+typedef enum { ISV_TRACE_OFF = 0, ISV_TRACE_TIMESTAMPS = 1 } isv_trace_level;
+typedef struct isv_trace_settings {
+  size_t struct_size;
+  const char *model; /* whose settings these are (NULL: the global ones) */
+  isv_trace_level level;
+  unsigned rate;          /* >= 1 */
+  int64_t count;          /* -1: no limit */
+  unsigned log_frequency;
+  const char *file;       /* "" or NULL: none; at most 1023 bytes */
+} isv_trace_settings;
+/* The global settings the server starts with (model must be NULL). Without this call: level
+ * TIMESTAMPS at isv_options_set_trace's rate when a hook is set, else Triton's defaults (OFF,
+ * rate 1000), count -1, log_frequency 0, no file. Clearing a global setting returns it to this.
+ * In a group, the first member's options decide. 0, or ISV_EINVAL (o or s NULL, a model named,
+ * rate 0, count below -1, file too long). */
+ISV_EXTERN int isv_options_set_trace_settings(isv_options *o, const isv_trace_settings *s);
+/* The host hears of every change of the settings (s->model NULL: the global ones; else that
+ * model's, as they now apply to it), on the loop thread of the server that took it — say, to
+ * flush and reopen its trace file. cb NULL: none (the default). 0, or ISV_EINVAL (o NULL). */
+typedef void (*isv_trace_settings_cb)(void *user, const isv_trace_settings *s);
+ISV_EXTERN int isv_options_set_trace_settings_cb(isv_options *o, isv_trace_settings_cb cb,
+                                                 void *user);
 /* One answered request, for an access log. Fields may be added at the end: read them only
  * when struct_size covers them. Strings are valid during the call only. */
 typedef struct isv_access_entry {

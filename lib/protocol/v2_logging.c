@@ -202,15 +202,10 @@ static void put_entry(isv__buf *out, const char *key, const setting_value *val) 
   size_t kl = strlen(key), body;
   if (val->type == VAL_STRING) body = isv__pb_len_field_size(val->n);
   else body = 1 + isv__pb_varint_len(val->type == VAL_BOOL ? (uint64_t)val->b : val->u);
-  size_t entry = isv__pb_len_field_size(kl) + isv__pb_len_field_size(body);
-  uint8_t *p = (uint8_t *)isv__buf_reserve(out, isv__pb_len_field_size(entry));
+  uint8_t *p = (uint8_t *)isv__buf_reserve(out, isv__pb_map_entry_size(kl, body));
   if (p == NULL) return;
   uint8_t *start = p;
-  p = isv__pb_put_key(p, 1, ISV__PB_LEN);
-  p = isv__pb_put_varint(p, entry);
-  p = isv__pb_put_bytes(p, 1, key, kl);
-  p = isv__pb_put_key(p, 2, ISV__PB_LEN);
-  p = isv__pb_put_varint(p, body);
+  p = isv__pb_put_map_entry_head(p, 1, key, kl, body);
   if (val->type == VAL_STRING) {
     p = isv__pb_put_bytes(p, 3, val->s, val->n);
   } else {
