@@ -57,9 +57,13 @@ static void usage(FILE *f) {
           "                           client before its producer waits (default 4 MiB)\n"
           "  --max-queued-conn-bytes N    ... a connection's streams together (default 16 MiB)\n"
           "  --metrics-style S        /metrics names: isv (default), triton (Triton's nv_*), both\n"
-          "  --trace-file FILE        traced requests as JSON lines (Triton's TIMESTAMPS, W3C ids)\n"
+          "  --trace-file FILE        traced requests as JSON lines (Triton's TIMESTAMPS, W3C ids);\n"
+          "                           tracing is on from the start (else: /v2/trace/setting)\n"
           "  --trace-rate N           trace every Nth request (default 1) and every one whose\n"
           "                           traceparent is sampled\n"
+          "  --otlp-endpoint URL      traced requests as OpenTelemetry spans, OTLP/HTTP JSON\n"
+          "                           (http://HOST:PORT[/v1/traces])\n"
+          "  --no-tracing             no trace hook (the trace extension answers 501)\n"
           "  --grpc-compression N     gRPC answers of N bytes or more are compressed when the\n"
           "                           call's grpc-accept-encoding allows (default 0: never)\n"
           "  --max-connections N      at the limit the oldest idle connection makes room\n"
@@ -303,8 +307,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   const char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
   int tls_require = 0;
   unsigned long long threads = 0; /* --threads (threads.c); 0: not given */
-  const char *trace_file = NULL;  /* --trace-file (tracing.c) */
-  unsigned trace_rate = 1;
+  demo_tracing tracing = {.rate = 1}; /* --trace-file, --trace-rate... (tracing.c) */
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -416,10 +419,18 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       }
       continue;
     }
+    if (strcmp(arg, "--no-tracing") == 0) {
+      tracing.off = 1;
+      continue;
+    }
+    if (strcmp(arg, "--otlp-endpoint") == 0) {
+      tracing.otlp_endpoint = i + 1 < argc ? argv[++i] : "";
+      continue;
+    }
     if (strcmp(arg, "--trace-file") == 0 || strcmp(arg, "--trace-rate") == 0) {
       const char *v = i + 1 < argc ? argv[++i] : "";
       if (arg[8] == 'f') {
-        trace_file = v;
+        tracing.file = v;
       } else {
         char *end;
         unsigned long n = strtoul(v, &end, 10);
@@ -427,7 +438,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
           fprintf(stderr, "inferserve-demo: bad value '%s' for --trace-rate (1 to 1000000)\n", v);
           return 2;
         }
-        trace_rate = (unsigned)n;
+        tracing.rate = (unsigned)n;
+        tracing.rate_given = 1;
       }
       continue;
     }
@@ -537,7 +549,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     isv_options_set_reuse_port(opts, 1);
   }
 
-  if (trace_file && demo_tracing_setup(opts, trace_file, trace_rate) != 0) return 1;
+  if (demo_tracing_setup(opts, &tracing) != 0) return 1;
   /* A peer that disconnects mid-response must not kill the process. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
