@@ -420,8 +420,24 @@ ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int en
  *     nv_inference_compute_output_duration_us, nv_inference_pending_request_count (waiting
  *     for an instance now), and nv_inference_request_duration_us histograms are not Triton's
  *     default and not written; nor are the cache (no response cache yet), GPU and CPU
- *     families. ISV_EINVAL for 0 or an unknown bit. */
-typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metrics_style;
+ *     families.
+ * With ISV_METRICS_TRITON, Triton's optional latency metrics (its --metrics-config
+ * histogram_latencies=true, summary_latencies=true), off by default as Triton's are:
+ *   ISV_METRICS_TRITON_HISTOGRAMS  nv_inference_first_response_histogram_ms: a decoupled
+ *     model's requests' time to their first response, ms, buckets 100, 500, 2000, 5000, +Inf
+ *     (for decoupled models only, as Triton)
+ *   ISV_METRICS_TRITON_SUMMARIES   nv_inference_request_summary_us, nv_inference_queue_summary_us,
+ *     nv_inference_compute_input_summary_us, nv_inference_compute_infer_summary_us,
+ *     nv_inference_compute_output_summary_us: successful requests' times, quantiles 0.5, 0.9,
+ *     0.95, 0.99, 0.999 over the last 60 s (from each loop's latest 512 per model version;
+ *     NaN when none), _count and _sum since the start (as the counters count)
+ * ISV_EINVAL for 0, an unknown bit, or Triton's optional metrics without ISV_METRICS_TRITON. */
+typedef enum {
+  ISV_METRICS_LIBINFERSERVE = 1,
+  ISV_METRICS_TRITON = 2,
+  ISV_METRICS_TRITON_HISTOGRAMS = 4,
+  ISV_METRICS_TRITON_SUMMARIES = 8
+} isv_metrics_style;
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles);
 /* Name and version reported by server metadata. Defaults "libinferserve", isv_version(). */
 ISV_EXTERN int isv_options_set_server_name(isv_options *o, const char *name, const char *version);

@@ -57,6 +57,8 @@ static void usage(FILE *f) {
           "                           client before its producer waits (default 4 MiB)\n"
           "  --max-queued-conn-bytes N    ... a connection's streams together (default 16 MiB)\n"
           "  --metrics-style S        /metrics names: isv (default), triton (Triton's nv_*), both\n"
+          "  --metrics-config C       Triton's optional metrics (repeatable):\n"
+          "                           histogram_latencies=true, summary_latencies=true\n"
           "  --trace-file FILE        traced requests as JSON lines (Triton's TIMESTAMPS, W3C ids);\n"
           "                           tracing is on from the start (else: /v2/trace/setting)\n"
           "  --trace-rate N           trace every Nth request (default 1) and every one whose\n"
@@ -308,6 +310,7 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   int tls_require = 0;
   unsigned long long threads = 0; /* --threads (threads.c); 0: not given */
   demo_tracing tracing = {.rate = 1}; /* --trace-file, --trace-rate... (tracing.c) */
+  unsigned metrics_style = ISV_METRICS_LIBINFERSERVE, metrics_extra = 0; /* --metrics-... */
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
 
   for (int i = 1; i < argc; i++) {
@@ -449,10 +452,24 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
                        : strcmp(v, "isv") == 0  ? ISV_METRICS_LIBINFERSERVE
                        : strcmp(v, "both") == 0 ? ISV_METRICS_TRITON | ISV_METRICS_LIBINFERSERVE
                                                 : 0;
-      if (isv_options_set_metrics_style(opts, style) != 0) {
+      if (style == 0) {
         fprintf(stderr, "inferserve-demo: bad --metrics-style '%s' (isv, triton or both)\n", v);
         return 2;
       }
+      metrics_style = style;
+      continue;
+    }
+    if (strcmp(arg, "--metrics-config") == 0) { /* Triton's: its optional latency metrics */
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      unsigned bit = strcmp(v, "histogram_latencies=true") == 0 ? ISV_METRICS_TRITON_HISTOGRAMS
+                     : strcmp(v, "summary_latencies=true") == 0 ? ISV_METRICS_TRITON_SUMMARIES
+                                                                 : 0;
+      if (bit == 0) {
+        fprintf(stderr, "inferserve-demo: bad --metrics-config '%s' (histogram_latencies=true or "
+                        "summary_latencies=true)\n", v);
+        return 2;
+      }
+      metrics_extra |= bit;
       continue;
     }
     if (strcmp(arg, "--no-repository") == 0) {
@@ -549,6 +566,10 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     isv_options_set_reuse_port(opts, 1);
   }
 
+  if (isv_options_set_metrics_style(opts, metrics_style | metrics_extra) != 0) {
+    fprintf(stderr, "inferserve-demo: --metrics-config needs --metrics-style triton or both\n");
+    return 2;
+  }
   if (demo_tracing_setup(opts, &tracing) != 0) return 1;
   /* A peer that disconnects mid-response must not kill the process. */
   struct sigaction sa;

@@ -729,6 +729,21 @@ void isv__model_stats(const isv_model *m, isv__stats_snap *out) {
   uv_mutex_unlock(&g->mu);
 }
 
+size_t isv__model_summary(const isv_model *m, isv__summary_kind kind, uint64_t since_ms,
+                          uint64_t *out, size_t cap) {
+  size_t n = 0;
+  if (m->gcopy == NULL) {
+    if (m->stats.windows) isv__window_recent(&m->stats.windows[kind], since_ms, out, &n, cap);
+    return n;
+  }
+  isv_group *g = m->gcopy->gm->g;
+  uv_mutex_lock(&g->mu); /* the copies stay while it is held (model_free unlinks under it) */
+  for (const isv__gcopy *k = m->gcopy->gm->copies; k; k = k->next)
+    if (k->m->stats.windows) isv__window_recent(&k->m->stats.windows[kind], since_ms, out, &n, cap);
+  uv_mutex_unlock(&g->mu);
+  return n;
+}
+
 uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k) {
   uint32_t max = m->cfg->max_batch ? m->cfg->max_batch : 1;
   if (k > max) return 0;

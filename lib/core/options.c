@@ -214,7 +214,11 @@ ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
 }
 
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles) {
-  if (o == NULL || styles == 0 || (styles & ~(unsigned)(ISV_METRICS_LIBINFERSERVE | ISV_METRICS_TRITON)))
+  unsigned all = ISV_METRICS_LIBINFERSERVE | ISV_METRICS_TRITON | ISV_METRICS_TRITON_HISTOGRAMS |
+                 ISV_METRICS_TRITON_SUMMARIES;
+  unsigned triton_only = ISV_METRICS_TRITON_HISTOGRAMS | ISV_METRICS_TRITON_SUMMARIES;
+  if (o == NULL || styles == 0 || (styles & ~all) ||
+      ((styles & triton_only) && !(styles & ISV_METRICS_TRITON)))
     return ISV_EINVAL;
   o->metrics_style = styles;
   return 0;

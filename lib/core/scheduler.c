@@ -481,6 +481,15 @@ static void record(isv_request *r) {
     isv__count(&s->compute_input_ns, x->job->infer_ns - r->job->run_ns);
     isv__count(&s->compute_infer_ns, x->complete_ns - x->job->infer_ns);
     isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
+    if (s->windows) { /* Triton's summaries: the same times, each kept a while */
+      uint64_t ms = now / 1000000;
+      isv__window_add(&s->windows[ISV__SUM_REQUEST], (now - r->start_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_QUEUE], (r->job->run_ns - r->start_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_INPUT], (x->job->infer_ns - r->job->run_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_INFER], (x->complete_ns - x->job->infer_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_OUTPUT],
+                      (now > x->complete_ns ? now - x->complete_ns : 0) / 1000, ms);
+    }
   }
   if (r->core->opts.trace && r->core->traceset && r->model->cfg->name[0] != '@')
     trace(r, now); /* not the library's own */
