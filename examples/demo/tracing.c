@@ -5,7 +5,7 @@
  * plus the W3C trace and parent ids, the protocol, the status and the batch size; and, with
  * --otlp-endpoint, to an OpenTelemetry collector (otlp.c).
  *   log_frequency 0: one JSON object a line, appended as traces come (Triton writes its file
- *                    at shutdown; a demo may be killed, so it writes at once).
+ *                    at shutdown; a demo may be killed, so it writes within FLUSH_MS).
  *   log_frequency N: Triton's files: FILE.0 holds the first N traces as a JSON array, FILE.1
  *                    the next N...; the traces gathered so far are written when the count runs
  *                    out, when the settings change, and at exit.
@@ -35,6 +35,12 @@ typedef struct out_file {
 
 static uv_mutex_t mu; /* --threads: every loop's server traces here */
 static out_file *outs;
+/* JSON lines go through stdio's buffer; a thread flushes it every FLUSH_MS, so a line is
+ * readable soon after its request without a write(2) per request. */
+#define FLUSH_MS 50
+static uv_thread_t flusher;
+static uv_cond_t flush_cond;
+static int flusher_on, flusher_stop;
 static _Atomic uint64_t trace_ids;
 static int otlp_on;
 
@@ -83,8 +89,33 @@ static void flush(out_file *o) {
 
 static void flush_all(void) {
   uv_mutex_lock(&mu);
-  for (out_file *o = outs; o; o = o->next) flush(o);
+  for (out_file *o = outs; o; o = o->next) {
+    flush(o);
+    if (o->lines) fflush(o->lines);
+  }
   uv_mutex_unlock(&mu);
+}
+
+static void flush_lines(void *arg) {
+  (void)arg;
+  uv_mutex_lock(&mu);
+  while (!flusher_stop) {
+    uv_cond_timedwait(&flush_cond, &mu, FLUSH_MS * 1000000ull);
+    for (out_file *o = outs; o; o = o->next)
+      if (o->lines) fflush(o->lines);
+  }
+  uv_mutex_unlock(&mu);
+}
+
+static void at_exit(void) {
+  if (flusher_on) {
+    uv_mutex_lock(&mu);
+    flusher_stop = 1;
+    uv_cond_signal(&flush_cond);
+    uv_mutex_unlock(&mu);
+    uv_thread_join(&flusher);
+  }
+  flush_all();
 }
 
 /* s as a JSON string's contents (a client's request id may hold anything). */
@@ -148,12 +179,13 @@ static void on_trace(void *user, const isv_trace_timeline *t) {
   uv_mutex_lock(&mu);
   out_file *o = out_of(t->trace_file);
   if (o && t->log_frequency == 0) {
-    if (o->lines == NULL && (o->lines = fopen(o->path, "a")) == NULL)
-      fprintf(stderr, "inferserve-demo: cannot open trace file '%s'\n", o->path);
-    if (o->lines) {
-      fprintf(o->lines, "%s\n", line);
-      fflush(o->lines); /* readable as it comes */
+    if (o->lines == NULL) {
+      if ((o->lines = fopen(o->path, "a")) == NULL)
+        fprintf(stderr, "inferserve-demo: cannot open trace file '%s'\n", o->path);
+      else
+        setvbuf(o->lines, NULL, _IOFBF, 1 << 16); /* a write(2) per 64 KiB, or per FLUSH_MS */
     }
+    if (o->lines) fprintf(o->lines, "%s\n", line); /* flushed by the flusher */
   } else {
     if (o && (o->n == 0 || append(o, ",", 1) == 0) && append(o, line, (size_t)n) == 0) o->n++;
     if (o && (o->n >= t->log_frequency || t->traces_left == 0)) flush(o);
@@ -194,6 +226,9 @@ int demo_tracing_setup(isv_options *opts, const demo_tracing *cfg) {
       isv_options_set_trace_settings(opts, &s) != 0 ||
       isv_options_set_trace_settings_cb(opts, on_settings, NULL) != 0)
     return -1;
-  atexit(flush_all);
+  if (uv_cond_init(&flush_cond) != 0 || uv_thread_create(&flusher, flush_lines, NULL) != 0)
+    return -1;
+  flusher_on = 1;
+  atexit(at_exit);
   return 0;
 }
