@@ -144,64 +144,64 @@ static int apply(isv__trace_change *ch, const char *key, size_t klen, const valu
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
+typedef struct json_ctx {
+  isv__trace_change *ch;
+  char *err;
+  size_t cap;
+} json_ctx;
+
+static int json_member(void *ctx, const isv__json_token *k, isv__json_type ty,
+                       const isv__json_token *x, isv__json_reader *r) {
+  json_ctx *c = ctx;
+  values vals = {0};
+  int null = 0;
+  if (ty == ISV__JSON_NULL) {
+    null = 1;
+  } else if (ty == ISV__JSON_STRING || ty == ISV__JSON_NUMBER) {
+    vals.n = 1;
+    vals.number = ty == ISV__JSON_NUMBER;
+    vals.s[0] = x->ptr;
+    vals.len[0] = x->len;
+  } else if (ty == ISV__JSON_ARRAY_BEGIN) {
+    isv__json_token e;
+    while ((ty = isv__json_next(r, &e)) == ISV__JSON_STRING) {
+      if (vals.n == MAX_VALUES) {
+        snprintf(c->err, c->cap, "trace setting '%.*s' has more than %d values",
+                 (int)(k->len > 64 ? 64 : k->len), k->ptr, MAX_VALUES);
+        return ISV_EBADREQ;
+      }
+      vals.s[vals.n] = e.ptr;
+      vals.len[vals.n++] = e.len;
+    }
+    if (ty == ISV__JSON_ERROR) return ISV__JSON_MALFORMED; /* the walker says it is */
+    if (ty != ISV__JSON_ARRAY_END) {
+      snprintf(c->err, c->cap, "trace setting '%.*s' must be an array of strings",
+               (int)(k->len > 64 ? 64 : k->len), k->ptr);
+      return ISV_EBADREQ;
+    }
+  } else {
+    snprintf(c->err, c->cap, "trace setting '%.*s' must be a string, an array of strings or null",
+             (int)(k->len > 64 ? 64 : k->len), k->ptr);
+    return ISV_EBADREQ;
+  }
+  return apply(c->ch, k->ptr, k->len, null ? NULL : &vals, c->err, c->cap);
+}
+
 int isv__v2trace_parse_json(isv__trace_change *ch, char *body, size_t len, unsigned max_depth,
                             char *err, size_t cap) {
   memset(ch, 0, sizeof *ch);
-  isv__json_reader rd;
-  isv__json_reader_init(&rd, body ? body : (char *)"", body ? len : 0, max_depth);
-  isv__json_token t;
-  isv__json_type ty = isv__json_next(&rd, &t);
-  if (ty != ISV__JSON_OBJECT_BEGIN) {
-    size_t off;
-    const char *m = ty == ISV__JSON_ERROR ? isv__json_error(&rd, &off) : NULL;
+  json_ctx c = {ch, err, cap};
+  const char *m;
+  int rc = isv__json_each_member(body, len, max_depth, json_member, &c, &m);
+  if (rc == ISV__JSON_NOT_OBJECT) {
     snprintf(err, cap, "trace settings must be a JSON object%s%s", m ? ": " : "", m ? m : "");
     return ISV_EBADREQ;
   }
-  for (;;) {
-    ty = isv__json_next(&rd, &t);
-    if (ty == ISV__JSON_OBJECT_END) break;
-    isv__json_token k = t, x;
-    if (ty != ISV__JSON_KEY || (ty = isv__json_next(&rd, &x)) == ISV__JSON_ERROR) goto malformed;
-    values vals = {0};
-    int null = 0;
-    if (ty == ISV__JSON_NULL) {
-      null = 1;
-    } else if (ty == ISV__JSON_STRING || ty == ISV__JSON_NUMBER) {
-      vals.n = 1;
-      vals.number = ty == ISV__JSON_NUMBER;
-      vals.s[0] = x.ptr;
-      vals.len[0] = x.len;
-    } else if (ty == ISV__JSON_ARRAY_BEGIN) {
-      while ((ty = isv__json_next(&rd, &x)) == ISV__JSON_STRING) {
-        if (vals.n == MAX_VALUES) {
-          snprintf(err, cap, "trace setting '%.*s' has more than %d values",
-                   (int)(k.len > 64 ? 64 : k.len), k.ptr, MAX_VALUES);
-          return ISV_EBADREQ;
-        }
-        vals.s[vals.n] = x.ptr;
-        vals.len[vals.n++] = x.len;
-      }
-      if (ty == ISV__JSON_ERROR) goto malformed;
-      if (ty != ISV__JSON_ARRAY_END) {
-        snprintf(err, cap, "trace setting '%.*s' must be an array of strings",
-                 (int)(k.len > 64 ? 64 : k.len), k.ptr);
-        return ISV_EBADREQ;
-      }
-    } else {
-      snprintf(err, cap, "trace setting '%.*s' must be a string, an array of strings or null",
-               (int)(k.len > 64 ? 64 : k.len), k.ptr);
-      return ISV_EBADREQ;
-    }
-    int rc = apply(ch, k.ptr, k.len, null ? NULL : &vals, err, cap);
-    if (rc) return rc;
+  if (rc == ISV__JSON_MALFORMED) {
+    snprintf(err, cap, "malformed trace settings: %s", m);
+    return ISV_EBADREQ;
   }
-  if (isv__json_next(&rd, &t) != ISV__JSON_EOF) goto malformed;
-  return 0;
-malformed:;
-  size_t off = 0;
-  const char *m = isv__json_error(&rd, &off);
-  snprintf(err, cap, "malformed trace settings: %s", m ? m : "invalid JSON");
-  return ISV_EBADREQ;
+  return rc;
 }
 
 static void put_number(isv__buf *out, const char *key, int64_t v) {
