@@ -133,10 +133,16 @@ static isv_server *srv;
 static entry entries[256];
 static size_t n_entries;
 
+static void no_trace(void *user, const isv_trace_timeline *t) {
+  (void)user;
+  (void)t;
+}
+
 static void setup(void) {
   uv_loop_init(&loop);
   isv_options *o;
   isv_options_new(&o);
+  if (isv_options_set_trace(o, no_trace, NULL, 1) != 0) abort(); /* the trace extension served */
   if (isv_server_new(&loop, o, &srv) != 0) abort();
   isv_options_free(o);
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {

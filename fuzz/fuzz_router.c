@@ -88,10 +88,16 @@ static int echo(isv_request *r, void *u) {
   return isv_request_complete(r, 0, NULL);
 }
 
+static void no_trace(void *user, const isv_trace_timeline *t) {
+  (void)user;
+  (void)t;
+}
+
 static void init(void) {
   uv_loop_init(&loop);
   isv_options o;
   isv__options_defaults(&o);
+  if (isv_options_set_trace(&o, no_trace, NULL, 1) != 0) abort(); /* the trace extension served */
   if (isv__core_init(&core, &loop, &o) != 0) abort();
   isv__router_init(&router, &core);
   for (const isv__http_route *r = isv__v2_frontend.routes; r->pattern; r++)

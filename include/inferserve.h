@@ -582,7 +582,12 @@ ISV_EXTERN int isv_options_set_drain_timeout_ms(isv_options *o, uint64_t ms);
  */
 ISV_EXTERN int isv_options_set_protocol(isv_options *o, const char *name, int enabled);
 /** The metric names GET /metrics may write: bits of isv_options_set_metrics_style(). */
-typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metrics_style;
+typedef enum {
+  ISV_METRICS_LIBINFERSERVE = 1,     /**< the library's own names */
+  ISV_METRICS_TRITON = 2,            /**< Triton's names */
+  ISV_METRICS_TRITON_HISTOGRAMS = 4, /**< with ISV_METRICS_TRITON: Triton's optional histogram */
+  ISV_METRICS_TRITON_SUMMARIES = 8   /**< with ISV_METRICS_TRITON: Triton's optional summaries */
+} isv_metrics_style;
 /** Which metric names GET /metrics writes (a bitmask; both at once for a migration):
  *   ISV_METRICS_LIBINFERSERVE  the library's own (isv_requests_total by protocol and outcome,
  *                              latency, queue and batch-size histograms, ...): the default
@@ -595,12 +600,24 @@ typedef enum { ISV_METRICS_LIBINFERSERVE = 1, ISV_METRICS_TRITON = 2 } isv_metri
  *     nv_inference_compute_input_duration_us, nv_inference_compute_infer_duration_us,
  *     nv_inference_compute_output_duration_us, nv_inference_pending_request_count (waiting
  *     for an instance now), and nv_inference_request_duration_us histograms are not Triton's
- *     default and not written; nor are the cache (no response cache yet), GPU and CPU
- *     families. ISV_EINVAL for 0 or an unknown bit.
+ *     default and not written; the cache's (nv_cache_*) when a response cache is set
+ *     (isv_options_set_response_cache_bytes()); not the GPU and CPU
+ *     families.
+ * With ISV_METRICS_TRITON, Triton's optional latency metrics (its --metrics-config
+ * histogram_latencies=true, summary_latencies=true), off by default as Triton's are:
+ *   ISV_METRICS_TRITON_HISTOGRAMS  nv_inference_first_response_histogram_ms: a decoupled
+ *     model's requests' time to their first response, ms, buckets 100, 500, 2000, 5000, +Inf
+ *     (for decoupled models only, as Triton)
+ *   ISV_METRICS_TRITON_SUMMARIES   nv_inference_request_summary_us, nv_inference_queue_summary_us,
+ *     nv_inference_compute_input_summary_us, nv_inference_compute_infer_summary_us,
+ *     nv_inference_compute_output_summary_us: successful requests' times, quantiles 0.5, 0.9,
+ *     0.95, 0.99, 0.999 over the last 60 s (from each loop's latest 512 per model version;
+ *     NaN when none), _count and _sum since the start (as the counters count)
  * Any thread (the options' owner, one at a time).
  * @param o the options
- * @param styles ISV_METRICS_LIBINFERSERVE, ISV_METRICS_TRITON, or both ORed
- * @return 0, or ISV_EINVAL (o NULL, styles 0 or an unknown bit)
+ * @param styles bits of isv_metrics_style, ORed
+ * @return 0, or ISV_EINVAL (o NULL, styles 0, an unknown bit, or Triton's optional metrics
+ *         without ISV_METRICS_TRITON)
  */
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles);
 /** Name and version reported by server metadata. Defaults "libinferserve", isv_version().
@@ -724,6 +741,13 @@ typedef struct isv_trace_timeline {
   uint64_t compute_end_ns;          /**< the backend completed */
   uint64_t request_end_ns;          /**< the answer was done */
   size_t batch_size; /**< requests executed together (1: alone; 0: never ran) */
+  /** The trace settings it was traced under (the model's own or the global ones, see
+   * isv_options_set_trace_settings()), for the host to honour: where Triton would write it
+   * ("": nowhere named). */
+  const char *trace_file;
+  unsigned log_frequency; /**< how many traces go to one file (0: one file) */
+  int64_t traces_left;    /**< traces the setting still takes after this one (-1: no limit;
+                           * 0: this was the last) */
 } isv_trace_timeline;
 /** Receives a traced request's timeline, on the loop thread; t is valid during the call. */
 typedef void (*isv_trace_cb)(void *user, const isv_trace_timeline *t);
@@ -731,7 +755,9 @@ typedef void (*isv_trace_cb)(void *user, const isv_trace_timeline *t);
  * traceparent says its caller sampled it (flag bit 0: a trace is followed end to end), goes to
  * cb on the loop thread when it is done — for a host to write Triton's trace file, or spans to
  * OpenTelemetry. Without cb (the default), nothing is recorded and nothing costs. Requests the
- * library runs for itself (the repository's) are not traced. ISV_EINVAL for rate 0 with cb.
+ * library runs for itself (the repository's) are not traced. `rate` is the global trace_rate
+ * the server starts with, at level TIMESTAMPS; the trace extension's settings below change
+ * both at run time.
  * @param o the options
  * @param cb called with each traced request's timeline, or NULL (the default: no tracing)
  * @param user passed to cb
@@ -740,6 +766,55 @@ typedef void (*isv_trace_cb)(void *user, const isv_trace_timeline *t);
  * @return 0, or ISV_EINVAL (o NULL, rate 0 with cb)
  */
 ISV_EXTERN int isv_options_set_trace(isv_options *o, isv_trace_cb cb, void *user, unsigned rate);
+/* ---- Triton's trace extension ----------------------------------------------------------------
+ * GET/POST /v2/trace/setting and /v2/models/{m}/trace/setting, gRPC TraceSetting; "trace" in
+ * server metadata's extensions when a trace hook is set — without one the endpoints answer
+ * ISV_EUNIMPL. It changes at run time which requests reach the hook above: trace_level OFF
+ * traces none (a caller's sampled traceparent included), TIMESTAMPS traces; trace_rate N every
+ * Nth request (and every one its caller sampled); trace_count the traces still to take (-1: no
+ * limit; each trace takes one, and at 0 none is traced). A model's own settings override the
+ * global ones setting by setting; one it never set, or cleared (JSON null, a gRPC value without
+ * values), is the global one. trace_file and log_frequency mean what the host makes of them
+ * (Triton: the file traces are written to, and how many go to each of FILE.0, FILE.1...; 0: all
+ * to FILE): every trace carries its own (isv_trace_timeline). A group's servers share one set
+ * of settings. */
+/** A trace level (Triton's trace_level; TENSORS is not implemented). */
+typedef enum {
+  ISV_TRACE_OFF = 0,       /**< nothing traced */
+  ISV_TRACE_TIMESTAMPS = 1 /**< the timeline of each traced request */
+} isv_trace_level;
+/** Trace settings (the global ones, or a model's). Fields may be added at the end: read them
+ * only when struct_size covers them; strings are valid during the call only. */
+typedef struct isv_trace_settings {
+  size_t struct_size;     /**< sizeof(isv_trace_settings) */
+  const char *model;      /**< whose settings these are (NULL: the global ones) */
+  isv_trace_level level;  /**< OFF or TIMESTAMPS */
+  unsigned rate;          /**< trace every rate-th request (>= 1) */
+  int64_t count;          /**< traces still to take (-1: no limit) */
+  unsigned log_frequency; /**< traces per file (0: one file) */
+  const char *file;       /**< where traces go ("" or NULL: none; at most 1023 bytes) */
+} isv_trace_settings;
+/** The global settings the server starts with (model must be NULL). Without this call: level
+ * TIMESTAMPS at isv_options_set_trace()'s rate when a hook is set, else Triton's defaults (OFF,
+ * rate 1000), count -1, log_frequency 0, no file. Clearing a global setting returns it to this.
+ * In a group, the first member's options decide. Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param s the settings (copied)
+ * @return 0, or ISV_EINVAL (o or s NULL, a model named, rate 0, count below -1, file too long)
+ */
+ISV_EXTERN int isv_options_set_trace_settings(isv_options *o, const isv_trace_settings *s);
+/** The host hears of every change of the settings (s->model NULL: the global ones; else that
+ * model's, as they now apply to it), on the loop thread of the server that took it — say, to
+ * flush and reopen its trace file. */
+typedef void (*isv_trace_settings_cb)(void *user, const isv_trace_settings *s);
+/** Set the settings hook. Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param cb called at each change, or NULL (the default: none)
+ * @param user passed to cb
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
+ISV_EXTERN int isv_options_set_trace_settings_cb(isv_options *o, isv_trace_settings_cb cb,
+                                                 void *user);
 /** One answered request, for an access log. Fields may be added at the end: read them only
  * when struct_size covers them. Strings are valid during the call only. */
 typedef struct isv_access_entry {

@@ -11,6 +11,10 @@ import sys
 COVERED_ELSEWHERE = {
     "core/logset.c": "the logging extension's settings: defaults, get, set and the levels' gate "
                      "on isv__core_log in test_v2_logging.c, which changes them",
+    "core/traceset.c": "the trace extension's settings: sampling by level, rate and count, a "
+                       "model's own settings and their clearing, through a real core in "
+                       "test_scheduler.c (trace_settings_drive_the_sampling); the codecs that "
+                       "change them in test_v2_trace.c; fuzz_trace_setting",
     "codec/pow10.c": "generated table: test 'pow10_table_generated' checks it against "
                      "gen_pow10.py; its values through test_numparse.c and test_numfmt.c",
     "protocol/v2.c": "the V2 front end's descriptor only: its routes in test_v2_http.c, its "

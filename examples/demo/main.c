@@ -57,9 +57,15 @@ static void usage(FILE *f) {
           "                           client before its producer waits (default 4 MiB)\n"
           "  --max-queued-conn-bytes N    ... a connection's streams together (default 16 MiB)\n"
           "  --metrics-style S        /metrics names: isv (default), triton (Triton's nv_*), both\n"
-          "  --trace-file FILE        traced requests as JSON lines (Triton's TIMESTAMPS, W3C ids)\n"
+          "  --metrics-config C       Triton's optional metrics (repeatable):\n"
+          "                           histogram_latencies=true, summary_latencies=true\n"
+          "  --trace-file FILE        traced requests as JSON lines (Triton's TIMESTAMPS, W3C ids);\n"
+          "                           tracing is on from the start (else: /v2/trace/setting)\n"
           "  --trace-rate N           trace every Nth request (default 1) and every one whose\n"
           "                           traceparent is sampled\n"
+          "  --otlp-endpoint URL      traced requests as OpenTelemetry spans, OTLP/HTTP JSON\n"
+          "                           (http://HOST:PORT[/v1/traces])\n"
+          "  --no-tracing             no trace hook (the trace extension answers 501)\n"
           "  --grpc-compression N     gRPC answers of N bytes or more are compressed when the\n"
           "                           call's grpc-accept-encoding allows (default 0: never)\n"
           "  --max-connections N      at the limit the oldest idle connection makes room\n"
@@ -313,8 +319,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
   const char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
   int tls_require = 0;
   unsigned long long threads = 0; /* --threads (threads.c); 0: not given */
-  const char *trace_file = NULL;  /* --trace-file (tracing.c) */
-  unsigned trace_rate = 1;
+  demo_tracing tracing = {.rate = 1}; /* --trace-file, --trace-rate... (tracing.c) */
+  unsigned metrics_style = ISV_METRICS_LIBINFERSERVE, metrics_extra = 0; /* --metrics-... */
   isv_options_set_worker_threads(opts, 8); /* the zoo's pool models sleep more than compute */
   isv_options_set_response_cache_bytes(opts, (size_t)16 << 20); /* cost_cached's (zoo_cache.c) */
 
@@ -427,10 +433,18 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
       }
       continue;
     }
+    if (strcmp(arg, "--no-tracing") == 0) {
+      tracing.off = 1;
+      continue;
+    }
+    if (strcmp(arg, "--otlp-endpoint") == 0) {
+      tracing.otlp_endpoint = i + 1 < argc ? argv[++i] : "";
+      continue;
+    }
     if (strcmp(arg, "--trace-file") == 0 || strcmp(arg, "--trace-rate") == 0) {
       const char *v = i + 1 < argc ? argv[++i] : "";
       if (arg[8] == 'f') {
-        trace_file = v;
+        tracing.file = v;
       } else {
         char *end;
         unsigned long n = strtoul(v, &end, 10);
@@ -438,7 +452,8 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
           fprintf(stderr, "inferserve-demo: bad value '%s' for --trace-rate (1 to 1000000)\n", v);
           return 2;
         }
-        trace_rate = (unsigned)n;
+        tracing.rate = (unsigned)n;
+        tracing.rate_given = 1;
       }
       continue;
     }
@@ -448,10 +463,24 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
                        : strcmp(v, "isv") == 0  ? ISV_METRICS_LIBINFERSERVE
                        : strcmp(v, "both") == 0 ? ISV_METRICS_TRITON | ISV_METRICS_LIBINFERSERVE
                                                 : 0;
-      if (isv_options_set_metrics_style(opts, style) != 0) {
+      if (style == 0) {
         fprintf(stderr, "inferserve-demo: bad --metrics-style '%s' (isv, triton or both)\n", v);
         return 2;
       }
+      metrics_style = style;
+      continue;
+    }
+    if (strcmp(arg, "--metrics-config") == 0) { /* Triton's: its optional latency metrics */
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      unsigned bit = strcmp(v, "histogram_latencies=true") == 0 ? ISV_METRICS_TRITON_HISTOGRAMS
+                     : strcmp(v, "summary_latencies=true") == 0 ? ISV_METRICS_TRITON_SUMMARIES
+                                                                 : 0;
+      if (bit == 0) {
+        fprintf(stderr, "inferserve-demo: bad --metrics-config '%s' (histogram_latencies=true or "
+                        "summary_latencies=true)\n", v);
+        return 2;
+      }
+      metrics_extra |= bit;
       continue;
     }
     if (strcmp(arg, "--no-repository") == 0) {
@@ -556,7 +585,11 @@ static int demo_main(int argc, char **argv, isv_options *opts) {
     isv_options_set_reuse_port(opts, 1);
   }
 
-  if (trace_file && demo_tracing_setup(opts, trace_file, trace_rate) != 0) return 1;
+  if (isv_options_set_metrics_style(opts, metrics_style | metrics_extra) != 0) {
+    fprintf(stderr, "inferserve-demo: --metrics-config needs --metrics-style triton or both\n");
+    return 2;
+  }
+  if (demo_tracing_setup(opts, &tracing) != 0) return 1;
   /* A peer that disconnects mid-response must not kill the process. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

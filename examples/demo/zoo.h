@@ -97,8 +97,21 @@ int demo_zoo_register(isv_server *srv);
 void demo_hex(char *out, const uint8_t *b, size_t n);
 /* The demo's log and its answer to Triton's logging extension (logging.c): 0 or -1. */
 int demo_logging_setup(isv_options *opts);
-/* --trace-file, --trace-rate (tracing.c): traced requests as JSON lines in file. 0 or -1. */
-int demo_tracing_setup(isv_options *opts, const char *file, unsigned rate);
+/* The demo's tracing (tracing.c): the hook always (the trace extension's settings decide; at
+ * level TIMESTAMPS from the start when --trace-file, --trace-rate or --otlp-endpoint is given),
+ * none with --no-tracing. 0 or -1. */
+typedef struct demo_tracing {
+  const char *file;          /* --trace-file: the global trace_file at the start */
+  unsigned rate;             /* --trace-rate (default 1) */
+  int rate_given;
+  const char *otlp_endpoint; /* --otlp-endpoint URL (otlp.c) */
+  int off;                   /* --no-tracing */
+} demo_tracing;
+int demo_tracing_setup(isv_options *opts, const demo_tracing *cfg);
+/* OpenTelemetry export (otlp.c): spans to an OTLP/HTTP JSON endpoint from a thread of their own;
+ * demo_otlp_span never blocks (a full queue drops the span, counted). 0 or -1. */
+int demo_otlp_start(const char *url);
+void demo_otlp_span(const isv_trace_timeline *t);
 /* What each server of a group needs beside the group's models (threads.c): the routes (loop:
  * its number, 1..) and the default model. 0 or the code of the first failure. */
 int demo_zoo_attach(isv_server *srv, unsigned loop);

@@ -904,3 +904,30 @@ int isv__json_to_param(const isv__json_token *t, isv_param *out) {
   return 0;
 }
 
+
+int isv__json_each_member(char *buf, size_t len, unsigned max_depth, isv__json_member_cb each,
+                          void *ctx, const char **msg) {
+  isv__json_reader rd;
+  isv__json_reader_init(&rd, buf ? buf : (char *)"", buf ? len : 0, max_depth);
+  isv__json_token t, v;
+  size_t off;
+  isv__json_type ty = isv__json_next(&rd, &t);
+  *msg = NULL;
+  if (ty != ISV__JSON_OBJECT_BEGIN) {
+    if (ty == ISV__JSON_ERROR) *msg = isv__json_error(&rd, &off);
+    return ISV__JSON_NOT_OBJECT;
+  }
+  while ((ty = isv__json_next(&rd, &t)) == ISV__JSON_KEY) {
+    isv__json_token key = t;
+    if ((ty = isv__json_next(&rd, &v)) == ISV__JSON_ERROR) break;
+    int rc = each(ctx, &key, ty, &v, &rd);
+    if (rc != 0) {
+      if (isv__json_error(&rd, &off) == NULL) return rc;
+      break; /* it read on into malformed JSON */
+    }
+  }
+  if (ty == ISV__JSON_OBJECT_END && isv__json_next(&rd, &t) == ISV__JSON_EOF) return 0;
+  *msg = isv__json_error(&rd, &off);
+  if (*msg == NULL) *msg = "invalid JSON";
+  return ISV__JSON_MALFORMED;
+}

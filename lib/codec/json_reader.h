@@ -106,6 +106,18 @@ int isv__json_fail(isv__json_reader *r, size_t offset, const char *fmt, ...)
 #endif
     ;
 
+/* The members of the one JSON object in buf[0..len), in order: each(ctx, key, the type and
+ * first token of its value, the reader) — which may read on through the reader (an array's
+ * elements, a nested value) — returns 0 to go on, anything else to stop with that code.
+ * Returns 0 after the whole object (nothing but whitespace after it), each's code, or
+ * ISV__JSON_NOT_OBJECT / ISV__JSON_MALFORMED with *msg the reader's message (NULL when the
+ * input is well-formed JSON but not an object). For settings bodies: /v2/logging, trace. */
+enum { ISV__JSON_NOT_OBJECT = -1, ISV__JSON_MALFORMED = -2 };
+typedef int (*isv__json_member_cb)(void *ctx, const isv__json_token *key, isv__json_type type,
+                                   const isv__json_token *value, isv__json_reader *r);
+int isv__json_each_member(char *buf, size_t len, unsigned max_depth, isv__json_member_cb each,
+                          void *ctx, const char **msg);
+
 /* Number conversions of a NUMBER token. Floats are correctly rounded (bit-identical to
  * strtof/strtod of the same text, without depending on the locale); NaN/Infinity accepted; like
  * strtod, a finite literal beyond the range gives +-Infinity ("1e400") and one below half

@@ -76,4 +76,21 @@ static inline uint8_t *isv__pb_put_bytes(uint8_t *p, uint32_t num, const void *s
   return p + n;
 }
 
+/* A map<string, M> entry as field `num` (1..15) of its message: the entry's key, length and map
+ * key (its field 1), then the key and length of its value (field 2, a message of value_len
+ * bytes) — the caller writes those bytes next. isv__pb_map_entry_size: the whole entry's wire
+ * size, its value included. */
+static inline size_t isv__pb_map_entry_size(size_t key_len, size_t value_len) {
+  return isv__pb_len_field_size(isv__pb_len_field_size(key_len) +
+                                isv__pb_len_field_size(value_len));
+}
+static inline uint8_t *isv__pb_put_map_entry_head(uint8_t *p, uint32_t num, const char *key,
+                                                  size_t key_len, size_t value_len) {
+  p = isv__pb_put_key(p, num, ISV__PB_LEN);
+  p = isv__pb_put_varint(p, isv__pb_len_field_size(key_len) + isv__pb_len_field_size(value_len));
+  p = isv__pb_put_bytes(p, 1, key, key_len);
+  p = isv__pb_put_key(p, 2, ISV__PB_LEN);
+  return isv__pb_put_varint(p, value_len);
+}
+
 #endif

@@ -37,7 +37,8 @@ struct isv__core {
   isv__shm_registry *shm; /* system shared memory regions (shm.h): the group's */
   isv__clients *clients;  /* requests in flight per client (clients.h): the group's */
   isv__logset *logset;    /* the logging extension's settings (logset.h): the group's */
-  uint64_t trace_n, trace_seq; /* tracing: requests seen for the rate; fresh ids made (loop) */
+  isv__traceset *traceset; /* the trace extension's settings (traceset.h): the group's */
+  uint64_t trace_seq; /* tracing: fresh trace ids made (loop) */
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   isv__budget *receiving; /* the server's receiving budget (isv_options_set_max_receiving_bytes,
                            * the transport's): decoded bodies are charged to it too; NULL: none */

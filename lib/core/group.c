@@ -36,6 +36,7 @@ struct isv_group {
   int shm_set;           /* the first member's options set shm.enabled and shm.in_place */
   isv__clients clients;  /* requests in flight per client, over every member */
   isv__logset logset;    /* the logging extension's settings, every member's */
+  isv__traceset traceset; /* the trace extension's settings, every member's */
   struct isv__gaddr *addrs; /* addresses members listen on (isv__group_listen_end); under mu */
   _Atomic(isv__rcache *) rcache; /* the response cache (core/rcache.h), made once by the first
                                   * member that asks for one (isv__group_rcache_make) */
@@ -101,36 +102,13 @@ static int group_new(const isv_mem *mem, isv_group **out) {
   isv_group *g = isv__calloc(mem, 1, sizeof *g);
   if (g == NULL) return ISV_ENOMEM;
   g->mem = mem;
-  if (uv_mutex_init(&g->mu) != 0) {
-    isv__free(g);
-    return ISV_ENOMEM;
-  }
-  if (uv_mutex_init(&g->listen_mu) != 0) {
-    uv_mutex_destroy(&g->mu);
-    isv__free(g);
-    return ISV_ENOMEM;
-  }
-  if (isv__shm_init(&g->shm, mem, 0, 0) != 0) {
-    uv_mutex_destroy(&g->listen_mu);
-    uv_mutex_destroy(&g->mu);
-    isv__free(g);
-    return ISV_ENOMEM;
-  }
-  if (isv__clients_init(&g->clients, mem) != 0) {
-    isv__shm_destroy(&g->shm);
-    uv_mutex_destroy(&g->listen_mu);
-    uv_mutex_destroy(&g->mu);
-    isv__free(g);
-    return ISV_ENOMEM;
-  }
-  if (isv__logset_init(&g->logset) != 0) {
-    isv__clients_free(&g->clients);
-    isv__shm_destroy(&g->shm);
-    uv_mutex_destroy(&g->listen_mu);
-    uv_mutex_destroy(&g->mu);
-    isv__free(g);
-    return ISV_ENOMEM;
-  }
+  /* each part made undoes the ones before it when a later one cannot be made */
+  if (uv_mutex_init(&g->mu) != 0) goto no_mu;
+  if (uv_mutex_init(&g->listen_mu) != 0) goto no_listen_mu;
+  if (isv__shm_init(&g->shm, mem, 0, 0) != 0) goto no_shm;
+  if (isv__clients_init(&g->clients, mem) != 0) goto no_clients;
+  if (isv__logset_init(&g->logset) != 0) goto no_logset;
+  if (isv__traceset_init(&g->traceset, mem) != 0) goto no_traceset;
   atomic_init(&g->users, 1);
   atomic_init(&g->refs, 1);
   atomic_init(&g->gen, 0);
@@ -139,6 +117,19 @@ static int group_new(const isv_mem *mem, isv_group **out) {
   g->n_protocols = 1;
   *out = g;
   return 0;
+no_traceset:
+  isv__logset_destroy(&g->logset);
+no_logset:
+  isv__clients_free(&g->clients);
+no_clients:
+  isv__shm_destroy(&g->shm);
+no_shm:
+  uv_mutex_destroy(&g->listen_mu);
+no_listen_mu:
+  uv_mutex_destroy(&g->mu);
+no_mu:
+  isv__free(g);
+  return ISV_ENOMEM;
 }
 
 ISV_EXTERN int isv_group_new(isv_group **out) {
@@ -163,6 +154,7 @@ static void group_unref(isv_group *g) {
   isv__shm_destroy(&g->shm); /* regions requests still use stay mapped until they let go */
   isv__clients_free(&g->clients);
   isv__logset_destroy(&g->logset);
+  isv__traceset_destroy(&g->traceset);
   uv_mutex_destroy(&g->listen_mu);
   uv_mutex_destroy(&g->mu);
   isv__free(g);
@@ -414,6 +406,9 @@ int isv__group_enter(isv__core *c, isv_group *g, int shm_enabled, int shm_in_pla
   c->shm = &g->shm;
   c->clients = &g->clients;
   c->logset = &g->logset;
+  c->traceset = &g->traceset;
+  isv__traceset_seed(&g->traceset, c->opts.trace_init_set ? &c->opts.trace_init : NULL,
+                     c->opts.trace != NULL, c->opts.trace_rate);
   return 0;
 }
 
@@ -784,6 +779,21 @@ void isv__model_stats(const isv_model *m, isv__stats_snap *out) {
   out->n_protocols = g->n_protocols;
   for (const isv__gcopy *k = m->gcopy->gm->copies; k; k = k->next) add_copy(out, k->m);
   uv_mutex_unlock(&g->mu);
+}
+
+size_t isv__model_summary(const isv_model *m, isv__summary_kind kind, uint64_t since_ms,
+                          uint64_t *out, size_t cap) {
+  size_t n = 0;
+  if (m->gcopy == NULL) {
+    if (m->stats.windows) isv__window_recent(&m->stats.windows[kind], since_ms, out, &n, cap);
+    return n;
+  }
+  isv_group *g = m->gcopy->gm->g;
+  uv_mutex_lock(&g->mu); /* the copies stay while it is held (model_free unlinks under it) */
+  for (const isv__gcopy *k = m->gcopy->gm->copies; k; k = k->next)
+    if (k->m->stats.windows) isv__window_recent(&k->m->stats.windows[kind], since_ms, out, &n, cap);
+  uv_mutex_unlock(&g->mu);
+  return n;
 }
 
 uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k) {

@@ -131,5 +131,9 @@ size_t isv__model_reason(const isv_model *m, char *out, size_t cap);
 void isv__model_stats(const isv_model *m, isv__stats_snap *out);
 /* Executions of batch size k (isv__stats.batch_execs), summed likewise. */
 uint64_t isv__model_batch_execs(const isv_model *m, uint32_t k);
+/* Triton's summaries (stats.h): the values of summary `kind` of m's version observed at
+ * since_ms or later, every copy's, into out[0..cap); their number (0 without summaries). */
+size_t isv__model_summary(const isv_model *m, isv__summary_kind kind, uint64_t since_ms,
+                          uint64_t *out, size_t cap);
 
 #endif

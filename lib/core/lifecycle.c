@@ -38,6 +38,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   atomic_init(&c->done_posted, 0u);
   int rc = isv__registry_init(&c->reg, c, c->mem);
   if (rc) return rc;
+  c->reg.summaries = (c->opts.metrics_style & ISV_METRICS_TRITON_SUMMARIES) != 0;
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
   /* the options' group, or a group of one: c->shm and c->clients are the group's */

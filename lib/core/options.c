@@ -220,7 +220,11 @@ ISV_EXTERN int isv_options_set_response_cache_bytes(isv_options *o, size_t bytes
 }
 
 ISV_EXTERN int isv_options_set_metrics_style(isv_options *o, unsigned styles) {
-  if (o == NULL || styles == 0 || (styles & ~(unsigned)(ISV_METRICS_LIBINFERSERVE | ISV_METRICS_TRITON)))
+  unsigned all = ISV_METRICS_LIBINFERSERVE | ISV_METRICS_TRITON | ISV_METRICS_TRITON_HISTOGRAMS |
+                 ISV_METRICS_TRITON_SUMMARIES;
+  unsigned triton_only = ISV_METRICS_TRITON_HISTOGRAMS | ISV_METRICS_TRITON_SUMMARIES;
+  if (o == NULL || styles == 0 || (styles & ~all) ||
+      ((styles & triton_only) && !(styles & ISV_METRICS_TRITON)))
     return ISV_EINVAL;
   o->metrics_style = styles;
   return 0;
@@ -246,6 +250,30 @@ ISV_EXTERN int isv_options_set_trace(isv_options *o, isv_trace_cb cb, void *user
   o->trace = cb;
   o->trace_user = user;
   o->trace_rate = cb ? rate : 0;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_trace_settings(isv_options *o, const isv_trace_settings *s) {
+  if (o == NULL || s == NULL || s->struct_size < sizeof *s || s->model != NULL || s->rate == 0 ||
+      s->count < -1 || (s->level != ISV_TRACE_OFF && s->level != ISV_TRACE_TIMESTAMPS) ||
+      (s->file && strlen(s->file) >= sizeof o->trace_init.file))
+    return ISV_EINVAL;
+  isv__trace_view *v = &o->trace_init;
+  memset(v, 0, sizeof *v);
+  v->timestamps = s->level == ISV_TRACE_TIMESTAMPS;
+  v->rate = s->rate;
+  v->count = s->count;
+  v->log_frequency = s->log_frequency;
+  if (s->file) strcpy(v->file, s->file);
+  o->trace_init_set = 1;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_trace_settings_cb(isv_options *o, isv_trace_settings_cb cb,
+                                                 void *user) {
+  if (o == NULL) return ISV_EINVAL;
+  o->trace_settings = cb;
+  o->trace_settings_user = user;
   return 0;
 }
 

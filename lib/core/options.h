@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "codec/mem.h"
+#include "core/traceset.h"
 #include "inferserve.h"
 
 #define ISV__MAX_PROTOCOL_SWITCHES 16
@@ -56,6 +57,10 @@ struct isv_options {
   isv_trace_cb trace; /* NULL: no tracing (isv_options_set_trace) */
   void *trace_user;
   unsigned trace_rate;
+  int trace_init_set;         /* isv_options_set_trace_settings gave trace_init */
+  isv__trace_view trace_init; /* the global trace settings the server starts with */
+  isv_trace_settings_cb trace_settings; /* told of the trace extension's changes; NULL: none */
+  void *trace_settings_user;
   isv_access_cb access; /* NULL: no access log */
   void *access_user;
   isv_mem mem; /* the server's allocator (isv__libc_mem by default) */

@@ -485,6 +485,7 @@ static void model_free(isv_model *m) {
   if (m->sched_end) m->sched_end(m); /* ends its live sequences: before destroy */
   if (m->gcopy_gone) m->gcopy_gone(m); /* the record's destroy, once its last copy is gone */
   isv__free(m->stats.batch_execs); /* read by other members only while m was in the list */
+  isv__free(m->stats.windows);
   if (m->backend.destroy) m->backend.destroy(m->user); /* NULL for the table's copies */
   isv_model_config_free(m->cfg);
   isv__free(m->version);
@@ -657,6 +658,9 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   m->stats.batch_execs = isv__calloc(r->mem, (size_t)(m->cfg->max_batch ? m->cfg->max_batch : 1) + 1,
                                      sizeof *m->stats.batch_execs);
   if (m->stats.batch_execs == NULL) goto oom;
+  if (r->summaries &&
+      (m->stats.windows = isv__calloc(r->mem, ISV__SUMMARIES, sizeof *m->stats.windows)) == NULL)
+    goto oom;
 
   if (e == NULL) {
     e = isv__calloc(r->mem, 1, sizeof *e);
@@ -679,6 +683,7 @@ int isv__registry_add(isv__registry *r, const isv_model_config *c, const char *v
   return 0;
 oom:
   isv__free(m->stats.batch_execs);
+  isv__free(m->stats.windows);
   isv_model_config_free(m->cfg);
   isv__free(m->version);
   isv__free(m);

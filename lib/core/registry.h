@@ -138,6 +138,7 @@ typedef struct isv__registry {
   isv__model_entry **buckets;
   size_t n_buckets;
   size_t n_entries;
+  int summaries; /* Triton's latency summaries are on: each version gets its windows */
 } isv__registry;
 
 /* A model version's state as Triton and grps name it: "READY", "LOADING", "UNLOADING",

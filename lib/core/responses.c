@@ -75,6 +75,11 @@ void isv__responses_deliver(isv_request *r) {
     st->pending -= x->resp_cost;
   }
   uv_mutex_unlock(&c->mu);
+  if (q && !st->answered) { /* the request's first response: its time to it, ms (loop thread) */
+    st->answered = 1;
+    isv__hist_add(&r->model->stats.first_response, isv__first_response_bounds,
+                  ISV__FIRST_RESPONSE_BUCKETS, (double)(uv_hrtime() - r->start_ns) / 1e6);
+  }
   while (q) {
     isv_request *next = q->resp_next;
     q->resp_next = NULL;

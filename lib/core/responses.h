@@ -29,6 +29,7 @@ typedef struct isv__stream {
   int blocked;
   void (*writable)(isv_request *r, void *user);
   void *writable_user;
+  int answered; /* its first response was delivered (Triton's first-response histogram) */
 } isv__stream;
 
 /* What a decoupled response counts against its stream's bound besides its outputs' bytes: the

@@ -416,8 +416,8 @@ static void fresh_trace_id(isv__core *c, uint8_t id[16]) {
 static void trace(isv_request *r, uint64_t now) {
   isv__core *c = r->core;
   int sampled = r->trace.has && (r->trace.tp.flags & 1); /* its caller's choice: always traced */
-  int by_rate = ++c->trace_n % c->opts.trace_rate == 0; /* every request counts for the rate */
-  if (!sampled && !by_rate) return;
+  isv__trace_view set; /* the settings it is traced under (traceset.h decides) */
+  if (!isv__traceset_sample(c->traceset, r->model->cfg->name, sampled, &set)) return;
   const isv_request *x = r->job->exec;
   const isv__job *xj = x ? x->job : NULL;
   isv_trace_timeline t = {
@@ -436,6 +436,9 @@ static void trace(isv_request *r, uint64_t now) {
       .compute_end_ns = r->job->run_ns ? now : 0,
       .request_end_ns = now,
       .batch_size = !r->job->run_ns ? 0 : xj && xj->batch ? xj->batch->n_members : 1,
+      .trace_file = set.file,
+      .log_frequency = set.log_frequency,
+      .traces_left = set.count,
   };
   if (r->trace.has) {
     memcpy(t.trace_id, r->trace.tp.trace_id, 16);
@@ -494,9 +497,19 @@ static void record(isv_request *r) {
     isv__count(&s->compute_input_ns, x->job->infer_ns - r->job->run_ns);
     isv__count(&s->compute_infer_ns, x->complete_ns - x->job->infer_ns);
     isv__count(&s->compute_output_ns, now > x->complete_ns ? now - x->complete_ns : 0);
+    if (s->windows) { /* Triton's summaries: the same times, each kept a while */
+      uint64_t ms = now / 1000000;
+      isv__window_add(&s->windows[ISV__SUM_REQUEST], (now - r->start_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_QUEUE], (r->job->run_ns - r->start_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_INPUT], (x->job->infer_ns - r->job->run_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_INFER], (x->complete_ns - x->job->infer_ns) / 1000, ms);
+      isv__window_add(&s->windows[ISV__SUM_OUTPUT],
+                      (now > x->complete_ns ? now - x->complete_ns : 0) / 1000, ms);
+    }
   }
   /* not the library's own models' requests, nor a warmup's: no client sent them */
-  if (r->core->opts.trace && r->model->cfg->name[0] != '@' && !r->warmup) trace(r, now);
+  if (r->core->opts.trace && r->core->traceset && r->model->cfg->name[0] != '@' && !r->warmup)
+    trace(r, now);
 }
 
 /* ---- the response cache (core/rcache.h) ------------------------------------------------ */

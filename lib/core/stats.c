@@ -1,7 +1,11 @@
 #include "core/stats.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 const double isv__lat_bounds[ISV__LAT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                   0.01,   0.025,   0.05,   0.1,   0.5,    1.0};
+const double isv__first_response_bounds[ISV__FIRST_RESPONSE_BUCKETS] = {100, 500, 2000, 5000};
 const double isv__batch_bounds[ISV__BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128};
 const char *const isv__fail_reason_names[ISV__FAIL_REASONS] = {
     [ISV__FAIL_REJECTED] = "REJECTED",
@@ -72,4 +76,41 @@ void isv__stats_add_to(isv__stats_snap *out, const isv__stats *s) {
   out->cache_miss_ns += isv__counter_get(&s->cache_miss_ns);
   uint64_t last = isv__counter_get(&s->last_inference_ms);
   if (last > out->last_inference_ms) out->last_inference_ms = last;
+  hist_add_to(&out->first_response, &s->first_response);
+  for (unsigned k = 0; s->windows && k < ISV__SUMMARIES; k++) {
+    out->summary_count[k] += isv__counter_get(&s->windows[k].written);
+    out->summary_sum_us[k] += isv__counter_get(&s->windows[k].sum_us);
+  }
+}
+
+void isv__window_add(isv__window *w, uint64_t us, uint64_t now_ms) {
+  uint64_t i = isv__counter_get(&w->written) % ISV__SUMMARY_SAMPLES;
+  atomic_store_explicit(&w->value_us[i], us, memory_order_relaxed);
+  atomic_store_explicit(&w->at_ms[i], now_ms, memory_order_relaxed);
+  isv__count(&w->sum_us, us);
+  isv__count(&w->written, 1); /* after the slot: a reader counts only slots written */
+}
+
+void isv__window_recent(const isv__window *w, uint64_t since_ms, uint64_t *out, size_t *n,
+                        size_t cap) {
+  uint64_t written = isv__counter_get(&w->written);
+  uint64_t k = written < ISV__SUMMARY_SAMPLES ? written : ISV__SUMMARY_SAMPLES;
+  for (uint64_t i = 0; i < k && *n < cap; i++) {
+    if (atomic_load_explicit((_Atomic uint64_t *)&w->at_ms[i], memory_order_relaxed) < since_ms)
+      continue; /* older than the window */
+    out[(*n)++] = atomic_load_explicit((_Atomic uint64_t *)&w->value_us[i], memory_order_relaxed);
+  }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+double isv__quantile(uint64_t *v, size_t n, double q) {
+  if (n == 0) return NAN;
+  qsort(v, n, sizeof *v, cmp_u64);
+  size_t rank = (size_t)ceil(q * (double)n); /* nearest rank: the smallest value with at least
+                                               * q of the values at or below it */
+  return (double)v[rank ? rank - 1 : 0];
 }

@@ -55,6 +55,40 @@ typedef struct isv__hist {
   isv__counter count;
 } isv__hist;
 
+/* Triton's optional latency metrics (isv_options_set_metrics_style):
+ * nv_inference_first_response_histogram_ms — a decoupled request's time to its first response,
+ * in milliseconds, in Triton's default buckets (+Inf implied) — and the summaries of a
+ * successful request's times (nv_inference_{request,queue,compute_input,compute_infer,
+ * compute_output}_summary_us): their quantiles over the last ISV__SUMMARY_WINDOW_MS, from the
+ * latest ISV__SUMMARY_SAMPLES observations of each copy of the model version. */
+#define ISV__FIRST_RESPONSE_BUCKETS 4
+extern const double isv__first_response_bounds[ISV__FIRST_RESPONSE_BUCKETS];
+typedef enum {
+  ISV__SUM_REQUEST = 0,
+  ISV__SUM_QUEUE,
+  ISV__SUM_INPUT,
+  ISV__SUM_INFER,
+  ISV__SUM_OUTPUT,
+  ISV__SUMMARIES
+} isv__summary_kind;
+#define ISV__SUMMARY_SAMPLES 512
+#define ISV__SUMMARY_WINDOW_MS 60000
+/* One summary's observations: a ring written by the loop thread (each slot's value and time
+ * are atomics: a reader racing the writer may pair a slot's new value with its old time, one
+ * sample of hundreds a moment off — never a torn number), and its count and sum for ever. */
+typedef struct isv__window {
+  _Atomic uint64_t value_us[ISV__SUMMARY_SAMPLES];
+  _Atomic uint64_t at_ms[ISV__SUMMARY_SAMPLES]; /* uv_hrtime() in ms: one clock for all loops */
+  isv__counter written;                          /* observations ever: the next slot */
+  isv__counter sum_us;
+} isv__window;
+void isv__window_add(isv__window *w, uint64_t us, uint64_t now_ms);
+/* The values of w observed at since_ms or later, appended to out[*n..cap). */
+void isv__window_recent(const isv__window *w, uint64_t since_ms, uint64_t *out, size_t *n,
+                        size_t cap);
+/* The q-quantile (0 < q <= 1) of v[0..n) by nearest rank, v sorted in place; NaN when n is 0. */
+double isv__quantile(uint64_t *v, size_t n, double q);
+
 typedef struct isv__stats {
   isv__counter success[ISV__MAX_PROTOCOLS]; /* by protocol label index */
   isv__counter failure[ISV__MAX_PROTOCOLS];
@@ -78,6 +112,9 @@ typedef struct isv__stats {
   _Atomic size_t queued;     /* requests waiting for an instance now (the scheduler's) */
   isv__counter *batch_execs; /* executions per batch size, [1..max(max_batch, 1)] (the
                               * registry allocates them with the version) */
+  isv__hist first_response;  /* a decoupled request's first response, ms (first ones' bounds) */
+  isv__window *windows;      /* [ISV__SUMMARIES] with Triton's summaries on (the registry
+                              * allocates them with the version), else NULL */
 } isv__stats;
 
 /* What a reader gets: the same numbers, plain, summed over every copy of the model version
@@ -102,6 +139,8 @@ typedef struct isv__stats_snap {
   uint64_t failure_reason[ISV__FAIL_REASONS];
   uint64_t last_inference_ms; /* the latest of the copies' */
   uint64_t cache_hit, cache_hit_ns, cache_miss, cache_miss_ns;
+  isv__hist_snap first_response;
+  uint64_t summary_count[ISV__SUMMARIES], summary_sum_us[ISV__SUMMARIES];
 } isv__stats_snap;
 
 /* Add one copy's numbers into a snapshot (its protocols[] already say which labels). */

@@ -289,12 +289,99 @@ static void triton_entry(isv__model_entry *e, void *data) {
   }
 }
 
+/* Triton's optional latency metrics (ISV_METRICS_TRITON_HISTOGRAMS / _SUMMARIES). */
+static const char first_response_name[] = "nv_inference_first_response_histogram_ms";
+static const struct {
+  const char *name, *help;
+} summaries[ISV__SUMMARIES] = {
+    [ISV__SUM_REQUEST] = {"nv_inference_request_summary_us", "Summary of inference request "
+                          "duration in microseconds (includes cached requests)"},
+    [ISV__SUM_QUEUE] = {"nv_inference_queue_summary_us", "Summary of inference queuing duration "
+                        "in microseconds (includes cached requests)"},
+    [ISV__SUM_INPUT] = {"nv_inference_compute_input_summary_us", "Summary of compute input "
+                        "duration in microseconds (does not include cached requests)"},
+    [ISV__SUM_INFER] = {"nv_inference_compute_infer_summary_us", "Summary of compute inference "
+                        "duration in microseconds (does not include cached requests)"},
+    [ISV__SUM_OUTPUT] = {"nv_inference_compute_output_summary_us", "Summary of compute output "
+                         "duration in microseconds (does not include cached requests)"},
+};
+static const double quantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999}; /* Triton's defaults */
+
+typedef struct optional_render {
+  isv__buf *b;
+  int kind; /* -1: the first-response histogram; else an isv__summary_kind */
+  uint64_t since_ms;
+  uint64_t *samples; /* room for every copy's window (cap) */
+  size_t cap;
+} optional_render;
+
+static void optional_entry(isv__model_entry *e, void *data) {
+  optional_render *rd = data;
+  isv__buf *b = rd->b;
+  for (const isv_model *m = e->versions; m; m = m->next) {
+    isv__stats_snap s;
+    if (rd->kind < 0) { /* decoupled models only, as Triton */
+      if (!m->cfg->decoupled) continue;
+      isv__model_stats(m, &s);
+      histogram(b, first_response_name, m, &s.first_response, isv__first_response_bounds,
+                ISV__FIRST_RESPONSE_BUCKETS);
+      continue;
+    }
+    isv__model_stats(m, &s);
+    const char *name = summaries[rd->kind].name;
+    size_t n = rd->samples ? isv__model_summary(m, (isv__summary_kind)rd->kind, rd->since_ms,
+                                                rd->samples, rd->cap) : 0;
+    for (size_t q = 0; q < sizeof quantiles / sizeof quantiles[0]; q++) {
+      isv__buf_puts(b, name);
+      isv__buf_putc(b, '{');
+      labels(b, m);
+      num(b, ",quantile=\"%g\"} ", quantiles[q]);
+      double v = isv__quantile(rd->samples, n, quantiles[q]); /* sorts: the next is quicker */
+      if (v != v) isv__buf_puts(b, "NaN");
+      else num(b, "%.17g", v);
+      isv__buf_putc(b, '\n');
+    }
+    isv__buf_puts(b, name);
+    isv__buf_puts(b, "_sum{");
+    labels(b, m);
+    isv__buf_puts(b, "} ");
+    u64(b, s.summary_sum_us[rd->kind]);
+    isv__buf_putc(b, '\n');
+    isv__buf_puts(b, name);
+    isv__buf_puts(b, "_count{");
+    labels(b, m);
+    isv__buf_puts(b, "} ");
+    u64(b, s.summary_count[rd->kind]);
+    isv__buf_putc(b, '\n');
+  }
+}
+
 static void render_triton(isv__core *core, isv__buf *b) {
   for (size_t i = 0; i < sizeof triton_families / sizeof triton_families[0]; i++) {
     const triton_family *f = &triton_families[i];
     family(b, f->name, f->help, f->type);
     triton_render rd = {b, f};
     isv__registry_foreach_all(isv__core_models(core), triton_entry, &rd);
+  }
+  unsigned style = core->opts.metrics_style;
+  if (style & ISV_METRICS_TRITON_HISTOGRAMS) {
+    family(b, first_response_name, "Duration from request to first response in "
+                "milliseconds", "histogram");
+    optional_render rd = {b, -1, 0, NULL, 0};
+    isv__registry_foreach_all(isv__core_models(core), optional_entry, &rd);
+  }
+  if (style & ISV_METRICS_TRITON_SUMMARIES) {
+    /* every copy's window of a version at once: one per loop of a group (at most 64 here) */
+    size_t cap = (size_t)ISV__SUMMARY_SAMPLES * 64;
+    uint64_t *samples = isv__malloc(core->mem, cap * sizeof *samples);
+    uint64_t now_ms = uv_hrtime() / 1000000;
+    for (int k = 0; k < ISV__SUMMARIES; k++) {
+      family(b, summaries[k].name, summaries[k].help, "summary");
+      optional_render rd = {b, k, now_ms > ISV__SUMMARY_WINDOW_MS ? now_ms - ISV__SUMMARY_WINDOW_MS : 0,
+                            samples, samples ? cap : 0};
+      isv__registry_foreach_all(isv__core_models(core), optional_entry, &rd);
+    }
+    isv__free(samples);
   }
   isv__rcache *rc = isv__group_rcache(core);
   if (rc == NULL) return;

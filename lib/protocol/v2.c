@@ -5,15 +5,16 @@
 
 const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics",
                                           "model_configuration", "system_shared_memory",
-                                          "logging"};
+                                          "logging", "trace"};
 const size_t isv__v2_n_extensions = sizeof isv__v2_extensions / sizeof isv__v2_extensions[0];
 
 size_t isv__v2_server_extensions(const isv__core *c, const char **out, size_t cap) {
   static const char *const repo[] = {"model_repository", "model_repository(unload_dependents)"};
   size_t n = 0;
   for (size_t i = 0; i < isv__v2_n_extensions && n < cap; i++)
-    if (c->shm->enabled || strcmp(isv__v2_extensions[i], "system_shared_memory") != 0)
-      out[n++] = isv__v2_extensions[i]; /* shared memory: when the host enabled it */
+    if ((c->shm->enabled || strcmp(isv__v2_extensions[i], "system_shared_memory") != 0) &&
+        (c->opts.trace || strcmp(isv__v2_extensions[i], "trace") != 0))
+      out[n++] = isv__v2_extensions[i]; /* shared memory, tracing: when the host enabled it */
   for (size_t i = 0; c->repo && i < 2 && n < cap; i++) out[n++] = repo[i];
   return n;
 }

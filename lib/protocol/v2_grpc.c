@@ -8,6 +8,7 @@
 #include "protocol/v2.h"
 #include "protocol/v2_pb.h"
 #include "protocol/v2_logging.h"
+#include "protocol/v2_trace.h"
 #include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
 #include "core/queries.h"
@@ -128,6 +129,7 @@ const isv__grpc_method isv__v2_methods[] = {
     {SVC "ModelStatistics", ISV__RPC_UNARY, model_statistics, NULL, NULL, NULL, NULL},
     {SVC "ModelConfig", ISV__RPC_UNARY, model_config, NULL, NULL, NULL, NULL},
     {SVC "LogSettings", ISV__RPC_UNARY, isv__v2log_grpc, NULL, NULL, NULL, NULL},
+    {SVC "TraceSetting", ISV__RPC_UNARY, isv__v2trace_grpc, NULL, NULL, NULL, NULL},
     /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
     {SVC "SystemSharedMemoryStatus", ISV__RPC_UNARY, isv__v2shm_grpc_status, NULL, NULL, NULL, NULL},
     {SVC "SystemSharedMemoryRegister", ISV__RPC_UNARY, isv__v2shm_grpc_register, NULL, NULL, NULL, NULL},

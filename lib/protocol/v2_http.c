@@ -21,6 +21,7 @@
 #include "protocol/v2_generate.h"
 #include "protocol/v2_json.h"
 #include "protocol/v2_logging.h"
+#include "protocol/v2_trace.h"
 #include "protocol/v2_shm.h"
 #include "protocol/v2_repo.h"
 #include "core/responses.h"
@@ -813,6 +814,7 @@ const isv__http_route isv__v2_routes[] = {
     {ISV__ROUTE_GET, "/v2/health/ready", ready, NULL},
     /* system shared memory (v2_shm.h); CUDA shared memory: not supported, said so */
     {ISV__ROUTE_GET | ISV__ROUTE_POST, "/v2/logging", isv__v2log_http, NULL},
+    {ISV__ROUTE_GET | ISV__ROUTE_POST, "/v2/trace/setting", isv__v2trace_http, NULL},
     {ISV__ROUTE_GET, "/v2/systemsharedmemory/status", isv__v2shm_http_status, NULL},
     {ISV__ROUTE_GET, "/v2/systemsharedmemory/region/{region}/status", isv__v2shm_http_status, NULL},
     {ISV__ROUTE_POST, "/v2/systemsharedmemory/region/{region}/register", isv__v2shm_http_register,
@@ -838,6 +840,8 @@ const isv__http_route isv__v2_routes[] = {
      NULL},
     {ISV__ROUTE_GET, "/v2/models/stats", statistics, NULL}, /* before {model}: first wins */
     {ISV__ROUTE_GET, "/v2/models/{model}/stats", statistics, NULL},
+    {ISV__ROUTE_GET | ISV__ROUTE_POST, "/v2/models/{model}/trace/setting", isv__v2trace_http,
+     NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/config", config, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/config", config, NULL},
     {ISV__ROUTE_GET, "/v2/models/{model}/versions/{version}/stats", statistics, NULL},

@@ -83,49 +83,47 @@ static int apply(isv__log_view *v, const char *key, size_t klen, const setting_v
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
+typedef struct json_ctx {
+  isv__log_view *next;
+  char *err;
+  size_t cap;
+} json_ctx;
+
+static int json_member(void *ctx, const isv__json_token *k, isv__json_type ty,
+                       const isv__json_token *x, isv__json_reader *r) {
+  (void)r;
+  json_ctx *c = ctx;
+  setting_value val = {0};
+  if (ty == ISV__JSON_TRUE || ty == ISV__JSON_FALSE) {
+    val.type = VAL_BOOL;
+    val.b = ty == ISV__JSON_TRUE;
+  } else if (ty == ISV__JSON_STRING) {
+    val.type = VAL_STRING;
+    val.s = x->ptr;
+    val.n = x->len;
+  } else if (ty == ISV__JSON_NUMBER && isv__json_to_uint64(x, &val.u) == 0) {
+    val.type = VAL_UINT;
+  } else {
+    snprintf(c->err, c->cap, "log setting '%.*s' has a value of no setting's type (a boolean, an "
+             "unsigned integer or a string)", (int)(k->len > 64 ? 64 : k->len), k->ptr);
+    return 1;
+  }
+  return apply(c->next, k->ptr, k->len, &val, c->err, c->cap) != 0;
+}
+
 int isv__v2log_apply_json(isv__log_view *v, char *body, size_t len, unsigned max_depth,
                           char *err, size_t cap) {
   isv__log_view next = *v;
-  isv__json_reader rd;
-  isv__json_reader_init(&rd, body ? body : (char *)"", body ? len : 0, max_depth);
-  isv__json_token t;
-  isv__json_type ty = isv__json_next(&rd, &t);
-  if (ty != ISV__JSON_OBJECT_BEGIN) {
-    size_t off;
-    const char *m = ty == ISV__JSON_ERROR ? isv__json_error(&rd, &off) : NULL;
+  json_ctx c = {&next, err, cap};
+  const char *m;
+  int rc = isv__json_each_member(body, len, max_depth, json_member, &c, &m);
+  if (rc == ISV__JSON_NOT_OBJECT)
     snprintf(err, cap, "log settings must be a JSON object%s%s", m ? ": " : "", m ? m : "");
-    return -1;
-  }
-  for (;;) {
-    ty = isv__json_next(&rd, &t);
-    if (ty == ISV__JSON_OBJECT_END) break;
-    isv__json_token k = t, x;
-    if (ty != ISV__JSON_KEY || (ty = isv__json_next(&rd, &x)) == ISV__JSON_ERROR) goto malformed;
-    setting_value val = {0};
-    if (ty == ISV__JSON_TRUE || ty == ISV__JSON_FALSE) {
-      val.type = VAL_BOOL;
-      val.b = ty == ISV__JSON_TRUE;
-    } else if (ty == ISV__JSON_STRING) {
-      val.type = VAL_STRING;
-      val.s = x.ptr;
-      val.n = x.len;
-    } else if (ty == ISV__JSON_NUMBER && isv__json_to_uint64(&x, &val.u) == 0) {
-      val.type = VAL_UINT;
-    } else {
-      snprintf(err, cap, "log setting '%.*s' has a value of no setting's type (a boolean, an "
-               "unsigned integer or a string)", (int)(k.len > 64 ? 64 : k.len), k.ptr);
-      return -1;
-    }
-    if (apply(&next, k.ptr, k.len, &val, err, cap) != 0) return -1;
-  }
-  if (isv__json_next(&rd, &t) != ISV__JSON_EOF) goto malformed;
+  else if (rc == ISV__JSON_MALFORMED)
+    snprintf(err, cap, "malformed log settings: %s", m);
+  if (rc != 0) return -1;
   *v = next;
   return 0;
-malformed:;
-  size_t off = 0;
-  const char *m = isv__json_error(&rd, &off);
-  snprintf(err, cap, "malformed log settings: %s", m ? m : "invalid JSON");
-  return -1;
 }
 
 void isv__v2log_write_json(const isv__log_view *v, isv__buf *out) {
@@ -202,15 +200,10 @@ static void put_entry(isv__buf *out, const char *key, const setting_value *val) 
   size_t kl = strlen(key), body;
   if (val->type == VAL_STRING) body = isv__pb_len_field_size(val->n);
   else body = 1 + isv__pb_varint_len(val->type == VAL_BOOL ? (uint64_t)val->b : val->u);
-  size_t entry = isv__pb_len_field_size(kl) + isv__pb_len_field_size(body);
-  uint8_t *p = (uint8_t *)isv__buf_reserve(out, isv__pb_len_field_size(entry));
+  uint8_t *p = (uint8_t *)isv__buf_reserve(out, isv__pb_map_entry_size(kl, body));
   if (p == NULL) return;
   uint8_t *start = p;
-  p = isv__pb_put_key(p, 1, ISV__PB_LEN);
-  p = isv__pb_put_varint(p, entry);
-  p = isv__pb_put_bytes(p, 1, key, kl);
-  p = isv__pb_put_key(p, 2, ISV__PB_LEN);
-  p = isv__pb_put_varint(p, body);
+  p = isv__pb_put_map_entry_head(p, 1, key, kl, body);
   if (val->type == VAL_STRING) {
     p = isv__pb_put_bytes(p, 3, val->s, val->n);
   } else {

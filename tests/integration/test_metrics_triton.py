@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+import requests
 
 from isvtest import get, http_request, post_json, simple_body
 
@@ -35,7 +36,9 @@ def wait_metric(demo, value, name, **labels):
 # they are kept): accepted for nv_* families only; anything else promtool says fails the test.
 TRITON_LINTS = ('counter metrics should have "_total" suffix',
                 "metric names should not contain abbreviated units",
-                'non-histogram and non-summary metrics should not have "_count" suffix')
+                'non-histogram and non-summary metrics should not have "_count" suffix',
+                "metric name should not include type 'summary'",
+                "metric name should not include type 'histogram'")
 
 
 def promtool_ok(text):
@@ -119,3 +122,46 @@ def test_the_default_style_passes_promtool(demo):
 def test_a_bad_metrics_style_is_refused_at_start(start_demo):
     with pytest.raises(RuntimeError):
         start_demo("--metrics-style", "prometheus")
+
+
+def test_tritons_optional_histograms_and_summaries(start_demo):
+    """--metrics-config histogram_latencies=true / summary_latencies=true (Triton's flags): a
+    decoupled model's time to its first response in Triton's buckets (ms; none for a model that
+    is not decoupled), and the summaries' quantiles, count and sum — promtool-clean."""
+    d = start_demo("--metrics-style", "triton", "--threads", "1",
+                   "--metrics-config", "histogram_latencies=true",
+                   "--metrics-config", "summary_latencies=true")
+    with requests.post(d.url("/v2/models/tokens/generate_stream"), stream=True, timeout=10,
+                       json={"text_input": "hello big world", "delay_ms": 150}) as r:
+        assert r.status_code == 200
+        r.content  # the whole stream: three words, the first after 150 ms
+    for _ in range(4):
+        assert post_json(d, "/v2/models/simple/infer", simple_body()).status_code == 200
+    t = dict(model="tokens", version="1")
+    h = "nv_inference_first_response_histogram_ms"
+    assert metric(d, h + "_bucket", **t, le="100") == 0
+    assert metric(d, h + "_bucket", **t, le="500") == 1  # 150 ms and a little
+    assert metric(d, h + "_bucket", **t, le="+Inf") == 1
+    assert metric(d, h + "_count", **t) == 1 and 150 <= metric(d, h + "_sum", **t) < 500
+    text = get(d, "/metrics").text
+    assert h + '_bucket{model="simple"' not in text  # not decoupled: none, as Triton
+    s = dict(model="simple", version="1")
+    assert metric(d, "nv_inference_request_summary_us_count", **s) == 4
+    assert metric(d, "nv_inference_request_summary_us_sum", **s) > 0
+    qs = [metric(d, "nv_inference_request_summary_us", **s, quantile=q)
+          for q in ("0.5", "0.9", "0.95", "0.99", "0.999")]
+    assert all(q > 0 for q in qs) and qs == sorted(qs), qs
+    assert qs[-1] <= metric(d, "nv_inference_request_summary_us_sum", **s)
+    for fam in ("queue", "compute_input", "compute_infer", "compute_output"):
+        assert metric(d, "nv_inference_%s_summary_us_count" % fam, **s) == 4
+    # a model nothing ran on: no observation in the window
+    assert "nv_inference_request_summary_us{model=\"failing\",version=\"1\",quantile=\"0.5\"} NaN" \
+        in text.splitlines()
+    promtool_ok(text)
+
+
+def test_tritons_optional_metrics_need_tritons_style(start_demo):
+    for flags in (("--metrics-config", "histogram_latencies=true"),
+                  ("--metrics-style", "triton", "--metrics-config", "gpu=true")):
+        with pytest.raises(RuntimeError):
+            start_demo(*flags)

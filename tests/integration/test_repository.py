@@ -28,6 +28,12 @@ DELAY_MS = 200  # each load of the module's demo takes this long
 @pytest.fixture(scope="module")
 def rd():
     d = Demo(extra_args=("--load-delay-ms", str(DELAY_MS)))
+    # the zoo's `warm` model is LOADING for its warmup's ~0.8 s after the start: the index is
+    # steady (and these tests' comparisons of it hold) once that is over
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and requests.get(
+            d.url("/v2/models/warm/ready"), timeout=T).status_code != 200:
+        time.sleep(0.05)
     yield d
     assert d.stop(timeout=10.0) == 0, d.stderr_tail()
 

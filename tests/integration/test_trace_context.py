@@ -59,7 +59,7 @@ def test_grpc_metadata_carries_it(demo):
 
 
 def test_the_access_log_has_the_trace_id(start_demo):
-    d = start_demo("--access-log")
+    d = start_demo("--access-log", "--threads", "1")  # one loop: its lines in request order
     requests.get(d.url("/v2/health/ready"), headers={"traceparent": TP}, timeout=5)
     requests.get(d.url("/v2/health/ready"), timeout=5)
     end = time.monotonic() + 5

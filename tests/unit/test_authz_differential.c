@@ -149,6 +149,11 @@ static void add_model(world *w, int i, const char *name, const char *version) {
   isv_model_config_free(c);
 }
 
+static void no_trace(void *user, const isv_trace_timeline *t) {
+  (void)user;
+  (void)t;
+}
+
 static world *make(int later) {
   world *w = calloc(1, sizeof *w);
   assert_non_null(w);
@@ -156,6 +161,7 @@ static world *make(int later) {
   assert_int_equal(uv_loop_init(&w->loop), 0);
   isv_options *o;
   isv_options_new(&o);
+  assert_int_equal(isv_options_set_trace(o, no_trace, NULL, 1), 0); /* the trace extension on */
   assert_int_equal(isv_server_new(&w->loop, o, &w->srv), 0);
   isv_options_free(o);
   add_model(w, 0, "ok", "1");
@@ -736,6 +742,17 @@ static void v2_grpc_answer(ctx *c) {
   }
 }
 
+/* TraceSetting: {model_name 2}, no version (a model's settings are every version's). */
+static void v2_grpc_trace(ctx *c) {
+  for (size_t i = 0; i < sizeof v2_forms / sizeof v2_forms[0]; i++) {
+    if (v2_forms[i].versions[0]) continue;
+    request q = grpc(c->key);
+    pb_model_ref(&q, 0, &v2_forms[i], 2, 0);
+    expect e = v2_forms[i].no ? NO : ok_expect(0, "(none)");
+    run_case(c->w, &q, &e, lbl(c, v2_forms[i].how));
+  }
+}
+
 /* ModelStatistics: the same, a model without a version is every version of it, and an empty
  * name is every model. */
 static void v2_grpc_stats(ctx *c) {
@@ -1037,6 +1054,7 @@ static const recipe recipes[] = {
     {V2M "/config", v2_answer},
     {V2M "/versions/{version}/config", v2_answer},
     {V2M "/stats", v2_stats},
+    {V2M "/trace/setting", v2_stats}, /* a model's trace settings: every version's */
     {V2M "/versions/{version}/stats", v2_stats},
     {"/v2/models/stats", v2_stats_all},
     {"/v2/repository/models/{model}/load", v2_repo},
@@ -1064,6 +1082,7 @@ static const recipe recipes[] = {
     {GSVC "ModelReady", v2_grpc_answer},
     {GSVC "ModelMetadata", v2_grpc_answer},
     {GSVC "ModelConfig", v2_grpc_answer},
+    {GSVC "TraceSetting", v2_grpc_trace},
     {GSVC "ModelStatistics", v2_grpc_stats},
     {GSVC "RepositoryModelLoad", v2_grpc_repo},
     {GSVC "RepositoryModelUnload", v2_grpc_repo},
@@ -1093,6 +1112,7 @@ static const struct {
     {"/v2/health/live", "server liveness"},
     {"/v2/health/ready", "server readiness"},
     {"/v2/logging", "the server's log settings"},
+    {"/v2/trace/setting", "the global trace settings"},
     {"/v2/systemsharedmemory/status", "shared memory regions, not models"},
     {"/v2/systemsharedmemory/region/{region}/status", "shared memory"},
     {"/v2/systemsharedmemory/region/{region}/register", "shared memory"},

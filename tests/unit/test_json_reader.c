@@ -1122,6 +1122,58 @@ static void test_tensor_random_fp(void **state) {
   }
 }
 
+/* isv__json_each_member: every member in order, a callback that reads on (an array), one that
+ * stops, and the two ways a body is not a settings object. */
+typedef struct members {
+  char seen[128];
+  int stop_at;
+  int n;
+} members;
+
+static int on_member(void *ctx, const isv__json_token *key, isv__json_type type,
+                     const isv__json_token *value, isv__json_reader *r) {
+  members *m = ctx;
+  size_t k = strlen(m->seen);
+  snprintf(m->seen + k, sizeof m->seen - k, "%.*s:%d;", (int)key->len, key->ptr, (int)type);
+  (void)value;
+  if (type == ISV__JSON_ARRAY_BEGIN) {
+    isv__json_token t;
+    while (isv__json_next(r, &t) == ISV__JSON_NUMBER) {
+    }
+  }
+  return ++m->n == m->stop_at ? 42 : 0;
+}
+
+static void each_member_walks_one_object(void **state) {
+  (void)state;
+  const char *msg;
+  members m = {.stop_at = 0};
+  char ok[] = "{\"a\":1,\"b\":[1,2],\"c\":\"x\"}  ";
+  assert_int_equal(isv__json_each_member(ok, strlen(ok), 8, on_member, &m, &msg), 0);
+  char want[64];
+  snprintf(want, sizeof want, "a:%d;b:%d;c:%d;", ISV__JSON_NUMBER, ISV__JSON_ARRAY_BEGIN,
+           ISV__JSON_STRING);
+  assert_string_equal(m.seen, want);
+  m = (members){.stop_at = 2};
+  char stop[] = "{\"a\":1,\"b\":2,\"c\":3}";
+  assert_int_equal(isv__json_each_member(stop, strlen(stop), 8, on_member, &m, &msg), 42);
+  assert_int_equal(m.n, 2);
+  m = (members){0};
+  char arr[] = "[1]";
+  assert_int_equal(isv__json_each_member(arr, strlen(arr), 8, on_member, &m, &msg),
+                   ISV__JSON_NOT_OBJECT);
+  assert_null(msg); /* JSON, just not an object */
+  assert_int_equal(isv__json_each_member(NULL, 0, 8, on_member, &m, &msg), ISV__JSON_NOT_OBJECT);
+  assert_non_null(msg);
+  char bad[][24] = {"{\"a\":1", "{\"a\":1} x", "{\"a\" 1}", "{\"a\":[1,}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    m = (members){0};
+    assert_int_equal(isv__json_each_member(bad[i], strlen(bad[i]), 8, on_member, &m, &msg),
+                     ISV__JSON_MALFORMED);
+    assert_non_null(msg);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_documents),
@@ -1143,6 +1195,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_inside_document),
       cmocka_unit_test(test_tensor_random_fp),
       cmocka_unit_test(test_to_param),
+      cmocka_unit_test(each_member_walks_one_object),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

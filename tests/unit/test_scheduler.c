@@ -962,14 +962,25 @@ static void queued_work_runs_during_the_drain(void **state) {
 
 static isv_trace_timeline traced[16];
 static char traced_id[16][16]; /* the strings are valid during the call only */
+static char traced_file[16][32];
 static int n_traced;
 static void on_trace(void *user, const isv_trace_timeline *t) {
   (void)user;
   if (n_traced < 16) {
     traced[n_traced] = *t;
     snprintf(traced_id[n_traced], sizeof traced_id[0], "%s", t->request_id);
+    snprintf(traced_file[n_traced], sizeof traced_file[0], "%s", t->trace_file);
   }
   n_traced++;
+}
+
+/* The global (model NULL) or a model's trace settings: the `set` bits given these values. */
+static void set_trace(fixture *f, const char *model, unsigned set, int timestamps, unsigned rate,
+                      int64_t count, unsigned log_frequency) {
+  isv__trace_change ch = {.set = set,
+                          .v = {.timestamps = timestamps, .rate = rate, .count = count,
+                                .log_frequency = log_frequency}};
+  assert_int_equal(isv__traceset_apply(f->core.traceset, model, &ch, NULL), 0);
 }
 
 static void timeline_in_order(const isv_trace_timeline *t) {
@@ -985,8 +996,8 @@ static void timeline_in_order(const isv_trace_timeline *t) {
 static void traced_requests_carry_their_timeline(void **state) {
   (void)state;
   fixture *f = cf_world_new(NULL);
-  f->core.opts.trace = on_trace;
-  f->core.opts.trace_rate = 1;
+  f->core.opts.trace = on_trace; /* set after the core began: its trace settings say so */
+  set_trace(f, NULL, ISV__TS_LEVEL | ISV__TS_RATE, 1, 1, 0, 0);
   add_model(f, "inline", be_twice, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "pool", be_twice, NULL, ISV_EXEC_POOL, 0);
   add_model(f, "unavail", be_return_code, &code_unavail, ISV_EXEC_INLINE, 0);
@@ -1021,16 +1032,15 @@ static void traced_requests_carry_their_timeline(void **state) {
               traced[2].compute_input_end_ns == traced[3].compute_input_end_ns);
   assert_int_equal(traced[4].status, ISV_EUNAVAIL);
   /* every other request at rate 2 — and always one its caller sampled */
-  f->core.opts.trace_rate = 2;
+  set_trace(f, NULL, ISV__TS_RATE, 1, 2, 0, 0); /* a new rate counts from its first request */
   n_traced = 0;
-  f->core.trace_n = 0;
   for (int i = 0; i < 4; i++) {
     cf_result r = {0};
     cf_submit(f, cf_request(f, "inline", x, 2, 0), &r);
   }
   assert_int_equal(n_traced, 2);
   n_traced = 0;
-  f->core.trace_n = 0;
+  set_trace(f, NULL, ISV__TS_RATE, 1, 2, 0, 0);
   q = cf_request(f, "inline", x, 2, 0);
   assert_int_equal(isv_request_set_trace_context(
                        q, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", NULL), 0);
@@ -1045,12 +1055,80 @@ static void traced_requests_carry_their_timeline(void **state) {
   assert_int_equal(traced[0].parent_id[7], 0xb7);
   assert_int_equal(traced[0].flags, 1);
   assert_int_equal(traced[1].flags, 0);
+  assert_int_equal(traced[1].traces_left, -1);
+  cf_world_free(f);
+}
+
+/* The trace extension's settings decide: level OFF traces none (a caller's sampled one
+ * neither), trace_count runs out, a model's own settings override the global ones and fall
+ * back to them when cleared. */
+static void trace_settings_drive_the_sampling(void **state) {
+  (void)state;
+  fixture *f = cf_world_new(NULL);
+  f->core.opts.trace = on_trace;
+  add_model(f, "a", be_twice, NULL, ISV_EXEC_INLINE, 0);
+  add_model(f, "b", be_twice, NULL, ISV_EXEC_INLINE, 0);
+  float x[4] = {1, 2, 3, 4};
+  cf_result r = {0};
+  n_traced = 0;
+  for (int i = 0; i < 3; i++) cf_submit(f, cf_request(f, "a", x, 2, 0), &r);
+  isv_request *q = cf_request(f, "a", x, 2, 0);
+  assert_int_equal(isv_request_set_trace_context(
+                       q, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", NULL), 0);
+  cf_submit(f, q, &r);
+  assert_int_equal(n_traced, 0); /* level OFF (no hook at the start): nothing, sampled or not */
+  set_trace(f, NULL, ISV__TS_LEVEL | ISV__TS_RATE | ISV__TS_COUNT, 1, 1, 3, 0);
+  for (int i = 0; i < 5; i++) cf_submit(f, cf_request(f, "a", x, 2, 0), &r);
+  assert_int_equal(n_traced, 3); /* the count ran out */
+  assert_int_equal(traced[0].traces_left, 2);
+  assert_int_equal(traced[2].traces_left, 0);
+  /* b's own count and file; a keeps the global ones (count 0: none) */
+  isv__trace_change ch = {.set = ISV__TS_COUNT | ISV__TS_FILE, .v = {.count = 1}};
+  strcpy(ch.v.file, "/tmp/b.json");
+  assert_int_equal(isv__traceset_apply(f->core.traceset, "b", &ch, NULL), 0);
+  n_traced = 0;
+  cf_submit(f, cf_request(f, "a", x, 2, 0), &r);
+  cf_submit(f, cf_request(f, "b", x, 2, 0), &r);
+  cf_submit(f, cf_request(f, "b", x, 2, 0), &r);
+  assert_int_equal(n_traced, 1);
+  assert_string_equal(traced[0].model, "b");
+  assert_int_equal(traced[0].log_frequency, 0);
+  isv__trace_view v;
+  isv__traceset_get(f->core.traceset, "b", &v);
+  assert_string_equal(v.file, "/tmp/b.json");
+  assert_int_equal(v.count, 0);
+  assert_int_equal(v.timestamps, 1); /* the global level */
+  /* b's count cleared: the global one again (0), and its file stays its own */
+  ch = (isv__trace_change){.clear = ISV__TS_COUNT};
+  assert_int_equal(isv__traceset_apply(f->core.traceset, "b", &ch, &v), 0);
+  assert_string_equal(v.file, "/tmp/b.json");
+  set_trace(f, NULL, ISV__TS_COUNT, 1, 1, -1, 0);
+  n_traced = 0;
+  cf_submit(f, cf_request(f, "b", x, 2, 0), &r);
+  assert_int_equal(n_traced, 1);
+  assert_string_equal(traced_file[0], "/tmp/b.json");
+  /* b's level OFF: b not traced, a still */
+  ch = (isv__trace_change){.set = ISV__TS_LEVEL, .v = {.timestamps = 0}};
+  assert_int_equal(isv__traceset_apply(f->core.traceset, "b", &ch, NULL), 0);
+  n_traced = 0;
+  cf_submit(f, cf_request(f, "b", x, 2, 0), &r);
+  cf_submit(f, cf_request(f, "a", x, 2, 0), &r);
+  assert_int_equal(n_traced, 1);
+  assert_string_equal(traced[0].model, "a");
+  /* clearing the global level: back to what the server started with (OFF) */
+  ch = (isv__trace_change){.clear = ISV__TS_LEVEL};
+  assert_int_equal(isv__traceset_apply(f->core.traceset, NULL, &ch, &v), 0);
+  assert_int_equal(v.timestamps, 0);
+  n_traced = 0;
+  cf_submit(f, cf_request(f, "a", x, 2, 0), &r);
+  assert_int_equal(n_traced, 0);
   cf_world_free(f);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(traced_requests_carry_their_timeline),
+      cmocka_unit_test(trace_settings_drive_the_sampling),
       cmocka_unit_test_setup_teardown(inline_pool_and_other_thread_give_the_same_result, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(pool_requests_chained_from_callbacks, setup, teardown),

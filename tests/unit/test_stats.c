@@ -125,6 +125,48 @@ static void a_shorter_bound_list_uses_only_its_buckets(void **state) {
   assert_true(h.sum == 5 + 20 + 21 + 0.2);
 }
 
+/* Triton's summaries: a window keeps the latest ISV__SUMMARY_SAMPLES observations with their
+ * times; readers take those at or after a time; quantiles by nearest rank; count and sum for
+ * ever. */
+static void a_window_keeps_the_latest_and_reads_by_time(void **state) {
+  (void)state;
+  static isv__window w; /* large: not on the stack */
+  memset(&w, 0, sizeof w);
+  static uint64_t got[ISV__SUMMARY_SAMPLES];
+  size_t n = 0;
+  isv__window_recent(&w, 0, got, &n, ISV__SUMMARY_SAMPLES);
+  assert_int_equal(n, 0);
+  for (uint64_t i = 1; i <= 10; i++) isv__window_add(&w, i * 10, 1000 + i);
+  isv__window_recent(&w, 1006, got, &n, ISV__SUMMARY_SAMPLES); /* the last five */
+  assert_int_equal(n, 5);
+  assert_true(isv__quantile(got, n, 0.5) == 80);
+  assert_true(isv__quantile(got, n, 0.999) == 100);
+  assert_true(isv__quantile(got, n, 0.1) == 60);
+  assert_int_equal(isv__counter_get(&w.written), 10);
+  assert_int_equal(isv__counter_get(&w.sum_us), 550);
+  /* past the ring's size the oldest go, the count and sum stay whole */
+  for (uint64_t i = 0; i < ISV__SUMMARY_SAMPLES; i++) isv__window_add(&w, 7, 5000);
+  n = 0;
+  isv__window_recent(&w, 0, got, &n, ISV__SUMMARY_SAMPLES);
+  assert_int_equal(n, ISV__SUMMARY_SAMPLES);
+  assert_true(isv__quantile(got, n, 0.999) == 7);
+  assert_int_equal(isv__counter_get(&w.written), 10 + ISV__SUMMARY_SAMPLES);
+  /* a reader's room bounds what it takes */
+  n = 0;
+  isv__window_recent(&w, 0, got, &n, 3);
+  assert_int_equal(n, 3);
+  assert_true(isnan(isv__quantile(got, 0, 0.5)));
+}
+
+static void first_response_bounds_are_tritons(void **state) {
+  (void)state;
+  static const double want[] = {100, 500, 2000, 5000};
+  for (unsigned i = 0; i < ISV__FIRST_RESPONSE_BUCKETS; i++)
+    assert_true(isv__first_response_bounds[i] == want[i]);
+  assert_int_equal(bucket_of(isv__first_response_bounds, ISV__FIRST_RESPONSE_BUCKETS, 150), 1);
+  assert_int_equal(bucket_of(isv__first_response_bounds, ISV__FIRST_RESPONSE_BUCKETS, 9000), 4);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bounds_are_strictly_increasing),
@@ -134,6 +176,8 @@ int main(void) {
       cmocka_unit_test(past_every_bound_is_the_inf_bucket),
       cmocka_unit_test(counts_are_per_bucket_with_sum_and_count),
       cmocka_unit_test(a_shorter_bound_list_uses_only_its_buckets),
+      cmocka_unit_test(a_window_keeps_the_latest_and_reads_by_time),
+      cmocka_unit_test(first_response_bounds_are_tritons),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

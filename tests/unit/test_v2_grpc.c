@@ -349,7 +349,8 @@ static void every_method_is_served_and_nothing_else(void **state) {
   (void)state;
   static const char *const names[] = {"ServerLive",    "ServerReady", "ModelReady",
                                       "ServerMetadata", "ModelMetadata", "ModelStatistics",
-                                      "ModelConfig", "LogSettings", "SystemSharedMemoryStatus",
+                                      "ModelConfig", "LogSettings", "TraceSetting",
+                                      "SystemSharedMemoryStatus",
                                       "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister",
                                       "CudaSharedMemoryStatus", "CudaSharedMemoryRegister",
                                       "CudaSharedMemoryUnregister", "RepositoryIndex",
@@ -365,12 +366,16 @@ static void every_method_is_served_and_nothing_else(void **state) {
   assert_ptr_equal(isv__v2_frontend.methods, isv__v2_methods);
   assert_true(isv__grpc_services_has(&svc, "inference.GRPCInferenceService"));
   assert_int_equal(isv__grpc_services_add(&svc, &isv__v2_methods[0], "x"), ISV_EEXIST);
-  /* the rest of Triton's service (trace settings...) is not implemented */
   fake f;
-  start(&f, SVC "TraceSetting");
+  start(&f, SVC "NoSuchMethod");
   assert_true(f.finished);
   assert_int_equal(f.status, ISV__GRPC_UNIMPLEMENTED);
-  assert_string_equal(f.msg, "unknown method " SVC "TraceSetting");
+  assert_string_equal(f.msg, "unknown method " SVC "NoSuchMethod");
+  done(&f);
+  /* the trace extension without a trace hook: nothing would be traced, and it says so */
+  unary(&f, SVC "TraceSetting", "", 0);
+  assert_int_equal(f.status, ISV__GRPC_UNIMPLEMENTED);
+  assert_non_null(strstr(f.msg, "no trace hook"));
   done(&f);
 }
 
@@ -406,9 +411,15 @@ static void server_live_and_ready_follow_online(void **state) {
   done(&f);
 }
 
+static void no_trace(void *user, const isv_trace_timeline *t) {
+  (void)user;
+  (void)t;
+}
+
 static void server_metadata_lists_both_extensions(void **state) {
   (void)state;
   core.shm->enabled = 1; /* isv_options_set_shared_memory: listed only when on */
+  core.opts.trace = no_trace; /* and "trace" with a trace hook */
   fake f;
   unary(&f, SVC "ServerMetadata", "", 0);
   assert_int_equal(f.status, 0);
@@ -432,9 +443,11 @@ static void server_metadata_lists_both_extensions(void **state) {
   assert_string_equal(version, isv_version());
   assert_int_equal(n_ext, isv__v2_n_extensions); /* the same list as REST */
   for (size_t i = 0; i < n_ext; i++) assert_string_equal(ext[i], isv__v2_extensions[i]);
-  assert_int_equal(n_ext, 6);
+  assert_int_equal(n_ext, 7);
   assert_string_equal(ext[5], "logging");
+  assert_string_equal(ext[6], "trace");
   core.shm->enabled = 0;
+  core.opts.trace = NULL;
   assert_string_equal(ext[4], "system_shared_memory");
   assert_string_equal(ext[0], "classification");
   assert_string_equal(ext[1], "binary_tensor_data");

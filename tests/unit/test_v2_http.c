@@ -230,9 +230,15 @@ static int teardown(void **state) {
 
 /* ---- server ------------------------------------------------------------------------------ */
 
+static void no_trace(void *user, const isv_trace_timeline *t) {
+  (void)user;
+  (void)t;
+}
+
 static void server_metadata_names_the_server_and_its_extensions(void **state) {
   (void)state;
   core.shm->enabled = 1; /* isv_options_set_shared_memory: listed only when on */
+  core.opts.trace = no_trace; /* "trace": only with a trace hook (isv_options_set_trace) */
   get("/v2");
   char want[512];
   size_t k = (size_t)snprintf(want, sizeof want, "{\"name\":\"libinferserve\",\"version\":\"%s\","
@@ -243,12 +249,15 @@ static void server_metadata_names_the_server_and_its_extensions(void **state) {
   snprintf(want + k, sizeof want - k, "]}");
   expect(200, want);
   /* only what is implemented */
-  assert_int_equal(isv__v2_n_extensions, 6);
+  assert_int_equal(isv__v2_n_extensions, 7);
   assert_non_null(strstr(got.body, "\"logging\""));
+  assert_non_null(strstr(got.body, "\"trace\""));
   assert_non_null(strstr(got.body, "\"system_shared_memory\""));
   core.shm->enabled = 0;
+  core.opts.trace = NULL;
   get("/v2");
   assert_null(strstr(got.body, "shared_memory"));
+  assert_null(strstr(got.body, "\"trace\""));
   assert_non_null(strstr(got.body, "\"model_configuration\""));
   assert_non_null(strstr(got.body, "\"statistics\""));
   assert_non_null(strstr(got.body, "\"classification\""));
