@@ -29,8 +29,10 @@ typedef struct isv__pb_field {
   isv__pb_span s;   /* LEN: the payload, in the message; I32/I64: their raw bytes */
 } isv__pb_field;
 
+/* A reader of span s; an empty span may have no pointer (a field that was absent): NULL + 0 is
+ * undefined in C, so it is not computed. */
 static inline isv__pb_reader isv__pb_reader_of(isv__pb_span s) {
-  isv__pb_reader r = {s.p, s.p + s.n};
+  isv__pb_reader r = {s.p, s.p ? s.p + s.n : s.p};
   return r;
 }
 
