@@ -993,6 +993,62 @@ static void timeline_in_order(const isv_trace_timeline *t) {
   assert_true(t->request_end_ns >= t->compute_end_ns);
 }
 
+/* A decoupled backend: two responses (y = 2x each), then the completion. */
+static int be_two_responses(isv_request *r, void *u) {
+  (void)u;
+  for (int i = 0; i < 2; i++) {
+    int rc = cf_scale(r, 2);
+    if (rc == 0) rc = isv_request_send_response(r);
+    if (rc != 0) return rc;
+  }
+  return isv_request_complete(r, 0, NULL);
+}
+static void drop_response(isv_request *resp, int status, void *data) {
+  (void)status;
+  (void)data;
+  isv_request_free(resp);
+}
+
+/* The timeline of an ASYNC request completed later, of one cancelled while its backend held it,
+ * and of a decoupled request: in order, the cancelled one ending ECANCELED. */
+static void traced_timelines_async_cancelled_decoupled(void **state) {
+  (void)state;
+  fixture *f = cf_world_new(NULL);
+  f->core.opts.trace = on_trace;
+  set_trace(f, NULL, ISV__TS_LEVEL | ISV__TS_RATE, 1, 1, 0, 0);
+  add_model(f, "async", be_deferred, NULL, ISV_EXEC_ASYNC, 0);
+  cf_model d = {.name = "dec", .infer = be_two_responses, .decoupled = 1};
+  cf_add(f, &d);
+  float x[2] = {1, 2};
+  n_traced = 0;
+  cf_result r1 = {0}, r2 = {0}, r3 = {0};
+  ctl.pending = NULL;
+  cf_submit(f, cf_request(f, "async", x, 2, 0), &r1);
+  assert_non_null(ctl.pending);
+  assert_int_equal(n_traced, 0); /* not done yet */
+  assert_int_equal(cf_scale(ctl.pending, 2), 0);
+  cf_wait(f, &r1, 1);
+  ctl.pending = NULL;
+  isv_request *c = cf_request(f, "async", x, 2, 0);
+  cf_submit(f, c, &r2);
+  assert_non_null(ctl.pending);
+  isv__core_cancel(c); /* the client went away while the backend holds it */
+  assert_int_equal(isv_request_complete(ctl.pending, ISV_ECANCELED, "gone"), 0);
+  cf_wait(f, &r2, 1);
+  isv_request *q = cf_request(f, "dec", x, 2, 0);
+  assert_int_equal(isv_request_set_response_cb(q, drop_response, NULL), 0);
+  cf_submit(f, q, &r3);
+  cf_wait(f, &r3, 1);
+  assert_int_equal(n_traced, 3);
+  for (int i = 0; i < 3; i++) timeline_in_order(&traced[i]);
+  assert_string_equal(traced[0].model, "async");
+  assert_int_equal(traced[0].status, 0);
+  assert_int_equal(traced[1].status, ISV_ECANCELED);
+  assert_string_equal(traced[2].model, "dec");
+  assert_int_equal(traced[2].status, 0);
+  cf_world_free(f);
+}
+
 static void traced_requests_carry_their_timeline(void **state) {
   (void)state;
   fixture *f = cf_world_new(NULL);
@@ -1128,6 +1184,7 @@ static void trace_settings_drive_the_sampling(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(traced_requests_carry_their_timeline),
+      cmocka_unit_test(traced_timelines_async_cancelled_decoupled),
       cmocka_unit_test(trace_settings_drive_the_sampling),
       cmocka_unit_test_setup_teardown(inline_pool_and_other_thread_give_the_same_result, setup,
                                       teardown),
