@@ -17,6 +17,11 @@ group: models, statistics and the shared memory registry are shared), and for SE
   shm       slow requests (REST and gRPC) with an input or an output in a POSIX shm region
             whose object is truncated to 0 before or during the request (400 naming the shrunk
             region, or a right answer), or unregistered while the request runs
+  features  the features of issue 29/30 at once, on two loops: ensembles (simple_ensemble, the
+            fan-out/fan-in fan_ensemble), bls_simple (a backend's nested requests), cost_cached
+            (response cache hits on a few rows, misses on fresh ones) and slow_fan_ensemble cut
+            by its deadline (504), while the trace extension's global and per-model settings
+            change under them (levels, rates, counts)
   rss       the demo's VmRSS every second
 
 Then SIGTERM. The demo must exit 0 with nothing in its stderr from a sanitizer (ThreadSanitizer,
@@ -617,6 +622,51 @@ def shm_worker(pb, proto, wid):
 
 
 # ---- the demo ----------------------------------------------------------------------------------
+# ---- issue 29/30 features: ensembles, nested requests, the response cache, trace settings ----
+SEQ16 = list(range(16))
+ONES16 = [1] * 16
+
+
+def features():
+    s = requests.Session()
+    while running():
+        k = random.random()
+        if k < 0.25:
+            model = random.choice(("simple_ensemble", "bls_simple"))
+            r = s.post(url("/v2/models/%s/infer" % model), json={"inputs": [
+                {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": SEQ16},
+                {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": ONES16}]},
+                timeout=T)
+            note("features_" + model, r.status_code, ("200",), r.text)
+        elif k < 0.4:
+            r = s.post(url("/v2/models/fan_ensemble/infer"), json={"inputs": [
+                {"name": "INPUT", "datatype": "FP32", "shape": [1, 16], "data": SEQ16}]},
+                timeout=T)
+            good = r.status_code == 200 and jdata(r)["outputs"][0]["data"] == \
+                [2 * x + x * x for x in SEQ16]
+            note("features_fan", "200" if good else "wrong:%d" % r.status_code, ("200",), r.text)
+        elif k < 0.7:
+            row = [random.choice((1.0, 2.0)) if random.random() < 0.7 else random.random()
+                   for _ in range(4)]  # mostly a few rows (hits), some fresh ones (misses)
+            r = s.post(url("/v2/models/cost_cached/infer"), json={"inputs": [
+                {"name": "INPUT0", "datatype": "FP32", "shape": [1, 4], "data": row}]}, timeout=T)
+            note("features_cache", r.status_code, ("200",), r.text)
+        elif k < 0.75:
+            r = s.post(url("/v2/models/slow_fan_ensemble/infer"), json={"inputs": [
+                {"name": "INPUT0", "datatype": "INT32", "shape": [1], "data": [2000]}],
+                "parameters": {"timeout": random.choice((50000, 200000))}}, timeout=T)
+            note("features_deadline", r.status_code, ("504",), r.text)
+        else:
+            target = random.choice(("/v2/trace/setting", "/v2/models/simple/trace/setting",
+                                    "/v2/models/fan_ensemble/trace/setting"))
+            body = random.choice(({"trace_level": ["TIMESTAMPS"], "trace_rate": "1"},
+                                  {"trace_level": ["OFF"]}, {"trace_rate": "3", "trace_count": "5"},
+                                  {"trace_level": None, "trace_rate": None}))
+            r = s.post(url(target), json=body, timeout=T)
+            note("features_trace_setting", r.status_code, ("200",), r.text)
+    s.close()
+
+
 def rss_of(pid, field="VmRSS:"):
     try:
         with open("/proc/%d/status" % pid) as f:
@@ -695,7 +745,9 @@ def main():
                guarded("coded", coded), guarded("coded", coded),
                guarded("shm_rest", shm_worker(pb, "rest", 0)),
                guarded("shm_rest", shm_worker(pb, "rest", 1)),
-               guarded("shm_grpc", shm_worker(pb, "grpc", 0)), ("rss", sample_rss)]
+               guarded("shm_grpc", shm_worker(pb, "grpc", 0)),
+               guarded("features", features), guarded("features", features),
+               ("rss", sample_rss)]
     threads = [threading.Thread(target=w, name=n, daemon=True) for n, w in workers]
     for t in threads:
         t.start()
