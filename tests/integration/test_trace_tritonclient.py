@@ -1,5 +1,6 @@
-"""Triton's own client library against the trace extension: tritonclient's
-update_trace_settings / get_trace_settings over HTTP and gRPC (its gRPC stubs generated from
+"""Triton's own client library against the trace and logging extensions: tritonclient's
+update_trace_settings / get_trace_settings and update_log_settings / get_log_settings over HTTP
+and gRPC (its gRPC stubs generated from
 Triton's grpc_service.proto, so this also checks the messages' field numbers against Triton's).
 Skipped unless tritonclient is importable — it is not a Debian package; make it so as
 tests/integration/triton_examples.sh does and put it on PYTHONPATH (README.md)."""
@@ -50,3 +51,21 @@ def test_tritonclient_reads_and_changes_the_trace_settings(start_demo):
     with pytest.raises(Exception) as e:
         g.update_trace_settings(settings={"trace_rate": "0"})
     assert "trace_rate" in str(e.value)
+
+
+def test_tritonclient_reads_and_changes_the_log_settings(start_demo, tmp_path):
+    """Triton's logging extension through tritonclient's update_log_settings /
+    get_log_settings, HTTP and gRPC: what one protocol changes the other reads."""
+    d = start_demo("--threads", "1")
+    url = "%s:%d" % (d.host, d.port)
+    h, g = th.InferenceServerClient(url), tg.InferenceServerClient(url)
+    got = h.get_log_settings()
+    assert got["log_info"] is True and got["log_verbose_level"] == 0, got
+    h.update_log_settings(settings={"log_info": False, "log_verbose_level": 1})
+    got = g.get_log_settings(as_json=True)["settings"]
+    assert got["log_info"]["bool_param"] is False and got["log_verbose_level"]["uint32_param"] == 1
+    path = str(tmp_path / "server.log")
+    got = g.update_log_settings(settings={"log_file": path, "log_info": True}, as_json=True)
+    assert got["settings"]["log_file"]["string_param"] == path
+    got = h.get_log_settings()
+    assert got["log_file"] == path and got["log_info"] is True
