@@ -11,16 +11,15 @@ static int named(const isv__header *h, const char *name, size_t len) {
 }
 
 void isv__trace_from_headers(isv_request *r, const isv__header *headers, size_t n) {
-  const isv__header *tp = NULL;
+  /* two traceparents: which one? neither (the spec) */
+  const isv__header *tp = isv__header_one(headers, n, "traceparent", 11);
+  if (tp == NULL) return;
   char state[ISV__TRACESTATE_MAX + 1];
   size_t state_len = 0;
   int states = 0, too_long = 0;
   for (size_t i = 0; i < n; i++) {
     const isv__header *h = &headers[i];
-    if (named(h, "traceparent", 11)) {
-      if (tp != NULL) return; /* two traceparents: which one? neither (the spec) */
-      tp = h;
-    } else if (named(h, "tracestate", 10)) {
+    if (named(h, "tracestate", 10)) {
       size_t add = h->value_len + (states ? 1 : 0);
       if (state_len + add > ISV__TRACESTATE_MAX) {
         too_long = 1;
@@ -32,7 +31,6 @@ void isv__trace_from_headers(isv_request *r, const isv__header *headers, size_t 
       states++;
     }
   }
-  if (tp == NULL) return;
   /* a tracestate that cannot be kept goes alone: the traceparent still counts */
   if (states && !too_long &&
       isv__request_trace(r, tp->value, tp->value_len, state, state_len) == 0)

@@ -122,14 +122,20 @@ void isv__exchange_start_access(isv__exchange *ex, void (*access)(void *, const 
   ex->start_ns = uv_hrtime();
 }
 
-const char *isv__access_trace_id(const isv__header *headers, size_t n, char out[33]) {
-  const isv__header *tp = NULL;
-  out[0] = '\0';
+const isv__header *isv__header_one(const isv__header *headers, size_t n, const char *name,
+                                   size_t len) {
+  const isv__header *one = NULL;
   for (size_t i = 0; i < n; i++)
-    if (headers[i].name_len == 11 && strncasecmp(headers[i].name, "traceparent", 11) == 0) {
-      if (tp) return out; /* two: neither counts */
-      tp = &headers[i];
+    if (headers[i].name_len == len && strncasecmp(headers[i].name, name, len) == 0) {
+      if (one) return NULL; /* two: neither counts */
+      one = &headers[i];
     }
+  return one;
+}
+
+const char *isv__access_trace_id(const isv__header *headers, size_t n, char out[33]) {
+  const isv__header *tp = isv__header_one(headers, n, "traceparent", 11);
+  out[0] = '\0';
   isv__traceparent t;
   if (tp && isv__traceparent_parse(tp->value, tp->value_len, &t) == 0)
     isv__trace_id_hex(t.trace_id, out);

@@ -148,6 +148,11 @@ const isv__header *isv__exchange_header(const isv__exchange *ex, const char *nam
 /* The trace id of the one valid traceparent in headers[0..n), as 32 hex digits in out; ""
  * when none (the access log's trace_id). Returns out. */
 const char *isv__access_trace_id(const isv__header *headers, size_t n, char out[33]);
+/* The one header named `name` (len bytes, any case) among headers[0..n): NULL when there is
+ * none or more than one — W3C trace context's rule for traceparent (two are neither), which
+ * the access log and every front end's request (protocol/trace.c) follow alike. */
+const isv__header *isv__header_one(const isv__header *headers, size_t n, const char *name,
+                                   size_t len);
 /* Answer ex (see the top). The parts are referenced until release(ctx) runs: once written, or
  * at once when they are dropped. 0 — also when the client is gone and the answer is dropped —
  * or a negative ISV_E* code when the carrier failed (the connection is then closed: a streamed

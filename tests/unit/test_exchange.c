@@ -83,6 +83,22 @@ static void the_first_of_repeated_headers_is_found(void **state) {
   assert_memory_equal(h->value, "1", 1);
 }
 
+/* isv__header_one: the header when there is exactly one of its name (any case), else NULL —
+ * and the access log's trace id follows it (two traceparents: none). */
+static void one_header_or_none(void **state) {
+  (void)state;
+  isv__header hs[] = {hdr(31, 3, 34, 1), hdr(55, 3, 58, 1)}; /* X-A: 1, x-a: 3 */
+  assert_null(isv__header_one(hs, 2, "x-a", 3));
+  assert_ptr_equal(isv__header_one(hs, 1, "X-a", 3), &hs[0]);
+  assert_null(isv__header_one(hs, 2, "x-b", 3));
+  assert_null(isv__header_one(NULL, 0, "x-a", 3));
+  static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  isv__header t[2] = {{"traceparent", 11, tp, sizeof tp - 1}, {"Traceparent", 11, tp, sizeof tp - 1}};
+  char out[33];
+  assert_string_equal(isv__access_trace_id(t, 1, out), "4bf92f3577b34da6a3ce929d0e0e4736");
+  assert_string_equal(isv__access_trace_id(t, 2, out), "");
+}
+
 static void no_headers_find_nothing(void **state) {
   (void)state;
   isv__exchange ex = with_headers(NULL, 0);
@@ -336,6 +352,7 @@ int main(void) {
       cmocka_unit_test(header_names_must_match_their_whole_length),
       cmocka_unit_test(the_first_of_repeated_headers_is_found),
       cmocka_unit_test(no_headers_find_nothing),
+      cmocka_unit_test(one_header_or_none),
       cmocka_unit_test(method_names_map_to_methods),
       cmocka_unit_test(every_status_the_library_answers_has_its_reason),
       cmocka_unit_test(other_statuses_are_unknown),
