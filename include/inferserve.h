@@ -1542,6 +1542,20 @@ ISV_EXTERN int isv_server_remove_model(isv_server *srv, const char *name, const 
  */
 ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, const char *version,
                                           isv_model_state state);
+/** A version's state, and why it is not READY when the library knows (a failed warmup:
+ * "model warmup failed: sample ...", as the repository index says it) — for a host that
+ * registered a version with warmup samples (LOADING until they ran) and completes its
+ * repository load, or sends traffic, once it is READY. Loop thread.
+ * @param srv the server
+ * @param name the model's name
+ * @param version the version, or NULL for the default version
+ * @param state receives the state
+ * @param reason receives the reason, NUL-terminated ("" when none), or NULL with cap 0
+ * @param cap reason's size in bytes
+ * @return 0, or ISV_ENOTFOUND (an unknown model or version) / ISV_EINVAL / ISV_ETHREAD
+ */
+ISV_EXTERN int isv_server_get_model_state(isv_server *srv, const char *name, const char *version,
+                                          isv_model_state *state, char *reason, size_t cap);
 /** Point a label ("stable", "canary") at a version; version NULL removes the label. Loop
  * thread.
  * @param srv the server

@@ -455,6 +455,22 @@ ISV_EXTERN int isv_server_set_model_state(isv_server *srv, const char *name, con
   return rc;
 }
 
+ISV_EXTERN int isv_server_get_model_state(isv_server *srv, const char *name, const char *version,
+                                          isv_model_state *state, char *reason, size_t cap) {
+  if (srv == NULL) return ISV_EINVAL;
+  if (begin(srv) != 0) return ISV_ETHREAD;
+  if (name == NULL || state == NULL || (reason == NULL && cap > 0)) {
+    set_error(srv, "get model state: a name and a place for the state are needed");
+    return ISV_EINVAL;
+  }
+  isv_model *m;
+  int rc = find_model(srv, name, version, NULL, &m);
+  if (rc != 0) return rc;
+  *state = m->state;
+  if (cap > 0) isv__model_reason(m, reason, cap);
+  return 0;
+}
+
 /* A host's setting for the built-in front end `name`, through its configure hook. */
 static int configure(isv_server *s, const char *name, const char *const *args, size_t n) {
   const isv__frontend *const *fe = isv__builtin_frontends;

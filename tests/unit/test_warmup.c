@@ -148,9 +148,18 @@ static void success(void **state) {
   isv_model *m = add(&w, c, &rc);
   assert_int_equal(rc, 0);
   assert_int_equal(m->state, ISV_MODEL_LOADING); /* the samples run on worker threads */
+  isv_model_state st;
+  char said[64] = "x";
+  assert_int_equal(isv_server_get_model_state(w.srv, "warm", "1", &st, said, sizeof said), 0);
+  assert_int_equal(st, ISV_MODEL_LOADING); /* what a host polls before it says "loaded" */
   assert_int_equal(client_infer(&w), ISV_EUNAVAIL); /* not served meanwhile */
   run_until_not_loading(&w, m);
   assert_int_equal(m->state, ISV_MODEL_READY);
+  assert_int_equal(isv_server_get_model_state(w.srv, "warm", NULL, &st, said, sizeof said), 0);
+  assert_int_equal(st, ISV_MODEL_READY);
+  assert_string_equal(said, "");
+  assert_int_equal(isv_server_get_model_state(w.srv, "warm", "9", &st, NULL, 0), ISV_ENOTFOUND);
+  assert_int_equal(isv_server_get_model_state(w.srv, "warm", "1", NULL, NULL, 0), ISV_EINVAL);
   /* each round once per instance: zeros 3 rounds, noise 1 */
   assert_int_equal(atomic_load(&w.calls), 2 * 3 + 2 * 1);
   assert_int_equal(atomic_load(&w.all_zero), 6);
@@ -217,6 +226,11 @@ static void failure(void **state) {
   char why[512];
   isv__model_reason(m, why, sizeof why);
   assert_string_equal(why, "model warmup failed: sample 'bad': x[0] is 7");
+  isv_model_state st;
+  char said[512];
+  assert_int_equal(isv_server_get_model_state(w.srv, "warm", "1", &st, said, sizeof said), 0);
+  assert_int_equal(st, ISV_MODEL_UNAVAILABLE);
+  assert_string_equal(said, why);
   assert_non_null(strstr(w.log, "model 'warm' version '1': model warmup failed: sample 'bad'"));
   assert_int_equal(client_infer(&w), ISV_EUNAVAIL);
   close_world(&w);
