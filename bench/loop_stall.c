@@ -205,6 +205,18 @@ static int start_server(int port) {
   }
   if (rc == 0)
     rc = isv_server_listen(srv, "127.0.0.1", port);
+  /* STALL_TLS_CERT / STALL_TLS_KEY: a TLS listener too, on a port of the kernel's choosing */
+  const char *cert = getenv("STALL_TLS_CERT"), *key = getenv("STALL_TLS_KEY");
+  if (rc == 0 && cert != NULL && key != NULL) {
+    isv_tls *tls;
+    if ((rc = isv_tls_new(&tls)) < 0)
+      return rc;
+    if ((rc = isv_tls_set_cert_files(tls, cert, key)) < 0)
+      fprintf(stderr, "loop_stall: %s\n", isv_tls_last_error(tls));
+    if (rc == 0)
+      rc = isv_server_listen_tls(srv, "127.0.0.1", 0, tls);
+    isv_tls_free(tls);
+  }
   return rc;
 }
 
@@ -276,6 +288,8 @@ int main(int argc, char **argv) {
   uv_signal_start(&sig_term, on_stop, SIGTERM);
 
   printf("listening on %d\n", isv_server_bound_port(srv, 0));
+  if (getenv("STALL_TLS_CERT") != NULL)
+    printf("tls listening on %d\n", isv_server_bound_port(srv, 1));
   fflush(stdout);
 
   uv_run(&loop, UV_RUN_DEFAULT);

@@ -22,6 +22,9 @@
 #   inline-binary-64MiB  binary-64MiB's request to identity_inline: its copy runs ON the loop
 #                 (the model's own work, timed apart: "model copy ms"), into an output from
 #                 isv_request_alloc_output — fresh memory unless STALL_PREFAULT asks for blocks
+#   tls-json-16MiB, tls-binary-64MiB  the same requests over TLS (HTTP/1.1; a throw-away
+#                 self-signed certificate made by openssl here): every record decrypted and
+#                 encrypted on the loop thread
 #
 # Environment (all optional):
 #   BUILD_DIR=build-bench      meson build directory (set up with -Dbench=true if absent)
@@ -195,7 +198,13 @@ EOF
 
 # ---- the server -----------------------------------------------------------------------------
 OUT=$WORK/server.out
-STALL_PREFAULT=${STALL_PREFAULT:-} taskset -c "$SCPU" "$BIN" 0 >"$OUT" 2>"$WORK/server.err" &
+TLS_ENV=()
+if command -v openssl >/dev/null; then # a throw-away certificate for the tls- cases
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -keyout "$WORK/key.pem" -out "$WORK/cert.pem" >/dev/null 2>&1 &&
+    TLS_ENV=(STALL_TLS_CERT="$WORK/cert.pem" STALL_TLS_KEY="$WORK/key.pem")
+fi
+env "${TLS_ENV[@]}" STALL_PREFAULT="${STALL_PREFAULT:-}" taskset -c "$SCPU" "$BIN" 0 >"$OUT" 2>"$WORK/server.err" &
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 100); do
@@ -206,6 +215,7 @@ for _ in $(seq 100); do
 done
 [ -n "$PORT" ] || die "loop_stall did not report its port"
 BASE=http://127.0.0.1:$PORT/v2/models
+TLS_PORT=$(sed -n 's/^tls listening on \([0-9]*\)$/\1/p' "$OUT" | head -1)
 log "loop_stall pid $SERVER_PID on core $SCPU, port $PORT; curl on core $LCPU"
 
 # stats: SIGUSR1, then the line loop_stall prints for it
@@ -228,7 +238,7 @@ post() {
   local w
   w=$(taskset -c "$LCPU" curl -s -o "${POST_OUT:-/dev/null}" --max-time 30 --data-binary @"$file" \
     -H "Content-Type: $ctype" "$@" -w '%{http_code} %{time_total} %{size_download}' \
-    "$BASE/${MODEL:-identity_fp32}/infer") ||
+    "${URL_BASE:-$BASE}/${MODEL:-identity_fp32}/infer") ||
     die "$c: curl failed ($w)"
   [ "${w%% *}" = 200 ] || die "$c: HTTP ${w%% *}: $(head -c 300 "$WORK/server.err")"
   echo "$w" >>"$WORK/$c.rt"
@@ -263,7 +273,11 @@ sleep "$IDLE_S"
 row idle 0 "$c0"
 
 for c in ${STALL_CASES:-json-16MiB json-64MiB binary-64MiB grpc-64MiB h2c-json-16MiB h2c-binary-64MiB \
-  inline-binary-64MiB}; do
+  inline-binary-64MiB tls-json-16MiB tls-binary-64MiB}; do
+  if [[ $c == tls-* ]] && [ -z "$TLS_PORT" ]; then
+    log "$c: skipped (no openssl to make a certificate, or no TLS in this build)"
+    continue
+  fi
   stats >/dev/null
   if [ "$c" = grpc-64MiB ]; then # grpc_rt checks its warm-up answer (identity), then times ITERS
     size=$(awk -v c="$c" '$1 == c {print $3}' "$WORK/bodies.txt")
@@ -287,6 +301,7 @@ PYEOF
   # the body: the case's name less its h2c- / inline- prefix
   b=${c#h2c-}
   b=${b#inline-}
+  b=${b#tls-}
   size=$(awk -v c="$b" '$1 == c {print $3}' "$WORK/bodies.txt")
   log "$c: $ITERS requests of $size bytes"
   case $b in
@@ -294,9 +309,11 @@ PYEOF
     binary-*) ctype=application/octet-stream
       hdr=(-H "Inference-Header-Content-Length: $(cat "$WORK/$b.body.hlen")") ;;
   esac
+  URL_BASE=$BASE
   case $c in
     h2c-*) hdr+=(--http2-prior-knowledge) MODEL=identity_fp32 ;;
     inline-*) MODEL=identity_inline ;;
+    tls-*) hdr+=(-k --http1.1) MODEL=identity_fp32 URL_BASE=https://127.0.0.1:$TLS_PORT/v2/models ;;
     *) MODEL=identity_fp32 ;;
   esac
   c0=$(cpu)
