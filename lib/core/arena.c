@@ -82,30 +82,6 @@ void isv__arena_free(isv__arena *a) {
   a->head = NULL;
 }
 
-isv__arena_chunk *isv__arena_release_keep(isv__arena *a) {
-  isv__arena_chunk *keep = NULL;
-  for (isv__arena_chunk *c = a->head, *next; c != NULL; c = next) {
-    next = c->next;
-    if (keep == NULL && c->cap == ISV__ARENA_CHUNK) keep = c;
-    else isv__bigbuf_free(c);
-  }
-  a->head = NULL;
-  if (keep) {
-    keep->next = NULL;
-    keep->used = 0;
-  }
-  return keep;
-}
-
-void isv__arena_seed(isv__arena *a, isv__arena_chunk *c) {
-  if (c == NULL) return;
-  c->next = NULL;
-  c->used = 0;
-  a->head = c;
-}
-
-void isv__arena_chunk_free(isv__arena_chunk *c) { isv__bigbuf_free(c); }
-
 size_t isv__arena_capacity(const isv__arena *a) {
   size_t n = 0;
   for (const isv__arena_chunk *c = a->head; c != NULL; c = c->next) n += c->cap;

@@ -27,7 +27,6 @@ typedef struct isv__core isv__core;
 
 /* How many freed requests stay dead before their memory is returned (about 0.5 MB). */
 #define ISV__QUARANTINE 1024
-#define ISV__SPARE_CHUNKS 16
 
 struct isv__core {
   uv_loop_t *loop;
@@ -79,11 +78,6 @@ struct isv__core {
   size_t q_next, q_len;
   isv_request *q_spare; /* one that left the quarantine, for the next isv__request_new rather
                          * than free() and calloc() (request.c); under mu */
-  /* First arena chunks of freed small requests, each the next request's (isv__arena_seed):
-   * a keep-alive client's request then allocates no arena; under mu. A few only — every
-   * request in flight past them allocates as before. */
-  struct isv__arena_chunk *spare_chunks[ISV__SPARE_CHUNKS];
-  unsigned n_spare_chunks;
   int closed; /* isv__core_close ran: requests freed later go straight to free(); under mu */
   /* The core's memory outlives its close while executions it abandoned still run: one
    * reference for the owner, one per abandoned execution, one for worker threads let go. */

@@ -110,8 +110,6 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   for (size_t i = 0; i < c->q_len; i++) isv__free(c->quarantine[i]);
   c->q_len = 0;
   isv__free(c->q_spare);
-  for (unsigned i = 0; i < c->n_spare_chunks; i++) isv__arena_chunk_free(c->spare_chunks[i]);
-  c->n_spare_chunks = 0;
   c->q_spare = NULL;
   uv_mutex_unlock(&c->mu);
   while (q) {

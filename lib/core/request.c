@@ -17,16 +17,11 @@ isv_request *isv__request_new(isv__core *c) {
   uv_mutex_lock(&c->mu);
   isv_request *r = c->q_spare;
   c->q_spare = NULL;
-  isv__arena_chunk *chunk = c->n_spare_chunks ? c->spare_chunks[--c->n_spare_chunks] : NULL;
   uv_mutex_unlock(&c->mu);
   if (r != NULL) memset(r, 0, sizeof *r);
-  else if ((r = isv__calloc(c->mem, 1, sizeof *r)) == NULL) {
-    isv__arena_chunk_free(chunk);
-    return NULL;
-  }
+  else if ((r = isv__calloc(c->mem, 1, sizeof *r)) == NULL) return NULL;
   r->core = c;
   r->arena.bufs = &c->bufs;
-  isv__arena_seed(&r->arena, chunk);
   r->out_arena.bufs = &c->bufs;
   r->id = "";
   r->errmsg = "";
@@ -488,18 +483,13 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
  * sets an output of) a request twice — the second time after the response went out, from a
  * worker thread — gets ISV_ESTATE instead of writing into freed memory. Its buffers are
  * released at once; only the struct waits. */
-static void bury(isv_request *r, isv__arena_chunk *chunk) {
+static void bury(isv_request *r) {
   isv__core *c = r->core;
   if (c == NULL || c->closed) {
-    isv__arena_chunk_free(chunk);
     isv__free(r);
     return;
   }
   uv_mutex_lock(&c->mu);
-  if (chunk && c->n_spare_chunks < ISV__SPARE_CHUNKS) { /* the next request's (request_new) */
-    c->spare_chunks[c->n_spare_chunks++] = chunk;
-    chunk = NULL;
-  }
   ISV_ASSERT(!isv__request_dead(r), "a request is freed once");
   atomic_store_explicit(&r->dead, 1, memory_order_relaxed);
   isv_request *old = c->q_len == ISV__QUARANTINE ? c->quarantine[c->q_next] : NULL;
@@ -511,7 +501,6 @@ static void bury(isv_request *r, isv__arena_chunk *chunk) {
     old = NULL;
   }
   uv_mutex_unlock(&c->mu);
-  isv__arena_chunk_free(chunk);
   isv__free(old);
 }
 
@@ -565,14 +554,9 @@ void isv__request_release(isv_request *r) {
   for (isv__owned *o = r->owned; o; o = o->next) o->del(o->p);
   for (isv__owned *o = r->refs; o; o = o->next) o->del(o->p);
   if (r->model && r->parent == NULL) isv__model_unref(r->model); /* a response borrows it */
-  /* the body after the inputs pointing into it; a small request's first arena chunk goes to
-   * the next request (bury) */
-  isv__arena_chunk *keep = NULL;
-  if (!free_buffers_later(r)) {
-    keep = isv__arena_release_keep(&r->arena);
-    free_buffers(r->body, r->body_free, &r->arena, &r->out_arena);
-  }
-  bury(r, keep);
+  /* the body after the inputs pointing into it */
+  if (!free_buffers_later(r)) free_buffers(r->body, r->body_free, &r->arena, &r->out_arena);
+  bury(r);
 }
 
 int isv__request_trace(isv_request *r, const char *tp, size_t tp_len, const char *ts,

@@ -135,7 +135,6 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   q->n_resp_params = r->n_resp_params;
   q->cap_resp_params = r->cap_resp_params;
   q->owned = r->owned;
-  isv__arena_free(&q->arena); /* the spare chunk isv__request_new seeded it with: it takes r's */
   q->arena = r->out_arena;
   uv_mutex_lock(&c->mu);
   if (r->completed || r->abandoned) {
