@@ -13,6 +13,7 @@
  * entry says beyond its name (base_path, model_platform) is the host's business: its load
  * callback gets the name; version_labels are refused (UNIMPLEMENTED) rather than ignored. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec/pbwire.h"
@@ -77,10 +78,23 @@ static int fail(names *ns, int code, const char *what) {
   return code;
 }
 
+/* Whether name is in v[0..n), sorted (isv__tfs_reload_decode sorts it): a binary search — a
+ * reload lists up to 4096 names and the registry may hold as many, which a scan per name would
+ * compare 16M times on the loop. */
 static int has(const char *const *v, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(v[i], name) == 0) return 1;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(v[mid], name);
+    if (c == 0) return 1;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
   return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* One ModelConfig: its name into ns. */
@@ -108,11 +122,7 @@ static int model_config(names *ns, isv__pb_span m) {
     return fail(ns, ISV_EBADREQ, "the reload's model_config_list lists more than 4096 models");
   char *s = isv__arena_strndup(ns->a, (const char *)name.p, name.n);
   if (s == NULL) return fail(ns, ISV_ENOMEM, "out of memory");
-  if (has(ns->v, ns->n, s)) {
-    snprintf(ns->err, ns->cap, "Illegal to list model %.100s multiple times in config list", s);
-    return ISV_EBADREQ;
-  }
-  ns->v[ns->n++] = s;
+  ns->v[ns->n++] = s; /* a name listed twice is found once they are sorted */
   return 0;
 }
 
@@ -161,6 +171,15 @@ int isv__tfs_reload_decode(const uint8_t *msg, size_t len, isv__arena *a, const 
   if (rc == -1)
     rc = fail(&ns, ISV_EBADREQ, "malformed protobuf: not a valid ReloadConfigRequest encoding "
                                 "(truncated, or a field of the wrong wire type)");
+  if (rc == 0 && ns.n > 1) {
+    qsort(ns.v, ns.n, sizeof *ns.v, by_name);
+    for (size_t i = 1; i < ns.n; i++)
+      if (strcmp(ns.v[i - 1], ns.v[i]) == 0) {
+        snprintf(err, cap, "Illegal to list model %.100s multiple times in config list", ns.v[i]);
+        rc = ISV_EBADREQ;
+        break;
+      }
+  }
   *out = ns.v;
   *n = ns.n;
   return rc;

@@ -33,6 +33,12 @@ static void reload_config_request(void **state) {
   assert_non_null(strstr(err, "Only ModelConfigList is currently supported"));
   assert_int_equal(reload_names("\x0a\x02\x12\x00", 4, &names, &n, err, &a), ISV_EBADREQ);
   assert_non_null(strstr(err, "ServerModelConfig type not supported"));
+  /* the names come back sorted (the plan looks them up by binary search) */
+  static const char ba[] = "\x0a\x0c\x0a\x0a\x0a\x03\x0a\x01" "b" "\x0a\x03\x0a\x01" "a";
+  assert_int_equal(reload_names(ba, sizeof ba - 1, &names, &n, err, &a), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(names[0], "a");
+  assert_string_equal(names[1], "b");
   /* twice the same name */
   static const char dup[] = "\x0a\x0c\x0a\x0a\x0a\x03\x0a\x01" "a" "\x0a\x03\x0a\x01" "a";
   assert_int_equal(reload_names(dup, sizeof dup - 1, &names, &n, err, &a), ISV_EBADREQ);
