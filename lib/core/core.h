@@ -69,6 +69,8 @@ struct isv__core {
   int closing;
   char default_model[128]; /* isv_server_set_default_model ("": none) */
   struct isv__repo *repo;   /* isv_server_set_repository's (core/repository.h); NULL: none */
+  const struct isv__nest_ops *nest_ops; /* nested requests' hooks (core/nested.h), for the
+                                         * scheduler below them; set by isv__core_init */
   const char *protocols[ISV__MAX_PROTOCOLS]; /* labels; [0] = "inprocess" */
   unsigned n_protocols;
   void (*on_idle)(isv__core *core); /* called when closing and the last request finished */

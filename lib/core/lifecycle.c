@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/group.h"
+#include "core/nested.h"
 #include "core/offload.h"
 
 /* isv_options_set_buffer_prefault: the blocks are faulted in on a worker thread while the
@@ -32,6 +33,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->opts = *opts;
   c->mem = &c->opts.mem;
   c->opts.group = NULL; /* the options' reference is theirs: the core holds its own */
+  c->nest_ops = &isv__nested_ops;
   c->protocols[0] = "inprocess";
   c->n_protocols = 1;
   atomic_init(&c->refs, 1);

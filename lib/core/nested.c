@@ -21,8 +21,11 @@ struct isv__nest_wait {
 };
 
 static int nested_run_here(isv_request *x, isv__pool_job *job);
-static const isv__nest_ops nest_ops = {
-    .cancel = isv__nested_cancel, .free = isv__nested_free, .run_here = nested_run_here};
+static unsigned nested_in_flight(const isv_request *x) { return x->nest->in_flight; }
+const isv__nest_ops isv__nested_ops = {.cancel = isv__nested_cancel,
+                                       .free = isv__nested_free,
+                                       .run_here = nested_run_here,
+                                       .in_flight = nested_in_flight};
 
 /* r's nest, made on first use in r's arena (by the thread that owns r: its backend's). */
 static isv__nest *nest_of(isv_request *r) {
@@ -33,7 +36,6 @@ static isv__nest *nest_of(isv_request *r) {
   n->self = r;
   uv_mutex_lock(&r->core->mu); /* the loop reads it under mu (isv__nested_cancel) */
   r->nest = n;
-  r->nest_ops = &nest_ops;
   uv_mutex_unlock(&r->core->mu);
   return n;
 }
@@ -76,8 +78,7 @@ ISV_EXTERN int isv_request_new_nested(isv_request *parent, const char *name, con
   n->self = r;
   n->parent = parent;
   n->depth = depth;
-  r->nest = n;
-  r->nest_ops = &nest_ops; /* nobody else sees r yet */
+  r->nest = n; /* nobody else sees r yet */
   r->trace = parent->trace; /* its tracestate is the parent's memory, which outlives r */
   uv_mutex_lock(&c->mu);
   n->next = pn->kids;
@@ -117,7 +118,7 @@ static void nested_done(isv_request *r, int status, void *data) {
   isv__core *c = r->core;
   uv_mutex_lock(&c->mu);
   n->state = ISV__NEST_DONE;
-  n->parent->nested_in_flight--; /* the parent lives while its kids do */
+  n->parent->nest->in_flight--; /* the parent lives while its kids do */
   int orphan = n->orphan;
   isv__nest_wait *w = n->wait;
   uv_mutex_unlock(&c->mu);
@@ -186,7 +187,7 @@ static int submit(isv_request *r, isv_infer_cb cb, void *data, isv__nest_wait *w
     n->cb = cb;
     n->cb_data = data;
     n->wait = w;
-    p->nested_in_flight++; /* before the parent's backend can return (an INLINE one waits) */
+    p->nest->in_flight++; /* before the parent's backend can return (an INLINE one waits) */
   }
   uv_mutex_unlock(&c->mu);
   if (rc != 0) return rc;
@@ -197,7 +198,7 @@ static int submit(isv_request *r, isv_infer_cb cb, void *data, isv__nest_wait *w
   if ((rc = isv__offload_post(c, &n->post, posted)) != 0) {
     uv_mutex_lock(&c->mu);
     n->state = ISV__NEST_NEW;
-    p->nested_in_flight--;
+    p->nest->in_flight--;
     uv_mutex_unlock(&c->mu);
   }
   return rc;
@@ -251,7 +252,7 @@ void isv__nested_cancel(isv_request *x) {
   isv__core *c = x->core;
   uv_mutex_lock(&c->mu);
   isv__nest *n = x->nest;
-  if (n == NULL || x->nested_in_flight == 0) {
+  if (n == NULL || n->in_flight == 0) {
     uv_mutex_unlock(&c->mu);
     return;
   }

@@ -23,16 +23,17 @@
  * itself). Elsewhere the thread sleeps on a condition variable of its own, and two rules keep
  * a wait from ever waiting for a thread that cannot come:
  *  - the nested request's own ISV_EXEC_POOL execution (not a batch's) is handed to the waiting
- *    thread (r->nest_ops->run_here, asked by the scheduler when it starts it), which runs it
+ *    thread (the run_here hook, asked by the scheduler when it starts it), which runs it
  *    itself: no hop to a worker, and nothing else runs on the waiter's stack — only its own
  *    call chain, which has no cycle;
  *  - a pool worker that waits leaves the pool's count while it waits (isv__pool_block): the
  *    pool starts a thread when jobs wait and none is idle — an execution holding the instance
  *    the nested request needs may be queued behind the blocked workers.
  *
- * The scheduler, below this file in core/, reaches it through r->nest_ops (core/request.h):
- * the cancellation and release hooks here, and r->nested_in_flight (an inline backend with a
- * nested request in flight may return without completing).
+ * The scheduler, below this file in core/, reaches it through the core's nest_ops
+ * (isv__nested_ops, core/request.h's isv__nest_ops) for a request whose nest is set: the
+ * cancellation and release hooks here, the waiter's run_here, and in_flight (an inline backend
+ * with a nested request in flight may return without completing).
  *
  * Locking: the nest fields below are under core->mu, except those written before the request
  * is visible to another thread (parent, depth) and the callback (written before submission,
@@ -74,7 +75,8 @@ typedef struct isv__nest {
   void *cb_data;
   isv__nest_wait *wait; /* isv_request_run's */
   isv__offload post;    /* the trip to the loop (from another thread) */
-  /* as a parent (its request's nested_in_flight counts those submitted and not done) */
+  /* as a parent */
+  unsigned in_flight;    /* its nested requests submitted and not done; under core->mu */
   isv_request *kids;     /* nested requests not yet released, newest first */
   unsigned busy;         /* the loop walks its kids (isv__nested_cancel): a free waits */
   int free_pending;      /* its owner freed it while kids lived (or while busy) */
@@ -90,5 +92,8 @@ int isv__nested_free(isv_request *r, isv_request **then);
  * are cancelled too — queued ones finish ECANCELED at once, running ones see
  * isv_request_is_cancelled. Loop thread. */
 void isv__nested_cancel(isv_request *x);
+
+/* These hooks, as the core holds them (isv__core_init: core->nest_ops) for the scheduler. */
+extern const isv__nest_ops isv__nested_ops;
 
 #endif

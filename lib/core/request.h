@@ -65,8 +65,8 @@ struct isv__job;
 /* A streaming request's responses (core/responses.h). */
 struct isv__stream;
 /* Models calling models: a request's part as a nested request or a parent (core/nested.h,
- * which sits above the scheduler: the scheduler reaches it through these hooks, which
- * nested.c sets with r->nest). */
+ * which sits above the scheduler: the scheduler reaches it through these hooks — the core's
+ * nest_ops, set by isv__core_init — for a request whose r->nest is set). */
 struct isv__nest;
 typedef struct isv__nest_ops {
   /* x, an execution, was cancelled: so are its nested requests in flight (loop thread) */
@@ -78,6 +78,9 @@ typedef struct isv__nest_ops {
    * waiting for it (isv_request_run) takes the job and runs it itself — not a worker's hop
    * away, and never a job another request queued — else 0: the pool runs it (loop thread) */
   int (*run_here)(isv_request *x, struct isv__pool_job *job);
+  /* x's nested requests submitted and not done (under core->mu): an INLINE backend with one
+   * in flight may return without completing (its callback completes it) */
+  unsigned (*in_flight)(const isv_request *x);
 } isv__nest_ops;
 
 /* The W3C trace context a request came with (part of its message, as its id). */
@@ -166,9 +169,8 @@ struct isv_request {
   int abandoned;
   int backend_done; /* abandoned, and its backend has completed it */
   int stuck;        /* abandoned inside infer on a worker thread (counted in core->stuck) */
-  struct isv__nest *nest; /* nested requests (core/nested.h): NULL unless it is one or made one */
-  const isv__nest_ops *nest_ops; /* set with nest, under core->mu */
-  unsigned nested_in_flight;     /* its nested requests submitted, not done; under core->mu */
+  struct isv__nest *nest; /* nested requests (core/nested.h): NULL unless it is one or made one;
+                           * set under core->mu */
 };
 
 /* Whether a backend's call may touch r: not freed (a request in quarantine is dead). */

@@ -765,7 +765,8 @@ static void after_infer(isv_request *x, int rc) {
     x->completed = done = 1;
     x->complete_ns = uv_hrtime();
   } else if (!done && x->model->cfg->exec_mode == ISV_EXEC_INLINE &&
-             x->model->cfg->name[0] != '@' && x->nested_in_flight == 0) {
+             x->model->cfg->name[0] != '@' &&
+             (x->nest == NULL || c->nest_ops->in_flight(x) == 0)) {
     /* ISV_EXEC_INLINE promises the completion before infer returns: nobody would ever answer
      * this request (a route's handler, '@', may answer later whatever its mode) — unless it
      * submitted a nested request, whose callback (on the loop) completes it (core/nested.h).
@@ -827,7 +828,7 @@ static void start_exec(isv_model *m, isv_request *x, unsigned instance) {
     j->on_pool = 1;
     c->pool_execs++;
     /* a nested request a thread waits for runs on that thread (core/nested.h) */
-    if (x->nest_ops && x->nest_ops->run_here(x, &j->pool)) return;
+    if (x->nest && c->nest_ops->run_here(x, &j->pool)) return;
     if (isv__pool_submit(&c->pool, &j->pool) != 0) {
       j->on_pool = 0;
       c->pool_execs--;
@@ -1211,9 +1212,9 @@ static void run_admitted(isv_request *r) {
  * (core/nested.h), when it made some. */
 static void nested_cancel(isv_request *x) {
   uv_mutex_lock(&x->core->mu); /* the backend may be setting it on its thread */
-  const isv__nest_ops *ops = x->nest_ops;
+  int nested = x->nest != NULL;
   uv_mutex_unlock(&x->core->mu);
-  if (ops) ops->cancel(x);
+  if (nested) x->core->nest_ops->cancel(x);
 }
 
 /* A running member of a batch was cancelled: the batch is, once every member is. */
@@ -1455,7 +1456,7 @@ ISV_EXTERN void isv_request_free(isv_request *r) {
   if (r == NULL) return;
   if (r->submitted && !r->finished) return; /* misuse: still running; leak, never crash */
   isv_request *then = NULL; /* a nested request's parent whose free waited for it */
-  if (r->nest_ops && r->nest_ops->free(r, &then)) return; /* its nested requests first */
+  if (r->nest && r->core->nest_ops->free(r, &then)) return; /* its nested requests first */
   free_one(r);
   if (then) isv_request_free(then);
 }
