@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/compiler.h"
 #include "codec/mem.h"
 
 #ifdef ISV_HAVE_TLS
@@ -22,9 +23,20 @@ struct isv_tls {
   char err[256];
 };
 
+struct sealed;
+
 typedef struct tls_conn {
   SSL *ssl;
-  BIO *rbio, *wbio; /* owned by ssl */
+  const isv_mem *mem; /* the server's */
+  /* SSL reads ciphertext from, and writes records to, these through the connection's BIO (no
+   * copy into a memory BIO and out again): */
+  const char *in;      /* what on_read is feeding SSL, not yet read by it (loop stack) */
+  size_t in_len;       /* 0 outside isv__tls_on_read */
+  struct sealed *out;  /* records written by SSL, not yet flushed: out_len bytes */
+  size_t out_len;
+  struct sealed *kept; /* a small flushed buffer back from its write, for the next records */
+  unsigned writing;    /* flushed blocks whose write has not called back */
+  int gone;            /* isv__tls_free ran while `writing`: the last write frees this */
   int handshaken;
   int first_seen;
   struct sealing *queue; /* large writes sealed a slice at a time, and those behind them */
@@ -141,21 +153,114 @@ void *isv__tls_ctx_ref(const isv_tls *tls) {
 
 void isv__tls_ctx_unref(void *ctx) { SSL_CTX_free(ctx); }
 
+/* ---- the connection's BIO --------------------------------------------------------------- */
+
+/* Records wait in a `sealed` block for their write: the header, then `cap` bytes of records. A
+ * small block comes back to the connection when written (tls_conn.kept), so that a keep-alive
+ * connection's answers reuse one buffer; a large one (a slice of a large answer) is freed. */
+typedef struct sealed {
+  isv__write_cb cb;
+  void *ctx;
+  size_t cap;
+  tls_conn *owner; /* NULL once the connection is gone */
+} sealed;
+
+#define SEALED_KEEP ((size_t)4 << 10) /* the largest block a connection keeps between writes */
+#define RECORDS(s) ((char *)((s) + 1))
+
+static int bio_create(BIO *b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+/* SSL asks for the next ciphertext: what on_read is feeding it, else "retry" (WANT_READ). SSL
+ * keeps a partial record itself, so what it is given is read whole before on_read returns. */
+static int bio_read(BIO *b, char *buf, int len) {
+  tls_conn *t = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  if (t->in_len == 0) {
+    BIO_set_retry_read(b);
+    return -1;
+  }
+  size_t k = t->in_len < (size_t)len ? t->in_len : (size_t)len;
+  memcpy(buf, t->in, k);
+  t->in += k;
+  t->in_len -= k;
+  return (int)k;
+}
+
+/* Room for `more` bytes of records after out_len: the kept block if it fits, else a larger one
+ * (the records so far moved). 0 or ISV_ENOMEM. */
+static int reserve(tls_conn *t, size_t more) {
+  size_t need = t->out_len + more;
+  if (t->out && t->out->cap >= need) return 0;
+  if (t->out == NULL && t->kept && t->kept->cap >= need) {
+    t->out = t->kept;
+    t->kept = NULL;
+    return 0;
+  }
+  size_t cap = t->out ? 2 * t->out->cap : 1024 - sizeof(sealed);
+  if (cap < need) cap = need;
+  sealed *s = isv__realloc(t->mem, t->out, sizeof *s + cap);
+  if (s == NULL) return ISV_ENOMEM;
+  s->cap = cap;
+  s->owner = t;
+  t->out = s;
+  return 0;
+}
+
+static int bio_write(BIO *b, const char *data, int len) {
+  tls_conn *t = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  if (len <= 0) return 0;
+  if (reserve(t, (size_t)len) != 0) return -1; /* SSL_write fails: ISV_EIO */
+  memcpy(RECORDS(t->out) + t->out_len, data, (size_t)len);
+  t->out_len += (size_t)len;
+  return len;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  (void)num, (void)ptr;
+  tls_conn *t = BIO_get_data(b);
+  switch (cmd) {
+  case BIO_CTRL_PENDING: return (long)t->in_len;
+  case BIO_CTRL_WPENDING: return (long)t->out_len;
+  case BIO_CTRL_FLUSH: return 1; /* the records go out in flush(), after SSL returns */
+  default: return 0;
+  }
+}
+
+static BIO_METHOD *conn_bio_method;
+static uv_once_t conn_bio_once = UV_ONCE_INIT;
+
+static void make_conn_bio_method(void) {
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "isv connection");
+  if (m && BIO_meth_set_create(m, bio_create) && BIO_meth_set_read(m, bio_read) &&
+      BIO_meth_set_write(m, bio_write) && BIO_meth_set_ctrl(m, bio_ctrl)) {
+    conn_bio_method = m; /* for the life of the process, as OpenSSL's own methods */
+    return;
+  }
+  BIO_meth_free(m);
+  ERR_clear_error();
+}
+
 int isv__tls_attach(isv__conn *c, void *ctx) {
+  uv_once(&conn_bio_once, make_conn_bio_method);
+  if (conn_bio_method == NULL) return ISV_ENOMEM;
   tls_conn *t = isv__calloc(c->t->mem, 1, sizeof *t);
   if (t == NULL) return ISV_ENOMEM;
+  t->mem = c->t->mem;
   t->ssl = SSL_new(ctx);
-  t->rbio = BIO_new(BIO_s_mem());
-  t->wbio = BIO_new(BIO_s_mem());
-  if (t->ssl == NULL || t->rbio == NULL || t->wbio == NULL) {
+  BIO *bio = BIO_new(conn_bio_method);
+  if (t->ssl == NULL || bio == NULL) {
     SSL_free(t->ssl);
-    BIO_free(t->rbio);
-    BIO_free(t->wbio);
+    BIO_free(bio);
     isv__free(t);
     ERR_clear_error();
     return ISV_ENOMEM;
   }
-  SSL_set_bio(t->ssl, t->rbio, t->wbio);
+  BIO_set_data(bio, t);
+  SSL_set_bio(t->ssl, bio, bio); /* one reference, both ways */
   SSL_set_accept_state(t->ssl);
   c->tls = t;
   return 0;
@@ -168,65 +273,88 @@ void isv__tls_free(isv__conn *c) {
   if (t == NULL) return;
   if (t->queue) fail_sealing(c, UV_ECANCELED); /* c is still valid: closing */
   SSL_free(t->ssl);
-  isv__free(t);
+  isv__free(t->out);
+  isv__free(t->kept);
+  t->out = t->kept = NULL;
   c->tls = NULL;
   ERR_clear_error();
+  /* The connection's writes call back before it is freed (on_stream_closed runs them), so
+   * `writing` is 0 here; were it not, t waits for them rather than leave them a dangling owner. */
+  if (t->writing) t->gone = 1;
+  else isv__free(t);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
-
-typedef struct sealed {
-  isv__write_cb cb;
-  void *ctx;
-  char *records;
-} sealed;
 
 static void sealed_done(isv__conn *c, void *ctx, int status) {
   sealed *s = ctx;
   isv__write_cb cb = s->cb;
   void *cctx = s->ctx;
-  isv__free(s->records);
-  isv__free(s);
+  tls_conn *t = s->owner;
+  t->writing--;
+  if (t->gone) { /* the connection went first (isv__tls_free): the last write frees t */
+    isv__free(s);
+    if (t->writing == 0) isv__free(t);
+    return; /* cb's connection is gone too */
+  }
+  if (t->kept == NULL && s->cap <= SEALED_KEEP) t->kept = s; /* the next answer's records */
+  else isv__free(s);
   if (cb) cb(c, cctx, status);
 }
 
 /* The records SSL produced so far, written in order; cb (may be NULL) once they are. */
 static int flush(isv__conn *c, isv__write_cb cb, void *ctx) {
   tls_conn *t = c->tls;
-  size_t n = (size_t)BIO_ctrl_pending(t->wbio);
+  size_t n = t->out_len;
   if (n == 0 && cb == NULL) return 0; /* nothing to send, nobody to tell */
-  sealed *s = isv__calloc(c->t->mem, 1, sizeof *s);
-  char *rec = n ? isv__malloc(c->t->mem, n) : NULL;
-  if (s == NULL || (n && rec == NULL)) {
-    isv__free(s);
-    isv__free(rec);
-    return ISV_ENOMEM;
-  }
-  if (n && BIO_read(t->wbio, rec, (int)n) != (int)n) {
-    isv__free(s);
-    isv__free(rec);
-    return ISV_EIO;
-  }
+  if (t->out == NULL && reserve(t, 0) != 0) return ISV_ENOMEM; /* a block for cb alone */
+  sealed *s = t->out;
+  t->out = NULL;
+  t->out_len = 0;
   s->cb = cb;
   s->ctx = ctx;
-  s->records = rec;
-  uv_buf_t b = uv_buf_init(rec, (unsigned)n);
+  s->owner = t;
+  uv_buf_t b = uv_buf_init(RECORDS(s), (unsigned)n);
   int rc = isv__conn_write_raw(c, &b, n ? 1 : 0, sealed_done, s);
-  if (rc != 0) {
-    isv__free(rec);
-    isv__free(s);
-  }
+  if (rc != 0) isv__free(s);
+  else t->writing++;
   return rc;
 }
 
-/* Seal bufs[0..n) from part *i, offset *off, at most `budget` bytes: 0, or ISV_EIO. */
+static int seal_one(tls_conn *t, const char *p, size_t k) {
+  if (SSL_write(t->ssl, p, (int)k) == (int)k) return 0;
+  ERR_clear_error();
+  return ISV_EIO;
+}
+
+/* Seal bufs[0..n) from part *i, offset *off, at most `budget` bytes: 0, ISV_EIO or ISV_ENOMEM.
+ * Small parts are gathered into one record (an HTTP/1.1 answer's head and body, a gRPC
+ * message's frames): each record costs its own cipher set-up, header and tag, so two records
+ * for an answer of 300 bytes cost about twice one. */
 static int seal(tls_conn *t, const uv_buf_t *bufs, size_t n, size_t *i, size_t *off,
                 size_t budget) {
-  while (*i < n && budget) {
+  static _Thread_local char stage[16384]; /* TLS's largest record of plaintext */
+  size_t plain = 0, staged = 0;
+  for (size_t j = *i, o = *off; j < n && plain < budget; j++, o = 0) plain += bufs[j].len - o;
+  if (plain > budget) plain = budget;
+  /* records: the plaintext, and per record of it a header, a tag and TLS 1.3's type byte */
+  if (reserve(t, plain + (plain / sizeof stage + 1) * 64) != 0) return ISV_ENOMEM;
+  int rc = 0;
+  while (rc == 0 && *i < n && budget) {
     size_t left = bufs[*i].len - *off, k = left < budget ? left : budget;
-    if (k && SSL_write(t->ssl, bufs[*i].base + *off, (int)k) != (int)k) {
-      ERR_clear_error();
-      return ISV_EIO;
+    const char *p = bufs[*i].base + *off;
+    int last = *i + 1 == n || k == budget;
+    if (k < sizeof stage / 2 && !(staged == 0 && last)) {
+      if (staged + k > sizeof stage) {
+        rc = seal_one(t, stage, staged);
+        staged = 0;
+      }
+      memcpy(stage + staged, p, k);
+      staged += k;
+    } else if (k) {
+      if (staged) rc = seal_one(t, stage, staged);
+      staged = 0;
+      if (rc == 0) rc = seal_one(t, p, k);
     }
     budget -= k;
     if ((*off += k) == bufs[*i].len) {
@@ -234,7 +362,8 @@ static int seal(tls_conn *t, const uv_buf_t *bufs, size_t n, size_t *i, size_t *
       *off = 0;
     }
   }
-  return 0;
+  if (rc == 0 && staged) rc = seal_one(t, stage, staged);
+  return rc;
 }
 
 /* A large write is sealed ISV__WRITE_SLICE bytes at a time, the next slice once the records of
@@ -371,20 +500,9 @@ static void take_identity(isv__conn *c, tls_conn *t) {
   BIO_free(m);
 }
 
-void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
-                      void (*deliver)(isv__conn *c, const char *data, size_t len)) {
-  tls_conn *t = c->tls;
-  if (!t->first_seen && len) {
-    t->first_seen = 1;
-    if ((unsigned char)data[0] != 0x16) { /* a TLS record of type handshake starts 0x16 */
-      refuse_plain(c, (unsigned char)data[0]);
-      return;
-    }
-  }
-  if (BIO_write(t->rbio, data, (int)len) != (int)len) {
-    isv__conn_close(c);
-    return;
-  }
+/* The handshake, then the plaintext to `deliver`, from the ciphertext in t->in. */
+static void feed(isv__conn *c, tls_conn *t,
+                 void (*deliver)(isv__conn *c, const char *data, size_t len)) {
   if (!t->handshaken) {
     int r = SSL_do_handshake(t->ssl);
     if (r != 1) {
@@ -406,6 +524,7 @@ void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
     if (n > 0) {
       deliver(c, plain, (size_t)n);
       if (c->closing || c->lingering || c->tls == NULL) return;
+      if (t->in_len == 0 && SSL_pending(t->ssl) == 0) break; /* no call only to hear WANT_READ */
       continue;
     }
     int e = SSL_get_error(t->ssl, n);
@@ -419,8 +538,30 @@ void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
     }
     return;
   }
-  if (BIO_ctrl_pending(t->wbio) && flush(c, NULL, NULL) != 0) /* tickets, key updates */
+  if (t->in_len) { /* SSL asked for more while bytes were left: they would be lost */
+    ISV_ASSERT(0, "SSL reads all the ciphertext it is given before it wants more");
     isv__conn_close(c);
+    return;
+  }
+  if (t->out_len && flush(c, NULL, NULL) != 0) /* tickets, key updates */
+    isv__conn_close(c);
+}
+
+void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
+                      void (*deliver)(isv__conn *c, const char *data, size_t len)) {
+  tls_conn *t = c->tls;
+  if (!t->first_seen && len) {
+    t->first_seen = 1;
+    if ((unsigned char)data[0] != 0x16) { /* a TLS record of type handshake starts 0x16 */
+      refuse_plain(c, (unsigned char)data[0]);
+      return;
+    }
+  }
+  t->in = data; /* read by bio_read, inside SSL's calls below */
+  t->in_len = len;
+  feed(c, t, deliver);
+  t->in = NULL; /* t outlives c's callbacks (isv__tls_free runs once its handles are closed) */
+  t->in_len = 0;
 }
 
 #else /* !ISV_HAVE_TLS */

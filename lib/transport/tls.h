@@ -1,8 +1,10 @@
 /* TLS on a connection (OpenSSL 3, when built with -Dtls): the socket carries records, the
- * engines see plaintext. It runs on the loop thread with memory BIOs — ciphertext read from the
- * socket goes into the SSL object, plaintext comes out to the engine; what the engine writes
- * is encrypted at once and the records go out through the connection's ordinary writes (their
- * slices, send timeout and callbacks) — so no thread and no socket I/O of its own. The
+ * engines see plaintext. It runs on the loop thread with a BIO of its own over the connection —
+ * SSL reads the ciphertext straight from the socket's read buffer and writes its records into
+ * a buffer the connection keeps between answers; plaintext comes out to the engine; what the
+ * engine writes is encrypted at once (small parts gathered into one record) and the records go
+ * out through the connection's ordinary writes (their slices, send timeout and callbacks) — so
+ * no thread and no socket I/O of its own. The
  * protocol is still chosen by sniffing the plaintext (ALPN "h2" and "http/1.1" are offered
  * for the clients that insist on it; both end at the same sniff). Loop thread only. */
 #ifndef ISV_TRANSPORT_TLS_H

@@ -321,3 +321,90 @@ def test_identity_must_match_every_rdn(start_demo, pki):
     r = requests.get(d.tls + "/v2/models/simple", verify=pki("ca.pem"), timeout=TIMEOUT,
                      cert=(pki("alice.pem"), pki("alice.key")))
     assert r.status_code == 403, r.text
+
+
+def identity_request(n, seq):
+    body = json.dumps({"id": str(seq), "inputs": [{"name": "INPUT0", "datatype": "INT32",
+                                                   "shape": [1, n], "data": list(range(n))}]})
+    return ("POST /v2/models/identity_int32/infer HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            "application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)).encode()
+
+
+class MemoryTLSClient:
+    """A TLS client over ssl.MemoryBIO: the test decides how its ciphertext is cut into writes."""
+
+    def __init__(self, d, pki):
+        ctx = ssl.create_default_context(cafile=pki("ca.pem"))
+        ctx.set_alpn_protocols(["http/1.1"])
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ctx.wrap_bio(self.inc, self.out, server_hostname="localhost")
+        self.sock = socket.create_connection(("127.0.0.1", d.tls_port), timeout=TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.plain = b""
+
+    def send(self, step):
+        data = self.out.read()
+        for i in range(0, len(data), step):
+            self.sock.sendall(data[i:i + step])
+
+    def handshake(self, step):
+        while True:
+            try:
+                self.tls.do_handshake()
+                self.send(step)
+                return
+            except ssl.SSLWantReadError:
+                self.send(step)
+                chunk = self.sock.recv(65536)
+                assert chunk, "the server closed during the handshake"
+                self.inc.write(chunk)
+
+    def answers(self, count):
+        """count HTTP/1.1 answers (status, body), reading ciphertext as it comes."""
+        got = []
+        while len(got) < count:
+            head, sep, rest = self.plain.partition(b"\r\n\r\n")
+            if sep:
+                n = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                if len(rest) >= n:
+                    got.append((int(head.split()[1]), rest[:n]))
+                    self.plain = rest[n:]
+                    continue
+            try:
+                self.plain += self.tls.read(1 << 20)
+                continue
+            except ssl.SSLWantReadError:
+                pass
+            chunk = self.sock.recv(1 << 20)
+            assert chunk, "the server closed with %d of %d answers" % (len(got), count)
+            self.inc.write(chunk)
+        return got
+
+
+def test_records_cut_and_joined_every_way(start_demo, pki):
+    """Whatever the socket hands the server at a time: a handshake and keep-alive requests sent
+    a few bytes per write (records cut anywhere, a request's records across reads), then several
+    requests in one write (many records in one read), each answered whole and in order; answers
+    of ~0.1, ~9 and ~60 KiB alternate on the connection (the buffer its records are written into
+    too small, then large, then kept small)."""
+    d = start_tls(start_demo, pki)
+    c = MemoryTLSClient(d, pki)
+    try:
+        c.handshake(step=3)
+        sizes = [4, 1500, 4, 10000, 4, 4, 1500]
+        for seq, n in enumerate(sizes[:3]):  # dribbled
+            c.tls.write(identity_request(n, seq))
+            c.send(step=5)
+        for seq, n in enumerate(sizes[3:], start=3):  # joined: one write for all of them
+            c.tls.write(identity_request(n, seq))
+        c.send(step=1 << 20)
+        for seq, (status, body) in enumerate(c.answers(len(sizes))):
+            assert status == 200, body[:200]
+            doc = json.loads(body)
+            assert doc["id"] == str(seq)
+            assert doc["outputs"][0]["data"] == list(range(sizes[seq]))
+    finally:
+        c.sock.close()
+    # the demo is still well: a fresh client is answered
+    r = requests.post(d.tls + SIMPLE, json=simple_body(), verify=pki("ca.pem"), timeout=TIMEOUT)
+    assert r.status_code == 200
