@@ -43,8 +43,16 @@ static void *map_block(size_t size) {
   size_t lead = a - (uintptr_t)p;
   if (lead) munmap(p, lead);
   if (over - lead - size) munmap((char *)a + size, over - lead - size);
+  /* Huge pages requested (a hint: fine to fail) — except for the first 2 MiB: the header is
+   * written there by whichever thread allocates, often the loop, and the first touch of a huge
+   * page zeroes all 2 MiB of it (0.2 ms, and 5 ms on a VM whose host had not backed those pages
+   * yet: bench/RESULTS.md, "TLS on the connection's BIO"); the rest is faulted in by
+   * isv__bigbuf_populate off the loop, or by its first writer. */
+#ifdef MADV_NOHUGEPAGE
+  madvise((void *)a, HUGE_PAGE, MADV_NOHUGEPAGE);
+#endif
 #ifdef MADV_HUGEPAGE
-  madvise((void *)a, size, MADV_HUGEPAGE); /* a hint: fine to fail */
+  if (size > HUGE_PAGE) madvise((char *)a + HUGE_PAGE, size - HUGE_PAGE, MADV_HUGEPAGE);
 #endif
   return (void *)a;
 }
