@@ -194,8 +194,14 @@ typedef struct input_ctx {
   uint32_t want;    /* contents field number */
   size_t seen;      /* elements counted / written */
   uint8_t *out;     /* NULL while counting */
-  char shape_txt[96];
+  char shape_txt[96]; /* made by shape_text() when an error needs it */
 } input_ctx;
+
+static const char *shape_text(input_ctx *c) {
+  if (c->shape_txt[0] == '\0')
+    isv__shape_text(c->shape_txt, sizeof c->shape_txt, c->shape, c->ndim, 0);
+  return c->shape_txt;
+}
 
 static int range_error(input_ctx *c, long long v, int is_unsigned) {
   if (is_unsigned)
@@ -257,6 +263,14 @@ static int put_varint_elem(input_ctx *c, uint64_t v) {
   }
 }
 
+/* A contents field of the wrong wire type: r failed (the text made only then — no snprintf on
+ * the path of every request). */
+static int contents_wire_type(input_ctx *c, const isv__pb_field *f) {
+  char what[64];
+  snprintf(what, sizeof what, "%s of input", contents_names[f->num]);
+  return wire_type(c->r, f, ISV__PB_LEN, what);
+}
+
 /* One field of an InferTensorContents: count its elements (c->out == NULL) or store them. */
 static int contents_field_elems(input_ctx *c, const isv__pb_field *f) {
   isv_request *r = c->r;
@@ -265,8 +279,6 @@ static int contents_field_elems(input_ctx *c, const isv__pb_field *f) {
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': datatype %s takes %s, got %s", c->name,
                              isv_datatype_name(c->dt), contents_names[c->want],
                              contents_names[f->num]);
-  char what[64];
-  snprintf(what, sizeof what, "%s of input", contents_names[f->num]);
   if (f->num <= 5) { /* varints, packed or not */
     if (f->wt == ISV__PB_VARINT) {
       if (c->out == NULL) {
@@ -275,7 +287,7 @@ static int contents_field_elems(input_ctx *c, const isv__pb_field *f) {
       }
       return put_varint_elem(c, f->v);
     }
-    if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
+    if (f->wt != ISV__PB_LEN) return contents_wire_type(c, f);
     if (c->out == NULL) {
       size_t n = 0;
       for (size_t i = 0; i < f->s.n; i++) n += !(f->s.p[i] & 0x80);
@@ -299,7 +311,7 @@ static int contents_field_elems(input_ctx *c, const isv__pb_field *f) {
     size_t w = f->num == 6 ? 4 : 8;
     int single = f->wt == (f->num == 6 ? ISV__PB_I32 : ISV__PB_I64);
     if (!single) {
-      if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
+      if (f->wt != ISV__PB_LEN) return contents_wire_type(c, f);
       if (f->s.n % w)
         return isv__request_fail(r, ISV_EBADREQ, "malformed protobuf: packed %s of input '%s' has "
                                  "%zu bytes, not a multiple of %zu", contents_names[f->num],
@@ -311,7 +323,7 @@ static int contents_field_elems(input_ctx *c, const isv__pb_field *f) {
     return 0;
   }
   /* 8: bytes_contents, one element per field, referenced in place */
-  if (wire_type(r, f, ISV__PB_LEN, what)) return r->status;
+  if (f->wt != ISV__PB_LEN) return contents_wire_type(c, f);
   if (c->out) {
     isv_bytes *b = (isv_bytes *)(void *)c->out;
     b[c->seen].ptr = (const char *)f->s.p;
@@ -350,7 +362,7 @@ static int decode_typed(input_ctx *c, isv__pb_span input, isv_tensor *t) {
   if (walk_contents(c, input)) return r->status;
   if (c->seen != c->count)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s has %zu elements, shape %s needs %zu",
-                             c->name, contents_names[c->want], c->seen, c->shape_txt, c->count);
+                             c->name, contents_names[c->want], c->seen, shape_text(c), c->count);
   size_t elsize = isv_datatype_size(c->dt);
   c->out = isv__arena_alloc(&r->arena, c->count * elsize);
   if (c->out == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
@@ -368,7 +380,7 @@ static int decode_raw(input_ctx *c, isv__pb_span raw, isv_tensor *t) {
     size_t bytes = c->count * elsize;
     if (raw.n != bytes)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents has %zu bytes, "
-                               "shape %s of %s needs %zu", c->name, raw.n, c->shape_txt,
+                               "shape %s of %s needs %zu", c->name, raw.n, shape_text(c),
                                isv_datatype_name(c->dt), bytes);
     if (((uintptr_t)raw.p % elsize) == 0) {
       t->data = (void *)(uintptr_t)raw.p; /* in place: the buffer outlives the request */
@@ -394,7 +406,7 @@ static int decode_raw(input_ctx *c, isv__pb_span raw, isv_tensor *t) {
   }
   if (n != c->count)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': raw_input_contents holds %zu BYTES "
-                             "elements, shape %s needs %zu", c->name, n, c->shape_txt, c->count);
+                             "elements, shape %s needs %zu", c->name, n, shape_text(c), c->count);
   isv_bytes *b = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *b);
   if (b == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   isv__rawbytes_split(raw.p, n, b);
@@ -407,12 +419,12 @@ static int decode_raw(input_ctx *c, isv__pb_span raw, isv_tensor *t) {
  * input or requested output message; others are left to the caller. 0 or r failed. */
 static int shm_params(isv_request *r, isv__pb_span msg, uint32_t num, const char *what,
                       const char *name, isv__shm_ref *ref) {
-  char where[96];
-  snprintf(where, sizeof where, "%s '%.60s'", what, name);
+  char where[96] = ""; /* made when a parameter is there: not on the path of every request */
   isv__pb_reader rr = isv__pb_reader_of(msg);
   isv__pb_field f;
   while (isv__pb_read_field(&rr, &f) > 0) {
     if (f.num != num || f.wt != ISV__PB_LEN) continue;
+    if (where[0] == '\0') snprintf(where, sizeof where, "%s '%.60s'", what, name);
     isv__pb_span key;
     isv_param v;
     if (parse_param_entry(r, f.s, where, &key, &v)) return r->status;
@@ -440,8 +452,6 @@ static int input_in_shm(isv__pb_span in) {
 
 /* ModelInferRequest.InferInputTensor number `index`, with its raw data when given. */
 static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv__pb_span *raw) {
-  char label[32];
-  snprintf(label, sizeof label, "input #%zu", index);
   const char *name = NULL;
   isv__pb_span dtname = {NULL, 0};
   int have_dt = 0, have_contents = 0;
@@ -484,8 +494,12 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
     default: break;
     }
   }
-  if (k < 0) return malformed(r, label);
-  if (name == NULL) return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
+  if (k < 0 || name == NULL) {
+    char label[32];
+    snprintf(label, sizeof label, "input #%zu", index);
+    if (k < 0) return malformed(r, label);
+    return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
+  }
   if (!have_dt || dtname.n == 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no datatype", name);
   isv_datatype dt = isv_datatype_from_name((const char *)dtname.p, dtname.n);
@@ -523,10 +537,9 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
   c.shape = shape;
   c.ndim = ndim;
   c.want = contents_field(dt);
-  isv__shape_text(c.shape_txt, sizeof c.shape_txt, shape, ndim, 0);
   if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &c.count, NULL) != 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape %s whose size overflows",
-                             name, c.shape_txt);
+                             name, shape_text(&c));
   isv_tensor t;
   memset(&t, 0, sizeof t);
   isv__shm_ref shm = {0};
@@ -569,8 +582,6 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
 
 /* ModelInferRequest.InferRequestedOutputTensor. */
 static int parse_output(isv_request *r, isv__pb_span s, size_t index) {
-  char label[48];
-  snprintf(label, sizeof label, "requested output #%zu", index);
   const char *name = NULL;
   isv__pb_reader rr = isv__pb_reader_of(s);
   isv__pb_field f;
@@ -582,16 +593,20 @@ static int parse_output(isv_request *r, isv__pb_span s, size_t index) {
       if (wire_type(r, &f, ISV__PB_LEN, "a requested output parameter")) return r->status;
     }
   }
-  if (k < 0) return malformed(r, label);
-  if (name == NULL) return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
+  if (k < 0 || name == NULL) {
+    char label[48];
+    snprintf(label, sizeof label, "requested output #%zu", index);
+    if (k < 0) return malformed(r, label);
+    return isv__request_fail(r, ISV_EBADREQ, "%s has no name", label);
+  }
   isv__req_output *o = isv__request_push_output(r);
   if (o == NULL) return r->status;
   o->name = name;
-  char where[96];
-  snprintf(where, sizeof where, "output '%.60s'", name);
+  char where[96] = ""; /* made when a parameter is there */
   rr = isv__pb_reader_of(s);
   while (isv__pb_read_field(&rr, &f) > 0) {
     if (f.num != 2) continue;
+    if (where[0] == '\0') snprintf(where, sizeof where, "output '%.60s'", name);
     isv__pb_span key;
     isv_param v;
     if (parse_param_entry(r, f.s, where, &key, &v)) return r->status;
