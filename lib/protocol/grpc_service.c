@@ -102,9 +102,12 @@ void isv__grpc_services_free(isv__grpc_services *s) {
   s->n = s->cap = 0;
 }
 
-static const isv__grpc_entry *find(const isv__grpc_services *s, const char *path) {
+/* Every call looks its method up here: ~50 entries once every front end is on, so lengths are
+ * compared before bytes (a strcmp per entry was 19 per ModelInfer). */
+static const isv__grpc_entry *find(const isv__grpc_services *s, const char *path, size_t len) {
   for (size_t i = 0; i < s->n; i++)
-    if (strcmp(s->entries[i].method->path, path) == 0) return &s->entries[i];
+    if (s->entries[i].path_len == len && memcmp(s->entries[i].method->path, path, len) == 0)
+      return &s->entries[i];
   return NULL;
 }
 
@@ -114,7 +117,7 @@ int isv__grpc_services_add(isv__grpc_services *s, const isv__grpc_method *m,
   if (m->path == NULL || m->path[0] != '/' || strchr(m->path + 1, '/') == NULL ||
       (m->answer != NULL) == codec)
     return ISV_EINVAL;
-  if (find(s, m->path)) return ISV_EEXIST;
+  if (find(s, m->path, strlen(m->path))) return ISV_EEXIST;
   if (s->n == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 16;
     isv__grpc_entry *e = isv__realloc(s->core->mem, s->entries, cap * sizeof *e);
@@ -123,6 +126,7 @@ int isv__grpc_services_add(isv__grpc_services *s, const isv__grpc_method *m,
     s->cap = cap;
   }
   s->entries[s->n].method = m;
+  s->entries[s->n].path_len = strlen(m->path);
   s->entries[s->n].protocol = isv__core_protocol(s->core, protocol_label);
   s->n++;
   return 0;
@@ -895,7 +899,7 @@ static void on_drain(isv__grpc_call *call) {
 }
 
 void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
-  const isv__grpc_entry *e = find(s, call->path);
+  const isv__grpc_entry *e = find(s, call->path, call->path_len);
   if (e == NULL) {
     char msg[300];
     snprintf(msg, sizeof msg, "unknown method %.200s", call->path);

@@ -122,6 +122,7 @@ typedef struct isv__grpc_method {
 
 typedef struct isv__grpc_entry {
   const isv__grpc_method *method;
+  size_t path_len;   /* strlen(method->path): most entries are told apart by it alone */
   unsigned protocol; /* label index of the requests it makes */
 } isv__grpc_entry;
 

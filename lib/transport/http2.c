@@ -1036,19 +1036,31 @@ static int index_headers(h2_stream *st) {
   if (st->hdrs == NULL) return -1;
   const char *p = st->head.data;
   for (size_t i = 0; i < st->n_headers; i++) {
-    const char *n = p, *v = n + strlen(n) + 1;
-    p = v + strlen(v) + 1;
-    st->hdrs[i] = (isv__header){n, strlen(n), v, strlen(v)};
-    if (strcmp(n, ":path") == 0) st->path = v;
-    else if (strcmp(n, ":method") == 0) st->method = v;
-    else if (strcmp(n, "content-type") == 0) st->ctype = v;
-    else if (strcmp(n, "content-encoding") == 0) st->cencoding = v, st->n_cencoding++;
-    else if (strcmp(n, "content-length") == 0) st->clen = parse_length(v);
-    else if (strcmp(n, "grpc-timeout") == 0) st->call.timeout_ms = isv__grpc_parse_timeout(v, strlen(v));
-    else if (strcmp(n, "grpc-encoding") == 0) {
-      st->call.coding = isv__coding_of(v, strlen(v));
-      st->bad_encoding = st->call.coding == ISV__CODING_UNKNOWN;
+    const char *n = p;
+    size_t nl = strlen(n);
+    const char *v = n + nl + 1;
+    size_t vl = strlen(v);
+    p = v + vl + 1;
+    st->hdrs[i] = (isv__header){n, nl, v, vl};
+#define IS(lit) (nl == sizeof lit - 1 && memcmp(n, lit, sizeof lit - 1) == 0)
+    switch (nl) { /* the length first: most headers are none of these */
+    case 5: if (IS(":path")) st->path = v; break;
+    case 7: if (IS(":method")) st->method = v; break;
+    case 12:
+      if (IS("content-type")) st->ctype = v;
+      else if (IS("grpc-timeout")) st->call.timeout_ms = isv__grpc_parse_timeout(v, vl);
+      break;
+    case 13:
+      if (IS("grpc-encoding")) {
+        st->call.coding = isv__coding_of(v, vl);
+        st->bad_encoding = st->call.coding == ISV__CODING_UNKNOWN;
+      }
+      break;
+    case 14: if (IS("content-length")) st->clen = parse_length(v); break;
+    case 16: if (IS("content-encoding")) st->cencoding = v, st->n_cencoding++; break;
+    default: break;
     }
+#undef IS
   }
   return 0;
 }
