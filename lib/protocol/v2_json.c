@@ -18,9 +18,8 @@ static void index_label(char out[22], size_t index) {
   out[1 + isv__fmt_u64(out + 1, index)] = '\0';
 }
 
-static int keyis(const isv__json_token *t, const char *k) {
-  return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
-}
+/* Whether the key token t is the literal `lit` (its length known when compiled). */
+#define keyis(t, lit) ((t)->len == sizeof(lit) - 1 && memcmp((t)->ptr, lit, sizeof(lit) - 1) == 0)
 
 /* The reader's syntax error, or the semantic one just recorded with isv__json_fail. */
 static int reader_fail(isv_request *r, isv__json_reader *rd, const char *what) {
