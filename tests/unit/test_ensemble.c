@@ -13,12 +13,9 @@
 #include "core/registry.h"
 #include "core/stats.h"
 #include "inferserve.h"
+#include "server_fixture.h"
 
-typedef struct world {
-  uv_loop_t loop;
-  isv_server *srv;
-  int closed;
-} world;
+typedef sf_world world;
 
 static char ran[64]; /* the steps' models, in the order they ran: one letter each */
 static isv_request *held;   /* "hold"'s request, completed by the test */
@@ -162,9 +159,7 @@ static void step(isv_model_config *c, const char *model, const char *in_key, con
 static isv_model *dag_model;
 
 static int setup(void **state) {
-  world *w = calloc(1, sizeof *w);
-  uv_loop_init(&w->loop);
-  assert_int_equal(isv_server_new(&w->loop, NULL, &w->srv), 0);
+  world *w = sf_world_new(NULL);
   add_model(w, "twice", twice, ISV_EXEC_INLINE, 0);
   add_model(w, "hold", hold, ISV_EXEC_ASYNC, 0);
   add_model(w, "add", add2, ISV_EXEC_INLINE, 1);
@@ -224,20 +219,6 @@ static int setup(void **state) {
   return 0;
 }
 
-static void on_closed(isv_server *s, void *data) {
-  (void)s;
-  ((world *)data)->closed = 1;
-}
-
-static int teardown(void **state) {
-  world *w = *state;
-  assert_int_equal(isv_server_close(w->srv, on_closed, w), 0);
-  uv_run(&w->loop, UV_RUN_DEFAULT);
-  assert_true(w->closed);
-  assert_int_equal(uv_loop_close(&w->loop), 0);
-  free(w);
-  return 0;
-}
 
 typedef struct result {
   int calls;
@@ -436,14 +417,14 @@ static void registration_checks_the_graph(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(steps_run_as_their_inputs_exist_not_in_declared_order, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_failing_step_is_named_and_later_steps_never_run, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_failure_cancels_the_steps_still_running_and_waits_for_them, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_missing_composing_model_is_unavailable_naming_it, setup, teardown),
-      cmocka_unit_test_setup_teardown(cancellation_reaches_every_running_step, setup, teardown),
-      cmocka_unit_test_setup_teardown(the_deadline_reaches_every_running_step, setup, teardown),
-      cmocka_unit_test_setup_teardown(registration_checks_the_graph, setup, teardown),
-      cmocka_unit_test_setup_teardown(the_requests_parameters_reach_the_steps, setup, teardown),
+      cmocka_unit_test_setup_teardown(steps_run_as_their_inputs_exist_not_in_declared_order, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_failing_step_is_named_and_later_steps_never_run, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_failure_cancels_the_steps_still_running_and_waits_for_them, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_missing_composing_model_is_unavailable_naming_it, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(cancellation_reaches_every_running_step, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(the_deadline_reaches_every_running_step, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(registration_checks_the_graph, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(the_requests_parameters_reach_the_steps, setup, sf_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,12 +13,9 @@
 #include <string.h>
 
 #include "inferserve.h"
+#include "server_fixture.h"
 
-typedef struct world {
-  uv_loop_t loop;
-  isv_server *srv;
-  int closed;
-} world;
+typedef sf_world world;
 
 static atomic_int saw_cancel; /* "slow" noticed its request was cancelled */
 static atomic_int bls_rc;     /* what a nested call returned inside a backend */
@@ -165,12 +162,10 @@ static void add(world *w, const char *name, int (*fn)(isv_request *, void *), vo
 }
 
 static world *make(unsigned workers) {
-  world *w = calloc(1, sizeof *w);
-  uv_loop_init(&w->loop);
   isv_options *o;
   isv_options_new(&o);
   isv_options_set_worker_threads(o, workers);
-  assert_int_equal(isv_server_new(&w->loop, o, &w->srv), 0);
+  world *w = sf_world_new(o);
   isv_options_free(o);
   add(w, "twice", twice, NULL, ISV_EXEC_INLINE, 0);
   add(w, "plus1", plus1, NULL, ISV_EXEC_POOL, 4);
@@ -196,20 +191,6 @@ static int setup(void **state) {
   return 0;
 }
 
-static void on_closed(isv_server *s, void *data) {
-  (void)s;
-  ((world *)data)->closed = 1;
-}
-
-static int teardown(void **state) {
-  world *w = *state;
-  assert_int_equal(isv_server_close(w->srv, on_closed, w), 0);
-  uv_run(&w->loop, UV_RUN_DEFAULT);
-  assert_true(w->closed);
-  assert_int_equal(uv_loop_close(&w->loop), 0);
-  free(w);
-  return 0;
-}
 
 typedef struct result {
   int calls;
@@ -281,7 +262,7 @@ static void from_pool_blocking_chained_on_a_nested_output(void **state) {
  * model: the blocked worker runs what it waits for itself. */
 static void a_pool_of_one_thread_blocked_in_nested_calls_does_not_deadlock(void **state) {
   world *w = *state;
-  teardown(state);
+  sf_teardown(state);
   w = make(1);
   *state = w;
   result res[8];
@@ -311,7 +292,7 @@ static void a_blocking_call_runs_its_pool_model_on_the_waiting_thread(void **sta
  * job, the instance frees, the nested request runs. */
 static void a_blocked_worker_does_not_starve_the_job_it_waits_for(void **state) {
   world *w = *state;
-  teardown(state);
+  sf_teardown(state);
   w = make(1);
   *state = w;
   result caller, direct;
@@ -399,19 +380,19 @@ static void only_a_running_backend_makes_nested_requests(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(from_inline_with_an_inline_model_completes_before_infer_returns, setup, teardown),
-      cmocka_unit_test_setup_teardown(from_inline_with_a_pool_model_completes_from_the_callback, setup, teardown),
-      cmocka_unit_test_setup_teardown(the_loop_may_not_block, setup, teardown),
-      cmocka_unit_test_setup_teardown(from_pool_blocking_chained_on_a_nested_output, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_pool_of_one_thread_blocked_in_nested_calls_does_not_deadlock, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_blocking_call_runs_its_pool_model_on_the_waiting_thread, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_blocked_worker_does_not_starve_the_job_it_waits_for, setup, teardown),
-      cmocka_unit_test_setup_teardown(from_async_on_the_loop_and_on_its_own_thread, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_model_calling_itself_is_refused_naming_it, setup, teardown),
-      cmocka_unit_test_setup_teardown(an_unknown_model_fails_the_nested_request, setup, teardown),
-      cmocka_unit_test_setup_teardown(cancelling_the_parent_cancels_the_nested_request, setup, teardown),
-      cmocka_unit_test_setup_teardown(the_parents_deadline_reaches_the_nested_request, setup, teardown),
-      cmocka_unit_test_setup_teardown(only_a_running_backend_makes_nested_requests, setup, teardown),
+      cmocka_unit_test_setup_teardown(from_inline_with_an_inline_model_completes_before_infer_returns, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(from_inline_with_a_pool_model_completes_from_the_callback, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(the_loop_may_not_block, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(from_pool_blocking_chained_on_a_nested_output, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_pool_of_one_thread_blocked_in_nested_calls_does_not_deadlock, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_blocking_call_runs_its_pool_model_on_the_waiting_thread, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_blocked_worker_does_not_starve_the_job_it_waits_for, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(from_async_on_the_loop_and_on_its_own_thread, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_model_calling_itself_is_refused_naming_it, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(an_unknown_model_fails_the_nested_request, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(cancelling_the_parent_cancels_the_nested_request, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(the_parents_deadline_reaches_the_nested_request, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(only_a_running_backend_makes_nested_requests, setup, sf_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

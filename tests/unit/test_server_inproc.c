@@ -13,13 +13,9 @@
 #include <unistd.h>
 
 #include "inferserve.h"
+#include "server_fixture.h"
 
-typedef struct world {
-  uv_loop_t loop;
-  isv_server *srv;
-  int closed;
-  int destroyed;
-} world;
+typedef sf_world world;
 
 /* y = x * 2 (FP32 [-1]) — inline */
 static int twice(isv_request *r, void *u) {
@@ -87,9 +83,7 @@ static void add(world *w, const char *name, int (*fn)(isv_request *, void *), vo
 }
 
 static int setup(void **state) {
-  world *w = calloc(1, sizeof *w);
-  uv_loop_init(&w->loop);
-  assert_int_equal(isv_server_new(&w->loop, NULL, &w->srv), 0);
+  world *w = sf_world_new(NULL);
   add(w, "inline", twice, NULL, ISV_EXEC_INLINE);
   add(w, "pool", twice, NULL, ISV_EXEC_POOL);
   add(w, "fails", fails, NULL, ISV_EXEC_INLINE);
@@ -102,20 +96,6 @@ static int setup(void **state) {
   return 0;
 }
 
-static void on_closed(isv_server *s, void *data) {
-  (void)s;
-  ((world *)data)->closed = 1;
-}
-
-static int teardown(void **state) {
-  world *w = *state;
-  assert_int_equal(isv_server_close(w->srv, on_closed, w), 0);
-  uv_run(&w->loop, UV_RUN_DEFAULT);
-  assert_true(w->closed);
-  assert_int_equal(uv_loop_close(&w->loop), 0);
-  free(w);
-  return 0;
-}
 
 typedef struct result {
   int calls;
@@ -215,7 +195,7 @@ static void call_from_elsewhere(void *arg) {
   foreign[2] = isv_server_listen(w->srv, "127.0.0.1", 0);
   foreign[3] = isv_request_new(w->srv, "inline", NULL, &r);
   foreign[4] = isv_server_set_default_model(w->srv, "inline");
-  foreign[5] = isv_server_close(w->srv, on_closed, w);
+  foreign[5] = isv_server_close(w->srv, sf_on_closed, w);
   isv_model_config_free(c);
 }
 
@@ -518,8 +498,8 @@ static void close_drains_in_flight_requests(void **state) {
   isv_request_new(w->srv, "threaded", NULL, &r);
   isv_request_add_input(r, "x", ISV_FP32, &n, 1, &x, 4, ISV_TRANSIENT);
   assert_int_equal(isv_server_infer(w->srv, r, on_done, &res), 0);
-  assert_int_equal(isv_server_close(w->srv, on_closed, w), 0);
-  assert_int_equal(isv_server_close(w->srv, on_closed, w), ISV_ESTATE);
+  assert_int_equal(isv_server_close(w->srv, sf_on_closed, w), 0);
+  assert_int_equal(isv_server_close(w->srv, sf_on_closed, w), ISV_ESTATE);
   uv_run(&w->loop, UV_RUN_DEFAULT);
   uv_thread_join(&thread);
   assert_int_equal(res.calls, 1);
@@ -605,7 +585,7 @@ static void close_abandons_backends_that_never_complete(void **state) {
   uv_run(&w.loop, UV_RUN_NOWAIT); /* both started */
   assert_non_null(held);
   uint64_t t0 = uv_hrtime();
-  assert_int_equal(isv_server_close(w.srv, on_closed, &w), 0);
+  assert_int_equal(isv_server_close(w.srv, sf_on_closed, &w), 0);
   uv_run(&w.loop, UV_RUN_DEFAULT); /* returns: the close finished without the backends */
   uint64_t ms = (uv_hrtime() - t0) / 1000000;
   assert_true(w.closed);
@@ -681,7 +661,7 @@ static void adopt_serves_and_hands_the_stream_back(void **state) {
   close(sv[1]);
 }
 
-static int teardown_if_open(void **state) { return *state ? teardown(state) : 0; }
+static int teardown_if_open(void **state) { return *state ? sf_teardown(state) : 0; }
 
 /* ---- several loops: one server each, one port (isv_options_set_reuse_port) -------------- */
 
@@ -791,22 +771,22 @@ static void two_loops_share_one_port(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, teardown),
-      cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, teardown),
-      cmocka_unit_test_setup_teardown(nothing_is_added_after_completion, setup, teardown),
+      cmocka_unit_test_setup_teardown(inline_and_pool_give_the_same_answer, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(completion_from_another_thread, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(nothing_is_added_after_completion, setup, sf_teardown),
       cmocka_unit_test_setup_teardown(an_inline_backend_must_complete_before_it_returns, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(loop_thread_calls_refuse_other_threads, setup, teardown),
-      cmocka_unit_test_setup_teardown(the_last_error_is_the_last_calls, setup, teardown),
-      cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, teardown),
-      cmocka_unit_test_setup_teardown(classification_top_k, setup, teardown),
-      cmocka_unit_test_setup_teardown(removal_and_readiness, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_request_names_its_version_by_a_label, setup, teardown),
-      cmocka_unit_test_setup_teardown(vertex_routes_are_set_once, setup, teardown),
-      cmocka_unit_test_setup_teardown(openai_prefix_rule, setup, teardown),
-      cmocka_unit_test_setup_teardown(custom_routes_never_shadow, setup, teardown),
+                                      sf_teardown),
+      cmocka_unit_test_setup_teardown(loop_thread_calls_refuse_other_threads, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(the_last_error_is_the_last_calls, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(errors_reach_the_callback, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(classification_top_k, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(removal_and_readiness, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(a_request_names_its_version_by_a_label, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(vertex_routes_are_set_once, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(openai_prefix_rule, setup, sf_teardown),
+      cmocka_unit_test_setup_teardown(custom_routes_never_shadow, setup, sf_teardown),
       cmocka_unit_test_setup_teardown(close_drains_in_flight_requests, setup, teardown_if_open),
-      cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(adopt_serves_and_hands_the_stream_back, setup, sf_teardown),
       cmocka_unit_test(close_abandons_backends_that_never_complete),
       cmocka_unit_test(two_loops_share_one_port),
   };
