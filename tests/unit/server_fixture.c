@@ -1,7 +1,9 @@
 /* See server_fixture.h. */
 #include "cmocka_prelude.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server_fixture.h"
 
@@ -16,6 +18,19 @@ sf_world *sf_world_new(const isv_options *o) {
 void sf_on_closed(isv_server *srv, void *w) {
   (void)srv;
   ((sf_world *)w)->closed = 1;
+}
+
+void sf_record(isv_request *r, int status, sf_result *res, const char *output) {
+  res->calls++;
+  res->status = status;
+  snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
+  const isv_tensor *y = isv_request_output(r, output);
+  if (y) {
+    res->n = isv_tensor_element_count(y);
+    res->y_at = isv_tensor_data(y);
+    memcpy(res->y, res->y_at, (res->n < 8 ? res->n : 8) * sizeof(float));
+  }
+  isv_request_free(r);
 }
 
 int sf_teardown(void **state) {

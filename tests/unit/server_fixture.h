@@ -19,6 +19,19 @@ typedef struct sf_world {
 sf_world *sf_world_new(const isv_options *o);
 /* isv_server_close's callback for a world: sets w->closed. */
 void sf_on_closed(isv_server *srv, void *w);
+/* What a request came back with, for the tests' done callbacks. */
+typedef struct sf_result {
+  int calls; /* how many times the callback ran (1, or the test fails) */
+  int status;
+  char msg[400];
+  float y[8]; /* the first 8 FP32 of the output named to sf_record */
+  size_t n;   /* its element count */
+  const void *y_at;
+} sf_result;
+
+/* Records r's status, error text and output `output` (FP32) into res, then frees r. */
+void sf_record(isv_request *r, int status, sf_result *res, const char *output);
+
 /* cmocka teardown for a world in *state: the server closed, the loop run to its end and closed
  * (nothing left open), the world freed. */
 int sf_teardown(void **state);

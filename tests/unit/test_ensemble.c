@@ -220,28 +220,9 @@ static int setup(void **state) {
 }
 
 
-typedef struct result {
-  int calls;
-  int status;
-  char msg[400];
-  float y[8];
-  size_t n;
-  const void *y_at;
-} result;
+typedef sf_result result;
 
-static void on_done(isv_request *r, int status, void *data) {
-  result *res = data;
-  res->calls++;
-  res->status = status;
-  snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
-  const isv_tensor *y = isv_request_output(r, "Y");
-  if (y) {
-    res->n = isv_tensor_element_count(y);
-    res->y_at = isv_tensor_data(y);
-    memcpy(res->y, res->y_at, (res->n < 8 ? res->n : 8) * sizeof(float));
-  }
-  isv_request_free(r);
-}
+static void on_done(isv_request *r, int status, void *data) { sf_record(r, status, data, "Y"); }
 
 static const float X[3] = {1, 2, -3};
 

@@ -192,26 +192,9 @@ static int setup(void **state) {
 }
 
 
-typedef struct result {
-  int calls;
-  int status;
-  char msg[300];
-  float y[8];
-  size_t n;
-} result;
+typedef sf_result result;
 
-static void on_done(isv_request *r, int status, void *data) {
-  result *res = data;
-  res->calls++;
-  res->status = status;
-  snprintf(res->msg, sizeof res->msg, "%s", isv_request_error_message(r));
-  const isv_tensor *y = isv_request_output(r, "y");
-  if (y) {
-    res->n = isv_tensor_element_count(y);
-    memcpy(res->y, isv_tensor_data(y), (res->n < 8 ? res->n : 8) * sizeof(float));
-  }
-  isv_request_free(r);
-}
+static void on_done(isv_request *r, int status, void *data) { sf_record(r, status, data, "y"); }
 
 static isv_request *submit(world *w, const char *model, const float *x, int64_t n, result *res) {
   memset(res, 0, sizeof *res);
