@@ -55,14 +55,23 @@ static int cast_fp32_infer(isv_request *r, void *user) {
   return isv_request_complete(r, 0, NULL);
 }
 
-static int scale_infer(isv_request *r, void *user) {
-  (void)user;
+/* An FP32 function applied to every element: scale (2x) and square share this backend. */
+typedef struct fp32_map {
+  float (*f)(float);
+} fp32_map;
+
+static float twice_f(float x) { return 2 * x; }
+static float square_f(float x) { return x * x; }
+static const fp32_map scale_map = {twice_f}, square_map = {square_f};
+
+static int map_fp32_infer(isv_request *r, void *user) {
+  const fp32_map *m = user;
   const isv_tensor *t;
   float *y;
   int rc = out_like(r, "IN", "OUT", ISV_FP32, &t, (void **)&y);
   if (rc) return rc;
   const float *x = isv_tensor_data(t);
-  for (size_t i = 0; i < isv_tensor_element_count(t); i++) y[i] = 2 * x[i];
+  for (size_t i = 0; i < isv_tensor_element_count(t); i++) y[i] = m->f(x[i]);
   return isv_request_complete(r, 0, NULL);
 }
 
@@ -79,17 +88,6 @@ static int round_int32_infer(isv_request *r, void *user) {
                        (double)x[i]);
     y[i] = (int32_t)lrintf(x[i]);
   }
-  return isv_request_complete(r, 0, NULL);
-}
-
-static int square_infer(isv_request *r, void *user) {
-  (void)user;
-  const isv_tensor *t;
-  float *y;
-  int rc = out_like(r, "IN", "OUT", ISV_FP32, &t, (void **)&y);
-  if (rc) return rc;
-  const float *x = isv_tensor_data(t);
-  for (size_t i = 0; i < isv_tensor_element_count(t); i++) y[i] = x[i] * x[i];
   return isv_request_complete(r, 0, NULL);
 }
 
@@ -158,7 +156,8 @@ typedef struct io {
 } io;
 
 static int add(isv_server *srv, const char *name, const io *in, size_t n_in, const io *out,
-               size_t n_out, isv_exec_mode mode, int (*infer)(isv_request *, void *)) {
+               size_t n_out, isv_exec_mode mode, int (*infer)(isv_request *, void *),
+               const void *user) {
   isv_model_config *c;
   TRY(isv_model_config_new(name, &c));
   int rc = isv_model_config_set_max_batch(c, 8);
@@ -169,7 +168,7 @@ static int add(isv_server *srv, const char *name, const io *in, size_t n_in, con
   if (rc == 0) rc = isv_model_config_set_exec_mode(c, mode);
   if (rc == 0) rc = isv_model_config_set_instances(c, mode == ISV_EXEC_POOL ? 4 : 1);
   isv_backend be = {.struct_size = sizeof be, .infer = infer};
-  if (rc == 0) rc = isv_server_add_model(srv, c, "1", &be, NULL, NULL);
+  if (rc == 0) rc = isv_server_add_model(srv, c, "1", &be, (void *)user, NULL);
   isv_model_config_free(c);
   return rc;
 }
@@ -242,12 +241,12 @@ int demo_zoo_register_ensembles(isv_server *srv) {
   static const io ab[] = {{"A", ISV_FP32}, {"B", ISV_FP32}}, sum[] = {{"SUM", ISV_FP32}};
   static const io pair[] = {{"INPUT0", ISV_INT32}, {"INPUT1", ISV_INT32}};
   static const io bls_out[] = {{"SUM", ISV_INT32}, {"SUM_FP32", ISV_FP32}};
-  TRY(add(srv, "cast_fp32", in_i, 1, out_f, 1, ISV_EXEC_INLINE, cast_fp32_infer));
-  TRY(add(srv, "scale", in_f, 1, out_f, 1, ISV_EXEC_POOL, scale_infer));
-  TRY(add(srv, "round_int32", in_f, 1, out_i, 1, ISV_EXEC_INLINE, round_int32_infer));
-  TRY(add(srv, "square", in_f, 1, out_f, 1, ISV_EXEC_POOL, square_infer));
-  TRY(add(srv, "add_fp32", ab, 2, sum, 1, ISV_EXEC_INLINE, add_fp32_infer));
-  TRY(add(srv, "bls_simple", pair, 2, bls_out, 2, ISV_EXEC_POOL, bls_simple_infer));
+  TRY(add(srv, "cast_fp32", in_i, 1, out_f, 1, ISV_EXEC_INLINE, cast_fp32_infer, NULL));
+  TRY(add(srv, "scale", in_f, 1, out_f, 1, ISV_EXEC_POOL, map_fp32_infer, &scale_map));
+  TRY(add(srv, "round_int32", in_f, 1, out_i, 1, ISV_EXEC_INLINE, round_int32_infer, NULL));
+  TRY(add(srv, "square", in_f, 1, out_f, 1, ISV_EXEC_POOL, map_fp32_infer, &square_map));
+  TRY(add(srv, "add_fp32", ab, 2, sum, 1, ISV_EXEC_INLINE, add_fp32_infer, NULL));
+  TRY(add(srv, "bls_simple", pair, 2, bls_out, 2, ISV_EXEC_POOL, bls_simple_infer, NULL));
   TRY(simple_ensemble(srv));
   TRY(int32_ensemble(srv, "failing_ensemble", -1, "failing", 0));
   TRY(int32_ensemble(srv, "slow_fan_ensemble", 1, "slow", 1));
