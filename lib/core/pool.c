@@ -19,6 +19,7 @@ int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->max_threads = max_threads ? max_threads : 1;
   p->cap = p->max_threads + ISV__POOL_EXTRA_THREADS;
   p->stopping = 0;
+  p->spin_ns = isv__spin_pays() ? ISV__POOL_SPIN_NS : 0;
   p->threads = isv__calloc(mem, p->cap, sizeof *p->threads);
   if (p->threads == NULL) return ISV_ENOMEM;
   if (uv_mutex_init(&p->mu) != 0) goto fail;
@@ -41,9 +42,11 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Watch the queue without the lock until a job is there or ISV__POOL_SPIN_NS passed. */
+int isv__spin_pays(void) { return uv_available_parallelism() >= 2; }
+
+/* Watch the queue without the lock until a job is there or p->spin_ns passed. */
 static void spin_for_job(isv__pool *p) {
-  uint64_t end = uv_hrtime() + ISV__POOL_SPIN_NS;
+  uint64_t end = uv_hrtime() + p->spin_ns;
   for (unsigned i = 1;; i++) {
     if (atomic_load_explicit(&p->ready, memory_order_relaxed) != 0) return;
     if (i % 16 == 0 && uv_hrtime() >= end) return;
@@ -101,7 +104,7 @@ static void worker(void *arg) {
   uv_mutex_lock(&p->mu);
   for (;;) {
     /* one spinner at a time: more would take the cores the loop and the jobs need */
-    if (p->head == NULL && !p->stopping && p->spinning == 0) {
+    if (p->head == NULL && !p->stopping && p->spinning == 0 && p->spin_ns) {
       p->idle++;
       p->spinning++; /* a submission needs no signal for this thread */
       uv_mutex_unlock(&p->mu);

@@ -36,7 +36,11 @@ struct isv__pool_job {
   void (*run)(isv__pool_job *job); /* on a worker thread */
 };
 
-/* How long an idle thread watches the queue before it parks (see above). */
+/* How long an idle thread watches the queue before it parks (see above) — when the process
+ * may run on two CPUs or more. Confined to one (its affinity: taskset, a container's cpuset),
+ * nobody spins: the thread a spinner waits for needs that very CPU, so the spin only delays it
+ * (XGBoost over REST at one connection, server pinned to one core: 65.7 -> 56.4 us of CPU per
+ * request without it, bench/RESULTS.md). Read once, when the pool is made. */
 #define ISV__POOL_SPIN_NS 10000u
 
 typedef struct isv__pool {
@@ -49,6 +53,7 @@ typedef struct isv__pool {
   unsigned spinning; /* of them, watching `ready` (at most one): takes a job without a signal */
   unsigned parked;   /* of them, asleep on `wake` */
   unsigned n_queued; /* jobs not yet taken */
+  unsigned spin_ns;  /* ISV__POOL_SPIN_NS, or 0 on one CPU (see above) */
   /* n_queued as the spinner watches it, without the lock. Next to n_queued on purpose: the
    * submitter writes that line anyway; on a line of its own (padded), 64 requests in flight
    * took 2.1 µs each instead of 1.1-1.4 (an extra line taken over inside the lock). */
@@ -78,6 +83,9 @@ void isv__pool_destroy(isv__pool *p);
  * detached instead and exit as their jobs return; the last one calls gone(data) as its last
  * touch of the pool, after which isv__pool_free may run (on any thread). Loop thread. */
 int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *data);
+/* Whether waiting for another thread by spinning can pay: the process may run on two CPUs or
+ * more (uv_available_parallelism: the affinity mask). */
+int isv__spin_pays(void);
 /* A released pool's memory, once gone was called. */
 void isv__pool_free(isv__pool *p);
 /* The pool whose worker thread calls this, or NULL on any other thread. */

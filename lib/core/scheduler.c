@@ -644,10 +644,11 @@ static inline void cpu_relax(void) {
  * threads stay busy and completions keep coming without a wait, and a spinning loop would
  * take a core they need), such executions took less than ISV__LOOP_SPIN_NS lately, the turn
  * has not lasted ISV__LOOP_SPIN_TURN_NS already (the host's other handles wait meanwhile),
+ * the process may run on two CPUs (on one, the worker needs the CPU the loop would spin on),
  * and the server is not closing. */
 static int wait_for_completion(isv__core *c, uint64_t turn_start) {
   if (c->closing || c->pool_execs == 0 || c->pool_execs > c->pool.max_threads ||
-      c->pool_exec_ns >= ISV__LOOP_SPIN_NS)
+      c->pool_exec_ns >= ISV__LOOP_SPIN_NS || c->pool.spin_ns == 0 /* one CPU: pool.h */)
     return 0;
   uint64_t now = uv_hrtime();
   if (now - turn_start >= ISV__LOOP_SPIN_TURN_NS) return 0;

@@ -2,8 +2,12 @@
  * the maximum; every job runs once, in FIFO order on a single thread; jobs queued behind busy
  * threads run when those free up; destroy runs what is queued, then joins; stop detaches the
  * threads instead only when a job may never return; several producers at once; idle threads
- * end up parked (the spin before parking is bounded); a worker blocked in a nested call does
- * not count (isv__pool_block). */
+ * end up parked (the spin before parking is bounded), and nobody spins when the process may
+ * run on one CPU only; a worker blocked in a nested call does not count (isv__pool_block). */
+#ifdef __linux__
+#define _GNU_SOURCE /* sched_setaffinity */
+#include <sched.h>
+#endif
 #include "cmocka_prelude.h"
 
 #include <stdatomic.h>
@@ -306,6 +310,51 @@ static void idle_threads_park(void **state) {
   uv_sem_destroy(&started);
 }
 
+/* Confined to one CPU (taskset, a cpuset), a pool never spins — its threads park at once, the
+ * loop's wait for completions does not spin either (scheduler.c reads spin_ns) — and still runs
+ * its jobs; with two CPUs or more it spins ISV__POOL_SPIN_NS. The affinity is this thread's, as
+ * a host's loop thread would have it when it makes the server. */
+static void on_one_cpu_nobody_spins(void **state) {
+  (void)state;
+#ifdef __linux__
+  cpu_set_t all, one;
+  assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+  isv__pool p;
+  if (CPU_COUNT(&all) >= 2) {
+    assert_int_equal(isv__pool_init(&p, 2, NULL), 0);
+    assert_int_equal(p.spin_ns, ISV__POOL_SPIN_NS);
+    isv__pool_destroy(&p);
+  }
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) first++;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+  assert_int_equal(isv__pool_init(&p, 2, NULL), 0);
+  assert_int_equal(p.spin_ns, 0);
+  uv_sem_t started;
+  uv_sem_init(&started, 0);
+  tjob j = {{NULL, run}, 1, NULL, &started};
+  assert_int_equal(isv__pool_submit(&p, &j.job), 0);
+  uv_sem_wait(&started);
+  unsigned parked = 0;
+  for (int i = 0; i < 5000 && parked < 1; i++) { /* parks without a spin first */
+    uv_mutex_lock(&p.mu);
+    parked = p.parked;
+    assert_int_equal(p.spinning, 0);
+    uv_mutex_unlock(&p.mu);
+    if (parked < 1) uv_sleep(1);
+  }
+  assert_int_equal(parked, 1);
+  isv__pool_destroy(&p);
+  assert_int_equal(atomic_load(&ran), 1);
+  uv_sem_destroy(&started);
+  assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+#else
+  skip();
+#endif
+}
+
 /* A job that blocks waiting for a later job (a nested call's wait): with isv__pool_block the
  * pool of one thread starts a second for the job queued behind it; and knows its pool. */
 typedef struct waiter_job {
@@ -359,6 +408,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(many_producers_many_workers_run_every_job_once, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(idle_threads_park, setup, teardown),
+      cmocka_unit_test_setup_teardown(on_one_cpu_nobody_spins, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
