@@ -162,7 +162,7 @@ typedef struct sealed {
   isv__write_cb cb;
   void *ctx;
   size_t cap;
-  tls_conn *owner; /* NULL once the connection is gone */
+  tls_conn *owner; /* its connection's (which outlives its writes: isv__tls_free) */
 } sealed;
 
 #define SEALED_KEEP ((size_t)4 << 10) /* the largest block a connection keeps between writes */
@@ -315,9 +315,12 @@ static int flush(isv__conn *c, isv__write_cb cb, void *ctx) {
   s->ctx = ctx;
   s->owner = t;
   uv_buf_t b = uv_buf_init(RECORDS(s), (unsigned)n);
+  t->writing++; /* before the write: its callback may come at once */
   int rc = isv__conn_write_raw(c, &b, n ? 1 : 0, sealed_done, s);
-  if (rc != 0) isv__free(s);
-  else t->writing++;
+  if (rc != 0) {
+    t->writing--;
+    isv__free(s);
+  }
   return rc;
 }
 
