@@ -1,7 +1,7 @@
 /* TF Serving's ReloadConfigRequest (lib/protocol/tfs_reload.c's decoder): a message either
  * gives its model names — each non-empty, valid UTF-8 without NUL, NUL-terminated at its
- * length, sorted, none twice — or is refused with a code and a message. Must never crash, leak or read
- * past the input. */
+ * length, sorted, none twice — or is refused with a code and a message. Must never crash, leak
+ * or read past the input. */
 #include <stdlib.h>
 #include <string.h>
 

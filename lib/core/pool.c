@@ -19,7 +19,9 @@ int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   p->max_threads = max_threads ? max_threads : 1;
   p->cap = p->max_threads + ISV__POOL_EXTRA_THREADS;
   p->stopping = 0;
-  p->spin_ns = isv__spin_pays() ? ISV__POOL_SPIN_NS : 0;
+  /* spinning pays only when the thread waited for can run meanwhile: two CPUs or more in the
+   * process's affinity mask (uv_available_parallelism reads it) */
+  p->spin_ns = uv_available_parallelism() >= 2 ? ISV__POOL_SPIN_NS : 0;
   p->threads = isv__calloc(mem, p->cap, sizeof *p->threads);
   if (p->threads == NULL) return ISV_ENOMEM;
   if (uv_mutex_init(&p->mu) != 0) goto fail;
@@ -41,8 +43,6 @@ static inline void cpu_relax(void) {
   __asm__ __volatile__("yield");
 #endif
 }
-
-int isv__spin_pays(void) { return uv_available_parallelism() >= 2; }
 
 /* Watch the queue without the lock until a job is there or p->spin_ns passed. */
 static void spin_for_job(isv__pool *p) {

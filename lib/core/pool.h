@@ -83,9 +83,6 @@ void isv__pool_destroy(isv__pool *p);
  * detached instead and exit as their jobs return; the last one calls gone(data) as its last
  * touch of the pool, after which isv__pool_free may run (on any thread). Loop thread. */
 int isv__pool_stop(isv__pool *p, int may_hang, void (*gone)(void *data), void *data);
-/* Whether waiting for another thread by spinning can pay: the process may run on two CPUs or
- * more (uv_available_parallelism: the affinity mask). */
-int isv__spin_pays(void);
 /* A released pool's memory, once gone was called. */
 void isv__pool_free(isv__pool *p);
 /* The pool whose worker thread calls this, or NULL on any other thread. */

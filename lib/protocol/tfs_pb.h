@@ -144,9 +144,9 @@ int isv__tfs_reload_config(isv__grpc_unary *u);
 /* Most models a reload may list. */
 #define ISV__TFS_RELOAD_MAX 4096
 /* A ReloadConfigRequest's model names (its ModelConfigList: each non-empty, valid UTF-8 without
- * NUL, listed once; copied to a) into *names, *n, sorted (strcmp). 0, or ISV_EBADREQ (malformed, not a
- * ModelConfigList, a bad or repeated name) / ISV_EUNIMPL (version_labels) / ISV_ENOMEM with a
- * message in err — TF Serving's words where it has them. */
+ * NUL, listed once; copied to a) into *names, *n, sorted (strcmp). 0, or ISV_EBADREQ (malformed,
+ * not a ModelConfigList, a bad or repeated name) / ISV_EUNIMPL (version_labels) / ISV_ENOMEM
+ * with a message in err — TF Serving's words where it has them. */
 int isv__tfs_reload_decode(const uint8_t *msg, size_t len, isv__arena *a, const char ***names,
                            size_t *n, char *err, size_t cap);
 

@@ -78,23 +78,15 @@ static int fail(names *ns, int code, const char *what) {
   return code;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Whether name is in v[0..n), sorted (isv__tfs_reload_decode sorts it): a binary search — a
  * reload lists up to 4096 names and the registry may hold as many, which a scan per name would
  * compare 16M times on the loop. */
 static int has(const char *const *v, size_t n, const char *name) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(v[mid], name);
-    if (c == 0) return 1;
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return 0;
-}
-
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
+  return n && bsearch(&name, v, n, sizeof *v, by_name) != NULL;
 }
 
 /* One ModelConfig: its name into ns. */

@@ -1042,23 +1042,17 @@ static int index_headers(h2_stream *st) {
     size_t vl = strlen(v);
     p = v + vl + 1;
     st->hdrs[i] = (isv__header){n, nl, v, vl};
+/* the length first: most headers are none of these, and are told so without a byte compared */
 #define IS(lit) (nl == sizeof lit - 1 && memcmp(n, lit, sizeof lit - 1) == 0)
-    switch (nl) { /* the length first: most headers are none of these */
-    case 5: if (IS(":path")) st->path = v; break;
-    case 7: if (IS(":method")) st->method = v; break;
-    case 12:
-      if (IS("content-type")) st->ctype = v;
-      else if (IS("grpc-timeout")) st->call.timeout_ms = isv__grpc_parse_timeout(v, vl);
-      break;
-    case 13:
-      if (IS("grpc-encoding")) {
-        st->call.coding = isv__coding_of(v, vl);
-        st->bad_encoding = st->call.coding == ISV__CODING_UNKNOWN;
-      }
-      break;
-    case 14: if (IS("content-length")) st->clen = parse_length(v); break;
-    case 16: if (IS("content-encoding")) st->cencoding = v, st->n_cencoding++; break;
-    default: break;
+    if (IS(":path")) st->path = v;
+    else if (IS(":method")) st->method = v;
+    else if (IS("content-type")) st->ctype = v;
+    else if (IS("content-encoding")) st->cencoding = v, st->n_cencoding++;
+    else if (IS("content-length")) st->clen = parse_length(v);
+    else if (IS("grpc-timeout")) st->call.timeout_ms = isv__grpc_parse_timeout(v, vl);
+    else if (IS("grpc-encoding")) {
+      st->call.coding = isv__coding_of(v, vl);
+      st->bad_encoding = st->call.coding == ISV__CODING_UNKNOWN;
     }
 #undef IS
   }

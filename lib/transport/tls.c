@@ -35,8 +35,6 @@ typedef struct tls_conn {
   struct sealed *out;  /* records written by SSL, not yet flushed: out_len bytes */
   size_t out_len;
   struct sealed *kept; /* a small flushed buffer back from its write, for the next records */
-  unsigned writing;    /* flushed blocks whose write has not called back */
-  int gone;            /* isv__tls_free ran while `writing`: the last write frees this */
   int handshaken;
   int first_seen;
   struct sealing *queue; /* large writes sealed a slice at a time, and those behind them */
@@ -162,7 +160,6 @@ typedef struct sealed {
   isv__write_cb cb;
   void *ctx;
   size_t cap;
-  tls_conn *owner; /* its connection's (which outlives its writes: isv__tls_free) */
 } sealed;
 
 #define SEALED_KEEP ((size_t)4 << 10) /* the largest block a connection keeps between writes */
@@ -204,7 +201,6 @@ static int reserve(tls_conn *t, size_t more) {
   sealed *s = isv__realloc(t->mem, t->out, sizeof *s + cap);
   if (s == NULL) return ISV_ENOMEM;
   s->cap = cap;
-  s->owner = t;
   t->out = s;
   return 0;
 }
@@ -278,10 +274,7 @@ void isv__tls_free(isv__conn *c) {
   t->out = t->kept = NULL;
   c->tls = NULL;
   ERR_clear_error();
-  /* The connection's writes call back before it is freed (on_stream_closed runs them), so
-   * `writing` is 0 here; were it not, t waits for them rather than leave them a dangling owner. */
-  if (t->writing) t->gone = 1;
-  else isv__free(t);
+  isv__free(t);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -290,14 +283,8 @@ static void sealed_done(isv__conn *c, void *ctx, int status) {
   sealed *s = ctx;
   isv__write_cb cb = s->cb;
   void *cctx = s->ctx;
-  tls_conn *t = s->owner;
-  t->writing--;
-  if (t->gone) { /* the connection went first (isv__tls_free): the last write frees t */
-    isv__free(s);
-    if (t->writing == 0) isv__free(t);
-    return; /* cb's connection is gone too */
-  }
-  if (t->kept == NULL && s->cap <= SEALED_KEEP) t->kept = s; /* the next answer's records */
+  tls_conn *t = c->tls; /* NULL only once the connection is gone (isv__tls_free) */
+  if (t && t->kept == NULL && s->cap <= SEALED_KEEP) t->kept = s; /* the next answer's records */
   else isv__free(s);
   if (cb) cb(c, cctx, status);
 }
@@ -313,14 +300,9 @@ static int flush(isv__conn *c, isv__write_cb cb, void *ctx) {
   t->out_len = 0;
   s->cb = cb;
   s->ctx = ctx;
-  s->owner = t;
   uv_buf_t b = uv_buf_init(RECORDS(s), (unsigned)n);
-  t->writing++; /* before the write: its callback may come at once */
   int rc = isv__conn_write_raw(c, &b, n ? 1 : 0, sealed_done, s);
-  if (rc != 0) {
-    t->writing--;
-    isv__free(s);
-  }
+  if (rc != 0) isv__free(s);
   return rc;
 }
 
