@@ -426,6 +426,19 @@ ISV_EXTERN int isv_options_set_max_queued_conn_bytes(isv_options *o, size_t n);
  * @return 0, or ISV_EINVAL (o NULL)
  */
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
+/** Bytes of freed small blocks (16 KiB or less: streams, requests, bodies and answers of small
+ * requests, nghttp2's frames) the server keeps for its loop thread's next allocations instead
+ * of giving them back to its allocator (isv_options_set_mem) at once: a small request then
+ * makes and frees nothing through the allocator once the server is warm. Blocks freed on other
+ * threads go back at once; what is kept goes back when the server's memory is freed. A kept
+ * block is rounded up to a size class (at most a third larger). 0 keeps none: every allocation
+ * and free reaches the allocator (a host counting its calls one by one). Default 2 MiB.
+ * Any thread (the options' owner, one at a time).
+ * @param o the options
+ * @param n bytes of freed small blocks kept (0: none)
+ * @return 0, or ISV_EINVAL (o NULL)
+ */
+ISV_EXTERN int isv_options_set_small_block_cache_bytes(isv_options *o, size_t n);
 /** gRPC answers (every service's response messages) of at least min_bytes are compressed when
  * the call's grpc-accept-encoding lists gzip or deflate (gzip first; zlib's fastest level) —
  * grpcio and grpc-java send that header on every call, so this is the host's choice, not the

@@ -194,7 +194,9 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
     isv__free(s);
     return rc;
   }
-  isv__mem_rehome(s, s->core.mem); /* made with the options' copy, which the host may free */
+  /* made with the options' copy, which the host may free: the core's copy frees it (not the
+   * recycler over it, which lives in s) */
+  isv__mem_rehome(s, &s->core.opts.mem);
   s->core.free_owner = free_server;
   isv__router_init(&s->router, &s->core);
   isv__grpc_services_init(&s->grpc, &s->core);

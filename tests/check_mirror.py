@@ -73,6 +73,9 @@ NOT_A_MIRROR = {
     "test_cpp_face.cpp": "include/inferserve.hpp, the header-only C++17 face",
     "test_cpp_async.cpp": "include/inferserve.hpp's asynchronous backends (isv::async_request)",
     "test_fail_malloc.c": "every allocation of the library failing in turn, through the API",
+    "test_warm_requests.c": "a warm server's small requests calling its allocator not once (issue "
+                            "#28), in process and over HTTP/1.1: the recycler's effect through "
+                            "the whole server (lib/codec/recycler.c has test_recycler.c)",
     "test_queue_policy.c": "lib/core/scheduler.c's priorities and queue policies (issue #29), "
                            "beside test_scheduler.c, which holds the rest of that file's cases",
     "test_authz_differential.c": "the edge's model stage against what runs, on every route and "

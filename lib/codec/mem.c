@@ -71,7 +71,10 @@ char *isv__strdup(const isv_mem *m, const char *s) {
   return d;
 }
 
-void isv__mem_rehome(void *p, const isv_mem *m) { memcpy((char *)p - ISV__MEM_PREFIX, &m, sizeof m); }
+void isv__mem_rehome(void *p, const isv_mem *m) {
+  memcpy((char *)p - ISV__MEM_PREFIX, &m, sizeof m);
+  memset((char *)p - ISV__MEM_PREFIX + sizeof m, 0, ISV__MEM_PREFIX - sizeof m);
+}
 
 int isv__mem_check(const isv_mem *mem) {
   size_t need = offsetof(isv_mem, realloc) + sizeof mem->realloc;

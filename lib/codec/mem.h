@@ -14,7 +14,9 @@
 
 #include "inferserve.h"
 
-/* Keeps the data aligned as malloc's is (max_align_t). */
+/* Keeps the data aligned as malloc's is (max_align_t). The allocator pointer takes the first 8
+ * bytes; the next 8 belong to the allocator's functions (they see the block from its base):
+ * codec/recycler.h keeps a block's size class there. */
 #define ISV__MEM_PREFIX 16
 
 extern const isv_mem isv__libc_mem;
@@ -30,7 +32,9 @@ void isv__free(void *p);
 char *isv__strdup(const isv_mem *m, const char *s);
 
 /* p (from isv__malloc...) is freed with `m` from now on: for a block that holds the allocator it
- * was made with, e.g. the server's struct, made with the options' copy. */
+ * was made with, e.g. the server's struct, made with the options' copy. m must be a copy of the
+ * functions that made p: the prefix's second 8 bytes are cleared (what m's functions see there
+ * is then what a block they did not tag carries). */
 void isv__mem_rehome(void *p, const isv_mem *m);
 
 /* 0 when mem is usable as an allocator (every function set, struct_size large enough). */

@@ -11,6 +11,7 @@ void isv__core_unref(isv__core *c) {
   isv__pool_free(&c->pool);
   uv_mutex_destroy(&c->mu);
   isv__bigbuf_cache_destroy(&c->bufs);
+  isv__recycler_destroy(&c->recycler); /* last: everything above frees through it */
   if (c->free_owner) c->free_owner(c);
 }
 

@@ -15,6 +15,7 @@
 
 #include "codec/bigbuf.h"
 #include "codec/budget.h"
+#include "codec/recycler.h"
 #include "core/clients.h"
 #include "core/logset.h"
 #include "core/options.h"
@@ -32,7 +33,8 @@ struct isv__core {
   uv_loop_t *loop;
   uv_thread_t loop_thread;
   isv_options opts;
-  const isv_mem *mem; /* &opts.mem: every allocation of the server (codec/mem.h) */
+  const isv_mem *mem; /* &recycler.mem: every allocation of the server (codec/mem.h) */
+  isv__recycler recycler; /* small blocks kept for the loop thread, over opts.mem (the host's) */
   isv__registry reg;
   isv__shm_registry *shm; /* system shared memory regions (shm.h): the group's */
   isv__clients *clients;  /* requests in flight per client (clients.h): the group's */

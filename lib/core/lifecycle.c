@@ -31,7 +31,8 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   c->loop = loop;
   c->loop_thread = uv_thread_self();
   c->opts = *opts;
-  c->mem = &c->opts.mem;
+  isv__recycler_init(&c->recycler, &c->opts.mem, c->opts.small_block_cache_bytes);
+  c->mem = &c->recycler.mem;
   c->opts.group = NULL; /* the options' reference is theirs: the core holds its own */
   c->nest_ops = &isv__nested_ops;
   c->protocols[0] = "inprocess";
@@ -39,7 +40,7 @@ int isv__core_init(isv__core *c, uv_loop_t *loop, const isv_options *opts) {
   atomic_init(&c->refs, 1);
   atomic_init(&c->done_posted, 0u);
   int rc = isv__registry_init(&c->reg, c, c->mem);
-  if (rc) return rc;
+  if (rc) goto fail_recycler;
   c->reg.summaries = (c->opts.metrics_style & ISV_METRICS_TRITON_SUMMARIES) != 0;
   isv__timeheap_init(&c->timers, c->mem);
   if (uv_mutex_init(&c->mu) != 0) goto fail_reg;
@@ -74,6 +75,8 @@ fail_mu:
   uv_mutex_destroy(&c->mu);
 fail_reg:
   isv__registry_clear(&c->reg);
+fail_recycler:
+  isv__recycler_destroy(&c->recycler);
   return rc ? rc : ISV_ENOMEM;
 }
 

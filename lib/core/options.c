@@ -33,6 +33,7 @@ void isv__options_defaults(isv_options *o) {
   unsigned cpus = uv_available_parallelism();
   o->worker_threads = cpus ? cpus : 1;
   o->buffer_cache_bytes = (size_t)64 << 20;
+  o->small_block_cache_bytes = (size_t)2 << 20;
   o->metrics_style = ISV_METRICS_LIBINFERSERVE;
   o->log = log_stderr;
   o->mem = isv__libc_mem;
@@ -210,6 +211,12 @@ ISV_EXTERN int isv_options_set_shared_memory_in_place(isv_options *o, int truste
 ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n) {
   if (o == NULL) return ISV_EINVAL;
   o->buffer_cache_bytes = n;
+  return 0;
+}
+
+ISV_EXTERN int isv_options_set_small_block_cache_bytes(isv_options *o, size_t n) {
+  if (o == NULL) return ISV_EINVAL;
+  o->small_block_cache_bytes = n;
   return 0;
 }
 

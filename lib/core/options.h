@@ -33,6 +33,7 @@ struct isv_options {
   int shared_memory; /* clients may register system shared memory regions (core/shm.h) */
   int shared_memory_in_place; /* backends get pointers into the clients' mappings (trusted) */
   size_t buffer_cache_bytes;
+  size_t small_block_cache_bytes; /* the core's recycler (codec/recycler.h); 0: none kept */
   size_t response_cache_bytes; /* the group's response cache (core/rcache.h); 0: none */
   size_t grpc_compress_min;
   unsigned metrics_style; /* isv_metrics_style bits */ /* gRPC answers this large are compressed when accepted; 0: never */

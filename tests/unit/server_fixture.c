@@ -33,6 +33,19 @@ void sf_record(isv_request *r, int status, sf_result *res, const char *output) {
   isv_request_free(r);
 }
 
+int sf_twice(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  float *y;
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc) return rc;
+  const float *in = isv_tensor_data(x);
+  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
+  return isv_request_complete(r, 0, NULL);
+}
+
 int sf_teardown(void **state) {
   sf_world *w = *state;
   assert_int_equal(isv_server_close(w->srv, sf_on_closed, w), 0);

@@ -1,6 +1,7 @@
 /* Shared by the tests that drive a whole server in process through the public API
- * (test_server_inproc, test_nested, test_ensemble): a uv loop with an isv_server on it, and its
- * close at teardown — the close callback seen, the loop left with nothing open. */
+ * (test_server_inproc, test_nested, test_ensemble, test_warm_requests): a uv loop with an
+ * isv_server on it, and its close at teardown — the close callback seen, the loop left with
+ * nothing open. */
 #ifndef ISV_TESTS_SERVER_FIXTURE_H
 #define ISV_TESTS_SERVER_FIXTURE_H
 
@@ -31,6 +32,9 @@ typedef struct sf_result {
 
 /* Records r's status, error text and output `output` (FP32) into res, then frees r. */
 void sf_record(isv_request *r, int status, sf_result *res, const char *output);
+
+/* A backend: y = x * 2, FP32 of any shape, "x" in and "y" out (completes before it returns). */
+int sf_twice(isv_request *r, void *u);
 
 /* cmocka teardown for a world in *state: the server closed, the loop run to its end and closed
  * (nothing left open), the world freed. */

@@ -17,24 +17,10 @@
 
 typedef sf_world world;
 
-/* y = x * 2 (FP32 [-1]) — inline */
-static int twice(isv_request *r, void *u) {
-  (void)u;
-  const isv_tensor *x = isv_request_input(r, "x");
-  size_t nd;
-  const int64_t *shape = isv_tensor_shape(x, &nd);
-  float *y;
-  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
-  if (rc) return rc;
-  const float *in = isv_tensor_data(x);
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
-  return isv_request_complete(r, 0, NULL);
-}
-
 /* completes from another thread, after infer returned */
 static void complete_later(void *arg) {
   uv_sleep(20);
-  twice(arg, NULL);
+  sf_twice(arg, NULL);
 }
 static uv_thread_t thread;
 static int threaded(isv_request *r, void *u) {
@@ -84,8 +70,8 @@ static void add(world *w, const char *name, int (*fn)(isv_request *, void *), vo
 
 static int setup(void **state) {
   world *w = sf_world_new(NULL);
-  add(w, "inline", twice, NULL, ISV_EXEC_INLINE);
-  add(w, "pool", twice, NULL, ISV_EXEC_POOL);
+  add(w, "inline", sf_twice, NULL, ISV_EXEC_INLINE);
+  add(w, "pool", sf_twice, NULL, ISV_EXEC_POOL);
   add(w, "fails", fails, NULL, ISV_EXEC_INLINE);
   add(w, "returns_error", returns_error, NULL, ISV_EXEC_POOL);
   add(w, "forgets", forgets_output, NULL, ISV_EXEC_INLINE);
@@ -153,7 +139,7 @@ static void inline_and_pool_give_the_same_answer(void **state) {
 static int late[4];
 static void complete_then_write(void *arg) {
   isv_request *r = arg;
-  twice(r, NULL);
+  sf_twice(r, NULL);
   float *y;
   int64_t one = 1;
   static const float v = 99;
@@ -188,7 +174,7 @@ static void call_from_elsewhere(void *arg) {
   isv_model_config_new("elsewhere", &c);
   int64_t any[] = {-1};
   isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
-  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  isv_backend be = {.struct_size = sizeof be, .infer = sf_twice};
   isv_request *r = NULL;
   foreign[0] = isv_server_add_model(w->srv, c, "1", &be, NULL, NULL);
   foreign[1] = isv_server_remove_model(w->srv, "inline", NULL);
@@ -270,7 +256,7 @@ static void the_last_error_is_the_last_calls(void **state) {
   isv_model_config *c;
   isv_model_config_new("bad", &c);
   isv_model_config_set_dynamic_batching(c, 100, NULL, 0);
-  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  isv_backend be = {.struct_size = sizeof be, .infer = sf_twice};
   assert_int_equal(isv_server_add_model(w->srv, c, "1", &be, NULL, NULL), ISV_EINVAL);
   assert_string_equal(isv_server_last_error(w->srv), "add model: dynamic batching needs max_batch > 0");
   assert_int_equal(isv_server_add_model(w->srv, c, "a/b", &be, NULL, NULL), ISV_EINVAL);
@@ -297,7 +283,7 @@ static void errors_reach_the_callback(void **state) {
   assert_int_equal(isv_request_new(w->srv, "inline", "7", &req), ISV_ENOTFOUND);
   assert_string_equal(isv_server_last_error(w->srv), "model 'inline' has no version '7'");
   /* ... and a model removed after the request was made, in the callback */
-  add(w, "gone", twice, NULL, ISV_EXEC_INLINE);
+  add(w, "gone", sf_twice, NULL, ISV_EXEC_INLINE);
   assert_int_equal(isv_request_new(w->srv, "gone", NULL, &req), 0);
   assert_string_equal(isv_server_last_error(w->srv), "");
   int64_t one = 1;
@@ -366,7 +352,7 @@ static void a_request_names_its_version_by_a_label(void **state) {
   int64_t any[] = {-1};
   isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
   isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
-  isv_backend be = {.struct_size = sizeof be, .infer = twice, .destroy = count_destroy};
+  isv_backend be = {.struct_size = sizeof be, .infer = sf_twice, .destroy = count_destroy};
   assert_int_equal(isv_server_add_model(w->srv, c, "2", &be, w, NULL), 0);
   isv_model_config_free(c);
   assert_int_equal(isv_server_set_label(w->srv, "inline", "canary", "2"), 0);
@@ -481,7 +467,7 @@ static void custom_routes_never_shadow(void **state) {
                    ISV_ENOTFOUND);
   isv_model_config *c;
   assert_int_equal(isv_model_config_new("@mine", &c), 0);
-  isv_backend be = {.struct_size = sizeof be, .infer = twice};
+  isv_backend be = {.struct_size = sizeof be, .infer = sf_twice};
   assert_int_equal(isv_server_add_model(w->srv, c, "1", &be, NULL, NULL), ISV_EINVAL);
   assert_non_null(strstr(isv_server_last_error(w->srv), "reserved"));
   isv_model_config_free(c);
@@ -525,7 +511,7 @@ static int stuck(isv_request *r, void *u) {
   (void)u;
   uv_sem_wait(&stuck_go);
   atomic_store(&stuck_saw_cancel, isv_request_is_cancelled(r));
-  int rc = twice(r, NULL); /* reads its input, writes its output, completes */
+  int rc = sf_twice(r, NULL); /* reads its input, writes its output, completes */
   atomic_store(&stuck_rc, rc);
   uv_sem_post(&stuck_done);
   return rc;
@@ -537,7 +523,7 @@ static int holds(isv_request *r, void *u) {
 }
 static void complete_held(void *arg) {
   (void)arg;
-  atomic_store(&held_rc, twice(held, NULL));
+  atomic_store(&held_rc, sf_twice(held, NULL));
 }
 static void count_abandoned_destroy(void *u) {
   (void)u;

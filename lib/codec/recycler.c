@@ -1,0 +1,150 @@
+/* Small blocks kept for one thread (recycler.h). */
+#include "codec/recycler.h"
+
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ISV__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ISV__ASAN 1
+#endif
+#endif
+#ifdef ISV__ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* The tag in a block's bytes 8..15: CLASSED | class, or 0 for a block of any other size. */
+#define TAG_AT 8
+#define CLASSED ((uint64_t)0x52435943u << 32)
+
+static size_t class_size(unsigned k) { return (size_t)((k & 1) ? 48 : 32) << (k >> 1); }
+
+/* The smallest class that holds n bytes (n <= ISV__RECYCLER_MAX). */
+static unsigned class_of(size_t n) {
+  if (n <= 32) return 0;
+  /* 2^b < n <= 2^(b+1) */
+  unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
+  size_t half = ((size_t)3 << b) >> 1;
+  return n <= half ? 2 * (b - 5) + 1 : 2 * (b - 4);
+}
+
+static void tag(void *base, uint64_t t) { memcpy((char *)base + TAG_AT, &t, sizeof t); }
+
+/* The block's class, or -1 for a block made at its own size. */
+static int class_of_block(const void *base) {
+  uint64_t t;
+  memcpy(&t, (const char *)base + TAG_AT, sizeof t);
+  if ((t & ~(uint64_t)0xffffffffu) != CLASSED) return -1;
+  uint64_t k = t & 0xffffffffu;
+  return k < ISV__RECYCLER_CLASSES ? (int)k : -1;
+}
+
+static int mine(const isv__recycler *r) {
+  uv_thread_t self = uv_thread_self();
+  return uv_thread_equal(&self, &r->owner);
+}
+
+static void *pop(isv__recycler *r, unsigned k) {
+  isv__recycler_list *l = &r->list[k];
+  void *base = l->head;
+  if (base == NULL) return NULL;
+  UNPOISON(base, class_size(k));
+  memcpy(&l->head, base, sizeof l->head);
+  l->n--;
+  r->held -= class_size(k);
+  r->taken++;
+  return base;
+}
+
+/* 1 when kept (the owner's free, within the bounds). */
+static int push(isv__recycler *r, void *base, unsigned k) {
+  isv__recycler_list *l = &r->list[k];
+  size_t size = class_size(k);
+  /* mine() first: the counts are the owner's to read */
+  if (!mine(r) || l->n >= ISV__RECYCLER_PER_CLASS || r->held + size > r->limit) return 0;
+  memcpy(base, &l->head, sizeof l->head);
+  l->head = base;
+  l->n++;
+  r->held += size;
+  POISON((char *)base + sizeof(void *), size - sizeof(void *));
+  return 1;
+}
+
+static void give_back(isv__recycler *r, void *base) {
+  tag(base, 0); /* the allocator beneath may hand this memory to someone else's isv__malloc */
+  r->under->free(base, r->under->user);
+}
+
+static void *make(isv__recycler *r, size_t n, int zero) {
+  const isv_mem *u = r->under;
+  if (n > ISV__RECYCLER_MAX) { /* n >= ISV__MEM_PREFIX: only isv__malloc & co. call here */
+    void *base = zero ? u->calloc(1, n, u->user) : u->malloc(n, u->user);
+    if (base) tag(base, 0);
+    return base;
+  }
+  unsigned k = class_of(n);
+  int owner = r->limit > 0 && mine(r);
+  void *base = owner ? pop(r, k) : NULL;
+  if (base != NULL) {
+    if (zero) memset(base, 0, n);
+  } else {
+    if (owner) r->missed++;
+    size_t size = class_size(k);
+    base = zero ? u->calloc(1, size, u->user) : u->malloc(size, u->user);
+    if (base == NULL) return NULL;
+  }
+  tag(base, CLASSED | k);
+  return base;
+}
+
+static void *r_malloc(size_t n, void *user) { return make(user, n, 0); }
+
+static void *r_calloc(size_t nmemb, size_t size, void *user) {
+  if (size != 0 && nmemb > SIZE_MAX / size) return NULL;
+  return make(user, nmemb * size, 1);
+}
+
+static void r_free(void *base, void *user) {
+  isv__recycler *r = user;
+  if (base == NULL) return;
+  int k = class_of_block(base);
+  if (k >= 0 && push(r, base, (unsigned)k)) return;
+  give_back(r, base);
+}
+
+static void *r_realloc(void *base, size_t n, void *user) {
+  isv__recycler *r = user;
+  if (base == NULL) return make(r, n, 0);
+  int k = class_of_block(base);
+  if (k < 0) return r->under->realloc(base, n, r->under->user); /* its tag (0) moves with it */
+  size_t have = class_size((unsigned)k);
+  if (n <= have) return base;
+  void *to = make(r, n, 0);
+  if (to == NULL) return NULL; /* base is left as it was */
+  /* the isv__mem prefix's first 8 bytes are stamped by the caller; bytes 8..15 are to's tag */
+  memcpy((char *)to + TAG_AT + 8, (char *)base + TAG_AT + 8, have - (TAG_AT + 8));
+  r_free(base, r);
+  return to;
+}
+
+void isv__recycler_init(isv__recycler *r, const isv_mem *under, size_t limit) {
+  memset(r, 0, sizeof *r);
+  r->under = under ? under : &isv__libc_mem;
+  r->mem = (isv_mem){sizeof(isv_mem), r, r_malloc, r_free, r_calloc, r_realloc};
+  r->owner = uv_thread_self();
+  r->limit = limit;
+}
+
+void isv__recycler_destroy(isv__recycler *r) {
+  r->limit = 0; /* blocks freed from now on go back at once */
+  for (unsigned k = 0; k < ISV__RECYCLER_CLASSES; k++) {
+    void *base;
+    while ((base = pop(r, k)) != NULL) give_back(r, base);
+  }
+}
