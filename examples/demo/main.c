@@ -72,6 +72,8 @@ static void usage(FILE *f) {
           "                           (default 10000)\n"
           "  --max-tensors N          inputs, outputs, parameters per request (default 1024)\n"
           "  --buffer-cache-bytes N   freed large buffers kept mapped for reuse (default 64 MiB)\n"
+          "  --small-block-cache-bytes N  freed small blocks kept for the loop's next requests\n"
+          "                           (default 2 MiB; 0: every one back to malloc at once)\n"
           "  --response-cache-bytes N the response cache's size (cost_cached's answers; default\n"
           "                           16 MiB; 0: no cache)\n"
           "  --worker-threads N       threads for the pool models (default 8: the zoo's pool\n"
@@ -228,6 +230,9 @@ static int set_header_to(isv_options *o, unsigned long long v) {
 static int set_cache(isv_options *o, unsigned long long v) {
   return isv_options_set_buffer_cache_bytes(o, (size_t)v);
 }
+static int set_small_cache(isv_options *o, unsigned long long v) {
+  return isv_options_set_small_block_cache_bytes(o, (size_t)v);
+}
 static int set_rcache(isv_options *o, unsigned long long v) {
   return isv_options_set_response_cache_bytes(o, (size_t)v);
 }
@@ -278,7 +283,7 @@ static const limit_flag limit_flags[] = {
     {"--max-body-bytes", set_body},       {"--max-header-bytes", set_header},
     {"--idle-timeout-ms", set_idle},      {"--header-timeout-ms", set_header_to},
     {"--max-connections", set_conns},     {"--buffer-cache-bytes", set_cache},
-    {"--response-cache-bytes", set_rcache},
+    {"--response-cache-bytes", set_rcache}, {"--small-block-cache-bytes", set_small_cache},
     {"--max-tensors", set_tensors},       {"--send-timeout-ms", set_send_to},
     {"--drain-timeout-ms", set_drain_to}, {"--max-receiving-bytes", set_receiving},
     {"--worker-threads", set_workers},    {"--max-inflight", set_inflight},
