@@ -61,7 +61,10 @@
 #define ISV__H2_MAX_FRAME (1u << 20) /* what clients may send: 16 frames for 16 MiB, not 1,024 */
 /* HPACK lets a few bytes name a large header again and again (a 4 KB table entry costs one
  * byte per repeat), and nghttp2 validates every decoded byte. So a connection may not make the
- * server decode more than ISV__H2_HEADER_RATE bytes of headers a second, and one that sends
+ * server decode more than ISV__H2_HEADER_RATE bytes of headers a second beyond each stream's
+ * first ISV__H2_HEADER_FREE — those cost no more than the request they open, which its own
+ * limits bound (a legitimate client at 80k requests a second on one connection, ~200 bytes of
+ * headers each, decodes 16 MiB a second: it must not be taken for a flood) — and one that sends
  * ISV__H2_OVERSIZE_BLOCKS header blocks past twice the header limit is closed (GOAWAY
  * ENHANCE_YOUR_CALM). A block past the limit is still decoded to its end — nothing of it past
  * the limit is kept — and answered 431 (a gRPC call: RESOURCE_EXHAUSTED) as on HTTP/1.1:
@@ -69,6 +72,7 @@
  * and the rate bounds what a connection can make us decode either way. */
 #define ISV__H2_OVERSIZE_BLOCKS 4
 #define ISV__H2_HEADER_RATE (16u << 20)
+#define ISV__H2_HEADER_FREE 4096
 /* A shutdown's PING unanswered this long: the final GOAWAY goes anyway; and after it, this
  * long for the streams already open to finish arriving. */
 #define ISV__H2_NOTICE_WAIT_MS 500
@@ -1001,8 +1005,10 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     h->header_second = now;
     h->header_second_bytes = 0;
   }
-  h->header_second_bytes += nlen + vlen;
+  size_t free_left =
+      st->header_bytes < ISV__H2_HEADER_FREE ? ISV__H2_HEADER_FREE - st->header_bytes : 0;
   st->header_bytes += nlen + vlen;
+  if (nlen + vlen > free_left) h->header_second_bytes += nlen + vlen - free_left;
   if (h->header_second_bytes > ISV__H2_HEADER_RATE) {
     nghttp2_session_terminate_session(s, NGHTTP2_ENHANCE_YOUR_CALM);
     return NGHTTP2_ERR_CALLBACK_FAILURE; /* mem_recv fails: the GOAWAY is flushed, then close */

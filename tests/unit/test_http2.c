@@ -473,6 +473,51 @@ static void a_header_block_over_the_limit_gets_431(void **state) {
   assert_int_equal(st->status, 431);
 }
 
+static int round_done(tf_world *w, void *arg) {
+  (void)w;
+  tf_client *c = arg;
+  int open = 0;
+  for (int i = 0; i < c->n_streams; i++) open += !c->streams[i].closed;
+  return open == 0 || c->eof;
+}
+
+/* `rounds` x 8 GETs, each with an x-big header of `big` bytes, answered one round at a time,
+ * until the server ends the connection. */
+static void header_rounds(tf_client *c, int rounds, size_t big) {
+  static char v[8192];
+  memset(v, 'v', sizeof v);
+  nghttp2_nv nv[] = {TF_NV(":method", "GET"), TF_NV(":scheme", "http"),
+                     TF_NV(":authority", "localhost"), TF_NV(":path", "/h"),
+                     {(uint8_t *)"x-big", (uint8_t *)v, 5, big, NGHTTP2_NV_FLAG_NONE}};
+  for (int r = 0; r < rounds && !c->eof; r++) {
+    tf_h2_stream *st[TF_MAX_STREAMS];
+    for (int i = 0; i < TF_MAX_STREAMS; i++) st[i] = tf_h2_request(c, nv, 5, NULL, 0, 0);
+    tf_h2_flush(c);
+    tf_run_until(c->w, round_done, c);
+    if (c->eof) break;
+    for (int i = 0; i < TF_MAX_STREAMS; i++) assert_int_equal(st[i]->status, 200);
+    tf_h2_forget(c);
+  }
+}
+
+static void a_fast_client_s_ordinary_headers_are_no_flood(void **state) {
+  /* 4,800 requests with 4 KB of headers each (one HPACK byte on the wire once the header is in
+   * the table): ~19.7 MB decoded within one second, past the 16 MiB a second, but each
+   * stream's first 4 KiB are free — as for a client at 80k requests a second with 200 bytes */
+  tf_client *c = h2_client(*state);
+  header_rounds(c, 600, 4000);
+  assert_false(c->goaway_received);
+  assert_false(c->eof);
+}
+
+static void headers_past_the_free_bytes_count_toward_the_rate(void **state) {
+  /* 7.6 KB each (under the 8 KiB limit): ~3.5 KB of each counts, so ENHANCE_YOUR_CALM comes
+   * within ~4,800 streams */
+  tf_client *c = h2_client(*state);
+  header_rounds(c, 1000, 7600);
+  assert_true(c->goaway_received && c->eof);
+}
+
 static void a_grpc_get_goes_to_the_error_callback_with_405(void **state) {
   tf_world *w = *state;
   tf_client *c = h2_client(w);
@@ -986,6 +1031,8 @@ int main(void) {
       T(a_grpc_call_finished_at_once_is_trailers_only),
       T(a_rest_body_over_the_limit_goes_to_the_error_callback),
       T(a_header_block_over_the_limit_gets_431),
+      T(a_fast_client_s_ordinary_headers_are_no_flood),
+      T(headers_past_the_free_bytes_count_toward_the_rate),
       T(a_grpc_get_goes_to_the_error_callback_with_405),
       T(rst_stream_from_the_client_cancels_the_call),
       T(a_rest_exchange_reset_by_its_client_is_answered_into_the_void),

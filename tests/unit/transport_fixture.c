@@ -1211,6 +1211,14 @@ tf_h2_stream *tf_h2_request(tf_client *c, const nghttp2_nv *nv, size_t n, const 
   return st;
 }
 
+void tf_h2_forget(tf_client *c) {
+  for (int i = 0; i < c->n_streams; i++) assert_true(c->streams[i].closed);
+  c->n_streams = 0;
+  c->w->n_recs = 0;
+  c->w->events_len = 0;
+  c->w->events[0] = '\0';
+}
+
 void tf_h2_flush(tf_client *c) {
   if (c->fd < 0 || c->write_failed) return;
   for (;;) {

@@ -302,6 +302,9 @@ void tf_h2_flush(tf_client *c);
 /* Bytes the session wants to send, without writing them (for tests that split them). */
 size_t tf_h2_take(tf_client *c, uint8_t *out, size_t cap);
 void tf_h2_wait_closed(tf_client *c, tf_h2_stream *st);
+/* Every stream of c has closed: forget them and the world's records and event log, so that the
+ * next requests take their slots (a test that makes thousands). */
+void tf_h2_forget(tf_client *c);
 
 #define TF_NV(n, v)                                                                              \
   { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE }
