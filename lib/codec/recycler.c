@@ -19,19 +19,29 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-/* The tag in a block's bytes 8..15: CLASSED | class, or 0 for a block of any other size. */
+/* The tag in a block's bytes 8..15: SIZED | the block's class, for a block made at a class's
+ * size; 0 for any other (larger than ISV__RECYCLER_MAX, or not made here). */
 #define TAG_AT 8
-#define CLASSED ((uint64_t)0x52435943u << 32)
+#define SIZED ((uint64_t)0x52435943u << 32)
+/* A kept block's link and tag stay readable; the rest is poisoned. */
+#define KEPT_HEAD 16
 
-static size_t class_size(unsigned k) { return (size_t)((k & 1) ? 48 : 32) << (k >> 1); }
+/* Classes: every 16 bytes up to 1 KiB, then every 128 bytes up to 16 KiB — the sizes malloc
+ * rounds to anyway below 1 KiB, an eighth at most above it. Every block of a class is made at
+ * the class's size, so any serves the next allocation of the class. */
+#define FINE_MAX 1024u
+#define FINE 16u
+#define COARSE 128u
+#define FINE_CLASSES (FINE_MAX / FINE)
 
-/* The smallest class that holds n bytes (n <= ISV__RECYCLER_MAX). */
-static unsigned class_of(size_t n) {
-  if (n <= 32) return 0;
-  /* 2^b < n <= 2^(b+1) */
-  unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
-  size_t half = ((size_t)3 << b) >> 1;
-  return n <= half ? 2 * (b - 5) + 1 : 2 * (b - 4);
+static unsigned class_of(size_t n) { /* 0 < n <= ISV__RECYCLER_MAX */
+  if (n <= FINE_MAX) return (unsigned)((n + FINE - 1) / FINE) - 1;
+  return FINE_CLASSES + (unsigned)((n - FINE_MAX + COARSE - 1) / COARSE) - 1;
+}
+
+static size_t class_size(unsigned k) {
+  if (k < FINE_CLASSES) return (size_t)(k + 1) * FINE;
+  return FINE_MAX + (size_t)(k - FINE_CLASSES + 1) * COARSE;
 }
 
 static void tag(void *base, uint64_t t) { memcpy((char *)base + TAG_AT, &t, sizeof t); }
@@ -40,7 +50,7 @@ static void tag(void *base, uint64_t t) { memcpy((char *)base + TAG_AT, &t, size
 static int class_of_block(const void *base) {
   uint64_t t;
   memcpy(&t, (const char *)base + TAG_AT, sizeof t);
-  if ((t & ~(uint64_t)0xffffffffu) != CLASSED) return -1;
+  if ((t & ~(uint64_t)0xffffffffu) != SIZED) return -1;
   uint64_t k = t & 0xffffffffu;
   return k < ISV__RECYCLER_CLASSES ? (int)k : -1;
 }
@@ -64,15 +74,16 @@ static void *pop(isv__recycler *r, unsigned k) {
 
 /* 1 when kept (the owner's free, within the bounds). */
 static int push(isv__recycler *r, void *base, unsigned k) {
+  /* mine() first: the counts are the owner's to read */
+  if (!mine(r)) return 0;
   isv__recycler_list *l = &r->list[k];
   size_t size = class_size(k);
-  /* mine() first: the counts are the owner's to read */
-  if (!mine(r) || l->n >= ISV__RECYCLER_PER_CLASS || r->held + size > r->limit) return 0;
+  if (l->n >= ISV__RECYCLER_PER_CLASS || r->held + size > r->limit) return 0;
   memcpy(base, &l->head, sizeof l->head);
   l->head = base;
   l->n++;
   r->held += size;
-  POISON((char *)base + sizeof(void *), size - sizeof(void *));
+  POISON((char *)base + KEPT_HEAD, size - KEPT_HEAD);
   return 1;
 }
 
@@ -81,25 +92,28 @@ static void give_back(isv__recycler *r, void *base) {
   r->under->free(base, r->under->user);
 }
 
+/* n >= ISV__MEM_PREFIX: only isv__malloc & co. call here. */
 static void *make(isv__recycler *r, size_t n, int zero) {
   const isv_mem *u = r->under;
-  if (n > ISV__RECYCLER_MAX) { /* n >= ISV__MEM_PREFIX: only isv__malloc & co. call here */
+  if (n > ISV__RECYCLER_MAX) {
     void *base = zero ? u->calloc(1, n, u->user) : u->malloc(n, u->user);
     if (base) tag(base, 0);
     return base;
   }
   unsigned k = class_of(n);
-  int owner = r->limit > 0 && mine(r);
-  void *base = owner ? pop(r, k) : NULL;
+  void *base = NULL;
+  if (r->limit > 0 && mine(r)) {
+    base = pop(r, k);
+    if (base == NULL) r->missed++;
+  }
   if (base != NULL) {
     if (zero) memset(base, 0, n);
   } else {
-    if (owner) r->missed++;
     size_t size = class_size(k);
     base = zero ? u->calloc(1, size, u->user) : u->malloc(size, u->user);
     if (base == NULL) return NULL;
   }
-  tag(base, CLASSED | k);
+  tag(base, SIZED | k);
   return base;
 }
 
@@ -122,7 +136,7 @@ static void *r_realloc(void *base, size_t n, void *user) {
   isv__recycler *r = user;
   if (base == NULL) return make(r, n, 0);
   int k = class_of_block(base);
-  if (k < 0) return r->under->realloc(base, n, r->under->user); /* its tag (0) moves with it */
+  if (k < 0) return r->under->realloc(base, n, r->under->user); /* its tag (0) moves too */
   size_t have = class_size((unsigned)k);
   if (n <= have) return base;
   void *to = make(r, n, 0);

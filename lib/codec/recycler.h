@@ -8,10 +8,13 @@
  * request's samples. Here a block the owner thread frees waits in a list for its next
  * allocation of the same class: a pop, a push.
  *
+ * A block is made at its class's size — the next multiple of 16 bytes up to 1 KiB (what malloc
+ * rounds to anyway), of 128 bytes up to 16 KiB (an eighth more at most) — so that any kept
+ * block of a class serves the next allocation of it.
+ *
  * The rule between threads: only the owner touches the lists. Any thread may allocate and free
- * through the recycler's mem; a block of a class size is made at the class's size (the owner
- * may keep it when it frees it), anything else comes from and goes to the allocator beneath
- * untouched. A free on another thread goes to the allocator beneath at once.
+ * through the recycler's mem; a free on another thread goes to the allocator beneath at once,
+ * and so does a block past the bounds, or larger than 16 KiB.
  *
  * Every block carries its class in the second 8 bytes of its isv__mem prefix (codec/mem.h gives
  * them to the allocator's functions). Sanitizer builds poison a kept block: a use after free
@@ -25,9 +28,9 @@
 
 #include "codec/mem.h"
 
-/* Size classes: 32, 48, 64, 96, ... 12 KiB, 16 KiB (a power of two and 1.5 times one, so a block
- * wastes at most a third of itself). Sizes are the whole block's, prefix included. */
-#define ISV__RECYCLER_CLASSES 19
+/* Size classes: every 16 bytes up to 1 KiB, every 128 bytes up to 16 KiB. Sizes are the whole
+ * block's, prefix included. */
+#define ISV__RECYCLER_CLASSES (64 + 120)
 #define ISV__RECYCLER_MAX ((size_t)16 << 10)
 /* Blocks kept per class at most, whatever the byte bound. */
 #define ISV__RECYCLER_PER_CLASS 256
