@@ -430,7 +430,8 @@ ISV_EXTERN int isv_options_set_buffer_cache_bytes(isv_options *o, size_t n);
  * requests, nghttp2's frames) the server keeps for its loop thread's next allocations instead
  * of giving them back to its allocator (isv_options_set_mem) at once: a small request then
  * makes and frees nothing through the allocator once the server is warm. Blocks freed on other
- * threads go back at once; what is kept goes back when the server's memory is freed. 0 keeps
+ * threads go back at once; what is kept goes back when the server's memory is freed. Such a
+ * block is made at its size class (16-byte steps to 1 KiB, 128-byte ones to 16 KiB). 0 keeps
  * none: every allocation and free reaches the allocator (a host counting its calls one by one).
  * Default 2 MiB.
  * Any thread (the options' owner, one at a time).
