@@ -23,8 +23,8 @@
 #define ISV_CODEC_RECYCLER_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
-#include <uv.h>
 
 #include "codec/mem.h"
 
@@ -43,7 +43,7 @@ typedef struct isv__recycler_list {
 typedef struct isv__recycler {
   isv_mem mem;          /* blocks are made with this (its user is the recycler): never copied */
   const isv_mem *under; /* where blocks come from and go back to */
-  uv_thread_t owner;    /* the one thread that keeps and takes blocks */
+  pthread_t owner;      /* the one thread that keeps and takes blocks */
   size_t limit;         /* bytes kept at most (0: none kept: every block goes back at once) */
   size_t held;          /* bytes kept now (owner) */
   uint64_t taken;       /* allocations served from a list (owner) */
