@@ -29,10 +29,12 @@ const char *isv__dt_name(isv_datatype dt, isv__dt_naming naming) {
 }
 
 isv_datatype isv__dt_from_name(isv__dt_naming naming, const char *name, size_t len) {
-  if (name == NULL || (unsigned)naming >= ISV__DTN_COUNT) return ISV_TYPE_INVALID;
+  if (name == NULL || len == 0 || (unsigned)naming >= ISV__DTN_COUNT) return ISV_TYPE_INVALID;
   for (size_t i = 1; i < N_ROWS; i++) {
     const char *n = rows[i].name[naming];
-    if (n && strlen(n) == len && memcmp(n, name, len) == 0) return (isv_datatype)i;
+    /* the first byte first: most rows differ there, and are passed without a strlen */
+    if (n && n[0] == name[0] && strlen(n) == len && memcmp(n, name, len) == 0)
+      return (isv_datatype)i;
   }
   return ISV_TYPE_INVALID;
 }
