@@ -12,6 +12,8 @@
 #ifndef ISV_CODEC_JSON_READER_H
 #define ISV_CODEC_JSON_READER_H
 
+#include "codec/span.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -163,5 +165,8 @@ int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv
  * shape as they go (TF Serving's nested lists). Returns 0, or -1 with the reader's error set. */
 int isv__json_read_element(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
                            void *out, size_t idx);
+
+/* The token t is the string literal lit (codec/span.h). */
+#define ISV__TOKEN_IS(t, lit) ISV__SPAN_IS((t)->ptr, (t)->len, lit)
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codec/mem.h"
+#include "codec/span.h"
 
 int isv__shm_init(isv__shm_registry *s, const isv_mem *mem, int enabled, int in_place) {
   memset(s, 0, sizeof *s);
@@ -258,10 +259,6 @@ int isv__shm_status(isv__shm_registry *s, const char *name, size_t name_len,
 
 /* ---- tensor parameters ------------------------------------------------------------------- */
 
-static int key_is(const char *key, size_t len, const char *lit) {
-  return strlen(lit) == len && memcmp(key, lit, len) == 0;
-}
-
 static int nonneg(const isv_param *v, uint64_t *out) {
   if (v->type == ISV_PARAM_INT64 && v->v.i64 >= 0) *out = (uint64_t)v->v.i64;
   else if (v->type == ISV_PARAM_UINT64) *out = v->v.u64;
@@ -271,7 +268,7 @@ static int nonneg(const isv_param *v, uint64_t *out) {
 
 int isv__shm_param(isv__shm_ref *ref, const char *key, size_t key_len, const isv_param *v,
                    char *err, size_t err_cap) {
-  if (key_is(key, key_len, "shared_memory_region")) {
+  if (ISV__SPAN_IS(key, key_len, "shared_memory_region")) {
     if (v->type != ISV_PARAM_STRING) {
       snprintf(err, err_cap, "'shared_memory_region' must be a string");
       return -1;
@@ -281,7 +278,7 @@ int isv__shm_param(isv__shm_ref *ref, const char *key, size_t key_len, const isv
     ref->have_region = 1;
     return 1;
   }
-  if (key_is(key, key_len, "shared_memory_byte_size")) {
+  if (ISV__SPAN_IS(key, key_len, "shared_memory_byte_size")) {
     if (nonneg(v, &ref->byte_size) != 0) {
       snprintf(err, err_cap, "'shared_memory_byte_size' must be a non-negative integer");
       return -1;
@@ -289,7 +286,7 @@ int isv__shm_param(isv__shm_ref *ref, const char *key, size_t key_len, const isv
     ref->have_size = 1;
     return 1;
   }
-  if (key_is(key, key_len, "shared_memory_offset")) {
+  if (ISV__SPAN_IS(key, key_len, "shared_memory_offset")) {
     if (nonneg(v, &ref->offset) != 0) {
       snprintf(err, err_cap, "'shared_memory_offset' must be a non-negative integer");
       return -1;

@@ -14,10 +14,6 @@
 
 /* ---- decoding ---------------------------------------------------------------------------- */
 
-static int key_is(const isv__json_token *t, const char *k) {
-  return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
-}
-
 
 /* One of the model's inputs while a body is decoded. */
 typedef struct in_state {
@@ -69,14 +65,14 @@ static int scan_body(isv_request *r, char *body, size_t len, unsigned depth,
     isv__json_token v;
     if (ty != ISV__JSON_KEY || isv__json_next(&rd, &v) == ISV__JSON_ERROR)
       return json_bad(r, &rd, "body");
-    if (key_is(&t, "signature_name")) {
+    if (ISV__TOKEN_IS(&t, "signature_name")) {
       if (v.type != ISV__JSON_STRING)
         return isv__request_fail(r, ISV_EBADREQ, "\"signature_name\" must be a string");
       *sig_name = v;
       continue;
     }
     size_t i = 0;
-    while (i < n_keys && !key_is(&t, keys[i])) i++;
+    while (i < n_keys && !isv__span_eq(t.ptr, t.len, keys[i])) i++;
     if (i < n_keys) offs[i] = v.offset;
     if (i == n_keys && other) {
       if (other(r, &rd, &t, &v)) return r->status;
@@ -449,7 +445,7 @@ static int vertex_params(isv_request *r, isv__json_reader *rd, const isv__json_t
 /* Vertex: "parameters" spread into request parameters, any other member one itself. */
 static int vertex_member(isv_request *r, isv__json_reader *rd, const isv__json_token *key,
                          const isv__json_token *v) {
-  return key_is(key, "parameters") ? vertex_params(r, rd, v) : vertex_param(r, rd, key, v);
+  return ISV__TOKEN_IS(key, "parameters") ? vertex_params(r, rd, v) : vertex_param(r, rd, key, v);
 }
 
 int isv__tfs_decode_predict(isv_request *r, char *body, size_t len, unsigned max_depth,

@@ -18,9 +18,6 @@ static void index_label(char out[22], size_t index) {
   out[1 + isv__fmt_u64(out + 1, index)] = '\0';
 }
 
-/* Whether the key token t is the literal `lit` (its length known when compiled). */
-#define keyis(t, lit) ((t)->len == sizeof(lit) - 1 && memcmp((t)->ptr, lit, sizeof(lit) - 1) == 0)
-
 /* The reader's syntax error, or the semantic one just recorded with isv__json_fail. */
 static int reader_fail(isv_request *r, isv__json_reader *rd, const char *what) {
   size_t off = 0;
@@ -161,7 +158,7 @@ static int input_param(isv_request *r, isv__json_reader *rd, const isv__json_tok
                        const isv_param *v, void *data) {
   input_info *in = data;
   (void)rd;
-  if (keyis(key, "binary_data_size")) {
+  if (ISV__TOKEN_IS(key, "binary_data_size")) {
     if (v->type == ISV_PARAM_INT64 && v->v.i64 >= 0) in->bin_size = (uint64_t)v->v.i64;
     else if (v->type == ISV_PARAM_UINT64) in->bin_size = v->v.u64;
     else return isv__request_fail(r, ISV_EBADREQ, "input '%s': binary_data_size must be a "
@@ -292,23 +289,23 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
-    if (keyis(&t, "name")) {
+    if (ISV__TOKEN_IS(&t, "name")) {
       if (expect(r, rd, &t, ISV__JSON_STRING, "input 'name' must be a string")) return r->status;
       if ((name = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
         return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-    } else if (keyis(&t, "datatype")) {
+    } else if (ISV__TOKEN_IS(&t, "datatype")) {
       if (expect(r, rd, &t, ISV__JSON_STRING, "input 'datatype' must be a string")) return r->status;
       dt = isv_datatype_from_name(t.ptr, t.len);
       dtname = t.ptr;
       dtlen = t.len;
       have_dt = 1;
-    } else if (keyis(&t, "shape")) {
+    } else if (ISV__TOKEN_IS(&t, "shape")) {
       if (parse_shape(r, rd, shape, &ndim, name ? name : label)) return r->status;
       have_shape = 1;
-    } else if (keyis(&t, "parameters")) {
+    } else if (ISV__TOKEN_IS(&t, "parameters")) {
       info.label = name ? name : label;
       if (parse_params(r, rd, input_param, &info)) return r->status;
-    } else if (keyis(&t, "data")) {
+    } else if (ISV__TOKEN_IS(&t, "data")) {
       if (isv__json_next(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
       have_data = 1;
       if (read_data_now(r, rd, &data_tok, have_dt, dt, have_shape, shape, ndim, &early)) {
@@ -404,12 +401,12 @@ static int output_param(isv_request *r, isv__json_reader *rd, const isv__json_to
   isv__req_output *o = ((output_info *)data)->o;
   (void)rd;
   if (shm_param(r, &((output_info *)data)->shm, key, v, "output", o->name) < 0) return r->status;
-  if (keyis(key, "classification")) {
+  if (ISV__TOKEN_IS(key, "classification")) {
     if (v->type != ISV_PARAM_INT64 || v->v.i64 < 0 || v->v.i64 > UINT32_MAX)
       return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'classification' must be a "
                                "non-negative integer", o->name);
     o->classification = (uint32_t)v->v.i64;
-  } else if (keyis(key, "binary_data")) {
+  } else if (ISV__TOKEN_IS(key, "binary_data")) {
     if (v->type != ISV_PARAM_BOOL)
       return isv__request_fail(r, ISV_EBADREQ, "output '%s': 'binary_data' must be true or false",
                                o->name);
@@ -432,11 +429,11 @@ static int parse_output(isv_request *r, isv__json_reader *rd, size_t index) {
     isv__json_type ty = isv__json_next(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
-    if (keyis(&t, "name")) {
+    if (ISV__TOKEN_IS(&t, "name")) {
       if (expect(r, rd, &t, ISV__JSON_STRING, "output 'name' must be a string")) return r->status;
       if ((o->name = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
         return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-    } else if (keyis(&t, "parameters")) {
+    } else if (ISV__TOKEN_IS(&t, "parameters")) {
       if (!o->name) o->name = label;
       if (parse_params(r, rd, output_param, &info)) return r->status;
     } else {
@@ -455,7 +452,7 @@ static int request_param(isv_request *r, isv__json_reader *rd, const isv__json_t
                          const isv_param *v, void *data) {
   (void)rd;
   (void)data;
-  if (keyis(key, "binary_data_output")) { /* the extension's own switch, not the model's */
+  if (ISV__TOKEN_IS(key, "binary_data_output")) { /* the extension's own switch, not the model's */
     if (v->type != ISV_PARAM_BOOL)
       return isv__request_fail(r, ISV_EBADREQ, "'binary_data_output' must be true or false");
     if (v->v.b) r->proto_flags |= ISV__V2_REQ_BIN;
@@ -487,15 +484,15 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_l
     ty = isv__json_next(&rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return reader_fail(r, &rd, "malformed JSON");
-    if (keyis(&t, "id")) {
+    if (ISV__TOKEN_IS(&t, "id")) {
       if (expect(r, &rd, &t, ISV__JSON_STRING, "'id' must be a string")) return r->status;
       if ((r->id = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
         return isv__request_fail(r, ISV_ENOMEM, "out of memory");
       r->has_id = 1;
-    } else if (keyis(&t, "parameters")) {
+    } else if (ISV__TOKEN_IS(&t, "parameters")) {
       if (parse_params(r, &rd, request_param, NULL)) return r->status;
-    } else if (keyis(&t, "inputs") || keyis(&t, "outputs")) {
-      int inputs = keyis(&t, "inputs");
+    } else if (ISV__TOKEN_IS(&t, "inputs") || ISV__TOKEN_IS(&t, "outputs")) {
+      int inputs = ISV__TOKEN_IS(&t, "inputs");
       if (expect(r, &rd, &t, ISV__JSON_ARRAY_BEGIN,
                  inputs ? "'inputs' must be an array" : "'outputs' must be an array"))
         return r->status;

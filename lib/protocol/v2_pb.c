@@ -29,6 +29,7 @@
 #include "codec/datatype.h"
 #include "codec/nanopb_glue.h"
 #include "codec/pbwire.h"
+#include "codec/span.h"
 #include "codec/raw_bytes.h"
 #include "codec/utf8.h"
 #include "core/registry.h"
@@ -153,10 +154,6 @@ static int parse_param_entry(isv_request *r, isv__pb_span s, const char *where, 
   memset(val, 0, sizeof *val);
   if (have_value) return parse_infer_parameter(r, value, kb, val);
   return 0;
-}
-
-static int span_is(isv__pb_span s, const char *lit) {
-  return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
 }
 
 /* ---- typed contents ------------------------------------------------------------------------ */
@@ -445,7 +442,7 @@ static int input_in_shm(isv__pb_span in) {
     isv__pb_reader re = isv__pb_reader_of(f.s);
     isv__pb_field g;
     while (isv__pb_read_field(&re, &g) > 0)
-      if (g.num == 1 && g.wt == ISV__PB_LEN && span_is(g.s, "shared_memory_region")) return 1;
+      if (g.num == 1 && g.wt == ISV__PB_LEN && ISV__SPAN_IS(g.s.p, g.s.n, "shared_memory_region")) return 1;
   }
   return 0;
 }
@@ -610,7 +607,7 @@ static int parse_output(isv_request *r, isv__pb_span s, size_t index) {
     isv__pb_span key;
     isv_param v;
     if (parse_param_entry(r, f.s, where, &key, &v)) return r->status;
-    if (!span_is(key, "classification")) continue; /* binary_data etc.: ignored */
+    if (!ISV__SPAN_IS(key.p, key.n, "classification")) continue; /* binary_data etc.: ignored */
     uint64_t kk;
     if (v.type == ISV_PARAM_INT64 && v.v.i64 >= 0) {
       kk = (uint64_t)v.v.i64;

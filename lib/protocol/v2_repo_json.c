@@ -33,11 +33,6 @@ static int fail(sink *s, int code, const char *fmt, ...) {
   return code;
 }
 
-static int key_is(const isv__json_token *k, const char *name) {
-  size_t n = strlen(name);
-  return k->len == n && memcmp(k->ptr, name, n) == 0;
-}
-
 /* A key quoted in a message: at most 100 bytes of it. */
 #define KEY_FMT "%.*s"
 #define KEY_ARG(k) (int)((k)->len > 100 ? 100 : (k)->len), (k)->ptr
@@ -72,7 +67,7 @@ static int walk_object(walk *w, int params) {
     if (t == ISV__JSON_OBJECT_END) return 0;
     if (t != ISV__JSON_KEY || isv__json_next(w->rd, &v) == ISV__JSON_ERROR) return json_error(w);
     int rc;
-    if (!params && key_is(&k, "parameters") && w->param) {
+    if (!params && ISV__TOKEN_IS(&k, "parameters") && w->param) {
       if (v.type != ISV__JSON_OBJECT_BEGIN)
         return fail(w->s, ISV_EBADREQ, "%s: \"parameters\" must be a JSON object", w->what);
       rc = walk_object(w, 1);
@@ -153,7 +148,7 @@ int isv__v2repo_set_config(isv_request *r, isv__repo_op *op, const char *s, size
 /* ---- index ------------------------------------------------------------------------------- */
 
 static int index_member(walk *w, const isv__json_token *k, const isv__json_token *v) {
-  if (!key_is(k, "ready")) return 1; /* unknown members are skipped, as Triton does */
+  if (!ISV__TOKEN_IS(k, "ready")) return 1; /* unknown members are skipped, as Triton does */
   return get_bool(w, v, "ready", w->ctx);
 }
 
@@ -171,7 +166,7 @@ int isv__v2repo_json_index(char *body, size_t len, unsigned max_depth, int *read
 static int load_param(walk *w, const isv__json_token *k, const isv__json_token *v) {
   isv__repo_op *op = w->ctx;
   isv_request *r = w->s->r;
-  if (key_is(k, "config")) {
+  if (ISV__TOKEN_IS(k, "config")) {
     if (v->type != ISV__JSON_STRING)
       return fail(w->s, ISV_EBADREQ, "invalid value type for load parameter 'config', expected "
                   "a JSON string (the model configuration as JSON text)");
@@ -185,7 +180,7 @@ static int load_param(walk *w, const isv__json_token *k, const isv__json_token *
 }
 
 static int unload_param(walk *w, const isv__json_token *k, const isv__json_token *v) {
-  if (!key_is(k, "unload_dependents")) return 1; /* Triton ignores the others */
+  if (!ISV__TOKEN_IS(k, "unload_dependents")) return 1; /* Triton ignores the others */
   return get_bool(w, v, "unload_dependents", &((isv__repo_op *)w->ctx)->unload_dependents);
 }
 

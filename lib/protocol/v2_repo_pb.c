@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec/pbwire.h"
+#include "codec/span.h"
 #include "core/request.h"
 #include "protocol/v2_repo.h"
 
@@ -47,11 +48,6 @@ static int read_param(isv__pb_span entry, param *p) {
     }
   }
   return rc < 0 ? -1 : 0;
-}
-
-static int key_is(const param *p, const char *name) {
-  size_t n = strlen(name);
-  return p->key.n == n && memcmp(p->key.p, name, n) == 0;
 }
 
 /* A client's key for a message: at most 100 bytes, anything but printable ASCII as '?'. */
@@ -97,7 +93,7 @@ static int control(isv_request *r, const uint8_t *msg, size_t len, isv__repo_act
     param p;
     if (read_param(f.s, &p) != 0) return malformed(r, what);
     if (perr) continue; /* the first bad parameter is the one reported */
-    if (load && key_is(&p, "config")) {
+    if (load && ISV__SPAN_IS(p.key.p, p.key.n, "config")) {
       if (p.kind != P_STRING) {
         perr = ISV_EBADREQ;
         snprintf(pmsg, sizeof pmsg, "invalid value type for load parameter 'config', expected "
@@ -115,7 +111,7 @@ static int control(isv_request *r, const uint8_t *msg, size_t len, isv__repo_act
       perr = ISV_EBADREQ;
       snprintf(pmsg, sizeof pmsg, "unrecognized load parameter '%s'.",
                key_text(&p, key, sizeof key));
-    } else if (key_is(&p, "unload_dependents")) { /* unload: the others are ignored (Triton) */
+    } else if (ISV__SPAN_IS(p.key.p, p.key.n, "unload_dependents")) { /* unload: the others are ignored (Triton) */
       if (p.kind != P_BOOL) {
         perr = ISV_EBADREQ;
         snprintf(pmsg, sizeof pmsg, "invalid value type for 'unload_dependents' parameter, "

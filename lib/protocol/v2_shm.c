@@ -11,10 +11,6 @@
 
 /* ---- decoders ---------------------------------------------------------------------------- */
 
-static int keyis(const isv__json_token *t, const char *k) {
-  return t->len == strlen(k) && memcmp(t->ptr, k, t->len) == 0;
-}
-
 static int json_failed(isv__json_reader *rd, char *err, size_t cap) {
   size_t off = 0;
   const char *m = isv__json_error(rd, &off);
@@ -44,7 +40,7 @@ int isv__v2shm_decode_register_json(char *body, size_t len, unsigned max_depth,
     ty = isv__json_next(&rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return json_failed(&rd, err, err_cap);
-    int is_key = keyis(&t, "key"), is_off = keyis(&t, "offset"), is_size = keyis(&t, "byte_size");
+    int is_key = ISV__TOKEN_IS(&t, "key"), is_off = ISV__TOKEN_IS(&t, "offset"), is_size = ISV__TOKEN_IS(&t, "byte_size");
     isv__json_token v;
     ty = isv__json_next(&rd, &v);
     if (ty == ISV__JSON_ERROR) return json_failed(&rd, err, err_cap);

@@ -49,6 +49,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/numfmt.h"
+#include "codec/span.h"
 #include "codec/timeheap.h"
 #include "codec/zcoding.h"
 #include "transport/conn.h"
@@ -73,6 +75,7 @@
 #define ISV__H2_OVERSIZE_BLOCKS 4
 #define ISV__H2_HEADER_RATE (16u << 20)
 #define ISV__H2_HEADER_FREE 4096
+#define HEAD_LENS (2 * sizeof(uint32_t)) /* before each header in a stream's head */
 /* A shutdown's PING unanswered this long: the final GOAWAY goes anyway; and after it, this
  * long for the streams already open to finish arriving. */
 #define ISV__H2_NOTICE_WAIT_MS 500
@@ -93,10 +96,11 @@ typedef struct h2_stream {
   const isv_mem *mem; /* the server's (it may outlive its connection) */
   struct h2_stream *prev, *next;
   int32_t id;
-  /* request headers: "name\0value\0" pairs */
+  /* request headers: each its two lengths (uint32_t, HEAD_LENS bytes) then "name\0value\0" */
   isv__buf head;
   size_t n_headers;
   const char *path, *method, *ctype;
+  size_t path_len;
   const char *cencoding; /* content-encoding, NULL when absent */
   unsigned n_cencoding;  /* its lines: two are one list (RFC 9110 §5.3), and a list is refused */
   int is_grpc;
@@ -377,10 +381,17 @@ static void release_items(h2_stream *st) {
 
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
 
+/* v in decimal, NUL-ended, into out (24 bytes): a status or a length for a header, without
+ * snprintf's cost on every answer. */
+static const char *decimal(char out[24], int64_t v) {
+  out[isv__fmt_i64(out, v)] = '\0';
+  return out;
+}
+
 static void submit_trailers(h2_stream *st) {
-  char status[16];
-  snprintf(status, sizeof status, "%d", st->trailer_status);
-  nghttp2_nv nv[2] = {NV("grpc-status", status), NV("grpc-message", st->trailer_msg ? st->trailer_msg : "")};
+  char status[24];
+  nghttp2_nv nv[2] = {NV("grpc-status", decimal(status, st->trailer_status)),
+                      NV("grpc-message", st->trailer_msg ? st->trailer_msg : "")};
   nghttp2_submit_trailer(st->h2->s, st->id, nv, st->trailer_msg && st->trailer_msg[0] ? 2 : 1);
 }
 
@@ -622,9 +633,9 @@ static int h2_respond(isv__exchange *ex, const isv__response *resp) {
     ex->conn = NULL;
   }
   size_t body = parts_len(resp->parts, resp->n_parts);
-  char status[8], clen[24];
-  snprintf(status, sizeof status, "%d", resp->status);
-  snprintf(clen, sizeof clen, "%zu", body);
+  char status[24], clen[24];
+  decimal(status, resp->status);
+  decimal(clen, (int64_t)body);
   /* HTTP/2 field names are lower case; nghttp2 copies them, so they may live on the stack */
   size_t names = 0;
   for (size_t i = 0; i < resp->n_headers; i++) names += resp->headers[i].name_len;
@@ -794,8 +805,8 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   isv__buf_init(&m, st->mem);
   if (message) isv__grpc_percent_encode(&m, message);
   isv__buf_putc(&m, '\0');
-  char status_s[16];
-  snprintf(status_s, sizeof status_s, "%d", status);
+  char status_s[24];
+  decimal(status_s, status);
   if (!st->submitted && st->q_head == NULL) { /* trailers-only */
     nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
                        NV("grpc-status", status_s), NV("grpc-message", m.failed ? "" : m.data)};
@@ -835,10 +846,10 @@ static void transport_end(h2_stream *st, int status, const char *message) {
     isv__buf_init(&m, st->mem);
   }
   if (!st->submitted && st->q_head == NULL) {
-    char s[8];
-    snprintf(s, sizeof s, "%d", status);
+    char s[24];
     nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
-                       NV("grpc-status", s), NV("grpc-message", m.data ? m.data : "")};
+                       NV("grpc-status", decimal(s, status)),
+                       NV("grpc-message", m.data ? m.data : "")};
     st->submitted = 1;
     nghttp2_submit_response(h->s, st->id, nv, 4, NULL);
     isv__buf_free(&m);
@@ -1024,10 +1035,13 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     }
     return 0;
   }
-  if (st->head.len + nlen + vlen + 2 > limit || st->n_headers >= 100) {
+  size_t stored = st->head.len - st->n_headers * HEAD_LENS; /* names and values, NULs too */
+  if (stored + nlen + vlen + 2 > limit || nlen + vlen > UINT32_MAX || st->n_headers >= 100) {
     st->headers_too_big = 1; /* answered 431 once the header block is complete, as on HTTP/1.1 */
     return 0;
   }
+  uint32_t lens[2] = {(uint32_t)nlen, (uint32_t)vlen}; /* no strlen to find them again */
+  isv__buf_append(&st->head, lens, sizeof lens);
   isv__buf_append(&st->head, name, nlen);
   isv__buf_putc(&st->head, '\0');
   isv__buf_append(&st->head, value, vlen);
@@ -1042,15 +1056,17 @@ static int index_headers(h2_stream *st) {
   if (st->hdrs == NULL) return -1;
   const char *p = st->head.data;
   for (size_t i = 0; i < st->n_headers; i++) {
-    const char *n = p;
-    size_t nl = strlen(n);
+    uint32_t lens[2];
+    memcpy(lens, p, sizeof lens);
+    const char *n = p + HEAD_LENS;
+    size_t nl = lens[0];
     const char *v = n + nl + 1;
-    size_t vl = strlen(v);
+    size_t vl = lens[1];
     p = v + vl + 1;
     st->hdrs[i] = (isv__header){n, nl, v, vl};
 /* the length first: most headers are none of these, and are told so without a byte compared */
-#define IS(lit) (nl == sizeof lit - 1 && memcmp(n, lit, sizeof lit - 1) == 0)
-    if (IS(":path")) st->path = v;
+#define IS(lit) ISV__SPAN_IS(n, nl, lit)
+    if (IS(":path")) st->path = v, st->path_len = vl;
     else if (IS(":method")) st->method = v;
     else if (IS("content-type")) st->ctype = v;
     else if (IS("content-encoding")) st->cencoding = v, st->n_cencoding++;
@@ -1068,7 +1084,7 @@ static int index_headers(h2_stream *st) {
 static void start_call(h2 *h, h2_stream *st) {
   st->dispatched = 1;
   st->call.path = st->path;
-  st->call.path_len = strlen(st->path);
+  st->call.path_len = st->path_len;
   st->call.headers = st->hdrs;
   st->call.n_headers = st->n_headers;
   st->call.carrier = st;
@@ -1088,10 +1104,9 @@ static void start_call(h2 *h, h2_stream *st) {
 
 static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *extra_name,
                         const char *extra_value) {
-  char s[8];
-  snprintf(s, sizeof s, "%d", status);
+  char s[24];
   nghttp2_nv nv[5] = {NV(":status", "200"), NV("content-type", "application/grpc"),
-                      NV("grpc-status", s), NV("grpc-message", msg)};
+                      NV("grpc-status", decimal(s, status)), NV("grpc-message", msg)};
   size_t n = 4;
   if (extra_name) nv[n++] = (nghttp2_nv){(uint8_t *)extra_name, (uint8_t *)extra_value,
                                          strlen(extra_name), strlen(extra_value), NGHTTP2_NV_FLAG_NONE};
@@ -1106,7 +1121,7 @@ static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *
 static isv__exchange *make_exchange(h2_stream *st, int with_body) {
   isv__exchange *ex = isv__calloc(st->mem, 1, sizeof *ex);
   if (ex) ex->mem = st->mem;
-  size_t plen = st->path ? strlen(st->path) : 0, hlen = st->head.len;
+  size_t plen = st->path ? st->path_len : 0, hlen = st->head.len;
   /* The exchange owns its text — the header block its headers point into, then a copy of the
    * path to cut at '?' — for it may outlive its stream (a reset, a connection gone). */
   char *text = isv__malloc(st->mem, hlen + plen + 1);
