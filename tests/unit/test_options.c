@@ -37,6 +37,7 @@ static void new_holds_every_default(void **state) {
   assert_int_equal(o->max_connections, 10000);
   assert_int_equal(o->max_json_depth, 64);
   assert_int_equal(o->buffer_cache_bytes, 64u * 1024 * 1024);
+  assert_int_equal(o->small_block_cache_bytes, 2u * 1024 * 1024);
   assert_int_equal(o->strict_readiness, 0);
   assert_int_equal(o->shared_memory, 0);
   assert_int_equal(o->shared_memory_in_place, 0); /* copies: a client cannot SIGBUS it */
@@ -81,6 +82,7 @@ static void every_setter_refuses_a_null_options(void **state) {
   assert_int_equal(isv_options_set_strict_readiness(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_shared_memory_in_place(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_buffer_cache_bytes(NULL, 1), ISV_EINVAL);
+  assert_int_equal(isv_options_set_small_block_cache_bytes(NULL, 1), ISV_EINVAL);
   assert_int_equal(isv_options_set_server_name(NULL, "a", "b"), ISV_EINVAL);
   assert_int_equal(isv_options_set_protocol(NULL, "metrics", 0), ISV_EINVAL);
 }
@@ -183,7 +185,7 @@ static void buffer_prefault_is_bounded_by_the_cache_s_slots(void **state) {
   assert_int_equal(o->prefault_block_bytes, 0);
 }
 
-static void buffer_cache_accepts_zero(void **state) {
+static void caches_accept_zero(void **state) {
   isv_options *o = *state;
   assert_int_equal(isv_options_set_buffer_cache_bytes(o, 0), 0); /* keeps none */
   assert_int_equal(o->buffer_cache_bytes, 0);
@@ -191,6 +193,8 @@ static void buffer_cache_accepts_zero(void **state) {
   assert_true(o->buffer_cache_bytes == SIZE_MAX);
   assert_int_equal(isv_options_set_buffer_cache_bytes(o, 1u << 20), 0);
   assert_int_equal(o->buffer_cache_bytes, 1u << 20);
+  assert_int_equal(isv_options_set_small_block_cache_bytes(o, 0), 0); /* keeps none */
+  assert_int_equal(o->small_block_cache_bytes, 0);
 }
 
 static void server_name_lengths_and_nulls(void **state) {
@@ -302,7 +306,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(max_connections_refuses_zero, setup, teardown),
       cmocka_unit_test_setup_teardown(max_json_depth_is_between_1_and_1024, setup, teardown),
       cmocka_unit_test_setup_teardown(strict_readiness_is_a_boolean, setup, teardown),
-      cmocka_unit_test_setup_teardown(buffer_cache_accepts_zero, setup, teardown),
+      cmocka_unit_test_setup_teardown(caches_accept_zero, setup, teardown),
       cmocka_unit_test_setup_teardown(buffer_prefault_is_bounded_by_the_cache_s_slots, setup, teardown),
       cmocka_unit_test_setup_teardown(server_name_lengths_and_nulls, setup, teardown),
       cmocka_unit_test_setup_teardown(protocol_switches_are_stored_by_name, setup, teardown),
