@@ -12,11 +12,10 @@
 #ifndef ISV_CODEC_JSON_READER_H
 #define ISV_CODEC_JSON_READER_H
 
-#include "codec/span.h"
-
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec/span.h"
 #include "inferserve.h" /* isv_datatype, isv_bytes */
 
 #define ISV__JSON_MAX_DEPTH_LIMIT 1024

@@ -102,10 +102,7 @@ static void *make(isv__recycler *r, size_t n, int zero) {
   }
   unsigned k = class_of(n);
   void *base = NULL;
-  if (r->limit > 0 && mine(r)) {
-    base = pop(r, k);
-    if (base == NULL) r->missed++;
-  }
+  if (r->limit > 0 && mine(r)) base = pop(r, k);
   if (base != NULL) {
     if (zero) memset(base, 0, n);
   } else {

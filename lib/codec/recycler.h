@@ -47,7 +47,6 @@ typedef struct isv__recycler {
   size_t limit;         /* bytes kept at most (0: none kept: every block goes back at once) */
   size_t held;          /* bytes kept now (owner) */
   uint64_t taken;       /* allocations served from a list (owner) */
-  uint64_t missed;      /* the owner's allocations of a class that found its list empty */
   isv__recycler_list list[ISV__RECYCLER_CLASSES];
 } isv__recycler;
 

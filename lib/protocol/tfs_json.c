@@ -14,7 +14,6 @@
 
 /* ---- decoding ---------------------------------------------------------------------------- */
 
-
 /* One of the model's inputs while a body is decoded. */
 typedef struct in_state {
   const isv__io *io;

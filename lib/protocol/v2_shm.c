@@ -40,7 +40,8 @@ int isv__v2shm_decode_register_json(char *body, size_t len, unsigned max_depth,
     ty = isv__json_next(&rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return json_failed(&rd, err, err_cap);
-    int is_key = ISV__TOKEN_IS(&t, "key"), is_off = ISV__TOKEN_IS(&t, "offset"), is_size = ISV__TOKEN_IS(&t, "byte_size");
+    int is_key = ISV__TOKEN_IS(&t, "key"), is_off = ISV__TOKEN_IS(&t, "offset"),
+        is_size = ISV__TOKEN_IS(&t, "byte_size");
     isv__json_token v;
     ty = isv__json_next(&rd, &v);
     if (ty == ISV__JSON_ERROR) return json_failed(&rd, err, err_cap);
