@@ -33,7 +33,8 @@ typedef struct sf_result {
 /* Records r's status, error text and output `output` (FP32) into res, then frees r. */
 void sf_record(isv_request *r, int status, sf_result *res, const char *output);
 
-/* A backend: y = x * 2, FP32 of any shape, "x" in and "y" out (completes before it returns). */
+/* A backend: y = x * 2, FP32 of any shape, "x" in and "y" out (completes before it returns);
+ * test_adapter and test_fail_malloc serve it too. */
 int sf_twice(isv_request *r, void *u);
 
 /* cmocka teardown for a world in *state: the server closed, the loop run to its end and closed

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "inferserve.h"
+#include "server_fixture.h"
 
 typedef struct world {
   uv_loop_t loop;
@@ -72,20 +73,6 @@ static void h_end(isv_exchange *x) { ((seen *)isv_exchange_user(x))->ends++; }
 
 static const isv_exchange_carrier carrier = {sizeof carrier, h_respond, h_write, h_end};
 
-/* y = x * 2 (FP32 [-1]) */
-static int twice(isv_request *r, void *u) {
-  (void)u;
-  const isv_tensor *x = isv_request_input(r, "x");
-  size_t nd;
-  const int64_t *shape = isv_tensor_shape(x, &nd);
-  float *y;
-  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
-  if (rc) return rc;
-  const float *in = isv_tensor_data(x);
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
-  return isv_request_complete(r, 0, NULL);
-}
-
 /* completes 100 ms later from a thread of its own, or at once when cancelled */
 static void slow_body(void *arg) {
   isv_request *r = arg;
@@ -132,7 +119,7 @@ static int setup(void **state) {
   isv_options_set_max_header_bytes(o, 1024);
   assert_int_equal(isv_server_new(&w->loop, o, &w->srv), 0);
   isv_options_free(o);
-  add(w, "twice", twice, ISV_EXEC_INLINE);
+  add(w, "twice", sf_twice, ISV_EXEC_INLINE);
   add(w, "slow", slow, ISV_EXEC_ASYNC);
   isv_route route = {.struct_size = sizeof route, .method = "GET", .path = "/stream",
                      .handler = stream_route};

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "inferserve.h"
+#include "server_fixture.h"
 
 /* ---- the hooks: fail the k-th allocation once armed ---- */
 
@@ -95,19 +96,6 @@ static int disarm(void) {
 
 /* ---- the model: y = 2x (FP32, any length), inline or on the pool ---- */
 
-static int twice(isv_request *r, void *u) {
-  (void)u;
-  const isv_tensor *x = isv_request_input(r, "x");
-  size_t nd;
-  const int64_t *shape = isv_tensor_shape(x, &nd);
-  float *y;
-  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
-  if (rc) return rc; /* ISV_ENOMEM: the client gets a 500 */
-  const float *in = isv_tensor_data(x);
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
-  return isv_request_complete(r, 0, NULL);
-}
-
 static isv_server *new_server(uv_loop_t *loop) {
   isv_server *srv;
   isv_options *o;
@@ -124,7 +112,7 @@ static isv_server *new_server(uv_loop_t *loop) {
     isv_model_config_add_input(c, "x", ISV_FP32, any, 1);
     isv_model_config_add_output(c, "y", ISV_FP32, any, 1);
     isv_model_config_set_exec_mode(c, i ? ISV_EXEC_POOL : ISV_EXEC_INLINE);
-    isv_backend be = {.struct_size = sizeof be, .infer = twice};
+    isv_backend be = {.struct_size = sizeof be, .infer = sf_twice};
     assert_int_equal(isv_server_add_model(srv, c, "1", &be, NULL, NULL), 0);
     isv_model_config_free(c);
   }
