@@ -460,6 +460,50 @@ def test_protocol_errors_close_connection(demo, protos, what):
         assert h1.read_response().status == 200
 
 
+def test_headers_on_a_stream_the_client_ended_is_stream_closed(demo):
+    """The server keeps no closed streams for nghttp2's priority tree; the last ones the client
+    ended are still known: HEADERS on one is a connection error STREAM_CLOSED (RFC 9113 5.1),
+    even after other streams have come and gone."""
+    with H2Conn(demo) as c:
+        first = c.request(rest_headers(demo, "GET", "/v2/health/live"))
+        c.wait(first)
+        for _ in range(5):
+            c.wait(c.request(rest_headers(demo, "GET", "/v2/health/ready")))
+        c.request(rest_headers(demo, "GET", "/v2/health/live"), sid=first)
+        assert c.wait_closed(3.0), "HEADERS on closed stream %d: still open" % first
+        assert c.goaway is not None and c.goaway[1] == h2raw.STREAM_CLOSED, c.goaway
+
+
+def test_data_on_a_closed_stream_is_dropped(demo, protos):
+    """DATA on a stream that has closed is dropped (as h2o does; nghttp2 reports nothing for
+    it): the connection goes on, and the bytes count against its window only."""
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        first = c.request(rest_headers(demo, "GET", "/v2/health/live"))
+        c.wait(first)
+        c.send(h2raw.frame(h2raw.DATA, h2raw.END_STREAM, first, b"late bytes"))
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                              end_stream=True))
+        assert _grpc_ok(st, pb.ServerLiveResponse).live
+        assert c.goaway is None, c.goaway
+
+
+def test_data_after_the_server_ended_a_stream_early_is_not_an_error(demo, protos):
+    """A stream the server answered (and reset) before the client finished sending may still
+    receive the client's frames in flight: they are dropped, the connection goes on."""
+    pb = protos.pb
+    with H2Conn(demo) as c:
+        sid = c.request(grpc_headers(demo, SERVICE + "NoSuchMethod"), end_stream=False)
+        st = c.wait(sid)
+        code, _ = _grpc_error(st)
+        assert code == 12, st  # UNIMPLEMENTED, answered before the client's END_STREAM
+        c.send_data(sid, grpc_frame(b""), end_stream=True)
+        st = c.wait(c.request(grpc_headers(demo, SERVICE + "ServerLive"), body=grpc_frame(b""),
+                              end_stream=True))
+        assert _grpc_ok(st, pb.ServerLiveResponse).live
+        assert c.goaway is None, c.goaway
+
+
 def test_ping_and_settings_ack(demo):
     with H2Conn(demo) as c:
         c.ping(b"abcdefgh")
