@@ -7,49 +7,13 @@
 #include <string.h>
 
 #include "codec/mem.h"
+#include "counting_mem.h"
 #include "inferserve.h"
-
-/* An allocator that counts what it hands out and takes back. */
-typedef struct counting {
-  long mallocs, callocs, reallocs, frees;
-  long live; /* blocks out */
-} counting;
-
-static void *c_malloc(size_t n, void *u) {
-  counting *c = u;
-  c->mallocs++;
-  c->live++;
-  return malloc(n);
-}
-static void c_free(void *p, void *u) {
-  counting *c = u;
-  if (p == NULL) return;
-  c->frees++;
-  c->live--;
-  free(p);
-}
-static void *c_calloc(size_t n, size_t size, void *u) {
-  counting *c = u;
-  c->callocs++;
-  c->live++;
-  return calloc(n, size);
-}
-static void *c_realloc(void *p, size_t n, void *u) {
-  counting *c = u;
-  c->reallocs++;
-  if (p == NULL) c->live++;
-  return realloc(p, n);
-}
-
-static isv_mem counting_mem(counting *c) {
-  memset(c, 0, sizeof *c);
-  return (isv_mem){sizeof(isv_mem), c, c_malloc, c_free, c_calloc, c_realloc};
-}
 
 static void blocks_go_back_to_their_own_allocator(void **state) {
   (void)state;
-  counting a, b;
-  isv_mem ma = counting_mem(&a), mb = counting_mem(&b);
+  counting_mem a, b;
+  isv_mem ma = counting_mem_init(&a), mb = counting_mem_init(&b);
   char *p = isv__malloc(&ma, 100);
   assert_non_null(p);
   assert_int_equal((uintptr_t)p % 16, 0); /* aligned as malloc's */
@@ -73,8 +37,8 @@ static void blocks_go_back_to_their_own_allocator(void **state) {
 
 static void calloc_zeroes_and_sizes_that_overflow_are_refused(void **state) {
   (void)state;
-  counting a;
-  isv_mem m = counting_mem(&a);
+  counting_mem a;
+  isv_mem m = counting_mem_init(&a);
   unsigned char *z = isv__calloc(&m, 10, 7);
   assert_non_null(z);
   for (int i = 0; i < 70; i++) assert_int_equal(z[i], 0);
@@ -102,8 +66,8 @@ static void no_allocator_means_libc(void **state) {
 /* A block made with one copy of the functions, moved to another (the server's own struct). */
 static void a_rehomed_block_is_freed_with_the_new_copy(void **state) {
   (void)state;
-  counting a, b;
-  isv_mem ma = counting_mem(&a), mb = counting_mem(&b);
+  counting_mem a, b;
+  isv_mem ma = counting_mem_init(&a), mb = counting_mem_init(&b);
   void *p = isv__malloc(&ma, 32);
   isv__mem_rehome(p, &mb);
   isv__free(p);
@@ -113,8 +77,8 @@ static void a_rehomed_block_is_freed_with_the_new_copy(void **state) {
 
 static void options_refuse_an_incomplete_allocator(void **state) {
   (void)state;
-  counting a;
-  isv_mem m = counting_mem(&a);
+  counting_mem a;
+  isv_mem m = counting_mem_init(&a);
   isv_options *o;
   assert_int_equal(isv_options_new(&o), 0);
   assert_int_equal(isv_options_set_mem(o, &m), 0);

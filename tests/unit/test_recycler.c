@@ -10,48 +10,17 @@
 #include <uv.h>
 
 #include "codec/recycler.h"
-
-/* The allocator beneath: counts its calls and the blocks it has out. */
-typedef struct counting {
-  atomic_long calls; /* malloc, calloc and realloc */
-  atomic_long frees;
-  atomic_long live;
-} counting;
-
-static void *c_malloc(size_t n, void *u) {
-  counting *c = u;
-  atomic_fetch_add(&c->calls, 1);
-  atomic_fetch_add(&c->live, 1);
-  return malloc(n);
-}
-static void c_free(void *p, void *u) {
-  counting *c = u;
-  atomic_fetch_add(&c->frees, 1);
-  atomic_fetch_sub(&c->live, 1);
-  free(p);
-}
-static void *c_calloc(size_t n, size_t size, void *u) {
-  counting *c = u;
-  atomic_fetch_add(&c->calls, 1);
-  atomic_fetch_add(&c->live, 1);
-  return calloc(n, size);
-}
-static void *c_realloc(void *p, size_t n, void *u) {
-  counting *c = u;
-  atomic_fetch_add(&c->calls, 1);
-  if (p == NULL) atomic_fetch_add(&c->live, 1);
-  return realloc(p, n);
-}
+#include "counting_mem.h"
 
 typedef struct world {
-  counting count;
+  counting_mem count; /* the allocator beneath's calls */
   isv_mem under;
   isv__recycler r;
 } world;
 
 static world *world_new(size_t limit) {
   world *w = calloc(1, sizeof *w);
-  w->under = (isv_mem){sizeof(isv_mem), &w->count, c_malloc, c_free, c_calloc, c_realloc};
+  w->under = counting_mem_init(&w->count);
   isv__recycler_init(&w->r, &w->under, limit);
   return w;
 }
@@ -73,10 +42,10 @@ static void a_freed_block_serves_the_next_of_its_size(void **state) {
     assert_int_equal((uintptr_t)p % 16, 0);
     memset(p, 'x', n); /* the whole size asked for is the caller's (ASan checks) */
     isv__free(p);
-    long calls = atomic_load(&w->count.calls);
+    long calls = counting_mem_allocs(&w->count);
     char *q = isv__malloc(m, n); /* a kept block: this one, or a larger one kept before */
     memset(q, 'y', n);
-    assert_int_equal(atomic_load(&w->count.calls), calls);
+    assert_int_equal(counting_mem_allocs(&w->count), calls);
     isv__free(q);
   }
   assert_true(sizes > 50 && w->r.taken >= sizes);

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,38 +15,18 @@
 #include <unistd.h>
 
 #include "core/core.h" /* ISV__QUARANTINE */
+#include "counting_mem.h"
 #include "inferserve.h"
 #include "server_fixture.h"
 
-static atomic_long calls; /* malloc, calloc, realloc and free through the server's allocator */
+static counting_mem counted; /* the server's allocator: its malloc, calloc, realloc and free */
 
-static void *c_malloc(size_t n, void *u) {
-  (void)u;
-  atomic_fetch_add(&calls, 1);
-  return malloc(n);
-}
-static void c_free(void *p, void *u) {
-  (void)u;
-  atomic_fetch_add(&calls, 1);
-  free(p);
-}
-static void *c_calloc(size_t n, size_t size, void *u) {
-  (void)u;
-  atomic_fetch_add(&calls, 1);
-  return calloc(n, size);
-}
-static void *c_realloc(void *p, size_t n, void *u) {
-  (void)u;
-  atomic_fetch_add(&calls, 1);
-  return realloc(p, n);
-}
-static const isv_mem counting = {sizeof counting, NULL, c_malloc, c_free, c_calloc, c_realloc};
-
-/* A world (server_fixture.h) whose server allocates through `counting`, with the recycler on or
- * off, serving "twice". */
+/* A world (server_fixture.h) whose server allocates through `counted`'s allocator, with the
+ * recycler on or off, serving "twice". */
 static sf_world *world_new(int recycle) {
   isv_options *o;
   assert_int_equal(isv_options_new(&o), 0);
+  isv_mem counting = counting_mem_init(&counted);
   assert_int_equal(isv_options_set_mem(o, &counting), 0);
   if (!recycle) assert_int_equal(isv_options_set_small_block_cache_bytes(o, 0), 0);
   sf_world *w = sf_world_new(o);
@@ -84,7 +63,7 @@ static long inprocess_calls(int recycle, int warm, int count) {
   long before = 0;
   int done = 0;
   for (int i = 0; i < warm + count; i++) {
-    if (i == warm) before = atomic_load(&calls);
+    if (i == warm) before = counting_mem_calls(&counted);
     int64_t n = 3;
     float x[] = {1, 2, 3};
     isv_request *r;
@@ -94,7 +73,7 @@ static long inprocess_calls(int recycle, int warm, int count) {
     uv_run(&w->loop, UV_RUN_NOWAIT);
   }
   uv_run(&w->loop, UV_RUN_DEFAULT);
-  long made = atomic_load(&calls) - before;
+  long made = counting_mem_calls(&counted) - before;
   assert_int_equal(done, warm + count);
   sf_teardown((void **)&w);
   return made;
@@ -148,10 +127,10 @@ static long http_calls(int recycle, int warm, int count) {
                                       "\r\n%s", sizeof body - 1, body);
   long before = 0;
   for (int i = 0; i < warm + count; i++) {
-    if (i == warm) before = atomic_load(&calls);
+    if (i == warm) before = counting_mem_calls(&counted);
     round_trip(&w->loop, sv[1], req, (size_t)len);
   }
-  long made = atomic_load(&calls) - before;
+  long made = counting_mem_calls(&counted) - before;
   close(sv[1]);
   sf_teardown((void **)&w);
   return made;
