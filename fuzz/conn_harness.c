@@ -250,11 +250,15 @@ static const uint8_t *find_sep(const uint8_t *p, const uint8_t *end) {
  * half-closed and all is quiet, to the connection's next deadline. */
 static uint64_t clock_ms = 1000;
 
+int isv_fuzz_turn(isv__memconn *m) {
+  uv_run(&loop, UV_RUN_NOWAIT);
+  return isv__memconn_settle(m) || n_deferred || n_streams;
+}
+
 /* Run the loop once, take what the server wrote, complete its writes. Whether anything
  * happened (or may still: a deferred completion, a stream's next piece). */
 static int step(isv__memconn *m) {
-  uv_run(&loop, UV_RUN_NOWAIT);
-  int busy = n_deferred || n_streams;
+  int busy = isv_fuzz_turn(m);
   if (isv__memconn_pending(m)) {
     isv__memconn_take(m, NULL, (size_t)-1);
     busy = 1;
@@ -262,7 +266,7 @@ static int step(isv__memconn *m) {
   return isv__memconn_settle(m) || busy;
 }
 
-void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, size_t size) {
+isv__memconn *isv_fuzz_connect(void) {
   static int ready;
   if (!ready) {
     init();
@@ -271,6 +275,26 @@ void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, 
   isv__memconn *m = isv__memconn_new(isv__server_transport(srv), &clock_ms);
   if (m == NULL) abort();
   m->sndbuf = (size_t)1 << 20;
+  return m;
+}
+
+void isv_fuzz_hang_up(isv__memconn *m) {
+  if (!m->c.closing) isv__memconn_eof(m);
+  for (int spins = 0, quiet = 0; !m->c.closing; spins++) {
+    if (spins == 100000) abort(); /* a connection the server never closes is a hang */
+    quiet = step(m) ? 0 : quiet + 1;
+    if (quiet < 4) continue;
+    uint64_t at = isv__memconn_next(m); /* quiet: its deadlines come (idle, linger, ...) */
+    if (at == 0) abort(); /* nothing left that would ever close it */
+    if (at > clock_ms) clock_ms = at;
+    isv__memconn_fire(m);
+  }
+  for (int i = 0; i < 4; i++) step(m); /* what the close lets go of */
+  isv__memconn_free(m);
+}
+
+void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, size_t size) {
+  isv__memconn *m = isv_fuzz_connect();
   if (prefix_len && isv__memconn_feed(m, prefix, prefix_len) != prefix_len) abort();
   const uint8_t *seg = data, *end = data + size;
   while (!m->c.closing) {
@@ -289,16 +313,5 @@ void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, 
     if (sep == NULL || m->c.closing || seg < seg_end) break;
     seg = sep + ISV_FUZZ_SEP_LEN;
   }
-  if (!m->c.closing) isv__memconn_eof(m);
-  for (int spins = 0, quiet = 0; !m->c.closing; spins++) {
-    if (spins == 100000) abort(); /* a connection the server never closes is a hang */
-    quiet = step(m) ? 0 : quiet + 1;
-    if (quiet < 4) continue;
-    uint64_t at = isv__memconn_next(m); /* quiet: its deadlines come (idle, linger, ...) */
-    if (at == 0) abort(); /* nothing left that would ever close it */
-    if (at > clock_ms) clock_ms = at;
-    isv__memconn_fire(m);
-  }
-  for (int i = 0; i < 4; i++) step(m); /* what the close lets go of */
-  isv__memconn_free(m);
+  isv_fuzz_hang_up(m);
 }

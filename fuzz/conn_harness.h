@@ -25,4 +25,16 @@
 
 void isv_fuzz_serve(const char *prefix, size_t prefix_len, const uint8_t *data, size_t size);
 
+/* For a target that plays the client itself (fuzz_tls_session: a TLS client in memory): */
+typedef struct isv__memconn isv__memconn;
+/* A new connection to the harness's server, as accepted (its sndbuf 1 MiB). */
+isv__memconn *isv_fuzz_connect(void);
+/* One turn of the server's loop, m's finished writes completed; what the server wrote stays for
+ * the caller (isv__memconn_take). Whether anything happened, or may still. */
+int isv_fuzz_turn(isv__memconn *m);
+/* The client half-closes (if the server has not closed yet); the server's deadlines come until
+ * it closes, what it writes meanwhile dropped; then m is freed. A server that never closes is a
+ * hang: abort. */
+void isv_fuzz_hang_up(isv__memconn *m);
+
 #endif

@@ -263,10 +263,10 @@ static void on_slice_written(uv_write_t *req, int status) {
   arm(c);
 }
 
-static int uvc_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
+int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   if (c->closing) return ISV_ECANCELED;
   if (c->tls) return isv__tls_write(c, bufs, n, cb, ctx);
-  return isv__conn_write_raw(c, bufs, n, cb, ctx);
+  return c->io->write(c, bufs, n, cb, ctx);
 }
 
 /* The deferred callback of a write the kernel took at once (try_write): as write_done. */
@@ -317,8 +317,7 @@ static int try_write(isv__conn *c, const uv_buf_t *bufs, size_t n, size_t len, i
   return 1;
 }
 
-int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
-                        void *ctx) {
+static int uvc_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   if (c->closing) return ISV_ECANCELED;
   size_t len = 0, done = 0;
   for (size_t i = 0; i < n; i++) len += bufs[i].len;

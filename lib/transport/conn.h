@@ -60,6 +60,7 @@ typedef void (*isv__write_cb)(isv__conn *c, void *ctx, int status);
  * arithmetic, stamping an exchange) is not in the table: it is the same for every seam and
  * works on c->t (conn.c). Each entry's contract is its wrapper's. */
 typedef struct isv__conn_io {
+  /* the bytes as they go to the peer (TLS records, once tls.c sealed them): isv__conn_write_raw */
   int (*write)(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
   void (*deadline)(isv__conn *c, uint64_t ms);
   void (*read_stop)(isv__conn *c);
@@ -166,14 +167,13 @@ static inline uint64_t isv__conn_now_ns(const isv__conn *c) { return c->io->now_
 /* Per connection, per direction, per loop turn (uv_hrtime ns; the transport's slice_budget_ns).
  * A turn's worst is about the budget plus one slice. */
 #define ISV__SLICE_BUDGET_NS ((uint64_t)400 * 1000)
-static inline int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
-                                  void *ctx) {
+/* Encrypted first on a TLS connection (tls.c), then the seam's write. */
+int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+/* The seam's write itself, whatever TLS does: for tls.c, which writes its records with it. */
+static inline int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n,
+                                      isv__write_cb cb, void *ctx) {
   return c->io->write(c, bufs, n, cb, ctx);
 }
-/* The same on the socket itself, whatever TLS does: for tls.c, which writes its records with
- * it (a libuv connection only). */
-int isv__conn_write_raw(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb,
-                        void *ctx);
 
 /* The engine says whether a request is in flight — its head is complete (it is being
  * received, processed or answered) — or not: idle, the connection may be closed to make room

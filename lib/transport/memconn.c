@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "transport/tls.h"
+
 struct isv__memconn_write {
   isv__write_cb cb;
   void *ctx;
@@ -124,7 +126,8 @@ size_t isv__memconn_feed(isv__memconn *m, const void *data, size_t len) {
       return len;
     }
     uv_buf_t b = uv_buf_init(NULL, 0);
-    if (c->proto && c->proto->read_buf) c->proto->read_buf(c, &b);
+    /* TLS: records are not the engine's bytes, nothing is read in place (conn.c's on_alloc) */
+    if (c->proto && c->proto->read_buf && c->tls == NULL) c->proto->read_buf(c, &b);
     if (b.base) { /* read in place, as conn.c's on_alloc lets the engine ask */
       if (n > b.len) n = b.len;
       if (n > ISV__READ_SLICE) n = ISV__READ_SLICE;
@@ -134,7 +137,8 @@ size_t isv__memconn_feed(isv__memconn *m, const void *data, size_t len) {
     } else {
       if (n > ISV__READ_BUF) n = ISV__READ_BUF;
       fed += n;
-      isv__conn_deliver(c, p + fed - n, n);
+      if (c->tls) isv__tls_on_read(c, p + fed - n, n, isv__conn_deliver);
+      else isv__conn_deliver(c, p + fed - n, n);
     }
   }
   return fed;
@@ -218,6 +222,7 @@ void isv__memconn_free(isv__memconn *m) {
   if (m == NULL) return;
   mc_close(&m->c);
   isv__memconn_settle(m);
+  isv__tls_free(&m->c); /* after the writes' callbacks, as conn.c's handle_gone */
   isv__free(m->writes);
   isv__free(m->out);
   isv__free(m->c.identity);

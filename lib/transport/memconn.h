@@ -15,7 +15,8 @@
  * The connection is the caller's: it lives until isv__memconn_free, also after it closed. Its
  * transport is an isv__transport the caller initialised (limits, handler, memory; its loop may
  * be NULL: nothing here touches it). Bookkeeping (idle list, receiving budget) is the
- * transport's as for any connection. One thread. */
+ * transport's as for any connection. TLS works here too (isv__tls_attach before the first
+ * feed): the bytes fed and taken are then records. One thread. */
 #ifndef ISV_TRANSPORT_MEMCONN_H
 #define ISV_TRANSPORT_MEMCONN_H
 

@@ -1,6 +1,7 @@
 /* TLS on a listener (lib/transport/tls.c), in process: configurations from PEM in memory
  * (made by the test with OpenSSL's API), their errors, a handshake with ALPN and a request over
- * it from a client thread, a reload, and a build without TLS saying so. */
+ * it from a client thread, a reload, records cut at every byte over the memory seam, and a
+ * build without TLS saying so. */
 #include "cmocka_prelude.h"
 
 #include <stdatomic.h>
@@ -19,6 +20,10 @@
 #include <openssl/x509.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "server_internal.h" /* isv__server_transport */
+#include "transport/memconn.h"
+#include "transport/tls.h"
 
 /* A self-signed certificate for CN=cn and its key, PEM, into cert/key (malloc'd). */
 static void self_signed(const char *cn, char **cert, char **key) {
@@ -174,10 +179,71 @@ static void a_request_over_tls_and_a_reload(void **state) {
   free(cert), free(key), free(cert2), free(key2);
 }
 
+/* TLS over the memory seam (transport/memconn.h), the client's records fed one byte at a time:
+ * the connection's BIO gets every record in pieces, and the answer is the same. */
+static void records_cut_at_every_byte_over_the_memory_seam(void **state) {
+  (void)state;
+  char *cert, *key;
+  self_signed("localhost", &cert, &key);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  isv_server *srv;
+  assert_int_equal(isv_server_new(&loop, NULL, &srv), 0);
+  isv_tls *t;
+  assert_int_equal(isv_tls_new(&t), 0);
+  assert_int_equal(isv_tls_set_cert_pem(t, cert, key), 0);
+  void *ctx = isv__tls_ctx_ref(t);
+  isv_tls_free(t);
+  assert_non_null(ctx);
+  uint64_t clock = 1000;
+  isv__memconn *m = isv__memconn_new(isv__server_transport(srv), &clock);
+  assert_non_null(m);
+  m->sndbuf = (size_t)1 << 20;
+  assert_int_equal(isv__tls_attach(&m->c, ctx), 0);
+
+  SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+  SSL *ssl = SSL_new(cctx);
+  BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, in, out);
+  SSL_set_connect_state(ssl);
+  static const char req[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+  char reply[4096] = "", buf[16384];
+  size_t got = 0, fed = 0;
+  int sent = 0;
+  for (int spin = 0; spin < 20000 && !strstr(reply, "{\"live\":true}"); spin++) {
+    if (!SSL_is_init_finished(ssl)) SSL_do_handshake(ssl);
+    else if (!sent) sent = SSL_write(ssl, req, sizeof req - 1) > 0;
+    char one;
+    if (BIO_read(out, &one, 1) == 1) fed += isv__memconn_feed(m, &one, 1); /* a byte a time */
+    uv_run(&loop, UV_RUN_NOWAIT);
+    isv__memconn_settle(m);
+    size_t n;
+    while ((n = isv__memconn_take(m, buf, sizeof buf)) > 0) BIO_write(in, buf, (int)n);
+    int k;
+    while (SSL_is_init_finished(ssl) &&
+           (k = SSL_read(ssl, reply + got, (int)(sizeof reply - 1 - got))) > 0)
+      got += (size_t)k;
+    reply[got] = '\0';
+    ERR_clear_error();
+  }
+  assert_true(fed > 200); /* the handshake and the request, each byte its own read */
+  assert_non_null(strstr(reply, "HTTP/1.1 200"));
+  assert_non_null(strstr(reply, "{\"live\":true}"));
+  SSL_free(ssl);
+  SSL_CTX_free(cctx);
+  isv__memconn_free(m);
+  isv__tls_ctx_unref(ctx);
+  isv_server_close(srv, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  free(cert), free(key);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(configurations_and_their_errors),
       cmocka_unit_test(a_request_over_tls_and_a_reload),
+      cmocka_unit_test(records_cut_at_every_byte_over_the_memory_seam),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
