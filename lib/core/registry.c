@@ -107,6 +107,7 @@ static int io_add(const isv_mem *mem, isv__io **v, size_t *n, const char *name, 
     return ISV_ENOMEM;
   }
   if (ndim) memcpy(io->shape, shape, ndim * sizeof(int64_t));
+  io->name_len = strlen(io->name);
   io->ndim = ndim;
   io->any_rank = any_rank;
   io->dt = dt;
@@ -440,14 +441,14 @@ isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem
 
 const isv__io *isv__config_input(const isv_model_config *c, const char *name, size_t len) {
   for (size_t i = 0; name && i < c->n_inputs; i++)
-    if (strlen(c->inputs[i].name) == len && memcmp(c->inputs[i].name, name, len) == 0)
+    if (c->inputs[i].name_len == len && memcmp(c->inputs[i].name, name, len) == 0)
       return &c->inputs[i];
   return NULL;
 }
 
 const isv__io *isv__config_output(const isv_model_config *c, const char *name, size_t len) {
   for (size_t i = 0; name && i < c->n_outputs; i++)
-    if (strlen(c->outputs[i].name) == len && memcmp(c->outputs[i].name, name, len) == 0)
+    if (c->outputs[i].name_len == len && memcmp(c->outputs[i].name, name, len) == 0)
       return &c->outputs[i];
   return NULL;
 }

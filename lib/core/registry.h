@@ -16,6 +16,7 @@
 
 typedef struct isv__io {
   char *name;
+  size_t name_len; /* strlen(name): the lookups by name compare it first */
   isv_datatype dt;
   int64_t *shape; /* without the batch dimension when max_batch > 0 */
   size_t ndim;

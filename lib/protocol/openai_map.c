@@ -187,7 +187,8 @@ static const isv__io *text_input(isv_request *r, const char *name, isv__io *open
   const isv__io *io = declared(r, name);
   if (io || !r->model->cfg->open_io) return io;
   static int64_t any[] = {-1};
-  *open = (isv__io){.name = (char *)name, .dt = ISV_BYTES, .shape = any, .ndim = 1};
+  *open = (isv__io){.name = (char *)name, .name_len = strlen(name), .dt = ISV_BYTES, .shape = any,
+                    .ndim = 1};
   return open;
 }
 
