@@ -285,11 +285,9 @@ static int misuse(isv_request *r, int code, const char *fmt, ...) {
  * on the loop owns its outputs — it may be encoding them — so a late output or parameter is
  * refused (ISV_ESTATE) and changes nothing of r, not even its misuse text. */
 static int completed_already(isv_request *r) {
-  if (r->core == NULL) return 0;
-  uv_mutex_lock(&r->core->mu);
-  int done = r->completed;
-  uv_mutex_unlock(&r->core->mu);
-  return done;
+  /* no lock: the answer is as stale the moment the lock is let go (an acquire load, so that a
+   * completion on another thread is seen with what it wrote before) */
+  return r->core != NULL && atomic_load_explicit(&r->completed, memory_order_acquire);
 }
 
 /* Appends output tensor `name` (copied) with its shape copied; data is left for the caller. */

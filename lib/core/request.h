@@ -125,7 +125,8 @@ struct isv_request {
 
   /* completion: flags below are guarded by core->mu */
   int submitted;
-  int completed;
+  atomic_int completed; /* written under core->mu; atomic so that a backend's thread may read it
+                         * alone (request.c's completed_already) */
   int in_infer;
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
