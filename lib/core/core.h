@@ -41,6 +41,7 @@ struct isv__core {
   isv__logset *logset;    /* the logging extension's settings (logset.h): the group's */
   isv__traceset *traceset; /* the trace extension's settings (traceset.h): the group's */
   uint64_t trace_seq; /* tracing: fresh trace ids made (loop) */
+  uint64_t wall_ms, wall_at_ns; /* the wall clock (ms) at uv_hrtime wall_at_ns (loop: record()) */
   isv__bigbuf_cache bufs; /* large blocks reused across requests (bodies, messages, tensors) */
   isv__budget *receiving; /* the server's receiving budget (isv_options_set_max_receiving_bytes,
                            * the transport's): decoded bodies are charged to it too; NULL: none */

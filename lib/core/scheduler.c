@@ -464,6 +464,18 @@ static isv__fail_reason fail_reason(const isv_request *r) {
   }
 }
 
+/* The wall clock (ms since the epoch) at `now` (uv_hrtime), from one gettimeofday a second at
+ * most: every request's last_inference. A step of the clock shows within the second. */
+static uint64_t wall_ms(isv__core *c, uint64_t now) {
+  if (c->wall_at_ns == 0 || now - c->wall_at_ns >= 1000000000ull) {
+    uv_timeval64_t tv;
+    if (uv_gettimeofday(&tv) != 0) return 0;
+    c->wall_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+    c->wall_at_ns = now;
+  }
+  return c->wall_ms + (now - c->wall_at_ns) / 1000000;
+}
+
 static void record(isv_request *r) {
   isv__stats *s = &r->model->stats; /* this loop's copy: one writer (stats.h) */
   atomic_store_explicit(&s->inflight,
@@ -479,11 +491,8 @@ static void record(isv_request *r) {
     isv__count(&s->failure_reason[fail_reason(r)], 1);
   }
   isv__hist_add(&s->latency, isv__lat_bounds, ISV__LAT_BUCKETS, (double)(now - r->start_ns) / 1e9);
-  uv_timeval64_t tv;
-  if (uv_gettimeofday(&tv) == 0)
-    atomic_store_explicit(&s->last_inference_ms,
-                          (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000,
-                          memory_order_relaxed);
+  uint64_t wall = wall_ms(r->core, now);
+  if (wall != 0) atomic_store_explicit(&s->last_inference_ms, wall, memory_order_relaxed);
   if (r->job->run_ns)
     isv__hist_add(&s->queue, isv__lat_bounds, ISV__LAT_BUCKETS,
                   (double)(r->job->run_ns - r->start_ns) / 1e9);
