@@ -90,6 +90,7 @@ void isv__router_init(isv__router *r, isv__core *core) {
   memset(r, 0, sizeof *r);
   r->core = core;
   isv__buf_init(&r->scratch, core->mem);
+  r->by_segs_stale = 1;
 }
 
 /* A front end's value on this router (isv__router_set_value), or one of its named values. */
@@ -150,6 +151,7 @@ void isv__router_free(isv__router *r) {
   for (size_t i = 0; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   isv__free(r->routes);
   isv__free(r->prefixes);
+  isv__free(r->by_segs);
   isv__buf_free(&r->scratch);
   memset(r, 0, sizeof *r);
 }
@@ -189,6 +191,7 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
   c.protocol = fe && fe->http_label ? isv__core_protocol(r->core, fe->http_label) : 0;
   /* segs point into c.pattern, which moves with the struct: it is a separate allocation */
   r->routes[r->n_routes++] = c;
+  r->by_segs_stale = 1;
   return 0;
 }
 
@@ -226,6 +229,7 @@ void isv__router_truncate(isv__router *r, size_t n_routes, size_t n_prefixes) {
   for (size_t i = n_routes; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   if (n_routes < r->n_routes) r->n_routes = n_routes;
   if (n_prefixes < r->n_prefixes) r->n_prefixes = n_prefixes;
+  r->by_segs_stale = 1;
 }
 
 void isv__router_remove(isv__router *r, const isv__frontend *fe) {
@@ -235,6 +239,7 @@ void isv__router_remove(isv__router *r, const isv__frontend *fe) {
     else r->routes[k++] = r->routes[i];
   }
   r->n_routes = k;
+  r->by_segs_stale = 1;
   k = 0;
   for (size_t i = 0; i < r->n_prefixes; i++)
     if (r->prefixes[i] != fe) r->prefixes[k++] = r->prefixes[i];
@@ -292,6 +297,31 @@ static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
   }
   *w = '\0';
   return 0;
+}
+
+/* Could route c match a path of n segments? (match()'s first test) */
+static int may_match(const isv__compiled_route *c, size_t n) {
+  size_t k = c->n_segs;
+  return k > 0 && c->segs[k - 1].kind == SEG_REST ? n >= k - 1 : n == k;
+}
+
+/* r->by_segs for the routes as they are now; on failure (out of memory) every route is tried. */
+static void index_by_segs(isv__router *r) {
+  r->by_segs_stale = 0;
+  isv__free(r->by_segs);
+  r->by_segs = NULL;
+  size_t total = 0;
+  for (size_t n = 0; n <= ISV__ROUTE_MAX_SEGMENTS; n++)
+    for (size_t i = 0; i < r->n_routes; i++) total += may_match(&r->routes[i], n);
+  if ((r->by_segs = isv__malloc(r->core->mem, (total ? total : 1) * sizeof *r->by_segs)) == NULL)
+    return;
+  uint32_t k = 0;
+  for (size_t n = 0; n <= ISV__ROUTE_MAX_SEGMENTS; n++) {
+    r->by_segs_at[n] = k;
+    for (size_t i = 0; i < r->n_routes; i++)
+      if (may_match(&r->routes[i], n)) r->by_segs[k++] = (uint32_t)i;
+  }
+  r->by_segs_at[ISV__ROUTE_MAX_SEGMENTS + 1] = k;
 }
 
 /* Does the route match the path? Fills the captures of q when it does. */
@@ -389,8 +419,11 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
   unsigned bit = 1u << method_bit(ex), allowed = 0;
   const isv__frontend *owner = NULL;
   isv__http_req q;
-  for (size_t i = 0; i < r->n_routes; i++) {
-    const isv__compiled_route *c = &r->routes[i];
+  if (r->by_segs_stale) index_by_segs(r);
+  const uint32_t *ids = r->by_segs ? r->by_segs + r->by_segs_at[p.n] : NULL; /* p.n <= MAX */
+  size_t n_ids = ids ? r->by_segs_at[p.n + 1] - r->by_segs_at[p.n] : r->n_routes;
+  for (size_t k = 0; k < n_ids; k++) {
+    const isv__compiled_route *c = &r->routes[ids ? ids[k] : k];
     if (!match(c, &p, &q)) continue;
     if (!(c->route.methods & bit)) {
       allowed |= c->route.methods;

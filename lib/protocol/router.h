@@ -79,6 +79,12 @@ typedef struct isv__router {
   size_t n_prefixes;
   isv__buf scratch; /* the decoded path of the request being routed */
   struct isv__fe_value *values; /* front ends' own settings (isv__router_set_value) */
+  /* by_segs[by_segs_at[n] .. by_segs_at[n + 1]): the routes that may match a path of n
+   * segments, in the order they were added — a V2 infer path tries 4 routes, not 32. Made at
+   * the first dispatch after the routes changed (by_segs_stale); NULL: every route is tried. */
+  uint32_t *by_segs;
+  uint32_t by_segs_at[ISV__ROUTE_MAX_SEGMENTS + 2];
+  int by_segs_stale;
 } isv__router;
 
 void isv__router_init(isv__router *r, isv__core *core);

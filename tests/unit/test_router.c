@@ -233,6 +233,22 @@ static void routes_come_and_go_at_run_time(void **state) {
   assert_string_equal(got_handler, "c-predict");
 }
 
+/* The routes are tried by the number of segments they can take (router.h's by_segs), still
+ * in the order they were added: a {*rest} route added first wins over a later, longer literal. */
+static void the_first_route_added_wins_whatever_its_length(void **state) {
+  (void)state;
+  static const isv__frontend fe_d = {.name = "d"};
+  isv__http_route longer = {ISV__ROUTE_GET, "/a/files/x/y", handler, "d-longer"};
+  isv__http_route other = {ISV__ROUTE_GET, "/d/x/y", handler, "d-other"};
+  assert_int_equal(isv__router_add(&router, &fe_d, &longer), 0);
+  assert_int_equal(isv__router_add(&router, &fe_d, &other), 0);
+  route(ISV__M_GET, "GET", "/a/files/x/y");
+  assert_string_equal(got_handler, "a-files");
+  assert_string_equal(got_caps, "rest=[x/y]");
+  route(ISV__M_GET, "GET", "/d/x/y"); /* three segments, as the rest route's path above */
+  assert_string_equal(got_handler, "d-other");
+}
+
 static void early_errors_take_the_routes_shape(void **state) {
   (void)state;
   char path[] = "/a/models/m:predict";
@@ -309,6 +325,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(malformed_paths, setup, teardown),
       cmocka_unit_test_setup_teardown(patterns_are_checked_when_added, setup, teardown),
       cmocka_unit_test_setup_teardown(routes_come_and_go_at_run_time, setup, teardown),
+      cmocka_unit_test_setup_teardown(the_first_route_added_wins_whatever_its_length, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(early_errors_take_the_routes_shape, setup, teardown),
       cmocka_unit_test_setup_teardown(front_end_values, setup, teardown),
       cmocka_unit_test(query_parameters),
