@@ -127,7 +127,8 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   q->proto_flags = r->proto_flags;
   q->req_outputs = r->req_outputs;
   q->n_req_outputs = r->n_req_outputs;
-  q->submitted = q->completed = q->finished = 1;
+  q->submitted = q->finished = 1;
+  q->completed = 1;
   q->outputs = r->outputs;
   q->n_outputs = r->n_outputs;
   q->cap_outputs = r->cap_outputs;
