@@ -16,51 +16,20 @@
 #include <string.h>
 
 #include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "conn_harness.h"
 #include "inferserve.h"
+#include "self_signed.h"
 #include "transport/memconn.h"
 #include "transport/tls.h"
 
 static void *server_ctx;   /* the listener's SSL_CTX, as isv__tls_ctx_ref gives it */
 static SSL_CTX *client_ctx;
 
-/* A self-signed P-256 certificate for "localhost", as PEM. */
-static void make_cert(char **cert_pem, char **key_pem) {
-  EVP_PKEY *key = EVP_EC_gen("P-256");
-  X509 *x = X509_new();
-  if (key == NULL || x == NULL) abort();
-  X509_set_version(x, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(x), 3600L * 24 * 365);
-  X509_NAME *name = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
-                             0);
-  X509_set_issuer_name(x, name);
-  X509_set_pubkey(x, key);
-  if (X509_sign(x, key, EVP_sha256()) == 0) abort();
-  BIO *c = BIO_new(BIO_s_mem()), *k = BIO_new(BIO_s_mem());
-  if (!PEM_write_bio_X509(c, x) || !PEM_write_bio_PrivateKey(k, key, NULL, NULL, 0, NULL, NULL))
-    abort();
-  char *p;
-  long n = BIO_get_mem_data(c, &p);
-  *cert_pem = strndup(p, (size_t)n);
-  n = BIO_get_mem_data(k, &p);
-  *key_pem = strndup(p, (size_t)n);
-  BIO_free(c);
-  BIO_free(k);
-  X509_free(x);
-  EVP_PKEY_free(key);
-}
-
 static void init(void) {
   char *cert, *key;
-  make_cert(&cert, &key);
+  isv_self_signed("localhost", &cert, &key);
   isv_tls *tls;
   if (isv_tls_new(&tls) != 0 || isv_tls_set_cert_pem(tls, cert, key) != 0) abort();
   if ((server_ctx = isv__tls_ctx_ref(tls)) == NULL) abort();

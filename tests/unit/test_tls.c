@@ -15,49 +15,21 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "self_signed.h"      /* fuzz/: the certificates */
 #include "server_internal.h" /* isv__server_transport */
 #include "transport/memconn.h"
 #include "transport/tls.h"
 
-/* A self-signed certificate for CN=cn and its key, PEM, into cert/key (malloc'd). */
-static void self_signed(const char *cn, char **cert, char **key) {
-  EVP_PKEY *pk = EVP_RSA_gen(2048);
-  X509 *x = X509_new();
-  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-  X509_gmtime_adj(X509_getm_notBefore(x), 0);
-  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-  X509_set_pubkey(x, pk);
-  X509_NAME *n = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
-  X509_set_issuer_name(x, n);
-  X509_sign(x, pk, EVP_sha256());
-  BIO *b = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(b, x);
-  size_t len = (size_t)BIO_ctrl_pending(b);
-  *cert = calloc(1, len + 1);
-  BIO_read(b, *cert, (int)len);
-  BIO_free(b);
-  b = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(b, pk, NULL, NULL, 0, NULL, NULL);
-  len = (size_t)BIO_ctrl_pending(b);
-  *key = calloc(1, len + 1);
-  BIO_read(b, *key, (int)len);
-  BIO_free(b);
-  X509_free(x);
-  EVP_PKEY_free(pk);
-}
-
 static void configurations_and_their_errors(void **state) {
   (void)state;
   char *cert, *key, *cert2, *key2;
-  self_signed("one", &cert, &key);
-  self_signed("two", &cert2, &key2);
+  isv_self_signed("one", &cert, &key);
+  isv_self_signed("two", &cert2, &key2);
   isv_tls *t;
   assert_int_equal(isv_tls_new(&t), 0);
   assert_int_equal(isv_tls_set_cert_pem(t, "not a certificate", key), ISV_EINVAL);
@@ -143,18 +115,24 @@ static void serve_client(uv_loop_t *loop, client *c) {
   uv_thread_join(&th);
 }
 
+/* A configuration with this certificate and key (the caller frees it). */
+static isv_tls *tls_of(const char *cert, const char *key) {
+  isv_tls *t;
+  assert_int_equal(isv_tls_new(&t), 0);
+  assert_int_equal(isv_tls_set_cert_pem(t, cert, key), 0);
+  return t;
+}
+
 static void a_request_over_tls_and_a_reload(void **state) {
   (void)state;
   char *cert, *key, *cert2, *key2;
-  self_signed("first", &cert, &key);
-  self_signed("second", &cert2, &key2);
+  isv_self_signed("first", &cert, &key);
+  isv_self_signed("second", &cert2, &key2);
   uv_loop_t loop;
   uv_loop_init(&loop);
   isv_server *srv;
   assert_int_equal(isv_server_new(&loop, NULL, &srv), 0);
-  isv_tls *t;
-  assert_int_equal(isv_tls_new(&t), 0);
-  assert_int_equal(isv_tls_set_cert_pem(t, cert, key), 0);
+  isv_tls *t = tls_of(cert, key);
   assert_int_equal(isv_server_listen_tls(srv, "127.0.0.1", 0, t), 0);
   isv_tls_free(t); /* the listener keeps its own reference */
   client c = {.port = isv_server_bound_port(srv, 0)};
@@ -165,8 +143,7 @@ static void a_request_over_tls_and_a_reload(void **state) {
   assert_non_null(strstr(c.reply, "HTTP/1.1 200"));
   assert_non_null(strstr(c.reply, "{\"live\":true}"));
 
-  assert_int_equal(isv_tls_new(&t), 0);
-  assert_int_equal(isv_tls_set_cert_pem(t, cert2, key2), 0);
+  t = tls_of(cert2, key2);
   assert_int_equal(isv_server_set_listener_tls(srv, 0, t), 0);
   isv_tls_free(t);
   client d = {.port = c.port};
@@ -184,14 +161,12 @@ static void a_request_over_tls_and_a_reload(void **state) {
 static void records_cut_at_every_byte_over_the_memory_seam(void **state) {
   (void)state;
   char *cert, *key;
-  self_signed("localhost", &cert, &key);
+  isv_self_signed("localhost", &cert, &key);
   uv_loop_t loop;
   uv_loop_init(&loop);
   isv_server *srv;
   assert_int_equal(isv_server_new(&loop, NULL, &srv), 0);
-  isv_tls *t;
-  assert_int_equal(isv_tls_new(&t), 0);
-  assert_int_equal(isv_tls_set_cert_pem(t, cert, key), 0);
+  isv_tls *t = tls_of(cert, key);
   void *ctx = isv__tls_ctx_ref(t);
   isv_tls_free(t);
   assert_non_null(ctx);
