@@ -1584,16 +1584,15 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user)
   return 0;
 }
 
-/* A frame begins: HEADERS on a stream the client ended, now closed, ends the connection
- * (H2_ENDED). */
+/* A frame begins: HEADERS on a stream the client ended, now closed (a stream id is never used
+ * twice), ends the connection (H2_ENDED). */
 static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *user) {
   h2 *h = user;
   uint32_t id = (uint32_t)hd->stream_id;
   if (hd->type != NGHTTP2_HEADERS || id == 0 || id > h->ended_max) return 0;
   for (unsigned i = 0; i < H2_ENDED; i++)
     if (h->ended[i] == id) {
-      if (nghttp2_session_find_stream(s, hd->stream_id) == NULL)
-        nghttp2_session_terminate_session(s, NGHTTP2_STREAM_CLOSED);
+      nghttp2_session_terminate_session(s, NGHTTP2_STREAM_CLOSED);
       break;
     }
   return 0;
