@@ -14,11 +14,12 @@
 #   libnghttp2-dev    bench/grpc_rt.c (the lean gRPC client for the 16 MiB round trips)
 #   curl procps util-linux coreutils   curl, pgrep, taskset, timeout
 #   libyajl-dev libjansson-dev libjson-c-dev   bench/json/run.sh (the JSON codec's references)
+#   valgrind          bench/instructions.sh (instructions per request under callgrind)
 set -eu
 
 PKGS="wrk nghttp2-client nginx linux-perf python3-grpcio python3-protobuf protobuf-compiler
 gcc libc6-dev libnghttp2-dev curl procps util-linux coreutils libyajl-dev libjansson-dev
-libjson-c-dev"
+libjson-c-dev valgrind"
 
 missing=""
 for p in $PKGS; do

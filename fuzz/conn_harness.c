@@ -278,6 +278,18 @@ isv__memconn *isv_fuzz_connect(void) {
   return m;
 }
 
+void isv_fuzz_wait(isv__memconn *m, uint64_t ms) {
+  uint64_t until = clock_ms + ms;
+  for (int spins = 0; !m->c.closing; spins++) {
+    if (spins == 10000) abort(); /* something due that never stops being due */
+    uint64_t at = isv__memconn_next(m);
+    if (at == 0 || at > until) break;
+    if (at > clock_ms) clock_ms = at;
+    isv__memconn_fire(m);
+  }
+  clock_ms = until;
+}
+
 void isv_fuzz_hang_up(isv__memconn *m) {
   if (!m->c.closing) isv__memconn_eof(m);
   for (int spins = 0, quiet = 0; !m->c.closing; spins++) {

@@ -32,6 +32,9 @@ isv__memconn *isv_fuzz_connect(void);
 /* One turn of the server's loop, m's finished writes completed; what the server wrote stays for
  * the caller (isv__memconn_take). Whether anything happened, or may still. */
 int isv_fuzz_turn(isv__memconn *m);
+/* `ms` pass with the client silent: each of m's due times on the way runs (its deadlines,
+ * TLS's quiet check), and the clock ends `ms` later. */
+void isv_fuzz_wait(isv__memconn *m, uint64_t ms);
 /* The client half-closes (if the server has not closed yet); the server's deadlines come until
  * it closes, what it writes meanwhile dropped; then m is freed. A server that never closes is a
  * hang: abort. */

@@ -4,7 +4,10 @@
  *   byte 0: bits 0-2 the size the client's records are cut to as they arrive (1, 5, 64, 300,
  *           4 KiB, 16 KiB + 5, whole); bit 3 TLS 1.2 at most (else 1.3); bit 4 ALPN "h2" offered
  *           before "http/1.1"; bit 5 one byte of what the client sends flipped, at the offset in
- *           bytes 1-2; bit 6 the client ends with a close_notify before it hangs up;
+ *           bytes 1-2; bit 6 the client ends with a close_notify before it hangs up; bit 7
+ *           the client is silent for 2.5 s after the handshake and after each segment (the
+ *           server gives its buffers back in between, tls.h's quiet check) — and, with the
+ *           records cut small, once in the middle of its first record after the handshake;
  *   then the plaintext the client sends, in segments cut at ISV_FUZZ_SEP (each sent as its own
  *           SSL_write once the server has answered the one before) — HTTP/1.1 or, after the h2
  *           preface, HTTP/2 frames.
@@ -68,11 +71,12 @@ static void pend_more(client *cl) {
   }
 }
 
-/* Feed what the client sent, a cut at a time while the server reads; whether any was taken. */
-static int feed(client *cl, isv__memconn *m) {
+/* Feed what the client sent (at most `most` bytes), a cut at a time while the server reads;
+ * whether any was taken. */
+static int feed(client *cl, isv__memconn *m, size_t most) {
   pend_more(cl);
   size_t took = 0;
-  while (took < cl->pend_len && !m->c.closing) {
+  while (took < cl->pend_len && took < most && !m->c.closing) {
     size_t n = cl->pend_len - took;
     if (n > cl->cut) n = cl->cut;
     size_t k = isv__memconn_feed(m, cl->pend + took, n);
@@ -117,7 +121,7 @@ static void converse(client *cl, isv__memconn *m) {
   int quiet = 0;
   for (int spins = 0; quiet < 4 && !m->c.closing; spins++) {
     if (spins == 100000) abort(); /* a server that never goes quiet is a hang */
-    int busy = feed(cl, m);
+    int busy = feed(cl, m, (size_t)-1);
     busy |= isv_fuzz_turn(m);
     busy |= receive(cl, m);
     quiet = busy ? 0 : quiet + 1;
@@ -151,13 +155,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (isv__tls_attach(&m->c, server_ctx) != 0) abort();
   SSL_do_handshake(cl.ssl); /* the ClientHello */
   converse(&cl, m);
+  if (flags & 0x80) isv_fuzz_wait(m, 2500);
   const uint8_t *seg = data, *end = data + size;
   while (!m->c.closing && !cl.broken && SSL_is_init_finished(cl.ssl)) {
     const uint8_t *sep = seg;
     while (end - sep >= ISV_FUZZ_SEP_LEN && memcmp(sep, ISV_FUZZ_SEP, ISV_FUZZ_SEP_LEN) != 0) sep++;
     if (end - sep < ISV_FUZZ_SEP_LEN) sep = end;
     if (sep > seg && SSL_write(cl.ssl, seg, (int)(sep - seg)) <= 0) break; /* it was closed */
+    if ((flags & 0x80) && seg == data && cl.cut < 300) { /* a record's first piece, then quiet */
+      feed(&cl, m, cl.cut);
+      isv_fuzz_turn(m);
+      isv_fuzz_wait(m, 2500);
+    }
     converse(&cl, m);
+    if (flags & 0x80) isv_fuzz_wait(m, 2500);
     if (sep == end) break;
     seg = sep + ISV_FUZZ_SEP_LEN;
   }

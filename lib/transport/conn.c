@@ -45,6 +45,7 @@ static void arm(isv__conn *c) {
   uint64_t at = c->deadline;
   if (c->watchdog && (at == 0 || c->watchdog < at)) at = c->watchdog;
   if (c->write_check && (at == 0 || c->write_check < at)) at = c->write_check;
+  if (c->tls_check && (at == 0 || c->tls_check < at)) at = c->tls_check;
   if (at == 0) {
     if (c->armed && !c->reading) {
       uv_timer_stop(&c->timer);
@@ -59,6 +60,11 @@ static void arm(isv__conn *c) {
 
 static void uvc_deadline(isv__conn *c, uint64_t ms) {
   c->deadline = ms ? uv_now(c->t->loop) + ms : 0;
+  arm(c);
+}
+
+static void uvc_tls_check(isv__conn *c, uint64_t ms) {
+  c->tls_check = uv_now(c->t->loop) + ms;
   arm(c);
 }
 
@@ -102,6 +108,10 @@ static void on_timer(uv_timer_t *h) {
     }
     c->write_mark = taken;
     c->write_check = c->write_pending ? now + c->t->limits.send_timeout_ms : 0;
+  }
+  if (c->tls_check && c->tls_check <= now) {
+    uint64_t again = isv__tls_quiet(c);
+    c->tls_check = again ? now + again : 0;
   }
   if (c->watchdog && c->watchdog <= now) {
     /* the client paused mid-body or mid-message: take what it sent */
@@ -610,6 +620,7 @@ const isv__conn_io isv__conn_uv_io = {
     .batch_reads = uvc_batch_reads,
     .close = uvc_close,
     .linger_close = uvc_linger_close,
+    .tls_check = uvc_tls_check,
     .now_ms = uvc_now,
     .now_ns = uvc_now_ns,
 };

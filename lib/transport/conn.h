@@ -10,7 +10,8 @@
  * one uv_timer_t serves the engine's deadline (idle, header, body: isv__conn_deadline), the
  * read-batching watchdog, and the write check (a connection whose writes make no progress for
  * the send timeout — a client that stopped reading — is closed with a reset, so that the kernel
- * drops the bytes queued for it), armed at the earliest — lazily: it is moved only when something
+ * drops the bytes queued for it) and TLS's quiet check (tls.h: an idle connection's buffers
+ * given back), armed at the earliest — lazily: it is moved only when something
  * falls due sooner than it is set for (a keep-alive request moves no timer). A small write with
  * nothing pending goes to the kernel at once (uv_try_write: no POLLOUT watcher to stop, so no
  * epoll_ctl per answer), its callback still on a later phase of the loop. memconn.c's is memory: bytes in from
@@ -68,6 +69,8 @@ typedef struct isv__conn_io {
   void (*batch_reads)(isv__conn *c, size_t must_come);
   void (*close)(isv__conn *c);
   void (*linger_close)(isv__conn *c);
+  /* isv__tls_quiet(c) is due `ms` from now: isv__conn_tls_check */
+  void (*tls_check)(isv__conn *c, uint64_t ms);
   uint64_t (*now_ms)(const isv__conn *c); /* the deadlines' clock (the loop's uv_now) */
   uint64_t (*now_ns)(const isv__conn *c); /* a fine one, for durations (uv_hrtime) */
 } isv__conn_io;
@@ -101,6 +104,7 @@ struct isv__conn {
                            * only when something falls due sooner (conn.c, arm) */
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
+  uint64_t tls_check;     /* when to ask tls.c whether the connection was quiet, 0 = not due */
   size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
   size_t write_pending;   /* bytes handed to io->write whose callback has not run: every seam
                            * keeps it (http2.c's high-water mark and drained-close read it) */
@@ -233,6 +237,10 @@ static inline void isv__conn_close(isv__conn *c) { c->io->close(c); }
 #define ISV__LATE_MS 1000
 #define ISV__LINGER_BYTES (1u << 20)
 static inline void isv__conn_linger_close(isv__conn *c) { c->io->linger_close(c); }
+
+/* For tls.c: run isv__tls_quiet(c) `ms` from now (on the connection's timer; ms > 0), and again
+ * as often as it asks. */
+static inline void isv__conn_tls_check(isv__conn *c, uint64_t ms) { c->io->tls_check(c, ms); }
 
 /* Stamp an exchange with who sent it: the peer's address and a copy of its TLS identity. 0,
  * or ISV_ENOMEM (the identity could not be copied: the exchange has none). */

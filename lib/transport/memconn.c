@@ -27,6 +27,10 @@ static void mc_deadline(isv__conn *c, uint64_t ms) {
   c->deadline = ms ? mc_now(c) + ms : 0;
 }
 
+static void mc_tls_check(isv__conn *c, uint64_t ms) {
+  if (!c->closing) c->tls_check = mc_now(c) + ms;
+}
+
 static int mc_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   isv__memconn *m = mem_of(c);
   if (c->closing || m->shut_wr) return ISV_ECANCELED; /* (after a hangup: accepted, fails) */
@@ -97,6 +101,7 @@ const isv__conn_io isv__memconn_io = {
     .batch_reads = mc_batch_reads,
     .close = mc_close,
     .linger_close = mc_linger_close,
+    .tls_check = mc_tls_check,
     .now_ms = mc_now,
     .now_ns = mc_now_ns,
 };
@@ -194,6 +199,7 @@ uint64_t isv__memconn_next(const isv__memconn *m) {
   if (m->c.closing) return 0;
   uint64_t at = m->c.deadline;
   if (m->write_check && (at == 0 || m->write_check < at)) at = m->write_check;
+  if (m->c.tls_check && (at == 0 || m->c.tls_check < at)) at = m->c.tls_check;
   return at;
 }
 
@@ -210,6 +216,10 @@ void isv__memconn_fire(isv__memconn *m) {
     }
     m->write_mark = took;
     m->write_check = m->n_writes ? now + c->t->limits.send_timeout_ms : 0;
+  }
+  if (c->tls_check && c->tls_check <= now) {
+    uint64_t again = isv__tls_quiet(c);
+    c->tls_check = again ? now + again : 0;
   }
   if (c->deadline && c->deadline <= now) {
     c->deadline = 0;

@@ -9,9 +9,10 @@
  *     runs from isv__memconn_settle (or take) — never from inside the write, as on a socket —
  *     with UV_ECANCELED after the connection closed, UV_EPIPE after the peer hung up;
  *   - time: *clock (ms, the caller's; several connections may share one) is the seam's now;
- *     isv__memconn_next says when the connection's deadline or write check is due, and
- *     isv__memconn_fire runs what is due now — the engine's on_deadline, or the close of a
- *     connection whose peer took nothing for the send timeout (`reset`), as conn.c does.
+ *     isv__memconn_next says when the connection's deadline, write check or TLS quiet check
+ *     is due, and isv__memconn_fire runs what is due now — the engine's on_deadline, the close
+ *     of a connection whose peer took nothing for the send timeout (`reset`), TLS giving back
+ *     an idle connection's buffers — as conn.c does.
  * The connection is the caller's: it lives until isv__memconn_free, also after it closed. Its
  * transport is an isv__transport the caller initialised (limits, handler, memory; its loop may
  * be NULL: nothing here touches it). Bookkeeping (idle list, receiving budget) is the
@@ -67,7 +68,8 @@ static inline size_t isv__memconn_accepted(const isv__memconn *m) {
 /* Complete the writes that are done (their callbacks), or after the close or a hangup fail
  * those still waiting. Whether any callback ran. */
 int isv__memconn_settle(isv__memconn *m);
-/* When something is due (ms on the clock): the deadline or the write check; 0: nothing. */
+/* When something is due (ms on the clock): the deadline, the write check or the TLS quiet
+ * check; 0: nothing. */
 uint64_t isv__memconn_next(const isv__memconn *m);
 /* Run what is due at *clock. */
 void isv__memconn_fire(isv__memconn *m);

@@ -37,6 +37,8 @@ typedef struct tls_conn {
   struct sealed *kept; /* a small flushed buffer back from its write, for the next records */
   int handshaken;
   int first_seen;
+  int busy;    /* read or written since the last quiet check */
+  int watched; /* a quiet check is due (isv__conn_tls_check) */
   struct sealing *queue; /* large writes sealed a slice at a time, and those behind them */
   int sealing_busy;      /* the records of a slice of the queue's head are being written */
 } tls_conn;
@@ -66,6 +68,17 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
   return SSL_TLSEXT_ERR_OK;
 }
 
+/* Before 3.0.14, 3.1.6, 3.2.2 and 3.3.1, SSL_free_buffers also freed the buffer of a record
+ * half received (CVE-2024-4741): a client that stops mid-record would have it used after free. */
+static int free_buffers_safe(void) {
+  unsigned long v = OpenSSL_version_num(); /* 0xMNN00PP0 */
+  unsigned major = (unsigned)(v >> 28), minor = (unsigned)(v >> 20) & 0xff,
+           patch = (unsigned)(v >> 4) & 0xff;
+  static const unsigned fixed_in[] = {14, 6, 2, 1}; /* the patch release, for 3.0 to 3.3 */
+  if (major != 3) return major > 3;
+  return minor > 3 || patch >= fixed_in[minor];
+}
+
 ISV_EXTERN int isv_tls_new(isv_tls **out) {
   if (out == NULL) return ISV_EINVAL;
   *out = NULL;
@@ -78,7 +91,9 @@ ISV_EXTERN int isv_tls_new(isv_tls **out) {
   }
   SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS); /* idle connections keep no buffers */
+  /* an idle connection's buffers go after ISV__TLS_QUIET_MS (isv__tls_quiet); where that is
+   * not safe, OpenSSL gives them back after every record */
+  if (!free_buffers_safe()) SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, NULL);
   *out = t;
   return 0;
@@ -277,6 +292,37 @@ void isv__tls_free(isv__conn *c) {
   isv__free(t);
 }
 
+/* ---- buffers ------------------------------------------------------------------------------ */
+
+/* Read or written now: the buffers are in use. A flag, not a time: the check (at most one due
+ * per connection) finds it set and looks again later — no timer moved, no clock read, per
+ * request. */
+static void stir(isv__conn *c, tls_conn *t) {
+  t->busy = 1;
+  if (!t->watched) {
+    t->watched = 1;
+    isv__conn_tls_check(c, ISV__TLS_QUIET_MS);
+  }
+}
+
+uint64_t isv__tls_quiet(isv__conn *c) {
+  tls_conn *t = c->tls;
+  if (t == NULL) return 0;
+  if (t->busy || t->queue) { /* busy since the last look, or a large write under way */
+    t->busy = 0;
+    return ISV__TLS_QUIET_MS;
+  }
+  /* SSL refuses while it holds part of a record (a client that stopped mid-record): later */
+  if (free_buffers_safe() && SSL_free_buffers(t->ssl) != 1) {
+    ERR_clear_error();
+    return ISV__TLS_QUIET_MS;
+  }
+  isv__free(t->kept);
+  t->kept = NULL;
+  t->watched = 0;
+  return 0;
+}
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
 static void sealed_done(isv__conn *c, void *ctx, int status) {
@@ -415,6 +461,7 @@ static int pump_sealing(isv__conn *c) {
 int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   tls_conn *t = c->tls;
   if (!t->handshaken) return ISV_ESTATE;
+  stir(c, t);
   size_t total = 0;
   for (size_t i = 0; i < n; i++) total += bufs[i].len;
   if (total == 0) return isv__conn_write_raw(c, bufs, n, cb, ctx); /* nothing to seal */
@@ -544,6 +591,7 @@ void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
   }
   t->in = data; /* read by bio_read, inside SSL's calls below */
   t->in_len = len;
+  stir(c, t);
   feed(c, t, deliver);
   t->in = NULL; /* t outlives c's callbacks (isv__tls_free runs once its handles are closed) */
   t->in_len = 0;
@@ -591,6 +639,10 @@ void isv__tls_on_read(isv__conn *c, const char *d, size_t n,
 int isv__tls_write(isv__conn *c, const uv_buf_t *b, size_t n, isv__write_cb cb, void *ctx) {
   (void)c, (void)b, (void)n, (void)cb, (void)ctx;
   return ISV_EUNIMPL;
+}
+uint64_t isv__tls_quiet(isv__conn *c) {
+  (void)c;
+  return 0;
 }
 void isv__tls_free(isv__conn *c) { (void)c; }
 

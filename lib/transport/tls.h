@@ -29,6 +29,15 @@ void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
                       void (*deliver)(isv__conn *c, const char *data, size_t len));
 /* Encrypt and write (isv__conn_write's contract). */
 int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);
+/* Buffers are held while the connection is busy — OpenSSL's for records in and out (about
+ * 17 KiB each) and the block the answers' records are written from — and given back once it
+ * has been quiet (nothing read or written) for ISV__TLS_QUIET_MS, so that an idle connection
+ * holds none: tls.c asks for the check (isv__conn_tls_check) when it becomes busy, and this
+ * answers it — the ms until it wants to be asked again, 0 once the buffers are given back.
+ * OpenSSL's own SSL_MODE_RELEASE_BUFFERS gives them back after every record: a malloc and a
+ * free of each per request. */
+#define ISV__TLS_QUIET_MS 1000
+uint64_t isv__tls_quiet(isv__conn *c);
 /* The connection is gone: free what TLS holds. */
 void isv__tls_free(isv__conn *c);
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench/instructions.sh — user-space instructions per request under callgrind: the figure that
+# stays put when the machine's timings drift (a shared VM moves ±5% run to run). For each
+# inferserve-demo binary given, in turn: start it under `valgrind --tool=callgrind` with a plain
+# and a TLS listener (a throw-away self-signed certificate made here), warm it with wrk for
+# INSTR_WARM s, zero the counters (callgrind_control -z), run wrk for INSTR_DURATION s, dump
+# (callgrind_control -d), and divide the instructions by the requests wrk completed.
+#
+#   bench/instructions.sh before=/tmp/isv-before/build/examples/demo/inferserve-demo \
+#                         after=build/examples/demo/inferserve-demo
+#
+# Cases (INSTR_CASES, default "rest tls"): rest = V2 REST `simple` over http://, tls = the same
+# over https:// (ALPN http/1.1); wrk -t1 -c16 -s bench/infer.lua, pinned to core 1, the demo to
+# core 0. Under valgrind the server is ~50× slower, so wrk may time out and reconnect: a TLS
+# window then holds a few handshakes (~3.5M instructions each) — the same for every binary, and
+# the top functions are printed so that it shows. Inclusive figures per request of the functions
+# named in INSTR_FUNCS (default: OpenSSL's record calls) follow each line.
+# Environment: INSTR_ROUNDS=1 INSTR_WARM=2 INSTR_DURATION=6 INSTR_CONNS=16 INSTR_KEEP=1.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROUNDS=${INSTR_ROUNDS:-1}
+WARM=${INSTR_WARM:-2}
+DUR=${INSTR_DURATION:-6}
+CONNS=${INSTR_CONNS:-16}
+CASES=${INSTR_CASES:-rest tls}
+FUNCS=${INSTR_FUNCS:-SSL_read SSL_write SSL_do_handshake}
+for t in valgrind callgrind_control callgrind_annotate wrk taskset openssl; do
+  command -v $t >/dev/null || { echo "$t is missing: bench/install-deps.sh" >&2; exit 1; }
+done
+[ $# -gt 0 ] || { echo "usage: $0 name=path/to/inferserve-demo ..." >&2; exit 2; }
+WORK=$(mktemp -d /tmp/isv-instr.XXXXXX)
+PID=""
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; [ -n "${INSTR_KEEP:-}" ] || rm -rf "$WORK"; }
+trap cleanup EXIT INT TERM
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/k.pem" \
+  -out "$WORK/c.pem" -days 1 -subj /CN=localhost 2>/dev/null
+
+echo "| round | binary | case | requests | Ir / request | $(echo $FUNCS | sed 's/ / | /g') |"
+echo "|---|---|---|---|---|$(for f in $FUNCS; do printf -- '---|'; done)"
+for r in $(seq "$ROUNDS"); do
+  for spec in "$@"; do
+    name=${spec%%=*} bin=${spec#*=}
+    for cs in $CASES; do
+      out="$WORK/cg.$r.$name.$cs"
+      taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$out.%p" --dump-instr=no \
+        "$bin" --listen 127.0.0.1:0 --threads 1 --tls-listen 127.0.0.1:0 \
+        --tls-cert "$WORK/c.pem" --tls-key "$WORK/k.pem" >"$WORK/demo.out" 2>"$WORK/demo.err" &
+      PID=$!
+      for _ in $(seq 200); do grep -q "with TLS" "$WORK/demo.out" 2>/dev/null && break; sleep 0.1; done
+      plain=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/demo.out" | head -1)
+      tls=$(sed -n 's/.*with TLS at 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/demo.out" | head -1)
+      [ -n "$plain" ] && [ -n "$tls" ] || { cat "$WORK/demo.err" >&2; echo "$name did not start" >&2; exit 1; }
+      url=http://127.0.0.1:$plain
+      [ "$cs" = tls ] && url=https://127.0.0.1:$tls
+      taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARM}s" -s "$HERE/infer.lua" "$url" >/dev/null 2>&1 || true
+      callgrind_control -z "$PID" >/dev/null 2>&1
+      taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$HERE/infer.lua" "$url" >"$WORK/wrk.txt" 2>&1
+      callgrind_control -d "$PID" >/dev/null 2>&1
+      sleep 1
+      kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+      n=$(awk '/requests in/{print $1}' "$WORK/wrk.txt")
+      dump=$(ls "$out".*.1 2>/dev/null | head -1)
+      [ -n "$dump" ] && [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "$name $cs: no dump or no requests" >&2; exit 1; }
+      ann=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null)
+      total=$(echo "$ann" | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+      cols=""
+      for f in $FUNCS; do
+        v=$(echo "$ann" | awk -v f=":$f " 'index($0, f){gsub(",","",$1); print $1; exit}')
+        cols="$cols $(( ${v:-0} / n )) |"
+      done
+      echo "| $r | $name | $cs | $n | $(( total / n )) |$cols"
+    done
+  done
+done
