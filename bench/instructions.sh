@@ -9,22 +9,23 @@
 #   bench/instructions.sh before=/tmp/isv-before/build/examples/demo/inferserve-demo \
 #                         after=build/examples/demo/inferserve-demo
 #
-# Cases (INSTR_CASES, default "rest tls"): rest = V2 REST `simple` over http://, tls = the same
-# over https:// (ALPN http/1.1); wrk -t1 -c16 -s bench/infer.lua, pinned to core 1, the demo to
-# core 0. Under valgrind the server is ~50× slower, so wrk may time out and reconnect: a TLS
+# Cases (INSTR_CASES, default "rest tls grpc"): rest = V2 REST `simple` over http://, tls = the
+# same over https:// (ALPN http/1.1), both wrk -t1 -c16 -s bench/infer.lua; grpc = ModelInfer
+# `simple` over h2c, h2load -c16 -m1 (bench/isvbench.py's payload); the load pinned to core 1, the
+# demo to core 0. Under valgrind the server is ~50× slower, so wrk may time out and reconnect: a TLS
 # window then holds a few handshakes (~3.5M instructions each) — the same for every binary, and
 # the top functions are printed so that it shows. Inclusive figures per request of the functions
 # named in INSTR_FUNCS (default: OpenSSL's record calls) follow each line.
-# Environment: INSTR_ROUNDS=1 INSTR_WARM=2 INSTR_DURATION=6 INSTR_CONNS=16 INSTR_KEEP=1.
+# Environment: INSTR_CASES, INSTR_FUNCS, INSTR_ROUNDS=1 INSTR_WARM=2 INSTR_DURATION=6 INSTR_CONNS=16 INSTR_KEEP=1.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${INSTR_ROUNDS:-1}
 WARM=${INSTR_WARM:-2}
 DUR=${INSTR_DURATION:-6}
 CONNS=${INSTR_CONNS:-16}
-CASES=${INSTR_CASES:-rest tls}
+CASES=${INSTR_CASES:-rest tls grpc}
 FUNCS=${INSTR_FUNCS:-SSL_read SSL_write SSL_do_handshake}
-for t in valgrind callgrind_control callgrind_annotate wrk taskset openssl; do
+for t in valgrind callgrind_control callgrind_annotate wrk h2load taskset openssl; do
   command -v $t >/dev/null || { echo "$t is missing: bench/install-deps.sh" >&2; exit 1; }
 done
 [ $# -gt 0 ] || { echo "usage: $0 name=path/to/inferserve-demo ..." >&2; exit 2; }
@@ -32,6 +33,7 @@ WORK=$(mktemp -d /tmp/isv-instr.XXXXXX)
 PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; [ -n "${INSTR_KEEP:-}" ] || rm -rf "$WORK"; }
 trap cleanup EXIT INT TERM
+case " $CASES " in *" grpc "*) /usr/bin/python3 "$HERE/isvbench.py" gen "$WORK" >/dev/null ;; esac
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/k.pem" \
   -out "$WORK/c.pem" -days 1 -subj /CN=localhost 2>/dev/null
 
@@ -50,15 +52,25 @@ for r in $(seq "$ROUNDS"); do
       plain=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/demo.out" | head -1)
       tls=$(sed -n 's/.*with TLS at 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/demo.out" | head -1)
       [ -n "$plain" ] && [ -n "$tls" ] || { cat "$WORK/demo.err" >&2; echo "$name did not start" >&2; exit 1; }
-      url=http://127.0.0.1:$plain
-      [ "$cs" = tls ] && url=https://127.0.0.1:$tls
-      taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARM}s" -s "$HERE/infer.lua" "$url" >/dev/null 2>&1 || true
+      case $cs in
+        rest) load=(wrk -t1 -c"$CONNS" -s "$HERE/infer.lua" "http://127.0.0.1:$plain") ;;
+        tls) load=(wrk -t1 -c"$CONNS" -s "$HERE/infer.lua" "https://127.0.0.1:$tls") ;;
+        grpc) load=(h2load -c"$CONNS" -m1 -d "$WORK/simple.grpc" -H 'content-type: application/grpc'
+                -H 'te: trailers' "http://127.0.0.1:$plain/inference.GRPCInferenceService/ModelInfer") ;;
+        *) echo "unknown case $cs" >&2; exit 2 ;;
+      esac
+      if [ "$cs" = grpc ]; then dur=(-D); else dur=(-d); fi
+      timeout $((WARM + 60)) taskset -c 1 "${load[0]}" "${dur[@]}" "$WARM" "${load[@]:1}" >/dev/null 2>&1 || true
       callgrind_control -z "$PID" >/dev/null 2>&1
-      taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$HERE/infer.lua" "$url" >"$WORK/wrk.txt" 2>&1
+      timeout $((DUR + 60)) taskset -c 1 "${load[0]}" "${dur[@]}" "$DUR" "${load[@]:1}" >"$WORK/load.txt" 2>&1 || true
       callgrind_control -d "$PID" >/dev/null 2>&1
       sleep 1
       kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
-      n=$(awk '/requests in/{print $1}' "$WORK/wrk.txt")
+      if [ "$cs" = grpc ]; then
+        n=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$WORK/load.txt")
+      else
+        n=$(awk '/requests in/{print $1}' "$WORK/load.txt")
+      fi
       dump=$(ls "$out".*.1 2>/dev/null | head -1)
       [ -n "$dump" ] && [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "$name $cs: no dump or no requests" >&2; exit 1; }
       ann=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null)

@@ -163,6 +163,7 @@ typedef struct h2 {
   unsigned n_streams;
   int in_session; /* inside nghttp2 (mem_recv or mem_send): flushing now would re-enter it */
   struct h2_write *cur; /* the write flush() is filling (for send_data) */
+  struct h2_write *spare; /* the last write done, kept for the next with its buffers (write_done) */
   int want_flush;
   int shutting_down;
   int goaway_notice; /* the shutdown's first GOAWAY and its PING are out; the final one waits
@@ -295,21 +296,37 @@ static void item_free(out_item *it) {
 }
 
 static void write_free(h2_write *w) {
+  isv__buf_free(&w->copy);
+  isv__free(w->segs);
+  isv__free(w);
+}
+
+/* A small write's context and buffers are kept for the connection's next one (h->spare; NULL h:
+ * the connection is gone): a keep-alive gRPC call's two flushes allocated 3-4 blocks each. */
+#define H2_SPARE_COPY ((size_t)4 << 10)
+static void write_done(h2 *h, h2_write *w) {
   out_item *it = w->held;
   while (it) {
     out_item *next = it->next;
     item_free(it);
     it = next;
   }
-  isv__buf_free(&w->copy);
-  isv__free(w->segs);
-  isv__free(w);
+  w->held = NULL;
+  if (h == NULL || h->dead || h->spare || w->failed || w->copy.failed ||
+      w->copy.cap > H2_SPARE_COPY || w->cap_segs > 64) {
+    write_free(w);
+    return;
+  }
+  w->len = 0;
+  w->copy.len = 0;
+  w->n_segs = 0;
+  h->spare = w;
 }
 
 static void notify_writable(h2 *h);
 
 static void after_write(isv__conn *c, void *ctx, int status) {
-  write_free(ctx);
+  write_done(c->closing ? NULL : h2_of(c), ctx);
   if (c->closing) return;
   if (status < 0) {
     isv__conn_close(c);
@@ -340,13 +357,17 @@ static void flush(h2 *h) {
     return;
   }
   h->want_flush = 0;
-  h2_write *w = isv__calloc(h->c->t->mem, 1, sizeof *w);
-  if (w == NULL) {
-    isv__conn_close(h->c);
-    return;
+  h2_write *w = h->spare;
+  if (w) {
+    h->spare = NULL;
+  } else {
+    if ((w = isv__calloc(h->c->t->mem, 1, sizeof *w)) == NULL) {
+      isv__conn_close(h->c);
+      return;
+    }
+    w->c = h->c;
+    isv__buf_init(&w->copy, h->c->t->mem);
   }
-  w->c = h->c;
-  isv__buf_init(&w->copy, h->c->t->mem);
   h->cur = w;
   h->in_session = 1;
   ssize_t n = 0;
@@ -359,18 +380,18 @@ static void flush(h2 *h) {
   h->in_session = 0;
   h->cur = NULL;
   if (n < 0 || w->failed) {
-    write_free(w);
+    write_done(NULL, w);
     isv__conn_close(h->c);
     return;
   }
   if (w->len > 0) {
     if (start_write(h, w) != 0) {
-      write_free(w);
+      write_done(NULL, w);
       isv__conn_close(h->c);
       return;
     }
   } else {
-    write_free(w);
+    write_done(h, w); /* nothing to send: kept as it came */
   }
   if (!nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s) &&
       h->c->write_pending == 0)
@@ -1055,13 +1076,18 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     return 0;
   }
   uint32_t lens[2] = {(uint32_t)nlen, (uint32_t)vlen}; /* no strlen to find them again */
-  isv__buf_append(&st->head, lens, sizeof lens);
-  isv__buf_append(&st->head, name, nlen);
-  isv__buf_putc(&st->head, '\0');
-  isv__buf_append(&st->head, value, vlen);
-  isv__buf_putc(&st->head, '\0');
+  size_t need = HEAD_LENS + nlen + 1 + vlen + 1;
+  /* a gRPC request's block (~7 headers, ~300 bytes stored) fits the first block: no regrowth */
+  char *d = isv__buf_reserve(&st->head, st->head.cap ? need : need > 512 ? need : 512);
+  if (d == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  memcpy(d, lens, HEAD_LENS);
+  if (nlen) memcpy(d + HEAD_LENS, name, nlen);
+  d[HEAD_LENS + nlen] = '\0';
+  if (vlen) memcpy(d + HEAD_LENS + nlen + 1, value, vlen);
+  d[need - 1] = '\0';
+  st->head.len += need;
   st->n_headers++;
-  return st->head.failed ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
+  return 0;
 }
 
 /* Point path/method/ctype at the stored headers and build the header array. */
@@ -1817,6 +1843,8 @@ static void h2_free(isv__conn *c) {
   }
   isv__timeheap_free(&h->timers);
   nghttp2_session_del(h->s);
+  if (h->spare) write_free(h->spare);
+  h->spare = NULL;
   c->proto_state = NULL;
   isv__free(h);
 }
