@@ -297,7 +297,7 @@ void isv__tls_free(isv__conn *c) {
 /* Read or written now: the buffers are in use. A flag, not a time: the check (at most one due
  * per connection) finds it set and looks again later — no timer moved, no clock read, per
  * request. */
-static void stir(isv__conn *c, tls_conn *t) {
+static void note_busy(isv__conn *c, tls_conn *t) {
   t->busy = 1;
   if (!t->watched) {
     t->watched = 1;
@@ -461,7 +461,7 @@ static int pump_sealing(isv__conn *c) {
 int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx) {
   tls_conn *t = c->tls;
   if (!t->handshaken) return ISV_ESTATE;
-  stir(c, t);
+  note_busy(c, t);
   size_t total = 0;
   for (size_t i = 0; i < n; i++) total += bufs[i].len;
   if (total == 0) return isv__conn_write_raw(c, bufs, n, cb, ctx); /* nothing to seal */
@@ -591,7 +591,7 @@ void isv__tls_on_read(isv__conn *c, const char *data, size_t len,
   }
   t->in = data; /* read by bio_read, inside SSL's calls below */
   t->in_len = len;
-  stir(c, t);
+  note_busy(c, t);
   feed(c, t, deliver);
   t->in = NULL; /* t outlives c's callbacks (isv__tls_free runs once its handles are closed) */
   t->in_len = 0;
