@@ -163,7 +163,6 @@ typedef struct h2 {
   unsigned n_streams;
   int in_session; /* inside nghttp2 (mem_recv or mem_send): flushing now would re-enter it */
   struct h2_write *cur; /* the write flush() is filling (for send_data) */
-  struct h2_write *spare; /* the last write done, kept for the next with its buffers (write_done) */
   int want_flush;
   int shutting_down;
   int goaway_notice; /* the shutdown's first GOAWAY and its PING are out; the final one waits
@@ -230,14 +229,25 @@ typedef struct seg {
   size_t off, len;
 } seg;
 
+/* One flush's write, in one block for a small one: frame headers and small pieces are copied
+ * into `small` until it is full, then into `copy` (what `small` held moved there, at the same
+ * offsets); the segments list starts in `seg_room`. A gRPC call's answer (HEADERS, DATA, the
+ * trailers) fits, so a flush allocates this block and nothing else, and nothing is kept after
+ * the write: an idle connection holds no write buffer. */
+#define H2_SMALL_COPY 512
+#define H2_SEG_ROOM 8
 typedef struct h2_write {
   isv__conn *c;
   size_t len; /* all bytes of the write */
+  size_t small_len;
+  int spilled; /* the copies are in `copy` now, not `small` */
   isv__buf copy;
   seg *segs;
   size_t n_segs, cap_segs;
   out_item *held; /* released after the write */
   int failed;
+  seg seg_room[H2_SEG_ROOM];
+  char small[H2_SMALL_COPY];
 } h2_write;
 
 static void flush(h2 *h);
@@ -251,24 +261,40 @@ static int admit_message(void *ctx, size_t len);
 
 static seg *push_seg(h2_write *w) {
   if (w->n_segs == w->cap_segs) {
-    size_t cap = w->cap_segs ? 2 * w->cap_segs : 16;
-    seg *s = isv__realloc(w->c->t->mem, w->segs, cap * sizeof *s);
+    size_t cap = 2 * w->cap_segs;
+    seg *s = isv__malloc(w->c->t->mem, cap * sizeof *s);
     if (s == NULL) {
       w->failed = 1;
       return NULL;
     }
+    memcpy(s, w->segs, w->n_segs * sizeof *s);
+    if (w->segs != w->seg_room) isv__free(w->segs);
     w->segs = s;
     w->cap_segs = cap;
   }
   return &w->segs[w->n_segs++];
 }
 
+/* Where copied bytes live: `small`, or `copy` once they outgrew it. */
+static const char *copied(const h2_write *w) { return w->spilled ? w->copy.data : w->small; }
+
 static void w_copy(h2_write *w, const void *p, size_t n) {
-  size_t off = w->copy.len;
-  isv__buf_append(&w->copy, p, n);
-  if (w->copy.failed) {
-    w->failed = 1;
-    return;
+  size_t off;
+  if (!w->spilled && w->small_len + n <= H2_SMALL_COPY) {
+    off = w->small_len;
+    memcpy(w->small + off, p, n);
+    w->small_len += n;
+  } else {
+    if (!w->spilled) { /* the same offsets in copy as in small */
+      isv__buf_append(&w->copy, w->small, w->small_len);
+      w->spilled = 1;
+    }
+    off = w->copy.len;
+    isv__buf_append(&w->copy, p, n);
+    if (w->copy.failed) {
+      w->failed = 1;
+      return;
+    }
   }
   seg *last = w->n_segs ? &w->segs[w->n_segs - 1] : NULL;
   if (last && last->ref == NULL && last->off + last->len == off) {
@@ -296,37 +322,21 @@ static void item_free(out_item *it) {
 }
 
 static void write_free(h2_write *w) {
-  isv__buf_free(&w->copy);
-  isv__free(w->segs);
-  isv__free(w);
-}
-
-/* A small write's context and buffers are kept for the connection's next one (h->spare; NULL h:
- * the connection is gone): a keep-alive gRPC call's two flushes allocated 3-4 blocks each. */
-#define H2_SPARE_COPY ((size_t)4 << 10)
-static void write_done(h2 *h, h2_write *w) {
   out_item *it = w->held;
   while (it) {
     out_item *next = it->next;
     item_free(it);
     it = next;
   }
-  w->held = NULL;
-  if (h == NULL || h->dead || h->spare || w->failed || w->copy.failed ||
-      w->copy.cap > H2_SPARE_COPY || w->cap_segs > 64) {
-    write_free(w);
-    return;
-  }
-  w->len = 0;
-  w->copy.len = 0;
-  w->n_segs = 0;
-  h->spare = w;
+  isv__buf_free(&w->copy);
+  if (w->segs != w->seg_room) isv__free(w->segs);
+  isv__free(w);
 }
 
 static void notify_writable(h2 *h);
 
 static void after_write(isv__conn *c, void *ctx, int status) {
-  write_done(c->closing ? NULL : h2_of(c), ctx);
+  write_free(ctx);
   if (c->closing) return;
   if (status < 0) {
     isv__conn_close(c);
@@ -342,7 +352,7 @@ static int start_write(h2 *h, h2_write *w) {
   if (bufs == NULL) return -1;
   for (size_t i = 0; i < w->n_segs; i++) {
     const seg *s = &w->segs[i];
-    bufs[i].base = (char *)(s->ref ? s->ref : w->copy.data + s->off);
+    bufs[i].base = (char *)(s->ref ? s->ref : copied(w) + s->off);
     bufs[i].len = s->len;
   }
   int rc = isv__conn_write(h->c, bufs, w->n_segs, after_write, w); /* copies bufs */
@@ -350,24 +360,20 @@ static int start_write(h2 *h, h2_write *w) {
   return rc;
 }
 
-static void flush(h2 *h) {
-  if (h->dead || h->c->closing) return;
-  if (h->in_session) {
-    h->want_flush = 1;
-    return;
-  }
-  h->want_flush = 0;
-  h2_write *w = h->spare;
-  if (w) {
-    h->spare = NULL;
-  } else {
-    if ((w = isv__calloc(h->c->t->mem, 1, sizeof *w)) == NULL) {
-      isv__conn_close(h->c);
-      return;
-    }
-    w->c = h->c;
-    isv__buf_init(&w->copy, h->c->t->mem);
-  }
+/* What nghttp2 has to send, gathered into one write: 0, or -1 (the connection must close). */
+static int send_pending(h2 *h) {
+  h2_write *w = isv__malloc(h->c->t->mem, sizeof *w);
+  if (w == NULL) return -1;
+  /* field by field: `small` and `seg_room` are written before they are read */
+  w->c = h->c;
+  w->len = w->small_len = 0;
+  w->spilled = 0;
+  isv__buf_init(&w->copy, h->c->t->mem);
+  w->segs = w->seg_room;
+  w->n_segs = 0;
+  w->cap_segs = H2_SEG_ROOM;
+  w->held = NULL;
+  w->failed = 0;
   h->cur = w;
   h->in_session = 1;
   ssize_t n = 0;
@@ -379,19 +385,25 @@ static void flush(h2 *h) {
   }
   h->in_session = 0;
   h->cur = NULL;
-  if (n < 0 || w->failed) {
-    write_done(NULL, w);
-    isv__conn_close(h->c);
+  if (n >= 0 && !w->failed && (w->len == 0 || start_write(h, w) == 0)) {
+    if (w->len == 0) write_free(w);
+    return 0;
+  }
+  write_free(w);
+  return -1;
+}
+
+static void flush(h2 *h) {
+  if (h->dead || h->c->closing) return;
+  if (h->in_session) {
+    h->want_flush = 1;
     return;
   }
-  if (w->len > 0) {
-    if (start_write(h, w) != 0) {
-      write_done(NULL, w);
-      isv__conn_close(h->c);
-      return;
-    }
-  } else {
-    write_done(h, w); /* nothing to send: kept as it came */
+  h->want_flush = 0;
+  /* a call's second flush (after its trailers went out with the first) usually has nothing */
+  if (nghttp2_session_want_write(h->s) && send_pending(h) != 0) {
+    isv__conn_close(h->c);
+    return;
   }
   if (!nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s) &&
       h->c->write_pending == 0)
@@ -1843,8 +1855,6 @@ static void h2_free(isv__conn *c) {
   }
   isv__timeheap_free(&h->timers);
   nghttp2_session_del(h->s);
-  if (h->spare) write_free(h->spare);
-  h->spare = NULL;
   c->proto_state = NULL;
   isv__free(h);
 }

@@ -858,6 +858,28 @@ static void a_streamed_answer_comes_as_data_frames_then_end_stream(void **state)
   assert_false(c->eof);
 }
 
+/* One piece of 12 parts, small ones (copied next to their frame headers) between large ones
+ * (referenced): one write's copies outgrow its inline room (512 bytes) and its segments their
+ * first array (8), and the bytes still come in order (all of them within the client's 8 KiB). */
+static void a_piece_of_many_small_and_large_parts_comes_whole(void **state) {
+  tf_world *w = *state;
+  tf_client *c = h2_client(w);
+  tf_h2_stream *st = rest(c, "GET", "/stream/manual/parts");
+  tf_run_until(w, int_set, &st->status);
+  size_t lens[12], total = 0;
+  for (size_t k = 0; k < 12; k++) total += lens[k] = k % 2 ? 1100 + k : 100 + k;
+  char *data = malloc(total);
+  assert_non_null(data);
+  for (size_t i = 0; i < total; i++) data[i] = (char)('a' + (i * 7) % 26);
+  assert_int_equal(tf_stream_write_parts(w, 0, data, lens, 12), 0);
+  tf_stream_end(w, 0);
+  tf_h2_wait_closed(c, st);
+  assert_int_equal(st->error_code, NGHTTP2_NO_ERROR);
+  assert_int_equal(st->body_len, total);
+  assert_memory_equal(st->body, data, total);
+  free(data);
+}
+
 static void a_streamed_answer_keeps_to_the_client_s_flow_control_window(void **state) {
   tf_world *w = *state;
   tf_client *c = tf_connect(w);
@@ -1046,6 +1068,7 @@ int main(void) {
       T(the_idle_deadline_closes_a_connection_without_streams),
       T(closing_the_transport_lets_a_stream_in_flight_finish),
       T(a_streamed_answer_comes_as_data_frames_then_end_stream),
+      T(a_piece_of_many_small_and_large_parts_comes_whole),
       T(a_streamed_answer_keeps_to_the_client_s_flow_control_window),
       T(a_streamed_answer_to_head_is_headers_only),
       T(a_stream_waiting_for_its_handler_outlives_the_deadlines),

@@ -274,6 +274,20 @@ int tf_stream_write(tf_world *w, int i, const void *data, size_t len) {
   return stream_write(&w->streamed[i], data, len);
 }
 
+int tf_stream_write_parts(tf_world *w, int i, const void *data, const size_t *lens, size_t n) {
+  assert_true(i < w->n_streamed && n <= 64);
+  tf_streamed *s = &w->streamed[i];
+  assert_false(s->ended);
+  size_t total = 0;
+  for (size_t k = 0; k < n; k++) total += lens[k];
+  uv_buf_t b, parts[64];
+  tf_piece *pc = new_piece(s, data, total, &b);
+  for (size_t k = 0, off = 0; k < n; off += lens[k], k++)
+    parts[k] = uv_buf_init(pc->data + off, (unsigned)lens[k]);
+  s->last_rc = isv__exchange_write(s->ex, parts, n, piece_release, pc);
+  return s->last_rc;
+}
+
 int tf_stream_write_str(tf_world *w, int i, const char *text) {
   return tf_stream_write(w, i, text, strlen(text));
 }

@@ -265,6 +265,8 @@ void tf_answer_held(tf_world *w);
  * of text) and its isv__exchange_write's code; the end. */
 int tf_stream_write(tf_world *w, int i, const void *data, size_t len);
 int tf_stream_write_str(tf_world *w, int i, const char *text);
+/* One piece of data (copied) handed as n parts of lens[0..n) bytes (n <= 64). */
+int tf_stream_write_parts(tf_world *w, int i, const void *data, const size_t *lens, size_t n);
 void tf_stream_end(tf_world *w, int i);
 /* Until recs[rec] heard on_cancel. */
 void tf_wait_cancelled(tf_world *w, int rec);
