@@ -157,15 +157,16 @@ static void a_request_over_tls_and_a_reload(void **state) {
 }
 
 /* OpenSSL's heap, counted (main installs these before OpenSSL allocates anything): what the
- * server's SSL object holds between requests is seen as bytes here. */
-static size_t ossl_held;
+ * server's SSL object holds between requests is seen as bytes here. Atomic: a test's client
+ * thread allocates too. */
+static atomic_size_t ossl_held;
 #define HDR 16 /* keeps OpenSSL's blocks 16-aligned */
 static void *ossl_malloc(size_t n, const char *file, int line) {
   (void)file, (void)line;
   char *p = malloc(HDR + n);
   if (p == NULL) return NULL;
   memcpy(p, &n, sizeof n);
-  ossl_held += n;
+  atomic_fetch_add(&ossl_held, n);
   return p + HDR;
 }
 static void ossl_free(void *q, const char *file, int line) {
@@ -173,7 +174,7 @@ static void ossl_free(void *q, const char *file, int line) {
   if (q == NULL) return;
   size_t n;
   memcpy(&n, (char *)q - HDR, sizeof n);
-  ossl_held -= n;
+  atomic_fetch_sub(&ossl_held, n);
   free((char *)q - HDR);
 }
 static void *ossl_realloc(void *q, size_t n, const char *file, int line) {
