@@ -127,6 +127,21 @@ static int hex4(const unsigned char *s, unsigned *out) {
   return 0;
 }
 
+/* The usual string — printable ASCII up to its closing quote, no escape — found without
+ * scan_string's call: 1 with (*ptr, *len, *end) as scan_string sets them, 0 for any other
+ * (scan_string then reads it from the start). */
+ISV_INLINE int plain_string(const isv__json_reader *r, size_t start, const char **ptr,
+                            size_t *len, size_t *end) {
+  const unsigned char *s = (const unsigned char *)r->buf;
+  size_t j = start + 1;
+  while (j < r->len && str_class[s[j]] == 0) j++;
+  if (j >= r->len || s[j] != '"') return 0;
+  *ptr = r->buf + start + 1;
+  *len = j - (start + 1);
+  *end = j + 1;
+  return 1;
+}
+
 /* Scan the string whose opening quote is at offset `start`. When `unescape` is set and the
  * string has escapes, it is rewritten in place. On success (*ptr, *len) is the (unescaped when
  * asked) content and *end the offset one past the closing quote. */
@@ -250,7 +265,28 @@ int isv__json_to_float(const isv__json_token *t, float *out) {
   return 0;
 }
 
+/* The usual integer — an optional '-', then 1 to 18 digits, no leading zero — without the
+ * literal scan (a V2 shape's dimensions). 0, or -1 (nothing written) for any other text: the
+ * general path then decides. */
+ISV_INLINE int plain_int(const char *p, size_t len, int64_t *out) {
+  if (len == 0) return -1;
+  const char *e = p + len;
+  int neg = *p == '-';
+  p += neg;
+  size_t nd = (size_t)(e - p);
+  if (nd == 0 || nd > 18 || (*p == '0' && nd > 1)) return -1;
+  int64_t v = 0;
+  for (; p < e; p++) {
+    unsigned d = (unsigned)(unsigned char)*p - '0';
+    if (d > 9) return -1;
+    v = v * 10 + (int64_t)d;
+  }
+  *out = neg ? -v : v;
+  return 0;
+}
+
 int isv__json_to_int64(const isv__json_token *t, int64_t *out) {
+  if (t && t->type == ISV__JSON_NUMBER && plain_int(t->ptr, t->len, out) == 0) return 0;
   isv__numlit n;
   uint64_t m;
   if (token_lit(t, &n) || isv__num_to_mag(&n, &m)) return -1;
@@ -403,7 +439,9 @@ again:
         return ISV__JSON_ERROR;
       }
       size_t e;
-      if (scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e)) return ISV__JSON_ERROR;
+      if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
+          scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e))
+        return ISV__JSON_ERROR;
       p = skip_ws(buf + e, end);
       if (p >= end || *p != ':') {
         fail_unexpected(r, (size_t)(p - buf), "':' after an object key");
@@ -439,7 +477,9 @@ again:
       return tok->type;
     case '"': {
       size_t e;
-      if (scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e)) return ISV__JSON_ERROR;
+      if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
+          scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e))
+        return ISV__JSON_ERROR;
       r->pos = e;
       tok->type = ISV__JSON_STRING;
       after_value(r);
