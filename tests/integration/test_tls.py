@@ -408,3 +408,32 @@ def test_records_cut_and_joined_every_way(start_demo, pki):
     # the demo is still well: a fresh client is answered
     r = requests.post(d.tls + SIMPLE, json=simple_body(), verify=pki("ca.pem"), timeout=TIMEOUT)
     assert r.status_code == 200
+
+
+def test_a_connection_quiet_between_requests(start_demo, pki):
+    """A keep-alive TLS connection gives its buffers back after 1-2 s with nothing read or
+    written (the connection's timer, conn.c), and takes them again: requests after a quiet
+    spell are answered, also one whose first half-record came before the quiet spell (SSL keeps
+    what it holds of a record through the check)."""
+    d = start_tls(start_demo, pki)
+    c = MemoryTLSClient(d, pki)
+    try:
+        c.handshake(step=1 << 20)
+        c.tls.write(identity_request(4, 0))
+        c.send(step=1 << 20)
+        assert [s for s, _ in c.answers(1)] == [200]
+        time.sleep(2.2)  # quiet: given back
+        c.tls.write(identity_request(1500, 1))
+        c.send(step=1 << 20)
+        (status, body), = c.answers(1)
+        assert status == 200 and json.loads(body)["outputs"][0]["data"] == list(range(1500))
+        c.tls.write(identity_request(4, 2))
+        records = c.out.read()
+        c.sock.sendall(records[:len(records) // 2])  # half a record, then quiet
+        time.sleep(2.2)
+        c.sock.sendall(records[len(records) // 2:])
+        (status, body), = c.answers(1)
+        assert status == 200 and json.loads(body)["id"] == "2"
+    finally:
+        c.sock.close()
+
