@@ -22,13 +22,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import isvbench  # noqa: E402  (read_status: the demo's VmRSS)
+
 N = int(os.environ.get("TLS_IDLE_CONNS", "1000"))
 WAIT = float(os.environ.get("TLS_IDLE_WAIT", "2.5"))
 
 
 def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+    return isvbench.read_status(pid)["VmRSS"]
 
 
 def wave(ctx, port, n):

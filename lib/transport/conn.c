@@ -109,10 +109,7 @@ static void on_timer(uv_timer_t *h) {
     c->write_mark = taken;
     c->write_check = c->write_pending ? now + c->t->limits.send_timeout_ms : 0;
   }
-  if (c->tls_check && c->tls_check <= now) {
-    uint64_t again = isv__tls_quiet(c);
-    c->tls_check = again ? now + again : 0;
-  }
+  isv__conn_tls_due(c, now);
   if (c->watchdog && c->watchdog <= now) {
     /* the client paused mid-body or mid-message: take what it sent */
     c->watchdog = 0;
@@ -510,6 +507,12 @@ static void sniff(isv__conn *c, const char *data, size_t len) {
   /* accepted as its listener closed: what the client sent before seeing it close is served,
    * then the engine ends the connection as every other one of the close (isv__conn_shutdown) */
   if (c->late && !c->closing) c->proto->shutdown(c);
+}
+
+void isv__conn_tls_due(isv__conn *c, uint64_t now) {
+  if (c->tls_check == 0 || c->tls_check > now) return;
+  uint64_t again = isv__tls_quiet(c);
+  c->tls_check = again ? now + again : 0;
 }
 
 void isv__conn_deliver(isv__conn *c, const char *data, size_t len) {

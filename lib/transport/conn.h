@@ -251,6 +251,9 @@ int isv__conn_stamp(const isv__conn *c, isv__exchange *ex);
 /* Plaintext that came from the peer (read from the socket, decrypted by tls.c, or fed by
  * memconn.c): the sniff that chooses the engine, then the engine's on_read. */
 void isv__conn_deliver(isv__conn *c, const char *data, size_t len);
+/* The seam's timer at `now` (its ms clock): TLS's quiet check if it is due, and the next one if
+ * tls.c asks for it. */
+void isv__conn_tls_due(isv__conn *c, uint64_t now);
 
 /* ---- for the transport (listener.c) -------------------------------------------------------- */
 

@@ -76,6 +76,8 @@
 #define ISV__H2_HEADER_RATE (16u << 20)
 #define ISV__H2_HEADER_FREE 4096
 #define HEAD_LENS (2 * sizeof(uint32_t)) /* before each header in a stream's head */
+/* A stream's head's first block: a gRPC request's (~7 headers, ~300 bytes stored) fits it */
+#define HEAD_FIRST ((size_t)512)
 /* A shutdown's PING unanswered this long: the final GOAWAY goes anyway; and after it, this
  * long for the streams already open to finish arriving. */
 #define ISV__H2_NOTICE_WAIT_MS 500
@@ -1089,8 +1091,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   }
   uint32_t lens[2] = {(uint32_t)nlen, (uint32_t)vlen}; /* no strlen to find them again */
   size_t need = HEAD_LENS + nlen + 1 + vlen + 1;
-  /* a gRPC request's block (~7 headers, ~300 bytes stored) fits the first block: no regrowth */
-  char *d = isv__buf_reserve(&st->head, st->head.cap ? need : need > 512 ? need : 512);
+  size_t room = st->head.cap || need > HEAD_FIRST ? need : HEAD_FIRST;
+  char *d = isv__buf_reserve(&st->head, room);
   if (d == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   memcpy(d, lens, HEAD_LENS);
   if (nlen) memcpy(d + HEAD_LENS, name, nlen);

@@ -217,10 +217,7 @@ void isv__memconn_fire(isv__memconn *m) {
     m->write_mark = took;
     m->write_check = m->n_writes ? now + c->t->limits.send_timeout_ms : 0;
   }
-  if (c->tls_check && c->tls_check <= now) {
-    uint64_t again = isv__tls_quiet(c);
-    c->tls_check = again ? now + again : 0;
-  }
+  isv__conn_tls_due(c, now);
   if (c->deadline && c->deadline <= now) {
     c->deadline = 0;
     if (c->proto) c->proto->on_deadline(c); /* may close c */

@@ -37,8 +37,7 @@ typedef struct tls_conn {
   struct sealed *kept; /* a small flushed buffer back from its write, for the next records */
   int handshaken;
   int first_seen;
-  int busy;    /* read or written since the last quiet check */
-  int watched; /* a quiet check is due (isv__conn_tls_check) */
+  int busy; /* read or written since the last quiet check (due: c->tls_check) */
   struct sealing *queue; /* large writes sealed a slice at a time, and those behind them */
   int sealing_busy;      /* the records of a slice of the queue's head are being written */
 } tls_conn;
@@ -299,10 +298,7 @@ void isv__tls_free(isv__conn *c) {
  * request. */
 static void note_busy(isv__conn *c, tls_conn *t) {
   t->busy = 1;
-  if (!t->watched) {
-    t->watched = 1;
-    isv__conn_tls_check(c, ISV__TLS_QUIET_MS);
-  }
+  if (c->tls_check == 0) isv__conn_tls_check(c, ISV__TLS_QUIET_MS);
 }
 
 uint64_t isv__tls_quiet(isv__conn *c) {
@@ -319,8 +315,7 @@ uint64_t isv__tls_quiet(isv__conn *c) {
   }
   isv__free(t->kept);
   t->kept = NULL;
-  t->watched = 0;
-  return 0;
+  return 0; /* isv__conn_tls_due clears c->tls_check: the next read or write asks again */
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */

@@ -188,8 +188,8 @@ static void *ossl_realloc(void *q, size_t n, const char *file, int line) {
   return r;
 }
 
-/* A server connection over the memory seam (transport/memconn.h) and an OpenSSL client over
- * memory BIOs, on a fake clock. */
+/* A server connection over the memory seam (transport/memconn.h) with a self-signed
+ * certificate for "localhost", and an OpenSSL client over memory BIOs, on a fake clock. */
 typedef struct seam {
   uv_loop_t loop;
   isv_server *srv;
@@ -201,10 +201,13 @@ typedef struct seam {
   BIO *in, *out; /* the client's: records to it, records from it */
 } seam;
 
-static void seam_open(seam *s, const char *cert, const char *key) {
+static void seam_open(seam *s) {
   uv_loop_init(&s->loop);
   assert_int_equal(isv_server_new(&s->loop, NULL, &s->srv), 0);
+  char *cert, *key;
+  isv_self_signed("localhost", &cert, &key);
   isv_tls *t = tls_of(cert, key);
+  free(cert), free(key);
   s->ctx = isv__tls_ctx_ref(t);
   isv_tls_free(t);
   assert_non_null(s->ctx);
@@ -264,10 +267,8 @@ static const char live_req[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
  * pieces, and the answer is the same. */
 static void records_cut_at_every_byte_over_the_memory_seam(void **state) {
   (void)state;
-  char *cert, *key;
-  isv_self_signed("localhost", &cert, &key);
   seam s;
-  seam_open(&s, cert, key);
+  seam_open(&s);
   char reply[4096];
   size_t fed;
   seam_ask(&s, live_req, "{\"live\":true}", 1, &fed, reply, sizeof reply);
@@ -275,7 +276,6 @@ static void records_cut_at_every_byte_over_the_memory_seam(void **state) {
   assert_non_null(strstr(reply, "HTTP/1.1 200"));
   assert_non_null(strstr(reply, "{\"live\":true}"));
   seam_close(&s);
-  free(cert), free(key);
 }
 
 /* OpenSSL's buffers (~17 KiB each way) stay with a connection while it is busy — no malloc and
@@ -284,10 +284,8 @@ static void records_cut_at_every_byte_over_the_memory_seam(void **state) {
  * kept through the checks. */
 static void an_idle_connection_gives_its_buffers_back(void **state) {
   (void)state;
-  char *cert, *key;
-  isv_self_signed("localhost", &cert, &key);
   seam s;
-  seam_open(&s, cert, key);
+  seam_open(&s);
   char reply[4096];
   size_t fed;
   seam_ask(&s, live_req, "{\"live\":true}", 0, &fed, reply, sizeof reply);
@@ -348,7 +346,6 @@ static void an_idle_connection_gives_its_buffers_back(void **state) {
   reply[k] = '\0';
   assert_non_null(strstr(reply, "HTTP/1.1 200"));
   seam_close(&s);
-  free(cert), free(key);
 }
 
 int main(void) {

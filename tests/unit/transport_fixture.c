@@ -201,12 +201,22 @@ static tf_piece *new_piece(tf_streamed *s, const void *data, size_t len, uv_buf_
   return pc;
 }
 
-static int stream_write(tf_streamed *s, const void *data, size_t len) {
+/* One piece (a copy of data) handed as n parts of lens[0..n) bytes (n <= 64). */
+static int stream_write_parts(tf_streamed *s, const void *data, const size_t *lens, size_t n) {
   assert_false(s->ended);
-  uv_buf_t b;
-  tf_piece *pc = new_piece(s, data, len, &b);
-  s->last_rc = isv__exchange_write(s->ex, &b, 1, piece_release, pc);
+  assert_true(n <= 64);
+  size_t total = 0;
+  for (size_t k = 0; k < n; k++) total += lens[k];
+  uv_buf_t b, parts[64];
+  tf_piece *pc = new_piece(s, data, total, &b);
+  for (size_t k = 0, off = 0; k < n; off += lens[k], k++)
+    parts[k] = uv_buf_init(pc->data + off, (unsigned)lens[k]);
+  s->last_rc = isv__exchange_write(s->ex, parts, n, piece_release, pc);
   return s->last_rc;
+}
+
+static int stream_write(tf_streamed *s, const void *data, size_t len) {
+  return stream_write_parts(s, data, &len, 1);
 }
 
 static void stream_end(tf_streamed *s) {
@@ -275,17 +285,8 @@ int tf_stream_write(tf_world *w, int i, const void *data, size_t len) {
 }
 
 int tf_stream_write_parts(tf_world *w, int i, const void *data, const size_t *lens, size_t n) {
-  assert_true(i < w->n_streamed && n <= 64);
-  tf_streamed *s = &w->streamed[i];
-  assert_false(s->ended);
-  size_t total = 0;
-  for (size_t k = 0; k < n; k++) total += lens[k];
-  uv_buf_t b, parts[64];
-  tf_piece *pc = new_piece(s, data, total, &b);
-  for (size_t k = 0, off = 0; k < n; off += lens[k], k++)
-    parts[k] = uv_buf_init(pc->data + off, (unsigned)lens[k]);
-  s->last_rc = isv__exchange_write(s->ex, parts, n, piece_release, pc);
-  return s->last_rc;
+  assert_true(i < w->n_streamed);
+  return stream_write_parts(&w->streamed[i], data, lens, n);
 }
 
 int tf_stream_write_str(tf_world *w, int i, const char *text) {
