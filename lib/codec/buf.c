@@ -37,8 +37,7 @@ char *isv__buf_reserve(isv__buf *b, size_t n) {
   return b->data + b->len;
 }
 
-void isv__buf_append(isv__buf *b, const void *p, size_t n) {
-  if (n == 0) return;
+void isv__buf_append_grow(isv__buf *b, const void *p, size_t n) {
   char *dst = isv__buf_reserve(b, n);
   if (!dst) return;
   memcpy(dst, p, n);

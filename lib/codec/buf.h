@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "codec/compiler.h"
 #include "codec/mem.h"
 
 typedef struct isv__buf {
@@ -24,10 +25,23 @@ void isv__buf_init(isv__buf *b, const isv_mem *mem);
 void isv__buf_free(isv__buf *b);
 /* Make room for at least n more bytes; returns a pointer to the free space or NULL. */
 char *isv__buf_reserve(isv__buf *b, size_t n);
-void isv__buf_append(isv__buf *b, const void *p, size_t n);
+/* isv__buf_append's way when there is no room (or b has failed): grows, then copies. */
+void isv__buf_append_grow(isv__buf *b, const void *p, size_t n);
 /* Returns data (NULL when empty) and resets b (same allocator); the caller frees it with
  * isv__free(). */
 char *isv__buf_release(isv__buf *b, size_t *len);
+
+/* Inline: an encoder appends many short pieces (a key, a quote, a comma), most of a length the
+ * compiler knows, so the copy becomes a few moves instead of two calls. The test is
+ * isv__buf_reserve's own: data, room for n > 0 bytes, not failed. */
+static inline void isv__buf_append(isv__buf *b, const void *p, size_t n) {
+  if (ISV_LIKELY(b->data && n - 1 < b->cap - b->len && !b->failed)) { /* 0 < n <= room */
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return;
+  }
+  if (n) isv__buf_append_grow(b, p, n);
+}
 
 static inline void isv__buf_putc(isv__buf *b, char c) {
   if (b->len < b->cap && !b->failed) {
