@@ -21,7 +21,7 @@ uint64_t isv__pb_le_load(const uint8_t *p, unsigned n) {
   return v;
 }
 
-int isv__pb_read_field(isv__pb_reader *r, isv__pb_field *f) {
+int isv__pb_read_field_any(isv__pb_reader *r, isv__pb_field *f) {
   if (r->p == r->end) return 0;
   uint64_t key, len;
   if (isv__pb_read_varint(r, &key) != 0 || key > UINT32_MAX || (key >> 3) == 0) return -1;

@@ -39,8 +39,34 @@ static inline isv__pb_reader isv__pb_reader_of(isv__pb_span s) {
 /* 0, or -1 when truncated or longer than 10 bytes. */
 int isv__pb_read_varint(isv__pb_reader *r, uint64_t *v);
 /* The next field: 1 read, 0 end of the message, -1 malformed (truncated, a field number of 0
- * above 2^29 - 1, a group or reserved wire type, a LEN past the end). */
-int isv__pb_read_field(isv__pb_reader *r, isv__pb_field *f);
+ * above 2^29 - 1, a group or reserved wire type, a LEN past the end). Any field, out of line;
+ * isv__pb_read_field below is the same with the usual case inline. */
+int isv__pb_read_field_any(isv__pb_reader *r, isv__pb_field *f);
+
+/* isv__pb_read_field_any, with a field of number 1..15 whose value (VARINT) or length (LEN) is
+ * one byte read inline: nearly every field of a small message, which a decoder reads in a loop. */
+static inline int isv__pb_read_field(isv__pb_reader *r, isv__pb_field *f) {
+  const uint8_t *p = r->p;
+  if (p != r->end && r->end - p >= 2 && p[0] >= 8 && p[0] < 0x80 && p[1] < 0x80) {
+    int wt = p[0] & 7;
+    if (wt == ISV__PB_VARINT) {
+      f->num = (uint32_t)(p[0] >> 3);
+      f->wt = wt;
+      f->v = p[1];
+      r->p = p + 2;
+      return 1;
+    }
+    if (wt == ISV__PB_LEN && p[1] <= r->end - p - 2) {
+      f->num = (uint32_t)(p[0] >> 3);
+      f->wt = wt;
+      f->s.p = p + 2;
+      f->s.n = p[1];
+      r->p = p + 2 + p[1];
+      return 1;
+    }
+  }
+  return isv__pb_read_field_any(r, f);
+}
 /* n (<= 8) little-endian bytes. */
 uint64_t isv__pb_le_load(const uint8_t *p, unsigned n);
 

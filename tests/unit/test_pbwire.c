@@ -88,6 +88,38 @@ static void malformed_fields_are_refused(void **state) {
   assert_int_equal(isv__pb_read_field(&r, &f), 0);
 }
 
+/* The inline reader (one-byte keys with one-byte values or lengths) against the general one:
+ * every 1- and 2-byte message, and every 3- and 4-byte one whose later bytes are edge values. */
+static void inline_reader_agrees_with_the_general_one(void **state) {
+  (void)state;
+  static const uint8_t edge[] = {0x00, 0x01, 0x02, 0x7f, 0x80, 0xff};
+  uint8_t m[4];
+  size_t checked = 0;
+  for (size_t len = 1; len <= 4; len++)
+    for (unsigned a = 0; a < 256; a++)
+      for (unsigned b = 0; b < (len >= 2 ? 256u : 1u); b++)
+        for (size_t c = 0; c < (len >= 3 ? sizeof edge : 1); c++)
+          for (size_t d = 0; d < (len >= 4 ? sizeof edge : 1); d++) {
+            m[0] = (uint8_t)a, m[1] = (uint8_t)b, m[2] = edge[c], m[3] = edge[d];
+            isv__pb_reader r1 = {m, m + len}, r2 = r1;
+            isv__pb_field f1, f2;
+            memset(&f1, 0xa5, sizeof f1);
+            memset(&f2, 0xa5, sizeof f2);
+            int k1 = isv__pb_read_field(&r1, &f1), k2 = isv__pb_read_field_any(&r2, &f2);
+            if (k1 != k2 || r1.p != r2.p)
+              fail_msg("len %zu bytes %02x %02x: %d/%d", len, a, b, k1, k2);
+            if (k1 == 1 && (f1.num != f2.num || f1.wt != f2.wt ||
+                            (f1.wt == ISV__PB_LEN ? f1.s.p != f2.s.p || f1.s.n != f2.s.n
+                                                  : f1.v != f2.v)))
+              fail_msg("len %zu bytes %02x %02x: fields differ", len, a, b);
+            checked++;
+          }
+  assert_true(checked > 65536);
+  isv__pb_reader empty = {NULL, NULL}; /* an absent field's span */
+  isv__pb_field f;
+  assert_int_equal(isv__pb_read_field(&empty, &f), 0);
+}
+
 static void little_endian_loads(void **state) {
   (void)state;
   assert_true(isv__pb_le_load((const uint8_t *)"\x34\x12", 2) == 0x1234);
@@ -99,6 +131,7 @@ int main(void) {
       cmocka_unit_test(varints_round_trip_at_every_length),
       cmocka_unit_test(fields_of_every_wire_type),
       cmocka_unit_test(malformed_fields_are_refused),
+      cmocka_unit_test(inline_reader_agrees_with_the_general_one),
       cmocka_unit_test(little_endian_loads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
