@@ -329,6 +329,9 @@ static int match(const isv__compiled_route *c, const path_segs *p, isv__http_req
   size_t n = c->n_segs;
   int rest = n > 0 && c->segs[n - 1].kind == SEG_REST;
   if (rest ? p->n < n - 1 : p->n != n) return 0;
+  /* The last segment first: routes of one length mostly differ there (…/infer, …/ready,
+   * …/config after the same /v2/models/{name}); every segment must match all the same. */
+  if (!rest && n > 1 && !seg_can_match(&c->segs[n - 1], p->s[n - 1], p->len[n - 1])) return 0;
   q->n_caps = 0;
   for (size_t i = 0; i < n; i++) {
     const pat_seg *s = &c->segs[i];
