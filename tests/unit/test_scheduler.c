@@ -741,6 +741,7 @@ static int setup2(void **state) {
   isv_options o;
   isv__options_defaults(&o);
   o.max_inflight = 4;
+  o.worker_threads = 2; /* "two" runs twice at once: not on the default of one CPU's one thread */
   cf_world *w = cf_world_new(&o);
   cf_model two = {.name = "two", .infer = be_gated, .mode = ISV_EXEC_POOL, .instances = 2};
   cf_add(w, &two);
