@@ -276,6 +276,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(out);
   }
 
+  /* INT64 elements as read_tensor reads them (its own integer path) against the tokens'
+   * (isv__json_to_int64): accepted together, the same values */
+  if (pi.top_array_of_scalars && pi.ok && pi.scalars) {
+    size_t count = pi.scalars;
+    int64_t *a = malloc(count * sizeof *a);
+    if (a) {
+      memcpy(buf, data, size);
+      isv__json_reader r;
+      isv__json_reader_init(&r, buf, size, DEPTH);
+      isv__json_token t;
+      isv__json_next(&r, &t);
+      int rc = isv__json_read_tensor(&r, &t, ISV_INT64, a, count);
+      memcpy(buf, data, size);
+      isv__json_reader_init(&r, buf, size, DEPTH);
+      int all = 1;
+      size_t i = 0;
+      for (;;) {
+        isv__json_type ty = isv__json_next(&r, &t);
+        if (ty == ISV__JSON_EOF || ty == ISV__JSON_ERROR) break;
+        if (ty == ISV__JSON_ARRAY_BEGIN || ty == ISV__JSON_ARRAY_END) continue;
+        int64_t v;
+        if (isv__json_to_int64(&t, &v) != 0) {
+          all = 0;
+          break;
+        }
+        check(i < count && (rc != 0 || a[i] == v), "read_tensor INT64 element != isv__json_to_int64",
+              data, size);
+        i++;
+      }
+      check((rc == 0) == all, "read_tensor INT64 and isv__json_to_int64 disagree on acceptance",
+            data, size);
+      free(a);
+    }
+  }
+
 #ifdef ISV_FUZZ_WITH_JANSSON
   differential(data, size, buf, &pi);
 #endif

@@ -74,6 +74,7 @@ static int fail_unexpected(isv__json_reader *r, size_t pos, const char *expected
 ISV_INLINE int is_ws(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 ISV_INLINE const char *skip_ws(const char *p, const char *end) {
+  if (ISV_LIKELY(p < end && (unsigned char)*p > ' ')) return p; /* compact JSON: no space */
   while (p < end && is_ws((unsigned char)*p)) p++;
   return p;
 }
@@ -127,6 +128,23 @@ static int hex4(const unsigned char *s, unsigned *out) {
   return 0;
 }
 
+/* How many of the 8 bytes at s are plain (str_class 0) before the first that is not: 8 when
+ * all are. Per byte, the high bit of a mask is set for '"' and '\\' (a zero after the xor), a
+ * control byte (below 0x20) or a non-ASCII one; a borrow may set it falsely only in a byte
+ * after one truly set, so the lowest set bit is always right. */
+ISV_INLINE int plain_run8(const unsigned char *s) {
+  uint64_t x;
+  memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  x = __builtin_bswap64(x);
+#endif
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+  uint64_t m = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x;
+  m &= high;
+  return m ? __builtin_ctzll(m) >> 3 : 8;
+}
+
 /* The usual string — printable ASCII up to its closing quote, no escape — found without
  * scan_string's call: 1 with (*ptr, *len, *end) as scan_string sets them, 0 for any other
  * (scan_string then reads it from the start). */
@@ -134,6 +152,11 @@ ISV_INLINE int plain_string(const isv__json_reader *r, size_t start, const char 
                             size_t *len, size_t *end) {
   const unsigned char *s = (const unsigned char *)r->buf;
   size_t j = start + 1;
+  while (r->len - j >= 8) { /* eight bytes at a time while eight are left */
+    int k = plain_run8(s + j);
+    j += (size_t)k;
+    if (k < 8) break;
+  }
   while (j < r->len && str_class[s[j]] == 0) j++;
   if (j >= r->len || s[j] != '"') return 0;
   *ptr = r->buf + start + 1;
@@ -385,15 +408,11 @@ static int number_error(isv__json_reader *r, int err, const char *errp, const ch
   }
 }
 
+/* tok is written on every path; an error leaves it ERROR, with no pointer and no length. */
 static isv__json_type next_impl(isv__json_reader *r, isv__json_token *tok, int unescape) {
-  isv__json_token dummy;
-  if (!tok) tok = &dummy;
-  tok->type = ISV__JSON_ERROR;
-  tok->ptr = NULL;
-  tok->len = 0;
   if (r->failed) {
     tok->offset = r->err_offset;
-    return ISV__JSON_ERROR;
+    goto error;
   }
   const char *buf = r->buf;
   const char *end = buf + r->len;
@@ -407,16 +426,17 @@ again:
       r->pos = r->len;
       tok->type = ISV__JSON_EOF;
       tok->ptr = end;
+      tok->len = 0;
       return ISV__JSON_EOF;
     }
     fail(r, r->len, "unexpected end of input at offset %zu", r->len);
-    return ISV__JSON_ERROR;
+    goto error;
   }
   switch (r->state) {
     case ST_DONE:
       fail_unexpected(r, tok->offset, NULL);
       snprintf(r->err + strlen(r->err), sizeof r->err - strlen(r->err), " after the top-level value");
-      return ISV__JSON_ERROR;
+      goto error;
     case ST_AFTER_VALUE:
       is_obj = top_is_object(r);
       if (*p == ',') {
@@ -426,26 +446,26 @@ again:
       }
       if (*p == (is_obj ? '}' : ']')) goto close;
       fail_unexpected(r, tok->offset, is_obj ? "',' or '}'" : "',' or ']'");
-      return ISV__JSON_ERROR;
+      goto error;
     case ST_OBJECT_FIRST:
     case ST_OBJECT_KEY: {
       if (*p == '}') {
         if (r->state == ST_OBJECT_FIRST) goto close;
         fail(r, tok->offset, "trailing comma before '}' at offset %zu", tok->offset);
-        return ISV__JSON_ERROR;
+        goto error;
       }
       if (*p != '"') {
         fail_unexpected(r, tok->offset, "an object key (a string)");
-        return ISV__JSON_ERROR;
+        goto error;
       }
       size_t e;
       if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
           scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e))
-        return ISV__JSON_ERROR;
+        goto error;
       p = skip_ws(buf + e, end);
       if (p >= end || *p != ':') {
         fail_unexpected(r, (size_t)(p - buf), "':' after an object key");
-        return ISV__JSON_ERROR;
+        goto error;
       }
       r->pos = (size_t)(p + 1 - buf);
       r->state = ST_VALUE;
@@ -458,7 +478,7 @@ again:
     case ST_VALUE_AFTER_COMMA:
       if (*p == ']') {
         fail(r, tok->offset, "trailing comma before ']' at offset %zu", tok->offset);
-        return ISV__JSON_ERROR;
+        goto error;
       }
       break;
     default:
@@ -468,7 +488,7 @@ again:
   switch (*p) {
     case '{':
     case '[':
-      if (push(r, *p == '{', tok->offset)) return ISV__JSON_ERROR;
+      if (push(r, *p == '{', tok->offset)) goto error;
       r->state = *p == '{' ? ST_OBJECT_FIRST : ST_ARRAY_FIRST;
       tok->type = *p == '{' ? ISV__JSON_OBJECT_BEGIN : ISV__JSON_ARRAY_BEGIN;
       tok->ptr = p;
@@ -479,7 +499,7 @@ again:
       size_t e;
       if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
           scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e))
-        return ISV__JSON_ERROR;
+        goto error;
       r->pos = e;
       tok->type = ISV__JSON_STRING;
       after_value(r);
@@ -494,7 +514,7 @@ again:
       size_t l = strlen(lits[k]);
       if ((size_t)(end - p) < l || memcmp(p, lits[k], l) != 0) {
         fail(r, tok->offset, "invalid literal at offset %zu", tok->offset);
-        return ISV__JSON_ERROR;
+        goto error;
       }
       tok->type = types[k];
       tok->ptr = p;
@@ -507,7 +527,7 @@ again:
       unsigned char c = (unsigned char)*p;
       if (!(isv__num_is_digit(c) || c == '-' || c == 'N' || c == 'I')) {
         fail_unexpected(r, tok->offset, "a value");
-        return ISV__JSON_ERROR;
+        goto error;
       }
       isv__numlit nl;
       int err = 0;
@@ -515,7 +535,7 @@ again:
       const char *e = isv__num_scan(p, end, &nl, &err, &errp);
       if (!e) {
         number_error(r, err, errp, "");
-        return ISV__JSON_ERROR;
+        goto error;
       }
       tok->type = ISV__JSON_NUMBER;
       tok->ptr = p;
@@ -533,6 +553,11 @@ close:
   r->pos = tok->offset + 1;
   after_value(r);
   return tok->type;
+error:
+  tok->type = ISV__JSON_ERROR;
+  tok->ptr = NULL;
+  tok->len = 0;
+  return ISV__JSON_ERROR;
 }
 
 isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
@@ -709,8 +734,17 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
         elem_type_error(r, p, idx, dt);
         return NULL;
       }
-      uint64_t v = (unsigned char)*s++ - '0';
+      uint64_t v;
       int overflow = 0;
+      if (ISV_LIKELY(end - s >= 8)) { /* up to 7 digits, the first included, in one go */
+        int k = isv__num_swar_digits(s, &v);
+        if (k < 8) {
+          if (*s == '0' && k > 1) return elem_int_error(r, p, end, idx, dt, 0), NULL;
+          s += k;
+          goto int_end;
+        }
+      }
+      v = (unsigned char)*s++ - '0';
       if (v == 0) {
         if (s < end && isv__num_is_digit((unsigned char)*s)) return elem_int_error(r, p, end, idx, dt, 0), NULL;
       } else {
@@ -730,6 +764,7 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
           s++;
         }
       }
+    int_end:
       if (ISV_UNLIKELY(s < end && (*s == '.' || (*s | 0x20) == 'e')))
         return elem_int_error(r, p, end, idx, dt, 0), NULL;
       if (ISV_UNLIKELY(overflow)) return elem_int_error(r, p, end, idx, dt, 1), NULL;

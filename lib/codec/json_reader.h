@@ -60,7 +60,7 @@ typedef struct isv__json_reader {
  * max_depth is clamped to [1, ISV__JSON_MAX_DEPTH_LIMIT]. */
 void isv__json_reader_init(isv__json_reader *r, char *buf, size_t len, unsigned max_depth);
 
-/* The next token. Grammar is enforced here: a missing comma, a trailing comma, a leading zero,
+/* The next token, written to tok (not NULL). Grammar is enforced here: a missing comma, a trailing comma, a leading zero,
  * a control character in a string, a bad escape, invalid UTF-8, a value after the top-level
  * value... each returns ISV__JSON_ERROR with a message. */
 isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok);

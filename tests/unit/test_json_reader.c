@@ -947,6 +947,75 @@ static void test_tensor_int_ranges(void **state) {
   tensor_err("[{}]", ISV_UINT8, 1, "got an object", 1);
 }
 
+/* An integer element is read eight bytes at a time when eight are left in the body, one by one
+ * near its end: the two ways must agree on every literal, value and message alike. */
+static void test_tensor_ints_near_and_far_from_the_end(void **state) {
+  (void)state;
+  static const char *const lits[] = {"0", "7", "10", "99", "1234567", "12345678", "123456789",
+                                     "123456789012", "9223372036854775807", "-0", "-7", "-1234567",
+                                     "-12345678", "00", "01", "0123", "-01", "1.5", "7e1", "7E1",
+                                     "12345678.0", "1234567e2", "99999999999999999999", "-"};
+  for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++) {
+    char near[64], far[64];
+    snprintf(near, sizeof near, "[%s]", lits[i]);           /* fewer than 8 bytes after it */
+    snprintf(far, sizeof far, "[%s        ]", lits[i]);      /* 8 spaces after it */
+    int64_t a = 0, b = 0;
+    char ea[256] = "", eb[256] = "";
+    size_t oa = 0, ob = 0;
+    const char *e = tensor(near, ISV_INT64, &a, 1, &oa);
+    if (e) snprintf(ea, sizeof ea, "%s", e);
+    e = tensor(far, ISV_INT64, &b, 1, &ob);
+    if (e) snprintf(eb, sizeof eb, "%s", e);
+    if (strcmp(ea, eb) != 0 || oa != ob || (!ea[0] && a != b))
+      fail_msg("%s: near the end \"%s\" (%lld), far from it \"%s\" (%lld)", lits[i], ea,
+               (long long)a, eb, (long long)b);
+    int64_t v;
+    isv__json_token t = num_tok(lits[i]);
+    if (!ea[0] && (isv__json_to_int64(&t, &v) != 0 || v != a)) fail_msg("%s read as %lld", lits[i], (long long)a);
+  }
+  int32_t x[3];
+  assert_null(tensor("[1,22,333]        ", ISV_INT32, x, 3, NULL));
+  assert_true(x[0] == 1 && x[1] == 22 && x[2] == 333);
+}
+
+/* A string's plain run is found eight bytes at a time: whatever ends it — the quote, an
+ * escape, a control byte, UTF-8 or a stray byte — at every position of a 20-byte string. */
+static void test_strings_ended_at_every_position(void **state) {
+  (void)state;
+  for (size_t at = 0; at < 20; at++) {
+    char json[64], body[32];
+    memset(body, 'a', 20);
+    body[20] = '\0';
+    /* an escape: read unescaped */
+    snprintf(json, sizeof json, "[\"%.*s\\n%s\"]", (int)at, body, body + at);
+    isv__json_reader *r = reader_for(json, strlen(json), 8);
+    isv__json_token t;
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_ARRAY_BEGIN);
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_STRING);
+    assert_int_equal(t.len, 21);
+    assert_true(t.ptr[at] == '\n' && t.ptr[0] == (at ? 'a' : '\n'));
+    /* two-byte UTF-8 (U+00E9): kept as it is */
+    snprintf(json, sizeof json, "[\"%.*s\xc3\xa9%s\"]", (int)at, body, body + at);
+    r = reader_for(json, strlen(json), 8);
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_ARRAY_BEGIN);
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_STRING);
+    assert_int_equal(t.len, 22);
+    assert_memory_equal(t.ptr + at, "\xc3\xa9", 2);
+    /* a control byte, a stray continuation byte: refused where they are */
+    snprintf(json, sizeof json, "[\"%.*s\x01%s\"]", (int)at, body, body + at);
+    expect_error(json, "control character", 2 + at);
+    snprintf(json, sizeof json, "[\"%.*s\x80%s\"]", (int)at, body, body + at);
+    expect_error(json, "UTF-8", 2 + at);
+    /* the closing quote itself */
+    snprintf(json, sizeof json, "[\"%.*s\", 1]", (int)at, body);
+    r = reader_for(json, strlen(json), 8);
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_ARRAY_BEGIN);
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_STRING);
+    assert_int_equal(t.len, at);
+    assert_int_equal(isv__json_next(r, &t), ISV__JSON_NUMBER);
+  }
+}
+
 static void test_tensor_floats(void **state) {
   (void)state;
   float f[6];
@@ -1197,6 +1266,8 @@ int main(void) {
       cmocka_unit_test(test_half_vectors),
       cmocka_unit_test(test_integers),
       cmocka_unit_test(test_tensor_int_ranges),
+      cmocka_unit_test(test_tensor_ints_near_and_far_from_the_end),
+      cmocka_unit_test(test_strings_ended_at_every_position),
       cmocka_unit_test(test_tensor_floats),
       cmocka_unit_test(test_tensor_counts_and_shapes),
       cmocka_unit_test(test_tensor_bool_bytes),
