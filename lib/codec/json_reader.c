@@ -799,8 +799,9 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
     case ISV_BYTES: {
       isv_bytes *b = (isv_bytes *)out + idx;
       if (*p == '"') {
-        size_t e;
-        if (scan_string(r, (size_t)(p - r->buf), 1, &b->ptr, &b->len, &e)) return NULL;
+        size_t e, at = (size_t)(p - r->buf);
+        if (!plain_string(r, at, &b->ptr, &b->len, &e) && scan_string(r, at, 1, &b->ptr, &b->len, &e))
+          return NULL;
         return r->buf + e;
       }
       if (*p == '{') return parse_b64_obj(r, p + 1, idx, b);
