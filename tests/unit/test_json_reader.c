@@ -994,6 +994,9 @@ static void test_strings_ended_at_every_position(void **state) {
     assert_int_equal(isv__json_next(r, &t), ISV__JSON_STRING);
     assert_int_equal(t.len, 21);
     assert_true(t.ptr[at] == '\n' && t.ptr[0] == (at ? 'a' : '\n'));
+    isv_bytes el; /* the same string as a BYTES element */
+    assert_null(tensor(json, ISV_BYTES, &el, 1, NULL));
+    assert_true(el.len == 21 && ((const char *)el.ptr)[at] == '\n');
     /* two-byte UTF-8 (U+00E9): kept as it is */
     snprintf(json, sizeof json, "[\"%.*s\xc3\xa9%s\"]", (int)at, body, body + at);
     r = reader_for(json, strlen(json), 8);
@@ -1001,9 +1004,12 @@ static void test_strings_ended_at_every_position(void **state) {
     assert_int_equal(isv__json_next(r, &t), ISV__JSON_STRING);
     assert_int_equal(t.len, 22);
     assert_memory_equal(t.ptr + at, "\xc3\xa9", 2);
+    assert_null(tensor(json, ISV_BYTES, &el, 1, NULL));
+    assert_true(el.len == 22 && memcmp((const char *)el.ptr + at, "\xc3\xa9", 2) == 0);
     /* a control byte, a stray continuation byte: refused where they are */
     snprintf(json, sizeof json, "[\"%.*s\x01%s\"]", (int)at, body, body + at);
     expect_error(json, "control character", 2 + at);
+    tensor_err(json, ISV_BYTES, 1, "control character", 2 + at);
     snprintf(json, sizeof json, "[\"%.*s\x80%s\"]", (int)at, body, body + at);
     expect_error(json, "UTF-8", 2 + at);
     /* the closing quote itself */
@@ -1013,6 +1019,9 @@ static void test_strings_ended_at_every_position(void **state) {
     assert_int_equal(isv__json_next(r, &t), ISV__JSON_STRING);
     assert_int_equal(t.len, at);
     assert_int_equal(isv__json_next(r, &t), ISV__JSON_NUMBER);
+    snprintf(json, sizeof json, "[\"%.*s\"]", (int)at, body);
+    assert_null(tensor(json, ISV_BYTES, &el, 1, NULL));
+    assert_true(el.len == at && memcmp(el.ptr, body, at) == 0);
   }
 }
 
