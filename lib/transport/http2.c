@@ -175,6 +175,9 @@ typedef struct h2 {
   uint64_t armed_at;     /* the seam's deadline now (isv__conn_now ms), 0: none (rearm) */
   int dead;
   h2_stream *rx; /* the gRPC stream whose DATA came last (it decides the low-water mark) */
+  /* the stream whose header block began last: on_header's, without a lookup per header (a
+   * block's frames come back to back on the connection, RFC 9113 6.10) */
+  h2_stream *hb;
   unsigned faulting; /* streams whose body block is being faulted in: reading stops */
   unsigned oversize_blocks; /* header blocks dropped for passing twice the limit */
   int send_check; /* the connection's deadline checks response progress (streams are open) */
@@ -349,7 +352,9 @@ static void after_write(isv__conn *c, void *ctx, int status) {
 }
 
 static int start_write(h2 *h, h2_write *w) {
-  uv_buf_t small[64] = {{0}};
+  /* Not zeroed (1 KiB a write): the first n_segs are written below, and only they are read. */
+  uv_buf_t small[64];
+  small[0] = uv_buf_init(NULL, 0); /* for GCC, which cannot see the loop through a const parameter */
   uv_buf_t *bufs = w->n_segs <= 64 ? small : isv__malloc(h->c->t->mem, w->n_segs * sizeof *bufs);
   if (bufs == NULL) return -1;
   for (size_t i = 0; i < w->n_segs; i++) {
@@ -990,6 +995,7 @@ static void stream_free(h2_stream *st) {
       h->rx = NULL;
       if (!h->dead) update_lowat(h);
     }
+    if (h->hb == st) h->hb = NULL;
     isv__timeheap_remove(&h->timers, &st->deadline);
     if (h->n_streams == 0 && !h->dead) {
       h->send_check = 0;
@@ -1018,6 +1024,14 @@ static void stream_maybe_free(h2_stream *st) {
 
 static h2_stream *stream_of(nghttp2_session *s, int32_t id) {
   return nghttp2_session_get_stream_user_data(s, id);
+}
+
+/* stream_of, without nghttp2's lookup when id is the stream whose header block began last (a
+ * call's headers, its DATA and its end all name it). A closed stream is not nghttp2's any more
+ * (on_stream_close took its user data away): NULL, as stream_of says. */
+static h2_stream *stream_at(h2 *h, nghttp2_session *s, int32_t id) {
+  if (h->hb && h->hb->id == id) return h->hb->closed ? NULL : h->hb;
+  return stream_of(s, id);
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user) {
@@ -1050,6 +1064,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
   if (!h->send_check) set_timer(h, &h->conn_timer, 0); /* each stream keeps its own time */
   arm_deadline(st, h->c->t->limits.header_timeout_ms); /* the header block must end */
   nghttp2_session_set_stream_user_data(s, st->id, st);
+  h->hb = st;
   return 0;
 }
 
@@ -1057,7 +1072,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
                      const uint8_t *value, size_t vlen, uint8_t flags, void *user) {
   (void)flags;
   h2 *h = user;
-  h2_stream *st = stream_of(s, f->hd.stream_id);
+  h2_stream *st = stream_at(h, s, f->hd.stream_id);
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
   size_t limit = h->c->t->limits.max_header_bytes;
   uint64_t now = isv__conn_now(h->c);
@@ -1507,7 +1522,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
                          size_t len, void *user) {
   (void)flags;
   h2 *h = user;
-  h2_stream *st = stream_of(s, id);
+  h2_stream *st = stream_at(h, s, id);
   if (st == NULL) return 0;
   if (st->is_grpc) {
     if (st->dispatched && !st->app_done && !st->cancelled) {
@@ -1561,7 +1576,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
     return 0;
   }
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
-  h2_stream *st = stream_of(s, f->hd.stream_id);
+  h2_stream *st = stream_at(h, s, f->hd.stream_id);
   if (st == NULL) return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     if (headers_done(h, st) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -1614,11 +1629,10 @@ static void cancel_stream(h2_stream *st) {
  * rest. REST streams are left to finish their upload: some HTTP clients (curl 7.88) report
  * that RST as an error even after a complete response. */
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user) {
-  (void)user;
   if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
       !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;
-  h2_stream *st = stream_of(s, f->hd.stream_id);
+  h2_stream *st = stream_at(user, s, f->hd.stream_id);
   if (st && (st->is_grpc || st->rst_after_end) && !st->remote_closed)
     nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
   return 0;
@@ -1843,6 +1857,7 @@ static void h2_free(isv__conn *c) {
   h2 *h = h2_of(c);
   if (h == NULL) return;
   h->dead = 1;
+  h->hb = NULL; /* the streams leave h (a detached one is freed without it) */
   while (h->streams) {
     h2_stream *st = h->streams;
     h->streams = st->next;
