@@ -56,9 +56,7 @@ static int class_of_block(const void *base) {
   return k < ISV__RECYCLER_CLASSES ? (int)k : -1;
 }
 
-/* pthread's own calls, not uv_thread_self and uv_thread_equal: two calls fewer on every
- * allocation and free (pthread_equal is inline). */
-static int mine(const isv__recycler *r) { return pthread_equal(pthread_self(), r->owner); }
+static int mine(const isv__recycler *r) { return isv__recycler_self() == r->owner; }
 
 static void *pop(isv__recycler *r, unsigned k) {
   isv__recycler_list *l = &r->list[k];
@@ -148,7 +146,7 @@ void isv__recycler_init(isv__recycler *r, const isv_mem *under, size_t limit) {
   memset(r, 0, sizeof *r);
   r->under = under ? under : &isv__libc_mem;
   r->mem = (isv_mem){sizeof(isv_mem), r, r_malloc, r_free, r_calloc, r_realloc};
-  r->owner = pthread_self();
+  r->owner = isv__recycler_self();
   r->limit = limit;
 }
 
