@@ -54,14 +54,15 @@ typedef struct isv__recycler {
  * thread pointer where the compiler reads that in one instruction (no call, and no registers
  * saved around one: half of a free's cost was that), else pthread_self. Either is unique among
  * the threads alive, as a pthread_t is. */
-static inline uintptr_t isv__recycler_self(void) {
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_thread_pointer)
+#if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
+#if __has_builtin(__builtin_thread_pointer) /* GCC knows it on targets it cannot expand it for */
 #define ISV__RECYCLER_TP 1
+#endif
+#endif
+static inline uintptr_t isv__recycler_self(void) {
+#ifdef ISV__RECYCLER_TP
   return (uintptr_t)__builtin_thread_pointer();
-#endif
-#endif
-#ifndef ISV__RECYCLER_TP
+#else
   return (uintptr_t)pthread_self();
 #endif
 }
