@@ -145,19 +145,25 @@ ISV_INLINE int plain_run8(const unsigned char *s) {
   return m ? __builtin_ctzll(m) >> 3 : 8;
 }
 
+/* The end of the plain run (str_class 0) that starts at offset j of s[0..n): eight bytes at a
+ * time while eight are left, then byte by byte. */
+ISV_INLINE size_t plain_run(const unsigned char *s, size_t j, size_t n) {
+  while (n - j >= 8) {
+    int k = plain_run8(s + j);
+    j += (size_t)k;
+    if (k < 8) return j;
+  }
+  while (j < n && str_class[s[j]] == 0) j++;
+  return j;
+}
+
 /* The usual string — printable ASCII up to its closing quote, no escape — found without
  * scan_string's call: 1 with (*ptr, *len, *end) as scan_string sets them, 0 for any other
  * (scan_string then reads it from the start). */
 ISV_INLINE int plain_string(const isv__json_reader *r, size_t start, const char **ptr,
                             size_t *len, size_t *end) {
   const unsigned char *s = (const unsigned char *)r->buf;
-  size_t j = start + 1;
-  while (r->len - j >= 8) { /* eight bytes at a time while eight are left */
-    int k = plain_run8(s + j);
-    j += (size_t)k;
-    if (k < 8) break;
-  }
-  while (j < r->len && str_class[s[j]] == 0) j++;
+  size_t j = plain_run(s, start + 1, r->len);
   if (j >= r->len || s[j] != '"') return 0;
   *ptr = r->buf + start + 1;
   *len = j - (start + 1);
@@ -176,9 +182,7 @@ static int scan_string(isv__json_reader *r, size_t start, int unescape, const ch
   size_t w = 0; /* write index; only meaningful once an escape was seen (esc) */
   int esc = 0;
   for (;;) {
-    /* Plain run. */
-    size_t j = i;
-    while (j < n && str_class[s[j]] == 0) j++;
+    size_t j = plain_run(s, i, n);
     if (esc && unescape && j > i) {
       memmove(s + w, s + i, j - i);
       w += j - i;

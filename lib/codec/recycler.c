@@ -56,7 +56,24 @@ static int class_of_block(const void *base) {
   return k < ISV__RECYCLER_CLASSES ? (int)k : -1;
 }
 
-static int mine(const isv__recycler *r) { return isv__recycler_self() == r->owner; }
+/* The calling thread, as the recycler tells threads apart on every allocation and free: its
+ * thread pointer where the compiler reads that in one instruction (no call, and no registers
+ * saved around one: half of a free's cost was that), else pthread_self. Either is unique among
+ * the threads alive, as a pthread_t is. */
+#if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
+#if __has_builtin(__builtin_thread_pointer) /* GCC knows it on targets it cannot expand it for */
+#define ISV__RECYCLER_TP 1
+#endif
+#endif
+static uintptr_t self(void) {
+#ifdef ISV__RECYCLER_TP
+  return (uintptr_t)__builtin_thread_pointer();
+#else
+  return (uintptr_t)pthread_self();
+#endif
+}
+
+static int mine(const isv__recycler *r) { return self() == r->owner; }
 
 static void *pop(isv__recycler *r, unsigned k) {
   isv__recycler_list *l = &r->list[k];
@@ -146,7 +163,7 @@ void isv__recycler_init(isv__recycler *r, const isv_mem *under, size_t limit) {
   memset(r, 0, sizeof *r);
   r->under = under ? under : &isv__libc_mem;
   r->mem = (isv_mem){sizeof(isv_mem), r, r_malloc, r_free, r_calloc, r_realloc};
-  r->owner = isv__recycler_self();
+  r->owner = self();
   r->limit = limit;
 }
 

@@ -23,7 +23,6 @@
 #define ISV_CODEC_RECYCLER_H
 
 #include <stddef.h>
-#include <pthread.h>
 #include <stdint.h>
 
 #include "codec/mem.h"
@@ -43,29 +42,12 @@ typedef struct isv__recycler_list {
 typedef struct isv__recycler {
   isv_mem mem;          /* blocks are made with this (its user is the recycler): never copied */
   const isv_mem *under; /* where blocks come from and go back to */
-  uintptr_t owner;      /* the one thread that keeps and takes blocks (isv__recycler_self) */
+  uintptr_t owner;      /* the one thread that keeps and takes blocks (recycler.c: self) */
   size_t limit;         /* bytes kept at most (0: none kept: every block goes back at once) */
   size_t held;          /* bytes kept now (owner) */
   uint64_t taken;       /* allocations served from a list (owner) */
   isv__recycler_list list[ISV__RECYCLER_CLASSES];
 } isv__recycler;
-
-/* The calling thread, as the recycler tells threads apart on every allocation and free: its
- * thread pointer where the compiler reads that in one instruction (no call, and no registers
- * saved around one: half of a free's cost was that), else pthread_self. Either is unique among
- * the threads alive, as a pthread_t is. */
-#if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
-#if __has_builtin(__builtin_thread_pointer) /* GCC knows it on targets it cannot expand it for */
-#define ISV__RECYCLER_TP 1
-#endif
-#endif
-static inline uintptr_t isv__recycler_self(void) {
-#ifdef ISV__RECYCLER_TP
-  return (uintptr_t)__builtin_thread_pointer();
-#else
-  return (uintptr_t)pthread_self();
-#endif
-}
 
 /* r keeps up to `limit` bytes of freed blocks for the calling thread, its owner. Its blocks come
  * from `under` (NULL: libc's). */
