@@ -26,19 +26,24 @@ static size_t seq_len(const unsigned char *s, size_t n) {
   return 0;
 }
 
-int isv__utf8_valid(const char *str, size_t n) {
+/* Both checks share the loop; a word's NUL is found with the has-a-zero-byte test, (w - 0x01..)
+ * & ~w & 0x80.., which never says yes for a word without one. */
+static int check(const char *str, size_t n, int no_nul) {
   const unsigned char *s = (const unsigned char *)str;
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   size_t i = 0;
   while (i < n) {
     /* ASCII fast path, 8 bytes at a time. */
     while (i + 8 <= n) {
       uint64_t w;
       memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080u) break;
+      if (w & high) break;
+      if (no_nul && ((w - ones) & ~w & high)) return 0;
       i += 8;
     }
     if (i >= n) break;
     if (s[i] < 0x80) {
+      if (no_nul && s[i] == 0) return 0;
       i++;
       continue;
     }
@@ -48,3 +53,7 @@ int isv__utf8_valid(const char *str, size_t n) {
   }
   return 1;
 }
+
+int isv__utf8_valid(const char *s, size_t n) { return check(s, n, 0); }
+
+int isv__utf8_text(const char *s, size_t n) { return check(s, n, 1); }

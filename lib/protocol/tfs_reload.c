@@ -107,7 +107,7 @@ static int model_config(names *ns, isv__pb_span m) {
   if (rc < 0) return -1;
   if (name.n == 0)
     return fail(ns, ISV_EBADREQ, "a ModelConfig in the reload's model_config_list has no name");
-  if (memchr(name.p, '\0', name.n) || !isv__utf8_valid((const char *)name.p, name.n))
+  if (!isv__utf8_text((const char *)name.p, name.n))
     return fail(ns, ISV_EBADREQ, "a model name in the reload's model_config_list is not valid "
                                  "UTF-8");
   if (ns->n == ISV__TFS_RELOAD_MAX)

@@ -53,9 +53,7 @@ static int wire_type(isv_request *r, const isv__pb_field *f, int want, const cha
                            what, f->wt, want);
 }
 
-static int text_ok(isv__pb_span s) {
-  return memchr(s.p, 0, s.n) == NULL && isv__utf8_valid((const char *)s.p, s.n);
-}
+static int text_ok(isv__pb_span s) { return isv__utf8_text((const char *)s.p, s.n); }
 
 /* A string field copied NUL-terminated into the arena (names and ids must be C strings). */
 static int get_string(isv_request *r, const isv__pb_field *f, const char *what, const char **out) {
@@ -451,8 +449,9 @@ static int input_in_shm(isv__pb_span in) {
 static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv__pb_span *raw) {
   const char *name = NULL;
   isv__pb_span dtname = {NULL, 0};
-  int have_dt = 0, have_contents = 0;
+  int have_dt = 0, have_contents = 0, have_params = 0;
   size_t ndim = 0, contents_bytes = 0;
+  int64_t dims[ISV__MAX_NDIM]; /* the shape as it comes: one pass over the message */
   isv__pb_reader rr = isv__pb_reader_of(in);
   isv__pb_field f;
   int k;
@@ -468,6 +467,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
       break;
     case 3:
       if (f.wt == ISV__PB_VARINT) {
+        if (ndim < ISV__MAX_NDIM) dims[ndim] = (int64_t)f.v;
         ndim++;
       } else {
         if (wire_type(r, &f, ISV__PB_LEN, "an input shape")) return r->status;
@@ -475,6 +475,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
         uint64_t v;
         while (rs.p < rs.end) {
           if (isv__pb_read_varint(&rs, &v) != 0) return malformed(r, "an input shape");
+          if (ndim < ISV__MAX_NDIM) dims[ndim] = (int64_t)v;
           ndim++;
         }
       }
@@ -482,6 +483,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
     case 4: /* input parameters: shared memory ones are read below, others ignored
              * (binary_data_size is REST-only) */
       if (wire_type(r, &f, ISV__PB_LEN, "an input parameter")) return r->status;
+      have_params = 1;
       break;
     case 5:
       if (wire_type(r, &f, ISV__PB_LEN, "input contents")) return r->status;
@@ -510,18 +512,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
                              name, ndim, ISV__MAX_NDIM);
   int64_t *shape = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *shape);
   if (shape == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  size_t d = 0;
-  rr = isv__pb_reader_of(in);
-  while (isv__pb_read_field(&rr, &f) > 0) {
-    if (f.num != 3) continue;
-    if (f.wt == ISV__PB_VARINT) {
-      shape[d++] = (int64_t)f.v;
-    } else {
-      isv__pb_reader rs = isv__pb_reader_of(f.s);
-      uint64_t v;
-      while (rs.p < rs.end && isv__pb_read_varint(&rs, &v) == 0) shape[d++] = (int64_t)v;
-    }
-  }
+  if (ndim) memcpy(shape, dims, ndim * sizeof *shape);
   for (size_t i = 0; i < ndim; i++)
     if (shape[i] < 0)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a negative dimension %lld in its "
@@ -540,7 +531,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
   isv_tensor t;
   memset(&t, 0, sizeof t);
   isv__shm_ref shm = {0};
-  if (shm_params(r, in, 4, "input", name, &shm)) return r->status;
+  if (have_params && shm_params(r, in, 4, "input", name, &shm)) return r->status;
   if (isv__shm_used(&shm)) { /* copied from the region (in place when trusted: core/shm.h) */
     if ((raw != NULL && raw->n > 0) || (have_contents && contents_bytes > 0))
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shared memory parameters and %s: "
@@ -640,6 +631,7 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
   int k;
   size_t n_in = 0, n_out = 0, n_raw = 0;
   const char *model_name = "", *version = NULL;
+  isv__pb_span first_raw[8]; /* the raw contents as pass 1 meets them, when that few */
   /* Pass 1: framing, the scalar fields, request parameters, and the counts. */
   while ((k = isv__pb_read_field(&rr, &f)) > 0) {
     switch (f.num) {
@@ -675,7 +667,10 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
       if (wire_type(r, &f, ISV__PB_LEN, what[f.num - 5])) return r->status;
       if (f.num == 5) n_in++;
       else if (f.num == 6) n_out++;
-      else n_raw++;
+      else {
+        if (n_raw < sizeof first_raw / sizeof first_raw[0]) first_raw[n_raw] = f.s;
+        n_raw++;
+      }
       break;
     }
     default: break;
@@ -692,13 +687,16 @@ int isv__v2pb_decode_infer_request(isv_request *r, const uint8_t *msg, size_t le
     return isv__request_fail(r, ISV_EBADREQ, "request has %zu raw_input_contents but only %zu "
                              "inputs (raw_input_contents[i] holds the data of inputs[i])",
                              n_raw, n_in);
-  isv__pb_span *raw = isv__arena_alloc(&r->arena, (n_raw ? n_raw : 1) * sizeof *raw);
-  if (raw == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-  /* Pass 2: the raw contents, in order. */
-  size_t i = 0;
-  rr = isv__pb_reader_of(whole);
-  while (isv__pb_read_field(&rr, &f) > 0)
-    if (f.num == 7) raw[i++] = f.s;
+  isv__pb_span *raw = first_raw;
+  if (n_raw > sizeof first_raw / sizeof first_raw[0]) {
+    raw = isv__arena_alloc(&r->arena, n_raw * sizeof *raw);
+    if (raw == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
+    /* Pass 2, for that many: the raw contents, in order. */
+    size_t i = 0;
+    rr = isv__pb_reader_of(whole);
+    while (isv__pb_read_field(&rr, &f) > 0)
+      if (f.num == 7) raw[i++] = f.s;
+  }
   /* Pass 3: inputs and requested outputs. Inputs in shared memory take no raw entry when the
    * entries are fewer than the inputs (Triton's clients send none for them). */
   size_t ii = 0, oi = 0, ri = 0;

@@ -107,7 +107,7 @@ static int get_bool(walk *w, const isv__json_token *v, const char *name, int *ou
 
 int isv__v2repo_set_name(isv_request *r, isv__repo_op *op, const char *s, size_t n) {
   if (n == 0) return isv__request_fail(r, ISV_EBADREQ, "the request names no model");
-  if (memchr(s, 0, n) != NULL || !isv__utf8_valid(s, n))
+  if (!isv__utf8_text(s, n))
     return isv__request_fail(r, ISV_EBADREQ, "the model name is not valid UTF-8 text (or holds "
                              "a NUL byte)");
   if ((op->name = isv__arena_strndup(&r->arena, s, n)) == NULL)

@@ -128,7 +128,7 @@ static int apply(isv__trace_change *ch, const char *key, size_t klen, const valu
     ch->v.log_frequency = (unsigned)u;
     break;
   default: /* ISV__TS_FILE */
-    if (n >= sizeof ch->v.file || memchr(s, '\0', n) || !isv__utf8_valid(s, n)) {
+    if (n >= sizeof ch->v.file || !isv__utf8_text(s, n)) {
       snprintf(err, cap, "trace setting 'trace_file' must be a path of at most %zu bytes of "
                "UTF-8", sizeof ch->v.file - 1);
       return ISV_EBADREQ;

@@ -76,11 +76,46 @@ static void test_valid_strings(void **state) {
   assert_int_equal(isv__utf8_valid("a\0b", 3), 1);
 }
 
+/* isv__utf8_text is isv__utf8_valid and no NUL, wherever the NUL sits against the 8-byte words
+ * (every offset in and around one) and whatever else is in the word (ASCII, multi-byte, 0x01
+ * and 0x80 bytes, the ones a borrow could confuse). */
+static void test_text_is_valid_without_nul(void **state) {
+  (void)state;
+  static const char *const fill[] = {"abcdefghijklmnopqrstuvwx", "\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+                                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9",
+                                     "\x7F\x7F\x7F\x7F\x7F\x7F\x7F\x7F\x7F\x7F\x7F\x7F\x7F"};
+  for (size_t f = 0; f < sizeof fill / sizeof fill[0]; f++) {
+    size_t n = strlen(fill[f]);
+    assert_int_equal(isv__utf8_text(fill[f], n), 1);
+    for (size_t len = 1; len <= n; len++) {
+      assert_int_equal(isv__utf8_text(fill[f], len), isv__utf8_valid(fill[f], len));
+      for (size_t at = 0; at < len; at++) {
+        char b[32];
+        memcpy(b, fill[f], len);
+        b[at] = '\0';
+        assert_int_equal(isv__utf8_text(b, len), 0);
+        b[at] = (char)0xFF; /* never in UTF-8: invalid either way */
+        assert_int_equal(isv__utf8_text(b, len), 0);
+        assert_int_equal(isv__utf8_valid(b, len), 0);
+      }
+    }
+  }
+  assert_int_equal(isv__utf8_text("", 0), 1);
+  assert_int_equal(isv__utf8_text("\xC0\x80", 2), 0); /* the overlong NUL stays invalid */
+  /* every 2-byte string: text exactly when valid and neither byte is 0 */
+  for (unsigned a = 0; a < 256; a++)
+    for (unsigned c = 0; c < 256; c++) {
+      char b[2] = {(char)a, (char)c};
+      assert_int_equal(isv__utf8_text(b, 2), isv__utf8_valid(b, 2) && a != 0 && c != 0);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_code_point),
       cmocka_unit_test(test_invalid_sequences),
       cmocka_unit_test(test_valid_strings),
+      cmocka_unit_test(test_text_is_valid_without_nul),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
