@@ -210,18 +210,20 @@ static void rearm(h2 *h) {
 }
 
 /* e fires `ms` from now (0: never). Cannot fail: every entry's room is reserved (h2_start,
- * on_begin_headers), so isv__timeheap_set never allocates here. */
+ * on_begin_headers), so isv__timeheap_set never allocates here. Inside nghttp2 the seam's
+ * deadline is left for the end of the call (no timer fires before it returns): a call's
+ * stream takes and drops its deadlines within one mem_recv, and the seam then moves once. */
 static void set_timer(h2 *h, isv__timed *e, uint64_t ms) {
   if (ms == 0) isv__timeheap_remove(&h->timers, e);
   else (void)isv__timeheap_set(&h->timers, e, isv__conn_now(h->c) + ms);
-  rearm(h);
+  if (!h->in_session) rearm(h);
 }
 
 /* The stream's deadline off (answered, dispatched, ended). */
 static void stop_deadline(h2_stream *st) {
   if (st->h2 && isv__timed_armed(&st->deadline)) {
     isv__timeheap_remove(&st->h2->timers, &st->deadline);
-    rearm(st->h2);
+    if (!st->h2->in_session) rearm(st->h2);
   }
 }
 
@@ -391,6 +393,7 @@ static int send_pending(h2 *h) {
     w_copy(w, data, (size_t)n);
   }
   h->in_session = 0;
+  rearm(h);
   h->cur = NULL;
   if (n >= 0 && !w->failed && (w->len == 0 || start_write(h, w) == 0)) {
     if (w->len == 0) write_free(w);
@@ -1736,6 +1739,7 @@ static void h2_on_read(isv__conn *c, const char *data, size_t len) {
   h->in_session = 1;
   ssize_t n = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
   h->in_session = 0;
+  rearm(h);
   if (h->dead || c->closing) return;
   if (n < 0) {
     /* a protocol error (or flood): nghttp2 queued a GOAWAY; send it, then close */
