@@ -436,7 +436,14 @@ static void release_items(h2_stream *st) {
   }
 }
 
-#define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
+/* Header names are lower-case literals: nghttp2 takes them as they are (NO_COPY_NAME), without
+ * copying and lower-casing them into every frame's header array. NVL's value is a literal too;
+ * NV's, computed for this answer, is copied. */
+#define NV(n, v) \
+  {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NO_COPY_NAME}
+#define NVL(n, v)                                                  \
+  {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, \
+   NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE}
 
 /* v in decimal, NUL-ended, into out (24 bytes): a status or a length for a header, without
  * snprintf's cost on every answer. */
@@ -789,7 +796,7 @@ static int h2_rest_end(isv__exchange *ex) {
 
 /* A call's response headers: grpc-encoding when the service codes its answers. */
 static void grpc_response_headers(h2_stream *st) {
-  nghttp2_nv nv[3] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+  nghttp2_nv nv[3] = {NVL(":status", "200"), NVL("content-type", "application/grpc")};
   size_t k = 2;
   if (st->call.answer_coding != ISV__CODING_IDENTITY)
     nv[k++] = (nghttp2_nv)NV("grpc-encoding", isv__coding_name(st->call.answer_coding));
@@ -865,7 +872,7 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   char status_s[24];
   decimal(status_s, status);
   if (!st->submitted && st->q_head == NULL) { /* trailers-only */
-    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+    nghttp2_nv nv[] = {NVL(":status", "200"), NVL("content-type", "application/grpc"),
                        NV("grpc-status", status_s), NV("grpc-message", m.failed ? "" : m.data)};
     st->submitted = 1;
     nghttp2_submit_response(h->s, st->id, nv, m.len > 1 ? 4 : 3, NULL);
@@ -904,7 +911,7 @@ static void transport_end(h2_stream *st, int status, const char *message) {
   }
   if (!st->submitted && st->q_head == NULL) {
     char s[24];
-    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+    nghttp2_nv nv[] = {NVL(":status", "200"), NVL("content-type", "application/grpc"),
                        NV("grpc-status", decimal(s, status)),
                        NV("grpc-message", m.data ? m.data : "")};
     st->submitted = 1;
@@ -1078,18 +1085,20 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   h2_stream *st = stream_at(h, s, f->hd.stream_id);
   if (st == NULL || f->hd.type != NGHTTP2_HEADERS) return 0;
   size_t limit = h->c->t->limits.max_header_bytes;
-  uint64_t now = isv__conn_now(h->c);
-  if (now - h->header_second >= 1000) {
-    h->header_second = now;
-    h->header_second_bytes = 0;
-  }
   size_t free_left =
       st->header_bytes < ISV__H2_HEADER_FREE ? ISV__H2_HEADER_FREE - st->header_bytes : 0;
   st->header_bytes += nlen + vlen;
-  if (nlen + vlen > free_left) h->header_second_bytes += nlen + vlen - free_left;
-  if (h->header_second_bytes > ISV__H2_HEADER_RATE) {
-    nghttp2_session_terminate_session(s, NGHTTP2_ENHANCE_YOUR_CALM);
-    return NGHTTP2_ERR_CALLBACK_FAILURE; /* mem_recv fails: the GOAWAY is flushed, then close */
+  if (nlen + vlen > free_left) { /* the clock is read only for bytes that count */
+    uint64_t now = isv__conn_now(h->c);
+    if (now - h->header_second >= 1000) {
+      h->header_second = now;
+      h->header_second_bytes = 0;
+    }
+    h->header_second_bytes += nlen + vlen - free_left;
+    if (h->header_second_bytes > ISV__H2_HEADER_RATE) {
+      nghttp2_session_terminate_session(s, NGHTTP2_ENHANCE_YOUR_CALM);
+      return NGHTTP2_ERR_CALLBACK_FAILURE; /* mem_recv fails: the GOAWAY is flushed, then close */
+    }
   }
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: ignored */
   if (st->headers_too_big) {
@@ -1109,9 +1118,13 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   }
   uint32_t lens[2] = {(uint32_t)nlen, (uint32_t)vlen}; /* no strlen to find them again */
   size_t need = HEAD_LENS + nlen + 1 + vlen + 1;
-  size_t room = st->head.cap || need > HEAD_FIRST ? need : HEAD_FIRST;
-  char *d = isv__buf_reserve(&st->head, room);
-  if (d == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  char *d;
+  if (st->head.data && need <= st->head.cap - st->head.len && !st->head.failed) {
+    d = st->head.data + st->head.len; /* room already: most headers after the first */
+  } else {
+    size_t room = st->head.cap || need > HEAD_FIRST ? need : HEAD_FIRST;
+    if ((d = isv__buf_reserve(&st->head, room)) == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
   memcpy(d, lens, HEAD_LENS);
   if (nlen) memcpy(d + HEAD_LENS, name, nlen);
   d[HEAD_LENS + nlen] = '\0';
@@ -1177,7 +1190,7 @@ static void start_call(h2 *h, h2_stream *st) {
 static void grpc_refuse(h2_stream *st, int status, const char *msg, const char *extra_name,
                         const char *extra_value) {
   char s[24];
-  nghttp2_nv nv[5] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+  nghttp2_nv nv[5] = {NVL(":status", "200"), NVL("content-type", "application/grpc"),
                       NV("grpc-status", decimal(s, status)), NV("grpc-message", msg)};
   size_t n = 4;
   if (extra_name) nv[n++] = (nghttp2_nv){(uint8_t *)extra_name, (uint8_t *)extra_value,
