@@ -865,21 +865,23 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   }
   h2 *h = st->h2;
   grpc_access(st, status);
-  isv__buf m;
+  isv__buf m; /* the message, percent-encoded; none (no block made) for an empty one */
   isv__buf_init(&m, st->mem);
-  if (message) isv__grpc_percent_encode(&m, message);
-  isv__buf_putc(&m, '\0');
+  if (message && message[0]) {
+    isv__grpc_percent_encode(&m, message);
+    isv__buf_putc(&m, '\0');
+  }
   char status_s[24];
   decimal(status_s, status);
   if (!st->submitted && st->q_head == NULL) { /* trailers-only */
     nghttp2_nv nv[] = {NVL(":status", "200"), NVL("content-type", "application/grpc"),
-                       NV("grpc-status", status_s), NV("grpc-message", m.failed ? "" : m.data)};
+                       NV("grpc-status", status_s), NV("grpc-message", m.failed || !m.data ? "" : m.data)};
     st->submitted = 1;
-    nghttp2_submit_response(h->s, st->id, nv, m.len > 1 ? 4 : 3, NULL);
+    nghttp2_submit_response(h->s, st->id, nv, m.len > 1 && !m.failed ? 4 : 3, NULL);
     isv__buf_free(&m);
   } else {
     st->trailer_status = status;
-    st->trailer_msg = m.failed ? NULL : m.data;
+    st->trailer_msg = m.failed ? NULL : m.data; /* NULL: no grpc-message */
     if (m.failed) isv__buf_free(&m);
     st->eof = 1;
     grpc_response_headers(st);
