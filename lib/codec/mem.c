@@ -25,43 +25,18 @@ static void *libc_realloc(void *p, size_t n, void *u) {
 const isv_mem isv__libc_mem = {sizeof(isv_mem), NULL, libc_malloc, libc_free, libc_calloc,
                                libc_realloc};
 
-static void *stamp(void *base, const isv_mem *m) {
-  if (base == NULL) return NULL;
-  memcpy(base, &m, sizeof m);
-  return (char *)base + ISV__MEM_PREFIX;
-}
-
 static const isv_mem *owner(const void *p) {
   const isv_mem *m;
   memcpy(&m, (const char *)p - ISV__MEM_PREFIX, sizeof m);
   return m;
 }
 
-void *isv__malloc(const isv_mem *m, size_t n) {
-  if (m == NULL) m = &isv__libc_mem;
-  if (n > SIZE_MAX - ISV__MEM_PREFIX) return NULL;
-  return stamp(m->malloc(n + ISV__MEM_PREFIX, m->user), m);
-}
-
-void *isv__calloc(const isv_mem *m, size_t nmemb, size_t size) {
-  if (m == NULL) m = &isv__libc_mem;
-  if (size != 0 && nmemb > (SIZE_MAX - ISV__MEM_PREFIX) / size) return NULL;
-  return stamp(m->calloc(1, nmemb * size + ISV__MEM_PREFIX, m->user), m);
-}
-
 void *isv__realloc(const isv_mem *m, void *p, size_t n) {
   if (p == NULL) return isv__malloc(m, n);
   if (n > SIZE_MAX - ISV__MEM_PREFIX) return NULL;
   const isv_mem *own = owner(p);
-  return stamp(own->realloc((char *)p - ISV__MEM_PREFIX, n + ISV__MEM_PREFIX, own->user), own);
-}
-
-void isv__free(void *p) {
-  if (p == NULL) return;
-  const isv_mem *m = owner(p);
-  void (*f)(void *, void *) = m->free; /* m may live inside p (a server's struct) */
-  void *user = m->user;
-  f((char *)p - ISV__MEM_PREFIX, user);
+  return isv__mem_stamp(own->realloc((char *)p - ISV__MEM_PREFIX, n + ISV__MEM_PREFIX, own->user),
+                        own);
 }
 
 char *isv__strdup(const isv_mem *m, const char *s) {

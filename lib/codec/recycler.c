@@ -79,10 +79,10 @@ static void *pop(isv__recycler *r, unsigned k) {
   isv__recycler_list *l = &r->list[k];
   void *base = l->head;
   if (base == NULL) return NULL;
-  UNPOISON(base, class_size(k));
+  UNPOISON(base, l->size);
   memcpy(&l->head, base, sizeof l->head);
   l->n--;
-  r->held -= class_size(k);
+  r->held -= l->size;
   r->taken++;
   return base;
 }
@@ -92,7 +92,7 @@ static int push(isv__recycler *r, void *base, unsigned k) {
   /* mine() first: the counts are the owner's to read */
   if (!mine(r)) return 0;
   isv__recycler_list *l = &r->list[k];
-  size_t size = class_size(k);
+  size_t size = l->size;
   if (l->n >= ISV__RECYCLER_PER_CLASS || r->held + size > r->limit) return 0;
   memcpy(base, &l->head, sizeof l->head);
   l->head = base;
@@ -121,7 +121,7 @@ static void *make(isv__recycler *r, size_t n, int zero) {
   if (base != NULL) {
     if (zero) memset(base, 0, n);
   } else {
-    size_t size = class_size(k);
+    size_t size = r->list[k].size;
     base = zero ? u->calloc(1, size, u->user) : u->malloc(size, u->user);
     if (base == NULL) return NULL;
   }
@@ -132,8 +132,9 @@ static void *make(isv__recycler *r, size_t n, int zero) {
 static void *r_malloc(size_t n, void *user) { return make(user, n, 0); }
 
 static void *r_calloc(size_t nmemb, size_t size, void *user) {
-  if (size != 0 && nmemb > SIZE_MAX / size) return NULL;
-  return make(user, nmemb * size, 1);
+  size_t n;
+  if (__builtin_mul_overflow(nmemb, size, &n)) return NULL;
+  return make(user, n, 1);
 }
 
 static void r_free(void *base, void *user) {
@@ -149,7 +150,7 @@ static void *r_realloc(void *base, size_t n, void *user) {
   if (base == NULL) return make(r, n, 0);
   int k = class_of_block(base);
   if (k < 0) return r->under->realloc(base, n, r->under->user); /* its tag (0) moves too */
-  size_t have = class_size((unsigned)k);
+  size_t have = r->list[k].size;
   if (n <= have) return base;
   void *to = make(r, n, 0);
   if (to == NULL) return NULL; /* base is left as it was */
@@ -165,6 +166,7 @@ void isv__recycler_init(isv__recycler *r, const isv_mem *under, size_t limit) {
   r->mem = (isv_mem){sizeof(isv_mem), r, r_malloc, r_free, r_calloc, r_realloc};
   r->owner = self();
   r->limit = limit;
+  for (unsigned k = 0; k < ISV__RECYCLER_CLASSES; k++) r->list[k].size = (unsigned)class_size(k);
 }
 
 void isv__recycler_destroy(isv__recycler *r) {

@@ -35,8 +35,9 @@
 #define ISV__RECYCLER_PER_CLASS 256
 
 typedef struct isv__recycler_list {
-  void *head; /* each kept block's first 8 bytes point to the next */
+  void *head;    /* each kept block's first 8 bytes point to the next */
   unsigned n;
+  unsigned size; /* the class's block size, beside what a pop or a push reads anyway */
 } isv__recycler_list;
 
 typedef struct isv__recycler {
