@@ -32,7 +32,7 @@ static int check(const char *str, size_t n, int no_nul) {
   const unsigned char *s = (const unsigned char *)str;
   const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   size_t i = 0;
-  while (i < n) {
+  for (;;) {
     /* ASCII fast path, 8 bytes at a time. */
     while (i + 8 <= n) {
       uint64_t w;
@@ -41,9 +41,11 @@ static int check(const char *str, size_t n, int no_nul) {
       if (no_nul && ((w - ones) & ~w & high)) return 0;
       i += 8;
     }
-    if (i >= n) break;
-    if (s[i] < 0x80) {
-      if (no_nul && s[i] == 0) return 0;
+    /* the rest of a short string, or up to the byte that stopped the words: 1..0x7F go by */
+    while (i < n && s[i] - 1u < 0x7Fu) i++;
+    if (i >= n) return 1;
+    if (s[i] == 0) {
+      if (no_nul) return 0;
       i++;
       continue;
     }
@@ -51,7 +53,6 @@ static int check(const char *str, size_t n, int no_nul) {
     if (!l) return 0;
     i += l;
   }
-  return 1;
 }
 
 int isv__utf8_valid(const char *s, size_t n) { return check(s, n, 0); }
