@@ -36,7 +36,7 @@ typedef struct path_segs {
   const char *s[ISV__ROUTE_MAX_SEGMENTS];
   size_t len[ISV__ROUTE_MAX_SEGMENTS];
   size_t n;
-  const char *tail[ISV__ROUTE_MAX_SEGMENTS]; /* the decoded rest of the path from segment i */
+  char *spare; /* room after the segments for one rest-of-path, joined when a route wants it */
 } path_segs;
 
 /* ---- patterns ---------------------------------------------------------------------------- */
@@ -288,15 +288,22 @@ static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
     out->n++;
     i++;
   }
-  /* the decoded segments again, joined with '/': tail[k] is the rest of the path from k */
-  for (size_t k = 0; k < out->n; k++) {
-    out->tail[k] = w;
-    memcpy(w, out->s[k], out->len[k]);
-    w += out->len[k];
-    if (k + 1 < out->n) *w++ = '/';
+  out->spare = w;
+  return 0;
+}
+
+/* The decoded segments from k on joined with '/' (a {*rest} capture), in p's spare room (the
+ * scratch buffer holds <= len + 1 more bytes there): made only for a route that captures it. */
+static const char *rest_of(path_segs *p, size_t k, size_t *len) {
+  char *w = p->spare;
+  for (size_t i = k; i < p->n; i++) {
+    memcpy(w, p->s[i], p->len[i]);
+    w += p->len[i];
+    if (i + 1 < p->n) *w++ = '/';
   }
   *w = '\0';
-  return 0;
+  *len = (size_t)(w - p->spare);
+  return p->spare;
 }
 
 /* Could route c match a path of n segments? (match()'s first test) */
@@ -325,7 +332,7 @@ static void index_by_segs(isv__router *r) {
 }
 
 /* Does the route match the path? Fills the captures of q when it does. */
-static int match(const isv__compiled_route *c, const path_segs *p, isv__http_req *q) {
+static int match(const isv__compiled_route *c, path_segs *p, isv__http_req *q) {
   size_t n = c->n_segs;
   int rest = n > 0 && c->segs[n - 1].kind == SEG_REST;
   if (rest ? p->n < n - 1 : p->n != n) return 0;
@@ -337,8 +344,7 @@ static int match(const isv__compiled_route *c, const path_segs *p, isv__http_req
     const pat_seg *s = &c->segs[i];
     if (s->kind == SEG_REST) {
       q->cap_name[q->n_caps] = s->name;
-      q->cap[q->n_caps] = i < p->n ? p->tail[i] : "";
-      q->cap_len[q->n_caps] = i < p->n ? strlen(p->tail[i]) : 0;
+      q->cap[q->n_caps] = rest_of(p, i, &q->cap_len[q->n_caps]);
       q->n_caps++;
       return 1;
     }
