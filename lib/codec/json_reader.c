@@ -684,6 +684,33 @@ bad:
   return NULL;
 }
 
+/* out[idx] = the integer of magnitude v (negative when neg), when dt holds it; 0 when not. */
+ISV_INLINE int store_int(const isv_datatype dt, void *out, size_t idx, uint64_t v, int neg) {
+  int ok;
+  switch (dt) {
+    case ISV_UINT8: ok = !neg ? v <= UINT8_MAX : v == 0; if (ok) ((uint8_t *)out)[idx] = (uint8_t)v; break;
+    case ISV_UINT16: ok = !neg ? v <= UINT16_MAX : v == 0; if (ok) ((uint16_t *)out)[idx] = (uint16_t)v; break;
+    case ISV_UINT32: ok = !neg ? v <= UINT32_MAX : v == 0; if (ok) ((uint32_t *)out)[idx] = (uint32_t)v; break;
+    case ISV_UINT64: ok = !neg || v == 0; if (ok) ((uint64_t *)out)[idx] = v; break;
+    case ISV_INT8: ok = v <= (uint64_t)INT8_MAX + neg; if (ok) ((int8_t *)out)[idx] = (int8_t)(neg ? -(int64_t)v : (int64_t)v); break;
+    case ISV_INT16: ok = v <= (uint64_t)INT16_MAX + neg; if (ok) ((int16_t *)out)[idx] = (int16_t)(neg ? -(int64_t)v : (int64_t)v); break;
+    case ISV_INT32: ok = v <= (uint64_t)INT32_MAX + neg; if (ok) ((int32_t *)out)[idx] = (int32_t)(neg ? -(int64_t)v : (int64_t)v); break;
+    default: /* INT64 */
+      ok = v <= (uint64_t)INT64_MAX + (uint64_t)neg;
+      if (ok) ((int64_t *)out)[idx] = neg ? (int64_t)(0 - v) : (int64_t)v;
+      break;
+  }
+  return ok;
+}
+
+ISV_INLINE int is_int_dt(const isv_datatype dt) {
+  switch (dt) {
+    case ISV_UINT8: case ISV_UINT16: case ISV_UINT32: case ISV_UINT64:
+    case ISV_INT8: case ISV_INT16: case ISV_INT32: case ISV_INT64: return 1;
+    default: return 0;
+  }
+}
+
 /* Parse one element at p (p < end) into out[idx]. Returns the end or NULL. With a constant
  * dt (every caller below), the switch folds away. */
 ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char *end,
@@ -772,21 +799,7 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
       if (ISV_UNLIKELY(s < end && (*s == '.' || (*s | 0x20) == 'e')))
         return elem_int_error(r, p, end, idx, dt, 0), NULL;
       if (ISV_UNLIKELY(overflow)) return elem_int_error(r, p, end, idx, dt, 1), NULL;
-      int ok;
-      switch (dt) {
-        case ISV_UINT8: ok = !neg ? v <= UINT8_MAX : v == 0; if (ok) ((uint8_t *)out)[idx] = (uint8_t)v; break;
-        case ISV_UINT16: ok = !neg ? v <= UINT16_MAX : v == 0; if (ok) ((uint16_t *)out)[idx] = (uint16_t)v; break;
-        case ISV_UINT32: ok = !neg ? v <= UINT32_MAX : v == 0; if (ok) ((uint32_t *)out)[idx] = (uint32_t)v; break;
-        case ISV_UINT64: ok = !neg || v == 0; if (ok) ((uint64_t *)out)[idx] = v; break;
-        case ISV_INT8: ok = v <= (uint64_t)INT8_MAX + neg; if (ok) ((int8_t *)out)[idx] = (int8_t)(neg ? -(int64_t)v : (int64_t)v); break;
-        case ISV_INT16: ok = v <= (uint64_t)INT16_MAX + neg; if (ok) ((int16_t *)out)[idx] = (int16_t)(neg ? -(int64_t)v : (int64_t)v); break;
-        case ISV_INT32: ok = v <= (uint64_t)INT32_MAX + neg; if (ok) ((int32_t *)out)[idx] = (int32_t)(neg ? -(int64_t)v : (int64_t)v); break;
-        default: /* INT64 */
-          ok = v <= (uint64_t)INT64_MAX + (uint64_t)neg;
-          if (ok) ((int64_t *)out)[idx] = neg ? (int64_t)(0 - v) : (int64_t)v;
-          break;
-      }
-      if (ISV_UNLIKELY(!ok)) return elem_int_error(r, p, end, idx, dt, 1), NULL;
+      if (ISV_UNLIKELY(!store_int(dt, out, idx, v, neg))) return elem_int_error(r, p, end, idx, dt, 1), NULL;
       return s;
     }
     case ISV_BOOL:
@@ -841,6 +854,27 @@ first_in_array:
   if (ISV_UNLIKELY(p >= end)) return eof_error(r);
   if (*p == ']') goto close;
 value:
+  /* Integers of up to 7 digits followed by ',' or ']' (most integer tensors), a whole element
+   * and its separator per turn: one 8-byte digit read, one store. Anything else — a longer
+   * number, a fraction, a space, a nested array, the count reached, an error, the last 8 bytes
+   * of the body — leaves at the element's start, for the loop below to take (and to report). */
+  if (is_int_dt(dt)) {
+    while (ISV_LIKELY(end - p >= 9 && n < count)) { /* a sign and 8 bytes of digits at most */
+      int neg = *p == '-';
+      const char *s = p + neg;
+      uint64_t v;
+      int k = isv__num_swar_digits(s, &v);
+      if (k == 0 || k == 8 || (*s == '0' && k > 1)) break;
+      char c = s[k];
+      if ((c != ',' && c != ']') || !store_int(dt, out, n, v, neg)) break;
+      n++;
+      p = s + k;
+      if (c == ']') goto close;
+      p++;
+      if (ISV_UNLIKELY(p >= end || (!isv__num_is_digit((unsigned char)*p) && *p != '-')))
+        goto after_comma;
+    }
+  }
   if (ISV_UNLIKELY(*p == '[')) {
     if (r->depth + nest > r->max_depth) {
       size_t off = (size_t)(p - buf);

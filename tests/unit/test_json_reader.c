@@ -978,6 +978,54 @@ static void test_tensor_ints_near_and_far_from_the_end(void **state) {
   assert_true(x[0] == 1 && x[1] == 22 && x[2] == 333);
 }
 
+/* An integer element followed at once by ',' or ']' is read with its separator in one turn (an
+ * eight-byte digit read); followed by a space it takes the element-by-element way. Both must
+ * agree for every integer datatype on every literal: the values, and the same message for the
+ * same element (its offset one further in the spaced form). */
+static void test_tensor_ints_compact_and_spaced_agree(void **state) {
+  (void)state;
+  static const char *const lits[] = {"0", "7", "-0", "-7", "127", "128", "-128", "-129", "255",
+                                     "256", "32767", "32768", "-32769", "65535", "65536",
+                                     "1234567", "-1234567", "9999999", "12345678", "2147483647",
+                                     "2147483648", "4294967296", "00", "01", "-01", "1.5", "7e1",
+                                     "-", "--1", "1-", "\"1\"", "[1]", "true", "NaN"};
+  static const isv_datatype dts[] = {ISV_UINT8, ISV_UINT16, ISV_UINT32, ISV_UINT64,
+                                     ISV_INT8,  ISV_INT16,  ISV_INT32,  ISV_INT64};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++) {
+      char compact[96], spaced[96];
+      snprintf(compact, sizeof compact, "[5,%s,6]              ", lits[i]);
+      snprintf(spaced, sizeof spaced, "[5 ,%s ,6 ]", lits[i]);
+      uint64_t a[3] = {0}, b[3] = {0};
+      char ea[256] = "", eb[256] = "";
+      size_t oa = 0, ob = 0;
+      const char *e = tensor(compact, dts[d], a, 3, &oa);
+      if (e) snprintf(ea, sizeof ea, "%s", e);
+      e = tensor(spaced, dts[d], b, 3, &ob);
+      if (e) snprintf(eb, sizeof eb, "%s", e);
+      char *at = strstr(ea, " at offset"), *bt = strstr(eb, " at offset");
+      if (at) *at = '\0';
+      if (bt) *bt = '\0';
+      if (strcmp(ea, eb) != 0 || (ea[0] && ob != oa + 1) || memcmp(a, b, sizeof a) != 0)
+        fail_msg("%s as %s: compact \"%s\" (offset %zu), spaced \"%s\" (offset %zu)", lits[i],
+                 isv_datatype_name(dts[d]), ea, oa, eb, ob);
+    }
+  /* many in a row, signs mixed, the last ones near the end of the body */
+  int32_t x[12];
+  assert_null(tensor("[1,-22,333,-4444,55555,-666666,7777777,0,-0,9,10,-11]", ISV_INT32, x, 12, NULL));
+  static const int32_t want[12] = {1, -22, 333, -4444, 55555, -666666, 7777777, 0, 0, 9, 10, -11};
+  assert_memory_equal(x, want, sizeof want);
+  tensor_err("[1,2,3,4,5,6,7,8,9,10,11,12,13]          ", ISV_INT32, 12,
+             "expected 12 elements, got more than 12", (size_t)-1);
+  tensor_err("[1,2,3]          ", ISV_INT32, 4, "expected 4 elements, got 3", (size_t)-1);
+  tensor_err("[1,2,]          ", ISV_INT32, 3, "trailing comma", 5);
+  tensor_err("[1,2,          ", ISV_INT32, 3, "unexpected end", (size_t)-1);
+  tensor_err("[1,2", ISV_INT32, 2, "unexpected end", (size_t)-1);
+  int8_t y[4];
+  assert_null(tensor("[[1,2],[3,-4]]          ", ISV_INT8, y, 4, NULL));
+  assert_true(y[0] == 1 && y[1] == 2 && y[2] == 3 && y[3] == -4);
+}
+
 /* A string's plain run is found eight bytes at a time: whatever ends it — the quote, an
  * escape, a control byte, UTF-8 or a stray byte — at every position of a 20-byte string. */
 static void test_strings_ended_at_every_position(void **state) {
@@ -1276,6 +1324,7 @@ int main(void) {
       cmocka_unit_test(test_integers),
       cmocka_unit_test(test_tensor_int_ranges),
       cmocka_unit_test(test_tensor_ints_near_and_far_from_the_end),
+      cmocka_unit_test(test_tensor_ints_compact_and_spaced_agree),
       cmocka_unit_test(test_strings_ended_at_every_position),
       cmocka_unit_test(test_tensor_floats),
       cmocka_unit_test(test_tensor_counts_and_shapes),
