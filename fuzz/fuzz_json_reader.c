@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/datatype.h"
 #include "codec/json_reader.h"
 
 #ifdef ISV_FUZZ_WITH_JANSSON
@@ -308,6 +309,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check((rc == 0) == all, "read_tensor INT64 and isv__json_to_int64 disagree on acceptance",
             data, size);
       free(a);
+    }
+  }
+
+  /* isv__json_small_uints at every array: where it takes the array whole, a copy of the reader
+   * reading it token by token meets the same integers and stops where it did; where it does
+   * not, the reader is untouched */
+  {
+    memcpy(buf, data, size);
+    isv__json_reader r;
+    isv__json_reader_init(&r, buf, size, DEPTH);
+    isv__json_token t;
+    isv__json_type ty;
+    int steps = 0;
+    while ((ty = isv__json_next(&r, &t)) > ISV__JSON_EOF && steps++ < 4096) {
+      if (ty != ISV__JSON_ARRAY_BEGIN) continue;
+      isv__json_reader tokens = r; /* no pointers of its own but buf, shared: nothing moves */
+      int64_t got[ISV__MAX_NDIM];
+      size_t before = r.pos;
+      int whole = isv__json_small_uints(&r, got, ISV__MAX_NDIM);
+      if (whole < 0) {
+        check(r.pos == before && r.depth == tokens.depth && r.state == tokens.state,
+              "small_uints moved the reader when it said no", data, size);
+        continue;
+      }
+      check(whole <= ISV__MAX_NDIM, "small_uints past max", data, size);
+      isv__json_token u;
+      for (int i = 0; i < whole; i++) {
+        int64_t v;
+        check(isv__json_next(&tokens, &u) == ISV__JSON_NUMBER && isv__json_to_int64(&u, &v) == 0 &&
+                  v == got[i] && v >= 0,
+              "small_uints element differs from the token's", data, size);
+      }
+      check(isv__json_next(&tokens, &u) == ISV__JSON_ARRAY_END && tokens.pos == r.pos &&
+                tokens.depth == r.depth && tokens.state == r.state,
+            "small_uints did not end where the tokens do", data, size);
     }
   }
 

@@ -921,6 +921,33 @@ close:
   return 0;
 }
 
+int isv__json_small_uints(isv__json_reader *r, int64_t *out, size_t max) {
+  if (r->failed || r->state != ST_ARRAY_FIRST) return -1;
+  const char *const buf = r->buf;
+  const char *const end = buf + r->len;
+  const char *p = buf + r->pos;
+  size_t n = 0;
+  if (p < end && *p == ']') goto close;
+  for (;;) {
+    uint64_t v;
+    int k;
+    if (end - p < 8 || (k = isv__num_swar_digits(p, &v)) == 0 || k == 8 || (*p == '0' && k > 1) ||
+        n == max)
+      return -1;
+    char c = p[k];
+    out[n++] = (int64_t)v;
+    p += k;
+    if (c == ']') break;
+    if (c != ',') return -1;
+    p++;
+  }
+close:
+  r->pos = (size_t)(p + 1 - buf);
+  r->depth--;
+  after_value(r);
+  return (int)n;
+}
+
 int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
                           void *out, size_t count) {
   if (r->failed) return -1;

@@ -165,6 +165,14 @@ int isv__json_read_tensor(isv__json_reader *r, const isv__json_token *first, isv
 int isv__json_read_element(isv__json_reader *r, const isv__json_token *first, isv_datatype dt,
                            void *out, size_t idx);
 
+/* A short array of small non-negative integers written compactly ("[1,16]": no space, each of
+ * 1..7 digits, no leading zero) — a shape — read whole. Call it right after isv__json_next
+ * returned the array's ARRAY_BEGIN. Returns the count (<= max), into out, the reader past the
+ * array's ']' as if its tokens had been read; -1 for any other array (longer than max, a
+ * space, a sign, a larger number, a nested value, an error...), the reader left as it was, for
+ * the caller to read token by token (and to report what is wrong). */
+int isv__json_small_uints(isv__json_reader *r, int64_t *out, size_t max);
+
 /* The token t is the string literal lit (codec/span.h). */
 #define ISV__TOKEN_IS(t, lit) ISV__SPAN_IS((t)->ptr, (t)->len, lit)
 

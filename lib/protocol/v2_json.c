@@ -109,6 +109,11 @@ static int parse_shape(isv_request *r, isv__json_reader *rd, int64_t *shape, siz
   isv__json_token t;
   if (expect(r, rd, &t, ISV__JSON_ARRAY_BEGIN, "'shape' must be an array of integers"))
     return r->status;
+  int whole = isv__json_small_uints(rd, shape, ISV__MAX_NDIM); /* most shapes: "[1,16]" */
+  if (whole >= 0) {
+    *ndim = (size_t)whole;
+    return 0;
+  }
   size_t n = 0;
   for (;;) {
     isv__json_type ty = isv__json_next(rd, &t);

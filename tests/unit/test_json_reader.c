@@ -1026,6 +1026,82 @@ static void test_tensor_ints_compact_and_spaced_agree(void **state) {
   assert_true(y[0] == 1 && y[1] == 2 && y[2] == 3 && y[3] == -4);
 }
 
+/* isv__json_small_uints takes a compact shape whole, or nothing: where it says yes, reading the
+ * array token by token gives the same integers and leaves the reader at the same place (the next
+ * token alike); where it says no, the reader is as it was (the tokens read after are the same). */
+static void test_small_uints_whole_or_nothing(void **state) {
+  (void)state;
+  static const struct {
+    const char *doc;
+    int whole; /* the count, or -1 */
+  } cases[] = {
+      {"{\"shape\":[1,16],\"x\":1}", 2},     {"{\"shape\":[],\"x\":1}        ", 0},
+      {"{\"shape\":[7],\"x\":1}         ", 1}, {"{\"shape\":[0,1234567,3],\"x\":1}", 3},
+      {"{\"shape\":[1, 16],\"x\":1}", -1},   {"{\"shape\":[ 1,16],\"x\":1}", -1},
+      {"{\"shape\":[1,16 ],\"x\":1}", -1},   {"{\"shape\":[-1,16],\"x\":1}", -1},
+      {"{\"shape\":[01,16],\"x\":1}", -1},   {"{\"shape\":[12345678],\"x\":1}", -1},
+      {"{\"shape\":[1.5,2],\"x\":1}", -1},   {"{\"shape\":[1e2],\"x\":1}      ", -1},
+      {"{\"shape\":[[1],2],\"x\":1}", -1},   {"{\"shape\":[1,,2],\"x\":1}", -1},
+      {"{\"shape\":[1,2,],\"x\":1}", -1},    {"{\"shape\":[\"1\"],\"x\":1}", -1},
+      {"{\"shape\":[1,2]", -1}, /* fewer than 8 bytes left: token by token */
+      {"{\"shape\":[1,2,3,4,5,6,7,8,9],\"x\":1}", -1}, /* more than max (8 here) */
+      {"{\"shape\":[1,2,3,4,5,6,7,8],\"x\":1}", 8},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *doc = cases[i].doc;
+    char a[128], b[128];
+    size_t n = strlen(doc);
+    memcpy(a, doc, n + 1);
+    memcpy(b, doc, n + 1);
+    isv__json_reader ra, rb;
+    isv__json_reader_init(&ra, a, n, 8);
+    isv__json_reader_init(&rb, b, n, 8);
+    isv__json_token t;
+    for (int k = 0; k < 3; k++) { /* {, "shape", [ */
+      isv__json_next(&ra, &t);
+      isv__json_next(&rb, &t);
+    }
+    assert_int_equal(t.type, ISV__JSON_ARRAY_BEGIN);
+    int64_t got[8];
+    size_t before = ra.pos;
+    int whole = isv__json_small_uints(&ra, got, 8);
+    if (whole != cases[i].whole) fail_msg("%s: %d, want %d", doc, whole, cases[i].whole);
+    if (whole < 0) assert_int_equal(ra.pos, before);
+    /* rb reads the array token by token */
+    size_t m = 0;
+    int64_t want[16];
+    isv__json_type ty;
+    while ((ty = isv__json_next(&rb, &t)) != ISV__JSON_ARRAY_END && ty != ISV__JSON_ERROR &&
+           ty != ISV__JSON_EOF) {
+      if (whole < 0) { /* ra reads the same tokens */
+        isv__json_token u;
+        assert_int_equal(isv__json_next(&ra, &u), ty);
+        assert_int_equal(u.offset, t.offset);
+        continue;
+      }
+      assert_int_equal(ty, ISV__JSON_NUMBER);
+      assert_int_equal(isv__json_to_int64(&t, &want[m]), 0);
+      m++;
+    }
+    if (whole >= 0) {
+      assert_int_equal(ty, ISV__JSON_ARRAY_END);
+      assert_int_equal((size_t)whole, m);
+      assert_memory_equal(got, want, m * sizeof *got);
+      assert_int_equal(ra.pos, rb.pos);
+      assert_int_equal(ra.depth, rb.depth);
+      isv__json_token u;
+      assert_int_equal(isv__json_next(&ra, &u), isv__json_next(&rb, &t)); /* "x" */
+      assert_int_equal(u.offset, t.offset);
+    }
+  }
+  /* not right after an ARRAY_BEGIN: no */
+  char d[] = "[1,2]          ";
+  isv__json_reader r;
+  isv__json_reader_init(&r, d, strlen(d), 8);
+  int64_t x[4];
+  assert_int_equal(isv__json_small_uints(&r, x, 4), -1);
+}
+
 /* A string's plain run is found eight bytes at a time: whatever ends it — the quote, an
  * escape, a control byte, UTF-8 or a stray byte — at every position of a 20-byte string. */
 static void test_strings_ended_at_every_position(void **state) {
@@ -1325,6 +1401,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_int_ranges),
       cmocka_unit_test(test_tensor_ints_near_and_far_from_the_end),
       cmocka_unit_test(test_tensor_ints_compact_and_spaced_agree),
+      cmocka_unit_test(test_small_uints_whole_or_nothing),
       cmocka_unit_test(test_strings_ended_at_every_position),
       cmocka_unit_test(test_tensor_floats),
       cmocka_unit_test(test_tensor_counts_and_shapes),
