@@ -4,13 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct isv__arena_chunk {
-  isv__arena_chunk *next;
-  size_t cap;
-  size_t used;
-  _Alignas(16) unsigned char data[];
-};
-
 /* Small requests share 8 KiB chunks; anything over a quarter of that gets its own chunk so a
  * big tensor never wastes the tail of a shared one. */
 #define ISV__ARENA_CHUNK 8192u
@@ -24,7 +17,7 @@ static isv__arena_chunk *new_chunk(isv__arena *a, size_t cap) {
   return c;
 }
 
-void *isv__arena_alloc(isv__arena *a, size_t n) {
+void *isv__arena_alloc_slow(isv__arena *a, size_t n) {
   if (n > SIZE_MAX - 15) return NULL;
   size_t need = (n + 15) & ~(size_t)15;
   if (need == 0) need = 16;

@@ -11,6 +11,15 @@
 
 typedef struct isv__arena_chunk isv__arena_chunk;
 
+/* Here, not in arena.c, for isv__arena_alloc's inline bump: a request makes a dozen small
+ * allocations, each then a few instructions, not a call. */
+struct isv__arena_chunk {
+  isv__arena_chunk *next;
+  size_t cap;
+  size_t used;
+  _Alignas(16) unsigned char data[];
+};
+
 typedef struct isv__arena {
   isv__arena_chunk *head;
   isv__bigbuf_cache *bufs; /* where big chunks come from and go back to; may be NULL */
@@ -18,8 +27,20 @@ typedef struct isv__arena {
 
 #define ISV__ARENA_INIT {NULL, NULL}
 
+/* isv__arena_alloc when the head chunk has no room (or there is none). */
+void *isv__arena_alloc_slow(isv__arena *a, size_t n);
+
 /* 16-byte aligned; NULL when out of memory or n overflows. n == 0 gives a valid pointer. */
-void *isv__arena_alloc(isv__arena *a, size_t n);
+static inline void *isv__arena_alloc(isv__arena *a, size_t n) {
+  isv__arena_chunk *h = a->head;
+  size_t need = (n + 15) & ~(size_t)15; /* 0 when n is 0 or overflows: the slow way decides */
+  if (h != NULL && need != 0 && h->cap - h->used >= need) {
+    void *p = h->data + h->used;
+    h->used += need;
+    return p;
+  }
+  return isv__arena_alloc_slow(a, n);
+}
 void *isv__arena_calloc(isv__arena *a, size_t count, size_t size);
 /* A NUL-terminated copy of (s, n). */
 char *isv__arena_strndup(isv__arena *a, const char *s, size_t n);
