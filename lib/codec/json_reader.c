@@ -866,7 +866,15 @@ value:
       int k = isv__num_swar_digits(s, &v);
       if (k == 0 || k == 8 || (*s == '0' && k > 1)) break;
       char c = s[k];
-      if ((c != ',' && c != ']') || !store_int(dt, out, n, v, neg)) break;
+      if (c != ',' && c != ']') break;
+      /* under 10^7: every 32- and 64-bit type holds it (unsigned ones not negated) */
+      if (dt == ISV_INT32 || dt == ISV_INT64) {
+        int64_t sv = ((int64_t)v ^ -(int64_t)neg) + neg; /* v, negated when neg */
+        if (dt == ISV_INT32) ((int32_t *)out)[n] = (int32_t)sv;
+        else ((int64_t *)out)[n] = sv;
+      } else if (!store_int(dt, out, n, v, neg)) {
+        break;
+      }
       n++;
       p = s + k;
       if (c == ']') goto close;
