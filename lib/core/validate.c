@@ -54,6 +54,7 @@ static int check_input(isv_request *r, const isv_model_config *c, const isv_tens
 
 int isv__request_validate(isv_request *r) {
   const isv_model_config *c = r->model->cfg;
+  size_t declared = 0; /* inputs the model declares, each met once (duplicates are refused) */
   for (size_t i = 0; i < r->n_inputs; i++) {
     const isv_tensor *t = &r->inputs[i];
     const isv__io *io = isv__config_input(c, t->name, strlen(t->name));
@@ -64,11 +65,13 @@ int isv__request_validate(isv_request *r) {
       if (strcmp(r->inputs[j].name, t->name) == 0)
         return isv__request_fail(r, ISV_EBADREQ, "duplicate input '%s'", t->name);
     if (io && check_input(r, c, t, io) != 0) return r->status;
+    declared += io != NULL;
   }
-  for (size_t k = 0; k < c->n_inputs; k++)
-    if (isv_request_input(r, c->inputs[k].name) == NULL)
-      return isv__request_fail(r, ISV_EBADREQ, "missing input '%s' for model '%s'",
-                               c->inputs[k].name, c->name);
+  if (declared < c->n_inputs) /* one is missing: which */
+    for (size_t k = 0; k < c->n_inputs; k++)
+      if (isv_request_input(r, c->inputs[k].name) == NULL)
+        return isv__request_fail(r, ISV_EBADREQ, "missing input '%s' for model '%s'",
+                                 c->inputs[k].name, c->name);
   if (c->max_batch > 0) {
     for (size_t i = 1; i < r->n_inputs; i++)
       if (r->inputs[i].shape[0] != r->inputs[0].shape[0])
