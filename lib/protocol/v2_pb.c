@@ -831,20 +831,23 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
   if (mn == NULL) mn = "";
   if (mv == NULL) mv = "";
   const char *id = r->has_id && r->id ? r->id : "";
+  const size_t mn_len = strlen(mn), mv_len = strlen(mv), id_len = strlen(id);
   size_t n = r->n_outputs;
   const void **data = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *data);
-  size_t *dlen = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *dlen);
+  size_t *dlen = isv__arena_alloc(&r->arena, 2 * (n ? n : 1) * sizeof *dlen);
+  size_t *msz = dlen + (n ? n : 1); /* each InferOutputTensor's size, for both passes */
   uv_buf_t *v = isv__arena_alloc(&r->arena, (2 + 2 * n) * sizeof *v);
   if (data == NULL || dlen == NULL || v == NULL) return ISV_ENOMEM;
   /* Sizes: header = fields 1..5 + the key and length of every raw_output_contents entry. */
   size_t head = 0, total;
-  if (mn[0]) head += isv__pb_len_field_size(strlen(mn));
-  if (mv[0]) head += isv__pb_len_field_size(strlen(mv));
-  if (id[0]) head += isv__pb_len_field_size(strlen(id));
+  if (mn_len) head += isv__pb_len_field_size(mn_len);
+  if (mv_len) head += isv__pb_len_field_size(mv_len);
+  if (id_len) head += isv__pb_len_field_size(id_len);
   for (size_t i = 0; i < r->n_resp_params; i++)
     head += isv__pb_len_field_size(param_entry_size(&r->resp_params[i]));
   for (size_t i = 0; i < n; i++) {
-    head += isv__pb_len_field_size(output_msg_size(&r->outputs[i]));
+    msz[i] = output_msg_size(&r->outputs[i]);
+    head += isv__pb_len_field_size(msz[i]);
     int rc = output_raw(r, &r->outputs[i], &data[i], &dlen[i]);
     if (rc) return rc;
     head += 1 + isv__pb_varint_len(dlen[i]);
@@ -859,15 +862,15 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
     p = isv__pb_put_key(p, 2, ISV__PB_LEN);
     p = isv__pb_put_varint(p, total);
   }
-  if (mn[0]) p = isv__pb_put_bytes(p, 1, mn, strlen(mn));
-  if (mv[0]) p = isv__pb_put_bytes(p, 2, mv, strlen(mv));
-  if (id[0]) p = isv__pb_put_bytes(p, 3, id, strlen(id));
+  if (mn_len) p = isv__pb_put_bytes(p, 1, mn, mn_len);
+  if (mv_len) p = isv__pb_put_bytes(p, 2, mv, mv_len);
+  if (id_len) p = isv__pb_put_bytes(p, 3, id, id_len);
   for (size_t i = 0; i < r->n_resp_params; i++) p = put_param_entry(p, 4, &r->resp_params[i]);
   for (size_t i = 0; i < n; i++) {
     const isv_tensor *t = &r->outputs[i];
     const char *dn = isv_datatype_name(t->dt);
     p = isv__pb_put_key(p, 5, ISV__PB_LEN);
-    p = isv__pb_put_varint(p, output_msg_size(t));
+    p = isv__pb_put_varint(p, msz[i]);
     p = isv__pb_put_bytes(p, 1, t->name, strlen(t->name));
     p = isv__pb_put_bytes(p, 2, dn ? dn : "", dn ? strlen(dn) : 0);
     if (t->ndim) {
