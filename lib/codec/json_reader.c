@@ -799,7 +799,8 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
       if (ISV_UNLIKELY(s < end && (*s == '.' || (*s | 0x20) == 'e')))
         return elem_int_error(r, p, end, idx, dt, 0), NULL;
       if (ISV_UNLIKELY(overflow)) return elem_int_error(r, p, end, idx, dt, 1), NULL;
-      if (ISV_UNLIKELY(!store_int(dt, out, idx, v, neg))) return elem_int_error(r, p, end, idx, dt, 1), NULL;
+      if (ISV_UNLIKELY(!store_int(dt, out, idx, v, neg)))
+        return elem_int_error(r, p, end, idx, dt, 1), NULL;
       return s;
     }
     case ISV_BOOL:

@@ -30,8 +30,8 @@ static inline void *isv__mem_stamp(void *base, const isv_mem *m) {
   return (char *)base + ISV__MEM_PREFIX;
 }
 
-/* Inline, as the three below are: the loop makes and frees ~20 small blocks per request, and
- * each is then one indirect call to the allocator, not two calls. */
+/* isv__malloc, isv__calloc and isv__free are inline: the loop makes and frees ~20 small blocks
+ * per request, each then one indirect call to the allocator, not two calls. */
 
 /* m NULL: libc's. NULL when out of memory (or the size overflows). */
 static inline void *isv__malloc(const isv_mem *m, size_t n) {

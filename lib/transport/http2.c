@@ -875,7 +875,8 @@ static void h2_grpc_finish(isv__grpc_call *call, int status, const char *message
   decimal(status_s, status);
   if (!st->submitted && st->q_head == NULL) { /* trailers-only */
     nghttp2_nv nv[] = {NVL(":status", "200"), NVL("content-type", "application/grpc"),
-                       NV("grpc-status", status_s), NV("grpc-message", m.failed || !m.data ? "" : m.data)};
+                       NV("grpc-status", status_s),
+                       NV("grpc-message", m.failed || !m.data ? "" : m.data)};
     st->submitted = 1;
     nghttp2_submit_response(h->s, st->id, nv, m.len > 1 && !m.failed ? 4 : 3, NULL);
     isv__buf_free(&m);
@@ -1143,7 +1144,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     d = st->head.data + st->head.len; /* room already: most headers after the first */
   } else {
     size_t room = st->head.cap || need > HEAD_FIRST ? need : HEAD_FIRST;
-    if ((d = isv__buf_reserve(&st->head, room)) == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if ((d = isv__buf_reserve(&st->head, room)) == NULL)
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
   memcpy(d, lens, HEAD_LENS);
   copy_short(d + HEAD_LENS, name, nlen);
