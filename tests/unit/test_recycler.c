@@ -171,6 +171,7 @@ static void a_rehomed_block_goes_back(void **state) {
   world *w = world_new(1 << 20);
   char *k = isv__malloc(&w->r.mem, 64);
   char *p = isv__malloc(&w->under, 64);
+  if (k == NULL || p == NULL) abort(); /* (inlined, isv__malloc's NULL path is visible) */
   memcpy(p - 8, k - 8, 8); /* a class's tag left in the foreign block's prefix */
   isv__mem_rehome(p, &w->r.mem);
   isv__free(p);
