@@ -25,16 +25,10 @@ static void *libc_realloc(void *p, size_t n, void *u) {
 const isv_mem isv__libc_mem = {sizeof(isv_mem), NULL, libc_malloc, libc_free, libc_calloc,
                                libc_realloc};
 
-static const isv_mem *owner(const void *p) {
-  const isv_mem *m;
-  memcpy(&m, (const char *)p - ISV__MEM_PREFIX, sizeof m);
-  return m;
-}
-
 void *isv__realloc(const isv_mem *m, void *p, size_t n) {
   if (p == NULL) return isv__malloc(m, n);
   if (n > SIZE_MAX - ISV__MEM_PREFIX) return NULL;
-  const isv_mem *own = owner(p);
+  const isv_mem *own = isv__mem_owner(p);
   return isv__mem_stamp(own->realloc((char *)p - ISV__MEM_PREFIX, n + ISV__MEM_PREFIX, own->user),
                         own);
 }

@@ -23,6 +23,13 @@
 
 extern const isv_mem isv__libc_mem;
 
+/* The allocator a block (from isv__malloc...) was made with, read from its prefix. */
+static inline const isv_mem *isv__mem_owner(const void *p) {
+  const isv_mem *m;
+  memcpy(&m, (const char *)p - ISV__MEM_PREFIX, sizeof m);
+  return m;
+}
+
 /* The block's data, its allocator written in front (NULL stays NULL). */
 static inline void *isv__mem_stamp(void *base, const isv_mem *m) {
   if (base == NULL) return NULL;
@@ -53,8 +60,7 @@ void *isv__realloc(const isv_mem *m, void *p, size_t n);
 /* NULL is a no-op. Any thread. */
 static inline void isv__free(void *p) {
   if (p == NULL) return;
-  const isv_mem *m;
-  memcpy(&m, (const char *)p - ISV__MEM_PREFIX, sizeof m);
+  const isv_mem *m = isv__mem_owner(p);
   void (*f)(void *, void *) = m->free; /* m may live inside p (a server's struct) */
   void *user = m->user;
   f((char *)p - ISV__MEM_PREFIX, user);
