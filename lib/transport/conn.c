@@ -479,8 +479,14 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
                                                      * records land in the shared buffer */
   if (buf->base == NULL) *buf = uv_buf_init(c->t->rbuf, sizeof c->t->rbuf);
   else if (buf->len > ISV__READ_SLICE) buf->len = ISV__READ_SLICE;
-  uint64_t now = uv_hrtime();
+  /* The clock is read from a burst's second read on: a small request's one short read (most
+   * of them) costs no clock read; the first read's slice is outside the budget. */
   if (c->read_burst_ns == 0) {
+    c->read_burst_ns = ISV__BURST_UNSTAMPED;
+    return;
+  }
+  uint64_t now = uv_hrtime();
+  if (c->read_burst_ns == ISV__BURST_UNSTAMPED) {
     c->read_burst_ns = now;
   } else if (now - c->read_burst_ns >= c->t->slice_budget_ns) {
     c->read_burst_ns = 0; /* the next read is next turn's first */

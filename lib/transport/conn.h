@@ -114,7 +114,8 @@ struct isv__conn {
   size_t held;            /* their bytes not yet given to libuv */
   int pump_due;           /* a slice went out: the next goes next loop turn (the timer) */
   uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
-  uint64_t read_burst_ns;  /* ... when this turn's first in-place read began; 0: none */
+  uint64_t read_burst_ns;  /* ... when this turn's second read began (the first is not timed:
+                           * ISV__BURST_UNSTAMPED); 0: no burst */
   int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
   /* A small write the kernel took at once (uv_try_write): its callback waits (a write callback
    * never runs from inside the write call) — for this turn's check phase when the write was made
@@ -168,8 +169,9 @@ static inline uint64_t isv__conn_now_ns(const isv__conn *c) { return c->io->now_
  * from loopback keeps copying while the sender fills the socket, and an HTTP/2 engine parses
  * (and copies out) what each read brought. */
 #define ISV__READ_SLICE ((size_t)256 << 10)
+#define ISV__BURST_UNSTAMPED UINT64_MAX /* read_burst_ns: one read so far, the clock not read */
 /* Per connection, per direction, per loop turn (uv_hrtime ns; the transport's slice_budget_ns).
- * A turn's worst is about the budget plus one slice. */
+ * A turn's worst is about the budget plus one slice (reads: two, the first read is not timed). */
 #define ISV__SLICE_BUDGET_NS ((uint64_t)400 * 1000)
 /* Encrypted first on a TLS connection (tls.c), then the seam's write. */
 int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb cb, void *ctx);

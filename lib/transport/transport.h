@@ -80,7 +80,8 @@ struct isv__transport {
   isv__transport_handler h;
   isv__bigbuf_cache *bufs; /* large bodies and messages; may be NULL */
   const isv_mem *mem;      /* every other allocation (codec/mem.h); NULL: libc's */
-  uint64_t slice_budget_ns; /* ISV__SLICE_BUDGET_NS (conn.h); tests set 0: a slice per turn */
+  uint64_t slice_budget_ns; /* ISV__SLICE_BUDGET_NS (conn.h); tests set 0: two reads and one
+                             * write slice per turn */
   int reuse_port; /* listeners bind with SO_REUSEPORT: other servers may listen on their ports */
   int reuse_port_first; /* ...but the next listen is the address's first: it must be free (a
                          * plain bind is tried first), so that SO_REUSEPORT never quietly

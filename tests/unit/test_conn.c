@@ -539,10 +539,11 @@ static unsigned read_big_body(tf_world *w, uint64_t budget_ns, int *can_pause) {
   return w->t.conns ? w->t.conns->read_yields : 0;
 }
 
-static void a_large_body_is_read_a_slice_per_loop_turn_with_no_budget(void **state) {
+static void a_large_body_is_read_two_slices_per_loop_turn_with_no_budget(void **state) {
   int can_pause;
   unsigned yields = read_big_body(*state, 0, &can_pause);
-  if (can_pause) assert_true(yields >= 5); /* after each full slice */
+  if (can_pause) assert_true(yields >= 2); /* after each second full slice: the first read of a
+                                            * turn is not timed (conn.c, on_alloc) */
 }
 
 static void a_large_body_is_read_in_one_turn_within_the_budget(void **state) {
@@ -552,7 +553,7 @@ static void a_large_body_is_read_in_one_turn_within_the_budget(void **state) {
 }
 
 /* Reads into the shared buffer (here a chunked body, parsed from it) are under the same budget. */
-static void a_chunked_body_is_read_a_buffer_per_loop_turn_with_no_budget(void **state) {
+static void a_chunked_body_is_read_two_buffers_per_loop_turn_with_no_budget(void **state) {
   tf_world *w = *state;
   w->t.limits.max_body_bytes = 8u << 20;
   w->t.limits.max_receiving = 8u << 20;
@@ -575,7 +576,8 @@ static void a_chunked_body_is_read_a_buffer_per_loop_turn_with_no_budget(void **
   tf_write(cl, msg, len);
   tf_run_until(w, body_recorded, NULL);
   assert_int_equal(w->recs[0].body_len, chunk * n_chunks);
-  if (can_pause) assert_true(w->t.conns->read_yields >= 4);
+  if (can_pause) assert_true(w->t.conns->read_yields >= 2); /* 3 here: two reads a turn, and
+                                                             * loopback's short reads */
   free(msg);
 }
 
@@ -774,9 +776,9 @@ int main(void) {
       T(a_large_write_goes_on_in_the_same_turn_within_the_budget),
       T(closing_mid_slices_fails_the_queued_writes),
       T(a_write_callback_may_start_the_next_large_write),
-      T(a_large_body_is_read_a_slice_per_loop_turn_with_no_budget),
+      T(a_large_body_is_read_two_slices_per_loop_turn_with_no_budget),
       T(a_large_body_is_read_in_one_turn_within_the_budget),
-      T(a_chunked_body_is_read_a_buffer_per_loop_turn_with_no_budget),
+      T(a_chunked_body_is_read_two_buffers_per_loop_turn_with_no_budget),
       T(a_small_write_is_taken_at_once_and_called_back_next_turn),
       T(a_write_taken_at_once_is_called_back_when_the_connection_closes_first),
       T(a_keep_alive_connection_keeps_reading_and_its_timer_between_requests),
