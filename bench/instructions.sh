@@ -74,10 +74,11 @@ for r in $(seq "$ROUNDS"); do
       dump=$(ls "$out".*.1 2>/dev/null | head -1)
       [ -n "$dump" ] && [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "$name $cs: no dump or no requests" >&2; exit 1; }
       ann=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null)
-      total=$(echo "$ann" | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+      total=$(awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}' <<<"$ann")
       cols=""
       for f in $FUNCS; do
-        v=$(echo "$ann" | awk -v f=":$f " 'index($0, f){gsub(",","",$1); print $1; exit}')
+        # awk reads a here-string: an `echo | awk ... exit` dies of SIGPIPE under pipefail
+        v=$(awk -v f=":$f " 'index($0, f){gsub(",","",$1); print $1; exit}' <<<"$ann")
         cols="$cols $(( ${v:-0} / n )) |"
       done
       echo "| $r | $name | $cs | $n | $(( total / n )) |$cols"

@@ -265,14 +265,19 @@ static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
   char *buf = isv__buf_reserve(&r->scratch, 3 * len + 2);
   if (buf == NULL) return -2;
   char *w = buf;
+  int escapes = memchr(path, '%', len) != NULL; /* most paths have none: segments copied whole */
   size_t i = 1;
   while (i <= len) {
     size_t start = i;
-    while (i < len && path[i] != '/') i++;
+    const char *slash = memchr(path + i, '/', len - i);
+    i = slash ? (size_t)(slash - path) : len;
     if (i == start && i == len) break; /* one trailing slash is ignored */
     if (out->n == ISV__ROUTE_MAX_SEGMENTS) return -1;
     out->s[out->n] = w;
-    for (size_t k = start; k < i; k++) {
+    if (!escapes) {
+      memcpy(w, path + start, i - start);
+      w += i - start;
+    } else for (size_t k = start; k < i; k++) {
       if (path[k] == '%') {
         int h = k + 2 < i ? hexval((unsigned char)path[k + 1]) : -1;
         int l = k + 2 < i ? hexval((unsigned char)path[k + 2]) : -1;

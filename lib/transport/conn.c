@@ -60,7 +60,9 @@ static void arm(isv__conn *c) {
 
 static void uvc_deadline(isv__conn *c, uint64_t ms) {
   c->deadline = ms ? uv_now(c->t->loop) + ms : 0;
-  arm(c);
+  if (c->in_read) c->arm_due = 1; /* an HTTP/1.1 request moves it 4 times in one read: the
+                                   * timer is armed once, when the read's delivery ends */
+  else arm(c);
 }
 
 static void uvc_tls_check(isv__conn *c, uint64_t ms) {
@@ -551,6 +553,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (c->tls) isv__tls_on_read(c, buf->base, (size_t)nread, isv__conn_deliver);
   else isv__conn_deliver(c, buf->base, (size_t)nread);
   c->in_read = 0;
+  if (c->arm_due) {
+    c->arm_due = 0;
+    arm(c);
+  }
 }
 
 /* ---- life --------------------------------------------------------------------------------- */

@@ -125,6 +125,7 @@ struct isv__conn {
   uv_idle_t done_idle;
   uv_check_t done_check;
   int in_read; /* inside on_read's delivery */
+  int arm_due; /* the deadline moved inside it: arm() when the delivery ends (conn.c) */
   isv__write_cb done_cb;
   void *done_ctx;
   size_t done_len;
