@@ -502,8 +502,37 @@ static void requested_flags_and_classification_are_applied(void **state) {
   isv_request_free(r);
 }
 
+/* isv__shape_count: the element count and bytes, or -1 for a negative dimension or a product
+ * past SIZE_MAX / 4 (found by the multiplications, without a division per dimension). */
+static void shape_counts_and_their_overflows(void **state) {
+  (void)state;
+  size_t count = 7, bytes = 7;
+  const int64_t s35[] = {3, 5};
+  assert_int_equal(isv__shape_count(s35, 2, 4, &count, &bytes), 0);
+  assert_int_equal(count, 15);
+  assert_int_equal(bytes, 60);
+  assert_int_equal(isv__shape_count(NULL, 0, 8, &count, &bytes), 0); /* a scalar */
+  assert_int_equal(count, 1);
+  assert_int_equal(bytes, 8);
+  const int64_t neg[] = {4, -1};
+  assert_int_equal(isv__shape_count(neg, 2, 4, &count, &bytes), -1);
+  const int64_t wraps[] = {INT64_C(1) << 33, INT64_C(1) << 33}; /* 2^66 */
+  assert_int_equal(isv__shape_count(wraps, 2, 1, &count, &bytes), -1);
+  const int64_t zero_first[] = {0, INT64_MAX, INT64_MAX}; /* 0 elements, however large the rest */
+  assert_int_equal(isv__shape_count(zero_first, 3, 4, &count, &bytes), 0);
+  assert_int_equal(count, 0);
+  assert_int_equal(bytes, 0);
+  const int64_t quarter[] = {(int64_t)(SIZE_MAX >> 2)};
+  assert_int_equal(isv__shape_count(quarter, 1, 1, &count, NULL), 0);
+  assert_int_equal(count, SIZE_MAX >> 2);
+  assert_int_equal(isv__shape_count(quarter, 1, 2, &count, &bytes), -1); /* bytes past the cap */
+  const int64_t past[] = {(int64_t)(SIZE_MAX >> 2) + 1};
+  assert_int_equal(isv__shape_count(past, 1, 0, &count, &bytes), -1); /* elements past it */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(shape_counts_and_their_overflows),
       cmocka_unit_test_setup_teardown(a_well_formed_request_passes, setup, teardown),
       cmocka_unit_test_setup_teardown(any_rank_inputs_and_outputs, setup, teardown),
       cmocka_unit_test_setup_teardown(unexpected_input, setup, teardown),
