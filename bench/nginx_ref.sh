@@ -1,6 +1,7 @@
-# The nginx reference every REST/h2c comparison runs against (sourced by bench/run.sh and
-# bench/rest_nginx.sh): one worker answering `return 200` with a fixed body, keep-alive without
-# limit, no access log — so that every script compares the demo with the same server.
+# The nginx reference every REST/h2c comparison runs against (sourced by bench/run.sh,
+# bench/rest_nginx.sh and bench/grpc_nginx.sh): one worker answering `return 200` with a fixed
+# body, keep-alive without limit, no access log — so that every script compares the demo with
+# the same server.
 #
 #   nginx_ref_conf DIR REST_PORT REST_BODY [H2_PORT GRPC_BODY]
 #

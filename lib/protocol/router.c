@@ -277,15 +277,17 @@ static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
     if (!escapes) {
       memcpy(w, path + start, i - start);
       w += i - start;
-    } else for (size_t k = start; k < i; k++) {
-      if (path[k] == '%') {
-        int h = k + 2 < i ? hexval((unsigned char)path[k + 1]) : -1;
-        int l = k + 2 < i ? hexval((unsigned char)path[k + 2]) : -1;
-        if (h < 0 || l < 0 || (h | l) == 0) return -1; /* a bad escape, or an embedded NUL */
-        *w++ = (char)(h * 16 + l);
-        k += 2;
-      } else {
-        *w++ = path[k];
+    } else {
+      for (size_t k = start; k < i; k++) {
+        if (path[k] == '%') {
+          int h = k + 2 < i ? hexval((unsigned char)path[k + 1]) : -1;
+          int l = k + 2 < i ? hexval((unsigned char)path[k + 2]) : -1;
+          if (h < 0 || l < 0 || (h | l) == 0) return -1; /* a bad escape, or an embedded NUL */
+          *w++ = (char)(h * 16 + l);
+          k += 2;
+        } else {
+          *w++ = path[k];
+        }
       }
     }
     out->len[out->n] = (size_t)(w - out->s[out->n]);
