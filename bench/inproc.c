@@ -16,10 +16,12 @@
  * 1 in flight (the next request is submitted from the previous one's callback: a full loop ->
  * worker -> loop round trip each), pool at 64 in flight (64 kept submitted), pool1 at 64 in
  * flight. Per case, ROUNDS timed rounds of N requests after one warm-up round; the table
- * gives the median round (and
- * the fastest): wall µs per request, the process's CPU µs per request (every thread,
- * getrusage) and the loop thread's (CLOCK_THREAD_CPUTIME_ID). On a shared machine the CPU
- * figures are the ones to quote.
+ * gives the median round (and the fastest): wall µs per request, the process's CPU µs per
+ * request (every thread, getrusage) and the loop thread's (CLOCK_THREAD_CPUTIME_ID). On a
+ * shared machine the CPU figures are the ones to quote. For pool at 1 in flight, each round
+ * trip is timed too, and its percentiles over every timed round follow the table: on cores
+ * shared with other work the mean is made by a few hand-offs that wait out a scheduler slice
+ * (bench/contend.sh runs this with a busy loop on every CPU).
  *
  * Last, the idle check: the loop sits idle for 2 s (a timer) with the worker threads started;
  * the process's CPU time over it (getrusage, and utime + stime of /proc/self/stat) should be
@@ -81,6 +83,14 @@ static const char *model;
 static size_t depth, total, issued, done, inflight, failures;
 static int pumping; /* pump() is on the stack: a callback run inside isv_server_infer returns */
 
+/* At one in flight on the pool, each round trip's own time too (two clock reads per request,
+ * ~2% of it): a mean over a round hides whether every hand-off got slower or a few waited for
+ * the scheduler. */
+static uint32_t *lat;       /* ns, one per timed request of the case */
+static size_t n_lat, lat_cap;
+static uint64_t submitted; /* when the request in flight went in, when lat is on */
+static uint64_t ts_ns(clockid_t id);
+
 static void pump(void);
 
 static void on_done(isv_request *r, int status, void *data) {
@@ -92,6 +102,10 @@ static void on_done(isv_request *r, int status, void *data) {
       fprintf(stderr, "inproc: request failed (%d): %s\n", status, isv_request_error_message(r));
   }
   isv_request_free(r);
+  if (lat && n_lat < lat_cap) {
+    uint64_t d = ts_ns(CLOCK_MONOTONIC) - submitted;
+    lat[n_lat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+  }
   inflight--;
   done++;
   pump();
@@ -112,6 +126,7 @@ static void pump(void) {
     }
     issued++;
     inflight++;
+    if (lat) submitted = ts_ns(CLOCK_MONOTONIC);
     if ((rc = isv_server_infer(srv, r, on_done, NULL)) != 0) {
       fprintf(stderr, "inproc: isv_server_infer: %s\n", isv_strerror(rc));
       exit(1);
@@ -174,11 +189,36 @@ static round_fig run_round(const char *name, size_t in_flight, size_t n) {
   return f;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static char spread[256]; /* the round trips' percentiles, printed after the table */
+
 static void run_case(const char *label, const char *name, size_t in_flight, size_t n,
                      unsigned rounds) {
   round_fig f[MAX_ROUNDS];
   run_round(name, in_flight, n / 4 ? n / 4 : 1); /* warm-up: threads, caches, allocator */
+  int timed = in_flight == 1 && strcmp(name, "inline") != 0;
+  if (timed && (lat = malloc((size_t)rounds * n * sizeof *lat)) != NULL) {
+    lat_cap = (size_t)rounds * n;
+    n_lat = 0;
+  }
   for (unsigned i = 0; i < rounds; i++) f[i] = run_round(name, in_flight, n);
+  if (lat && n_lat > 0) {
+    qsort(lat, n_lat, sizeof *lat, cmp_u32);
+    size_t over = 0;
+    while (over < n_lat && lat[n_lat - 1 - over] > 10000) over++;
+#define PCT(q) ((double)lat[(size_t)((double)(n_lat - 1) * (q))] / 1e3)
+    snprintf(spread, sizeof spread, "%s, each round trip of every round (µs): p50 %.2f, p90 "
+             "%.2f, p99 %.2f, p99.9 %.1f, max %.1f; over 10 µs: %zu of %zu (%.2f%%)\n", label,
+             PCT(0.5), PCT(0.9), PCT(0.99), PCT(0.999), PCT(1.0), over, n_lat,
+             n_lat ? 100.0 * (double)over / (double)n_lat : 0.0);
+#undef PCT
+  }
+  free(lat);
+  lat = NULL;
   qsort(f, rounds, sizeof f[0], cmp_wall);
   const round_fig *med = &f[rounds / 2], *best = &f[0];
   printf("| %-22s | %9zu | %8.3f | %8.3f | %8.3f | %8.3f | %10.0f |\n", label, n, med->wall_us,
@@ -234,6 +274,8 @@ int main(int argc, char **argv) {
   if (strstr(cases, "pool1")) run_case("pool, 1 in flight", "pool", 1, n_pool, rounds);
   if (strstr(cases, "pool64")) run_case("pool, 64 in flight", "pool", 64, n_pool, rounds);
   if (strstr(cases, "one64")) run_case("pool1, 64 in flight", "pool1", 64, n_pool, rounds);
+
+  if (spread[0]) printf("\n%s", spread);
 
   /* idle: nothing in flight, the worker threads started; the loop waits on a 2 s timer */
   uv_timer_t idle;

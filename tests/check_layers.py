@@ -19,7 +19,7 @@ GUARDED = ("core", "transport", "protocol")
 # core/'s modules, bottom first: each may include only the ones before it. A new file takes
 # its place here (the check fails until it has one).
 CORE_ORDER = [
-    "layer", "error", "arena", "timeheap", "pool", "stats", "clients", "logset", "traceset", "options", "sequence",
+    "layer", "error", "arena", "timeheap", "spin", "pool", "stats", "clients", "logset", "traceset", "options", "sequence",
     "shm", "warmup_cfg", "ensemble_cfg", "registry", "core", "watch", "resolve", "offload",
     "request", "shm_tensor", "validate", "classify", "batch", "responses", "rcache", "group",
     "queries", "repository", "scheduler", "nested", "ensemble", "warmup", "lifecycle",

@@ -55,6 +55,13 @@ struct isv__core {
    * wait_for_completion), reads it without mu against what it saw last and never writes it. */
   atomic_uint done_posted;
   unsigned done_seen; /* loop thread */
+  /* When the oldest completion on the done queue completed (0: unknown or none): under mu. The
+   * loop, woken for it, learns what its wake-up cost (loop_wake_ns), and spins about that long
+   * for the next completion (core/spin.h) — loop thread, as loop_misses (its spins in a row
+   * that caught none). */
+  uint64_t done_first_ns;
+  uint64_t loop_wake_ns;
+  unsigned loop_misses;
   isv_request *resp_head; /* streaming requests with something to deliver (responses.h) */
   isv_request *resp_tail;
   size_t inflight; /* requests submitted and counted, not yet done: queued or running */

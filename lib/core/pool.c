@@ -22,6 +22,9 @@ int isv__pool_init(isv__pool *p, unsigned max_threads, const isv_mem *mem) {
   /* spinning pays only when the thread waited for can run meanwhile: two CPUs or more in the
    * process's affinity mask (uv_available_parallelism reads it) */
   p->spin_ns = uv_available_parallelism() >= 2 ? ISV__POOL_SPIN_NS : 0;
+  p->misses = 0;
+  p->wake_ns = 0;
+  p->signaled_at = 0;
   p->threads = isv__calloc(mem, p->cap, sizeof *p->threads);
   if (p->threads == NULL) return ISV_ENOMEM;
   if (uv_mutex_init(&p->mu) != 0) goto fail;
@@ -44,12 +47,12 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Watch the queue without the lock until a job is there or p->spin_ns passed. */
-static void spin_for_job(isv__pool *p) {
-  uint64_t end = uv_hrtime() + p->spin_ns;
+/* Watch the queue without the lock until a job is there (1) or budget_ns passed (0). */
+static int spin_for_job(isv__pool *p, unsigned budget_ns) {
+  uint64_t end = uv_hrtime() + budget_ns;
   for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&p->ready, memory_order_relaxed) != 0) return;
-    if (i % 16 == 0 && uv_hrtime() >= end) return;
+    if (atomic_load_explicit(&p->ready, memory_order_relaxed) != 0) return 1;
+    if (i % 16 == 0 && uv_hrtime() >= end) return 0;
     cpu_relax();
   }
 }
@@ -105,11 +108,13 @@ static void worker(void *arg) {
   for (;;) {
     /* one spinner at a time: more would take the cores the loop and the jobs need */
     if (p->head == NULL && !p->stopping && p->spinning == 0 && p->spin_ns) {
+      unsigned budget_ns = isv__spin_next(p->wake_ns, p->misses);
       p->idle++;
       p->spinning++; /* a submission needs no signal for this thread */
       uv_mutex_unlock(&p->mu);
-      spin_for_job(p);
+      int caught = spin_for_job(p, budget_ns);
       uv_mutex_lock(&p->mu);
+      p->misses = isv__spin_count(p->misses, caught);
       p->idle--;
       p->spinning--;
     }
@@ -119,6 +124,10 @@ static void worker(void *arg) {
       uv_cond_wait(&p->wake, &p->mu);
       p->idle--;
       p->parked--;
+      if (p->signaled_at) { /* this wake-up's cost: how long the next spins may be worth */
+        p->wake_ns = isv__spin_learn(p->wake_ns, uv_hrtime() - p->signaled_at);
+        p->signaled_at = 0;
+      }
     }
     if (p->head == NULL) break; /* stopping, and nothing left to run */
     run_one(p);
@@ -144,7 +153,10 @@ int isv__pool_submit(isv__pool *p, isv__pool_job *job) {
   p->n_queued++;
   atomic_store_explicit(&p->ready, p->n_queued, memory_order_relaxed);
   /* the spinning threads take as many jobs without a wake-up */
-  if (p->parked && p->n_queued > p->spinning) uv_cond_signal(&p->wake);
+  if (p->parked && p->n_queued > p->spinning) {
+    if (p->spin_ns && p->signaled_at == 0) p->signaled_at = uv_hrtime(); /* see worker() */
+    uv_cond_signal(&p->wake);
+  }
   uv_mutex_unlock(&p->mu);
   return 0;
 }

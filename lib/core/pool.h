@@ -9,8 +9,9 @@
  *
  * Jobs are intrusive (the caller's struct embeds an isv__pool_job) and run in FIFO order.
  *
- * Spin, then park. A thread that finds the queue empty first watches it for ISV__POOL_SPIN_NS
- * without the lock, then sleeps on the condition variable. Waking a parked thread costs a futex
+ * Spin, then park. A thread that finds the queue empty first watches it without the lock — for
+ * as long as waking a parked thread has cost lately (core/spin.h: 10-50 µs) — then sleeps on
+ * the condition variable. Waking a parked thread costs a futex
  * call on the submitting side and a scheduler wake-up (an inter-processor interrupt in a VM)
  * on the other — on a 2-vCPU KVM guest the kernel's switch and wake paths took most of the
  * 30-40 µs of CPU a 1 µs pool job cost at one in flight (bench/inproc.c) — when the loop feeds
@@ -29,6 +30,7 @@
 #include <uv.h>
 
 #include "codec/mem.h"
+#include "core/spin.h"
 
 typedef struct isv__pool_job isv__pool_job;
 struct isv__pool_job {
@@ -36,12 +38,14 @@ struct isv__pool_job {
   void (*run)(isv__pool_job *job); /* on a worker thread */
 };
 
-/* How long an idle thread watches the queue before it parks (see above) — when the process
- * may run on two CPUs or more. Confined to one (its affinity: taskset, a container's cpuset),
- * nobody spins: the thread a spinner waits for needs that very CPU, so the spin only delays it
- * (XGBoost over REST at one connection, server pinned to one core: 65.7 -> 56.4 us of CPU per
- * request without it, bench/RESULTS.md). Read once, when the pool is made. */
-#define ISV__POOL_SPIN_NS 10000u
+/* How long an idle thread watches the queue before it parks (see above) at first — when the
+ * process may run on two CPUs or more; from then on as long as waking a parked thread has cost
+ * lately (core/spin.h), within [ISV__SPIN_FLOOR_NS, ISV__SPIN_CAP_NS]. Confined to one CPU (its
+ * affinity: taskset, a container's cpuset), nobody spins: the thread a spinner waits for needs
+ * that very CPU, so the spin only delays it (XGBoost over REST at one connection, server pinned
+ * to one core: 65.7 -> 56.4 us of CPU per request without it, bench/RESULTS.md). Whether to
+ * spin is read once, when the pool is made. */
+#define ISV__POOL_SPIN_NS ISV__SPIN_FLOOR_NS
 
 typedef struct isv__pool {
   uv_mutex_t mu;
@@ -53,7 +57,10 @@ typedef struct isv__pool {
   unsigned spinning; /* of them, watching `ready` (at most one): takes a job without a signal */
   unsigned parked;   /* of them, asleep on `wake` */
   unsigned n_queued; /* jobs not yet taken */
-  unsigned spin_ns;  /* ISV__POOL_SPIN_NS, or 0 on one CPU (see above) */
+  unsigned spin_ns;  /* ISV__POOL_SPIN_NS, or 0 on one CPU (see above): set once */
+  unsigned misses;     /* spins in a row that took no job (isv__spin_next) */
+  uint64_t wake_ns;    /* what waking a parked thread cost lately (ns, core/spin.h) */
+  uint64_t signaled_at; /* when a parked thread was signalled, until one wakes (0: none) */
   /* n_queued as the spinner watches it, without the lock. Next to n_queued on purpose: the
    * submitter writes that line anyway; on a line of its own (padded), 64 requests in flight
    * took 2.1 µs each instead of 1.1-1.4 (an extra line taken over inside the lock). */

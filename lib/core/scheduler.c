@@ -41,6 +41,7 @@
 #include "core/request.h"
 #include "core/responses.h"
 #include "core/sequence.h"
+#include "core/spin.h"
 
 enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON, T_QUEUE };
 #define ISV__CACHE_HIT 1 /* admit(): answered from the response cache (not an error code) */
@@ -48,10 +49,9 @@ enum { T_DEADLINE = 1, T_WAKE, T_SEQ_IDLE, T_DRAIN, T_ABANDON, T_QUEUE };
 #define OWNER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define US 1000ull /* ns */
 #define MAX_TIMEOUT_US (1000000ull * 86400 * 365) /* a year: no overflow in ns */
-/* wait_for_completion: how long the loop spins for one worker's completion at most, and for
- * all of a loop turn's */
-#define ISV__LOOP_SPIN_NS 10000u
-#define ISV__LOOP_SPIN_TURN_NS 50000u
+/* wait_for_completion: how long the loop spins for all of a loop turn's completions at most
+ * (for one: as long as its wake-ups cost lately, core/spin.h) */
+#define ISV__LOOP_SPIN_TURN_NS ISV__SPIN_CAP_NS
 
 typedef struct isv__job isv__job;
 
@@ -647,24 +647,33 @@ static inline void cpu_relax(void) {
 
 /* After the completions of a loop turn: 1 when the next one came within a short spin, to be
  * taken in the same turn. Going back to the loop to be woken by the worker's uv_async_send
- * costs a sleep and a wake-up of the loop thread — ~15 µs on a 2-vCPU VM, where the
- * execution itself took 1 µs (bench/inproc.c). So the loop waits briefly, but only when it
- * pays: executions are out on the worker pool, no more than it has threads (with more, the
- * threads stay busy and completions keep coming without a wait, and a spinning loop would
- * take a core they need), such executions took less than ISV__LOOP_SPIN_NS lately, the turn
- * has not lasted ISV__LOOP_SPIN_TURN_NS already (the host's other handles wait meanwhile),
- * the process may run on two CPUs (on one, the worker needs the CPU the loop would spin on),
- * and the server is not closing. */
+ * costs a sleep and a wake-up of the loop thread — 15-150 µs on a 2-vCPU VM, where the
+ * execution itself took 1 µs (bench/inproc.c). So the loop waits about as long as such a
+ * wake-up cost lately (isv__spin_next, core/spin.h), but only when it pays: executions are
+ * out on the worker pool, no more than it has threads (with more, the threads stay busy and
+ * completions keep coming without a wait, and a spinning loop would take a core they need),
+ * such executions took less than that lately, the process may run on two CPUs (on one, the
+ * worker needs the CPU the loop would spin on), and the server is not closing — and never
+ * past ISV__LOOP_SPIN_TURN_NS from the turn's start (the host's other handles wait
+ * meanwhile). */
 static int wait_for_completion(isv__core *c, uint64_t turn_start) {
   if (c->closing || c->pool_execs == 0 || c->pool_execs > c->pool.max_threads ||
-      c->pool_exec_ns >= ISV__LOOP_SPIN_NS || c->pool.spin_ns == 0 /* one CPU: pool.h */)
+      c->pool_exec_ns >= isv__spin_budget(c->loop_wake_ns) ||
+      c->pool.spin_ns == 0 /* one CPU: pool.h */)
     return 0;
   uint64_t now = uv_hrtime();
   if (now - turn_start >= ISV__LOOP_SPIN_TURN_NS) return 0;
-  uint64_t end = now + ISV__LOOP_SPIN_NS;
+  uint64_t end = now + isv__spin_next(c->loop_wake_ns, c->loop_misses);
+  if (end > turn_start + ISV__LOOP_SPIN_TURN_NS) end = turn_start + ISV__LOOP_SPIN_TURN_NS;
   for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&c->done_posted, memory_order_relaxed) != c->done_seen) return 1;
-    if (i % 16 == 0 && uv_hrtime() >= end) return 0;
+    if (atomic_load_explicit(&c->done_posted, memory_order_relaxed) != c->done_seen) {
+      c->loop_misses = 0;
+      return 1;
+    }
+    if (i % 16 == 0 && uv_hrtime() >= end) {
+      c->loop_misses = isv__spin_count(c->loop_misses, 0);
+      return 0;
+    }
     cpu_relax();
   }
 }
@@ -685,9 +694,16 @@ void isv__core_drain_completions(uv_async_t *h) {
   do {
     uv_mutex_lock(&c->mu);
     isv_request *q = c->done_head;
+    uint64_t first_ns = c->done_first_ns;
     c->done_head = c->done_tail = NULL;
+    c->done_first_ns = 0;
     c->done_seen = atomic_load_explicit(&c->done_posted, memory_order_relaxed);
     uv_mutex_unlock(&c->mu);
+    if (turn_start == 0 && q != NULL && first_ns != 0) {
+      /* woken for q (not found by the spin): what this wake-up cost, as the spin's budget */
+      turn_start = uv_hrtime();
+      c->loop_wake_ns = isv__spin_learn(c->loop_wake_ns, turn_start - first_ns);
+    }
     while (q) {
       isv_request *next = q->qnext;
       exec_done(q);
@@ -717,10 +733,13 @@ static void abandoned_infer_returned(isv_request *x, int rc) {
 }
 
 /* Under core->mu: x completed off the loop thread; the loop will finish it. */
-static void post_done(isv__core *c, isv_request *x) {
+static void post_done(isv__core *c, isv_request *x, uint64_t completed_ns) {
   x->qnext = NULL;
   if (c->done_tail) c->done_tail->qnext = x;
-  else c->done_head = x;
+  else {
+    c->done_head = x;
+    c->done_first_ns = completed_ns;
+  }
   c->done_tail = x;
   atomic_store_explicit(&c->done_posted,
                         atomic_load_explicit(&c->done_posted, memory_order_relaxed) + 1,
@@ -751,7 +770,7 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
     return 0;
   }
   int on_loop = isv__on_loop_thread(c);
-  if (!on_loop) post_done(c, r);
+  if (!on_loop) post_done(c, r, now);
   uv_mutex_unlock(&c->mu);
   if (on_loop) exec_done(r);
   else uv_async_send(&c->async);
@@ -812,7 +831,7 @@ static void pool_run(isv__pool_job *pj) {
     x->complete_ns = uv_hrtime();
   }
   int done = x->completed;
-  if (done) post_done(c, x);
+  if (done) post_done(c, x, x->complete_ns);
   uv_mutex_unlock(&c->mu);
   if (done) uv_async_send(&c->async); /* x may be gone once the loop has it */
 }
@@ -1405,7 +1424,7 @@ void isv__abandoned_release(isv_request *x) {
   if (!closed && !isv__on_loop_thread(c)) {
     /* model versions are counted on the loop until the close: the loop frees x (exec_done).
      * Sent under mu: the close marks the core closed under mu before closing the handle. */
-    post_done(c, x);
+    post_done(c, x, 0); /* not a wake-up worth learning from */
     uv_async_send(&c->async);
     uv_mutex_unlock(&c->mu);
     return;

@@ -2,8 +2,9 @@
  * the maximum; every job runs once, in FIFO order on a single thread; jobs queued behind busy
  * threads run when those free up; destroy runs what is queued, then joins; stop detaches the
  * threads instead only when a job may never return; several producers at once; idle threads
- * end up parked (the spin before parking is bounded), and nobody spins when the process may
- * run on one CPU only; a worker blocked in a nested call does not count (isv__pool_block). */
+ * end up parked (the spin before parking is bounded) and learn what waking them cost, and
+ * nobody spins when the process may run on one CPU only; a worker blocked in a nested call does
+ * not count (isv__pool_block); the spin's budget (core/spin.h) as that rule says. */
 #ifdef __linux__
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <sched.h>
@@ -304,6 +305,12 @@ static void idle_threads_park(void **state) {
   assert_int_equal(isv__pool_submit(&p, &late.job), 0);
   uv_sem_wait(&started); /* a parked thread was woken for it */
   assert_int_equal(threads_of(&p), 3);
+  if (p.spin_ns) { /* and it learned what that wake-up cost (core/spin.h) */
+    uv_mutex_lock(&p.mu);
+    assert_true(p.wake_ns > 0);
+    assert_int_equal(p.signaled_at, 0);
+    uv_mutex_unlock(&p.mu);
+  }
   isv__pool_destroy(&p);
   assert_int_equal(atomic_load(&ran), 4);
   uv_sem_destroy(&gate);
@@ -397,6 +404,66 @@ static void a_blocked_worker_does_not_count(void **state) {
   uv_sem_destroy(&until);
 }
 
+/* ---- core/spin.h: the spin budget follows what wake-ups cost, within the floor and the cap;
+ * one outlier moves it by a bounded step; misses in a row bring the spin down to the floor
+ * (never below), and one catch brings the budget back. */
+
+static uint64_t feed(uint64_t avg, uint64_t sample, int times) {
+  for (int i = 0; i < times; i++) avg = isv__spin_learn(avg, sample);
+  return avg;
+}
+
+static void the_budget_follows_the_wake_ups(void **state) {
+  (void)state;
+  /* nothing learned yet: the floor, the fixed spin of before */
+  assert_int_equal(isv__spin_budget(0), ISV__SPIN_FLOOR_NS);
+  /* cheap wake-ups (an idle bare machine): the floor */
+  assert_int_equal(isv__spin_budget(feed(0, 3000, 100)), ISV__SPIN_FLOOR_NS);
+  /* 30 µs wake-ups: about 30 µs of spin */
+  assert_in_range(isv__spin_budget(feed(0, 30000, 100)), 29000, 30000);
+  /* 120 µs wake-ups (a busy 2-vCPU guest): the cap */
+  assert_int_equal(isv__spin_budget(feed(0, 120000, 100)), ISV__SPIN_CAP_NS);
+  /* from the cap back down when wake-ups get cheap again */
+  assert_int_equal(isv__spin_budget(feed(feed(0, 120000, 100), 2000, 100)), ISV__SPIN_FLOOR_NS);
+}
+
+static void one_outlier_moves_it_a_bounded_step(void **state) {
+  (void)state;
+  uint64_t avg = feed(0, 12000, 100); /* 12 µs, above the floor */
+  uint64_t after = isv__spin_learn(avg, 10 * 1000 * 1000); /* one 10 ms stall */
+  /* the sample is clamped to twice the cap: the average moves an eighth of that at most */
+  assert_true(after > avg);
+  assert_true(after - avg <= 2 * (uint64_t)ISV__SPIN_CAP_NS / 8);
+  assert_true(isv__spin_budget(after) < ISV__SPIN_CAP_NS);
+  /* and it fades: a few ordinary wake-ups later the budget is back near 12 µs */
+  assert_in_range(isv__spin_budget(feed(after, 12000, 40)), 12000, 12100);
+}
+
+static void misses_in_a_row_fall_back_to_the_floor(void **state) {
+  (void)state;
+  uint64_t avg = feed(0, 40000, 100); /* worth about 40 µs of spin */
+  unsigned misses = 0;
+  /* lone misses keep the long spin */
+  for (unsigned i = 0; i + 1 < ISV__SPIN_MISSES; i++) {
+    misses = isv__spin_count(misses, 0);
+    assert_int_equal(isv__spin_next(avg, misses), isv__spin_budget(avg));
+    assert_true(isv__spin_next(avg, misses) > ISV__SPIN_FLOOR_NS);
+  }
+  misses = isv__spin_count(misses, 0);
+  assert_int_equal(misses, ISV__SPIN_MISSES);
+  assert_int_equal(isv__spin_next(avg, misses), ISV__SPIN_FLOOR_NS);
+  /* the count stops growing (no wrap-around, however long the misses go on) */
+  assert_int_equal(isv__spin_count(misses, 0), ISV__SPIN_MISSES);
+  assert_int_equal(isv__spin_count(UINT32_MAX, 0), UINT32_MAX);
+  /* never below the floor, whatever the average */
+  assert_int_equal(isv__spin_next(0, misses), ISV__SPIN_FLOOR_NS);
+  assert_int_equal(isv__spin_next(0, 0), ISV__SPIN_FLOOR_NS);
+  /* one catch: the budget again */
+  misses = isv__spin_count(misses, 1);
+  assert_int_equal(misses, 0);
+  assert_int_equal(isv__spin_next(avg, misses), isv__spin_budget(avg));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_blocked_worker_does_not_count, setup, teardown),
@@ -409,6 +476,9 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(idle_threads_park, setup, teardown),
       cmocka_unit_test_setup_teardown(on_one_cpu_nobody_spins, setup, teardown),
+      cmocka_unit_test(the_budget_follows_the_wake_ups),
+      cmocka_unit_test(one_outlier_moves_it_a_bounded_step),
+      cmocka_unit_test(misses_in_a_row_fall_back_to_the_floor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
