@@ -699,17 +699,16 @@ void isv__core_drain_completions(uv_async_t *h) {
     c->done_first_ns = 0;
     c->done_seen = atomic_load_explicit(&c->done_posted, memory_order_relaxed);
     uv_mutex_unlock(&c->mu);
-    if (turn_start == 0 && q != NULL && first_ns != 0) {
-      /* woken for q (not found by the spin): what this wake-up cost, as the spin's budget */
+    if (turn_start == 0) { /* the turn's first batch: the loop was woken for it */
       turn_start = uv_hrtime();
-      c->loop_wake_ns = isv__spin_learn(c->loop_wake_ns, turn_start - first_ns);
+      if (q != NULL && first_ns != 0 && turn_start > first_ns) /* what the wake-up cost */
+        c->loop_wake_ns = isv__spin_learn(c->loop_wake_ns, turn_start - first_ns);
     }
     while (q) {
       isv_request *next = q->qnext;
       exec_done(q);
       q = next;
     }
-    if (turn_start == 0) turn_start = uv_hrtime();
   } while (wait_for_completion(c, turn_start));
 }
 
