@@ -3,6 +3,7 @@
 
 #include "codec/datatype.h"
 #include "codec/compiler.h"
+#include "codec/span.h"
 #include "core/warmup_cfg.h"
 
 #include <stdio.h>
@@ -441,14 +442,14 @@ isv_model_config *isv__config_copy(const isv_model_config *c, const isv_mem *mem
 
 const isv__io *isv__config_input(const isv_model_config *c, const char *name, size_t len) {
   for (size_t i = 0; name && i < c->n_inputs; i++)
-    if (c->inputs[i].name_len == len && memcmp(c->inputs[i].name, name, len) == 0)
+    if (c->inputs[i].name_len == len && isv__bytes_same(c->inputs[i].name, name, len))
       return &c->inputs[i];
   return NULL;
 }
 
 const isv__io *isv__config_output(const isv_model_config *c, const char *name, size_t len) {
   for (size_t i = 0; name && i < c->n_outputs; i++)
-    if (c->outputs[i].name_len == len && memcmp(c->outputs[i].name, name, len) == 0)
+    if (c->outputs[i].name_len == len && isv__bytes_same(c->outputs[i].name, name, len))
       return &c->outputs[i];
   return NULL;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/span.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
 #include "core/queries.h"
@@ -197,8 +198,8 @@ int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_rou
 
 /* Could segment `seg` of some path (the prefix's segment i) match s? */
 static int seg_can_match(const pat_seg *s, const char *seg, size_t n) {
-  if (s->kind == SEG_LITERAL) return s->len == n && memcmp(s->text, seg, n) == 0;
-  return n >= s->len && memcmp(seg + n - s->len, s->text, s->len) == 0; /* capture + suffix */
+  if (s->kind == SEG_LITERAL) return s->len == n && isv__bytes_same(s->text, seg, n);
+  return n >= s->len && isv__bytes_same(seg + n - s->len, s->text, s->len); /* capture + suffix */
 }
 
 int isv__router_overlaps(const isv__router *r, unsigned methods, const char *prefix) {
@@ -356,11 +357,11 @@ static int match(const isv__compiled_route *c, path_segs *p, isv__http_req *q) {
       return 1;
     }
     if (s->kind == SEG_LITERAL) {
-      if (p->len[i] != s->len || memcmp(p->s[i], s->text, s->len) != 0) return 0;
+      if (p->len[i] != s->len || !isv__bytes_same(p->s[i], s->text, s->len)) return 0;
       continue;
     }
     /* capture, maybe with a literal suffix that the segment must end with */
-    if (p->len[i] < s->len || memcmp(p->s[i] + p->len[i] - s->len, s->text, s->len) != 0)
+    if (p->len[i] < s->len || !isv__bytes_same(p->s[i] + p->len[i] - s->len, s->text, s->len))
       return 0;
     q->cap_name[q->n_caps] = s->name;
     q->cap[q->n_caps] = p->s[i];

@@ -11,8 +11,12 @@
 
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
   size_t n = strlen(name);
+  /* the first byte, either case (a letter | 0x20 is its lower case), before a call: most
+   * candidates of the right length differ there */
+  int first = n ? name[0] | 0x20 : 0;
   for (size_t i = 0; i < ex->n_headers; i++)
-    if (ex->headers[i].name_len == n && strncasecmp(ex->headers[i].name, name, n) == 0)
+    if (ex->headers[i].name_len == n && (n == 0 || (ex->headers[i].name[0] | 0x20) == first) &&
+        strncasecmp(ex->headers[i].name, name, n) == 0)
       return &ex->headers[i];
   return NULL;
 }

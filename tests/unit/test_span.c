@@ -1,0 +1,52 @@
+/* codec/span.h: isv__bytes_same agrees with memcmp(...) == 0 for every length from 0 to past
+ * the point where it hands over to memcmp, a difference at every position (the first, the
+ * last, the overlapping middle of the 4..7 case) and unaligned starts; ISV__SPAN_IS and
+ * isv__span_eq compare the length first. */
+#include "cmocka_prelude.h"
+
+#include <string.h>
+
+#include "codec/span.h"
+
+static void bytes_same_agrees_with_memcmp(void **state) {
+  (void)state;
+  unsigned char a[80], b[80];
+  for (size_t off = 0; off < 3; off++) {     /* unaligned starts */
+    for (size_t n = 0; n <= 40; n++) {        /* both sides of the 32-byte hand-over */
+      for (size_t i = 0; i < n + off; i++) a[i] = b[i] = (unsigned char)(i * 37 + 11);
+      assert_true(isv__bytes_same(a + off, b + off, n));
+      assert_int_equal(isv__bytes_same(a + off, b + off, n), memcmp(a + off, b + off, n) == 0);
+      for (size_t k = 0; k < n; k++) { /* one byte differs, at each place in turn */
+        b[off + k] ^= 0x20; /* a case flip: the same letter in the other case is not the same */
+        assert_false(isv__bytes_same(a + off, b + off, n));
+        b[off + k] ^= 0x20;
+        b[off + k] ^= 0x80; /* the high bit */
+        assert_false(isv__bytes_same(a + off, b + off, n));
+        b[off + k] ^= 0x80;
+      }
+      assert_true(isv__bytes_same(a + off, b + off, n)); /* restored */
+    }
+  }
+  /* bytes past n are not looked at as a difference */
+  assert_true(isv__bytes_same("OUTPUT0x", "OUTPUT0y", 7));
+  assert_false(isv__bytes_same("OUTPUT0", "OUTPUT1", 7));
+  assert_true(isv__bytes_same("", "", 0));
+}
+
+static void span_tests_compare_lengths_first(void **state) {
+  (void)state;
+  assert_true(ISV__SPAN_IS("name", 4, "name"));
+  assert_false(ISV__SPAN_IS("names", 5, "name"));
+  assert_false(ISV__SPAN_IS("nam", 3, "name"));
+  assert_true(isv__span_eq("datatype", 8, "datatype"));
+  assert_false(isv__span_eq("datatype", 4, "datatype"));
+  assert_false(isv__span_eq("data", 4, "dat"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(bytes_same_agrees_with_memcmp),
+      cmocka_unit_test(span_tests_compare_lengths_first),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
