@@ -149,8 +149,10 @@ int isv__request_postprocess(isv_request *r, int partial) {
     }
     const char *name = r->n_req_outputs ? r->req_outputs[i].name : c->outputs[i].name;
     isv_tensor *t = NULL;
-    for (size_t j = 0; j < r->n_outputs; j++)
-      if (strcmp(r->outputs[j].name, name) == 0) t = &r->outputs[j];
+    /* a declared output's name is the config's own string (output_slot): the same pointer for
+     * the usual match, strcmp for the rest; names are unique (the slots refuse a second one) */
+    for (size_t j = 0; j < r->n_outputs && t == NULL; j++)
+      if (r->outputs[j].name == name || strcmp(r->outputs[j].name, name) == 0) t = &r->outputs[j];
     if (t == NULL) {
       /* a backend may omit outputs nobody named, and a decoupled model's response any */
       if (r->n_req_outputs == 0 || partial) continue;
