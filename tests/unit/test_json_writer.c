@@ -137,6 +137,40 @@ static void test_integers_and_strings(void **state) {
   isv__buf_free(&b);
 }
 
+/* isv__json_write_string's one-pass way (a string with nothing to escape, in the room left) and
+ * its general way give the same bytes: for every room from none to more than enough, for a
+ * plain string and for one with an escape at each position (the one pass gives up there, with
+ * nothing committed), after text already in the buffer. */
+static void test_string_in_the_room_left(void **state) {
+  (void)state;
+  const char plain[] = "OUTPUT0_name";
+  const size_t n = sizeof plain - 1;
+  for (size_t esc_at = 0; esc_at <= n; esc_at++) { /* esc_at == n: no escape */
+    char s[sizeof plain];
+    memcpy(s, plain, sizeof plain);
+    if (esc_at < n) s[esc_at] = esc_at % 2 ? '"' : '\n';
+    isv__buf want;
+    isv__buf_init(&want, NULL); /* no data yet: the general way */
+    isv__buf_append(&want, "x:", 2);
+    isv__json_write_string(&want, s, n);
+    assert_false(want.failed);
+    for (size_t room = 0; room <= n + 4; room++) {
+      isv__buf b;
+      isv__buf_init(&b, NULL);
+      assert_non_null(isv__buf_reserve(&b, 64));
+      b.cap = b.len + 2 + room; /* pretend the block ends room bytes after "x:" (it is larger) */
+      isv__buf_append(&b, "x:", 2);
+      isv__json_write_string(&b, s, n);
+      assert_false(b.failed);
+      assert_true(b.len <= b.cap); /* never past the room it had */
+      assert_int_equal(b.len, want.len);
+      assert_memory_equal(b.data, want.data, want.len);
+      isv__buf_free(&b);
+    }
+    isv__buf_free(&want);
+  }
+}
+
 static void test_bytes_elements(void **state) {
   (void)state;
   isv__buf b;
@@ -446,6 +480,7 @@ int main(void) {
       cmocka_unit_test(test_format_f64),
       cmocka_unit_test(test_format_f32),
       cmocka_unit_test(test_integers_and_strings),
+      cmocka_unit_test(test_string_in_the_room_left),
       cmocka_unit_test(test_bytes_elements),
       cmocka_unit_test(test_tensors),
       cmocka_unit_test(test_half_exhaustive),
