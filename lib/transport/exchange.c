@@ -6,17 +6,14 @@
 #include <strings.h>
 
 #include "codec/bigbuf.h"
+#include "codec/span.h"
 #include "codec/tracectx.h"
 #include "inferserve.h" /* the ISV_E* codes */
 
 const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
   size_t n = strlen(name);
-  /* the first byte, either case (a letter | 0x20 is its lower case), before a call: most
-   * candidates of the right length differ there */
-  int first = n ? name[0] | 0x20 : 0;
-  for (size_t i = 0; i < ex->n_headers; i++)
-    if (ex->headers[i].name_len == n && (n == 0 || (ex->headers[i].name[0] | 0x20) == first) &&
-        strncasecmp(ex->headers[i].name, name, n) == 0)
+  for (size_t i = 0; i < ex->n_headers; i++) /* header names hold no NUL (the parsers refuse) */
+    if (ex->headers[i].name_len == n && isv__bytes_same_nocase(ex->headers[i].name, name, n))
       return &ex->headers[i];
   return NULL;
 }

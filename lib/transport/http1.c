@@ -33,6 +33,7 @@
 
 #include "codec/buf.h"
 #include "codec/numfmt.h"
+#include "codec/span.h"
 #include "codec/zcoding.h"
 #include "transport/conn.h"
 
@@ -469,8 +470,8 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
     /* absolute-form "http://host/path?q" (RFC 9112 §3.2.2): its path; the authority is ignored */
     const char *url = h->head.data;
     size_t url_len = h->url_len;
-    if (url_len > 7 && (url[0] | 0x20) == 'h' && /* origin-form ('/') told at the first byte */
-        (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0)) {
+    if (url_len > 7 && (isv__bytes_same_nocase(url, "http://", 7) ||
+                        isv__bytes_same_nocase(url, "https://", 8))) {
       const char *a = url + (url[4] == ':' ? 7 : 8);
       const char *slash = memchr(a, '/', url_len - (size_t)(a - url));
       const char *qm = memchr(a, '?', url_len - (size_t)(a - url));
@@ -736,8 +737,7 @@ static void on_continue_written(isv__conn *c, void *ctx, int status) {
 static int host_count(h1 *h) {
   int n = 0;
   for (size_t i = 0; i < h->n_hdrs; i++)
-    if (h->hdrs[i].nl == 4 && (h->head.data[h->hdrs[i].no] | 0x20) == 'h' &&
-        strncasecmp(h->head.data + h->hdrs[i].no, "host", 4) == 0)
+    if (h->hdrs[i].nl == 4 && isv__bytes_same_nocase(h->head.data + h->hdrs[i].no, "host", 4))
       n++;
   return n;
 }

@@ -1,10 +1,12 @@
 /* codec/span.h: isv__bytes_same agrees with memcmp(...) == 0 for every length from 0 to past
  * the point where it hands over to memcmp, a difference at every position (the first, the
- * last, the overlapping middle of the 4..7 case) and unaligned starts; ISV__SPAN_IS and
- * isv__span_eq compare the length first. */
+ * last, the overlapping middle of the 4..7 case) and unaligned starts; isv__bytes_same_nocase
+ * with strncasecmp on every pair of bytes; ISV__SPAN_IS and isv__span_eq compare the length
+ * first. */
 #include "cmocka_prelude.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "codec/span.h"
 
@@ -33,6 +35,28 @@ static void bytes_same_agrees_with_memcmp(void **state) {
   assert_true(isv__bytes_same("", "", 0));
 }
 
+/* isv__bytes_same_nocase agrees with strncasecmp(...) == 0 (for bytes without a NUL) on every
+ * pair of bytes — letters in either case the same, and the pairs that differ by 0x20 without
+ * being letters ('@' and '`', '[' and '{', digits and their controls) different — and on
+ * header names. */
+static void bytes_same_nocase_agrees_with_strncasecmp(void **state) {
+  (void)state;
+  for (unsigned c = 1; c < 256; c++) {
+    for (unsigned d = 1; d < 256; d++) {
+      char a[2] = {(char)c, 0}, b[2] = {(char)d, 0};
+      assert_int_equal(isv__bytes_same_nocase(a, b, 1), strncasecmp(a, b, 1) == 0);
+    }
+  }
+  assert_false(isv__bytes_same_nocase("@", "`", 1));
+  assert_false(isv__bytes_same_nocase("[", "{", 1));
+  assert_true(isv__bytes_same_nocase("Content-Type", "content-type", 12));
+  assert_true(isv__bytes_same_nocase("HOST", "host", 4));
+  assert_false(isv__bytes_same_nocase("hosu", "host", 4)); /* the last byte */
+  assert_false(isv__bytes_same_nocase("HTTPS://", "http://x", 8));
+  assert_true(isv__bytes_same_nocase("HtTpS://", "https://", 8));
+  assert_true(isv__bytes_same_nocase("", "x", 0));
+}
+
 static void span_tests_compare_lengths_first(void **state) {
   (void)state;
   assert_true(ISV__SPAN_IS("name", 4, "name"));
@@ -46,6 +70,7 @@ static void span_tests_compare_lengths_first(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_same_agrees_with_memcmp),
+      cmocka_unit_test(bytes_same_nocase_agrees_with_strncasecmp),
       cmocka_unit_test(span_tests_compare_lengths_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
