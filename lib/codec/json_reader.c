@@ -564,7 +564,84 @@ error:
   return ISV__JSON_ERROR;
 }
 
+/* The tokens of compact JSON — a key right after '{' or ',', a string with nothing to unescape,
+ * an opening bracket, a closing one right after a value — are read here without next_impl's
+ * general walk (skip the spaces, decide by state, then again after a ','); for any other byte,
+ * a space, a string with an escape, an error or the end, next_impl reads the token from where
+ * this one left everything untouched. fuzz_json_reader holds the two to jansson's verdicts. */
 isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
+  const char *const buf = r->buf;
+  size_t pos = r->pos, e;
+  if (ISV_UNLIKELY(r->failed || pos >= r->len)) goto general;
+  const char *p = buf + pos;
+  switch (r->state) {
+    case ST_AFTER_VALUE: {
+      int is_obj = top_is_object(r);
+      if (*p == ',') {
+        if (pos + 1 >= r->len) goto general;
+        pos++;
+        p++;
+        if (is_obj) {
+          if (*p != '"') goto general;
+          goto key;
+        }
+        r->pos = pos; /* the ',' taken as next_impl takes it: a ']' after it is then an error */
+        r->state = ST_VALUE_AFTER_COMMA;
+        goto value;
+      }
+      if (*p != (is_obj ? '}' : ']')) goto general;
+      r->depth--;
+      tok->type = is_obj ? ISV__JSON_OBJECT_END : ISV__JSON_ARRAY_END;
+      tok->ptr = p;
+      tok->len = 1;
+      tok->offset = pos;
+      r->pos = pos + 1;
+      after_value(r);
+      return tok->type;
+    }
+    case ST_OBJECT_FIRST:
+    case ST_OBJECT_KEY:
+      if (*p != '"') goto general;
+    key:
+      if (!plain_string(r, pos, &tok->ptr, &tok->len, &e) || e >= r->len || buf[e] != ':')
+        goto general;
+      tok->offset = pos;
+      r->pos = e + 1;
+      r->state = ST_VALUE;
+      tok->type = ISV__JSON_KEY;
+      return ISV__JSON_KEY;
+    case ST_VALUE:
+    case ST_ARRAY_FIRST:
+    case ST_VALUE_AFTER_COMMA:
+    value:
+      if (*p == '"') {
+        if (!plain_string(r, pos, &tok->ptr, &tok->len, &e)) goto general;
+        tok->offset = pos;
+        r->pos = e;
+        tok->type = ISV__JSON_STRING;
+        after_value(r);
+        return ISV__JSON_STRING;
+      }
+      if ((*p == '{' || *p == '[') && r->depth < r->max_depth) {
+        int is_obj = *p == '{';
+        unsigned d = r->depth++;
+        if (is_obj)
+          r->stack[d >> 3] |= (uint8_t)(1u << (d & 7));
+        else
+          r->stack[d >> 3] &= (uint8_t)~(1u << (d & 7));
+        r->state = is_obj ? ST_OBJECT_FIRST : ST_ARRAY_FIRST;
+        tok->type = is_obj ? ISV__JSON_OBJECT_BEGIN : ISV__JSON_ARRAY_BEGIN;
+        tok->ptr = p;
+        tok->len = 1;
+        tok->offset = pos;
+        r->pos = pos + 1;
+        return tok->type;
+      }
+      goto general;
+    default:
+      goto general;
+  }
+general:
   return next_impl(r, tok, !r->keep_bytes);
 }
 

@@ -599,6 +599,75 @@ static void test_tokens_and_offsets(void **state) {
   assert_int_equal(r->depth, 0);
 }
 
+/* Compact documents take isv__json_next's short paths (a key after '{' or ',', a plain string,
+ * a bracket), the same with a space after every ',', ':', '[' and '{' take next_impl's general
+ * walk: both must give the same tokens, and the compact forms of errors the same messages. */
+static size_t spaced(const char *in, char *out) {
+  size_t n = 0;
+  int in_str = 0;
+  for (const char *p = in; *p; p++) {
+    out[n++] = *p;
+    if (in_str) {
+      if (*p == '\\' && p[1]) out[n++] = *++p;
+      else if (*p == '"') in_str = 0;
+    } else if (*p == '"') {
+      in_str = 1;
+    } else if (*p == ',' || *p == ':' || *p == '[' || *p == '{') {
+      out[n++] = ' ';
+    }
+  }
+  out[n] = '\0';
+  return n;
+}
+
+static void test_compact_and_spaced_tokens_agree(void **state) {
+  (void)state;
+  static const char *const docs[] = {
+      "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,2],\"datatype\":\"INT32\",\"data\":[1,2]},"
+      "{\"name\":\"b\",\"parameters\":{\"x\":\"y\",\"z\":true}}],\"outputs\":[]}",
+      "[\"a\",\"b\",[\"c\",{}],{\"d\":[\"e\"]},[],\"\"]", "{\"k\\n\":\"v\\u0041\",\"k2\":[\"\\\"\"]}",
+      "[[[[\"deep\"]]],{\"a\":{\"b\":{\"c\":\"d\"}}}]", "\"top\"", "{\"a\":\"caf\xC3\xA9\",\"\":\"\"}",
+      "[{},{},[],[]]", "{\"a\":[1,\"two\",null,{\"b\":false}]}",
+  };
+  static char a[512], b[1024];
+  for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+    size_t na = strlen(docs[i]), nb = spaced(docs[i], b);
+    memcpy(a, docs[i], na);
+    isv__json_reader ra, rb;
+    isv__json_reader_init(&ra, a, na, 8);
+    isv__json_reader_init(&rb, b, nb, 8);
+    for (int k = 0;; k++) {
+      isv__json_token ta, tb;
+      isv__json_type ya = isv__json_next(&ra, &ta), yb = isv__json_next(&rb, &tb);
+      if (ya != yb || ta.len != tb.len || (ta.len && memcmp(ta.ptr, tb.ptr, ta.len) != 0))
+        fail_msg("%s: token %d differs (%d '%.*s' against %d '%.*s')", docs[i], k, ya, (int)ta.len,
+                 ta.ptr ? ta.ptr : "", yb, (int)tb.len, tb.ptr ? tb.ptr : "");
+      if (ya == ISV__JSON_EOF) break;
+      assert_int_not_equal(ya, ISV__JSON_ERROR);
+      assert_int_equal(a[ta.offset], b[tb.offset]); /* each offset at the token's first byte */
+      assert_int_equal(ra.depth, rb.depth);
+    }
+  }
+  /* errors met on the short paths: the ',' they take, the brackets they open and close */
+  expect_error("[\"a\",]", "trailing comma before ']'", 5);
+  expect_error("{\"a\":\"b\",}", "trailing comma before '}'", 9);
+  expect_error("{\"a\":\"b\",\"c\"}", "expected ':'", 12);
+  expect_error("{\"a\":\"b\",\"c\"", "expected ':'", 12);
+  expect_error("[\"a\",", "unexpected end of input", 5);
+  expect_error("[\"a\",,\"b\"]", "unexpected ','", 5);
+  expect_error("[\"a\"}", "expected ',' or ']'", 4);
+  expect_error("{\"a\":\"b\"]", "expected ',' or '}'", 8);
+  expect_error("[\"a\"]\"b\"", "after the top-level value", 5);
+  expect_error("[\"a\x01\"]", "control character", 3);
+  expect_error("{\"a\x01\":1}", "control character", 3);
+  size_t off = 0;
+  const char *e = parse_n("[[[{\"x\":1}]]]", 13, 3, &off);
+  assert_non_null(e);
+  assert_non_null(strstr(e, "nesting deeper than 3"));
+  assert_int_equal(off, 3);
+  assert_null(parse_n("[[{\"x\":1}]]", 11, 3, &off));
+}
+
 static void test_strings_in_place(void **state) {
   (void)state;
   /* no escapes: points into the buffer, buffer untouched */
@@ -1391,6 +1460,7 @@ int main(void) {
       cmocka_unit_test(test_error_is_sticky_and_first_kept),
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_tokens_and_offsets),
+      cmocka_unit_test(test_compact_and_spaced_tokens_agree),
       cmocka_unit_test(test_strings_in_place),
       cmocka_unit_test(test_skip),
       cmocka_unit_test(test_to_double_exact),
