@@ -30,6 +30,11 @@ struct isv__compiled_route {
   pat_seg segs[ISV__ROUTE_MAX_SEGMENTS];
   size_t n_segs;
   size_t n_caps;
+  /* The last segment when it is a literal (its length and first byte; last_len 0 when it is not):
+   * the dispatch loop turns a route of the path's length down on them without calling match(),
+   * as routes of one length mostly differ there (…/infer, …/ready after /v2/models/{name}). */
+  size_t last_len;
+  char last_c0;
 };
 
 /* A request path split into percent-decoded segments (in the scratch buffer). */
@@ -46,7 +51,7 @@ typedef struct path_segs {
 static int compile(isv__compiled_route *c) {
   char *p = c->pattern;
   if (p[0] != '/') return ISV_EINVAL;
-  c->n_segs = c->n_caps = 0;
+  c->n_segs = c->n_caps = c->last_len = 0;
   if (p[1] == '\0') return 0; /* "/" */
   p++;
   for (;;) {
@@ -75,6 +80,9 @@ static int compile(isv__compiled_route *c) {
     p = end + 1;
     if (*p == '\0') return ISV_EINVAL; /* a trailing '/' in a pattern */
   }
+  const pat_seg *last = &c->segs[c->n_segs - 1];
+  c->last_len = last->kind == SEG_LITERAL ? last->len : 0;
+  c->last_c0 = last->kind == SEG_LITERAL ? last->text[0] : '\0';
   return 0;
 }
 
@@ -265,8 +273,25 @@ static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
   r->scratch.len = 0;
   char *buf = isv__buf_reserve(&r->scratch, 3 * len + 2);
   if (buf == NULL) return -2;
+  if (memchr(path, '%', len) == NULL) { /* most paths: copied whole, each '/' becomes a NUL */
+    memcpy(buf, path + 1, len - 1);
+    char *s = buf, *e = buf + len - 1;
+    *e = '\0';
+    for (;;) {
+      char *q = s;
+      while (q < e && *q != '/') q++;
+      if (q == s && q == e) break; /* one trailing slash is ignored (and "/" has no segment) */
+      if (out->n == ISV__ROUTE_MAX_SEGMENTS) return -1;
+      out->s[out->n] = s;
+      out->len[out->n++] = (size_t)(q - s);
+      if (q == e) break;
+      *q = '\0';
+      s = q + 1;
+    }
+    out->spare = e + 1;
+    return 0;
+  }
   char *w = buf;
-  int escapes = memchr(path, '%', len) != NULL; /* most paths have none: segments copied whole */
   size_t i = 1;
   while (i <= len) {
     size_t start = i;
@@ -275,20 +300,15 @@ static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
     if (i == start && i == len) break; /* one trailing slash is ignored */
     if (out->n == ISV__ROUTE_MAX_SEGMENTS) return -1;
     out->s[out->n] = w;
-    if (!escapes) {
-      memcpy(w, path + start, i - start);
-      w += i - start;
-    } else {
-      for (size_t k = start; k < i; k++) {
-        if (path[k] == '%') {
-          int h = k + 2 < i ? hexval((unsigned char)path[k + 1]) : -1;
-          int l = k + 2 < i ? hexval((unsigned char)path[k + 2]) : -1;
-          if (h < 0 || l < 0 || (h | l) == 0) return -1; /* a bad escape, or an embedded NUL */
-          *w++ = (char)(h * 16 + l);
-          k += 2;
-        } else {
-          *w++ = path[k];
-        }
+    for (size_t k = start; k < i; k++) {
+      if (path[k] == '%') {
+        int h = k + 2 < i ? hexval((unsigned char)path[k + 1]) : -1;
+        int l = k + 2 < i ? hexval((unsigned char)path[k + 2]) : -1;
+        if (h < 0 || l < 0 || (h | l) == 0) return -1; /* a bad escape, or an embedded NUL */
+        *w++ = (char)(h * 16 + l);
+        k += 2;
+      } else {
+        *w++ = path[k];
       }
     }
     out->len[out->n] = (size_t)(w - out->s[out->n]);
@@ -441,6 +461,9 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
   size_t n_ids = ids ? r->by_segs_at[p.n + 1] - r->by_segs_at[p.n] : r->n_routes;
   for (size_t k = 0; k < n_ids; k++) {
     const isv__compiled_route *c = &r->routes[ids ? ids[k] : k];
+    if (c->last_len && c->n_segs == p.n &&
+        (p.len[p.n - 1] != c->last_len || p.s[p.n - 1][0] != c->last_c0))
+      continue;
     if (!match(c, &p, &q)) continue;
     if (!(c->route.methods & bit)) {
       allowed |= c->route.methods;

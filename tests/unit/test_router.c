@@ -154,6 +154,21 @@ static void literals_captures_suffixes_and_rest(void **state) {
   assert_string_equal(got_caps, "rest=[]");
   route(ISV__M_DELETE, "DELETE", "/a/models/m"); /* b's route on a's path */
   assert_string_equal(got_handler, "b-delete");
+  /* empty segments are segments, with or without an escape in the path (two ways to split) */
+  route(ISV__M_GET, "GET", "/a/files/x//y/");
+  assert_string_equal(got_caps, "rest=[x//y]");
+  route(ISV__M_GET, "GET", "/a/files/x//y/%41/");
+  assert_string_equal(got_caps, "rest=[x//y/A]");
+  route(ISV__M_GET, "GET", "/a/models//versions/3");
+  assert_string_equal(got_handler, "a-version");
+  assert_string_equal(got_caps, "model=[] version=[3]");
+  route(ISV__M_GET, "GET", "/a/");
+  assert_string_equal(got_handler, "a-root");
+  const char *none[] = {"/b", "//", "/a/models/simple//", "/a/models/%41//"};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    route(ISV__M_GET, "GET", none[i]);
+    assert_int_equal(got_status, 404);
+  }
 }
 
 static void not_found_names_the_whole_path_in_the_owners_shape(void **state) {
