@@ -25,6 +25,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 PY=/usr/bin/python3
 ROUNDS=${AB_ROUNDS:-3}
 DUR=${AB_DURATION:-5}
@@ -61,7 +62,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
 
 start_demo() { # BIN LOGFILE: DEMO_PID, DEMO_PORT (the flags of bench/run.sh's start_demo)

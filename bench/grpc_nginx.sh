@@ -14,6 +14,7 @@
 # GN_SERVER_CPU / GN_LOAD_CPU (0 / 1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${GN_ROUNDS:-3} DUR=${GN_DURATION:-5} CASES=${GN_CASES:-"c64m1 c4m16"}
 SCPU=${GN_SERVER_CPU:-0} LCPU=${GN_LOAD_CPU:-1}
@@ -33,9 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 $PY "$HERE/isvbench.py" gen "$WORK" >/dev/null
 for a in "$@"; do

@@ -14,6 +14,7 @@
 # The first answer is checked (every value the same FP32 as sent). Prints Markdown only.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 BENCH_BUILD=${BENCH_BUILD:-$ROOT/build-bench}
@@ -62,7 +63,6 @@ rt() { # one round trip: prints its seconds
     -H "Content-Type: application/json" -w '%{http_code} %{time_total}\n' "$URL" |
     awk '$1 != 200 {exit 1} {print $2}'
 }
-cpu_ns() { local f; read -ra f <"/proc/$SRV_PID/stat"; echo $(( (f[13] + f[14]) * 10000000 )); }
 
 # warm-up, and the answer checked
 rt "$WORK/answer.json" >/dev/null || { echo "the round trip failed" >&2; exit 1; }
@@ -80,9 +80,9 @@ CPU=0
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for half in 1 2; do
   taskset -c "$LCPU" "$BENCH_BUILD/bench/yajl_decode" "$WORK/body.json" "$N" "$ITERS" >>"$WORK/yajl.txt"
-  c0=$(cpu_ns)
+  c0=$(cpu_ns "$SRV_PID")
   for _ in $(seq "$ITERS"); do rt >>"$WORK/rt.txt"; done
-  CPU=$((CPU + $(cpu_ns) - c0))
+  CPU=$((CPU + $(cpu_ns "$SRV_PID") - c0))
 done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -13,6 +13,7 @@
 # RN_LOAD_CPU (0 / 1), RN_KEEP=1 (keep the work directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${RN_ROUNDS:-3} DUR=${RN_DURATION:-5} CASES=${RN_CASES:-"64 1"}
 SCPU=${RN_SERVER_CPU:-0} LCPU=${RN_LOAD_CPU:-1}
@@ -31,9 +32,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 start_demo() { # BIN: DEMO_PID, DEMO_PORT (bench/run.sh's flags)
   taskset -c "$SCPU" "$1" --listen 127.0.0.1:0 --threads 1 --max-connections 20000 \

@@ -20,6 +20,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROOT=$(cd "$HERE/.." && pwd)
 CMDLINE="bench/run.sh${*:+ $*}"
@@ -107,26 +108,8 @@ stop_pid() {
 load1() { cut -d' ' -f1 /proc/loadavg; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# CPU time in ns (scheduler accounting, /proc/PID/task/*/schedstat) of the given processes.
-cpu_ns() {
-  local p
-  for p in "$@"; do cat /proc/"$p"/task/*/schedstat 2>/dev/null || true; done |
-    awk '{s += $1} END {printf "%.0f", s}'
-}
-
 record() { echo "$1" >>"$RES"; }
 
-free_port() {
-  $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # ---- preflight ------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ for v in BUILD_DIR BENCH_NO_BUILD BENCH_DURATION BENCH_CONCURRENCY BENCH_SERVER_
   if [ -n "${!v:-}" ]; then CMDLINE="$v=${!v} $CMDLINE"; fi
 done
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 DUR=${BENCH_DURATION:-5}
@@ -88,7 +89,6 @@ bounded() {
   CUR=""
   return $rc
 }
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
 record() { echo "$1" >>"$RES"; }
 
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)

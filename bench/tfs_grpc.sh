@@ -7,6 +7,7 @@
 #   bench/tfs_grpc.sh      (BUILD_DIR=build, BENCH_DURATION=5, ROUNDS=2)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 DUR=${BENCH_DURATION:-5}
@@ -52,13 +53,12 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 [ -n "$PORT" ] || { cat "$WORK/demo.err" >&2; exit 1; }
-cpu_ns() { local f; read -ra f <"/proc/$SRV/stat"; echo $(( (f[13] + f[14]) * 10000000 )); }
 load() { # $1 label $2 body $3 path
   local c0 c1 out rps n failed
-  c0=$(cpu_ns)
+  c0=$(cpu_ns "$SRV")
   out=$(taskset -c 1 h2load -c64 -m1 -D "$DUR" --warm-up-time 1 -d "$WORK/$2" \
     -H 'content-type: application/grpc' -H 'te: trailers' "http://127.0.0.1:$PORT$3" 2>&1)
-  c1=$(cpu_ns)
+  c1=$(cpu_ns "$SRV")
   rps=$(echo "$out" | sed -n 's/.*finished in [0-9.]*s, \([0-9.]*\) req\/s.*/\1/p')
   n=$(echo "$out" | sed -n 's/^requests: \([0-9]*\) total.*/\1/p')
   failed=$(echo "$out" | sed -n 's/.* \([0-9]*\) failed, \([0-9]*\) errored.*/\1+\2/p')

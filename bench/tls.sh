@@ -13,6 +13,7 @@
 # on exit.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 DUR=${BENCH_DURATION:-5}
@@ -48,15 +49,14 @@ PLAIN=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' demo.out | head -1
 TLS=$(sed -n 's/.*with TLS at 127.0.0.1:\([0-9]*\).*/\1/p' demo.out | head -1)
 [ -n "$PLAIN" ] && [ -n "$TLS" ] || { cat demo.err >&2; echo "the demo did not start" >&2; exit 1; }
 
-cpu_ns() { local f; read -ra f <"/proc/$SRV_PID/stat"; echo $(( (f[13] + f[14]) * 10000000 )); } # ns, USER_HZ 100
 rows=()
 row() { rows+=("$1"); echo "$1" >&2; }
 
 measure_wrk() { # $1 label $2 url
   local c0 c1 out rps
-  c0=$(cpu_ns)
+  c0=$(cpu_ns "$SRV_PID")
   out=$(timeout $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c16 -d"${DUR}s" --latency -s "$HERE/infer.lua" "$2")
-  c1=$(cpu_ns)
+  c1=$(cpu_ns "$SRV_PID")
   rps=$(echo "$out" | sed -n 's/Requests\/sec:[[:space:]]*\([0-9.]*\)/\1/p')
   local n; n=$(echo "$out" | sed -n 's/^[[:space:]]*\([0-9]*\) requests in.*/\1/p')
   local p99; p99=$(echo "$out" | awk '$1=="99%"{print $2}')
@@ -65,10 +65,10 @@ measure_wrk() { # $1 label $2 url
 }
 measure_h2load() { # $1 label $2 url
   local c0 c1 out rps n
-  c0=$(cpu_ns)
+  c0=$(cpu_ns "$SRV_PID")
   out=$(timeout $((DUR + 30)) taskset -c "$LCPU" h2load -c16 -m1 -D "$DUR" --warm-up-time 1 \
     -d "$WORK/simple.grpc" -H 'content-type: application/grpc' -H 'te: trailers' "$2" 2>&1)
-  c1=$(cpu_ns)
+  c1=$(cpu_ns "$SRV_PID")
   rps=$(echo "$out" | sed -n 's/.*finished in [0-9.]*s, \([0-9.]*\) req\/s.*/\1/p')
   n=$(echo "$out" | sed -n 's/^requests: \([0-9]*\) total.*/\1/p')
   local failed; failed=$(echo "$out" | sed -n 's/.* \([0-9]*\) failed, \([0-9]*\) errored.*/\1+\2/p')
