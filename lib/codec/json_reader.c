@@ -383,19 +383,42 @@ ISV_INLINE int top_is_object(const isv__json_reader *r) {
   return (r->stack[d >> 3] >> (d & 7)) & 1;
 }
 
-static int push(isv__json_reader *r, int is_object, size_t off) {
-  if (r->depth >= r->max_depth)
-    return fail(r, off, "nesting deeper than %u at offset %zu", r->max_depth, off);
-  unsigned d = r->depth++;
-  if (is_object)
-    r->stack[d >> 3] |= (uint8_t)(1u << (d & 7));
-  else
-    r->stack[d >> 3] &= (uint8_t)~(1u << (d & 7));
-  return 0;
+static int too_deep(isv__json_reader *r, size_t off) {
+  return fail(r, off, "nesting deeper than %u at offset %zu", r->max_depth, off);
 }
 
 ISV_INLINE void after_value(isv__json_reader *r) {
   r->state = r->depth == 0 ? ST_DONE : ST_AFTER_VALUE;
+}
+
+/* The bracket at p (offset off) opens a level (the caller has checked the depth) or closes one. */
+ISV_INLINE isv__json_type open_token(isv__json_reader *r, isv__json_token *tok, const char *p,
+                                     size_t off, int is_obj) {
+  ISV_ASSERT(r->depth < r->max_depth, "a level is opened only under the depth limit");
+  unsigned d = r->depth++;
+  if (is_obj)
+    r->stack[d >> 3] |= (uint8_t)(1u << (d & 7));
+  else
+    r->stack[d >> 3] &= (uint8_t)~(1u << (d & 7));
+  r->state = is_obj ? ST_OBJECT_FIRST : ST_ARRAY_FIRST;
+  tok->type = is_obj ? ISV__JSON_OBJECT_BEGIN : ISV__JSON_ARRAY_BEGIN;
+  tok->ptr = p;
+  tok->len = 1;
+  tok->offset = off;
+  r->pos = off + 1;
+  return tok->type;
+}
+
+ISV_INLINE isv__json_type close_token(isv__json_reader *r, isv__json_token *tok, const char *p,
+                                      size_t off, int is_obj) {
+  r->depth--;
+  tok->type = is_obj ? ISV__JSON_OBJECT_END : ISV__JSON_ARRAY_END;
+  tok->ptr = p;
+  tok->len = 1;
+  tok->offset = off;
+  r->pos = off + 1;
+  after_value(r);
+  return tok->type;
 }
 
 static int number_error(isv__json_reader *r, int err, const char *errp, const char *prefix) {
@@ -492,13 +515,11 @@ again:
   switch (*p) {
     case '{':
     case '[':
-      if (push(r, *p == '{', tok->offset)) goto error;
-      r->state = *p == '{' ? ST_OBJECT_FIRST : ST_ARRAY_FIRST;
-      tok->type = *p == '{' ? ISV__JSON_OBJECT_BEGIN : ISV__JSON_ARRAY_BEGIN;
-      tok->ptr = p;
-      tok->len = 1;
-      r->pos = tok->offset + 1;
-      return tok->type;
+      if (r->depth >= r->max_depth) {
+        too_deep(r, tok->offset);
+        goto error;
+      }
+      return open_token(r, tok, p, tok->offset, *p == '{');
     case '"': {
       size_t e;
       if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
@@ -550,13 +571,7 @@ again:
     }
   }
 close:
-  r->depth--;
-  tok->type = *p == '}' ? ISV__JSON_OBJECT_END : ISV__JSON_ARRAY_END;
-  tok->ptr = p;
-  tok->len = 1;
-  r->pos = tok->offset + 1;
-  after_value(r);
-  return tok->type;
+  return close_token(r, tok, p, tok->offset, *p == '}');
 error:
   tok->type = ISV__JSON_ERROR;
   tok->ptr = NULL;
@@ -590,14 +605,7 @@ isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
         goto value;
       }
       if (*p != (is_obj ? '}' : ']')) goto general;
-      r->depth--;
-      tok->type = is_obj ? ISV__JSON_OBJECT_END : ISV__JSON_ARRAY_END;
-      tok->ptr = p;
-      tok->len = 1;
-      tok->offset = pos;
-      r->pos = pos + 1;
-      after_value(r);
-      return tok->type;
+      return close_token(r, tok, p, pos, is_obj);
     }
     case ST_OBJECT_FIRST:
     case ST_OBJECT_KEY:
@@ -622,21 +630,8 @@ isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
         after_value(r);
         return ISV__JSON_STRING;
       }
-      if ((*p == '{' || *p == '[') && r->depth < r->max_depth) {
-        int is_obj = *p == '{';
-        unsigned d = r->depth++;
-        if (is_obj)
-          r->stack[d >> 3] |= (uint8_t)(1u << (d & 7));
-        else
-          r->stack[d >> 3] &= (uint8_t)~(1u << (d & 7));
-        r->state = is_obj ? ST_OBJECT_FIRST : ST_ARRAY_FIRST;
-        tok->type = is_obj ? ISV__JSON_OBJECT_BEGIN : ISV__JSON_ARRAY_BEGIN;
-        tok->ptr = p;
-        tok->len = 1;
-        tok->offset = pos;
-        r->pos = pos + 1;
-        return tok->type;
-      }
+      if ((*p == '{' || *p == '[') && r->depth < r->max_depth)
+        return open_token(r, tok, p, pos, *p == '{');
       goto general;
     default:
       goto general;
@@ -962,10 +957,7 @@ value:
     }
   }
   if (ISV_UNLIKELY(*p == '[')) {
-    if (r->depth + nest > r->max_depth) {
-      size_t off = (size_t)(p - buf);
-      return fail(r, off, "nesting deeper than %u at offset %zu", r->max_depth, off);
-    }
+    if (r->depth + nest > r->max_depth) return too_deep(r, (size_t)(p - buf));
     nest++;
     p++;
     goto first_in_array;

@@ -43,25 +43,26 @@ static const char esc_tab[256] = {
 void isv__json_write_string(isv__buf *b, const char *s, size_t len) {
   static const char hex[] = "0123456789ABCDEF";
   const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0;
   /* The usual string (a name, a datatype) has nothing to escape and fits the room left: quoted
    * and copied in one pass, byte by byte, with no call. At the first byte that needs an escape
-   * nothing is committed yet: the general way below starts over. */
+   * the quote and the bytes before it are kept, and the general way goes on from there. */
   if (b->data && !b->failed && b->cap - b->len >= 2 && len <= b->cap - b->len - 2) {
     char *p = b->data + b->len;
-    size_t j = 0;
-    while (j < len && esc_tab[u[j]] == 0) {
-      p[1 + j] = (char)u[j];
-      j++;
+    while (i < len && esc_tab[u[i]] == 0) {
+      p[1 + i] = (char)u[i];
+      i++;
     }
-    if (j == len) {
-      p[0] = '"';
+    p[0] = '"';
+    if (i == len) {
       p[1 + len] = '"';
       b->len += len + 2;
       return;
     }
+    b->len += 1 + i;
+  } else {
+    isv__buf_putc(b, '"');
   }
-  isv__buf_putc(b, '"');
-  size_t i = 0;
   while (i < len) {
     size_t j = i;
     while (j < len && esc_tab[u[j]] == 0) j++;

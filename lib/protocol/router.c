@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/compiler.h"
 #include "codec/span.h"
 #include "protocol/frontend.h"
 #include "protocol/http_reply.h"
@@ -30,11 +31,6 @@ struct isv__compiled_route {
   pat_seg segs[ISV__ROUTE_MAX_SEGMENTS];
   size_t n_segs;
   size_t n_caps;
-  /* The last segment when it is a literal (its length and first byte; last_len 0 when it is not):
-   * the dispatch loop turns a route of the path's length down on them without calling match(),
-   * as routes of one length mostly differ there (…/infer, …/ready after /v2/models/{name}). */
-  size_t last_len;
-  char last_c0;
 };
 
 /* A request path split into percent-decoded segments (in the scratch buffer). */
@@ -51,7 +47,7 @@ typedef struct path_segs {
 static int compile(isv__compiled_route *c) {
   char *p = c->pattern;
   if (p[0] != '/') return ISV_EINVAL;
-  c->n_segs = c->n_caps = c->last_len = 0;
+  c->n_segs = c->n_caps = 0;
   if (p[1] == '\0') return 0; /* "/" */
   p++;
   for (;;) {
@@ -80,9 +76,6 @@ static int compile(isv__compiled_route *c) {
     p = end + 1;
     if (*p == '\0') return ISV_EINVAL; /* a trailing '/' in a pattern */
   }
-  const pat_seg *last = &c->segs[c->n_segs - 1];
-  c->last_len = last->kind == SEG_LITERAL ? last->len : 0;
-  c->last_c0 = last->kind == SEG_LITERAL ? last->text[0] : '\0';
   return 0;
 }
 
@@ -359,14 +352,25 @@ static void index_by_segs(isv__router *r) {
   r->by_segs_at[ISV__ROUTE_MAX_SEGMENTS + 1] = k;
 }
 
-/* Does the route match the path? Fills the captures of q when it does. */
+/* Could route c match path p? Its segment count, then its last segment: routes of one length
+ * mostly differ there (…/infer, …/ready, …/config after the same /v2/models/{name}). Inline,
+ * so that the routes a path is tried against and turned down cost no call; match()'s
+ * precondition. */
+static inline int may_match_path(const isv__compiled_route *c, const path_segs *p) {
+  size_t n = c->n_segs;
+  if (!may_match(c, p->n)) return 0;
+  return n == 0 || c->segs[n - 1].kind == SEG_REST ||
+         seg_can_match(&c->segs[n - 1], p->s[n - 1], p->len[n - 1]);
+}
+
+/* Does the route, which may match the path (may_match_path), match it? Fills the captures of q
+ * when it does: every segment must match. */
 static int match(const isv__compiled_route *c, path_segs *p, isv__http_req *q) {
   size_t n = c->n_segs;
-  int rest = n > 0 && c->segs[n - 1].kind == SEG_REST;
-  if (rest ? p->n < n - 1 : p->n != n) return 0;
-  /* The last segment first: routes of one length mostly differ there (…/infer, …/ready,
-   * …/config after the same /v2/models/{name}); every segment must match all the same. */
-  if (!rest && n > 1 && !seg_can_match(&c->segs[n - 1], p->s[n - 1], p->len[n - 1])) return 0;
+  if (!may_match(c, p->n)) {
+    ISV_ASSERT(0, "a route is matched against paths of its own length");
+    return 0;
+  }
   q->n_caps = 0;
   for (size_t i = 0; i < n; i++) {
     const pat_seg *s = &c->segs[i];
@@ -461,10 +465,7 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
   size_t n_ids = ids ? r->by_segs_at[p.n + 1] - r->by_segs_at[p.n] : r->n_routes;
   for (size_t k = 0; k < n_ids; k++) {
     const isv__compiled_route *c = &r->routes[ids ? ids[k] : k];
-    if (c->last_len && c->n_segs == p.n &&
-        (p.len[p.n - 1] != c->last_len || p.s[p.n - 1][0] != c->last_c0))
-      continue;
-    if (!match(c, &p, &q)) continue;
+    if (!may_match_path(c, &p) || !match(c, &p, &q)) continue;
     if (!(c->route.methods & bit)) {
       allowed |= c->route.methods;
       if (owner == NULL) owner = c->fe;
@@ -501,7 +502,7 @@ const isv__frontend *isv__router_owner(isv__router *r, const isv__exchange *ex) 
   if (ex->path && split(r, ex->path, ex->path_len, &p) == 0) {
     isv__http_req q;
     for (size_t i = 0; i < r->n_routes && fe == NULL; i++)
-      if (match(&r->routes[i], &p, &q)) fe = r->routes[i].fe;
+      if (may_match_path(&r->routes[i], &p) && match(&r->routes[i], &p, &q)) fe = r->routes[i].fe;
     if (fe == NULL) fe = owner_by_prefix(r, ex->path, ex->path_len);
   }
   return fe;
