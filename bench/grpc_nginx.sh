@@ -5,7 +5,8 @@
 # answer's size (bench/run.sh's reference), each on core 0, h2load on core 1. The servers run
 # for the whole script; each round measures every server once per case, in an order that
 # rotates with the round. Per run: calls/s and the server's CPU time per call (every thread,
-# /proc/PID/task/*/schedstat; nginx: its worker). Prints a TSV and the medians; nothing is
+# /proc/PID/task/*/schedstat; nginx: its worker), split into user and kernel time by the share
+# /proc/PID/stat gives (bench/lib.sh). Prints a TSV and the medians; nothing is
 # written to RESULTS.md.
 #
 #   bench/grpc_nginx.sh after=build/examples/demo/inferserve-demo [before=/tmp/x/...]
@@ -14,7 +15,7 @@
 # GN_SERVER_CPU / GN_LOAD_CPU (0 / 1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
+. "$HERE/lib.sh" # cpu_ns, sys_ticks, user_ticks, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${GN_ROUNDS:-3} DUR=${GN_DURATION:-5} CASES=${GN_CASES:-"c64m1 c4m16"}
 SCPU=${GN_SERVER_CPU:-0} LCPU=${GN_LOAD_CPU:-1}
@@ -63,21 +64,25 @@ wait_port "$NG_H2_PORT" || { cat "$NG/logs/error.log" >&2; exit 1; }
 LABELS+=(nginx) SERVERS+=("$(pgrep -P "$NG_PID" | head -1)") PORTS+=("$NG_H2_PORT")
 log "servers: ${LABELS[*]}; nginx answers $GRPC_BYTES body bytes; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf 'round\tserver\tcase\tcalls_s\tus_cpu_per_call\n' >"$TSV"
+printf 'round\tserver\tcase\tcalls_s\tus_cpu_per_call\tsys_pct\n' >"$TSV"
 N=${#LABELS[@]}
 for r in $(seq 0 $((ROUNDS - 1))); do
   for cs in $CASES; do
     c=${cs#c}; c=${c%m*}; m=${cs#*m}
     for k in $(seq 0 $((N - 1))); do
       i=$(((k + r) % N))
+      u0=$(user_ticks "${SERVERS[$i]}") s0=$(sys_ticks "${SERVERS[$i]}")
       c0=$(cpu_ns "${SERVERS[$i]}")
       out=$(timeout $((DUR + 30)) taskset -c "$LCPU" h2load -c"$c" -m"$m" -D "$DUR" -d "$WORK/simple.grpc" \
         -H 'content-type: application/grpc' -H 'te: trailers' \
         "http://127.0.0.1:${PORTS[$i]}/inference.GRPCInferenceService/ModelInfer" 2>&1) || log "h2load exited with $?"
       c1=$(cpu_ns "${SERVERS[$i]}")
+      u1=$(user_ticks "${SERVERS[$i]}") s1=$(sys_ticks "${SERVERS[$i]}")
       n=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
       awk -v r=$((r + 1)) -v s="${LABELS[$i]}" -v cs="$cs" -v n="${n:-0}" -v d="$DUR" -v c="$((c1 - c0))" \
-        'BEGIN { printf "%d\t%s\t%s\t%.0f\t%.2f\n", r, s, cs, n / d, n ? c / 1e3 / n : 0 }' >>"$TSV"
+        -v ut="$((u1 - u0))" -v kt="$((s1 - s0))" \
+        'BEGIN { printf "%d\t%s\t%s\t%.0f\t%.2f\t%.1f\n", r, s, cs, n / d, n ? c / 1e3 / n : 0,
+                 ut + kt ? 100 * kt / (ut + kt) : -1 }' >>"$TSV"
     done
   done
   log "round $((r + 1)) done"
@@ -87,8 +92,8 @@ $PY - "$TSV" <<'EOF'
 import csv, sys, statistics as st
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print("\nmedians (min-max) over the rounds, and each server's calls/s against nginx's run by run:")
-print("| server | case | calls/s | µs CPU/call | / nginx |")
-print("|---|---|---|---|---|")
+print("| server | case | calls/s | µs CPU/call | µs user / kernel per call | / nginx |")
+print("|---|---|---|---|---|---|")
 ng = {(r["round"], r["case"]): float(r["calls_s"]) for r in rows if r["server"] == "nginx"}
 for key in sorted({(r["server"], r["case"]) for r in rows}, key=lambda k: (k[1], k[0])):
     rs = [r for r in rows if (r["server"], r["case"]) == key]
@@ -96,5 +101,8 @@ for key in sorted({(r["server"], r["case"]) for r in rows}, key=lambda k: (k[1],
     m = lambda c, fmt: (fmt % st.median(f(c))) + " (" + (fmt % min(f(c))) + "–" + (fmt % max(f(c))) + ")"
     ratio = [float(r["calls_s"]) / ng[(r["round"], r["case"])] * 100 for r in rs if ng.get((r["round"], r["case"]))]
     rt = "%.0f–%.0f%%" % (min(ratio), max(ratio)) if ratio else "–"
-    print("| %s | %s | %s | %s | %s |" % (key[0], key[1], m("calls_s", "%.0f"), m("us_cpu_per_call", "%.2f"), rt))
+    cpu, kern = st.median(f("us_cpu_per_call")), st.median(f("sys_pct")) / 100
+    split = "%.2f / %.2f" % (cpu * (1 - kern), cpu * kern)  # the median CPU split by the median share
+    print("| %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("calls_s", "%.0f"), m("us_cpu_per_call", "%.2f"),
+          split, rt))
 EOF

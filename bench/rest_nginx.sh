@@ -3,7 +3,8 @@
 # target): wrk -c64 and -c1 with bench/infer.lua against one or more inferserve-demo builds and
 # an nginx worker answering `return 200` with a body of the demo's answer's size (bench/run.sh's
 # reference), each on core 0, wrk on core 1. Per run: req/s, p50 / p99, and the server's CPU
-# time per request (every thread, /proc/PID/task/*/schedstat; nginx: its worker). The order
+# time per request (every thread, /proc/PID/task/*/schedstat; nginx: its worker), split into user
+# and kernel time by the share /proc/PID/stat gives (bench/lib.sh). The order
 # rotates each round so that drift on a shared machine hits every server alike. Prints a TSV
 # and the medians; nothing is written to RESULTS.md.
 #
@@ -13,7 +14,7 @@
 # RN_LOAD_CPU (0 / 1), RN_KEEP=1 (keep the work directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh" # cpu_ns, free_port, wait_port
+. "$HERE/lib.sh" # cpu_ns, sys_ticks, user_ticks, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${RN_ROUNDS:-3} DUR=${RN_DURATION:-5} CASES=${RN_CASES:-"64 1"}
 SCPU=${RN_SERVER_CPU:-0} LCPU=${RN_LOAD_CPU:-1}
@@ -64,17 +65,21 @@ wait_port "$NG_PORT" || { cat "$NG/logs/error.log" >&2; exit 1; }
 NG_WORKER=$(pgrep -P "$NG_PID" | head -1)
 log "nginx worker $NG_WORKER port $NG_PORT, answer $BYTES bytes; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf 'round\tserver\tconns\treq_s\tp50_us\tp99_us\tus_cpu_per_req\trequests\tload1\n' >"$TSV"
+printf 'round\tserver\tconns\treq_s\tp50_us\tp99_us\tus_cpu_per_req\trequests\tload1\tsys_pct\n' >"$TSV"
 one_run() { # LABEL PORT PID CONNS ROUND
-  local out=$WORK/$1-$4-$5.txt l1 c0 c1
+  local out=$WORK/$1-$4-$5.txt l1 c0 c1 u0 u1 s0 s1
   l1=$(cut -d' ' -f1 /proc/loadavg)
+  u0=$(user_ticks "$3") s0=$(sys_ticks "$3")
   c0=$(cpu_ns "$3")
   timeout $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$4" -d"${DUR}s" --timeout 5s --latency \
     -s "$HERE/infer.lua" "http://127.0.0.1:$2/" >"$out" 2>&1 || log "wrk exited with $?"
   c1=$(cpu_ns "$3")
-  $PY - "$out" "$1" "$4" "$5" "$c0" "$c1" "$l1" >>"$TSV" <<'EOF'
+  u1=$(user_ticks "$3") s1=$(sys_ticks "$3")
+  $PY - "$out" "$1" "$4" "$5" "$c0" "$c1" "$l1" $((u1 - u0)) $((s1 - s0)) >>"$TSV" <<'EOF'
 import re, sys
-out, label, conns, r, c0, c1, l1 = sys.argv[1:]
+out, label, conns, r, c0, c1, l1, ut, kt = sys.argv[1:]
+ut, kt = int(ut), int(kt)
+sys_pct = 100.0 * kt / (ut + kt) if ut + kt else float("nan")
 t = open(out).read()
 def us(s):
     m = re.match(r"([\d.]+)(us|ms|s)$", s)
@@ -85,8 +90,8 @@ pct = lambda k: (lambda m: us(m.group(1)) if m else float("nan"))(re.search(k + 
 p50, p99 = pct("50"), pct("99")
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 if bad: print("non-2xx: %s" % bad.group(1), file=sys.stderr)
-print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%s" % (int(r) + 1, label, conns, rps, p50, p99,
-      (int(c1) - int(c0)) / 1e3 / n, n, l1))
+print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%s\t%.1f" % (int(r) + 1, label, conns, rps, p50, p99,
+      (int(c1) - int(c0)) / 1e3 / n, n, l1, sys_pct))
 EOF
 }
 
@@ -111,12 +116,14 @@ $PY - "$TSV" <<'EOF'
 import csv, sys, statistics as st
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print("\nmedians (min-max) over the rounds:")
-print("| server | conns | req/s | µs CPU/req | p50 µs | p99 µs |")
-print("|---|---|---|---|---|---|")
+print("| server | conns | req/s | µs CPU/req | µs user / kernel per req | p50 µs | p99 µs |")
+print("|---|---|---|---|---|---|---|")
 for key in sorted({(r["server"], r["conns"]) for r in rows}, key=lambda k: (int(k[1]) * -1, k[0])):
     rs = [r for r in rows if (r["server"], r["conns"]) == key]
     f = lambda c: [float(r[c]) for r in rs]
     m = lambda c, fmt: (fmt % st.median(f(c))) + " (" + (fmt % min(f(c))) + "–" + (fmt % max(f(c))) + ")"
-    print("| %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("req_s", "%.0f"), m("us_cpu_per_req", "%.2f"),
-          m("p50_us", "%.0f"), m("p99_us", "%.0f")))
+    cpu, kern = st.median(f("us_cpu_per_req")), st.median(f("sys_pct")) / 100
+    split = "%.2f / %.2f" % (cpu * (1 - kern), cpu * kern)  # the median CPU split by the median share
+    print("| %s | %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("req_s", "%.0f"), m("us_cpu_per_req", "%.2f"),
+          split, m("p50_us", "%.0f"), m("p99_us", "%.0f")))
 EOF
