@@ -86,7 +86,9 @@ def us(s):
     return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)] if m else float("nan")
 n = int(re.search(r"(\d+) requests in", t).group(1))
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-pct = lambda k: (lambda m: us(m.group(1)) if m else float("nan"))(re.search(k + r"%\s+(\S+)", t))
+# the distribution's own line ("    50%  138.00us"): unanchored, "50%" also matches the end of a
+# "+/- Stdev" figure such as "97.50%", and the next word is no latency
+pct = lambda k: (lambda m: us(m.group(1)) if m else float("nan"))(re.search(r"^\s*" + k + r"%\s+(\S+)", t, re.M))
 p50, p99 = pct("50"), pct("99")
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 if bad: print("non-2xx: %s" % bad.group(1), file=sys.stderr)
@@ -120,7 +122,7 @@ print("| server | conns | req/s | µs CPU/req | µs user / kernel per req | p50 
 print("|---|---|---|---|---|---|---|")
 for key in sorted({(r["server"], r["conns"]) for r in rows}, key=lambda k: (int(k[1]) * -1, k[0])):
     rs = [r for r in rows if (r["server"], r["conns"]) == key]
-    f = lambda c: [float(r[c]) for r in rs]
+    f = lambda c: [x for x in (float(r[c]) for r in rs) if x == x] or [float("nan")]  # a run's nan is left out
     m = lambda c, fmt: (fmt % st.median(f(c))) + " (" + (fmt % min(f(c))) + "–" + (fmt % max(f(c))) + ")"
     cpu, kern = st.median(f("us_cpu_per_req")), st.median(f("sys_pct")) / 100
     split = "%.2f / %.2f" % (cpu * (1 - kern), cpu * kern)  # the median CPU split by the median share
