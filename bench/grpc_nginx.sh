@@ -15,7 +15,7 @@
 # GN_SERVER_CPU / GN_LOAD_CPU (0 / 1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh" # cpu_ns, sys_ticks, user_ticks, free_port, wait_port
+. "$HERE/lib.sh" # cpu_ns, cpu_ticks, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${GN_ROUNDS:-3} DUR=${GN_DURATION:-5} CASES=${GN_CASES:-"c64m1 c4m16"}
 SCPU=${GN_SERVER_CPU:-0} LCPU=${GN_LOAD_CPU:-1}
@@ -71,18 +71,18 @@ for r in $(seq 0 $((ROUNDS - 1))); do
     c=${cs#c}; c=${c%m*}; m=${cs#*m}
     for k in $(seq 0 $((N - 1))); do
       i=$(((k + r) % N))
-      u0=$(user_ticks "${SERVERS[$i]}") s0=$(sys_ticks "${SERVERS[$i]}")
+      read -r u0 s0 <<<"$(cpu_ticks "${SERVERS[$i]}")"
       c0=$(cpu_ns "${SERVERS[$i]}")
       out=$(timeout $((DUR + 30)) taskset -c "$LCPU" h2load -c"$c" -m"$m" -D "$DUR" -d "$WORK/simple.grpc" \
         -H 'content-type: application/grpc' -H 'te: trailers' \
         "http://127.0.0.1:${PORTS[$i]}/inference.GRPCInferenceService/ModelInfer" 2>&1) || log "h2load exited with $?"
       c1=$(cpu_ns "${SERVERS[$i]}")
-      u1=$(user_ticks "${SERVERS[$i]}") s1=$(sys_ticks "${SERVERS[$i]}")
+      read -r u1 s1 <<<"$(cpu_ticks "${SERVERS[$i]}")"
       n=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
       awk -v r=$((r + 1)) -v s="${LABELS[$i]}" -v cs="$cs" -v n="${n:-0}" -v d="$DUR" -v c="$((c1 - c0))" \
         -v ut="$((u1 - u0))" -v kt="$((s1 - s0))" \
-        'BEGIN { printf "%d\t%s\t%s\t%.0f\t%.2f\t%.1f\n", r, s, cs, n / d, n ? c / 1e3 / n : 0,
-                 ut + kt ? 100 * kt / (ut + kt) : -1 }' >>"$TSV"
+        'BEGIN { printf "%d\t%s\t%s\t%.0f\t%.2f\t%s\n", r, s, cs, n / d, n ? c / 1e3 / n : 0,
+                 ut + kt ? sprintf("%.1f", 100 * kt / (ut + kt)) : "nan" }' >>"$TSV"
     done
   done
   log "round $((r + 1)) done"
@@ -97,7 +97,7 @@ print("|---|---|---|---|---|---|")
 ng = {(r["round"], r["case"]): float(r["calls_s"]) for r in rows if r["server"] == "nginx"}
 for key in sorted({(r["server"], r["case"]) for r in rows}, key=lambda k: (k[1], k[0])):
     rs = [r for r in rows if (r["server"], r["case"]) == key]
-    f = lambda c: [float(r[c]) for r in rs]
+    f = lambda c: [x for x in (float(r[c]) for r in rs) if x == x] or [float("nan")]  # a run's nan is left out
     m = lambda c, fmt: (fmt % st.median(f(c))) + " (" + (fmt % min(f(c))) + "–" + (fmt % max(f(c))) + ")"
     ratio = [float(r["calls_s"]) / ng[(r["round"], r["case"])] * 100 for r in rs if ng.get((r["round"], r["case"]))]
     rt = "%.0f–%.0f%%" % (min(ratio), max(ratio)) if ratio else "–"

@@ -6,11 +6,11 @@
 #                 bench/RESULTS.md is a difference of two of these divided by the requests.
 #                 A thread that exits between the two reads takes its time with it: the servers
 #                 measured keep theirs (the loop and the worker pool) for their whole life.
-# sys_ticks PID...  kernel-mode CPU of the given processes (every thread: /proc/PID/stat's
-#                 stime, field 15) in clock ticks, and user_ticks PID... the same for user mode
-#                 (utime, field 14). Ticks are 10 ms: over a 5 s run they give the share of a
-#                 server's CPU spent in the kernel to a fraction of a per cent, which is all they
-#                 are used for — the µs figures come from cpu_ns.
+# cpu_ticks PID...  "USER SYS": user- and kernel-mode CPU of the given processes (every thread:
+#                 /proc/PID/stat's utime and stime, fields 14 and 15) in clock ticks. Ticks are
+#                 10 ms: over a 5 s run they give the share of a server's CPU spent in the kernel
+#                 to a fraction of a per cent, which is all they are used for — the µs figures
+#                 come from cpu_ns.
 # free_port       a TCP port nothing listens on at 127.0.0.1 (python3 binds port 0 and closes).
 # wait_port PORT  returns once something accepts on 127.0.0.1:PORT, 1 after 10 s.
 
@@ -20,16 +20,10 @@ cpu_ns() {
     awk '{s += $1} END {printf "%.0f", s}'
 }
 
-sys_ticks() {
+cpu_ticks() {
   local p
   for p in "$@"; do cat /proc/"$p"/stat 2>/dev/null || true; done |
-    awk '{sub(/^.*\) /, ""); s += $13} END {printf "%d", s}'
-}
-
-user_ticks() {
-  local p
-  for p in "$@"; do cat /proc/"$p"/stat 2>/dev/null || true; done |
-    awk '{sub(/^.*\) /, ""); s += $12} END {printf "%d", s}'
+    awk '{sub(/^.*\) /, ""); u += $12; s += $13} END {printf "%d %d", u, s}'
 }
 
 free_port() {

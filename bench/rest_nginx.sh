@@ -14,7 +14,7 @@
 # RN_LOAD_CPU (0 / 1), RN_KEEP=1 (keep the work directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh" # cpu_ns, sys_ticks, user_ticks, free_port, wait_port
+. "$HERE/lib.sh" # cpu_ns, cpu_ticks, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${RN_ROUNDS:-3} DUR=${RN_DURATION:-5} CASES=${RN_CASES:-"64 1"}
 SCPU=${RN_SERVER_CPU:-0} LCPU=${RN_LOAD_CPU:-1}
@@ -69,12 +69,12 @@ printf 'round\tserver\tconns\treq_s\tp50_us\tp99_us\tus_cpu_per_req\trequests\tl
 one_run() { # LABEL PORT PID CONNS ROUND
   local out=$WORK/$1-$4-$5.txt l1 c0 c1 u0 u1 s0 s1
   l1=$(cut -d' ' -f1 /proc/loadavg)
-  u0=$(user_ticks "$3") s0=$(sys_ticks "$3")
+  read -r u0 s0 <<<"$(cpu_ticks "$3")"
   c0=$(cpu_ns "$3")
   timeout $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$4" -d"${DUR}s" --timeout 5s --latency \
     -s "$HERE/infer.lua" "http://127.0.0.1:$2/" >"$out" 2>&1 || log "wrk exited with $?"
   c1=$(cpu_ns "$3")
-  u1=$(user_ticks "$3") s1=$(sys_ticks "$3")
+  read -r u1 s1 <<<"$(cpu_ticks "$3")"
   $PY - "$out" "$1" "$4" "$5" "$c0" "$c1" "$l1" $((u1 - u0)) $((s1 - s0)) >>"$TSV" <<'EOF'
 import re, sys
 out, label, conns, r, c0, c1, l1, ut, kt = sys.argv[1:]
