@@ -499,6 +499,33 @@ MALFORMED_HEADER_BLOCKS = {
     "nul_in_value": lambda d: _live(d) + [("x-note", "a\x00b")],
     "space_around_value": lambda d: _live(d) + [("x-note", " padded ")],
     "space_in_name": lambda d: _live(d) + [("x note", "1")],
+    "empty_name": lambda d: _live(d) + [("", "1")],
+    "colon_alone": lambda d: _live(d) + [(":", "1")],
+    "upper_case_pseudo": lambda d: [(k.upper() if k == ":path" else k, v) for k, v in _live(d)],
+    "high_byte_in_name": lambda d: _live(d) + [(b"x-\xe9", "1")],
+    "del_in_value": lambda d: _live(d) + [("x-note", "a\x7fb")],
+    "control_in_value": lambda d: _live(d) + [("x-note", "a\x01b")],
+    "tab_ending_value": lambda d: _live(d) + [("x-note", "a\t")],
+    "space_in_path": lambda d: [(k, "/v2/health/live x" if k == ":path" else v) for k, v in _live(d)],
+    "asterisk_path_not_options": lambda d: [(k, "*" if k == ":path" else v) for k, v in _live(d)],
+    "empty_method": lambda d: [(k, "" if k == ":method" else v) for k, v in _live(d)],
+    "bad_scheme": lambda d: [(k, "1http" if k == ":scheme" else v) for k, v in _live(d)],
+    "empty_authority": lambda d: [(k, "" if k == ":authority" else v) for k, v in _live(d)],
+    "bad_authority": lambda d: [(k, "local host" if k == ":authority" else v) for k, v in _live(d)],
+    "empty_host": lambda d: [h for h in _live(d) if h[0] != ":authority"] + [("host", "")],
+    "host_twice": lambda d: _live(d) + [("host", "a"), ("host", "b")],
+    "bad_host": lambda d: _live(d) + [("host", "a/b")],
+    "protocol_pseudo": lambda d: [(":method", "CONNECT"), (":protocol", "websocket")] + _live(d)[1:],
+    "connect_with_path": lambda d: [(":method", "CONNECT"), (":path", "/"),
+                                    (":authority", _authority(d))],
+    "connect_with_scheme": lambda d: [(":method", "CONNECT"), (":scheme", "http"),
+                                      (":authority", _authority(d))],
+    "connect_without_authority": lambda d: [(":method", "CONNECT"), ("host", _authority(d))],
+    "content_length_empty": lambda d: _live(d) + [("content-length", "")],
+    "content_length_negative": lambda d: _live(d) + [("content-length", "-1")],
+    "content_length_overflow": lambda d: _live(d) + [("content-length", "99999999999999999999")],
+    # a GET with END_STREAM on its HEADERS has no body: a content-length says otherwise
+    "content_length_without_body": lambda d: _live(d) + [("content-length", "3")],
 }
 
 
@@ -522,6 +549,83 @@ def test_pseudo_header_in_request_trailers_resets_the_stream(demo):
                            h2raw.hpack_encode([(":path", "/v2/health/ready")])))
         st = c.wait(sid)
         assert st.reset == h2raw.PROTOCOL_ERROR, st
+        assert c.wait(c.request(_live(demo))).status == 200
+
+
+@pytest.mark.parametrize("sent", ["short", "long"])
+@pytest.mark.parametrize("kind", ["rest", "grpc"])
+def test_body_against_content_length_resets_the_stream(demo, protos, kind, sent):
+    """DATA that ends short of its content-length, or runs past it, is malformed (RFC 9113
+    8.1.1): RST_STREAM PROTOCOL_ERROR, nothing answered, and the connection goes on."""
+    if kind == "rest":
+        body = json.dumps(simple_body(rows=1)).encode()
+        hdrs = rest_headers(demo, "POST", "/v2/models/simple/infer",
+                            [("content-type", "application/json")])
+    else:
+        body = grpc_frame(simple_request(protos.pb)[0].SerializeToString())
+        hdrs = grpc_headers(demo, SERVICE + "ModelInfer")
+    claimed = len(body) + 10 if sent == "short" else len(body) - 10
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(hdrs + [("content-length", str(claimed))], body=body,
+                              end_stream=True))
+        assert st.reset == h2raw.PROTOCOL_ERROR and st.blocks == [], (kind, sent, st)
+        # the same body with its length right is served
+        st = c.wait(c.request(hdrs + [("content-length", str(len(body)))], body=body,
+                              end_stream=True))
+        assert st.reset is None and st.status == 200, st
+        if kind == "grpc":
+            assert st.grpc("grpc-status") == "0", st
+        assert c.goaway is None, c.goaway
+
+
+def test_request_trailers_without_end_stream_reset_the_stream(demo):
+    """A second HEADERS on a request is its trailers, and must end the stream (RFC 9113 8.1)."""
+    with H2Conn(demo) as c:
+        sid = c.request(rest_headers(demo, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json")]),
+                        body=json.dumps(simple_body(rows=1)).encode(), end_stream=False)
+        c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_HEADERS, sid,
+                           h2raw.hpack_encode([("x-trailer", "1")])))
+        st = c.wait(sid)
+        assert st.reset == h2raw.PROTOCOL_ERROR and st.blocks == [], st
+        assert c.wait(c.request(_live(demo))).status == 200
+
+
+@pytest.mark.parametrize("trailer", [("connection", "close"), ("te", "gzip"), ("X-Up", "1"),
+                                     ("x-note", "a\r\nb"), ("content-length", "1")])
+def test_malformed_request_trailers_reset_the_stream(demo, trailer):
+    """Trailers obey the header rules (and a content-length there must agree with the DATA)."""
+    body = json.dumps(simple_body(rows=1)).encode()
+    with H2Conn(demo) as c:
+        sid = c.request(rest_headers(demo, "POST", "/v2/models/simple/infer",
+                                     [("content-type", "application/json"),
+                                      ("content-length", str(len(body)))]),
+                        body=body, end_stream=False)
+        c.send(h2raw.frame(h2raw.HEADERS, h2raw.END_STREAM | h2raw.END_HEADERS, sid,
+                           h2raw.hpack_encode([trailer])))
+        st = c.wait(sid)
+        assert st.reset == h2raw.PROTOCOL_ERROR and st.blocks == [], (trailer, st)
+        assert c.wait(c.request(_live(demo))).status == 200
+
+
+@pytest.mark.parametrize("hdrs", [
+    # what the field rules allow: served (or answered by the router), never reset
+    [(":method", "OPTIONS"), (":scheme", "http"), (":path", "*"), (":authority", "a")],
+    [(":method", "GET"), (":scheme", "urn"), (":path", "v2/health/live"), (":authority", "a")],
+    [(":method", "CONNECT"), (":authority", "a:1")],
+    [(":method", "GET"), (":scheme", "HTTP"), (":path", "/v2/health/live"), ("host", "a")],
+    [(":method", "GET"), (":scheme", "http"), (":path", "/v2/health/live"), (":authority", "a"),
+     ("te", "Trailers"), ("x-note", "tab\tinside, \xe9 high"), ("x-empty", ""),
+     ("!#$%&'*+-.^_`|~09az", "token")],
+], ids=["options_asterisk", "other_scheme", "connect", "upper_scheme_host", "odd_but_valid"])
+def test_well_formed_unusual_request_header_blocks_are_answered(demo, hdrs):
+    with H2Conn(demo) as c:
+        st = c.wait(c.request(hdrs))
+        assert st.reset is None and st.status is not None, st
+        if hdrs[0][1] == "GET" and hdrs[2][1].startswith("/"):
+            assert st.status == 200, st
+        else:  # no route takes them: the router's answer, not a reset
+            assert 400 <= st.status < 500, st
         assert c.wait(c.request(_live(demo))).status == 200
 
 
