@@ -16,6 +16,18 @@
 
 #define U(s) (const uint8_t *)(s)
 
+/* The rules are nghttp2 1.52's (h2_fields.h), and the library no longer asks nghttp2 at run
+ * time; another nghttp2 may have moved its own. The tests that take the linked nghttp2 as the
+ * reference run only against 1.52.x (Debian bookworm's, CI's) and are skipped, saying so,
+ * against another; the named cases run everywhere. */
+static void need_reference(void) {
+  const nghttp2_info *ni = nghttp2_version(0);
+  if ((ni->version_num >> 8) == 0x0134) return;
+  print_message("nghttp2 %s is linked: these rules are 1.52's, compared with 1.52 only\n",
+                ni->version_str);
+  skip();
+}
+
 /* one field on a fresh request: 0 or -1 */
 static int one(const char *name, size_t nlen, const uint8_t *value, size_t vlen) {
   isv__h2_fields f;
@@ -57,21 +69,25 @@ static void authority_vs_nghttp2(const uint8_t *v, size_t n) {
 
 static void test_values_as_nghttp2(void **state) {
   (void)state;
+  need_reference();
   each_byte_at_each_place('a', value_vs_nghttp2);
   each_byte_at_each_place('\t', value_vs_nghttp2); /* tabs: the word check fails, bytes decide */
 }
 static void test_path_as_nghttp2(void **state) {
   (void)state;
+  need_reference();
   each_byte_at_each_place('/', path_vs_nghttp2);
 }
 static void test_method_and_authority_as_nghttp2(void **state) {
   (void)state;
+  need_reference();
   each_byte_at_each_place('G', method_vs_nghttp2);
   each_byte_at_each_place('a', authority_vs_nghttp2);
 }
 
 static void test_names_as_nghttp2(void **state) {
   (void)state;
+  need_reference();
   char n[12];
   for (size_t len = 1; len <= 11; len += 5) /* "x"+"-"... around the byte: no known name */
     for (size_t at = 0; at < len; at++)
@@ -234,6 +250,7 @@ static void random_field(h2f_field *f, uint8_t *buf) {
 
 static void test_side_by_side_with_nghttp2(void **state) {
   (void)state;
+  need_reference();
   enum { ROUNDS = 20000, MAXF = 12 };
   static uint8_t bytes[2 * MAXF][64];
   char why[1200];
