@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "codec/span.h"
+
 /* What a block has had (isv__h2_fields.seen). */
 enum {
   SEEN_AUTHORITY = 1u << 0,
@@ -96,15 +98,10 @@ static int scheme_ok(const uint8_t *v, size_t n) {
   return 1;
 }
 
-/* v is lit, letters in any case (lit is lower-case letters): the usual exact match first, a
- * compare of a word or two once inlined */
-static inline int lower_eq(const uint8_t *v, size_t n, const char *lit, size_t litn) {
-  if (n != litn) return 0;
-  if (memcmp(v, lit, litn) == 0) return 1;
-  for (size_t i = 0; i < n; i++)
-    if ((uint8_t)(v[i] | 0x20) != (uint8_t)lit[i]) return 0;
-  return 1;
-}
+/* v is the lower-case literal lit, letters in any case (nghttp2's lstrieq): the usual exact
+ * match first, a compare of a word or two once inlined */
+#define NOCASE_IS(v, n, lit)                                                                       \
+  (ISV__SPAN_IS(v, n, lit) || ((n) == sizeof(lit) - 1 && isv__bytes_same_nocase(v, lit, n)))
 
 /* A decimal number without sign or space, or -1 (nghttp2's parse_uint). */
 static int64_t decimal(const uint8_t *v, size_t n) {
@@ -127,7 +124,7 @@ typedef enum {
   T_CONNECTION_SPECIFIC,
 } token;
 
-#define IS(lit) (memcmp(n, lit, sizeof(lit) - 1) == 0)
+#define IS(lit) ISV__SPAN_IS(n, len, lit)
 static token token_of(const uint8_t *n, size_t len) {
   switch (len) {
   case 2: return IS("te") ? T_TE : T_OTHER;
@@ -197,7 +194,7 @@ int isv__h2_field(isv__h2_fields *f, const uint8_t *name, size_t nlen, const uin
     return 0;
   case T_SCHEME:
     if (!scheme_ok(value, vlen) || !first(f, SEEN_SCHEME, vlen)) return -1;
-    if (lower_eq(value, vlen, "http", 4) || lower_eq(value, vlen, "https", 5))
+    if (NOCASE_IS(value, vlen, "http") || NOCASE_IS(value, vlen, "https"))
       f->seen |= SCHEME_HTTP;
     return 0;
   case T_AUTHORITY:
@@ -207,7 +204,7 @@ int isv__h2_field(isv__h2_fields *f, const uint8_t *name, size_t nlen, const uin
     if (f->content_length != -1) return -1; /* twice, even alike */
     f->content_length = decimal(value, vlen);
     return f->content_length == -1 ? -1 : 0;
-  case T_TE: return lower_eq(value, vlen, "trailers", 8) ? 0 : -1;
+  case T_TE: return NOCASE_IS(value, vlen, "trailers") ? 0 : -1;
   case T_PSEUDO_BAD:
   case T_CONNECTION_SPECIFIC: return -1;
   }
