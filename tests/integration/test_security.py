@@ -220,7 +220,9 @@ def test_header_decoding_rate_is_bounded(start_demo):
                     c.pump(0.005)
         except (OSError, h2raw.ConnectionClosed):
             closed = True
-        assert closed or c.wait_closed(5.0)
+        # read to the end even when a send failed first: the GOAWAY came before the server's
+        # reset and waits in the socket (a burst cut by the reset left it unread)
+        assert c.wait_closed(5.0) or closed
         assert c.goaway is not None and c.goaway[1] == ENHANCE_YOUR_CALM, c.goaway
 
 
