@@ -6,6 +6,7 @@
  * sessions side by side, nghttp2's checks on and ours (fuzz/h2_fields_same.c): the same
  * requests reset, the same frames of the others delivered. */
 #include "cmocka_prelude.h"
+#include "sweep_rng.h"
 
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
@@ -199,14 +200,6 @@ static void test_body_against_content_length(void **state) {
 
 /* ---- side by side with nghttp2 ------------------------------------------------------------ */
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 11);
-}
-static size_t pick(size_t n) { return next() % n; }
 
 static const char *const names[] = {
     ":method", ":scheme", ":path", ":authority", ":protocol", ":status", ":x", ":",
