@@ -1,5 +1,12 @@
 /* The HTTP/1.1 engine (llhttp) of a connection (conn.h).
  *
+ * A message that arrives whole and in the plain shape nearly every client sends is read by
+ * transport/h1_quick.c in one pass instead, with llhttp's result (tests/unit/test_h1_quick.c,
+ * fuzz_h1_quick): it stores what llhttp's callbacks would have stored, and the same checks and
+ * the same exchange follow (quick_message). Anything else — a head cut across reads, chunked
+ * bodies, Connection fields, any unusual byte — is llhttp's, as before; llhttp's state between
+ * messages is a new message's, which the quick reading leaves as it is.
+ *
  * One request at a time per connection: when a message is complete the parser is paused until
  * its response is written, so pipelined responses leave in order. Reading goes on meanwhile
  * (no epoll_ctl per request): what arrives is kept in `pending`, parsed once the response is
@@ -36,6 +43,7 @@
 #include "codec/span.h"
 #include "codec/zcoding.h"
 #include "transport/conn.h"
+#include "transport/h1_quick.h"
 
 #define ISV__PIPELINE_MAX (64u * 1024u)
 
@@ -49,6 +57,8 @@ typedef struct h1 {
   /* the request being read */
   int in_message;
   int headers_done;
+  int method; /* llhttp's number, and whether it is HTTP/1.0: once headers_done */
+  int http10;
   int last_span; /* 0 none, 1 url, 2 header field, 3 header value */
   isv__buf head;
   size_t url_len;
@@ -375,7 +385,7 @@ static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   h1 *h = h1_of(c);
   size_t body_len = 0;
   for (size_t i = 0; i < resp->n_parts; i++) body_len += resp->parts[i].len;
-  int http10 = h->parser.http_major == 1 && h->parser.http_minor == 0;
+  int http10 = h->headers_done ? h->http10 : h->parser.http_major == 1 && h->parser.http_minor == 0;
   int is_head = ex->method == ISV__M_HEAD;
   int framing = !resp->more ? BODY_LENGTH : http10 ? BODY_TO_CLOSE : BODY_CHUNKED;
   /* an HTTP/1.0 body of unknown length ends when the connection does */
@@ -518,10 +528,10 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
   ex->headers = hs;
   ex->n_headers = n_hdrs;
   ex->storage = st;
-  ex->method = method_of(h->parser.method);
-  ex->method_name = h->parser.method || complete || h->last_span
-                        ? llhttp_method_name((llhttp_method_t)h->parser.method)
-                        : "";
+  int method = h->headers_done ? h->method : h->parser.method;
+  ex->method = method_of(method);
+  ex->method_name =
+      method || complete || h->last_span ? llhttp_method_name((llhttp_method_t)method) : "";
   if (complete) {
     ex->body = h->body.data;
     ex->body_len = h->body.len;
@@ -645,8 +655,7 @@ static void body_release(h1 *h) {
   h->body_big = 0;
 }
 
-static int on_message_begin(llhttp_t *p) {
-  h1 *h = h1_parser(p);
+static void message_begin(h1 *h) {
   h->in_message = 1; /* still idle (isv__conn_idle) until its head is complete */
   h->headers_done = 0;
   h->last_span = 0;
@@ -654,6 +663,11 @@ static int on_message_begin(llhttp_t *p) {
   h->url_len = 0;
   h->n_hdrs = 0;
   h->body_expected = 0;
+}
+
+static int on_message_begin(llhttp_t *p) {
+  h1 *h = h1_parser(p);
+  message_begin(h);
   isv__conn_deadline(h->c, h->c->t->limits.header_timeout_ms);
   return 0;
 }
@@ -742,30 +756,30 @@ static int host_count(h1 *h) {
   return n;
 }
 
-static int on_headers_complete(llhttp_t *p) {
-  h1 *h = h1_parser(p);
+/* The head is read (by llhttp or the quick reading): what the server requires of it, then
+ * the body's block. 0; -1 with h->err_status set; 1 when the body's pages are being faulted in
+ * first (start_faulting: llhttp pauses). */
+static int headers_complete(h1 *h, int method, int major, int minor, int has_length,
+                            uint64_t length) {
   h->headers_done = 1;
+  h->method = method;
+  h->http10 = major == 1 && minor == 0;
   isv__conn_idle(h->c, 0); /* a request in flight: never closed to make room */
   /* CONNECT asks for a tunnel: what follows is not HTTP, so answer and close. */
-  if (p->method == HTTP_CONNECT) return fail(h, 405, "CONNECT is not supported: this is not a proxy");
-  /* Upgrade (h2c, websocket, ...) is optional for a server (RFC 9110 §7.8): it is ignored, the
-   * request is answered over HTTP/1.1 and the connection stays HTTP/1.1 (h2c clients use prior
-   * knowledge; RFC 9113 deprecates the h2c upgrade). Clearing the flag here, before llhttp reads
-   * it, keeps llhttp from treating the bytes after this message as another protocol. */
-  p->upgrade = 0;
+  if (method == HTTP_CONNECT) return fail(h, 405, "CONNECT is not supported: this is not a proxy");
   /* llhttp reads any one-digit version; this is an HTTP/1.x server (HTTP/2: prior knowledge) */
-  if (p->http_major != 1)
+  if (major != 1)
     return fail(h, 505, "this server speaks HTTP/1.0 and HTTP/1.1 here (HTTP/2: with prior "
                         "knowledge)");
-  if (p->http_major == 1 && p->http_minor >= 1 && host_count(h) != 1)
+  if (minor >= 1 && host_count(h) != 1)
     return fail(h, 400, host_count(h) ? "more than one Host header" : "missing Host header");
   if (check_content_encoding(h) != 0) return -1;
   size_t max = h->c->t->limits.max_body_bytes;
   h->body_start = isv__conn_now(h->c);
-  if (p->flags & F_CONTENT_LENGTH) {
-    if (p->content_length > max) return fail(h, 413, "request body exceeds the server's limit");
-    if (reserve(h, (size_t)p->content_length) != 0) return -1;
-    h->body_expected = (size_t)p->content_length;
+  if (has_length) {
+    if (length > max) return fail(h, 413, "request body exceeds the server's limit");
+    if (reserve(h, (size_t)length) != 0) return -1;
+    h->body_expected = (size_t)length;
     body_release(h);
     if (h->body_expected > 0) {
       /* One block of exactly the announced size, END-aligned: tensors sit at the end of a
@@ -781,7 +795,7 @@ static int on_headers_complete(llhttp_t *p) {
   int pause = h->body_big && start_faulting(h);
   size_t el;
   const char *e = find_header(h, "expect", &el);
-  if (e && el == 12 && strncasecmp(e, "100-continue", 12) == 0 && p->http_minor >= 1) {
+  if (e && el == 12 && strncasecmp(e, "100-continue", 12) == 0 && minor >= 1) {
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
     uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
     isv__conn_write(h->c, &b, 1, on_continue_written, NULL);
@@ -789,7 +803,18 @@ static int on_headers_complete(llhttp_t *p) {
   /* From here the body must keep coming: each read re-arms the same bound, or the minimum
    * rate's when sooner. */
   isv__conn_deadline(h->c, isv__conn_body_deadline(h->c, 0, 0));
-  return pause ? HPE_PAUSED : 0;
+  return pause;
+}
+
+static int on_headers_complete(llhttp_t *p) {
+  /* Upgrade (h2c, websocket, ...) is optional for a server (RFC 9110 §7.8): it is ignored, the
+   * request is answered over HTTP/1.1 and the connection stays HTTP/1.1 (h2c clients use prior
+   * knowledge; RFC 9113 deprecates the h2c upgrade). Clearing the flag here, before llhttp reads
+   * it, keeps llhttp from treating the bytes after this message as another protocol. */
+  p->upgrade = 0;
+  int rc = headers_complete(h1_parser(p), p->method, p->http_major, p->http_minor,
+                            (p->flags & F_CONTENT_LENGTH) != 0, p->content_length);
+  return rc < 0 ? -1 : rc ? HPE_PAUSED : 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
@@ -815,16 +840,20 @@ static int on_chunk_header(llhttp_t *p) {
   return reserve(h, (size_t)p->content_length);
 }
 
-/* Build the exchange; it is dispatched once llhttp has returned (execute). */
-static int on_message_complete(llhttp_t *p) {
-  h1 *h = h1_parser(p);
+/* The message is read: its exchange, dispatched once the reading has returned (dispatch). 0,
+ * or -1 with h->err_status set. */
+static int message_complete(h1 *h, int keep_alive) {
   isv__exchange *ex = build_exchange(h, 1);
   if (ex == NULL) return fail(h, 500, "out of memory");
   unreserve(h); /* received: from here the body is the request's */
   h->ex = ex;
   h->in_message = 0;
-  h->keep_alive = llhttp_should_keep_alive(p);
-  return HPE_PAUSED;
+  h->keep_alive = keep_alive;
+  return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  return message_complete(h1_parser(p), llhttp_should_keep_alive(p)) ? -1 : HPE_PAUSED;
 }
 
 /* Const, no lazy initialisation: two servers may start on two threads at once. The callbacks
@@ -854,7 +883,73 @@ static int keep_pending(h1 *h, const char *data, size_t len) {
   return 0;
 }
 
+/* A message is read, its exchange built (h->ex): the bytes behind it are kept for later, then
+ * the exchange goes to the app. */
+static void dispatch(h1 *h, const char *rest, size_t rest_len) {
+  if (rest_len && keep_pending(h, rest, rest_len) != 0) return;
+  isv__conn *c = h->c;
+  isv__exchange *ex = h->ex;
+  isv__conn_deadline(c, 0);
+  c->t->h.exchange(c->t->h.app, ex);
+  /* read before the client half-closed: it is gone too (h1_on_eof) */
+  if (!c->closing && c->proto_state == h && h->peer_eof && h->ex == ex) isv__exchange_cancel(ex);
+}
+
+/* A whole plain message at the start of `data` (transport/h1_quick.h), read without llhttp:
+ * what the callbacks would have stored, stored the same way; then the same checks, the same
+ * exchange. The bytes it used (then dispatched or answered as an error), or 0: llhttp reads
+ * them. Only between messages, llhttp's state being a new message's, which it stays. */
+static size_t quick_message(h1 *h, const char *data, size_t len) {
+  isv__h1_quick q;
+  size_t used = isv__h1_quick_read(data, len, &q);
+  if (used == 0 || q.text_len > h->c->t->limits.max_header_bytes) return 0; /* llhttp: 431 */
+  if (q.n_fields > h->cap_hdrs) {
+    hdr_span *nh = isv__realloc(h->c->t->mem, h->hdrs, ISV__H1_QUICK_FIELDS * sizeof *nh);
+    if (nh == NULL) return 0;
+    h->hdrs = nh;
+    h->cap_hdrs = ISV__H1_QUICK_FIELDS;
+  }
+  message_begin(h);
+  char *t = isv__buf_reserve(&h->head, q.text_len);
+  if (t == NULL) return 0;
+  memcpy(t, data + q.url_off, q.url_len);
+  size_t at = q.url_len;
+  for (size_t i = 0; i < q.n_fields; i++) {
+    const isv__h1_quick_field *f = &q.fields[i];
+    hdr_span *s = &h->hdrs[i];
+    s->no = at;
+    s->nl = f->name_len;
+    memcpy(t + at, data + f->name_off, f->name_len);
+    at += f->name_len;
+    s->vo = at;
+    s->vl = f->value_len;
+    memcpy(t + at, data + f->value_off, f->value_len);
+    at += f->value_len;
+  }
+  h->head.len = at;
+  h->url_len = q.url_len;
+  h->n_hdrs = q.n_fields;
+  h->last_span = 3;
+  int rc = headers_complete(h, q.method, 1, q.http_minor, q.content_length >= 0,
+                            (uint64_t)(q.content_length >= 0 ? q.content_length : 0));
+  /* a body this small is never in fresh pages (ISV__H1_QUICK_BODY_MAX < ISV__BIGBUF_BLOCK_MIN):
+   * nothing to fault in, no pause */
+  ISV_ASSERT(rc != 1, "a quick message's body is never faulted in");
+  if (rc == 0 && used > q.head_len) {
+    memcpy(h->body.data, data + q.head_len, used - q.head_len);
+    h->body.len = used - q.head_len;
+  }
+  if (rc != 0 || message_complete(h, q.keep_alive) != 0) {
+    early_error(h, h->err_status ? h->err_status : 500, h->err_status ? h->err_msg : "out of memory");
+    return used;
+  }
+  dispatch(h, data + used, len - used);
+  return used;
+}
+
 static void execute(h1 *h, const char *data, size_t len) {
+  /* a new message's first byte, llhttp as it was after the last */
+  if (!h->in_message && h->parser.error == HPE_OK && quick_message(h, data, len)) return;
   llhttp_errno_t err = llhttp_execute(&h->parser, data, len);
   if (err == HPE_OK) return;
   if (err == HPE_PAUSED && h->faulting != NULL) { /* on_headers_complete's: see start_faulting */
@@ -870,13 +965,7 @@ static void execute(h1 *h, const char *data, size_t len) {
   if (err == HPE_PAUSED && h->ex != NULL) {
     const char *pos = llhttp_get_error_pos(&h->parser);
     size_t used = pos ? (size_t)(pos - data) : len;
-    if (used < len && keep_pending(h, data + used, len - used) != 0) return;
-    isv__conn *c = h->c;
-    isv__exchange *ex = h->ex;
-    isv__conn_deadline(c, 0);
-    c->t->h.exchange(c->t->h.app, ex);
-    /* read before the client half-closed: it is gone too (h1_on_eof) */
-    if (!c->closing && c->proto_state == h && h->peer_eof && h->ex == ex) isv__exchange_cancel(ex);
+    dispatch(h, data + used, len - used);
     return;
   }
   if (h->err_status) {

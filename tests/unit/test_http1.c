@@ -220,6 +220,37 @@ static void pipelined_requests_are_answered_in_order_when_the_first_is_late(void
   assert_false(c->eof);
 }
 
+/* A whole plain message is read without llhttp (transport/h1_quick.h), any other by llhttp:
+ * in one read, they take turns and the handler sees each the same way. */
+static void plain_and_other_messages_take_turns_in_one_read(void **state) {
+  tf_world *w = *state;
+  tf_client *c = tf_connect(w);
+  tf_write_str(c, "POST /q1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc" /* quick */
+                  "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nxyz\r\n0\r\n\r\n"                                   /* llhttp: chunked */
+                  "GET /q2 HTTP/1.1\r\nHost: h\r\nX-A:\t1\r\n\r\n"              /* quick */
+                  "GET /q3 HTTP/1.1\r\nHost: h\r\nX-A: 1 \r\n\r\n"               /* llhttp: a trailing space */
+                  "GET /q4 HTTP/1.1\r\nHost: h\r\n\r\n");                       /* quick */
+  wait_responses(c, 5);
+  assert_string_equal(resps[0].body, "POST /q1 abc");
+  assert_string_equal(resps[1].body, "POST /c xyz");
+  assert_string_equal(resps[2].body, "GET /q2");
+  assert_string_equal(resps[3].body, "GET /q3");
+  assert_string_equal(resps[4].body, "GET /q4");
+  assert_string_equal(w->recs[2].headers, "Host: h\nX-A: 1\n");
+  assert_string_equal(w->recs[3].headers, "Host: h\nX-A: 1\n");
+  assert_int_equal(w->recs[0].body_len, 3);
+  assert_false(c->eof);
+  /* a plain message cut across two reads is llhttp's; the one after it is quick again */
+  tf_write_str(c, "POST /q5 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\na");
+  tf_settle(w);
+  tf_write_str(c, "bcGET /q6 HTTP/1.0\r\n\r\n");
+  wait_responses(c, 7);
+  assert_string_equal(resps[5].body, "POST /q5 abc");
+  assert_string_equal(resps[6].body, "GET /q6");
+  tf_wait_eof(c); /* HTTP/1.0 without keep-alive: the last */
+}
+
 static void requests_written_while_one_is_held_wait_their_turn(void **state) {
   tf_world *w = *state;
   tf_client *c = tf_connect(w);
@@ -937,6 +968,7 @@ int main(void) {
       T(a_fresh_body_block_is_faulted_in_before_it_is_read_into),
       T(a_connection_closed_while_its_body_is_faulted_in_leaves_the_block_to_the_job),
       T(pipelined_requests_are_answered_in_order_when_the_first_is_late),
+      T(plain_and_other_messages_take_turns_in_one_read),
       T(requests_written_while_one_is_held_wait_their_turn),
       T(chunked_bodies_are_reassembled),
       T(absolute_form_targets_give_their_path),
