@@ -8,6 +8,7 @@
 
 #include "codec/bigbuf.h"
 #include "codec/json_writer.h"
+#include "codec/span.h"
 #include "core/request.h"
 #include "codec/utf8.h"
 #include "core/offload.h"
@@ -127,15 +128,21 @@ size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t 
 }
 
 int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
+#define HP "inference-priority"
+#define HT "inference-timeout-us"
   static const struct {
     const char *header, *param;
-  } map[] = {{"inference-priority", "priority"}, {"inference-timeout-us", "timeout"}};
+  } map[] = {{HP, "priority"}, {HT, "timeout"}};
   static const char *const shown[] = {"Inference-Priority", "Inference-Timeout-Us"};
+  /* one pass over the headers, by length first: most requests carry neither */
+  const isv__header *found[2] = {NULL, NULL};
+  for (size_t k = 0; k < n_hs; k++) {
+    size_t i = hs[k].name_len == sizeof HP - 1 ? 0 : hs[k].name_len == sizeof HT - 1 ? 1 : 2;
+    if (i < 2 && found[i] == NULL && isv__bytes_same_nocase(hs[k].name, map[i].header, hs[k].name_len))
+      found[i] = &hs[k];
+  }
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-    const isv__header *h = NULL;
-    size_t len = strlen(map[i].header);
-    for (size_t k = 0; h == NULL && k < n_hs; k++)
-      if (hs[k].name_len == len && strncasecmp(hs[k].name, map[i].header, len) == 0) h = &hs[k];
+    const isv__header *h = found[i];
     if (h == NULL || isv_request_param(r, map[i].param) != NULL) continue;
     uint64_t v = 0;
     size_t k = 0;
@@ -152,6 +159,8 @@ int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
     if (rc != 0) return isv__request_fail(r, rc, "out of memory");
   }
   return 0;
+#undef HP
+#undef HT
 }
 
 int isv__http_queue_headers(isv_request *r, const isv__exchange *ex) {

@@ -232,6 +232,15 @@ static void priority_headers_become_parameters_a_request_s_own_win(void **state)
   assert_int_equal(u64_param(r, "priority"), 3);
   assert_int_equal(u64_param(r, "timeout"), UINT64_MAX);
   isv_request_free(r);
+  /* a name of the same length is not it; of two, the first counts */
+  isv__header twice[] = {{"inference-priorit!", 18, "5", 1},
+                         {"Inference-Priority", 18, "7", 1},
+                         {"inference-priority", 18, "9", 1}};
+  r = isv__request_new(&w->core);
+  assert_int_equal(isv__queue_headers(r, twice, 3), 0);
+  assert_int_equal(u64_param(r, "priority"), 7);
+  assert_null(isv_request_param(r, "timeout"));
+  isv_request_free(r);
   /* none: nothing set */
   r = isv__request_new(&w->core);
   assert_int_equal(isv__queue_headers(r, hs, 1), 0);
