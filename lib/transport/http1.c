@@ -712,26 +712,39 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   return head_append(h, at, n);
 }
 
-static const char *find_header(h1 *h, const char *name, size_t *len) {
-  size_t n = strlen(name);
-  for (size_t i = 0; i < h->n_hdrs; i++)
-    if (h->hdrs[i].nl == n && strncasecmp(h->head.data + h->hdrs[i].no, name, n) == 0) {
-      *len = h->hdrs[i].vl;
-      return h->head.data + h->hdrs[i].vo;
+/* What headers_complete asks of a head's fields, found in one pass (names by length first):
+ * how many Host lines, how many Content-Encoding lines and the first one's value, the first
+ * Expect's value. Names hold no NUL (llhttp and the quick reading take tokens only). */
+typedef struct head_facts {
+  int hosts;
+  unsigned ce_lines;
+  const char *ce, *expect;
+  size_t ce_len, expect_len;
+} head_facts;
+
+static void facts_of(const h1 *h, head_facts *f) {
+  *f = (head_facts){0, 0, NULL, NULL, 0, 0};
+  for (size_t i = 0; i < h->n_hdrs; i++) {
+    const hdr_span *s = &h->hdrs[i];
+    const char *n = h->head.data + s->no;
+    if (s->nl == 4) {
+      f->hosts += isv__bytes_same_nocase(n, "host", 4);
+    } else if (s->nl == 6) {
+      if (f->expect == NULL && isv__bytes_same_nocase(n, "expect", 6))
+        f->expect = h->head.data + s->vo, f->expect_len = s->vl;
+    } else if (s->nl == 16 && isv__bytes_same_nocase(n, "content-encoding", 16)) {
+      if (f->ce_lines++ == 0) f->ce = h->head.data + s->vo, f->ce_len = s->vl;
     }
-  return NULL;
+  }
 }
 
 /* Content-Encoding: gzip and deflate bodies are decoded before any handler sees them (the
  * router, protocol/content_coding.c); any other coding is refused here, before its body is read
  * (RFC 9110 §8.4: 415), rather than read as plain. */
-static int check_content_encoding(h1 *h) {
-  size_t n;
-  const char *v = find_header(h, "content-encoding", &n);
-  unsigned lines = 0; /* two lines are one list (RFC 9110 §5.3): "gzip, gzip", refused too */
-  for (size_t i = 0; i < h->n_hdrs; i++)
-    lines += h->hdrs[i].nl == 16 &&
-             strncasecmp(h->head.data + h->hdrs[i].no, "content-encoding", 16) == 0;
+static int check_content_encoding(h1 *h, const head_facts *f) {
+  size_t n = f->ce_len;
+  const char *v = f->ce;
+  unsigned lines = f->ce_lines; /* two lines are one list (RFC 9110 §5.3): "gzip, gzip", refused too */
   if (v == NULL || (lines == 1 && isv__coding_of(v, n) != ISV__CODING_UNKNOWN)) return 0;
   snprintf(h->err_text, sizeof h->err_text,
            "Content-Encoding '%.*s%s' is not supported: send gzip, deflate or identity",
@@ -745,15 +758,6 @@ static void on_continue_written(isv__conn *c, void *ctx, int status) {
   (void)c;
   (void)ctx;
   (void)status;
-}
-
-/* RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host header. */
-static int host_count(h1 *h) {
-  int n = 0;
-  for (size_t i = 0; i < h->n_hdrs; i++)
-    if (h->hdrs[i].nl == 4 && isv__bytes_same_nocase(h->head.data + h->hdrs[i].no, "host", 4))
-      n++;
-  return n;
 }
 
 /* The head is read (by llhttp or the quick reading): what the server requires of it, then
@@ -771,9 +775,12 @@ static int headers_complete(h1 *h, int method, int major, int minor, int has_len
   if (major != 1)
     return fail(h, 505, "this server speaks HTTP/1.0 and HTTP/1.1 here (HTTP/2: with prior "
                         "knowledge)");
-  if (minor >= 1 && host_count(h) != 1)
-    return fail(h, 400, host_count(h) ? "more than one Host header" : "missing Host header");
-  if (check_content_encoding(h) != 0) return -1;
+  head_facts facts;
+  facts_of(h, &facts);
+  /* RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host header */
+  if (minor >= 1 && facts.hosts != 1)
+    return fail(h, 400, facts.hosts ? "more than one Host header" : "missing Host header");
+  if (check_content_encoding(h, &facts) != 0) return -1;
   size_t max = h->c->t->limits.max_body_bytes;
   h->body_start = isv__conn_now(h->c);
   if (has_length) {
@@ -793,9 +800,8 @@ static int headers_complete(h1 *h, int method, int major, int minor, int has_len
     }
   }
   int pause = h->body_big && start_faulting(h);
-  size_t el;
-  const char *e = find_header(h, "expect", &el);
-  if (e && el == 12 && strncasecmp(e, "100-continue", 12) == 0 && minor >= 1) {
+  if (facts.expect && facts.expect_len == 12 && strncasecmp(facts.expect, "100-continue", 12) == 0 &&
+      minor >= 1) {
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
     uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
     isv__conn_write(h->c, &b, 1, on_continue_written, NULL);
