@@ -743,9 +743,13 @@ static size_t shm_entries(const isv_tensor *t, isv__param_entry e[3]) {
 
 static size_t param_entry_size(const isv__param_entry *e);
 
-static size_t output_msg_size(const isv_tensor *t) {
+/* An InferOutputTensor's size; its name's and its datatype name's lengths, which the write
+ * needs again, go to *name_len and *dt_len. */
+static size_t output_msg_size(const isv_tensor *t, size_t *name_len, size_t *dt_len) {
   const char *dn = isv_datatype_name(t->dt);
-  size_t n = isv__pb_len_field_size(strlen(t->name)) + isv__pb_len_field_size(dn ? strlen(dn) : 0);
+  *name_len = strlen(t->name);
+  *dt_len = dn ? strlen(dn) : 0;
+  size_t n = isv__pb_len_field_size(*name_len) + isv__pb_len_field_size(*dt_len);
   if (t->ndim) n += isv__pb_len_field_size(packed_shape_size(t->shape, t->ndim));
   if (output_in_shm(t)) {
     isv__param_entry e[3];
@@ -834,8 +838,9 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
   const size_t mn_len = strlen(mn), mv_len = strlen(mv), id_len = strlen(id);
   size_t n = r->n_outputs;
   const void **data = isv__arena_alloc(&r->arena, (n ? n : 1) * sizeof *data);
-  size_t *dlen = isv__arena_alloc(&r->arena, 2 * (n ? n : 1) * sizeof *dlen);
-  size_t *msz = dlen + (n ? n : 1); /* each InferOutputTensor's size, for both passes */
+  size_t *dlen = isv__arena_alloc(&r->arena, 4 * (n ? n : 1) * sizeof *dlen);
+  /* each InferOutputTensor's size, its name's and its datatype name's lengths: for both passes */
+  size_t *msz = dlen + (n ? n : 1), *nlen = msz + (n ? n : 1), *dtlen = nlen + (n ? n : 1);
   uv_buf_t *v = isv__arena_alloc(&r->arena, (2 + 2 * n) * sizeof *v);
   if (data == NULL || dlen == NULL || v == NULL) return ISV_ENOMEM;
   /* Sizes: header = fields 1..5 + the key and length of every raw_output_contents entry. */
@@ -846,7 +851,7 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
   for (size_t i = 0; i < r->n_resp_params; i++)
     head += isv__pb_len_field_size(param_entry_size(&r->resp_params[i]));
   for (size_t i = 0; i < n; i++) {
-    msz[i] = output_msg_size(&r->outputs[i]);
+    msz[i] = output_msg_size(&r->outputs[i], &nlen[i], &dtlen[i]);
     head += isv__pb_len_field_size(msz[i]);
     int rc = output_raw(r, &r->outputs[i], &data[i], &dlen[i]);
     if (rc) return rc;
@@ -871,8 +876,8 @@ static int encode_response(isv_request *r, isv__parts *out, int stream) {
     const char *dn = isv_datatype_name(t->dt);
     p = isv__pb_put_key(p, 5, ISV__PB_LEN);
     p = isv__pb_put_varint(p, msz[i]);
-    p = isv__pb_put_bytes(p, 1, t->name, strlen(t->name));
-    p = isv__pb_put_bytes(p, 2, dn ? dn : "", dn ? strlen(dn) : 0);
+    p = isv__pb_put_bytes(p, 1, t->name, nlen[i]);
+    p = isv__pb_put_bytes(p, 2, dn ? dn : "", dtlen[i]);
     if (t->ndim) {
       p = isv__pb_put_key(p, 3, ISV__PB_LEN);
       p = isv__pb_put_varint(p, packed_shape_size(t->shape, t->ndim));
