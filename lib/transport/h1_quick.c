@@ -1,11 +1,14 @@
 /* The quick reading of a plain HTTP/1.x request (h1_quick.h): what it takes and why it gives
  * llhttp's result are in the header; here, how it stays cheap — one pass, byte classes from two
- * constants and two compares, values checked eight bytes at a time. */
+ * constants and two compares, names, targets and values checked eight bytes at a time. */
 #include "transport/h1_quick.h"
 
+#include <llhttp.h>
 #include <string.h>
 
+#include "codec/compiler.h"
 #include "codec/span.h"
+#include "codec/swar.h"
 
 /* RFC 9110 §5.6.2's tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~, as two 64-bit masks */
 #define TOKEN_LO 0x03ff6cfa00000000ull /* 0x00-0x3f: ! # $ % & ' * + - . 0-9 */
@@ -19,58 +22,33 @@ static inline int is_value(unsigned char c) { return (unsigned char)(c - 0x20) <
 /* a target's byte: visible ASCII but '#' */
 static inline int is_url(unsigned char c) { return (unsigned char)(c - 0x21) < 0x5e && c != '#'; }
 
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-
-/* The scans below take eight bytes at a time while eight are there, and stop at the word
- * holding the first byte to look at one by one. Their masks flag bytes by borrows that run
- * upward, so a flag above a flagged byte may be false; the lowest flag (the first byte, little
- * endian) never is, and only it is used. */
-
-/* 0x80 in each byte of w that is b, exactly */
-static inline uint64_t bytes_are(uint64_t w, unsigned char b) {
-  uint64_t x = w ^ (ONES * b);
-  return ~(((x & ~HIGHS) + ~HIGHS) | x) & HIGHS;
-}
-
-/* The index of the first byte from i that is not a letter or '-' — the ':' ending a name, or a
- * byte to look at one by one. */
-static inline size_t name_run(const char *p, size_t i, size_t n) {
+/* The scans below take eight bytes at a time (codec/swar.h) while eight are there, and stop at
+ * the word holding the first byte to look at one by one: the byte `stops` flags first. */
+ISV_INLINE size_t run(const char *p, size_t i, size_t n, uint64_t (*stops)(uint64_t)) {
   for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    uint64_t l = (w & ~HIGHS) | (ONES * 0x20); /* letters in lower case; no byte carries below */
-    uint64_t letter = (l + ONES * (0x80 - 'a')) & ~(l + ONES * (0x7f - 'z')) & ~w & HIGHS;
-    uint64_t other = ~(letter | bytes_are(w, '-')) & HIGHS;
-    if (other) return i + ((size_t)__builtin_ctzll(other) >> 3);
+    uint64_t m = stops(isv__swar_load(p + i));
+    if (m) return i + isv__swar_first(m);
   }
   return i;
 }
 
-/* The index of the first byte from i that is not visible ASCII or is '#' — the space ending a
- * target, or a byte to look at one by one. */
-static inline size_t url_run(const char *p, size_t i, size_t n) {
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    uint64_t bad = ((w - ONES * 0x21) & ~w & HIGHS) | bytes_are(w, 0x7f) | bytes_are(w, '#') |
-                   (w & HIGHS);
-    if (bad) return i + ((size_t)__builtin_ctzll(bad) >> 3);
-  }
-  return i;
+/* A name's: any byte but a letter or '-' (the ':' ending it, or a token byte to look at). */
+static inline uint64_t name_stops(uint64_t w) {
+  /* letters in lower case, the high bit dropped: no byte carries into the next below */
+  uint64_t l = (w & ~ISV__SWAR_HIGHS) | (ISV__SWAR_ONES * 0x20);
+  uint64_t letter = (l + ISV__SWAR_ONES * (0x80 - 'a')) & ~(l + ISV__SWAR_ONES * (0x7f - 'z')) &
+                    ~w & ISV__SWAR_HIGHS;
+  return ~(letter | isv__swar_eq(w, '-')) & ISV__SWAR_HIGHS;
 }
 
-/* The index of the first byte from i that is not visible ASCII or space — the CR ending a value,
- * or a byte to look at one by one. */
-static inline size_t plain_run(const char *p, size_t i, size_t n) {
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    uint64_t d = w ^ (ONES * 0x7f); /* DEL becomes a zero byte */
-    uint64_t bad = ((w - ONES * 0x20) & ~w & HIGHS) | ((d - ONES) & ~d & HIGHS) | (w & HIGHS);
-    if (bad) return i + ((size_t)__builtin_ctzll(bad) >> 3);
-  }
-  return i;
+/* A target's: any byte but visible ASCII, and '#' (the space ending it). */
+static inline uint64_t url_stops(uint64_t w) {
+  return isv__swar_below_or_del(w, 0x21) | isv__swar_eq(w, '#') | (w & ISV__SWAR_HIGHS);
+}
+
+/* A value's: any byte but visible ASCII and space (the CR ending it, or a tab to look at). */
+static inline uint64_t value_stops(uint64_t w) {
+  return isv__swar_below_or_del(w, 0x20) | (w & ISV__SWAR_HIGHS);
 }
 
 /* The request line's method and the space after it: its length, or 0. */
@@ -78,11 +56,11 @@ static size_t method_of(const char *p, size_t n, uint8_t *m) {
 #define M(lit, v)                                                                                  \
   if (n > sizeof(lit) - 1 && memcmp(p, lit " ", sizeof(lit)) == 0) return *m = (v), sizeof(lit)
   switch (p[0]) {
-  case 'G': M("GET", ISV__H1Q_GET); break;
-  case 'P': M("POST", ISV__H1Q_POST); M("PUT", ISV__H1Q_PUT); break;
-  case 'D': M("DELETE", ISV__H1Q_DELETE); break;
-  case 'H': M("HEAD", ISV__H1Q_HEAD); break;
-  case 'O': M("OPTIONS", ISV__H1Q_OPTIONS); break;
+  case 'G': M("GET", HTTP_GET); break;
+  case 'P': M("POST", HTTP_POST); M("PUT", HTTP_PUT); break;
+  case 'D': M("DELETE", HTTP_DELETE); break;
+  case 'H': M("HEAD", HTTP_HEAD); break;
+  case 'O': M("OPTIONS", HTTP_OPTIONS); break;
   default: break;
   }
 #undef M
@@ -107,7 +85,7 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
   size_t i = method_of(p, n, &q->method);
   if (i == 0 || p[i] != '/') return 0;
   size_t u = i;
-  i = url_run(p, i, n);
+  i = run(p, i, n, url_stops);
   while (i < n && is_url((unsigned char)p[i])) i++;
   if (i + 11 > n || p[i] != ' ' || memcmp(p + i + 1, "HTTP/1.", 7) != 0 ||
       (p[i + 8] != '0' && p[i + 8] != '1') || p[i + 9] != '\r' || p[i + 10] != '\n')
@@ -129,7 +107,7 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
     }
     size_t name = i;
     for (;;) {
-      i = name_run(p, i, n);
+      i = run(p, i, n, name_stops);
       if (i >= n || !is_token((unsigned char)p[i])) break;
       i++;
     }
@@ -139,7 +117,7 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
     while (i < n && (p[i] == ' ' || p[i] == '\t')) i++;
     size_t value = i;
     for (;;) {
-      i = plain_run(p, i, n);
+      i = run(p, i, n, value_stops);
       if (i >= n) return 0;
       if (p[i] == '\r') break;
       if (!is_value((unsigned char)p[i])) return 0;

@@ -22,7 +22,7 @@
  * What the server then requires of a request (Host, limits, codings) is http1.c's, on either
  * path.
  *
- * Pure data: no llhttp, no I/O. Spans are offsets into the bytes read. */
+ * Pure data: of llhttp only its method numbers, no I/O. Spans are offsets into the bytes read. */
 #ifndef ISV_TRANSPORT_H1_QUICK_H
 #define ISV_TRANSPORT_H1_QUICK_H
 
@@ -34,16 +34,12 @@
 #define ISV__H1_QUICK_FIELDS 32
 #define ISV__H1_QUICK_BODY_MAX (64u * 1024u)
 
-/* llhttp's method numbers (llhttp.h's llhttp_method_t) for the methods taken */
-enum { ISV__H1Q_DELETE = 0, ISV__H1Q_GET = 1, ISV__H1Q_HEAD = 2, ISV__H1Q_POST = 3,
-       ISV__H1Q_PUT = 4, ISV__H1Q_OPTIONS = 6 };
-
 typedef struct isv__h1_quick_field {
   uint32_t name_off, name_len, value_off, value_len;
 } isv__h1_quick_field;
 
 typedef struct isv__h1_quick {
-  uint8_t method;         /* ISV__H1Q_* (llhttp's number) */
+  uint8_t method;         /* llhttp's number (llhttp_method_t: HTTP_GET, ...) */
   uint8_t http_minor;     /* 0 or 1; the major is 1 */
   uint8_t keep_alive;     /* llhttp_should_keep_alive's answer */
   int64_t content_length; /* -1: no Content-Length field */

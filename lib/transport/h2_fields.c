@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "codec/span.h"
+#include "codec/swar.h"
 
 /* What a block has had (isv__h2_fields.seen). */
 enum {
@@ -50,27 +51,13 @@ static int all_of(const uint8_t *p, size_t n, uint8_t c) {
   return 1;
 }
 
-/* Eight bytes at a time (Bit Twiddling Hacks' hasless): nonzero when a byte of w is below n
- * (n <= 128), or is 0x7f. Exact as a yes/no for the word. */
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-static inline uint64_t below_or_del(uint64_t w, unsigned n) {
-  uint64_t d = w ^ (ONES * 0x7f);
-  return ((w - ONES * n) & ~w & HIGHS) | ((d - ONES) & ~d & HIGHS);
-}
-static inline uint64_t word(const uint8_t *p) {
-  uint64_t w;
-  memcpy(&w, p, 8);
-  return w;
-}
-
 /* No byte below `below` and none 0x7f, for n >= 8: a word at a time, the last one overlapping
  * the one before. */
 static int words_clear(const uint8_t *p, size_t n, unsigned below) {
   uint64_t bad = 0;
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) bad |= below_or_del(word(p + i), below);
-  if (i < n) bad |= below_or_del(word(p + n - 8), below);
+  for (; i + 8 <= n; i += 8) bad |= isv__swar_below_or_del(isv__swar_load(p + i), below);
+  if (i < n) bad |= isv__swar_below_or_del(isv__swar_load(p + n - 8), below);
   return bad == 0;
 }
 
