@@ -128,20 +128,24 @@ size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t 
 }
 
 int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
-#define HP "inference-priority"
-#define HT "inference-timeout-us"
+#define Q(header, shown, param) {header, sizeof(header) - 1, shown, param}
   static const struct {
-    const char *header, *param;
-  } map[] = {{HP, "priority"}, {HT, "timeout"}};
-  static const char *const shown[] = {"Inference-Priority", "Inference-Timeout-Us"};
+    const char *header;
+    size_t len;
+    const char *shown, *param;
+  } map[] = {Q("inference-priority", "Inference-Priority", "priority"),
+             Q("inference-timeout-us", "Inference-Timeout-Us", "timeout")};
+#undef Q
+  enum { N = sizeof map / sizeof map[0] };
+  _Static_assert(N == 2, "the pass below tells the two headers apart by their lengths");
   /* one pass over the headers, by length first: most requests carry neither */
-  const isv__header *found[2] = {NULL, NULL};
+  const isv__header *found[N] = {NULL};
   for (size_t k = 0; k < n_hs; k++) {
-    size_t i = hs[k].name_len == sizeof HP - 1 ? 0 : hs[k].name_len == sizeof HT - 1 ? 1 : 2;
-    if (i < 2 && found[i] == NULL && isv__bytes_same_nocase(hs[k].name, map[i].header, hs[k].name_len))
+    size_t len = hs[k].name_len, i = len == map[0].len ? 0 : len == map[1].len ? 1 : N;
+    if (i < N && found[i] == NULL && isv__bytes_same_nocase(hs[k].name, map[i].header, len))
       found[i] = &hs[k];
   }
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+  for (size_t i = 0; i < N; i++) {
     const isv__header *h = found[i];
     if (h == NULL || isv_request_param(r, map[i].param) != NULL) continue;
     uint64_t v = 0;
@@ -153,14 +157,12 @@ int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
     }
     if (k == 0 || k != h->value_len)
       return isv__request_fail(r, ISV_EBADREQ, "header %s must be a non-negative decimal "
-                               "integer", shown[i]);
+                               "integer", map[i].shown);
     isv_param p = {.type = ISV_PARAM_UINT64, .v.u64 = v};
     int rc = isv_request_set_param(r, map[i].param, &p);
     if (rc != 0) return isv__request_fail(r, rc, "out of memory");
   }
   return 0;
-#undef HP
-#undef HT
 }
 
 int isv__http_queue_headers(isv_request *r, const isv__exchange *ex) {
