@@ -916,23 +916,23 @@ static size_t quick_message(h1 *h, const char *data, size_t len) {
     h->cap_hdrs = ISV__H1_QUICK_FIELDS;
   }
   message_begin(h);
-  char *t = isv__buf_reserve(&h->head, q.text_len);
+  /* The head from the URL to the last value's end, copied once: the spans point into it where
+   * they sit (llhttp's callbacks store them end to end, which is one copy per span). */
+  size_t from = q.url_off;
+  size_t to = q.n_fields ? q.fields[q.n_fields - 1].value_off + q.fields[q.n_fields - 1].value_len
+                         : (size_t)q.url_off + q.url_len;
+  char *t = isv__buf_reserve(&h->head, to - from);
   if (t == NULL) return 0;
-  memcpy(t, data + q.url_off, q.url_len);
-  size_t at = q.url_len;
+  memcpy(t, data + from, to - from);
   for (size_t i = 0; i < q.n_fields; i++) {
     const isv__h1_quick_field *f = &q.fields[i];
     hdr_span *s = &h->hdrs[i];
-    s->no = at;
+    s->no = f->name_off - from;
     s->nl = f->name_len;
-    memcpy(t + at, data + f->name_off, f->name_len);
-    at += f->name_len;
-    s->vo = at;
+    s->vo = f->value_off - from;
     s->vl = f->value_len;
-    memcpy(t + at, data + f->value_off, f->value_len);
-    at += f->value_len;
   }
-  h->head.len = at;
+  h->head.len = to - from;
   h->url_len = q.url_len;
   h->n_hdrs = q.n_fields;
   h->last_span = 3;
