@@ -5,6 +5,7 @@
 #include "base64.h"
 #include "datatype.h"
 #include "numparse.h"
+#include "swar.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,16 +134,10 @@ static int hex4(const unsigned char *s, unsigned *out) {
  * control byte (below 0x20) or a non-ASCII one; a borrow may set it falsely only in a byte
  * after one truly set, so the lowest set bit is always right. */
 ISV_INLINE int plain_run8(const unsigned char *s) {
-  uint64_t x;
-  memcpy(&x, s, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap64(x);
-#endif
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-  uint64_t m = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x;
-  m &= high;
-  return m ? __builtin_ctzll(m) >> 3 : 8;
+  uint64_t x = isv__swar_load(s);
+  uint64_t m = isv__swar_is(x, '"') | isv__swar_is(x, '\\') | isv__swar_below(x, 0x20) |
+               isv__swar_high(x);
+  return m ? (int)isv__swar_first(m) : 8;
 }
 
 /* The end of the plain run (str_class 0) that starts at offset j of s[0..n): eight bytes at a

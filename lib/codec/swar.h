@@ -1,5 +1,6 @@
 /* Eight bytes at a time in a 64-bit word (Bit Twiddling Hacks): the tests the request readers
- * make on header names, targets and values (transport/h2_fields.c, transport/h1_quick.c).
+ * make on header names, targets and values (transport/h2_fields.c, transport/h1_quick.c), on
+ * JSON strings (codec/json_reader.c) and on UTF-8 text (codec/utf8.c).
  *
  * Each returns 0x80 in the bytes it flags. The borrow-based ones may also flag a byte above a
  * flagged one, so as a yes/no for the word they are exact, and so is their lowest flag (the
@@ -25,11 +26,23 @@ static inline uint64_t isv__swar_load(const void *p) {
   return w;
 }
 
+/* The bytes below n (1 <= n <= 128); borrow-based. */
+static inline uint64_t isv__swar_below(uint64_t w, unsigned n) {
+  return (w - ISV__SWAR_ONES * n) & ~w & ISV__SWAR_HIGHS;
+}
+
+/* The bytes equal to b; borrow-based (isv__swar_eq flags every one exactly, for a few more
+ * instructions). */
+static inline uint64_t isv__swar_is(uint64_t w, unsigned char b) {
+  return isv__swar_below(w ^ (ISV__SWAR_ONES * b), 1);
+}
+
+/* The bytes of 0x80 and above (not UTF-8's ASCII); every flag exact. */
+static inline uint64_t isv__swar_high(uint64_t w) { return w & ISV__SWAR_HIGHS; }
+
 /* The bytes below n (n <= 128), and 0x7f (DEL); borrow-based. */
 static inline uint64_t isv__swar_below_or_del(uint64_t w, unsigned n) {
-  uint64_t d = w ^ (ISV__SWAR_ONES * 0x7f);
-  return ((w - ISV__SWAR_ONES * n) & ~w & ISV__SWAR_HIGHS) |
-         ((d - ISV__SWAR_ONES) & ~d & ISV__SWAR_HIGHS);
+  return isv__swar_below(w, n) | isv__swar_is(w, 0x7f);
 }
 
 /* The bytes equal to b, every flag exact. */

@@ -1,6 +1,8 @@
 /* UTF-8 validation (RFC 3629). */
 #include "utf8.h"
 
+#include "swar.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -30,15 +32,13 @@ static size_t seq_len(const unsigned char *s, size_t n) {
  * & ~w & 0x80.., which never says yes for a word without one. */
 static int check(const char *str, size_t n, int no_nul) {
   const unsigned char *s = (const unsigned char *)str;
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   size_t i = 0;
   for (;;) {
     /* ASCII fast path, 8 bytes at a time. */
     while (i + 8 <= n) {
-      uint64_t w;
-      memcpy(&w, s + i, 8);
-      if (w & high) break;
-      if (no_nul && ((w - ones) & ~w & high)) return 0;
+      uint64_t w = isv__swar_load(s + i);
+      if (isv__swar_high(w)) break;
+      if (no_nul && isv__swar_below(w, 1)) return 0;
       i += 8;
     }
     /* the rest of a short string, or up to the byte that stopped the words: 1..0x7F go by */
