@@ -6,6 +6,7 @@
 #include "datatype.h"
 #include "numparse.h"
 #include "swar.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,27 +93,6 @@ static const uint8_t str_class[256] = {
     4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
     4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
 
-/* Length of a valid UTF-8 sequence at s (s[0] >= 0x80), 0 if invalid (RFC 3629). */
-ISV_INLINE size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  if (c < 0xC2) return 0;
-  if (c < 0xE0) return (n >= 2 && (s[1] & 0xC0) == 0x80) ? 2 : 0;
-  if (c < 0xF0) {
-    if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
-    if (c == 0xE0 && s[1] < 0xA0) return 0;
-    if (c == 0xED && s[1] >= 0xA0) return 0;
-    return 3;
-  }
-  if (c < 0xF5) {
-    if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-      return 0;
-    if (c == 0xF0 && s[1] < 0x90) return 0;
-    if (c == 0xF4 && s[1] >= 0x90) return 0;
-    return 4;
-  }
-  return 0;
-}
-
 static int hex4(const unsigned char *s, unsigned *out) {
   unsigned v = 0;
   for (int i = 0; i < 4; i++) {
@@ -193,7 +173,7 @@ static int scan_string(isv__json_reader *r, size_t start, int unescape, const ch
       case 3:
         return fail(r, i, "control character 0x%02X in string at offset %zu", s[i], i);
       case 4: {
-        size_t l = utf8_seq(s + i, n - i);
+        size_t l = isv__utf8_seq_len(s + i, n - i);
         if (!l) return fail(r, i, "invalid UTF-8 in string at offset %zu", i);
         if (esc && unescape) memmove(s + w, s + i, l);
         w += l;
