@@ -234,6 +234,7 @@ typedef struct early_data {
   void *data; /* in the request's arena; NULL: not tried */
   isv_datatype dt;
   size_t count, bytes;
+  unsigned shapes; /* how many "shape" members had been read when it was */
   int done; /* read whole; else the reader was rewound and "data" is skipped as before */
 } early_data;
 
@@ -242,7 +243,7 @@ typedef struct early_data {
  * only — strings (BYTES) would be unescaped in place, and a failed try must leave the bytes
  * as they were for the skip that follows (keep_bytes makes sure of it for stray strings). */
 static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_token *first,
-                         int have_dt, isv_datatype dt, int have_shape, const int64_t *shape,
+                         int have_dt, isv_datatype dt, unsigned have_shape, const int64_t *shape,
                          size_t ndim, early_data *e) {
   if (e->data != NULL) { /* "data" again: the last one counts, read as before */
     e->done = 0;
@@ -259,6 +260,7 @@ static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_t
   e->dt = dt;
   e->count = count;
   e->bytes = bytes;
+  e->shapes = have_shape;
   isv__json_mark m = isv__json_mark_here(rd);
   rd->keep_bytes = 1;
   int rc = isv__json_read_tensor(rd, first, dt, e->data, count);
@@ -282,7 +284,8 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   size_t dtlen = 0;
   int64_t shape[ISV__MAX_NDIM];
   size_t ndim = 0;
-  int have_shape = 0, have_dt = 0;
+  unsigned have_shape = 0; /* how many "shape" members (the last counts) */
+  int have_dt = 0;
   isv__json_token data_tok;
   size_t data_end = 0;
   int have_data = 0;
@@ -306,7 +309,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
       have_dt = 1;
     } else if (ISV__TOKEN_IS(&t, "shape")) {
       if (parse_shape(r, rd, shape, &ndim, name ? name : label)) return r->status;
-      have_shape = 1;
+      have_shape++;
     } else if (ISV__TOKEN_IS(&t, "parameters")) {
       info.label = name ? name : label;
       if (parse_params(r, rd, input_param, &info)) return r->status;
@@ -340,9 +343,13 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'data' (nor a binary_data_size "
                              "parameter)", name);
   size_t count, bytes;
-  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
+  if (early.done && early.dt == dt && early.shapes == have_shape) {
+    count = early.count; /* the shape and datatype it was read with are the last ones */
+    bytes = early.bytes;
+  } else if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0) {
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape whose element count "
                              "overflows", name);
+  }
   int64_t *sh = isv__arena_alloc(&r->arena, (ndim ? ndim : 1) * sizeof *sh);
   if (sh == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   if (ndim) memcpy(sh, shape, ndim * sizeof *sh);

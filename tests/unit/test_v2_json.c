@@ -144,6 +144,17 @@ static void data_after_its_datatype_and_shape_reads_as_in_any_order(void **state
   assert_int_equal(isv_tensor_datatype(isv_request_input(r, "A")), ISV_INT64);
   assert_int_equal(b[1], 6);
   isv_request_free(r);
+  /* a shape after "data" counts too: its element count is the tensor's, whatever the data's */
+  r = decode("{\"inputs\":[{\"name\":\"A\",\"shape\":[2],\"datatype\":\"INT32\",\"data\":[7,8],"
+             "\"shape\":[1,2]}]}", 0);
+  size_t ndim = 0;
+  const int64_t *sh = isv_tensor_shape(isv_request_input(r, "A"), &ndim);
+  assert_int_equal(ndim, 2);
+  assert_int_equal(sh[1], 2);
+  assert_int_equal(((const int32_t *)isv_tensor_data(isv_request_input(r, "A")))[1], 8);
+  isv_request_free(r);
+  expect_error("{\"inputs\":[{\"name\":\"A\",\"shape\":[2],\"datatype\":\"INT32\",\"data\":[7,8],"
+               "\"shape\":[3]}]}", ISV_EBADREQ, "expected 3 elements, got 2");
   /* bad data: the same message either way (a string is left as it was by the failed try) */
   static const char *bad[] = {"[\"a\\n\",2]", "[1,2,3]", "[1]", "[1,true]", "[1,\"\\u00e9\"]"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
