@@ -17,7 +17,7 @@ void isv__buf_free(isv__buf *b) {
   isv__buf_init(b, b->mem);
 }
 
-char *isv__buf_reserve(isv__buf *b, size_t n) {
+char *isv__buf_reserve_grow(isv__buf *b, size_t n) {
   if (b->failed) return NULL;
   if (b->data && b->cap - b->len >= n) return b->data + b->len;
   if (n > SIZE_MAX / 2 - b->len) {

@@ -23,8 +23,8 @@ typedef struct isv__buf {
 /* Empty, allocating from mem (NULL: libc's). */
 void isv__buf_init(isv__buf *b, const isv_mem *mem);
 void isv__buf_free(isv__buf *b);
-/* Make room for at least n more bytes; returns a pointer to the free space or NULL. */
-char *isv__buf_reserve(isv__buf *b, size_t n);
+/* isv__buf_reserve's way when there is no room (or b has failed): grows. */
+char *isv__buf_reserve_grow(isv__buf *b, size_t n);
 /* isv__buf_append's way when there is no room (or b has failed): grows, then copies. */
 void isv__buf_append_grow(isv__buf *b, const void *p, size_t n);
 /* Returns data (NULL when empty) and resets b (same allocator); the caller frees it with
@@ -41,6 +41,13 @@ static inline void isv__buf_append(isv__buf *b, const void *p, size_t n) {
     return;
   }
   if (n) isv__buf_append_grow(b, p, n);
+}
+
+/* Make room for at least n more bytes; returns a pointer to the free space or NULL. Inline when
+ * the room is there (a number's 24 bytes, a header's few dozen: most calls). */
+static inline char *isv__buf_reserve(isv__buf *b, size_t n) {
+  if (ISV_LIKELY(b->data && b->cap - b->len >= n && !b->failed)) return b->data + b->len;
+  return isv__buf_reserve_grow(b, n);
 }
 
 static inline void isv__buf_putc(isv__buf *b, char c) {
