@@ -899,7 +899,12 @@ static void on_drain(isv__grpc_call *call) {
 }
 
 void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
-  const isv__grpc_entry *e = find(s, call->path, call->path_len);
+  const isv__grpc_entry *e = NULL;
+  if (s->last < s->n && s->entries[s->last].path_len == call->path_len &&
+      memcmp(s->entries[s->last].method->path, call->path, call->path_len) == 0)
+    e = &s->entries[s->last];
+  else if ((e = find(s, call->path, call->path_len)) != NULL)
+    s->last = (size_t)(e - s->entries);
   if (e == NULL) {
     char msg[300];
     snprintf(msg, sizeof msg, "unknown method %.200s", call->path);

@@ -131,6 +131,7 @@ struct isv__grpc_services {
   struct isv__gate *gate; /* the edge's judge (gate.h); NULL: none */
   isv__grpc_entry *entries;
   size_t n, cap;
+  size_t last; /* the entry the last call found: looked at first (a client calls one method) */
 };
 
 void isv__grpc_services_init(isv__grpc_services *s, isv__core *core);
