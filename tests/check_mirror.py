@@ -69,6 +69,7 @@ COVERED_ELSEWHERE = {
 # tests/unit files that are not one module's mirror
 NOT_A_MIRROR = {
     "test_span.c": "lib/codec/span.h, a header of inline comparisons (no .c of its own)",
+    "test_decimal.c": "lib/codec/decimal.h, a header of one inline parser (no .c of its own)",
     "test_server_inproc.c": "lib/server.c and the public API as a host uses it",
     "test_cpp_host.cpp": "include/inferserve.h compiled and linked as C++17",
     "test_cpp_face.cpp": "include/inferserve.hpp, the header-only C++17 face",

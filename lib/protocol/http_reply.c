@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "codec/bigbuf.h"
+#include "codec/decimal.h"
 #include "codec/json_writer.h"
 #include "codec/span.h"
 #include "core/request.h"
@@ -148,14 +149,8 @@ int isv__queue_headers(isv_request *r, const isv__header *hs, size_t n_hs) {
   for (size_t i = 0; i < N; i++) {
     const isv__header *h = found[i];
     if (h == NULL || isv_request_param(r, map[i].param) != NULL) continue;
-    uint64_t v = 0;
-    size_t k = 0;
-    for (; k < h->value_len && h->value[k] >= '0' && h->value[k] <= '9'; k++) {
-      uint64_t d = (uint64_t)(h->value[k] - '0');
-      if (v > (UINT64_MAX - d) / 10) break; /* past 2^64 - 1 */
-      v = v * 10 + d;
-    }
-    if (k == 0 || k != h->value_len)
+    uint64_t v;
+    if (isv__decimal_u64(h->value, h->value_len, UINT64_MAX, &v) != 0)
       return isv__request_fail(r, ISV_EBADREQ, "header %s must be a non-negative decimal "
                                "integer", map[i].shown);
     isv_param p = {.type = ISV_PARAM_UINT64, .v.u64 = v};

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec/decimal.h"
 #include "codec/json_reader.h"
 #include "codec/json_writer.h"
 #include "codec/pbwire.h"
@@ -38,18 +39,9 @@ static int is(const char *s, size_t n, const char *lit) {
   return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-/* Decimal digits only, at most max: 0, or -1. */
+/* Decimal digits only, at most 20 of them and at most max: 0, or -1. */
 static int decimal(const char *s, size_t n, uint64_t max, uint64_t *out) {
-  if (n == 0 || n > 20) return -1;
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return -1;
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (max - d) / 10) return -1;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return 0;
+  return n > 20 ? -1 : isv__decimal_u64(s, n, max, out);
 }
 
 /* One setting into ch: 0, or an ISV_E* code with err. vals NULL: cleared. */

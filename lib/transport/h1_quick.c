@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec/compiler.h"
+#include "codec/decimal.h"
 #include "codec/span.h"
 #include "codec/swar.h"
 
@@ -130,14 +131,11 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
     int s = special(p + name, name_len);
     if (s < 0) return 0;
     if (s > 0) {
-      if (q->content_length >= 0 || value_len > 15) return 0;
-      int64_t v = 0;
-      for (size_t k = 0; k < value_len; k++) {
-        unsigned d = (unsigned char)p[value + k] - (unsigned)'0';
-        if (d > 9) return 0;
-        v = v * 10 + d;
-      }
-      q->content_length = v;
+      uint64_t v;
+      if (q->content_length >= 0 || value_len > 15 ||
+          isv__decimal_u64(p + value, value_len, INT64_MAX, &v) != 0)
+        return 0;
+      q->content_length = (int64_t)v;
     }
     if (q->n_fields == ISV__H1_QUICK_FIELDS) return 0;
     q->fields[q->n_fields++] =

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "codec/decimal.h"
 #include "codec/span.h"
 #include "codec/swar.h"
 
@@ -92,13 +93,8 @@ static int scheme_ok(const uint8_t *v, size_t n) {
 
 /* A decimal number without sign or space, or -1 (nghttp2's parse_uint). */
 static int64_t decimal(const uint8_t *v, size_t n) {
-  if (n == 0) return -1;
-  int64_t x = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (v[i] < '0' || v[i] > '9' || x > (INT64_MAX - (v[i] - '0')) / 10) return -1;
-    x = x * 10 + (v[i] - '0');
-  }
-  return x;
+  uint64_t x;
+  return isv__decimal_u64((const char *)v, n, INT64_MAX, &x) == 0 ? (int64_t)x : -1;
 }
 
 /* The names with a rule of their own, and the usual ones that need no byte loop: one switch
