@@ -104,10 +104,13 @@ void isv__grpc_services_free(isv__grpc_services *s) {
 
 /* Every call looks its method up here: ~50 entries once every front end is on, so lengths are
  * compared before bytes (a strcmp per entry was 19 per ModelInfer). */
+static int serves(const isv__grpc_entry *e, const char *path, size_t len) {
+  return e->path_len == len && memcmp(e->method->path, path, len) == 0;
+}
+
 static const isv__grpc_entry *find(const isv__grpc_services *s, const char *path, size_t len) {
   for (size_t i = 0; i < s->n; i++)
-    if (s->entries[i].path_len == len && memcmp(s->entries[i].method->path, path, len) == 0)
-      return &s->entries[i];
+    if (serves(&s->entries[i], path, len)) return &s->entries[i];
   return NULL;
 }
 
@@ -900,8 +903,7 @@ static void on_drain(isv__grpc_call *call) {
 
 void isv__grpc_services_dispatch(isv__grpc_services *s, isv__grpc_call *call) {
   const isv__grpc_entry *e = NULL;
-  if (s->last < s->n && s->entries[s->last].path_len == call->path_len &&
-      memcmp(s->entries[s->last].method->path, call->path, call->path_len) == 0)
+  if (s->last < s->n && serves(&s->entries[s->last], call->path, call->path_len))
     e = &s->entries[s->last];
   else if ((e = find(s, call->path, call->path_len)) != NULL)
     s->last = (size_t)(e - s->entries);
