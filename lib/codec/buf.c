@@ -17,9 +17,9 @@ void isv__buf_free(isv__buf *b) {
   isv__buf_init(b, b->mem);
 }
 
+/* Only isv__buf_reserve calls here, when b has failed or has no room for n. */
 char *isv__buf_reserve_grow(isv__buf *b, size_t n) {
   if (b->failed) return NULL;
-  if (b->data && b->cap - b->len >= n) return b->data + b->len;
   if (n > SIZE_MAX / 2 - b->len) {
     b->failed = 1;
     return NULL;
