@@ -243,13 +243,13 @@ typedef struct early_data {
  * only — strings (BYTES) would be unescaped in place, and a failed try must leave the bytes
  * as they were for the skip that follows (keep_bytes makes sure of it for stray strings). */
 static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_token *first,
-                         int have_dt, isv_datatype dt, unsigned have_shape, const int64_t *shape,
+                         int have_dt, isv_datatype dt, unsigned shapes, const int64_t *shape,
                          size_t ndim, early_data *e) {
   if (e->data != NULL) { /* "data" again: the last one counts, read as before */
     e->done = 0;
     return 0;
   }
-  if (!have_dt || !have_shape || dt == ISV_TYPE_INVALID || dt == ISV_BYTES ||
+  if (!have_dt || !shapes || dt == ISV_TYPE_INVALID || dt == ISV_BYTES ||
       first->type != ISV__JSON_ARRAY_BEGIN)
     return 0;
   size_t count, bytes;
@@ -260,7 +260,7 @@ static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_t
   e->dt = dt;
   e->count = count;
   e->bytes = bytes;
-  e->shapes = have_shape;
+  e->shapes = shapes;
   isv__json_mark m = isv__json_mark_here(rd);
   rd->keep_bytes = 1;
   int rc = isv__json_read_tensor(rd, first, dt, e->data, count);
@@ -284,7 +284,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   size_t dtlen = 0;
   int64_t shape[ISV__MAX_NDIM];
   size_t ndim = 0;
-  unsigned have_shape = 0; /* how many "shape" members (the last counts) */
+  unsigned shapes = 0; /* how many "shape" members were read (the last counts) */
   int have_dt = 0;
   isv__json_token data_tok;
   size_t data_end = 0;
@@ -309,14 +309,14 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
       have_dt = 1;
     } else if (ISV__TOKEN_IS(&t, "shape")) {
       if (parse_shape(r, rd, shape, &ndim, name ? name : label)) return r->status;
-      have_shape++;
+      shapes++;
     } else if (ISV__TOKEN_IS(&t, "parameters")) {
       info.label = name ? name : label;
       if (parse_params(r, rd, input_param, &info)) return r->status;
     } else if (ISV__TOKEN_IS(&t, "data")) {
       if (isv__json_next(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
       have_data = 1;
-      if (read_data_now(r, rd, &data_tok, have_dt, dt, have_shape, shape, ndim, &early)) {
+      if (read_data_now(r, rd, &data_tok, have_dt, dt, shapes, shape, ndim, &early)) {
         data_end = rd->pos;
         continue;
       }
@@ -332,7 +332,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   if (dt == ISV_TYPE_INVALID)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has unknown datatype '%.*s'", name,
                              (int)(dtlen > 32 ? 32 : dtlen), dtname);
-  if (!have_shape) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'shape'", name);
+  if (!shapes) return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'shape'", name);
   if (isv__shm_used(&info.shm) && (have_data || info.have_bin))
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shared memory parameters and %s: "
                              "send one", name, have_data ? "'data'" : "binary_data_size");
@@ -343,7 +343,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has no 'data' (nor a binary_data_size "
                              "parameter)", name);
   size_t count, bytes;
-  if (early.done && early.dt == dt && early.shapes == have_shape) {
+  if (early.done && early.dt == dt && early.shapes == shapes) {
     count = early.count; /* the shape and datatype it was read with are the last ones */
     bytes = early.bytes;
   } else if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0) {
