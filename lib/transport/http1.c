@@ -51,6 +51,10 @@ typedef struct hdr_span {
   size_t no, nl, vo, vl;
 } hdr_span;
 
+/* The kind of span llhttp's callbacks last stored, in the order a head holds them: a header
+ * field seen means the URL is whole (build_exchange). */
+typedef enum h1_span { SPAN_NONE, SPAN_URL, SPAN_FIELD, SPAN_VALUE } h1_span;
+
 typedef struct h1 {
   isv__conn *c;
   llhttp_t parser;
@@ -59,7 +63,7 @@ typedef struct h1 {
   int headers_done;
   int method; /* llhttp's number, and whether it is HTTP/1.0: once headers_done */
   int http10;
-  int last_span; /* 0 none, 1 url, 2 header field, 3 header value */
+  h1_span last_span; /* what the last bytes stored were: a field's next bytes extend it */
   isv__buf head;
   size_t url_len;
   hdr_span *hdrs;
@@ -459,7 +463,7 @@ static isv__method method_of(int m) {
  * error found on the way, the path once the request line is read and the headers once they
  * are. The engine's buffers move into it. NULL when out of memory. */
 static isv__exchange *build_exchange(h1 *h, int complete) {
-  int have_url = complete || h->headers_done || h->last_span > 1;
+  int have_url = complete || h->headers_done || h->last_span >= SPAN_FIELD;
   size_t n_hdrs = complete || h->headers_done ? h->n_hdrs : 0;
   /* One block: the exchange, its headers, then its storage — the head text, then a
    * NUL-terminated copy of the path and of the query. The connection's spare when it is large
@@ -530,8 +534,9 @@ static isv__exchange *build_exchange(h1 *h, int complete) {
   ex->storage = st;
   int method = h->headers_done ? h->method : h->parser.method;
   ex->method = method_of(method);
-  ex->method_name =
-      method || complete || h->last_span ? llhttp_method_name((llhttp_method_t)method) : "";
+  ex->method_name = method || complete || h->last_span != SPAN_NONE
+                        ? llhttp_method_name((llhttp_method_t)method)
+                        : "";
   if (complete) {
     ex->body = h->body.data;
     ex->body_len = h->body.len;
@@ -658,7 +663,7 @@ static void body_release(h1 *h) {
 static void message_begin(h1 *h) {
   h->in_message = 1; /* still idle (isv__conn_idle) until its head is complete */
   h->headers_done = 0;
-  h->last_span = 0;
+  h->last_span = SPAN_NONE;
   h->head.len = 0;
   h->url_len = 0;
   h->n_hdrs = 0;
@@ -674,14 +679,14 @@ static int on_message_begin(llhttp_t *p) {
 
 static int on_url(llhttp_t *p, const char *at, size_t n) {
   h1 *h = h1_parser(p);
-  h->last_span = 1;
+  h->last_span = SPAN_URL;
   h->url_len += n;
   return head_append(h, at, n);
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   h1 *h = h1_parser(p);
-  if (h->last_span != 2) {
+  if (h->last_span != SPAN_FIELD) {
     if (h->n_hdrs == 100) return fail(h, 431, "too many request headers (limit 100)");
     if (h->n_hdrs == h->cap_hdrs) {
       size_t nc = h->cap_hdrs ? h->cap_hdrs * 2 : 16;
@@ -694,7 +699,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
     s->no = h->head.len;
     s->nl = s->vl = 0;
     s->vo = 0;
-    h->last_span = 2;
+    h->last_span = SPAN_FIELD;
   }
   h->hdrs[h->n_hdrs - 1].nl += n;
   return head_append(h, at, n);
@@ -704,9 +709,9 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   h1 *h = h1_parser(p);
   if (h->n_hdrs == 0) return 0;
   hdr_span *s = &h->hdrs[h->n_hdrs - 1];
-  if (h->last_span != 3) {
+  if (h->last_span != SPAN_VALUE) {
     s->vo = h->head.len;
-    h->last_span = 3;
+    h->last_span = SPAN_VALUE;
   }
   s->vl += n;
   return head_append(h, at, n);
@@ -762,9 +767,9 @@ static void on_continue_written(isv__conn *c, void *ctx, int status) {
 
 /* The head is read (by llhttp or the quick reading): what the server requires of it, then
  * the body's block. 0; -1 with h->err_status set; 1 when the body's pages are being faulted in
- * first (start_faulting: llhttp pauses). */
+ * first (start_faulting: llhttp pauses), only if `may_pause`. */
 static int headers_complete(h1 *h, int method, int major, int minor, int has_length,
-                            uint64_t length) {
+                            uint64_t length, int may_pause) {
   h->headers_done = 1;
   h->method = method;
   h->http10 = major == 1 && minor == 0;
@@ -799,7 +804,7 @@ static int headers_complete(h1 *h, int method, int major, int minor, int has_len
       h->body_big = 1;
     }
   }
-  int pause = h->body_big && start_faulting(h);
+  int pause = may_pause && h->body_big && start_faulting(h);
   if (facts.expect && facts.expect_len == 12 && strncasecmp(facts.expect, "100-continue", 12) == 0 &&
       minor >= 1) {
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -819,7 +824,7 @@ static int on_headers_complete(llhttp_t *p) {
    * it, keeps llhttp from treating the bytes after this message as another protocol. */
   p->upgrade = 0;
   int rc = headers_complete(h1_parser(p), p->method, p->http_major, p->http_minor,
-                            (p->flags & F_CONTENT_LENGTH) != 0, p->content_length);
+                            (p->flags & F_CONTENT_LENGTH) != 0, p->content_length, 1);
   return rc < 0 ? -1 : rc ? HPE_PAUSED : 0;
 }
 
@@ -935,12 +940,11 @@ static size_t quick_message(h1 *h, const char *data, size_t len) {
   h->head.len = to - from;
   h->url_len = q.url_len;
   h->n_hdrs = q.n_fields;
-  h->last_span = 3;
+  h->last_span = SPAN_VALUE;
+  /* no pause to fault the body's pages in: a body this small is never in fresh pages
+   * (ISV__H1_QUICK_BODY_MAX < ISV__BIGBUF_BLOCK_MIN), and it is copied in just below */
   int rc = headers_complete(h, q.method, 1, q.http_minor, q.content_length >= 0,
-                            (uint64_t)(q.content_length >= 0 ? q.content_length : 0));
-  /* a body this small is never in fresh pages (ISV__H1_QUICK_BODY_MAX < ISV__BIGBUF_BLOCK_MIN):
-   * nothing to fault in, no pause */
-  ISV_ASSERT(rc != 1, "a quick message's body is never faulted in");
+                            (uint64_t)(q.content_length >= 0 ? q.content_length : 0), 0);
   if (rc == 0 && used > q.head_len) {
     memcpy(h->body.data, data + q.head_len, used - q.head_len);
     h->body.len = used - q.head_len;
