@@ -88,8 +88,10 @@ struct isv__core {
    * refused instead of touching freed memory (request.c); under mu. */
   isv_request *quarantine[ISV__QUARANTINE];
   size_t q_next, q_len;
-  isv_request *q_spare; /* one that left the quarantine, for the next isv__request_new rather
-                         * than free() and calloc() (request.c); under mu */
+  /* One that left the quarantine, for the next isv__request_new rather than free() and calloc()
+   * (request.c): set under mu, and only when empty; taken by an exchange, without mu (a lock
+   * pair per request less). */
+  _Atomic(isv_request *) q_spare;
   int closed; /* isv__core_close ran: requests freed later go straight to free(); under mu */
   /* The core's memory outlives its close while executions it abandoned still run: one
    * reference for the owner, one per abandoned execution, one for worker threads let go. */

@@ -114,8 +114,7 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   c->done_head = c->done_tail = NULL;
   for (size_t i = 0; i < c->q_len; i++) isv__free(c->quarantine[i]);
   c->q_len = 0;
-  isv__free(c->q_spare);
-  c->q_spare = NULL;
+  isv__free(atomic_exchange_explicit(&c->q_spare, NULL, memory_order_acquire));
   uv_mutex_unlock(&c->mu);
   while (q) {
     isv_request *next = q->qnext;

@@ -14,10 +14,7 @@
 isv_request *isv__request_new(isv__core *c) {
   /* the struct of one that left the quarantine (bury) when there is one: no free and calloc per
    * request — it was as dead as freed memory, which malloc would hand out again as soon */
-  uv_mutex_lock(&c->mu);
-  isv_request *r = c->q_spare;
-  c->q_spare = NULL;
-  uv_mutex_unlock(&c->mu);
+  isv_request *r = atomic_exchange_explicit(&c->q_spare, NULL, memory_order_acquire);
   if (r != NULL) memset(r, 0, sizeof *r);
   else if ((r = isv__calloc(c->mem, 1, sizeof *r)) == NULL) return NULL;
   r->core = c;
@@ -493,10 +490,11 @@ static void bury(isv_request *r) {
   c->quarantine[c->q_next] = r;
   c->q_next = (c->q_next + 1) % ISV__QUARANTINE;
   if (c->q_len < ISV__QUARANTINE) c->q_len++;
-  if (old != NULL && c->q_spare == NULL) { /* out of quarantine: the next request's struct */
-    c->q_spare = old;
+  isv_request *none = NULL; /* out of quarantine: the next request's struct, if none is kept */
+  if (old != NULL && atomic_compare_exchange_strong_explicit(&c->q_spare, &none, old,
+                                                             memory_order_release,
+                                                             memory_order_relaxed))
     old = NULL;
-  }
   uv_mutex_unlock(&c->mu);
   isv__free(old);
 }

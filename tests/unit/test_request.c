@@ -379,6 +379,56 @@ static void a_freed_request_reads_as_empty(void **state) {
   assert_int_equal(isv_request_alloc_output(r, "Y", ISV_INT32, &one, 1, &out), ISV_ESTATE);
 }
 
+/* The struct that leaves the quarantine is the next request's, zeroed: one request's free and
+ * the next one's new reuse it without malloc — and a late call on the old request, made after
+ * the struct was reused, would reach the new one, which is why it waits ISV__QUARANTINE frees. */
+static void a_struct_leaving_the_quarantine_is_reused_clean(void **state) {
+  fixture *f = *state;
+  isv_request *first = req(f);
+  assert_int_equal(isv_request_set_id(first, "old"), 0);
+  isv_request_free(first);
+  for (size_t i = 0; i < ISV__QUARANTINE; i++) { /* the last of these pushes `first` out */
+    isv_request *r = req(f);
+    assert_ptr_not_equal(r, first);
+    isv_request_free(r);
+  }
+  isv_request *again = isv__request_new(&f->core);
+  assert_ptr_equal(again, first);
+  assert_string_equal(isv_request_id(again), "");
+  assert_int_equal(isv_request_input_count(again), 0);
+  assert_int_equal(isv_request_is_cancelled(again), 0);
+  isv_request_free(again);
+}
+
+/* Requests made and freed on two threads at once: the spare struct is taken without the core's
+ * lock (an exchange), so each struct goes to one of them (TSan in CI: no race). */
+typedef struct churn {
+  fixture *f;
+  const char *id;
+  size_t kept; /* requests that kept this thread's id while it held them */
+} churn;
+static void churn_requests(void *arg) {
+  churn *c = arg;
+  for (size_t i = 0; i < 4 * ISV__QUARANTINE; i++) {
+    isv_request *r = isv__request_new(&c->f->core);
+    if (r == NULL) continue;
+    isv_request_set_id(r, c->id);
+    c->kept += strcmp(isv_request_id(r), c->id) == 0 && isv_request_input_count(r) == 0;
+    isv_request_free(r);
+  }
+}
+static void two_threads_share_the_spare(void **state) {
+  fixture *f = *state;
+  churn a = {.f = f, .id = "a"}, b = {.f = f, .id = "b"};
+  uv_thread_t ta, tb;
+  assert_int_equal(uv_thread_create(&ta, churn_requests, &a), 0);
+  assert_int_equal(uv_thread_create(&tb, churn_requests, &b), 0);
+  uv_thread_join(&ta);
+  uv_thread_join(&tb);
+  assert_int_equal(a.kept, 4 * ISV__QUARANTINE);
+  assert_int_equal(b.kept, 4 * ISV__QUARANTINE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(validation_names_each_problem, setup, teardown),
@@ -388,6 +438,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(params_replace_and_copy, setup, teardown),
       cmocka_unit_test_setup_teardown(open_io_takes_any_tensor, setup, teardown),
       cmocka_unit_test_setup_teardown(a_freed_request_reads_as_empty, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_struct_leaving_the_quarantine_is_reused_clean, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(two_threads_share_the_spare, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
