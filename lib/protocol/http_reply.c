@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "codec/bigbuf.h"
 #include "codec/decimal.h"
@@ -115,9 +114,11 @@ int isv__reply_error(isv__exchange *ex, int err, const char *fmt, ...) {
   return isv__reply_error_msg(ex, isv_err_http_status(err), msg, NULL, 0);
 }
 
-int isv__media_is(const isv__header *ct, const char *type) {
-  size_t n = strlen(type);
-  if (ct->value_len < n || strncasecmp(ct->value, type, n) != 0) return 0;
+int isv__media_is_n(const isv__header *ct, const char *type, size_t n) {
+  if (ct->value_len < n) return 0;
+  /* as sent, lower case, by almost every client: compared a word at a time first */
+  if (!isv__bytes_same(ct->value, type, n) && !isv__bytes_same_nocase(ct->value, type, n))
+    return 0;
   return ct->value_len == n || ct->value[n] == ';' || ct->value[n] == ' ';
 }
 

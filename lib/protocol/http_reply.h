@@ -33,8 +33,10 @@ void isv__sse_send(isv__exchange *ex, int *begun, isv__buf *b);
  * strings unescaped in place): freed with the request, which may outlive the exchange (a
  * request the server's close abandons waits for its backend). */
 void isv__http_give_body(isv_request *r, isv__exchange *ex);
-/* Whether a Content-Type header is `type` (case-insensitive; parameters after ';' ignored). */
-int isv__media_is(const isv__header *ct, const char *type);
+/* Whether a Content-Type header is the string literal `type` (case-insensitive; parameters
+ * after ';' ignored): its length known here, not found by strlen on every request. */
+#define isv__media_is(ct, type) isv__media_is_n((ct), "" type, sizeof(type) - 1)
+int isv__media_is_n(const isv__header *ct, const char *type, size_t n);
 /* A refused request's Retry-After (the core's estimate, r->retry_after_s): *h set, its value
  * written in buf (cap >= 12); 1, or 0 when the core has none. */
 size_t isv__retry_after(const isv_request *r, isv__header *h, char *buf, size_t cap);

@@ -279,6 +279,32 @@ def test_other_content_type_is_415(demo):
     assert_error(r, 415, "image/png", "application/octet-stream")
 
 
+_SIMPLE_JSON = json.dumps({"inputs": [
+    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": A},
+    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": B}]}).encode()
+
+
+@pytest.mark.parametrize("ct", ["application/json", "Application/JSON", "application/json; charset=utf-8",
+                                "APPLICATION/JSON;charset=utf-8", "text/plain", "TEXT/Plain ; x=y",
+                                "application/X-WWW-Form-Urlencoded"])
+def test_json_media_types_any_case_with_parameters(demo, ct):
+    r = _post_raw(demo, _SIMPLE_JSON, {"Content-Type": ct})
+    out = outputs_by_name(ok_json(r))
+    assert flatten(out["OUTPUT0"]["data"]) == [a + b for a, b in zip(A, B)], show(r)
+
+
+@pytest.mark.parametrize("ct", ["application/jsonx", "application/jso", "application/json-seq",
+                                "text/plainjson", "applicatio/json", "application/octet-streams", ""])
+def test_near_media_types_are_415(demo, ct):
+    r = _post_raw(demo, _SIMPLE_JSON, {"Content-Type": ct})
+    assert_error(r, 415, "unsupported Content-Type", "application/octet-stream")
+
+
+def test_octet_stream_any_case(demo):
+    r = _post_raw(demo, b'{"inputs":[]}', {"Content-Type": "Application/Octet-Stream; x=1"})
+    assert_error(r, 400, "Inference-Header-Content-Length")
+
+
 def test_size_mismatch(demo):
     r = post_binary(demo, "simple", [("INPUT0", "INT32", [1, 16], i32(A)[:60]),
                                      ("INPUT1", "INT32", [1, 16], i32(B))])
