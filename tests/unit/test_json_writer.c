@@ -171,6 +171,54 @@ static void test_string_in_the_room_left(void **state) {
   }
 }
 
+/* JSON's escaping written out plainly, to hold isv__json_write_string's word-at-a-time way to. */
+static size_t reference_escape(char *out, const unsigned char *s, size_t n) {
+  size_t o = 0;
+  out[o++] = '"';
+  for (size_t i = 0; i < n; i++) {
+    unsigned c = s[i];
+    const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
+                      : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+    if (named) o += (size_t)sprintf(out + o, "%s", named);
+    else if (c < 0x20) o += (size_t)sprintf(out + o, "\\u00%02X", c);
+    else out[o++] = (char)c;
+  }
+  out[o++] = '"';
+  return o;
+}
+
+/* Every length up to 24 (the byte loop, the two halves of 4 to 7, the words with the
+ * overlapping last one), each byte that needs an escape — and each that does not but sits
+ * next to the classes' edges — at every position, with room to spare and with none. */
+static void test_string_every_length_and_place(void **state) {
+  (void)state;
+  static const unsigned char odd[] = {'"', '\\', 0x00, 0x1f, '\n', 0x20, 0x21, 0x5b, 0x5d,
+                                      0x7f, 0x80, 0xc3, 0xff};
+  unsigned char s[24];
+  char want[24 * 6 + 2];
+  for (size_t n = 0; n <= sizeof s; n++)
+    for (size_t at = 0; at <= n; at++)
+      for (size_t k = 0; k < (at < n ? sizeof odd : 1); k++) {
+        for (size_t i = 0; i < n; i++) s[i] = (unsigned char)('A' + (i * 7 + n) % 26);
+        if (at < n) s[at] = odd[k];
+        size_t wl = reference_escape(want, s, n);
+        char *exact = malloc(n ? n : 1); /* no byte past the string's (ASan would say) */
+        assert_non_null(exact);
+        memcpy(exact, s, n);
+        for (int spare = 0; spare < 2; spare++) {
+          isv__buf b;
+          isv__buf_init(&b, NULL);
+          if (spare) assert_non_null(isv__buf_reserve(&b, 256));
+          isv__json_write_string(&b, exact, n);
+          assert_false(b.failed);
+          assert_int_equal(b.len, wl);
+          assert_memory_equal(b.data, want, wl);
+          isv__buf_free(&b);
+        }
+        free(exact);
+      }
+}
+
 static void test_bytes_elements(void **state) {
   (void)state;
   isv__buf b;
@@ -481,6 +529,7 @@ int main(void) {
       cmocka_unit_test(test_format_f32),
       cmocka_unit_test(test_integers_and_strings),
       cmocka_unit_test(test_string_in_the_room_left),
+      cmocka_unit_test(test_string_every_length_and_place),
       cmocka_unit_test(test_bytes_elements),
       cmocka_unit_test(test_tensors),
       cmocka_unit_test(test_half_exhaustive),
