@@ -1,6 +1,7 @@
 /* Strict streaming JSON reader (RFC 8259 + NaN/Infinity/-Infinity) and typed tensor decoding.
  * Numbers are scanned and converted by numparse.h (exact, correctly rounded, no strtod). */
 #include "json_reader.h"
+#include "json_next.h"
 
 #include "base64.h"
 #include "datatype.h"
@@ -81,8 +82,8 @@ ISV_INLINE const char *skip_ws(const char *p, const char *end) {
   return p;
 }
 
-/* String byte classes: 0 plain, 1 '"', 2 '\\', 3 control, 4 non-ASCII. */
-static const uint8_t str_class[256] = {
+/* String byte classes (json_next.h). */
+const uint8_t isv__json_str_class[256] = {
     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
     3, 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -109,43 +110,6 @@ static int hex4(const unsigned char *s, unsigned *out) {
   return 0;
 }
 
-/* How many of the 8 bytes at s are plain (str_class 0) before the first that is not: 8 when
- * all are. Per byte, the high bit of a mask is set for '"' and '\\' (a zero after the xor), a
- * control byte (below 0x20) or a non-ASCII one; a borrow may set it falsely only in a byte
- * after one truly set, so the lowest set bit is always right. */
-ISV_INLINE int plain_run8(const unsigned char *s) {
-  uint64_t x = isv__swar_load(s);
-  uint64_t m = isv__swar_is(x, '"') | isv__swar_is(x, '\\') | isv__swar_below(x, 0x20) |
-               isv__swar_high(x);
-  return m ? (int)isv__swar_first(m) : 8;
-}
-
-/* The end of the plain run (str_class 0) that starts at offset j of s[0..n): eight bytes at a
- * time while eight are left, then byte by byte. */
-ISV_INLINE size_t plain_run(const unsigned char *s, size_t j, size_t n) {
-  while (n - j >= 8) {
-    int k = plain_run8(s + j);
-    j += (size_t)k;
-    if (k < 8) return j;
-  }
-  while (j < n && str_class[s[j]] == 0) j++;
-  return j;
-}
-
-/* The usual string — printable ASCII up to its closing quote, no escape — found without
- * scan_string's call: 1 with (*ptr, *len, *end) as scan_string sets them, 0 for any other
- * (scan_string then reads it from the start). */
-ISV_INLINE int plain_string(const isv__json_reader *r, size_t start, const char **ptr,
-                            size_t *len, size_t *end) {
-  const unsigned char *s = (const unsigned char *)r->buf;
-  size_t j = plain_run(s, start + 1, r->len);
-  if (j >= r->len || s[j] != '"') return 0;
-  *ptr = r->buf + start + 1;
-  *len = j - (start + 1);
-  *end = j + 1;
-  return 1;
-}
-
 /* Scan the string whose opening quote is at offset `start`. When `unescape` is set and the
  * string has escapes, it is rewritten in place. On success (*ptr, *len) is the (unescaped when
  * asked) content and *end the offset one past the closing quote. */
@@ -157,14 +121,14 @@ static int scan_string(isv__json_reader *r, size_t start, int unescape, const ch
   size_t w = 0; /* write index; only meaningful once an escape was seen (esc) */
   int esc = 0;
   for (;;) {
-    size_t j = plain_run(s, i, n);
+    size_t j = isv__json_plain_run(s, i, n);
     if (esc && unescape && j > i) {
       memmove(s + w, s + i, j - i);
       w += j - i;
     }
     i = j;
     if (i >= n) return fail(r, start, "unterminated string starting at offset %zu", start);
-    switch (str_class[s[i]]) {
+    switch (isv__json_str_class[s[i]]) {
       case 1: /* closing quote */
         *ptr = (const char *)s + start + 1;
         *len = (esc && unescape) ? w - (start + 1) : i - (start + 1);
@@ -328,16 +292,6 @@ int isv__json_to_bf16(const isv__json_token *t, uint16_t *out) {
 /* ---------------------------------------------------------------------------------------------
  * The pull reader
  * ------------------------------------------------------------------------------------------- */
-enum {
-  ST_VALUE = 0,        /* a value (top level, or after ':') */
-  ST_VALUE_AFTER_COMMA, /* a value after ',' in an array (']' would be a trailing comma) */
-  ST_ARRAY_FIRST,      /* after '[': a value or ']' */
-  ST_OBJECT_FIRST,     /* after '{': a key or '}' */
-  ST_OBJECT_KEY,       /* after ',' in an object: a key */
-  ST_AFTER_VALUE,      /* after a value in a container: ',' or the closing bracket */
-  ST_DONE              /* the top-level value has ended */
-};
-
 void isv__json_reader_init(isv__json_reader *r, char *buf, size_t len, unsigned max_depth) {
   r->buf = buf;
   r->len = len;
@@ -346,54 +300,15 @@ void isv__json_reader_init(isv__json_reader *r, char *buf, size_t len, unsigned 
   if (max_depth < 1) max_depth = 1;
   if (max_depth > ISV__JSON_MAX_DEPTH_LIMIT) max_depth = ISV__JSON_MAX_DEPTH_LIMIT;
   r->max_depth = max_depth;
-  r->state = ST_VALUE;
+  r->state = ISV__JST_VALUE;
   r->failed = 0;
   r->keep_bytes = 0;
   r->err_offset = 0;
   r->err[0] = '\0';
 }
 
-ISV_INLINE int top_is_object(const isv__json_reader *r) {
-  unsigned d = r->depth - 1;
-  return (r->stack[d >> 3] >> (d & 7)) & 1;
-}
-
 static int too_deep(isv__json_reader *r, size_t off) {
   return fail(r, off, "nesting deeper than %u at offset %zu", r->max_depth, off);
-}
-
-ISV_INLINE void after_value(isv__json_reader *r) {
-  r->state = r->depth == 0 ? ST_DONE : ST_AFTER_VALUE;
-}
-
-/* The bracket at p (offset off) opens a level (the caller has checked the depth) or closes one. */
-ISV_INLINE isv__json_type open_token(isv__json_reader *r, isv__json_token *tok, const char *p,
-                                     size_t off, int is_obj) {
-  ISV_ASSERT(r->depth < r->max_depth, "a level is opened only under the depth limit");
-  unsigned d = r->depth++;
-  if (is_obj)
-    r->stack[d >> 3] |= (uint8_t)(1u << (d & 7));
-  else
-    r->stack[d >> 3] &= (uint8_t)~(1u << (d & 7));
-  r->state = is_obj ? ST_OBJECT_FIRST : ST_ARRAY_FIRST;
-  tok->type = is_obj ? ISV__JSON_OBJECT_BEGIN : ISV__JSON_ARRAY_BEGIN;
-  tok->ptr = p;
-  tok->len = 1;
-  tok->offset = off;
-  r->pos = off + 1;
-  return tok->type;
-}
-
-ISV_INLINE isv__json_type close_token(isv__json_reader *r, isv__json_token *tok, const char *p,
-                                      size_t off, int is_obj) {
-  r->depth--;
-  tok->type = is_obj ? ISV__JSON_OBJECT_END : ISV__JSON_ARRAY_END;
-  tok->ptr = p;
-  tok->len = 1;
-  tok->offset = off;
-  r->pos = off + 1;
-  after_value(r);
-  return tok->type;
 }
 
 static int number_error(isv__json_reader *r, int err, const char *errp, const char *prefix) {
@@ -424,7 +339,7 @@ again:
   p = skip_ws(p, end);
   tok->offset = (size_t)(p - buf);
   if (p >= end) {
-    if (r->state == ST_DONE) {
+    if (r->state == ISV__JST_DONE) {
       r->pos = r->len;
       tok->type = ISV__JSON_EOF;
       tok->ptr = end;
@@ -435,24 +350,24 @@ again:
     goto error;
   }
   switch (r->state) {
-    case ST_DONE:
+    case ISV__JST_DONE:
       fail_unexpected(r, tok->offset, NULL);
       snprintf(r->err + strlen(r->err), sizeof r->err - strlen(r->err), " after the top-level value");
       goto error;
-    case ST_AFTER_VALUE:
-      is_obj = top_is_object(r);
+    case ISV__JST_AFTER_VALUE:
+      is_obj = isv__json_top_is_object(r);
       if (*p == ',') {
         p++;
-        r->state = is_obj ? ST_OBJECT_KEY : ST_VALUE_AFTER_COMMA;
+        r->state = is_obj ? ISV__JST_OBJECT_KEY : ISV__JST_VALUE_AFTER_COMMA;
         goto again;
       }
       if (*p == (is_obj ? '}' : ']')) goto close;
       fail_unexpected(r, tok->offset, is_obj ? "',' or '}'" : "',' or ']'");
       goto error;
-    case ST_OBJECT_FIRST:
-    case ST_OBJECT_KEY: {
+    case ISV__JST_OBJECT_FIRST:
+    case ISV__JST_OBJECT_KEY: {
       if (*p == '}') {
-        if (r->state == ST_OBJECT_FIRST) goto close;
+        if (r->state == ISV__JST_OBJECT_FIRST) goto close;
         fail(r, tok->offset, "trailing comma before '}' at offset %zu", tok->offset);
         goto error;
       }
@@ -461,7 +376,7 @@ again:
         goto error;
       }
       size_t e;
-      if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
+      if (!isv__json_plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
           scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e))
         goto error;
       p = skip_ws(buf + e, end);
@@ -470,14 +385,14 @@ again:
         goto error;
       }
       r->pos = (size_t)(p + 1 - buf);
-      r->state = ST_VALUE;
+      r->state = ISV__JST_VALUE;
       tok->type = ISV__JSON_KEY;
       return ISV__JSON_KEY;
     }
-    case ST_ARRAY_FIRST:
+    case ISV__JST_ARRAY_FIRST:
       if (*p == ']') goto close;
       break;
-    case ST_VALUE_AFTER_COMMA:
+    case ISV__JST_VALUE_AFTER_COMMA:
       if (*p == ']') {
         fail(r, tok->offset, "trailing comma before ']' at offset %zu", tok->offset);
         goto error;
@@ -494,15 +409,15 @@ again:
         too_deep(r, tok->offset);
         goto error;
       }
-      return open_token(r, tok, p, tok->offset, *p == '{');
+      return isv__json_open_token(r, tok, p, tok->offset, *p == '{');
     case '"': {
       size_t e;
-      if (!plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
+      if (!isv__json_plain_string(r, tok->offset, &tok->ptr, &tok->len, &e) &&
           scan_string(r, tok->offset, unescape, &tok->ptr, &tok->len, &e))
         goto error;
       r->pos = e;
       tok->type = ISV__JSON_STRING;
-      after_value(r);
+      isv__json_after_value(r);
       return ISV__JSON_STRING;
     }
     case 't':
@@ -520,7 +435,7 @@ again:
       tok->ptr = p;
       tok->len = l;
       r->pos = tok->offset + l;
-      after_value(r);
+      isv__json_after_value(r);
       return tok->type;
     }
     default: {
@@ -541,12 +456,12 @@ again:
       tok->ptr = p;
       tok->len = (size_t)(e - p);
       r->pos = (size_t)(e - buf);
-      after_value(r);
+      isv__json_after_value(r);
       return ISV__JSON_NUMBER;
     }
   }
 close:
-  return close_token(r, tok, p, tok->offset, *p == '}');
+  return isv__json_close_token(r, tok, p, tok->offset, *p == '}');
 error:
   tok->type = ISV__JSON_ERROR;
   tok->ptr = NULL;
@@ -554,65 +469,13 @@ error:
   return ISV__JSON_ERROR;
 }
 
-/* The tokens of compact JSON — a key right after '{' or ',', a string with nothing to unescape,
- * an opening bracket, a closing one right after a value — are read here without next_impl's
- * general walk (skip the spaces, decide by state, then again after a ','); for any other byte,
- * a space, a string with an escape, an error or the end, next_impl reads the token from where
- * this one left everything untouched. fuzz_json_reader holds the two to jansson's verdicts. */
-isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
-  const char *const buf = r->buf;
-  size_t pos = r->pos, e;
-  if (ISV_UNLIKELY(r->failed || pos >= r->len)) goto general;
-  const char *p = buf + pos;
-  switch (r->state) {
-    case ST_AFTER_VALUE: {
-      int is_obj = top_is_object(r);
-      if (*p == ',') {
-        if (pos + 1 >= r->len) goto general;
-        pos++;
-        p++;
-        if (is_obj) {
-          if (*p != '"') goto general;
-          goto key;
-        }
-        r->pos = pos; /* the ',' taken as next_impl takes it: a ']' after it is then an error */
-        r->state = ST_VALUE_AFTER_COMMA;
-        goto value;
-      }
-      if (*p != (is_obj ? '}' : ']')) goto general;
-      return close_token(r, tok, p, pos, is_obj);
-    }
-    case ST_OBJECT_FIRST:
-    case ST_OBJECT_KEY:
-      if (*p != '"') goto general;
-    key:
-      if (!plain_string(r, pos, &tok->ptr, &tok->len, &e) || e >= r->len || buf[e] != ':')
-        goto general;
-      tok->offset = pos;
-      r->pos = e + 1;
-      r->state = ST_VALUE;
-      tok->type = ISV__JSON_KEY;
-      return ISV__JSON_KEY;
-    case ST_VALUE:
-    case ST_ARRAY_FIRST:
-    case ST_VALUE_AFTER_COMMA:
-    value:
-      if (*p == '"') {
-        if (!plain_string(r, pos, &tok->ptr, &tok->len, &e)) goto general;
-        tok->offset = pos;
-        r->pos = e;
-        tok->type = ISV__JSON_STRING;
-        after_value(r);
-        return ISV__JSON_STRING;
-      }
-      if ((*p == '{' || *p == '[') && r->depth < r->max_depth)
-        return open_token(r, tok, p, pos, *p == '{');
-      goto general;
-    default:
-      goto general;
-  }
-general:
+isv__json_type isv__json_next_general(isv__json_reader *r, isv__json_token *tok) {
   return next_impl(r, tok, !r->keep_bytes);
+}
+
+/* Out of line for every other caller (json_next.h). */
+isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok) {
+  return isv__json_next_inline(r, tok);
 }
 
 int isv__json_skip(isv__json_reader *r, const isv__json_token *first, size_t *end) {
@@ -865,7 +728,8 @@ ISV_INLINE const char *parse_elem(isv__json_reader *r, const char *p, const char
       isv_bytes *b = (isv_bytes *)out + idx;
       if (*p == '"') {
         size_t e, at = (size_t)(p - r->buf);
-        if (!plain_string(r, at, &b->ptr, &b->len, &e) && scan_string(r, at, 1, &b->ptr, &b->len, &e))
+        if (!isv__json_plain_string(r, at, &b->ptr, &b->len, &e) &&
+            scan_string(r, at, 1, &b->ptr, &b->len, &e))
           return NULL;
         return r->buf + e;
       }
@@ -946,7 +810,7 @@ value:
     p++;
     goto after_comma;
   }
-after_value:
+isv__json_after_value:
   p = skip_ws(p, end);
   if (ISV_UNLIKELY(p >= end)) return eof_error(r);
   if (*p == ',') {
@@ -966,16 +830,16 @@ after_comma:
   goto value;
 close:
   p++;
-  if (--nest) goto after_value;
+  if (--nest) goto isv__json_after_value;
   if (ISV_UNLIKELY(n != count)) return count_error(r, first_off, count, n, 0);
   r->pos = (size_t)(p - buf);
   r->depth--;
-  after_value(r);
+  isv__json_after_value(r);
   return 0;
 }
 
 int isv__json_small_uints(isv__json_reader *r, int64_t *out, size_t max) {
-  if (r->failed || r->state != ST_ARRAY_FIRST) return -1;
+  if (r->failed || r->state != ISV__JST_ARRAY_FIRST) return -1;
   const char *const buf = r->buf;
   const char *const end = buf + r->len;
   const char *p = buf + r->pos;
@@ -997,7 +861,7 @@ int isv__json_small_uints(isv__json_reader *r, int64_t *out, size_t max) {
 close:
   r->pos = (size_t)(p + 1 - buf);
   r->depth--;
-  after_value(r);
+  isv__json_after_value(r);
   return (int)n;
 }
 
@@ -1049,7 +913,7 @@ int isv__json_read_element(isv__json_reader *r, const isv__json_token *first, is
       if (!e) return -1;
       r->pos = (size_t)(e - r->buf);
       r->depth--;
-      after_value(r);
+      isv__json_after_value(r);
       return 0;
     }
     return elem_type_error(r, r->buf + off, idx, dt);

@@ -48,7 +48,7 @@ typedef struct isv__json_reader {
   size_t pos;
   unsigned depth;
   unsigned max_depth;
-  int state;    /* private: what the grammar expects next */
+  int state;    /* private: what the grammar expects next (json_next.h's isv__json_state) */
   int failed;   /* sticky */
   int keep_bytes; /* strings are not unescaped in place (isv__json_rewind can then go back) */
   uint8_t stack[ISV__JSON_MAX_DEPTH_LIMIT / 8]; /* private: 1 bit per level, object or array */
@@ -60,9 +60,10 @@ typedef struct isv__json_reader {
  * max_depth is clamped to [1, ISV__JSON_MAX_DEPTH_LIMIT]. */
 void isv__json_reader_init(isv__json_reader *r, char *buf, size_t len, unsigned max_depth);
 
-/* The next token, written to tok (not NULL). Grammar is enforced here: a missing comma, a trailing comma, a leading zero,
- * a control character in a string, a bad escape, invalid UTF-8, a value after the top-level
- * value... each returns ISV__JSON_ERROR with a message. */
+/* The next token, written to tok (not NULL). Grammar is enforced here: a missing comma, a
+ * trailing comma, a leading zero, a control character in a string, a bad escape, invalid
+ * UTF-8, a value after the top-level value... each returns ISV__JSON_ERROR with a message.
+ * json_next.h's isv__json_next_inline is the same function, inline, for a hot loop. */
 isv__json_type isv__json_next(isv__json_reader *r, isv__json_token *tok);
 
 /* Skip the rest of the value whose first token is `first` (the token just returned by

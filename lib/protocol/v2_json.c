@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codec/datatype.h"
+#include "codec/json_next.h"
 #include "codec/json_reader.h"
 #include "codec/raw_bytes.h"
 #include "codec/json_writer.h"
@@ -31,7 +32,7 @@ static int reader_fail(isv_request *r, isv__json_reader *rd, const char *what) {
 
 static int expect(isv_request *r, isv__json_reader *rd, isv__json_token *t, isv__json_type type,
                   const char *what) {
-  isv__json_type got = isv__json_next(rd, t);
+  isv__json_type got = isv__json_next_inline(rd, t);
   if (got == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
   if (got != type) {
     isv__json_fail(rd, t->offset, "%s", what);
@@ -294,7 +295,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   input_info info = {.label = label};
   early_data early = {0};
   for (;;) {
-    isv__json_type ty = isv__json_next(rd, &t);
+    isv__json_type ty = isv__json_next_inline(rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
     if (ISV__TOKEN_IS(&t, "name")) {
@@ -314,7 +315,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
       info.label = name ? name : label;
       if (parse_params(r, rd, input_param, &info)) return r->status;
     } else if (ISV__TOKEN_IS(&t, "data")) {
-      if (isv__json_next(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
+      if (isv__json_next_inline(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
       have_data = 1;
       if (read_data_now(r, rd, &data_tok, have_dt, dt, shapes, shape, ndim, &early)) {
         data_end = rd->pos;
@@ -493,7 +494,7 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_l
     return isv__request_fail(r, ISV_EBADREQ, "request body must be a JSON object");
   int have_inputs = 0;
   for (;;) {
-    ty = isv__json_next(&rd, &t);
+    ty = isv__json_next_inline(&rd, &t);
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return reader_fail(r, &rd, "malformed JSON");
     if (ISV__TOKEN_IS(&t, "id")) {
@@ -513,7 +514,7 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_l
          * is ~300 bytes with its error buffer, twice per element) */
         isv__json_mark m = isv__json_mark_here(&rd);
         isv__json_token p;
-        ty = isv__json_next(&rd, &p);
+        ty = isv__json_next_inline(&rd, &p);
         if (ty == ISV__JSON_ARRAY_END) break;
         if (ty == ISV__JSON_ERROR) return reader_fail(r, &rd, "malformed JSON");
         isv__json_rewind(&rd, &m);
