@@ -3,8 +3,7 @@
 
 #include <string.h>
 
-typedef struct dt_row {
-  size_t size;
+typedef struct dt_row { /* the sizes: datatype.h's isv__dt_size, inline */
   const char *name[ISV__DTN_COUNT];
   int grps_number;
   int triton_number;
@@ -12,16 +11,14 @@ typedef struct dt_row {
 } dt_row;
 
 static const dt_row rows[] = {
-    [ISV_TYPE_INVALID] = {0, {NULL, NULL, NULL, NULL}, 0, 0, 0},
+    [ISV_TYPE_INVALID] = {{NULL, NULL, NULL, NULL}, 0, 0, 0},
 #define ISV__DT_ROW(e, size, v2, tf, grps, grps_n, triton, triton_n, tf_n) \
-  [ISV_##e] = {size, {v2, tf, grps, triton}, grps_n, triton_n, tf_n},
+  [ISV_##e] = {{v2, tf, grps, triton}, grps_n, triton_n, tf_n},
     ISV__DATATYPES(ISV__DT_ROW)
 #undef ISV__DT_ROW
 };
 
 #define N_ROWS (sizeof rows / sizeof rows[0])
-
-size_t isv__dt_size(isv_datatype dt) { return (unsigned)dt < N_ROWS ? rows[dt].size : 0; }
 
 const char *isv__dt_name(isv_datatype dt, isv__dt_naming naming) {
   if ((unsigned)dt >= N_ROWS || (unsigned)naming >= ISV__DTN_COUNT) return NULL;

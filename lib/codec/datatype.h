@@ -41,8 +41,19 @@ typedef enum {
   ISV__DTN_COUNT
 } isv__dt_naming;
 
-/* Element size (sizeof(isv_bytes) for BYTES); 0 for an invalid type. */
-size_t isv__dt_size(isv_datatype dt);
+/* Element size (sizeof(isv_bytes) for BYTES); 0 for an invalid type. Inline, from the table's
+ * size column: it is asked for several times per tensor (isv_datatype_size is this). */
+static inline size_t isv__dt_size(isv_datatype dt) {
+  switch (dt) {
+#define ISV__DT_SIZE_CASE(e, size, ...) \
+  case ISV_##e:                         \
+    return size;
+    ISV__DATATYPES(ISV__DT_SIZE_CASE)
+#undef ISV__DT_SIZE_CASE
+    default:
+      return 0;
+  }
+}
 /* dt's name in that protocol; NULL when the protocol has no such type, or dt is invalid. */
 const char *isv__dt_name(isv_datatype dt, isv__dt_naming naming);
 /* The type named (name, len) in that protocol (case-sensitive); ISV_TYPE_INVALID if none. */

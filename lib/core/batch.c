@@ -1,4 +1,5 @@
 #include "core/batch.h"
+#include "codec/datatype.h"
 
 #include <string.h>
 
@@ -68,7 +69,7 @@ int isv__batch_preferred(const isv_model_config *c, uint64_t rows) {
 /* Input `name` of each member, concatenated into t (b's input with the head's layout). */
 static int concat_input(isv_request *b, isv_tensor *t, isv_request **members, size_t n) {
   const isv_tensor *first = isv_request_input(members[0], t->name);
-  size_t elsize = isv_datatype_size(first->dt);
+  size_t elsize = isv__dt_size(first->dt);
   uint64_t rows = 0;
   size_t count = 0, bytes = 0;
   for (size_t i = 0; i < n; i++) {
@@ -147,7 +148,7 @@ void isv__batch_release(void *p) {
 static int slice(isv_request *m, const isv_tensor *t, uint64_t off, uint64_t rows,
                  uint64_t total) {
   size_t per_row = total ? t->count / (size_t)total : 0;
-  size_t elsize = isv_datatype_size(t->dt);
+  size_t elsize = isv__dt_size(t->dt);
   int64_t *shape = isv__arena_alloc(&m->arena, t->ndim * sizeof *shape);
   isv_tensor *o = isv__request_push_output_slot(m);
   if (shape == NULL || o == NULL) return ISV_ENOMEM;

@@ -84,7 +84,7 @@ ISV_EXTERN void isv_model_config_free(isv_model_config *c) {
 
 static int io_add(const isv_mem *mem, isv__io **v, size_t *n, const char *name, isv_datatype dt,
                   const int64_t *shape, size_t ndim) {
-  if (name == NULL || name[0] == '\0' || isv_datatype_size(dt) == 0) return ISV_EINVAL;
+  if (name == NULL || name[0] == '\0' || isv__dt_size(dt) == 0) return ISV_EINVAL;
   static const int64_t one_free[1] = {-1};
   int any_rank = ndim == ISV_ANY_RANK;
   if (any_rank) {

@@ -309,7 +309,7 @@ static int append_slot(isv_request *r, const char *name, isv_datatype dt, const 
 static int open_slot(isv_request *r, const char *name, isv_datatype dt, const int64_t *shape,
                      size_t ndim, isv_tensor **out) {
   const char *mn = r->model->cfg->name;
-  if (isv_datatype_size(dt) == 0)
+  if (isv__dt_size(dt) == 0)
     return misuse(r, ISV_EINVAL, "output '%.100s' of model '%s': not a valid datatype", name, mn);
   if (ndim > ISV__MAX_NDIM)
     return misuse(r, ISV_EINVAL, "output '%.100s' of model '%s' has %zu dimensions, more than %d",
@@ -318,7 +318,7 @@ static int open_slot(isv_request *r, const char *name, isv_datatype dt, const in
     if (strcmp(r->outputs[i].name, name) == 0)
       return misuse(r, ISV_EEXIST, "output '%.100s' of model '%s' was already set", name, mn);
   size_t count, bytes;
-  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
+  if (isv__shape_count(shape, ndim, isv__dt_size(dt), &count, &bytes) != 0)
     return misuse(r, ISV_EINVAL, "output '%.100s' of model '%s': its shape is negative or "
                   "overflows", name, mn);
   const char *copy = isv__arena_strndup(isv__out_arena(r), name, strlen(name));
@@ -356,7 +356,7 @@ static int output_slot(isv_request *r, const char *name, isv_datatype dt, const 
     if (r->outputs[i].name == io->name)
       return misuse(r, ISV_EEXIST, "output '%s' of model '%s' was already set", io->name, c->name);
   size_t count, bytes;
-  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0)
+  if (isv__shape_count(shape, ndim, isv__dt_size(dt), &count, &bytes) != 0)
     return misuse(r, ISV_EINVAL, "output '%s' of model '%s': its shape overflows", io->name,
                   c->name);
   /* io->name: the config outlives the request (it holds a model reference) */
@@ -444,7 +444,7 @@ ISV_EXTERN int isv_request_set_output(isv_request *r, const char *name, isv_data
   rc = ISV_ENOMEM;
   isv__owned *o = NULL;
   if (owned && (o = isv__arena_alloc(isv__out_arena(r), sizeof *o)) == NULL) goto fail_slot;
-  size_t align = dt == ISV_BYTES ? _Alignof(isv_bytes) : isv_datatype_size(dt);
+  size_t align = dt == ISV_BYTES ? _Alignof(isv_bytes) : isv__dt_size(dt);
   void *d = (void *)data;
   /* misaligned memory is copied: backends and encoders read elements in place */
   if (data && (del == ISV_TRANSIENT || (uintptr_t)data % align != 0) &&
@@ -598,9 +598,9 @@ ISV_EXTERN int isv_request_add_input(isv_request *r, const char *name, isv_datat
   int rc = ISV_EINVAL;
   size_t count, bytes;
   isv_tensor *t = NULL;
-  if (r == NULL || r->submitted || name == NULL || isv_datatype_size(dt) == 0 ||
+  if (r == NULL || r->submitted || name == NULL || isv__dt_size(dt) == 0 ||
       (ndim && shape == NULL) || ndim > ISV__MAX_NDIM ||
-      isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0 ||
+      isv__shape_count(shape, ndim, isv__dt_size(dt), &count, &bytes) != 0 ||
       (bytes && data == NULL))
     goto fail;
   if (dt != ISV_BYTES && byte_size != bytes) goto fail;

@@ -1,6 +1,7 @@
 /* Tensors in system shared memory regions (core/shm_tensor.h). */
 #define _GNU_SOURCE /* pread, pwrite under -std=c11 */
 #include "core/shm_tensor.h"
+#include "codec/datatype.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -134,7 +135,7 @@ static int bytes_input(isv_request *r, const char *name, char *p, size_t size, s
 
 int isv__shm_input(isv_request *r, const isv__shm_ref *ref, const char *name, isv_datatype dt,
                    size_t count, size_t bytes, void **data, size_t *byte_size) {
-  isv__shm_region *g;
+  isv__shm_region *g = NULL; /* set when acquire() returns 0 (GCC cannot always tell) */
   if (acquire(r, ref, "input", name, &g)) return r->status;
   size_t size = (size_t)ref->byte_size;
   uint64_t pos = g->offset + ref->offset; /* from the object's start */
@@ -143,7 +144,7 @@ int isv__shm_input(isv_request *r, const isv__shm_ref *ref, const char *name, is
                              "shape of %s needs %zu bytes", name, size, isv_datatype_name(dt),
                              bytes);
   /* the mapping starts at the object's start, a page boundary: one rule in both forms */
-  size_t align = dt == ISV_BYTES ? 1 : isv_datatype_size(dt);
+  size_t align = dt == ISV_BYTES ? 1 : isv__dt_size(dt);
   if (align > 1 && pos % align != 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': shared_memory_offset leaves its %s "
                              "data misaligned (a multiple of %zu bytes from the object's start "
@@ -157,7 +158,7 @@ int isv__shm_input(isv_request *r, const isv__shm_ref *ref, const char *name, is
 }
 
 int isv__shm_output(isv_request *r, const isv__shm_ref *ref, isv__req_output *o) {
-  isv__shm_region *g;
+  isv__shm_region *g = NULL; /* set when acquire() returns 0 (GCC cannot always tell) */
   if (acquire(r, ref, "output", o->name, &g)) return r->status;
   uint64_t pos = g->offset + ref->offset;
   /* refused early, before the backend works for nothing (checked again when written) */

@@ -1,6 +1,7 @@
 /* Model warmup: the config's samples (the public isv_model_config_add_warmup*) and their runs
  * (core/warmup.h says how a run goes). */
 #include "core/warmup.h"
+#include "codec/datatype.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,7 +82,7 @@ ISV_EXTERN int isv_model_config_add_warmup_input(isv_model_config *c, const char
   if (w == NULL) return ISV_ENOTFOUND;
   for (size_t i = 0; i < w->n_inputs; i++)
     if (strcmp(w->inputs[i].name, input) == 0) return ISV_EEXIST;
-  size_t el = isv_datatype_size(dt);
+  size_t el = isv__dt_size(dt);
   if (el == 0 || ndim > MAX_DIMS || (ndim && dims == NULL)) return ISV_EINVAL;
   size_t n = row_count(dims, ndim);
   if (n == SIZE_MAX) return ISV_EINVAL;
@@ -150,7 +151,7 @@ static void random_row(uint64_t *rng, isv_datatype dt, void *out, size_t n) {
     case ISV_FP64: ((double *)out)[i] = u; break;
     case ISV_FP16: ((uint16_t *)out)[i] = isv__f32_to_f16((float)u); break;
     case ISV_BF16: ((uint16_t *)out)[i] = isv__f32_to_bf16((float)u); break;
-    default: memcpy((char *)out + i * isv_datatype_size(dt), &x, isv_datatype_size(dt)); break;
+    default: memcpy((char *)out + i * isv__dt_size(dt), &x, isv__dt_size(dt)); break;
     }
   }
 }
@@ -181,7 +182,7 @@ static int prepare(wrun *w) {
     t->ndim = 0;
     if (cfg->max_batch) t->shape[t->ndim++] = (int64_t)rows;
     for (size_t k = 0; k < in->ndim; k++) t->shape[t->ndim++] = in->dims[k];
-    size_t n = row_count(in->dims, in->ndim), el = isv_datatype_size(in->dt);
+    size_t n = row_count(in->dims, in->ndim), el = isv__dt_size(in->dt);
     if (n > SIZE_MAX / el / rows) return ISV_ENOMEM;
     t->byte_size = n * el * rows;
     if ((t->data = isv__calloc(mem, t->byte_size ? t->byte_size : 1, 1)) == NULL)

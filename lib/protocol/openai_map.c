@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "protocol/openai.h"
+#include "codec/datatype.h"
 
 /* A sampling setting: the input names a model may declare for it (Triton's TensorRT-LLM
  * names second), and OpenAI's default when the client did not give it. */
@@ -77,7 +78,7 @@ static int push(isv_request *r, const isv__io *io, void *data, size_t n, int row
   t->ndim = ndim;
   t->data = data;
   t->count = n;
-  t->byte_size = io->dt == ISV_BYTES ? isv__bytes_total(data, n) : n * isv_datatype_size(io->dt);
+  t->byte_size = io->dt == ISV_BYTES ? isv__bytes_total(data, n) : n * isv__dt_size(io->dt);
   return 0;
 }
 

@@ -333,7 +333,7 @@ static void states_init(isv_request *r, in_state *st, const isv_model_config *cf
   for (size_t k = 0; k < sig_inputs(cfg, sig); k++) {
     const isv__io *io = isv__tfs_sig_in(cfg, sig, k, &st[k].alias);
     st[k].io = io;
-    st[k].elsize = io->dt == ISV_BYTES ? sizeof(isv_bytes) : isv_datatype_size(io->dt);
+    st[k].elsize = io->dt == ISV_BYTES ? sizeof(isv_bytes) : isv__dt_size(io->dt);
     isv__buf_init(&st[k].first, r->core ? r->core->mem : NULL);
   }
 }
@@ -606,7 +606,7 @@ static void write_nested(isv__buf *b, const isv_tensor *t, const int64_t *shape,
   if (ndim == 0) {
     size_t i = (*at)++;
     if (t->dt != ISV_BYTES) {
-      size_t sz = isv_datatype_size(t->dt);
+      size_t sz = isv__dt_size(t->dt);
       isv__json_write_tensor_nested(b, t->dt, (const char *)t->data + i * sz, NULL, 0);
       return;
     }
@@ -623,7 +623,7 @@ static void write_nested(isv__buf *b, const isv_tensor *t, const int64_t *shape,
   if (!b64 && t->dt != ISV_BYTES) { /* the writer's own loop for the rest */
     size_t n = 1;
     for (size_t i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    size_t sz = isv_datatype_size(t->dt);
+    size_t sz = isv__dt_size(t->dt);
     /* no elements: data may be NULL (an empty list decoded), and NULL + 0 is not C */
     const char *at_data = n ? (const char *)t->data + *at * sz : t->data;
     isv__json_write_tensor_nested(b, t->dt, at_data, shape, ndim);

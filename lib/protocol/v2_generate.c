@@ -1,4 +1,5 @@
 #include "protocol/v2_generate.h"
+#include "codec/datatype.h"
 
 #include <string.h>
 
@@ -72,7 +73,7 @@ static int decode_input(isv_request *r, isv__json_reader *rd, const isv__json_to
     return isv__request_fail(r, ISV_EBADREQ, "'%s' has %lld elements, which do not fill input "
                              "'%s' of model '%s' (%s)", io->name, n, io->name, c->name, want);
   }
-  size_t elsize = isv_datatype_size(io->dt);
+  size_t elsize = isv__dt_size(io->dt);
   void *data = isv__arena_alloc(&r->arena, (size_t)n * elsize);
   isv_tensor *t = data ? isv__request_push_input(r) : NULL;
   if (t == NULL) return r->status ? r->status : isv__request_fail(r, ISV_ENOMEM, "out of memory");

@@ -216,7 +216,7 @@ static int claim_binary(isv_request *r, bin_tail *tail, const char *name, isv_da
                              "of %s needs %zu bytes", name, (unsigned long long)size, sh,
                              isv_datatype_name(dt), bytes);
   }
-  size_t align = isv_datatype_size(dt);
+  size_t align = isv__dt_size(dt);
   if (align > 1 && (uintptr_t)p % align != 0) {
     void *d = isv__arena_alloc(&r->arena, bytes);
     if (d == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
@@ -254,7 +254,7 @@ static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_t
       first->type != ISV__JSON_ARRAY_BEGIN)
     return 0;
   size_t count, bytes;
-  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0) return 0;
+  if (isv__shape_count(shape, ndim, isv__dt_size(dt), &count, &bytes) != 0) return 0;
   /* the same bound as below: every element takes at least a byte of what is left */
   if (count > rd->len - first->offset + 1) return 0;
   if ((e->data = isv__arena_alloc(&r->arena, bytes ? bytes : 1)) == NULL) return 0;
@@ -347,7 +347,7 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   if (early.done && early.dt == dt && early.shapes == shapes) {
     count = early.count; /* the shape and datatype it was read with are the last ones */
     bytes = early.bytes;
-  } else if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &count, &bytes) != 0) {
+  } else if (isv__shape_count(shape, ndim, isv__dt_size(dt), &count, &bytes) != 0) {
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape whose element count "
                              "overflows", name);
   }
@@ -585,7 +585,7 @@ int isv__v2_decode_raw(isv_request *r, char *body, size_t len) {
     in->byte_size = len;
     return 0;
   }
-  size_t esize = isv_datatype_size(io->dt);
+  size_t esize = isv__dt_size(io->dt);
   if (wild != SIZE_MAX) {
     size_t per = count * esize; /* bytes per step of the variable dimension */
     if (per == 0 || len % per != 0)

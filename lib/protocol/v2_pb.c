@@ -358,7 +358,7 @@ static int decode_typed(input_ctx *c, isv__pb_span input, isv_tensor *t) {
   if (c->seen != c->count)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s': %s has %zu elements, shape %s needs %zu",
                              c->name, contents_names[c->want], c->seen, shape_text(c), c->count);
-  size_t elsize = isv_datatype_size(c->dt);
+  size_t elsize = isv__dt_size(c->dt);
   c->out = isv__arena_alloc(&r->arena, c->count * elsize);
   if (c->out == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   c->seen = 0;
@@ -370,7 +370,7 @@ static int decode_typed(input_ctx *c, isv__pb_span input, isv_tensor *t) {
 
 static int decode_raw(input_ctx *c, isv__pb_span raw, isv_tensor *t) {
   isv_request *r = c->r;
-  size_t elsize = isv_datatype_size(c->dt);
+  size_t elsize = isv__dt_size(c->dt);
   if (c->dt != ISV_BYTES) {
     size_t bytes = c->count * elsize;
     if (raw.n != bytes)
@@ -525,7 +525,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
   c.shape = shape;
   c.ndim = ndim;
   c.want = contents_field(dt);
-  if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &c.count, NULL) != 0)
+  if (isv__shape_count(shape, ndim, isv__dt_size(dt), &c.count, NULL) != 0)
     return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape %s whose size overflows",
                              name, shape_text(&c));
   isv_tensor t;
@@ -537,7 +537,7 @@ static int parse_input(isv_request *r, isv__pb_span in, size_t index, const isv_
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has shared memory parameters and %s: "
                                "send one", name, have_contents ? "contents" : "a raw_input_contents entry");
     size_t bytes;
-    if (isv__shape_count(shape, ndim, isv_datatype_size(dt), &c.count, &bytes) != 0)
+    if (isv__shape_count(shape, ndim, isv__dt_size(dt), &c.count, &bytes) != 0)
       return isv__request_fail(r, ISV_EBADREQ, "input '%s' has a shape whose size overflows", name);
     if (isv__shm_input(r, &shm, name, dt, c.count, bytes, &t.data, &t.byte_size))
       return r->status;

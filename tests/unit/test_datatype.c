@@ -75,6 +75,25 @@ static void triton_config_numbers(void **state) {
   assert_int_equal(isv__dt_triton_number((isv_datatype)99), 0);
 }
 
+/* The sizes, written out: the inline switch built from the table's size column. */
+static void every_size_and_none_for_what_is_not_a_type(void **state) {
+  (void)state;
+  static const struct {
+    isv_datatype dt;
+    size_t size;
+  } want[] = {{ISV_BOOL, 1}, {ISV_UINT8, 1}, {ISV_UINT16, 2}, {ISV_UINT32, 4}, {ISV_UINT64, 8},
+              {ISV_INT8, 1}, {ISV_INT16, 2}, {ISV_INT32, 4}, {ISV_INT64, 8}, {ISV_FP16, 2},
+              {ISV_BF16, 2}, {ISV_FP32, 4}, {ISV_FP64, 8}, {ISV_BYTES, sizeof(isv_bytes)}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    assert_int_equal(isv__dt_size(want[i].dt), want[i].size);
+    assert_int_equal(isv_datatype_size(want[i].dt), want[i].size);
+  }
+  assert_int_equal(isv__dt_size(ISV_TYPE_INVALID), 0);
+  assert_int_equal(isv__dt_size((isv_datatype)(ISV_BYTES + 1)), 0);
+  assert_int_equal(isv__dt_size((isv_datatype)-1), 0);
+  assert_int_equal(isv_datatype_size((isv_datatype)1000), 0);
+}
+
 static void public_functions_are_the_v2_column(void **state) {
   (void)state;
   assert_int_equal(isv_datatype_size(ISV_BYTES), sizeof(isv_bytes));
@@ -90,6 +109,7 @@ int main(void) {
       cmocka_unit_test(names_as_each_protocol_spells_them),
       cmocka_unit_test(triton_config_numbers),
       cmocka_unit_test(grps_numbers),
+      cmocka_unit_test(every_size_and_none_for_what_is_not_a_type),
       cmocka_unit_test(public_functions_are_the_v2_column),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
