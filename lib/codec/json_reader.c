@@ -767,16 +767,21 @@ first_in_array:
   if (*p == ']') goto close;
 value:
   /* Integers of up to 7 digits followed by ',' or ']' (most integer tensors), a whole element
-   * and its separator per turn: one 8-byte digit read, one store. Anything else — a longer
-   * number, a fraction, a space, a nested array, the count reached, an error, the last 8 bytes
-   * of the body — leaves at the element's start, for the loop below to take (and to report). */
+   * and its separator per turn: one 8-byte digit read, one store. A longer number, a fraction,
+   * a value out of the type's range or an error leaves at the element's start, for the general
+   * way below to take (and to report); a space or anything else that is not a number, the
+   * count reached or the last 8 bytes of the body leave there too, or — past a ',' this loop
+   * took — at after_comma, which reads what may follow a comma. */
   if (is_int_dt(dt)) {
-    while (ISV_LIKELY(end - p >= 9 && n < count)) { /* a sign and 8 bytes of digits at most */
+    const char *const entry = p;
+    for (;;) {
+      if (ISV_UNLIKELY(end - p < 9 || n == count)) goto leave; /* a sign and 8 digit bytes */
       int neg = *p == '-';
       const char *s = p + neg;
       uint64_t v;
       int k = isv__num_swar_digits(s, &v);
-      if (k == 0 || k == 8 || (*s == '0' && k > 1)) break;
+      if (ISV_UNLIKELY(k == 0)) goto leave;
+      if (k == 8 || (*s == '0' && k > 1)) break;
       char c = s[k];
       if (c != ',' && c != ']') break;
       /* under 10^7: every 32- and 64-bit type holds it (unsigned ones not negated) */
@@ -791,8 +796,10 @@ value:
       p = s + k;
       if (c == ']') goto close;
       p++;
-      if (ISV_UNLIKELY(p >= end || (!isv__num_is_digit((unsigned char)*p) && *p != '-')))
-        goto after_comma;
+      continue;
+    leave:
+      if (p != entry) goto after_comma;
+      break;
     }
   }
   if (ISV_UNLIKELY(*p == '[')) {

@@ -1090,6 +1090,31 @@ static void test_tensor_ints_compact_and_spaced_agree(void **state) {
   tensor_err("[1,2,]          ", ISV_INT32, 3, "trailing comma", 5);
   tensor_err("[1,2,          ", ISV_INT32, 3, "unexpected end", (size_t)-1);
   tensor_err("[1,2", ISV_INT32, 2, "unexpected end", (size_t)-1);
+  /* what may follow a comma the eight-byte loop took — a space, a ']', the count already
+   * reached, a number it does not take — at every distance from the end of the body */
+  for (int pad = 0; pad <= 12; pad++) {
+    char doc[64];
+    int32_t z[4] = {0};
+    snprintf(doc, sizeof doc, "[1,2, 3,\t4]%*s", pad, "");
+    assert_null(tensor(doc, ISV_INT32, z, 4, NULL));
+    assert_true(z[0] == 1 && z[1] == 2 && z[2] == 3 && z[3] == 4);
+    snprintf(doc, sizeof doc, "[1,2,12345678,-0]%*s", pad, "");
+    assert_null(tensor(doc, ISV_INT32, z, 4, NULL));
+    assert_true(z[2] == 12345678 && z[3] == 0);
+    snprintf(doc, sizeof doc, "[1,2,]%*s", pad, "");
+    tensor_err(doc, ISV_INT32, 2, "trailing comma", 5);
+    tensor_err(doc, ISV_INT32, 3, "trailing comma", 5);
+    snprintf(doc, sizeof doc, "[1,2, ]%*s", pad, "");
+    tensor_err(doc, ISV_INT32, 2, "trailing comma", 6);
+    snprintf(doc, sizeof doc, "[1,2,3]%*s", pad, "");
+    tensor_err(doc, ISV_INT32, 2, "expected 2 elements, got more than 2", 5);
+    snprintf(doc, sizeof doc, "[1,2,x]%*s", pad, "");
+    tensor_err(doc, ISV_INT32, 3, "element 2", 5);
+    snprintf(doc, sizeof doc, "[1,2,-x]%*s", pad, "");
+    tensor_err(doc, ISV_INT32, 3, "element 2", 5);
+    snprintf(doc, sizeof doc, "[1,2,300]%*s", pad, "");
+    tensor_err(doc, ISV_UINT8, 3, "element 2", 5);
+  }
   int8_t y[4];
   assert_null(tensor("[[1,2],[3,-4]]          ", ISV_INT8, y, 4, NULL));
   assert_true(y[0] == 1 && y[1] == 2 && y[2] == 3 && y[3] == -4);
