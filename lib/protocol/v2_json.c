@@ -30,15 +30,27 @@ static int reader_fail(isv_request *r, isv__json_reader *rd, const char *what) {
                            what ? ": " : "", m, off);
 }
 
-static int expect(isv_request *r, isv__json_reader *rd, isv__json_token *t, isv__json_type type,
-                  const char *what) {
-  isv__json_type got = isv__json_next_inline(rd, t);
+/* The token just read (`got`, into t) must be of `type`: 0, or the request failed with `what`
+ * (r->status). */
+ISV_INLINE int expected(isv_request *r, isv__json_reader *rd, const isv__json_token *t,
+                        isv__json_type got, isv__json_type type, const char *what) {
   if (got == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
   if (got != type) {
     isv__json_fail(rd, t->offset, "%s", what);
     return reader_fail(r, rd, NULL);
   }
   return 0;
+}
+/* The next token must be of `type`. expect_inline reads it with the reader's fast path inline,
+ * at the members every input has (its object, name, datatype and shape, and the inputs' array);
+ * expect, out of line, everywhere else. */
+ISV_INLINE int expect_inline(isv_request *r, isv__json_reader *rd, isv__json_token *t,
+                             isv__json_type type, const char *what) {
+  return expected(r, rd, t, isv__json_next_inline(rd, t), type, what);
+}
+static int expect(isv_request *r, isv__json_reader *rd, isv__json_token *t, isv__json_type type,
+                  const char *what) {
+  return expected(r, rd, t, isv__json_next(rd, t), type, what);
 }
 
 /* A parameter value: bool, integer (int64, or uint64 beyond), float, or string. */
@@ -108,7 +120,7 @@ static int parse_params(isv_request *r, isv__json_reader *rd, param_fn each, voi
 static int parse_shape(isv_request *r, isv__json_reader *rd, int64_t *shape, size_t *ndim,
                        const char *input) {
   isv__json_token t;
-  if (expect(r, rd, &t, ISV__JSON_ARRAY_BEGIN, "'shape' must be an array of integers"))
+  if (expect_inline(r, rd, &t, ISV__JSON_ARRAY_BEGIN, "'shape' must be an array of integers"))
     return r->status;
   int whole = isv__json_small_uints(rd, shape, ISV__MAX_NDIM); /* most shapes: "[1,16]" */
   if (whole >= 0) {
@@ -277,7 +289,8 @@ static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_t
 static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigned depth,
                        size_t index, bin_tail *tail) {
   isv__json_token t;
-  if (expect(r, rd, &t, ISV__JSON_OBJECT_BEGIN, "each element of 'inputs' must be an object"))
+  if (expect_inline(r, rd, &t, ISV__JSON_OBJECT_BEGIN,
+                    "each element of 'inputs' must be an object"))
     return r->status;
   const char *name = NULL;
   isv_datatype dt = ISV_TYPE_INVALID;
@@ -299,11 +312,13 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
     if (ty == ISV__JSON_OBJECT_END) break;
     if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
     if (ISV__TOKEN_IS(&t, "name")) {
-      if (expect(r, rd, &t, ISV__JSON_STRING, "input 'name' must be a string")) return r->status;
+      if (expect_inline(r, rd, &t, ISV__JSON_STRING, "input 'name' must be a string"))
+        return r->status;
       if ((name = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
         return isv__request_fail(r, ISV_ENOMEM, "out of memory");
     } else if (ISV__TOKEN_IS(&t, "datatype")) {
-      if (expect(r, rd, &t, ISV__JSON_STRING, "input 'datatype' must be a string")) return r->status;
+      if (expect_inline(r, rd, &t, ISV__JSON_STRING, "input 'datatype' must be a string"))
+        return r->status;
       dt = isv_datatype_from_name(t.ptr, t.len);
       dtname = t.ptr;
       dtlen = t.len;
@@ -506,7 +521,7 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_l
       if (parse_params(r, &rd, request_param, NULL)) return r->status;
     } else if (ISV__TOKEN_IS(&t, "inputs") || ISV__TOKEN_IS(&t, "outputs")) {
       int inputs = ISV__TOKEN_IS(&t, "inputs");
-      if (expect(r, &rd, &t, ISV__JSON_ARRAY_BEGIN,
+      if (expect_inline(r, &rd, &t, ISV__JSON_ARRAY_BEGIN,
                  inputs ? "'inputs' must be an array" : "'outputs' must be an array"))
         return r->status;
       for (size_t i = 0;; i++) {
