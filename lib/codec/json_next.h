@@ -109,9 +109,9 @@ ISV_INLINE isv__json_type isv__json_close_token(isv__json_reader *r, isv__json_t
 
 /* The tokens of compact JSON — a key right after '{' or ',', a string with nothing to unescape,
  * an opening bracket, a closing one right after a value — are read here without the general
- * general walk (skip the spaces, decide by state, then again after a ','); for any other byte,
- * a space, a string with an escape, an error or the end, isv__json_next_general reads the token
- * from where this one left everything untouched. fuzz_json_reader holds the two to jansson's
+ * walk (skip the spaces, decide by state, then again after a ','); for any other byte, a space,
+ * a string with an escape, an error or the end, isv__json_next_general reads the token from
+ * where this one left everything untouched. fuzz_json_reader holds the two to jansson's
  * verdicts. */
 ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_token *tok) {
   const char *const buf = r->buf;
@@ -129,7 +129,7 @@ ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_t
           if (*p != '"') goto general;
           goto key;
         }
-        r->pos = pos; /* the ',' taken as next_impl takes it: a ']' after it is then an error */
+        r->pos = pos; /* the ',' taken as the general walk takes it: a ']' after it is an error */
         r->state = ISV__JST_VALUE_AFTER_COMMA;
         goto value;
       }
@@ -140,7 +140,8 @@ ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_t
     case ISV__JST_OBJECT_KEY:
       if (*p != '"') goto general;
     key:
-      if (!isv__json_plain_string(r, pos, &tok->ptr, &tok->len, &e) || e >= r->len || buf[e] != ':')
+      if (!isv__json_plain_string(r, pos, &tok->ptr, &tok->len, &e) || e >= r->len ||
+          buf[e] != ':')
         goto general;
       tok->offset = pos;
       r->pos = e + 1;

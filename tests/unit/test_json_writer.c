@@ -177,8 +177,14 @@ static size_t reference_escape(char *out, const unsigned char *s, size_t n) {
   out[o++] = '"';
   for (size_t i = 0; i < n; i++) {
     unsigned c = s[i];
-    const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
-                      : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+    const char *named = c == '"'    ? "\\\""
+                        : c == '\\' ? "\\\\"
+                        : c == '\n' ? "\\n"
+                        : c == '\t' ? "\\t"
+                        : c == '\r' ? "\\r"
+                        : c == '\b' ? "\\b"
+                        : c == '\f' ? "\\f"
+                                    : NULL;
     if (named) o += (size_t)sprintf(out + o, "%s", named);
     else if (c < 0x20) o += (size_t)sprintf(out + o, "\\u00%02X", c);
     else out[o++] = (char)c;
