@@ -4,37 +4,16 @@
  * way; else exactly enough, or up to 31 bytes more or fewer than enough: the one-pass way and
  * its give-up) and the text already in it; the rest is the string, any bytes, in a block of
  * exactly its size (so that ASan sees a read past it). The bytes written must be the
- * reference's, and when the string is valid UTF-8 the JSON reader must read it back whole. */
+ * reference's (json_string_same.h), and when the string is valid UTF-8 the JSON reader must
+ * read it back whole. */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec/json_reader.h"
 #include "codec/json_writer.h"
 #include "codec/utf8.h"
-
-static size_t reference_escape(char *out, const uint8_t *s, size_t n) {
-  size_t o = 0;
-  out[o++] = '"';
-  for (size_t i = 0; i < n; i++) {
-    unsigned c = s[i];
-    switch (c) {
-      case '"': o += (size_t)sprintf(out + o, "\\\""); break;
-      case '\\': o += (size_t)sprintf(out + o, "\\\\"); break;
-      case '\n': o += (size_t)sprintf(out + o, "\\n"); break;
-      case '\t': o += (size_t)sprintf(out + o, "\\t"); break;
-      case '\r': o += (size_t)sprintf(out + o, "\\r"); break;
-      case '\b': o += (size_t)sprintf(out + o, "\\b"); break;
-      case '\f': o += (size_t)sprintf(out + o, "\\f"); break;
-      default:
-        if (c < 0x20) o += (size_t)sprintf(out + o, "\\u00%02X", c);
-        else out[o++] = (char)c;
-    }
-  }
-  out[o++] = '"';
-  return o;
-}
+#include "json_string_same.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
@@ -44,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *want = malloc(n * 6 + 2);
   if (s == NULL || want == NULL) abort();
   memcpy(s, data + 1, n);
-  size_t wl = reference_escape(want, s, n);
+  size_t wl = jss_escape(want, s, n);
 
   isv__buf b;
   isv__buf_init(&b, NULL);

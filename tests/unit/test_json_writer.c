@@ -15,6 +15,7 @@
 #include "codec/half.h"
 #include "codec/json_reader.h"
 #include "codec/json_writer.h"
+#include "json_string_same.h"
 #include "codec/numfmt.h"
 
 static char *cstr(isv__buf *b) {
@@ -171,28 +172,6 @@ static void test_string_in_the_room_left(void **state) {
   }
 }
 
-/* JSON's escaping written out plainly, to hold isv__json_write_string's word-at-a-time way to. */
-static size_t reference_escape(char *out, const unsigned char *s, size_t n) {
-  size_t o = 0;
-  out[o++] = '"';
-  for (size_t i = 0; i < n; i++) {
-    unsigned c = s[i];
-    const char *named = c == '"'    ? "\\\""
-                        : c == '\\' ? "\\\\"
-                        : c == '\n' ? "\\n"
-                        : c == '\t' ? "\\t"
-                        : c == '\r' ? "\\r"
-                        : c == '\b' ? "\\b"
-                        : c == '\f' ? "\\f"
-                                    : NULL;
-    if (named) o += (size_t)sprintf(out + o, "%s", named);
-    else if (c < 0x20) o += (size_t)sprintf(out + o, "\\u00%02X", c);
-    else out[o++] = (char)c;
-  }
-  out[o++] = '"';
-  return o;
-}
-
 /* Every length up to 24 (the byte loop, the two halves of 4 to 7, the words with the
  * overlapping last one), each byte that needs an escape — and each that does not but sits
  * next to the classes' edges — at every position, with room to spare and with none. */
@@ -207,7 +186,7 @@ static void test_string_every_length_and_place(void **state) {
       for (size_t k = 0; k < (at < n ? sizeof odd : 1); k++) {
         for (size_t i = 0; i < n; i++) s[i] = (unsigned char)('A' + (i * 7 + n) % 26);
         if (at < n) s[at] = odd[k];
-        size_t wl = reference_escape(want, s, n);
+        size_t wl = jss_escape(want, s, n); /* fuzz/json_string_same.h */
         char *exact = malloc(n ? n : 1); /* no byte past the string's (ASan would say) */
         assert_non_null(exact);
         memcpy(exact, s, n);
