@@ -260,6 +260,7 @@ static int hexval(int c) {
 /* Decode and split ex's path into r->scratch. -1 when malformed (a bad escape, an escaped NUL,
  * too many segments, not starting with '/'), -2 when out of memory. */
 static int split(isv__router *r, const char *path, size_t len, path_segs *out) {
+  r->memo.path_len = 0; /* the scratch space it pointed into is rewritten */
   out->n = 0;
   if (len == 0 || path[0] != '/') return -1;
   /* the segments, each NUL-terminated (<= 2 * len), then joined again for {*rest} (<= len + 1) */
@@ -336,6 +337,7 @@ static int may_match(const isv__compiled_route *c, size_t n) {
 /* r->by_segs for the routes as they are now; on failure (out of memory) every route is tried. */
 static void index_by_segs(isv__router *r) {
   r->by_segs_stale = 0;
+  r->memo.path_len = 0; /* its route may have gone, or a route added before it may take its path */
   isv__free(r->by_segs);
   r->by_segs = NULL;
   size_t total = 0;
@@ -397,7 +399,7 @@ static int match(const isv__compiled_route *c, path_segs *p, isv__http_req *q) {
 
 const char *isv__http_capture(const isv__http_req *q, const char *name, size_t *len) {
   for (size_t i = 0; i < q->n_caps; i++)
-    if (strcmp(q->cap_name[i], name) == 0) {
+    if (q->cap_name[i][0] == name[0] && strcmp(q->cap_name[i], name) == 0) {
       if (len) *len = q->cap_len[i];
       return q->cap[i];
     }
@@ -448,7 +450,57 @@ static void method_list(unsigned mask, char *out, size_t cap) {
       k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? ", " : "", names[i].name);
 }
 
+/* Hand ex to route c's handler with the captures in q. */
+static void call_handler(isv__router *r, isv__exchange *ex, const isv__compiled_route *c,
+                         isv__http_req *q) {
+  q->core = r->core;
+  q->ex = ex;
+  q->fe = c->fe;
+  q->protocol = c->protocol;
+  q->router = r;
+  q->data = c->route.data;
+  c->route.handler(q);
+}
+
+/* Remember that p (ex's path, split) with method `bit` goes to route c with q's captures. */
+static void memo_set(isv__router *r, const isv__exchange *ex, unsigned bit,
+                     const isv__compiled_route *c, const isv__http_req *q) {
+  isv__route_memo *m = &r->memo;
+  if (ex->path_len > sizeof m->path) return;
+  memcpy(m->path, ex->path, ex->path_len);
+  m->path_len = ex->path_len;
+  m->method_bit = bit;
+  m->route = (uint32_t)(c - r->routes);
+  m->n_caps = q->n_caps;
+  for (size_t k = 0; k < q->n_caps; k++) {
+    m->cap_name[k] = q->cap_name[k];
+    m->cap[k] = q->cap[k];
+    m->cap_len[k] = q->cap_len[k];
+  }
+}
+
+/* The remembered route when ex's path and method are the memo's: its captures in q. */
+static const isv__compiled_route *memo_get(isv__router *r, const isv__exchange *ex, unsigned bit,
+                                           isv__http_req *q) {
+  const isv__route_memo *m = &r->memo;
+  if (m->path_len != ex->path_len || m->method_bit != bit || r->by_segs_stale ||
+      memcmp(m->path, ex->path, ex->path_len) != 0)
+    return NULL;
+  q->n_caps = m->n_caps; /* the arrays whole: a few moves, where a loop became three calls */
+  memcpy(q->cap_name, m->cap_name, sizeof q->cap_name);
+  memcpy(q->cap, m->cap, sizeof q->cap);
+  memcpy(q->cap_len, m->cap_len, sizeof q->cap_len);
+  return &r->routes[m->route];
+}
+
 void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
+  unsigned bit = 1u << method_bit(ex), allowed = 0;
+  isv__http_req q;
+  const isv__compiled_route *c = memo_get(r, ex, bit, &q);
+  if (c) {
+    call_handler(r, ex, c, &q);
+    return;
+  }
   path_segs p;
   int rc = split(r, ex->path, ex->path_len, &p);
   if (rc != 0) {
@@ -457,14 +509,12 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
     error_as(owner_by_prefix(r, ex->path, ex->path_len), ex, rc == -2 ? 500 : 400, msg, NULL, 0);
     return;
   }
-  unsigned bit = 1u << method_bit(ex), allowed = 0;
   const isv__frontend *owner = NULL;
-  isv__http_req q;
   if (r->by_segs_stale) index_by_segs(r);
   const uint32_t *ids = r->by_segs ? r->by_segs + r->by_segs_at[p.n] : NULL; /* p.n <= MAX */
   size_t n_ids = ids ? r->by_segs_at[p.n + 1] - r->by_segs_at[p.n] : r->n_routes;
   for (size_t k = 0; k < n_ids; k++) {
-    const isv__compiled_route *c = &r->routes[ids ? ids[k] : k];
+    c = &r->routes[ids ? ids[k] : k];
     if (!may_match_path(c, &p) || !match(c, &p, &q)) continue;
     if (!(c->route.methods & bit)) {
       allowed |= c->route.methods;
@@ -473,13 +523,8 @@ void isv__router_dispatch(isv__router *r, isv__exchange *ex) {
     }
     for (size_t k = 0; k < q.n_caps; k++) /* end a suffixed capture before its suffix */
       if (q.cap[k][q.cap_len[k]] != '\0') ((char *)q.cap[k])[q.cap_len[k]] = '\0';
-    q.core = r->core;
-    q.ex = ex;
-    q.fe = c->fe;
-    q.protocol = c->protocol;
-    q.router = r;
-    q.data = c->route.data;
-    c->route.handler(&q);
+    memo_set(r, ex, bit, c, &q); /* before the handler, whose own split (an error) empties it */
+    call_handler(r, ex, c, &q);
     return;
   }
   char msg[300];

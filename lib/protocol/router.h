@@ -21,6 +21,7 @@
 
 #define ISV__ROUTE_MAX_SEGMENTS 16
 #define ISV__ROUTE_MAX_CAPTURES 8
+#define ISV__ROUTE_MEMO_PATH 96 /* the longest path the router remembers (isv__route_memo) */
 
 /* Method masks. A route that answers GET answers HEAD too (the transport drops the body). */
 #define ISV__ROUTE_GET (1u << ISV__M_GET)
@@ -70,6 +71,23 @@ int isv__http_query_flag(const isv__exchange *ex, const char *key);
 
 typedef struct isv__compiled_route isv__compiled_route;
 
+/* The last path dispatched, with its method, and what it matched: a client sends one path over
+ * and over (a model's infer), and the next request on it skips the split and the matching. The
+ * captures point into the router's scratch space, where the split that found them left the
+ * path's segments: any split empties the memo (path_len 0), as does any change of the routes.
+ * Keyed on the method too: the route that takes a path for one method need not be the first
+ * that takes it for another. */
+typedef struct isv__route_memo {
+  size_t path_len; /* 0: nothing remembered */
+  unsigned method_bit;
+  uint32_t route; /* the index in routes */
+  size_t n_caps;
+  const char *cap_name[ISV__ROUTE_MAX_CAPTURES]; /* in the route's pattern */
+  const char *cap[ISV__ROUTE_MAX_CAPTURES];      /* in scratch */
+  size_t cap_len[ISV__ROUTE_MAX_CAPTURES];
+  char path[ISV__ROUTE_MEMO_PATH];
+} isv__route_memo;
+
 typedef struct isv__router {
   isv__core *core;
   struct isv__gate *gate; /* the edge's judge (gate.h, edge.h); NULL: none */
@@ -85,6 +103,7 @@ typedef struct isv__router {
   uint32_t *by_segs;
   uint32_t by_segs_at[ISV__ROUTE_MAX_SEGMENTS + 2];
   int by_segs_stale;
+  isv__route_memo memo;
 } isv__router;
 
 void isv__router_init(isv__router *r, isv__core *core);

@@ -264,6 +264,77 @@ static void the_first_route_added_wins_whatever_its_length(void **state) {
   assert_string_equal(got_handler, "d-other");
 }
 
+/* The last path, method and route are remembered (router.h's isv__route_memo): the same path
+ * again takes the same route with the same captures, without a split; a path of another
+ * method, a change of the routes or another split (which rewrites the scratch space the
+ * captures point into) is routed afresh. */
+static void a_path_sent_again_takes_the_remembered_route(void **state) {
+  (void)state;
+  for (int i = 0; i < 2; i++) { /* a miss, then a hit, with the same answer */
+    route(ISV__M_GET, "GET", "/a/models/x/versions/3");
+    assert_string_equal(got_handler, "a-version");
+    assert_string_equal(got_caps, "model=[x] version=[3]");
+    assert_int_equal(router.memo.path_len, strlen("/a/models/x/versions/3"));
+  }
+  route(ISV__M_HEAD, "HEAD", "/a/models/x/versions/3"); /* HEAD is GET, here too */
+  assert_string_equal(got_caps, "model=[x] version=[3]");
+  for (int i = 0; i < 2; i++) { /* decoded captures and a suffix, ended before it, again */
+    route(ISV__M_POST, "POST", "/a/models/h%61lf:predict");
+    assert_string_equal(got_handler, "a-predict");
+    assert_string_equal(got_caps, "model=[half]"); /* the handler checks the NUL at its end */
+  }
+  /* it is the memo that answers: pointed at another route, that route's handler runs */
+  uint32_t was = router.memo.route;
+  router.memo.route = 0; /* "/a": a-root, which takes the captures it is given */
+  route(ISV__M_POST, "POST", "/a/models/h%61lf:predict");
+  assert_string_equal(got_handler, "a-root");
+  router.memo.route = was;
+
+  /* the method is part of the key: e-any takes POST /e/y, the earlier e-get takes GET /e/y */
+  static const isv__frontend fe_e = {.name = "e"};
+  isv__http_route e_get = {ISV__ROUTE_GET, "/e/{x}", handler, "e-get"};
+  isv__http_route e_any = {ISV__ROUTE_GET | ISV__ROUTE_POST, "/e/y", handler, "e-any"};
+  assert_int_equal(isv__router_add(&router, &fe_e, &e_get), 0);
+  assert_int_equal(isv__router_add(&router, &fe_e, &e_any), 0);
+  route(ISV__M_POST, "POST", "/e/y");
+  assert_string_equal(got_handler, "e-any");
+  route(ISV__M_GET, "GET", "/e/y");
+  assert_string_equal(got_handler, "e-get");
+  assert_string_equal(got_caps, "x=[y]");
+
+  /* routes removed before the remembered one: its index moved, and it is found again */
+  route(ISV__M_POST, "POST", "/e/y");
+  assert_int_not_equal(router.memo.path_len, 0);
+  isv__router_remove(&router, &fe_a);
+  route(ISV__M_POST, "POST", "/e/y");
+  assert_string_equal(got_handler, "e-any");
+  isv__router_remove(&router, &fe_e);
+  route(ISV__M_POST, "POST", "/e/y"); /* and a route gone is gone */
+  assert_int_equal(got_status, 404);
+  assert_int_equal(router.memo.path_len, 0);
+
+  /* another split (an early error's owner) rewrites the scratch space: routed afresh */
+  route(ISV__M_DELETE, "DELETE", "/a/models/simple");
+  assert_string_equal(got_caps, "model=[simple]");
+  static char longer[600];
+  memset(longer, 'z', sizeof longer - 1);
+  longer[0] = '/';
+  isv__exchange ex = {.method = ISV__M_GET, .method_name = "GET", .path = longer,
+                      .path_len = strlen(longer), .respond = fake_respond};
+  assert_null(isv__router_owner(&router, &ex)); /* the scratch space grows: it moved */
+  assert_int_equal(router.memo.path_len, 0);
+  route(ISV__M_DELETE, "DELETE", "/a/models/simple");
+  assert_string_equal(got_handler, "b-delete");
+  assert_string_equal(got_caps, "model=[simple]");
+
+  /* a path longer than the memo holds is routed each time, not remembered */
+  char path[ISV__ROUTE_MEMO_PATH + 16];
+  snprintf(path, sizeof path, "/a/models/%0*d", ISV__ROUTE_MEMO_PATH, 7);
+  route(ISV__M_DELETE, "DELETE", path);
+  assert_string_equal(got_handler, "b-delete");
+  assert_int_equal(router.memo.path_len, 0);
+}
+
 static void early_errors_take_the_routes_shape(void **state) {
   (void)state;
   char path[] = "/a/models/m:predict";
@@ -341,6 +412,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(patterns_are_checked_when_added, setup, teardown),
       cmocka_unit_test_setup_teardown(routes_come_and_go_at_run_time, setup, teardown),
       cmocka_unit_test_setup_teardown(the_first_route_added_wins_whatever_its_length, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(a_path_sent_again_takes_the_remembered_route, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(early_errors_take_the_routes_shape, setup, teardown),
       cmocka_unit_test_setup_teardown(front_end_values, setup, teardown),
