@@ -767,15 +767,28 @@ first_in_array:
   if (*p == ']') goto close;
 value:
   /* Integers of up to 7 digits followed by ',' or ']' (most integer tensors), a whole element
-   * and its separator per turn: one 8-byte digit read, one store. A longer number, a fraction,
-   * a value out of the type's range or an error leaves at the element's start, for the general
-   * way below to take (and to report); a space or anything else that is not a number, the
-   * count reached or the last 8 bytes of the body leave there too, or — past a ',' this loop
-   * took — at after_comma, which reads what may follow a comma. */
+   * and its separator per turn: one 8-byte digit read, one store — or four one-digit elements
+   * and their separators per turn when the next 8 bytes are just that ("1,0,1,1,"). A longer
+   * number, a fraction, a value out of the type's range or an error leaves at the element's
+   * start, for the general way below to take (and to report); a space or anything else that is
+   * not a number, the count reached or the last 8 bytes of the body leave there too, or — past
+   * a ',' this loop took — at after_comma, which reads what may follow a comma. */
   if (is_int_dt(dt)) {
     const char *const entry = p;
     for (;;) {
       if (ISV_UNLIKELY(end - p < 9 || n == count)) goto leave; /* a sign and 8 digit bytes */
+      uint64_t d4;
+      int four = count - n >= 4 ? isv__num_swar_digits4(p, &d4) : 0;
+      if (four) { /* "d,d,d,d," or "d,d,d,d]": four one-digit elements at once */
+        for (int i = 0; i < 4; i++) store_int(dt, out, n + (size_t)i, (d4 >> (16 * i)) & 0xf, 0);
+        n += 4;
+        if (four == 2) {
+          p += 7;
+          goto close;
+        }
+        p += 8;
+        continue;
+      }
       int neg = *p == '-';
       const char *s = p + neg;
       uint64_t v;

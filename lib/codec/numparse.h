@@ -26,6 +26,7 @@
 
 #include "compiler.h"
 #include "pow10.h"
+#include "swar.h"
 
 ISV_INLINE int isv__num_is_digit(unsigned char c) { return (unsigned)(c - '0') < 10u; }
 
@@ -55,12 +56,7 @@ typedef struct isv__numlit {
 
 /* SWAR: the number of leading ASCII digits in the 8 bytes at p (0..8) and their value. */
 ISV_INLINE int isv__num_swar_digits(const char *p, uint64_t *val) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  uint64_t x = v ^ 0x3030303030303030u; /* digits become 0..9 */
+  uint64_t x = isv__swar_load(p) ^ 0x3030303030303030u; /* digits become 0..9 */
   /* high bit of each byte that is not a digit (carries only ever leave non-digit bytes, so
    * the first non-digit byte is always flagged correctly) */
   uint64_t nd = ((x + 0x7676767676767676u) | x) & 0x8080808080808080u;
@@ -75,6 +71,22 @@ ISV_INLINE int isv__num_swar_digits(const char *p, uint64_t *val) {
        (((x >> 16) & 0x000000FF000000FFu) * (1 + (UINT64_C(10000) << 32)))) >> 32;
   *val = x;
   return k;
+}
+
+/* SWAR: whether the 8 bytes at p are four one-digit elements of a JSON array, "d,d,d,d," (1),
+ * or its last four, "d,d,d,d]" (2); else 0. Element i's value (0..9) is byte 2i of *digits, the
+ * odd bytes 0. Masks, one-hot rows and class labels are mostly this: four elements per word. */
+ISV_INLINE int isv__num_swar_digits4(const char *p, uint64_t *digits) {
+  uint64_t x = isv__swar_load(p) ^ 0x2c302c302c302c30u; /* "0,0,0,0,": digits 0..9, commas 0 */
+  uint64_t last = x >> 56;              /* the fourth separator: ',' gives 0, ']' 0x71 */
+  x &= 0x00ffffffffffffffu;
+  /* the separators are commas; each digit byte is 0..9 (a byte of 0x80 or more is flagged by
+   * itself, 0x0a..0x7f by the add; only a flagged byte carries, into a comma's byte) */
+  if ((x & 0x0000ff00ff00ff00u) != 0 || (((x + 0x0076007600760076u) | x) & 0x0080008000800080u) != 0 ||
+      (last != 0 && last != (']' ^ ',')))
+    return 0;
+  *digits = x;
+  return last ? 2 : 1;
 }
 
 static const uint64_t isv__num_p10u[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};

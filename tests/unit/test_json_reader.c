@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "codec/json_reader.h"
+#include "sweep_rng.h"
 
 /* FP16/BF16 expectations from exact rational rounding (generated with Python's fractions:
  * round-to-nearest-even of the exact decimal value). */
@@ -1120,6 +1121,61 @@ static void test_tensor_ints_compact_and_spaced_agree(void **state) {
   assert_true(y[0] == 1 && y[1] == 2 && y[2] == 3 && y[3] == -4);
 }
 
+/* Runs of one-digit elements are read four to a word ("1,0,1,1,", or the last four with their
+ * ']'); the same documents spaced after each comma are read element by element. Both must agree
+ * — the values, or the same message — for random runs with the odd element that is not one
+ * digit (a longer number, a sign, a stray byte), every count from too few to too many, every
+ * integer datatype and every distance from the end of the body. */
+static void test_tensor_one_digit_runs_agree(void **state) {
+  (void)state;
+  static const char *const odd[] = {"10", "-1", "/", ":", "x", "1.5", "01", "\xb1", "[1]", ""};
+  static const isv_datatype dts[] = {ISV_UINT8, ISV_INT8, ISV_INT32, ISV_UINT64, ISV_INT64};
+  for (int round = 0; round < 3000; round++) {
+    int n = 1 + (int)pick(14);
+    char compact[256], spaced[256];
+    size_t c = 0, sp = 0;
+    compact[c++] = spaced[sp++] = '[';
+    for (int i = 0; i < n; i++) {
+      char el[8];
+      if (pick(9) == 0) {
+        snprintf(el, sizeof el, "%s", odd[pick(sizeof odd / sizeof odd[0])]);
+      } else {
+        snprintf(el, sizeof el, "%u", (unsigned)pick(10));
+      }
+      const char *sep = i ? "," : "";
+      c += (size_t)snprintf(compact + c, sizeof compact - c, "%s%s", sep, el);
+      sp += (size_t)snprintf(spaced + sp, sizeof spaced - sp, "%s%s%s", sep, i ? " " : "", el);
+    }
+    int pad = (int)pick(12);
+    snprintf(compact + c, sizeof compact - c, "]%*s", pad, "");
+    snprintf(spaced + sp, sizeof spaced - sp, "]%*s", pad, "");
+    size_t count = (size_t)n + (pick(5) == 0 ? pick(3) : 0) - (pick(5) == 0 ? 1 : 0);
+    isv_datatype dt = dts[pick(sizeof dts / sizeof dts[0])];
+    uint64_t a[20] = {0}, b[20] = {0};
+    char ea[256] = "", eb[256] = "";
+    const char *e = tensor(compact, dt, a, count, NULL);
+    if (e) snprintf(ea, sizeof ea, "%s", e);
+    e = tensor(spaced, dt, b, count, NULL);
+    if (e) snprintf(eb, sizeof eb, "%s", e);
+    char *at = strstr(ea, " at offset"), *bt = strstr(eb, " at offset");
+    if (at) *at = '\0';
+    if (bt) *bt = '\0';
+    if (strcmp(ea, eb) != 0 || memcmp(a, b, sizeof a) != 0)
+      fail_msg("%s (%zu as %s): \"%s\", spaced \"%s\"", compact, count, isv_datatype_name(dt), ea,
+               eb);
+  }
+  int32_t x[16];
+  assert_null(tensor("[1,0,1,1,0,0,0,1,9,8,7,6,5,4,3,2]", ISV_INT32, x, 16, NULL));
+  static const int32_t want[16] = {1, 0, 1, 1, 0, 0, 0, 1, 9, 8, 7, 6, 5, 4, 3, 2};
+  assert_memory_equal(x, want, sizeof want);
+  tensor_err("[1,0,1,1]        ", ISV_INT32, 5, "expected 5 elements, got 4", (size_t)-1);
+  tensor_err("[1,0,1,1,1]        ", ISV_INT32, 4, "expected 4 elements, got more than 4", 9);
+  tensor_err("[1,0,1,1,]        ", ISV_INT32, 4, "trailing comma", 9);
+  int8_t y[8];
+  assert_null(tensor("[[1,2,3,4],[5,6,7,8]]", ISV_INT8, y, 8, NULL));
+  assert_true(y[0] == 1 && y[3] == 4 && y[4] == 5 && y[7] == 8);
+}
+
 /* isv__json_small_uints takes a compact shape whole, or nothing: where it says yes, reading the
  * array token by token gives the same integers and leaves the reader at the same place (the next
  * token alike); where it says no, the reader is as it was (the tokens read after are the same). */
@@ -1496,6 +1552,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_int_ranges),
       cmocka_unit_test(test_tensor_ints_near_and_far_from_the_end),
       cmocka_unit_test(test_tensor_ints_compact_and_spaced_agree),
+      cmocka_unit_test(test_tensor_one_digit_runs_agree),
       cmocka_unit_test(test_small_uints_whole_or_nothing),
       cmocka_unit_test(test_strings_ended_at_every_position),
       cmocka_unit_test(test_tensor_floats),

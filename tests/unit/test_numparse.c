@@ -556,6 +556,35 @@ static char digit(int shape) {
 }
 
 /* Random literals of many shapes (long, short, near ties, extreme exponents) vs strtod. */
+/* isv__num_swar_digits4 against a byte-by-byte reading, for every byte value at every position
+ * of "1,2,3,4," and "1,2,3,4]": a word of four one-digit elements is taken, with each digit's
+ * value; any other byte anywhere (a digit's neighbours '/' and ':', a byte of 0x80 or more whose
+ * add would carry) is not. */
+static void four_one_digit_elements_in_a_word(void **state) {
+  (void)state;
+  for (int closing = 0; closing < 2; closing++)
+    for (int at = 0; at < 8; at++)
+      for (int b = 0; b < 256; b++) {
+        char w[8];
+        memcpy(w, closing ? "1,2,3,4]" : "1,2,3,4,", 8);
+        w[at] = (char)b;
+        int want = closing + 1;
+        for (int i = 0; i < 8; i += 2)
+          if (w[i] < '0' || w[i] > '9') want = 0;
+        for (int i = 1; i < 7; i += 2)
+          if (w[i] != ',') want = 0;
+        if (w[7] != ',' && w[7] != ']') want = 0;
+        if (want) want = w[7] == ']' ? 2 : 1;
+        uint64_t d = 0;
+        int got = isv__num_swar_digits4(w, &d);
+        if (got != want) fail_msg("byte %#x at %d of %s: %d, not %d", b, at, closing ? "]" : ",", got, want);
+        for (int i = 0; got && i < 4; i++)
+          if (((d >> (16 * i)) & 0xffff) != (uint64_t)(w[2 * i] - '0'))
+            fail_msg("byte %#x at %d: element %d is %llu", b, at, i,
+                     (unsigned long long)((d >> (16 * i)) & 0xffff));
+      }
+}
+
 static void random_literals_match_strtod(void **state) {
   (void)state;
   for (int iter = 0; iter < 20000; iter++) {
@@ -596,6 +625,7 @@ int main(void) {
       cmocka_unit_test(nan_infinity_and_signed_zero),
       cmocka_unit_test(half_formats_round_once),
       cmocka_unit_test(integer_magnitudes),
+      cmocka_unit_test(four_one_digit_elements_in_a_word),
       cmocka_unit_test(random_literals_match_strtod),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
