@@ -119,6 +119,34 @@ void isv__json_write_bytes_element(isv__buf *b, const char *s, size_t len) {
 /* ---------------------------------------------------------------------------------------------
  * Tensors
  * ------------------------------------------------------------------------------------------- */
+/* The integers under 100 — most small integer tensors' values — with the comma that follows
+ * each: the text in the low bytes (the first byte in memory the lowest), its length in the top
+ * byte. One 4-byte store writes the element; the bytes past its length are left for the next
+ * to overwrite. */
+#define SMALL_ELEM(v)                                                                          \
+  ((v) < 10 ? (uint32_t)('0' + (v)) | (uint32_t)',' << 8 | 2u << 24                         \
+            : (uint32_t)('0' + (v) / 10) | (uint32_t)('0' + (v) % 10) << 8 |                 \
+                  (uint32_t)',' << 16 | 3u << 24)
+#define SMALL_ELEMS10(t)                                                                       \
+  SMALL_ELEM(t), SMALL_ELEM(t + 1), SMALL_ELEM(t + 2), SMALL_ELEM(t + 3), SMALL_ELEM(t + 4),   \
+      SMALL_ELEM(t + 5), SMALL_ELEM(t + 6), SMALL_ELEM(t + 7), SMALL_ELEM(t + 8), SMALL_ELEM(t + 9)
+static const uint32_t small_elems[100] = {
+    SMALL_ELEMS10(0),  SMALL_ELEMS10(10), SMALL_ELEMS10(20), SMALL_ELEMS10(30), SMALL_ELEMS10(40),
+    SMALL_ELEMS10(50), SMALL_ELEMS10(60), SMALL_ELEMS10(70), SMALL_ELEMS10(80), SMALL_ELEMS10(90)};
+#undef SMALL_ELEMS10
+#undef SMALL_ELEM
+
+static inline size_t put_small_elem(char *p, unsigned v) {
+  uint32_t e = small_elems[v];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  uint32_t m = __builtin_bswap32(e);
+  memcpy(p, &m, 4);
+#else
+  memcpy(p, &e, 4);
+#endif
+  return e >> 24;
+}
+
 /* Format element i of a fixed-size type into p (room for 32 bytes); returns the length. */
 static inline size_t fmt_elem(char *p, isv_datatype dt, const void *data, size_t i) {
   switch (dt) {
@@ -145,6 +173,26 @@ static inline size_t fmt_elem(char *p, isv_datatype dt, const void *data, size_t
   }
 }
 
+/* Element i and a comma after it (room for 33 bytes); returns the length, the comma's included. */
+static inline size_t fmt_elem_comma(char *p, isv_datatype dt, const void *data, size_t i) {
+  int64_t v;
+  switch (dt) { /* an integer under 100: from the table */
+    case ISV_UINT8: v = ((const uint8_t *)data)[i]; break;
+    case ISV_UINT16: v = ((const uint16_t *)data)[i]; break;
+    case ISV_UINT32: v = ((const uint32_t *)data)[i]; break;
+    case ISV_UINT64: v = (int64_t)((const uint64_t *)data)[i]; break; /* 2^63 and up: < 0 */
+    case ISV_INT8: v = ((const int8_t *)data)[i]; break;
+    case ISV_INT16: v = ((const int16_t *)data)[i]; break;
+    case ISV_INT32: v = ((const int32_t *)data)[i]; break;
+    case ISV_INT64: v = ((const int64_t *)data)[i]; break;
+    default: v = -1; break;
+  }
+  if ((uint64_t)v < 100) return put_small_elem(p, (unsigned)v);
+  size_t n = fmt_elem(p, dt, data, i);
+  p[n] = ',';
+  return n + 1;
+}
+
 /* Elements [from, from + n) separated by commas (no brackets). */
 static inline void write_run(isv__buf *b, const isv_datatype dt, const void *data, size_t from,
                              size_t n) {
@@ -162,12 +210,11 @@ static inline void write_run(isv__buf *b, const isv_datatype dt, const void *dat
     char *p = isv__buf_reserve(b, chunk * 33);
     if (!p) return;
     char *start = p;
-    for (size_t j = 0; j < chunk; j++, i++) {
-      if (i) *p++ = ',';
-      p += fmt_elem(p, dt, data, from + i);
-    }
+    for (size_t j = 0; j < chunk; j++, i++) /* each element with a comma after it ... */
+      p += fmt_elem_comma(p, dt, data, from + i);
     b->len += (size_t)(p - start);
   }
+  if (n) b->len--; /* ... but the last */
 }
 
 static void write_flat(isv__buf *b, isv_datatype dt, const void *data, size_t from, size_t n) {

@@ -224,6 +224,52 @@ static void test_bytes_elements(void **state) {
   isv__buf_free(&b);
 }
 
+/* Integer tensors of every type against printf, over the values written from the digit-pair
+ * table (0..99, a one-digit value's spare byte overwritten by the next comma or the ']') and
+ * those either side of them, in tensors longer than one formatting chunk (256 elements). */
+static void test_integer_tensors_like_printf(void **state) {
+  (void)state;
+  enum { N = 700 };
+  static const isv_datatype dts[] = {ISV_UINT8, ISV_UINT16, ISV_UINT32, ISV_UINT64,
+                                     ISV_INT8,  ISV_INT16,  ISV_INT32,  ISV_INT64};
+  static char want[N * 24 + 2];
+  isv__buf b;
+  isv__buf_init(&b, NULL);
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    isv_datatype dt = dts[d];
+    int is_signed = dt == ISV_INT8 || dt == ISV_INT16 || dt == ISV_INT32 || dt == ISV_INT64;
+    int64_t lo = is_signed ? -128 : 0, hi = dt == ISV_INT8 ? 127 : 255;
+    for (size_t n = 0; n <= N; n += n < 12 ? 1 : 229) {
+      int64_t v[N];
+      size_t w = 0;
+      want[w++] = '[';
+      for (size_t i = 0; i < n; i++) {
+        v[i] = lo + (int64_t)((i * 37) % (size_t)(hi - lo + 1));
+        w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", i ? "," : "", (long long)v[i]);
+      }
+      snprintf(want + w, sizeof want - w, "]");
+      unsigned char data[N * 8];
+      for (size_t i = 0; i < n; i++) {
+        switch (dt) {
+          case ISV_UINT8: ((uint8_t *)data)[i] = (uint8_t)v[i]; break;
+          case ISV_UINT16: ((uint16_t *)data)[i] = (uint16_t)v[i]; break;
+          case ISV_UINT32: ((uint32_t *)data)[i] = (uint32_t)v[i]; break;
+          case ISV_UINT64: ((uint64_t *)data)[i] = (uint64_t)v[i]; break;
+          case ISV_INT8: ((int8_t *)data)[i] = (int8_t)v[i]; break;
+          case ISV_INT16: ((int16_t *)data)[i] = (int16_t)v[i]; break;
+          case ISV_INT32: ((int32_t *)data)[i] = (int32_t)v[i]; break;
+          default: ((int64_t *)data)[i] = v[i]; break;
+        }
+      }
+      b.len = 0;
+      isv__json_write_tensor(&b, dt, data, n);
+      if (strcmp(cstr(&b), want) != 0)
+        fail_msg("%zu elements of %s: %.80s, not %.80s", n, isv_datatype_name(dt), cstr(&b), want);
+    }
+  }
+  isv__buf_free(&b);
+}
+
 static void test_tensors(void **state) {
   (void)state;
   isv__buf b;
@@ -516,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_string_in_the_room_left),
       cmocka_unit_test(test_string_every_length_and_place),
       cmocka_unit_test(test_bytes_elements),
+      cmocka_unit_test(test_integer_tensors_like_printf),
       cmocka_unit_test(test_tensors),
       cmocka_unit_test(test_half_exhaustive),
       cmocka_unit_test(test_roundtrip_f32_tensor),
