@@ -10,8 +10,7 @@
 #include "codec/tracectx.h"
 #include "inferserve.h" /* the ISV_E* codes */
 
-const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name) {
-  size_t n = strlen(name);
+const isv__header *isv__exchange_header_n(const isv__exchange *ex, const char *name, size_t n) {
   for (size_t i = 0; i < ex->n_headers; i++) /* header names hold no NUL (the parsers refuse) */
     if (ex->headers[i].name_len == n && isv__bytes_same_nocase(ex->headers[i].name, name, n))
       return &ex->headers[i];

@@ -143,8 +143,10 @@ struct isv__exchange {
 
 /* "GET" -> ISV__M_GET ...; ISV__M_OTHER for the rest. */
 isv__method isv__method_of(const char *name);
-/* Case-insensitive lookup; NULL when absent. */
-const isv__header *isv__exchange_header(const isv__exchange *ex, const char *name);
+/* Case-insensitive lookup of the header named (name, n); NULL when absent. */
+const isv__header *isv__exchange_header_n(const isv__exchange *ex, const char *name, size_t n);
+/* ... of a name given as a string literal (its length known when compiled, no strlen). */
+#define isv__exchange_header(ex, lit) isv__exchange_header_n((ex), "" lit "", sizeof(lit) - 1)
 /* The trace id of the one valid traceparent in headers[0..n), as 32 hex digits in out; ""
  * when none (the access log's trace_id). Returns out. */
 const char *isv__access_trace_id(const isv__header *headers, size_t n, char out[33]);

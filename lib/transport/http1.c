@@ -328,8 +328,8 @@ static int write_parts(h1 *h, isv__exchange *ex, write_ctx *w, size_t head_len,
   return -1;
 }
 
-static size_t head_size(const isv__response *r) {
-  size_t n = 256 + (r->content_type ? strlen(r->content_type) : 0);
+static size_t head_size(const isv__response *r, size_t ct_len) {
+  size_t n = 256 + ct_len;
   for (size_t i = 0; i < r->n_headers; i++) n += r->headers[i].name_len + r->headers[i].value_len + 4;
   return n;
 }
@@ -343,19 +343,24 @@ static char *put(char *p, const char *s, size_t n) {
 /* How the body's end is told: its length, the last chunk, or the connection's close. */
 enum { BODY_LENGTH, BODY_CHUNKED, BODY_TO_CLOSE };
 
-/* The status line and headers, into h (head_size(r) bytes). Every response goes through here:
- * no snprintf. */
-static void build_head(char *h, const isv__response *r, int framing, size_t body_len,
-                       int keep_alive, int http10, size_t *len) {
-  const char *reason = isv__http_reason(r->status);
-  char *p = PUT_LIT(h, "HTTP/1.1 ");
-  p += isv__fmt_u64(p, (uint64_t)(r->status >= 100 && r->status <= 999 ? r->status : 500));
-  *p++ = ' ';
-  p = put(p, reason, strlen(reason));
-  p = PUT_LIT(p, "\r\n");
+/* The status line and headers, into h (head_size(r, ct_len) bytes; ct_len is the length of
+ * r's content type). Every response goes through here: no snprintf. */
+static void build_head(char *h, const isv__response *r, size_t ct_len, int framing,
+                       size_t body_len, int keep_alive, int http10, size_t *len) {
+  char *p;
+  if (r->status == 200) { /* most answers: the line whole */
+    p = PUT_LIT(h, "HTTP/1.1 200 OK\r\n");
+  } else {
+    const char *reason = isv__http_reason(r->status);
+    p = PUT_LIT(h, "HTTP/1.1 ");
+    p += isv__fmt_u64(p, (uint64_t)(r->status >= 100 && r->status <= 999 ? r->status : 500));
+    *p++ = ' ';
+    p = put(p, reason, strlen(reason));
+    p = PUT_LIT(p, "\r\n");
+  }
   if (r->content_type) {
     p = PUT_LIT(p, "Content-Type: ");
-    p = put(p, r->content_type, strlen(r->content_type));
+    p = put(p, r->content_type, ct_len);
     p = PUT_LIT(p, "\r\n");
   }
   if (framing == BODY_LENGTH) {
@@ -397,8 +402,10 @@ static int h1_respond(isv__exchange *ex, const isv__response *resp) {
   h->chunked = framing == BODY_CHUNKED && !is_head;
   h->wire_done = !resp->more || is_head; /* HEAD: the head is the whole answer */
   size_t hl;
-  write_ctx *head = take_write(h, head_size(resp));
-  if (head != NULL) build_head(head->head, resp, framing, body_len, !h->close_after, http10, &hl);
+  size_t ct_len = resp->content_type ? strlen(resp->content_type) : 0;
+  write_ctx *head = take_write(h, head_size(resp, ct_len));
+  if (head != NULL)
+    build_head(head->head, resp, ct_len, framing, body_len, !h->close_after, http10, &hl);
   if (head == NULL) {
     if (resp->release) resp->release(resp->release_ctx);
     isv__conn_close(c); /* lets go of ex */

@@ -5,6 +5,7 @@
  * first. */
 #include "cmocka_prelude.h"
 
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
@@ -57,6 +58,29 @@ static void bytes_same_nocase_agrees_with_strncasecmp(void **state) {
   assert_true(isv__bytes_same_nocase("", "x", 0));
 }
 
+/* ... and so it does on spans of every length the word-at-a-time way takes (4..7 in two
+ * overlapping halves, 8 and more in words, the last one overlapping), with every pair of
+ * bytes at every position of a header name whose other letters differ in case. */
+static void bytes_same_nocase_in_words(void **state) {
+  (void)state;
+  static const char name[] = "Inference-Header-Content-Length-X";
+  static const size_t lens[] = {4, 6, 7, 8, 9, 15, 16, 17, 33};
+  for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+    size_t n = lens[k];
+    char a[48], b[48];
+    for (size_t at = 0; at < n; at++)
+      for (unsigned c = 1; c < 256; c++)
+        for (unsigned d = 1; d < 256; d++) {
+          memcpy(a + 1, name, n); /* unaligned starts */
+          for (size_t i = 0; i < n; i++) b[1 + i] = (char)tolower((unsigned char)name[i]);
+          a[1 + at] = (char)c;
+          b[1 + at] = (char)d;
+          if (isv__bytes_same_nocase(a + 1, b + 1, n) != (strncasecmp(a + 1, b + 1, n) == 0))
+            fail_msg("length %zu, bytes %#x and %#x at %zu", n, c, d, at);
+        }
+  }
+}
+
 static void span_tests_compare_lengths_first(void **state) {
   (void)state;
   assert_true(ISV__SPAN_IS("name", 4, "name"));
@@ -71,6 +95,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_same_agrees_with_memcmp),
       cmocka_unit_test(bytes_same_nocase_agrees_with_strncasecmp),
+      cmocka_unit_test(bytes_same_nocase_in_words),
       cmocka_unit_test(span_tests_compare_lengths_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
