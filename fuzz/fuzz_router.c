@@ -5,7 +5,8 @@
  * no transport lets through). Byte 1: bits 0-1 the body (none, a good V2 JSON body for model
  * "m", a broken one, a binary tensor data body with its Inference-Header-Content-Length), bit 2
  * an unsupported Content-Type, bit 3 an early error (isv__router_error, 413) instead of a
- * dispatch.
+ * dispatch, bit 4 the request (without a body) sent again: the router's memo takes it the
+ * second time, and must answer as the routing did (the same status).
  *
  * The router holds every V2 route and a front end of its own with suffixed captures
  * ({model}:predict, {model}:classify), a plain capture and {*rest}, whose handler checks the
@@ -278,6 +279,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   check(answers == 1, "answered exactly once");
   check(strcmp(ex.path, orig) == 0, "the path is left as it came");
+  if ((flags & 16) && !(flags & 8) && body_len == 0) {
+    int first = last_status;
+    isv__exchange again;
+    memset(&again, 0, sizeof again);
+    again.method = method;
+    again.method_name = names[method];
+    again.path = target;
+    again.path_len = ex.path_len;
+    again.query = query;
+    again.query_len = ex.query_len;
+    again.headers = headers;
+    again.n_headers = nh;
+    again.respond = fake_respond;
+    answers = 0;
+    isv__router_dispatch(&router, &again);
+    for (int i = 0; answers == 0 && i < 4; i++) uv_run(&loop, UV_RUN_NOWAIT);
+    check(answers == 1, "answered exactly once, again");
+    check(last_status == first, "the same path and method answered alike again");
+  }
   isv__free(ex.body); /* the exchange's, unless a request took it (then NULL) */
   free(orig);
   free(target);

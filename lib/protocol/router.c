@@ -483,7 +483,8 @@ static void memo_set(isv__router *r, const isv__exchange *ex, unsigned bit,
 static const isv__compiled_route *memo_get(isv__router *r, const isv__exchange *ex, unsigned bit,
                                            isv__http_req *q) {
   const isv__route_memo *m = &r->memo;
-  if (m->path_len != ex->path_len || m->method_bit != bit || r->by_segs_stale ||
+  if (m->path_len == 0 /* empty: an empty path is not its match */ ||
+      m->path_len != ex->path_len || m->method_bit != bit || r->by_segs_stale ||
       memcmp(m->path, ex->path, ex->path_len) != 0)
     return NULL;
   q->n_caps = m->n_caps; /* the arrays whole: a few moves, where a loop became three calls */
