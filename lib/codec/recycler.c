@@ -4,21 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ISV__ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ISV__ASAN 1
-#endif
-#endif
-#ifdef ISV__ASAN
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "codec/poison.h"
 
 /* The tag in a block's bytes 8..15: SIZED | the block's class, for a block made at a class's
  * size; 0 for any other (larger than ISV__RECYCLER_MAX, or not made here). */
@@ -79,7 +65,7 @@ static void *pop(isv__recycler *r, unsigned k) {
   isv__recycler_list *l = &r->list[k];
   void *base = l->head;
   if (base == NULL) return NULL;
-  UNPOISON(base, l->size);
+  ISV__UNPOISON(base, l->size);
   memcpy(&l->head, base, sizeof l->head);
   l->n--;
   r->held -= l->size;
@@ -98,7 +84,7 @@ static int push(isv__recycler *r, void *base, unsigned k) {
   l->head = base;
   l->n++;
   r->held += size;
-  POISON((char *)base + KEPT_HEAD, size - KEPT_HEAD);
+  ISV__POISON((char *)base + KEPT_HEAD, size - KEPT_HEAD);
   return 1;
 }
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/poison.h"
+
 /* Small requests share 8 KiB chunks; anything over a quarter of that gets its own chunk so a
  * big tensor never wastes the tail of a shared one. */
 #define ISV__ARENA_CHUNK 8192u
@@ -41,8 +43,11 @@ void *isv__arena_alloc_slow(isv__arena *a, size_t n) {
     }
     return c->data;
   }
-  isv__arena_chunk *c = new_chunk(a, ISV__ARENA_CHUNK);
-  if (c == NULL) return NULL;
+  isv__arena_chunk *c = h == NULL && a->spare ? atomic_exchange(a->spare, NULL) : NULL;
+  if (c != NULL) /* the first chunk: the one kept from an arena before (isv__arena_detach) */
+    ISV__UNPOISON(c->data, c->cap);
+  else if ((c = new_chunk(a, ISV__ARENA_CHUNK)) == NULL)
+    return NULL;
   c->next = h;
   a->head = c;
   c->used = need;
@@ -73,6 +78,22 @@ void isv__arena_free(isv__arena *a) {
     c = next;
   }
   a->head = NULL;
+}
+
+isv__arena_chunk *isv__arena_detach(isv__arena *a) {
+  isv__arena_chunk *c = a->head;
+  if (c == NULL || c->cap != ISV__ARENA_CHUNK) return NULL; /* none, or a dedicated one */
+  a->head = c->next;
+  c->next = NULL;
+  c->used = 0;
+  ISV__POISON(c->data, c->cap); /* nobody's until adopted */
+  return c;
+}
+
+void isv__arena_chunk_free(isv__arena_chunk *c) {
+  if (c == NULL) return;
+  ISV__UNPOISON(c->data, c->cap);
+  isv__bigbuf_free(c);
 }
 
 size_t isv__arena_capacity(const isv__arena *a) {

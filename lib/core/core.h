@@ -16,6 +16,7 @@
 #include "codec/bigbuf.h"
 #include "codec/budget.h"
 #include "codec/recycler.h"
+#include "core/arena.h"
 #include "core/clients.h"
 #include "core/logset.h"
 #include "core/options.h"
@@ -92,6 +93,11 @@ struct isv__core {
    * (request.c): set under mu, and only when empty; taken by an exchange, without mu (a lock
    * pair per request less). */
   _Atomic(isv_request *) q_spare;
+  /* The shared chunk of a released request's arena, for the next request's arena to start
+   * with (its isv__arena.spare): set under mu and only when empty (request.c's bury), taken
+   * without mu at the arena's first allocation — as q_spare, an allocation and a free per
+   * request less. Poisoned while it waits. */
+  _Atomic(isv__arena_chunk *) arena_spare;
   int closed; /* isv__core_close ran: requests freed later go straight to free(); under mu */
   /* The core's memory outlives its close while executions it abandoned still run: one
    * reference for the owner, one per abandoned execution, one for worker threads let go. */

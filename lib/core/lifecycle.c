@@ -115,6 +115,7 @@ void isv__core_close(isv__core *c, uv_close_cb close_cb) {
   for (size_t i = 0; i < c->q_len; i++) isv__free(c->quarantine[i]);
   c->q_len = 0;
   isv__free(atomic_exchange_explicit(&c->q_spare, NULL, memory_order_acquire));
+  isv__arena_chunk_free(atomic_exchange_explicit(&c->arena_spare, NULL, memory_order_acquire));
   uv_mutex_unlock(&c->mu);
   while (q) {
     isv_request *next = q->qnext;

@@ -20,6 +20,7 @@ isv_request *isv__request_new(isv__core *c) {
   r->core = c;
   r->arena.bufs = &c->bufs;
   r->out_arena.bufs = &c->bufs;
+  r->arena.spare = &c->arena_spare; /* its first chunk, the one a request before let go */
   r->id = "";
   r->errmsg = "";
   return r;
@@ -477,13 +478,21 @@ ISV_EXTERN int isv_request_new(isv_server *srv, const char *name, const char *ve
  * sets an output of) a request twice — the second time after the response went out, from a
  * worker thread — gets ISV_ESTATE instead of writing into freed memory. Its buffers are
  * released at once; only the struct waits. */
-static void bury(isv_request *r) {
+static void bury(isv_request *r, isv__arena_chunk *chunk) {
   isv__core *c = r->core;
   if (c == NULL || c->closed) {
+    isv__arena_chunk_free(chunk);
     isv__free(r);
     return;
   }
   uv_mutex_lock(&c->mu);
+  /* its arena's shared chunk for the next request's, when none is kept: under mu, as the close
+   * that frees the one kept (a release on a backend's thread may race the close) */
+  isv__arena_chunk *no_chunk = NULL;
+  if (chunk != NULL && !c->closed &&
+      atomic_compare_exchange_strong_explicit(&c->arena_spare, &no_chunk, chunk,
+                                              memory_order_release, memory_order_relaxed))
+    chunk = NULL;
   ISV_ASSERT(!isv__request_dead(r), "a request is freed once");
   atomic_store_explicit(&r->dead, 1, memory_order_relaxed);
   isv_request *old = c->q_len == ISV__QUARANTINE ? c->quarantine[c->q_next] : NULL;
@@ -496,6 +505,7 @@ static void bury(isv_request *r) {
                                                              memory_order_relaxed))
     old = NULL;
   uv_mutex_unlock(&c->mu);
+  isv__arena_chunk_free(chunk);
   isv__free(old);
 }
 
@@ -515,6 +525,8 @@ static void free_buffers(void *body, void (*body_free)(void *), isv__arena *a, i
   isv__arena_free(out);
   isv__arena_free(a);
 }
+
+
 static void late_work(isv__offload *o) {
   late_buffers *l = (late_buffers *)o;
   free_buffers(l->body, l->body_free, &l->arena, &l->out_arena);
@@ -550,8 +562,12 @@ void isv__request_release(isv_request *r) {
   for (isv__owned *o = r->refs; o; o = o->next) o->del(o->p);
   if (r->model && r->parent == NULL) isv__model_unref(r->model); /* a response borrows it */
   /* the body after the inputs pointing into it */
-  if (!free_buffers_later(r)) free_buffers(r->body, r->body_free, &r->arena, &r->out_arena);
-  bury(r);
+  isv__arena_chunk *chunk = NULL; /* kept for the next request (bury) */
+  if (!free_buffers_later(r)) {
+    chunk = isv__arena_detach(&r->arena);
+    free_buffers(r->body, r->body_free, &r->arena, &r->out_arena);
+  }
+  bury(r, chunk);
 }
 
 int isv__request_trace(isv_request *r, const char *tp, size_t tp_len, const char *ts,

@@ -148,7 +148,7 @@ ISV_EXTERN int isv_request_send_response(isv_request *r) {
   r->resp_params = NULL;
   r->n_resp_params = r->cap_resp_params = 0;
   r->owned = NULL;
-  r->out_arena = (isv__arena){NULL, &c->bufs};
+  r->out_arena = (isv__arena){.bufs = &c->bufs};
   r->children++;
   q->resp_cost = cost;
   st->pending += cost;

@@ -400,8 +400,9 @@ static void a_struct_leaving_the_quarantine_is_reused_clean(void **state) {
   isv_request_free(again);
 }
 
-/* Requests made and freed on two threads at once: the spare struct is taken without the core's
- * lock (an exchange), so each struct goes to one of them (TSan in CI: no race). */
+/* Requests made and freed on two threads at once: the spare struct, and the spare arena chunk,
+ * are taken without the core's lock (an exchange), so each goes to one of them, its bytes
+ * handed over whole (TSan in CI: no race). */
 typedef struct churn {
   fixture *f;
   const char *id;
@@ -413,7 +414,10 @@ static void churn_requests(void *arg) {
     isv_request *r = isv__request_new(&c->f->core);
     if (r == NULL) continue;
     isv_request_set_id(r, c->id);
-    c->kept += strcmp(isv_request_id(r), c->id) == 0 && isv_request_input_count(r) == 0;
+    unsigned char *p = isv__arena_alloc(&r->arena, 1024); /* in the chunk the id took */
+    if (p) memset(p, c->id[0], 1024);
+    c->kept += strcmp(isv_request_id(r), c->id) == 0 && isv_request_input_count(r) == 0 &&
+               p != NULL && p[0] == (unsigned char)c->id[0] && p[1023] == (unsigned char)c->id[0];
     isv_request_free(r);
   }
 }
@@ -427,6 +431,7 @@ static void two_threads_share_the_spare(void **state) {
   uv_thread_join(&tb);
   assert_int_equal(a.kept, 4 * ISV__QUARANTINE);
   assert_int_equal(b.kept, 4 * ISV__QUARANTINE);
+  assert_non_null(atomic_load(&f->core.arena_spare)); /* the last chunk freed, kept */
 }
 
 int main(void) {
