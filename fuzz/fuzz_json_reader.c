@@ -2,7 +2,8 @@
  *
  * Every input is read token by token (the reader must never crash, read out of bounds or
  * loop), skipped with isv__json_skip, and, when it is an array of scalars, parsed again with
- * isv__json_read_tensor into every datatype.
+ * isv__json_read_tensor into every datatype; isv__json_key_in, asked before every token, must
+ * take a key exactly where the tokens read it, and leave the reader as they do.
  *
  * With ISV_FUZZ_WITH_JANSSON (meson defines it when jansson is found) the reader is also
  * compared with jansson on strict JSON: inputs whose tokens include NaN/Infinity are skipped,
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "codec/datatype.h"
+#include "codec/json_next.h"
 #include "codec/json_reader.h"
 
 #ifdef ISV_FUZZ_WITH_JANSSON
@@ -344,6 +346,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check(isv__json_next(&tokens, &u) == ISV__JSON_ARRAY_END && tokens.pos == r.pos &&
                 tokens.depth == r.depth && tokens.state == r.state,
             "small_uints did not end where the tokens do", data, size);
+    }
+  }
+
+  /* isv__json_key_in before every token: a key of its set taken at once is the key the tokens
+   * read, and both readers then stand alike; where it takes none, the reader is untouched */
+  {
+    static const isv__json_key_lit keys[] = {ISV__JSON_KEY_LIT("name"), ISV__JSON_KEY_LIT("data"),
+                                             ISV__JSON_KEY_LIT("datatype"), ISV__JSON_KEY_LIT("a"),
+                                             ISV__JSON_KEY_LIT("")};
+    char *copy = malloc(size ? size : 1);
+    if (copy) {
+      memcpy(buf, data, size);
+      memcpy(copy, data, size);
+      isv__json_reader r, tokens;
+      isv__json_reader_init(&r, buf, size, DEPTH);
+      isv__json_reader_init(&tokens, copy, size, DEPTH);
+      isv__json_token t, u;
+      for (int steps = 0; steps < 4096; steps++) {
+        size_t before = r.pos;
+        int st = r.state;
+        int k = isv__json_key_in(&r, keys, sizeof keys / sizeof keys[0]);
+        isv__json_type tu = isv__json_next(&tokens, &u);
+        if (k >= 0) {
+          check(tu == ISV__JSON_KEY && u.len + 3 == keys[k].len &&
+                    memcmp(u.ptr, keys[k].text + 1, u.len) == 0,
+                "key_in took a key the tokens do not read", data, size);
+        } else {
+          check(r.pos == before && r.state == st, "key_in moved the reader when it said no",
+                data, size);
+          isv__json_type tr = isv__json_next(&r, &t);
+          check(tr == tu, "key_in's reader and the tokens' read differently", data, size);
+          if (tr <= ISV__JSON_EOF) break; /* the end, or an error */
+        }
+        check(r.pos == tokens.pos && r.state == tokens.state && r.depth == tokens.depth,
+              "key_in left the reader elsewhere than the tokens", data, size);
+      }
+      free(copy);
     }
   }
 

@@ -3,7 +3,7 @@
  * on every request — V2's inputs (protocol/v2_json.c) — where the call and the registers it
  * saves were a fifth of a token's cost (bench/RESULTS.md). What is here is the reader's own
  * state, shown only so that the fast path can be inlined: callers use isv__json_next_inline
- * and nothing else of this file. */
+ * and isv__json_key_in and nothing else of this file. */
 #ifndef ISV_CODEC_JSON_NEXT_H
 #define ISV_CODEC_JSON_NEXT_H
 
@@ -11,6 +11,7 @@
 
 #include "compiler.h"
 #include "json_reader.h"
+#include "span.h"
 #include "swar.h"
 
 /* What the grammar expects next (isv__json_reader.state). */
@@ -168,6 +169,42 @@ ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_t
   }
 general:
   return isv__json_next_general(r, tok);
+}
+
+/* A key as isv__json_key_in looks for it: quoted, with its colon ("\"name\":"), and its length. */
+typedef struct isv__json_key_lit {
+  const char *text;
+  size_t len;
+} isv__json_key_lit;
+#define ISV__JSON_KEY_LIT(name) {"\"" name "\":", sizeof(name) + 2}
+
+/* The next member's key when it is one of keys[0..n) written compactly — right after '{', or
+ * after a value and its ',', the name quoted and the ':' at once — read at once: its index,
+ * with the reader past the ':' as isv__json_next would have left it. -1 with nothing read for
+ * anything else (another key, a space, an escape, the object's end, an error), which the
+ * caller then reads token by token as before. */
+ISV_INLINE int isv__json_key_in(isv__json_reader *r, const isv__json_key_lit *keys, size_t n) {
+  size_t pos = r->pos;
+  if (ISV_UNLIKELY(r->failed || pos >= r->len)) return -1;
+  const char *p = r->buf + pos;
+  if (r->state == ISV__JST_AFTER_VALUE) {
+    if (*p != ',' || !isv__json_top_is_object(r)) return -1;
+    p++;
+    pos++;
+  } else if (r->state != ISV__JST_OBJECT_FIRST && r->state != ISV__JST_OBJECT_KEY) {
+    return -1;
+  }
+  size_t left = r->len - pos;
+  if (left < 3 || p[0] != '"') return -1;
+  for (size_t i = 0; i < n; i++) {
+    const isv__json_key_lit *k = &keys[i];
+    if (p[1] == k->text[1] && k->len <= left && isv__bytes_same(p, k->text, k->len)) {
+      r->pos = pos + k->len;
+      r->state = ISV__JST_VALUE;
+      return (int)i;
+    }
+  }
+  return -1;
 }
 
 #endif

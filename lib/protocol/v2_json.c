@@ -286,6 +286,21 @@ static int read_data_now(isv_request *r, isv__json_reader *rd, const isv__json_t
   return 1;
 }
 
+/* An input's members (the reader's isv__json_key_in takes them at once when written compactly). */
+enum { K_NAME, K_DATATYPE, K_SHAPE, K_DATA, K_PARAMETERS, INPUT_KEYS, K_OTHER = INPUT_KEYS };
+static const isv__json_key_lit input_keys[INPUT_KEYS] = {
+    [K_NAME] = ISV__JSON_KEY_LIT("name"),   [K_DATATYPE] = ISV__JSON_KEY_LIT("datatype"),
+    [K_SHAPE] = ISV__JSON_KEY_LIT("shape"), [K_DATA] = ISV__JSON_KEY_LIT("data"),
+    [K_PARAMETERS] = ISV__JSON_KEY_LIT("parameters")};
+
+/* Which of them a key token read the long way is (an escape, a space around it). */
+static int input_key(const isv__json_token *t) {
+  for (int k = 0; k < INPUT_KEYS; k++)
+    if (t->len + 3 == input_keys[k].len && memcmp(t->ptr, input_keys[k].text + 1, t->len) == 0)
+      return k;
+  return K_OTHER;
+}
+
 static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigned depth,
                        size_t index, bin_tail *tail) {
   isv__json_token t;
@@ -308,28 +323,32 @@ static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigne
   input_info info = {.label = label};
   early_data early = {0};
   for (;;) {
-    isv__json_type ty = isv__json_next_inline(rd, &t);
-    if (ty == ISV__JSON_OBJECT_END) break;
-    if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
-    if (ISV__TOKEN_IS(&t, "name")) {
+    int k = isv__json_key_in(rd, input_keys, INPUT_KEYS); /* most keys: at once */
+    if (k < 0) {
+      isv__json_type ty = isv__json_next_inline(rd, &t);
+      if (ty == ISV__JSON_OBJECT_END) break;
+      if (ty != ISV__JSON_KEY) return reader_fail(r, rd, NULL);
+      k = input_key(&t);
+    }
+    if (k == K_NAME) {
       if (expect_inline(r, rd, &t, ISV__JSON_STRING, "input 'name' must be a string"))
         return r->status;
       if ((name = isv__arena_strndup(&r->arena, t.ptr, t.len)) == NULL)
         return isv__request_fail(r, ISV_ENOMEM, "out of memory");
-    } else if (ISV__TOKEN_IS(&t, "datatype")) {
+    } else if (k == K_DATATYPE) {
       if (expect_inline(r, rd, &t, ISV__JSON_STRING, "input 'datatype' must be a string"))
         return r->status;
       dt = isv_datatype_from_name(t.ptr, t.len);
       dtname = t.ptr;
       dtlen = t.len;
       have_dt = 1;
-    } else if (ISV__TOKEN_IS(&t, "shape")) {
+    } else if (k == K_SHAPE) {
       if (parse_shape(r, rd, shape, &ndim, name ? name : label)) return r->status;
       shapes++;
-    } else if (ISV__TOKEN_IS(&t, "parameters")) {
+    } else if (k == K_PARAMETERS) {
       info.label = name ? name : label;
       if (parse_params(r, rd, input_param, &info)) return r->status;
-    } else if (ISV__TOKEN_IS(&t, "data")) {
+    } else if (k == K_DATA) {
       if (isv__json_next_inline(rd, &data_tok) == ISV__JSON_ERROR) return reader_fail(r, rd, NULL);
       have_data = 1;
       if (read_data_now(r, rd, &data_tok, have_dt, dt, shapes, shape, ndim, &early)) {

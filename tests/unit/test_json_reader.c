@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "codec/json_next.h"
 #include "codec/json_reader.h"
 #include "sweep_rng.h"
 
@@ -667,6 +668,63 @@ static void test_compact_and_spaced_tokens_agree(void **state) {
   assert_non_null(strstr(e, "nesting deeper than 3"));
   assert_int_equal(off, 3);
   assert_null(parse_n("[[{\"x\":1}]]", 11, 3, &off));
+}
+
+/* isv__json_key_in takes a compact key of its set at once, or reads nothing: a reader asking
+ * it before every token and one reading token by token agree on every key taken (the same
+ * name), on where each stands after it (position, state, depth) and on the end (the same
+ * error or none) — over keys of the set and others, escaped, spaced, in arrays, cut short. */
+static void test_key_in_takes_compact_keys_or_nothing(void **state) {
+  (void)state;
+  static const isv__json_key_lit keys[] = {ISV__JSON_KEY_LIT("name"), ISV__JSON_KEY_LIT("datatype"),
+                                           ISV__JSON_KEY_LIT("shape"), ISV__JSON_KEY_LIT("data"),
+                                           ISV__JSON_KEY_LIT("parameters")};
+  static const char *const docs[] = {
+      "{\"name\":\"a\",\"datatype\":\"x\",\"data\":[1],\"shape\":[2],\"parameters\":{\"name\":1}}",
+      "{\"names\":1,\"nam\":2,\"dat\":3,\"data\" :4, \"shape\":5,\n\"name\":6}",
+      "{\"na\\u006de\":1,\"data\":[{\"data\":{}}]}", "[\"name\",{\"name\":1},[\"data\"]]",
+      "[\"name\":1]", "[1,\"name\":2]", "{\"name\":1,\"name\":2}", "{\"name\"}", "{\"data\":",
+      "{\"data\":1,}", "{\"datatype\":\"d\",\"data\":\"datatype\"}", "{\"\":1,\"n\":2}", "{}",
+      "{\"shape\":[1,2],\"parameters\":{},\"name\":\"\"}"};
+  static char a[256], b[256];
+  int taken = 0;
+  for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+    size_t n = strlen(docs[i]);
+    memcpy(a, docs[i], n);
+    memcpy(b, docs[i], n);
+    isv__json_reader ra, rb;
+    isv__json_reader_init(&ra, a, n, 8);
+    isv__json_reader_init(&rb, b, n, 8);
+    for (int step = 0; step < 100; step++) {
+      isv__json_token ta, tb;
+      size_t pos = ra.pos;
+      int st = ra.state;
+      int k = isv__json_key_in(&ra, keys, sizeof keys / sizeof keys[0]);
+      isv__json_type yb = isv__json_next(&rb, &tb);
+      if (k >= 0) {
+        taken++;
+        if (yb != ISV__JSON_KEY || tb.len + 3 != keys[k].len ||
+            memcmp(tb.ptr, keys[k].text + 1, tb.len) != 0)
+          fail_msg("%s: key %s taken where the tokens read %d '%.*s'", docs[i], keys[k].text, yb,
+                   (int)tb.len, tb.ptr ? tb.ptr : "");
+      } else {
+        assert_int_equal(ra.pos, pos); /* nothing read */
+        assert_int_equal(ra.state, st);
+        isv__json_type ya = isv__json_next(&ra, &ta);
+        if (ya != yb || ta.len != tb.len || (ta.len && memcmp(ta.ptr, tb.ptr, ta.len) != 0))
+          fail_msg("%s: step %d differs (%d against %d)", docs[i], step, ya, yb);
+        if (ya == ISV__JSON_ERROR) {
+          assert_string_equal(isv__json_error(&ra, NULL), isv__json_error(&rb, NULL));
+          break;
+        }
+        if (ya == ISV__JSON_EOF) break;
+      }
+      assert_int_equal(ra.pos, rb.pos);
+      assert_int_equal(ra.state, rb.state);
+      assert_int_equal(ra.depth, rb.depth);
+    }
+  }
+  assert_int_equal(taken, 18); /* the compact keys of the set in objects, and no other */
 }
 
 static void test_strings_in_place(void **state) {
@@ -1542,6 +1600,7 @@ int main(void) {
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_tokens_and_offsets),
       cmocka_unit_test(test_compact_and_spaced_tokens_agree),
+      cmocka_unit_test(test_key_in_takes_compact_keys_or_nothing),
       cmocka_unit_test(test_strings_in_place),
       cmocka_unit_test(test_skip),
       cmocka_unit_test(test_to_double_exact),
