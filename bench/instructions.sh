@@ -16,7 +16,8 @@
 # window then holds a few handshakes (~3.5M instructions each) — the same for every binary, and
 # the top functions are printed so that it shows. Inclusive figures per request of the functions
 # named in INSTR_FUNCS (default: OpenSSL's record calls) follow each line.
-# Environment: INSTR_CASES, INSTR_FUNCS, INSTR_ROUNDS=1 INSTR_WARM=2 INSTR_DURATION=6 INSTR_CONNS=16 INSTR_KEEP=1.
+# Environment: INSTR_CASES, INSTR_FUNCS, INSTR_LUA (the wrk script of rest and tls: bench/infer.lua),
+# INSTR_ROUNDS=1 INSTR_WARM=2 INSTR_DURATION=6 INSTR_CONNS=16 INSTR_KEEP=1.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${INSTR_ROUNDS:-1}
@@ -24,6 +25,7 @@ WARM=${INSTR_WARM:-2}
 DUR=${INSTR_DURATION:-6}
 CONNS=${INSTR_CONNS:-16}
 CASES=${INSTR_CASES:-rest tls grpc}
+LUA=${INSTR_LUA:-$HERE/infer.lua} # the REST body: bench/infer_wide.lua for values of 3-5 digits
 FUNCS=${INSTR_FUNCS:-SSL_read SSL_write SSL_do_handshake}
 for t in valgrind callgrind_control callgrind_annotate wrk h2load taskset openssl; do
   command -v $t >/dev/null || { echo "$t is missing: bench/install-deps.sh" >&2; exit 1; }
@@ -53,8 +55,8 @@ for r in $(seq "$ROUNDS"); do
       tls=$(sed -n 's/.*with TLS at 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/demo.out" | head -1)
       [ -n "$plain" ] && [ -n "$tls" ] || { cat "$WORK/demo.err" >&2; echo "$name did not start" >&2; exit 1; }
       case $cs in
-        rest) load=(wrk -t1 -c"$CONNS" -s "$HERE/infer.lua" "http://127.0.0.1:$plain") ;;
-        tls) load=(wrk -t1 -c"$CONNS" -s "$HERE/infer.lua" "https://127.0.0.1:$tls") ;;
+        rest) load=(wrk -t1 -c"$CONNS" -s "$LUA" "http://127.0.0.1:$plain") ;;
+        tls) load=(wrk -t1 -c"$CONNS" -s "$LUA" "https://127.0.0.1:$tls") ;;
         grpc) load=(h2load -c"$CONNS" -m1 -d "$WORK/simple.grpc" -H 'content-type: application/grpc'
                 -H 'te: trailers' "http://127.0.0.1:$plain/inference.GRPCInferenceService/ModelInfer") ;;
         *) echo "unknown case $cs" >&2; exit 2 ;;

@@ -778,7 +778,8 @@ value:
     for (;;) {
       if (ISV_UNLIKELY(end - p < 9 || n == count)) goto leave; /* a sign and 8 digit bytes */
       uint64_t d4;
-      int four = count - n >= 4 ? isv__num_swar_digits4(p, &d4) : 0;
+      /* a one-digit element first (p[1] a comma): a longer number pays one test for it */
+      int four = p[1] == ',' && count - n >= 4 ? isv__num_swar_digits4(p, &d4) : 0;
       if (four) { /* "d,d,d,d," or "d,d,d,d]": four one-digit elements at once */
         for (int i = 0; i < 4; i++) store_int(dt, out, n + (size_t)i, (d4 >> (16 * i)) & 0xf, 0);
         n += 4;
