@@ -123,11 +123,14 @@ struct isv_request {
   uint32_t retry_after_s; /* a refusal's estimate of when a retry may be taken (the scheduler's:
                            * a full queue); 0 = none. REST answers carry it as Retry-After */
 
-  /* completion: flags below are guarded by core->mu */
+  /* completion: flags below are guarded by core->mu, but for an inline execution's own
+   * completion on the loop thread (scheduler.c's completion protocol) */
   int submitted;
-  atomic_int completed; /* written under core->mu; atomic so that a backend's thread may read it
-                         * alone (request.c's completed_already) */
+  atomic_int completed; /* set by a compare-and-swap, under core->mu but for that one; atomic so
+                         * that a backend's thread may read it alone (completed_already) */
   int in_infer;
+  int done_inline; /* completed by its inline backend on the loop thread, without core->mu,
+                    * during infer (loop thread only) */
   int finished; /* done callback invoked (loop thread only) */
   int counted;  /* counted in core->inflight */
   int has_id;   /* the client sent an id (echo it, even "") */

@@ -16,6 +16,12 @@
  *  - whoever is running infer sets in_infer; a completion that arrives meanwhile only sets
  *    `completed`, and the code that called infer finishes the execution once infer returned
  *    (loop thread: right after the call; worker thread: the worker hands it to the loop);
+ *  - `completed` goes from 0 to 1 by a compare-and-swap, once: a second completion is refused
+ *    (ISV_ESTATE) and touches nothing. So an inline execution's backend completing it with
+ *    success on the loop thread during infer — every inline model, every request — takes no
+ *    lock: nobody but the loop writes an inline execution's other flags, and a completion
+ *    from another thread (a misuse) loses the swap; the loop then finishes it without the
+ *    lock too (done_inline);
  *  - a completion after that point is queued and the loop is woken with uv_async_send, unless
  *    it already runs on the loop thread, where the execution finishes at once.
  *  - an execution the close abandoned (abandon_running: still running at the drain deadline
@@ -745,18 +751,34 @@ static void post_done(isv__core *c, isv_request *x, uint64_t completed_ns) {
                         memory_order_relaxed); /* under mu: one writer at a time */
 }
 
+/* Whether r's completion (a success) may take the inline way: its inline backend completes it
+ * on the loop thread while infer runs. The model is read first: an inline execution's flags
+ * are only ever written by the loop thread, so that this thread may read them alone. */
+static int completes_inline(const isv_request *r, int status) {
+  return status == 0 && r->is_exec && r->model != NULL &&
+         r->model->cfg->exec_mode == ISV_EXEC_INLINE && isv__on_loop_thread(r->core) &&
+         r->in_infer && !r->abandoned;
+}
+
 ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *message) {
   if (r == NULL) return ISV_EINVAL;
   isv__core *c = r->core;
   uint64_t now = uv_hrtime();
+  int zero = 0;
+  if (!isv__request_dead(r) && completes_inline(r, status)) {
+    if (!atomic_compare_exchange_strong(&r->completed, &zero, 1)) return ISV_ESTATE;
+    r->complete_ns = now;
+    r->done_inline = 1; /* after_infer finishes it */
+    return 0;
+  }
   uv_mutex_lock(&c->mu);
   /* dead: completed, answered and freed (request.c's quarantine) — a second completion */
-  if (isv__request_dead(r) || r->completed || !r->submitted || !r->is_exec) {
+  if (isv__request_dead(r) || !r->submitted || !r->is_exec ||
+      !atomic_compare_exchange_strong(&r->completed, &zero, 1)) {
     uv_mutex_unlock(&c->mu);
     return ISV_ESTATE;
   }
   if (status != 0 && !r->abandoned) isv__request_backend_failed(r, status, message);
-  r->completed = 1;
   r->complete_ns = now;
   if (r->in_infer) { /* the caller of infer finishes it */
     uv_mutex_unlock(&c->mu);
@@ -780,6 +802,11 @@ ISV_EXTERN int isv_request_complete(isv_request *r, int status, const char *mess
  * returned an error. */
 static void after_infer(isv_request *x, int rc) {
   isv__core *c = x->core;
+  if (x->done_inline) { /* its backend completed it here, without the lock: finished so too */
+    x->in_infer = 0;
+    exec_done(x);
+    return;
+  }
   uv_mutex_lock(&c->mu);
   x->in_infer = 0;
   if (x->abandoned) {

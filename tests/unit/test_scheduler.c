@@ -79,6 +79,31 @@ static int be_other_thread_joined(isv_request *r, void *u) {
   return 0;
 }
 
+/* Two completions at once during infer: an inline backend's own on the loop thread (the way
+ * without the core's lock) and one from a thread of its own (under it), released together. */
+static uv_barrier_t race_barrier;
+static void race_main(void *arg) {
+  uv_barrier_wait(&race_barrier);
+  ctl.complete_rc[1] = isv_request_complete(arg, 0, NULL);
+}
+static int be_race(isv_request *r, void *u) {
+  (void)u;
+  const isv_tensor *x = isv_request_input(r, "x");
+  size_t nd;
+  const int64_t *shape = isv_tensor_shape(x, &nd);
+  float *y;
+  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  if (rc) return rc;
+  const float *in = isv_tensor_data(x);
+  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
+  uv_thread_t t;
+  if (uv_thread_create(&t, race_main, r) != 0) return ISV_EINTERNAL;
+  uv_barrier_wait(&race_barrier);
+  ctl.complete_rc[0] = isv_request_complete(r, 0, NULL);
+  uv_thread_join(&t);
+  return 0;
+}
+
 static int be_complete_twice(isv_request *r, void *u) {
   (void)u;
   ctl.complete_rc[0] = cf_scale(r, 2);
@@ -148,6 +173,7 @@ static int setup(void **state) {
   add_model(f, "pool_thread", be_other_thread, NULL, ISV_EXEC_POOL, 0);
   add_model(f, "joined", be_other_thread_joined, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "twice_done", be_complete_twice, NULL, ISV_EXEC_INLINE, 0);
+  add_model(f, "race", be_race, NULL, ISV_EXEC_INLINE, 0);
   add_model(f, "unavail", be_return_code, &code_unavail, ISV_EXEC_INLINE, 0);
   add_model(f, "unavail_pool", be_return_code, &code_unavail, ISV_EXEC_POOL, 0);
   add_model(f, "errno_pool", be_return_code, &code_errno, ISV_EXEC_POOL, 0);
@@ -321,6 +347,31 @@ static void completing_twice_is_estate(void **state) {
   assert_int_equal(ctl.cancelled_after, 1);           /* no memory from a dead request */
   cf_run_for(f, 20);
   assert_int_equal(a.calls, 1); /* nothing more reached the client */
+}
+
+/* The two completions of be_race: whichever wins, the other is refused and changes nothing,
+ * and the request is answered once with its outputs (TSan in CI: the lock-free way races no
+ * write of the other). */
+static void racing_completions_one_wins(void **state) {
+  fixture *f = *state;
+  assert_int_equal(uv_barrier_init(&race_barrier, 2), 0);
+  int loop_won = 0, thread_won = 0;
+  for (int i = 0; i < 300; i++) {
+    result res = {0};
+    ctl.complete_rc[0] = ctl.complete_rc[1] = -1;
+    submit(f, "race", &res);
+    cf_wait(f, &res, 1);
+    int a = ctl.complete_rc[0], b = ctl.complete_rc[1];
+    if (!((a == 0 && b == ISV_ESTATE) || (a == ISV_ESTATE && b == 0)))
+      fail_msg("round %d: the loop's completion %d, the thread's %d", i, a, b);
+    loop_won += a == 0;
+    thread_won += b == 0;
+    expect_twice_x3(&res);
+    assert_int_equal(res.calls, 1);
+  }
+  assert_int_equal(loop_won + thread_won, 300);
+  assert_int_equal(f->core.inflight, 0);
+  uv_barrier_destroy(&race_barrier);
 }
 
 /* A backend that breaks a rule of the library's calls is the backend's fault: 500 naming the
@@ -1193,6 +1244,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(completion_from_another_thread_during_infer, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(completing_twice_is_estate, setup, teardown),
+      cmocka_unit_test_setup_teardown(racing_completions_one_wins, setup, teardown),
       cmocka_unit_test_setup_teardown(a_backends_mistake_is_a_500_naming_the_rule, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(a_negative_return_without_completing_fails_the_request,
