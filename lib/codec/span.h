@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "swar.h"
+
 /* The n bytes at p are the string literal lit (its length known when compiled). */
 #define ISV__SPAN_IS(p, n, lit) ((n) == sizeof(lit) - 1 && memcmp((p), (lit), sizeof(lit) - 1) == 0)
 
@@ -44,16 +46,13 @@ static inline int isv__bytes_same(const void *a, const void *b, size_t n) {
 }
 
 /* Two words of bytes are the same, ASCII letters' case aside: where they differ, only in the
- * 0x20 bit, and u's byte is a letter there (its high bit clear and, with 0x20 set, 'a'..'z':
- * the adds stay within each byte, so every flag is exact). */
+ * 0x20 bit, and u's byte is a letter there. */
 static inline int isv__nocase_word_same(uint64_t u, uint64_t v) {
-  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   uint64_t d = u ^ v;
   if (d == 0) return 1;
-  if (d & ~(ones * 0x20)) return 0;
-  uint64_t l = u | ones * 0x20, lo = l & ~highs;
-  uint64_t letter = (lo + ones * (0x80 - 'a')) & ~(lo + ones * (0x7f - 'z')) & ~l & highs;
-  return ((d << 2) & ~letter) == 0; /* each byte's 0x20 difference moved to its high bit */
+  if (d & ~(ISV__SWAR_ONES * 0x20)) return 0;
+  /* each byte's 0x20 difference moved to its high bit */
+  return ((d << 2) & ~isv__swar_letters(u)) == 0;
 }
 
 /* The n bytes at a and at b are the same, ASCII letters' case aside (header names, a URL's

@@ -51,6 +51,14 @@ static inline uint64_t isv__swar_eq(uint64_t w, unsigned char b) {
   return ~(((x & ~ISV__SWAR_HIGHS) + ~ISV__SWAR_HIGHS) | x) & ISV__SWAR_HIGHS;
 }
 
+/* The ASCII letters, either case; every flag exact (with 0x20 set and the high bit dropped, the
+ * adds stay within each byte). */
+static inline uint64_t isv__swar_letters(uint64_t w) {
+  uint64_t l = (w & ~ISV__SWAR_HIGHS) | (ISV__SWAR_ONES * 0x20);
+  return (l + ISV__SWAR_ONES * (0x80 - 'a')) & ~(l + ISV__SWAR_ONES * (0x7f - 'z')) & ~w &
+         ISV__SWAR_HIGHS;
+}
+
 /* The index (0-7) of the lowest flagged byte of a nonzero mask. */
 static inline size_t isv__swar_first(uint64_t m) { return (size_t)__builtin_ctzll(m) >> 3; }
 

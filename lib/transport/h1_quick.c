@@ -35,11 +35,7 @@ ISV_INLINE size_t run(const char *p, size_t i, size_t n, uint64_t (*stops)(uint6
 
 /* A name's: any byte but a letter or '-' (the ':' ending it, or a token byte to look at). */
 static inline uint64_t name_stops(uint64_t w) {
-  /* letters in lower case, the high bit dropped: no byte carries into the next below */
-  uint64_t l = (w & ~ISV__SWAR_HIGHS) | (ISV__SWAR_ONES * 0x20);
-  uint64_t letter = (l + ISV__SWAR_ONES * (0x80 - 'a')) & ~(l + ISV__SWAR_ONES * (0x7f - 'z')) &
-                    ~w & ISV__SWAR_HIGHS;
-  return ~(letter | isv__swar_eq(w, '-')) & ISV__SWAR_HIGHS;
+  return ~(isv__swar_letters(w) | isv__swar_eq(w, '-')) & ISV__SWAR_HIGHS;
 }
 
 /* A target's: any byte but visible ASCII, and '#' (the space ending it). */
