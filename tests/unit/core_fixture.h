@@ -79,5 +79,7 @@ void cf_wait(cf_world *w, const cf_result *res, int n);
 void cf_run_for(cf_world *w, uint64_t ms);
 /* y = factor * x into output "y" (and "z" = -y when the model has it), then complete. */
 int cf_scale(isv_request *r, float factor);
+/* The same outputs, not completed. */
+int cf_scale_outputs(isv_request *r, float factor);
 
 #endif

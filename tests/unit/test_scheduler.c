@@ -88,14 +88,8 @@ static void race_main(void *arg) {
 }
 static int be_race(isv_request *r, void *u) {
   (void)u;
-  const isv_tensor *x = isv_request_input(r, "x");
-  size_t nd;
-  const int64_t *shape = isv_tensor_shape(x, &nd);
-  float *y;
-  int rc = isv_request_alloc_output(r, "y", ISV_FP32, shape, nd, (void **)&y);
+  int rc = cf_scale_outputs(r, 2);
   if (rc) return rc;
-  const float *in = isv_tensor_data(x);
-  for (size_t i = 0; i < isv_tensor_element_count(x); i++) y[i] = in[i] * 2;
   uv_thread_t t;
   if (uv_thread_create(&t, race_main, r) != 0) return ISV_EINTERNAL;
   uv_barrier_wait(&race_barrier);
