@@ -25,7 +25,8 @@ WARM=${INSTR_WARM:-2}
 DUR=${INSTR_DURATION:-6}
 CONNS=${INSTR_CONNS:-16}
 CASES=${INSTR_CASES:-rest tls grpc}
-LUA=${INSTR_LUA:-$HERE/infer.lua} # the REST body: bench/infer_wide.lua for values of 3-5 digits
+LUA=${INSTR_LUA:-$HERE/infer.lua} # the REST body: bench/infer_wide.lua for values of 3-5 digits,
+# bench/infer_dumps.lua for the same body as json.dumps writes it, bench/infer_fp32.lua for 64 floats
 FUNCS=${INSTR_FUNCS:-SSL_read SSL_write SSL_do_handshake}
 for t in valgrind callgrind_control callgrind_annotate wrk h2load taskset openssl; do
   command -v $t >/dev/null || { echo "$t is missing: bench/install-deps.sh" >&2; exit 1; }

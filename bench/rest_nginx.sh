@@ -11,12 +11,14 @@
 #   bench/rest_nginx.sh after=build-bench/examples/demo/inferserve-demo [before=/tmp/x/...]
 #
 # Knobs: RN_ROUNDS (3), RN_DURATION (5 s), RN_CASES ("64 1": wrk connections), RN_SERVER_CPU /
-# RN_LOAD_CPU (0 / 1), RN_KEEP=1 (keep the work directory).
+# RN_LOAD_CPU (0 / 1), RN_KEEP=1 (keep the work directory), RN_LUA (the wrk script: bench/infer.lua;
+# bench/infer_dumps.lua is the same request as Python's json.dumps writes it).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh" # cpu_ns, cpu_ticks, free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${RN_ROUNDS:-3} DUR=${RN_DURATION:-5} CASES=${RN_CASES:-"64 1"}
+LUA=${RN_LUA:-$HERE/infer.lua}
 SCPU=${RN_SERVER_CPU:-0} LCPU=${RN_LOAD_CPU:-1}
 PY=/usr/bin/python3
 WORK=$(mktemp -d /tmp/rest_nginx.XXXXXX)
@@ -72,7 +74,7 @@ one_run() { # LABEL PORT PID CONNS ROUND
   read -r u0 s0 <<<"$(cpu_ticks "$3")"
   c0=$(cpu_ns "$3")
   timeout $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$4" -d"${DUR}s" --timeout 5s --latency \
-    -s "$HERE/infer.lua" "http://127.0.0.1:$2/" >"$out" 2>&1 || log "wrk exited with $?"
+    -s "$LUA" "http://127.0.0.1:$2/" >"$out" 2>&1 || log "wrk exited with $?"
   c1=$(cpu_ns "$3")
   read -r u1 s1 <<<"$(cpu_ticks "$3")"
   $PY - "$out" "$1" "$4" "$5" "$c0" "$c1" "$l1" $((u1 - u0)) $((s1 - s0)) >>"$TSV" <<'EOF'
@@ -102,11 +104,11 @@ for r in $(seq 0 $((ROUNDS - 1))); do
   for k in $(seq 0 $((N - 1))); do
     i=$(((k + r) % N))
     if [ "$i" = $((N - 1)) ]; then
-      timeout 20 taskset -c "$LCPU" wrk -t1 -c64 -d1s -s "$HERE/infer.lua" "http://127.0.0.1:$NG_PORT/" >/dev/null 2>&1 || true
+      timeout 20 taskset -c "$LCPU" wrk -t1 -c64 -d1s -s "$LUA" "http://127.0.0.1:$NG_PORT/" >/dev/null 2>&1 || true
       for c in $CASES; do one_run nginx "$NG_PORT" "$NG_WORKER" "$c" "$r"; done
     else
       start_demo "${BINS[$i]}"
-      timeout 20 taskset -c "$LCPU" wrk -t1 -c64 -d1s -s "$HERE/infer.lua" "http://127.0.0.1:$DEMO_PORT/" >/dev/null 2>&1 || true
+      timeout 20 taskset -c "$LCPU" wrk -t1 -c64 -d1s -s "$LUA" "http://127.0.0.1:$DEMO_PORT/" >/dev/null 2>&1 || true
       for c in $CASES; do one_run "${LABELS[$i]}" "$DEMO_PORT" "$DEMO_PID" "$c" "$r"; done
       kill "$DEMO_PID"; wait "$DEMO_PID" 2>/dev/null || true
     fi

@@ -109,11 +109,12 @@ ISV_INLINE isv__json_type isv__json_close_token(isv__json_reader *r, isv__json_t
 }
 
 /* The tokens of compact JSON — a key right after '{' or ',', a string with nothing to unescape,
- * an opening bracket, a closing one right after a value — are read here without the general
- * walk (skip the spaces, decide by state, then again after a ','); for any other byte, a space,
- * a string with an escape, an error or the end, isv__json_next_general reads the token from
- * where this one left everything untouched. fuzz_json_reader holds the two to jansson's
- * verdicts. */
+ * an opening bracket, a closing one right after a value — and of JSON separated as Python's
+ * json.dumps writes it by default (one space after ',' and after ':': tritonclient's, and
+ * requests' json=) are read here without the general walk (skip the spaces, decide by state,
+ * then again after a ','); for any other byte, other spaces, a string with an escape, an error
+ * or the end, isv__json_next_general reads the token from where this one left everything
+ * untouched. fuzz_json_reader holds the two to jansson's verdicts. */
 ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_token *tok) {
   const char *const buf = r->buf;
   size_t pos = r->pos, e;
@@ -127,7 +128,11 @@ ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_t
         pos++;
         p++;
         if (is_obj) {
-          if (*p != '"') goto general;
+          if (*p != '"') {
+            if (*p != ' ' || pos + 1 >= r->len || p[1] != '"') goto general;
+            pos++; /* ", " as Python's json.dumps separates */
+            p++;
+          }
           goto key;
         }
         r->pos = pos; /* the ',' taken as the general walk takes it: a ']' after it is an error */
@@ -163,6 +168,11 @@ ISV_INLINE isv__json_type isv__json_next_inline(isv__json_reader *r, isv__json_t
       }
       if ((*p == '{' || *p == '[') && r->depth < r->max_depth)
         return isv__json_open_token(r, tok, p, pos, *p == '{');
+      if (ISV_UNLIKELY(*p == ' ') && pos + 1 < r->len && p[1] != ' ') { /* json.dumps's ": " */
+        pos++;
+        p++;
+        goto value;
+      }
       goto general;
     default:
       goto general;

@@ -613,6 +613,12 @@ ISV_INLINE int store_int(const isv_datatype dt, void *out, size_t idx, uint64_t 
   return ok;
 }
 
+/* Four one-digit elements, as isv__num_swar_digits4 gives them (element i in byte 2i), into
+ * out[idx..idx+4). */
+ISV_INLINE void store_four(const isv_datatype dt, void *out, size_t idx, uint64_t d4) {
+  for (int i = 0; i < 4; i++) store_int(dt, out, idx + (size_t)i, (d4 >> (16 * i)) & 0xf, 0);
+}
+
 ISV_INLINE int is_int_dt(const isv_datatype dt) {
   switch (dt) {
     case ISV_UINT8: case ISV_UINT16: case ISV_UINT32: case ISV_UINT64:
@@ -781,7 +787,7 @@ value:
       /* a one-digit element first (p[1] a comma): a longer number pays one test for it */
       int four = p[1] == ',' && count - n >= 4 ? isv__num_swar_digits4(p, &d4) : 0;
       if (four) { /* "d,d,d,d," or "d,d,d,d]": four one-digit elements at once */
-        for (int i = 0; i < 4; i++) store_int(dt, out, n + (size_t)i, (d4 >> (16 * i)) & 0xf, 0);
+        store_four(dt, out, n, d4);
         n += 4;
         if (four == 2) {
           p += 7;
@@ -790,11 +796,30 @@ value:
         p += 8;
         continue;
       }
+      /* the same as json.dumps separates them, "d, d, d, d, " (12 bytes: 11 read, and the
+       * space after; a word of its own, for the compact one's code to stay as it was) */
+      if (p[1] == ',' && p[2] == ' ' && count - n >= 4 && end - p >= 12 &&
+          (four = isv__num_swar_digits4_spaced(p, &d4)) != 0) {
+        store_four(dt, out, n, d4);
+        n += 4;
+        if (four == 2) {
+          p += 10;
+          goto close;
+        }
+        p += 11 + (p[11] == ' ');
+        continue;
+      }
       int neg = *p == '-';
       const char *s = p + neg;
       uint64_t v;
       int k = isv__num_swar_digits(s, &v);
-      if (ISV_UNLIKELY(k == 0)) goto leave;
+      if (ISV_UNLIKELY(k == 0)) {
+        /* one space after a ',' this loop took, as Python's json.dumps separates ("1, 2"):
+         * looked for only here, where a compact element never comes */
+        if (*p != ' ' || p == entry || p[-1] != ',') goto leave;
+        p++;
+        continue;
+      }
       if (k == 8 || (*s == '0' && k > 1)) break;
       char c = s[k];
       if (c != ',' && c != ']') break;
@@ -842,6 +867,10 @@ isv__json_after_value:
   return fail_unexpected(r, (size_t)(p - buf), "',' or ']'");
 after_comma:
   if (ISV_LIKELY(p < end && !is_ws((unsigned char)*p) && *p != ']')) goto value;
+  if (end - p >= 2 && *p == ' ' && (unsigned char)p[1] > ' ' && p[1] != ']') {
+    p++; /* ", " as Python's json.dumps separates: the next value at once */
+    goto value;
+  }
   p = skip_ws(p, end);
   if (ISV_UNLIKELY(p >= end)) return eof_error(r);
   if (*p == ']') {
@@ -870,8 +899,12 @@ int isv__json_small_uints(isv__json_reader *r, int64_t *out, size_t max) {
     uint64_t v;
     int k;
     if (end - p < 8 || (k = isv__num_swar_digits(p, &v)) == 0 || k == 8 || (*p == '0' && k > 1) ||
-        n == max)
-      return -1;
+        n == max) {
+      /* ", " as Python's json.dumps separates: one space after the ',' (n > 0: p is past one) */
+      if (n == 0 || end - p < 9 || *p != ' ' || p[-1] != ',') return -1;
+      p++;
+      continue;
+    }
     char c = p[k];
     out[n++] = (int64_t)v;
     p += k;

@@ -89,6 +89,25 @@ ISV_INLINE int isv__num_swar_digits4(const char *p, uint64_t *digits) {
   return last ? 2 : 1;
 }
 
+/* The same for four one-digit elements separated as Python's json.dumps writes them, "d, d, d,
+ * d," (1) or "d, d, d, d]" (2), in the 11 bytes at p; else 0. *digits as isv__num_swar_digits4
+ * gives them: element i's value in byte 2i. */
+ISV_INLINE int isv__num_swar_digits4_spaced(const char *p, uint64_t *digits) {
+  uint64_t x = isv__swar_load(p) ^ 0x2c30202c30202c30u; /* "0, 0, 0,": digits 0..9, the rest 0 */
+  uint32_t y;
+  memcpy(&y, p + 7, 4);
+  y ^= 0x2c30202cu;      /* ", 0,": bytes 7 and 8 0, the fourth digit 0..9, its separator */
+  uint32_t last = y >> 24; /* ',' gives 0, ']' 0x71 */
+  /* as in isv__num_swar_digits4: the separators' bytes 0, each digit byte 0..9 */
+  if ((x & 0xff00ffff00ffff00u) != 0 || (y & 0xffffu) != 0 || ((y >> 16) & 0xffu) > 9 ||
+      (((x + 0x0076000076000076u) | x) & 0x0080000080000080u) != 0 ||
+      (last != 0 && last != (']' ^ ',')))
+    return 0;
+  *digits = (x & 0xffu) | ((x >> 24) & 0xffu) << 16 | ((x >> 48) & 0xffu) << 32 |
+            (uint64_t)((y >> 16) & 0xffu) << 48;
+  return last ? 2 : 1;
+}
+
 static const uint64_t isv__num_p10u[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
 
 /* Scan one number literal at p (p < end). Returns the end, or NULL with *err set (and the

@@ -1,5 +1,7 @@
 """Inference on `simple` and `simple_string`: batching, nested/flat data, id echo, output
 selection."""
+import json
+
 import pytest
 
 from isvtest import (assert_error, flatten, infer, ok_json, outputs_by_name, post_json, show,
@@ -45,6 +47,25 @@ def test_simple_mixed_nested_and_flat(demo):
     inputs = [tensor("INPUT0", "INT32", [2, 16], a),              # nested
               tensor("INPUT1", "INT32", [2, 16], flatten(b))]      # flat
     _expect_simple(infer(demo, "simple", inputs), a, b)
+
+
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": "), None])
+def test_simple_reads_alike_however_the_body_is_spaced(demo, separators):
+    """Compact JSON, json.dumps's default (", " and ": ", read on the parser's short paths as
+    tritonclient and requests send it) and an indented body give the same answer: runs of
+    one-digit values (taken four at a time), signs, longer numbers, nested rows."""
+    a = [[1, 0, 1, 1, 0, 0, 0, 1, 9, 8, 7, 6, -5, 4, 3, 2], [10, -1, 1, 1, 1, 1, 123, 4567, 0,
+                                                              0, 0, 0, 2, 2, 2, 2]]
+    b = [[1] * 16, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 1, 1, 1, 1]]
+    body = {"inputs": simple_inputs(a, b), "outputs": [{"name": "OUTPUT0"}, {"name": "OUTPUT1"}]}
+    text = json.dumps(body, indent=2) if separators is None else json.dumps(body,
+                                                                           separators=separators)
+    _expect_simple(post_json(demo, "/v2/models/simple/infer", text), a, b)
+    bad = dict(body, inputs=[dict(body["inputs"][0], data=flatten(a)[:-1] + [1.5]),
+                             body["inputs"][1]])
+    text = json.dumps(bad, indent=2) if separators is None else json.dumps(bad,
+                                                                          separators=separators)
+    assert_error(post_json(demo, "/v2/models/simple/infer", text), 400, "element 31")
 
 
 def test_simple_int32_extremes(demo):

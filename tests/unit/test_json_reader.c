@@ -602,9 +602,10 @@ static void test_tokens_and_offsets(void **state) {
 }
 
 /* Compact documents take isv__json_next's short paths (a key after '{' or ',', a plain string,
- * a bracket), the same with a space after every ',', ':', '[' and '{' take next_impl's general
- * walk: both must give the same tokens, and the compact forms of errors the same messages. */
-static size_t spaced(const char *in, char *out) {
+ * a bracket), and so do those spaced as json.dumps writes them (a space after every ',' and
+ * ':'); the same with a space after every '[' and '{' too take next_impl's general walk there:
+ * all must give the same tokens, and the compact forms of errors the same messages. */
+static size_t spaced_as(const char *in, char *out, int brackets_too) {
   size_t n = 0;
   int in_str = 0;
   for (const char *p = in; *p; p++) {
@@ -614,7 +615,7 @@ static size_t spaced(const char *in, char *out) {
       else if (*p == '"') in_str = 0;
     } else if (*p == '"') {
       in_str = 1;
-    } else if (*p == ',' || *p == ':' || *p == '[' || *p == '{') {
+    } else if (*p == ',' || *p == ':' || (brackets_too && (*p == '[' || *p == '{'))) {
       out[n++] = ' ';
     }
   }
@@ -632,8 +633,9 @@ static void test_compact_and_spaced_tokens_agree(void **state) {
       "[{},{},[],[]]", "{\"a\":[1,\"two\",null,{\"b\":false}]}",
   };
   static char a[512], b[1024];
-  for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
-    size_t na = strlen(docs[i]), nb = spaced(docs[i], b);
+  for (size_t j = 0; j < 2 * sizeof docs / sizeof docs[0]; j++) {
+    size_t i = j / 2;
+    size_t na = strlen(docs[i]), nb = spaced_as(docs[i], b, (int)(j % 2));
     memcpy(a, docs[i], na);
     isv__json_reader ra, rb;
     isv__json_reader_init(&ra, a, na, 8);
@@ -650,7 +652,15 @@ static void test_compact_and_spaced_tokens_agree(void **state) {
       assert_int_equal(ra.depth, rb.depth);
     }
   }
-  /* errors met on the short paths: the ',' they take, the brackets they open and close */
+  /* errors met on the short paths: the ',' they take, the brackets they open and close, and
+   * the one space they take after a ',' or a ':' */
+  expect_error("[\"a\", ]", "trailing comma before ']'", 6);
+  expect_error("{\"a\": \"b\", }", "trailing comma before '}'", 11);
+  expect_error("{\"a\": \"b\", \"c\"}", "expected ':'", 14);
+  expect_error("{\"a\": \"b\", ", "unexpected end of input", 11);
+  expect_error("{\"a\": ", "unexpected end of input", 6);
+  expect_error("[\"a\", , \"b\"]", "unexpected ','", 6);
+  expect_error("{\"a\": }", "expected a value", 6);
   expect_error("[\"a\",]", "trailing comma before ']'", 5);
   expect_error("{\"a\":\"b\",}", "trailing comma before '}'", 9);
   expect_error("{\"a\":\"b\",\"c\"}", "expected ':'", 12);
@@ -1180,15 +1190,17 @@ static void test_tensor_ints_compact_and_spaced_agree(void **state) {
 }
 
 /* Runs of one-digit elements are read four to a word ("1,0,1,1,", or the last four with their
- * ']'); the same documents spaced after each comma are read element by element. Both must agree
- * — the values, or the same message — for random runs with the odd element that is not one
- * digit (a longer number, a sign, a stray byte), every count from too few to too many, every
- * integer datatype and every distance from the end of the body. */
+ * ']'), and so are the same runs spaced after each comma as json.dumps writes them ("1, 0, 1,
+ * 1, "). Both must agree — the values, or the same message — for random runs with the odd
+ * element that is not one digit (a longer number, a sign, a fraction, a stray byte), every count
+ * from too few to too many, every integer datatype, two float ones and every distance from the
+ * end of the body. */
 static void test_tensor_one_digit_runs_agree(void **state) {
   (void)state;
   static const char *const odd[] = {"10", "-1", "/", ":", "x", "1.5", "01", "\xb1", "[1]", ""};
-  static const isv_datatype dts[] = {ISV_UINT8, ISV_INT8, ISV_INT32, ISV_UINT64, ISV_INT64};
-  for (int round = 0; round < 3000; round++) {
+  static const isv_datatype dts[] = {ISV_UINT8, ISV_INT8, ISV_INT32, ISV_UINT64, ISV_INT64,
+                                     ISV_FP32,  ISV_FP64};
+  for (int round = 0; round < 4000; round++) {
     int n = 1 + (int)pick(14);
     char compact[256], spaced[256];
     size_t c = 0, sp = 0;
@@ -1234,9 +1246,10 @@ static void test_tensor_one_digit_runs_agree(void **state) {
   assert_true(y[0] == 1 && y[3] == 4 && y[4] == 5 && y[7] == 8);
 }
 
-/* isv__json_small_uints takes a compact shape whole, or nothing: where it says yes, reading the
- * array token by token gives the same integers and leaves the reader at the same place (the next
- * token alike); where it says no, the reader is as it was (the tokens read after are the same). */
+/* isv__json_small_uints takes a compact shape (or one spaced as json.dumps writes it, ", ")
+ * whole, or nothing: where it says yes, reading the array token by token gives the same integers
+ * and leaves the reader at the same place (the next token alike); where it says no, the reader
+ * is as it was (the tokens read after are the same). */
 static void test_small_uints_whole_or_nothing(void **state) {
   (void)state;
   static const struct {
@@ -1245,7 +1258,10 @@ static void test_small_uints_whole_or_nothing(void **state) {
   } cases[] = {
       {"{\"shape\":[1,16],\"x\":1}", 2},     {"{\"shape\":[],\"x\":1}        ", 0},
       {"{\"shape\":[7],\"x\":1}         ", 1}, {"{\"shape\":[0,1234567,3],\"x\":1}", 3},
-      {"{\"shape\":[1, 16],\"x\":1}", -1},   {"{\"shape\":[ 1,16],\"x\":1}", -1},
+      {"{\"shape\":[1, 16],\"x\":1}", 2},    {"{\"shape\":[ 1,16],\"x\":1}", -1},
+      {"{\"shape\":[1, 2, 3],\"x\":1}", 3},  {"{\"shape\":[1,  16],\"x\":1}", -1},
+      {"{\"shape\":[1,\t16],\"x\":1}", -1},  {"{\"shape\":[1, ,2],\"x\":1}", -1},
+      {"{\"shape\":[1 ,16],\"x\":1}", -1},   {"{\"shape\":[1, 16]}    ", 2},
       {"{\"shape\":[1,16 ],\"x\":1}", -1},   {"{\"shape\":[-1,16],\"x\":1}", -1},
       {"{\"shape\":[01,16],\"x\":1}", -1},   {"{\"shape\":[12345678],\"x\":1}", -1},
       {"{\"shape\":[1.5,2],\"x\":1}", -1},   {"{\"shape\":[1e2],\"x\":1}      ", -1},

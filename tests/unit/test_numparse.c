@@ -585,6 +585,34 @@ static void four_one_digit_elements_in_a_word(void **state) {
       }
 }
 
+/* isv__num_swar_digits4_spaced the same way, over the 11 bytes of "1, 2, 3, 4," and
+ * "1, 2, 3, 4]" (json.dumps's separators): every byte value at every position. */
+static void four_spaced_one_digit_elements_in_two_words(void **state) {
+  (void)state;
+  for (int closing = 0; closing < 2; closing++)
+    for (int at = 0; at < 11; at++)
+      for (int b = 0; b < 256; b++) {
+        char w[11];
+        memcpy(w, closing ? "1, 2, 3, 4]" : "1, 2, 3, 4,", 11);
+        w[at] = (char)b;
+        int want = 1;
+        for (int i = 0; i < 10; i += 3)
+          if (w[i] < '0' || w[i] > '9') want = 0;
+        for (int i = 1; i < 8; i += 3)
+          if (w[i] != ',' || w[i + 1] != ' ') want = 0;
+        if (w[10] != ',' && w[10] != ']') want = 0;
+        if (want) want = w[10] == ']' ? 2 : 1;
+        uint64_t d = 0;
+        int got = isv__num_swar_digits4_spaced(w, &d);
+        if (got != want)
+          fail_msg("byte %#x at %d of %s: %d, not %d", b, at, closing ? "]" : ",", got, want);
+        for (int i = 0; got && i < 4; i++)
+          if (((d >> (16 * i)) & 0xffff) != (uint64_t)(w[3 * i] - '0'))
+            fail_msg("byte %#x at %d: element %d is %llu", b, at, i,
+                     (unsigned long long)((d >> (16 * i)) & 0xffff));
+      }
+}
+
 static void random_literals_match_strtod(void **state) {
   (void)state;
   for (int iter = 0; iter < 20000; iter++) {
@@ -626,6 +654,7 @@ int main(void) {
       cmocka_unit_test(half_formats_round_once),
       cmocka_unit_test(integer_magnitudes),
       cmocka_unit_test(four_one_digit_elements_in_a_word),
+      cmocka_unit_test(four_spaced_one_digit_elements_in_two_words),
       cmocka_unit_test(random_literals_match_strtod),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

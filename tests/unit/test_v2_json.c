@@ -175,6 +175,52 @@ static void data_after_its_datatype_and_shape_reads_as_in_any_order(void **state
   }
 }
 
+/* The same request, compact and as Python's json.dumps writes it by default (", " and ": ":
+ * tritonclient's, requests' json=), or with other spaces: the same inputs, names, shapes and
+ * values — the second form read on the reader's short paths, the rest the general way. */
+static void a_request_reads_the_same_however_it_is_spaced(void **state) {
+  (void)state;
+  static const char *const forms[] = {
+      "{\"inputs\":[{\"name\":\"A\",\"shape\":[2,8],\"datatype\":\"INT32\",\"data\":[1,2,3,4,5,6,7,8,"
+      "9,10,-11,12,0,1,1,1]},{\"name\":\"B\",\"shape\":[16],\"datatype\":\"UINT8\",\"data\":[1,1,1,"
+      "1,0,0,0,0,9,9,9,9,1,2,3,4]}],\"outputs\":[{\"name\":\"Y\"}]}",
+      "{\"inputs\": [{\"name\": \"A\", \"shape\": [2, 8], \"datatype\": \"INT32\", \"data\": [1, 2, 3, "
+      "4, 5, 6, 7, 8, 9, 10, -11, 12, 0, 1, 1, 1]}, {\"name\": \"B\", \"shape\": [16], \"datatype\": "
+      "\"UINT8\", \"data\": [1, 1, 1, 1, 0, 0, 0, 0, 9, 9, 9, 9, 1, 2, 3, 4]}], \"outputs\": [{\"name\": "
+      "\"Y\"}]}",
+      "{ \"inputs\" : [ { \"name\" :  \"A\" ,\"shape\":[2 ,8],\n\"datatype\":\t\"INT32\", \"data\":[1,  2, "
+      "3, 4,5, 6, 7,8, 9,10 ,-11,12, 0,1, 1,1 ] } ,{\"name\":\"B\",\"shape\":[ 16],\"datatype\":\"UINT8\","
+      "\"data\":[1,1, 1, 1, 0, 0, 0,0, 9, 9, 9, 9, 1, 2, 3, 4 ]}],\"outputs\":[ {\"name\":\"Y\"} ] }"};
+  static const int32_t want_a[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -11, 12, 0, 1, 1, 1};
+  static const uint8_t want_b[16] = {1, 1, 1, 1, 0, 0, 0, 0, 9, 9, 9, 9, 1, 2, 3, 4};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    isv_request *r = decode(forms[i], 0);
+    assert_int_equal(r->n_inputs, 2);
+    const isv_tensor *a = isv_request_input(r, "A"), *b = isv_request_input(r, "B");
+    assert_non_null(a);
+    assert_non_null(b);
+    size_t ndim;
+    const int64_t *sh = isv_tensor_shape(a, &ndim);
+    assert_int_equal(ndim, 2);
+    assert_true(sh[0] == 2 && sh[1] == 8);
+    assert_int_equal(isv_tensor_datatype(b), ISV_UINT8);
+    assert_memory_equal(isv_tensor_data(a), want_a, sizeof want_a);
+    assert_memory_equal(isv_tensor_data(b), want_b, sizeof want_b);
+    assert_int_equal(r->n_req_outputs, 1);
+    assert_string_equal(r->req_outputs[0].name, "Y");
+    isv_request_free(r);
+  }
+  /* errors after one space are the errors they are compact */
+  expect_error("{\"inputs\": [{\"name\": \"A\", \"shape\": [2], \"datatype\": \"INT32\", "
+               "\"data\": [1, ]}]}", ISV_EBADREQ, "trailing comma");
+  expect_error("{\"inputs\": [{\"name\": \"A\", \"shape\": [2], \"datatype\": \"INT8\", "
+               "\"data\": [1, 300]}]}", ISV_EBADREQ, "input 'A'");
+  expect_error("{\"inputs\": [{\"name\": \"A\", \"shape\": [3], \"datatype\": \"INT32\", "
+               "\"data\": [1, 1, 1, 1]}]}", ISV_EBADREQ, "expected 3 elements, got more than 3");
+  expect_error("{\"inputs\": [{\"name\": \"A\", \"shape\": [1, -2], \"datatype\": \"INT32\", "
+               "\"data\": [1]}]}", ISV_EBADREQ, "negative dimension");
+}
+
 static void bytes_that_are_not_utf8_become_b64(void **state) {
   (void)state;
   isv_request *r = isv__request_new(&core);
@@ -341,6 +387,7 @@ int main(void) {
       cmocka_unit_test(every_error_names_the_problem),
       cmocka_unit_test(data_after_its_datatype_and_shape_reads_as_in_any_order),
       cmocka_unit_test(shapes_of_32_dimensions_and_no_more),
+      cmocka_unit_test(a_request_reads_the_same_however_it_is_spaced),
       cmocka_unit_test(bytes_that_are_not_utf8_become_b64),
       cmocka_unit_test(binary_inputs_are_taken_in_order_and_in_place),
       cmocka_unit_test(binary_input_errors_name_the_problem),
