@@ -176,12 +176,32 @@ static inline void small_to_decimal(uint32_t frac, int bexp, int P, int bias, ui
 /* ---------------------------------------------------------------------------------------------
  * Text
  * ------------------------------------------------------------------------------------------- */
+static inline uint64_t rotr64(uint64_t x, int r) { return (x >> r) | (x << (64 - r)); }
+
+/* d (> 0) without its trailing decimal zeros, their count added to *k. The shortest digits of
+ * most floats end in several (Schubfach's come with all the precision's places, one dropped
+ * at most: 0.25f is 25000000e-8), and a division by 10 per zero was a fifth of a float's text.
+ * Divisibility by 100, then by 10, is told by a multiplication with the inverse of 25 (of 5)
+ * modulo 2^64 and a rotation, as Dragonbox does: the product, rotated, is d / 100 when 100
+ * divides d and more than UINT64_MAX / 100 when it does not (Granlund and Montgomery). */
+static inline uint64_t strip_zeros(uint64_t d, int *k) {
+  for (;;) {
+    uint64_t q = rotr64(d * UINT64_C(0x8f5c28f5c28f5c29), 2);
+    if (q > UINT64_MAX / 100) break;
+    d = q;
+    *k += 2;
+  }
+  uint64_t q = rotr64(d * UINT64_C(0xcccccccccccccccd), 1);
+  if (q <= UINT64_MAX / 10) {
+    d = q;
+    *k += 1;
+  }
+  return d;
+}
+
 /* Render d * 10^k (d > 0) per Python repr into out; returns the length. */
 static size_t render(char *out, int neg, uint64_t d, int k) {
-  while (d % 10 == 0) { /* trailing zeros belong in the exponent */
-    d /= 10;
-    k++;
-  }
+  d = strip_zeros(d, &k); /* trailing zeros belong in the exponent */
   char *p = out;
   if (neg) *p++ = '-';
   const int n = isv__fmt_count_digits(d);

@@ -74,6 +74,18 @@ static void test_format_f64(void **state) {
   check_f64(-INFINITY, "-Infinity");
   check_f64(0x1p-1022, "2.2250738585072014e-308");
   check_f64(0x1p+63, "9.223372036854776e+18");
+  /* trailing zeros of the shortest digits, odd and even counts, moved into the exponent */
+  check_f64(1e17, "1e+17");
+  check_f64(120.0, "120.0");
+  check_f64(1e-7, "1e-07");
+  check_f64(1.2e-5, "1.2e-05");
+  check_f64(12345678900000000.0, "1.23456789e+16");
+  check_f64(1e300, "1e+300");
+  check_f64(1e-300, "1e-300");
+  check_f64(9e15, "9000000000000000.0");
+  check_f64(1234500.0, "1234500.0");
+  check_f64(1e21, "1e+21");
+  check_f64(5e-310, "5e-310");
 }
 
 static void test_format_f32(void **state) {
@@ -96,6 +108,15 @@ static void test_format_f32(void **state) {
   check_f32(8.589973e9f, "8589974000.0"); /* 8589973504: 8589974000 is the closest 7-digit */
   check_f32(2.0e-7f, "2e-07");
   check_f32(1.5f, "1.5");
+  check_f32(1e-10f, "1e-10");
+  check_f32(2.5e8f, "250000000.0");
+  check_f32(1e9f, "1000000000.0");
+  check_f32(120.0f, "120.0");
+  check_f32(0.25f, "0.25");
+  check_f32(1e-38f, "1e-38");
+  check_f32(7e22f, "7e+22");
+  check_f32(33554432.0f, "33554432.0");
+  check_f32(100000.0f, "100000.0");
 }
 
 static void test_integers_and_strings(void **state) {
