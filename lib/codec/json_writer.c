@@ -147,8 +147,30 @@ static inline size_t put_small_elem(char *p, unsigned v) {
   return e >> 24;
 }
 
+/* Element i of an integer tensor in *v: 1, or 0 for any other datatype. A UINT64 of 2^63 and
+ * up comes out negative, and back whole through (uint64_t). With a constant dt (every caller
+ * below), the switch folds away. */
+static inline int int_elem(isv_datatype dt, const void *data, size_t i, int64_t *v) {
+  switch (dt) {
+    case ISV_UINT8: *v = ((const uint8_t *)data)[i]; return 1;
+    case ISV_UINT16: *v = ((const uint16_t *)data)[i]; return 1;
+    case ISV_UINT32: *v = ((const uint32_t *)data)[i]; return 1;
+    case ISV_UINT64: *v = (int64_t)((const uint64_t *)data)[i]; return 1;
+    case ISV_INT8: *v = ((const int8_t *)data)[i]; return 1;
+    case ISV_INT16: *v = ((const int16_t *)data)[i]; return 1;
+    case ISV_INT32: *v = ((const int32_t *)data)[i]; return 1;
+    case ISV_INT64: *v = ((const int64_t *)data)[i]; return 1;
+    default: return 0;
+  }
+}
+
 /* Format element i of a fixed-size type into p (room for 32 bytes); returns the length. */
 static inline size_t fmt_elem(char *p, isv_datatype dt, const void *data, size_t i) {
+  int64_t v;
+  if (int_elem(dt, data, i, &v)) {
+    int is_unsigned = dt == ISV_UINT8 || dt == ISV_UINT16 || dt == ISV_UINT32 || dt == ISV_UINT64;
+    return is_unsigned ? isv__fmt_u64(p, (uint64_t)v) : isv__fmt_i64(p, v);
+  }
   switch (dt) {
     case ISV_BOOL:
       if (((const uint8_t *)data)[i]) {
@@ -157,14 +179,6 @@ static inline size_t fmt_elem(char *p, isv_datatype dt, const void *data, size_t
       }
       memcpy(p, "false", 5);
       return 5;
-    case ISV_UINT8: return isv__fmt_u64(p, ((const uint8_t *)data)[i]);
-    case ISV_UINT16: return isv__fmt_u64(p, ((const uint16_t *)data)[i]);
-    case ISV_UINT32: return isv__fmt_u64(p, ((const uint32_t *)data)[i]);
-    case ISV_UINT64: return isv__fmt_u64(p, ((const uint64_t *)data)[i]);
-    case ISV_INT8: return isv__fmt_i64(p, ((const int8_t *)data)[i]);
-    case ISV_INT16: return isv__fmt_i64(p, ((const int16_t *)data)[i]);
-    case ISV_INT32: return isv__fmt_i64(p, ((const int32_t *)data)[i]);
-    case ISV_INT64: return isv__fmt_i64(p, ((const int64_t *)data)[i]);
     case ISV_FP16: return isv__fmt_f16(p, ((const uint16_t *)data)[i]);
     case ISV_BF16: return isv__fmt_bf16(p, ((const uint16_t *)data)[i]);
     case ISV_FP32: return isv__fmt_f32(p, ((const float *)data)[i]);
@@ -176,18 +190,8 @@ static inline size_t fmt_elem(char *p, isv_datatype dt, const void *data, size_t
 /* Element i and a comma after it (room for 33 bytes); returns the length, the comma's included. */
 static inline size_t fmt_elem_comma(char *p, isv_datatype dt, const void *data, size_t i) {
   int64_t v;
-  switch (dt) { /* an integer under 100: from the table */
-    case ISV_UINT8: v = ((const uint8_t *)data)[i]; break;
-    case ISV_UINT16: v = ((const uint16_t *)data)[i]; break;
-    case ISV_UINT32: v = ((const uint32_t *)data)[i]; break;
-    case ISV_UINT64: v = (int64_t)((const uint64_t *)data)[i]; break; /* 2^63 and up: < 0 */
-    case ISV_INT8: v = ((const int8_t *)data)[i]; break;
-    case ISV_INT16: v = ((const int16_t *)data)[i]; break;
-    case ISV_INT32: v = ((const int32_t *)data)[i]; break;
-    case ISV_INT64: v = ((const int64_t *)data)[i]; break;
-    default: v = -1; break;
-  }
-  if ((uint64_t)v < 100) return put_small_elem(p, (unsigned)v);
+  if (int_elem(dt, data, i, &v) && (uint64_t)v < 100) /* an integer under 100: from the table */
+    return put_small_elem(p, (unsigned)v);
   size_t n = fmt_elem(p, dt, data, i);
   p[n] = ',';
   return n + 1;
