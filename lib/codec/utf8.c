@@ -11,6 +11,13 @@
 static int check(const char *str, size_t n, int no_nul) {
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
+  if (n >= 4 && n < 8) { /* a name, a datatype: two overlapping words, no byte loop */
+    uint32_t head, tail;
+    memcpy(&head, s, 4);
+    memcpy(&tail, s + n - 4, 4);
+    uint64_t w = head | (uint64_t)tail << 32;
+    if (!isv__swar_high(w) && !(no_nul && isv__swar_below(w, 1))) return 1;
+  }
   for (;;) {
     /* ASCII fast path, 8 bytes at a time. */
     while (i + 8 <= n) {

@@ -110,12 +110,37 @@ static void test_text_is_valid_without_nul(void **state) {
     }
 }
 
+/* Strings of 4 to 7 bytes (names, datatypes) are looked at as two overlapping words: every byte
+ * value at every position of an ASCII one, and a multi-byte character whole at every place. */
+static void test_short_strings_every_byte(void **state) {
+  (void)state;
+  for (size_t len = 4; len <= 7; len++)
+    for (size_t at = 0; at < len; at++)
+      for (unsigned v = 0; v < 256; v++) {
+        char b[8];
+        memcpy(b, "abcdefg", len);
+        b[at] = (char)v; /* alone among ASCII bytes: UTF-8 only when ASCII itself */
+        assert_int_equal(isv__utf8_valid(b, len), v < 0x80);
+        assert_int_equal(isv__utf8_text(b, len), v < 0x80 && v != 0);
+      }
+  for (size_t len = 4; len <= 7; len++)
+    for (size_t at = 0; at + 2 <= len; at++) {
+      char b[8];
+      memcpy(b, "abcdefg", len);
+      memcpy(b + at, "\xC3\xA9", 2);
+      assert_int_equal(isv__utf8_text(b, len), 1);
+      b[at + 1] = 'x'; /* the continuation byte gone */
+      assert_int_equal(isv__utf8_text(b, len), 0);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_code_point),
       cmocka_unit_test(test_invalid_sequences),
       cmocka_unit_test(test_valid_strings),
       cmocka_unit_test(test_text_is_valid_without_nul),
+      cmocka_unit_test(test_short_strings_every_byte),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
