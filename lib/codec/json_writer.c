@@ -65,10 +65,9 @@ void isv__json_write_string(isv__buf *b, const char *s, size_t len) {
         i = len;
       }
     } else if (len >= 4) {
-      uint32_t head, tail;
-      memcpy(&head, u, 4);
-      memcpy(&tail, u + len - 4, 4);
-      if (plain_word((uint64_t)head | (uint64_t)tail << 32)) {
+      uint64_t w = isv__swar_load_4to8(u, len);
+      if (plain_word(w)) {
+        uint32_t head = (uint32_t)w, tail = (uint32_t)(w >> 32);
         memcpy(p + 1, &head, 4);
         memcpy(p + 1 + len - 4, &tail, 4);
         i = len;

@@ -26,6 +26,16 @@ static inline uint64_t isv__swar_load(const void *p) {
   return w;
 }
 
+/* The n bytes at p, 4 <= n <= 8, in one word: the first four in its low half, the last four
+ * (overlapping them when n < 8) in its high half — for tests that ask whether any byte is
+ * flagged, not which. The halves give the bytes back: (uint32_t)w, (uint32_t)(w >> 32). */
+static inline uint64_t isv__swar_load_4to8(const void *p, size_t n) {
+  uint32_t head, tail;
+  memcpy(&head, p, 4);
+  memcpy(&tail, (const char *)p + n - 4, 4);
+  return head | (uint64_t)tail << 32;
+}
+
 /* The bytes below n (1 <= n <= 128); borrow-based. */
 static inline uint64_t isv__swar_below(uint64_t w, unsigned n) {
   return (w - ISV__SWAR_ONES * n) & ~w & ISV__SWAR_HIGHS;

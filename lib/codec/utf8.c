@@ -12,10 +12,7 @@ static int check(const char *str, size_t n, int no_nul) {
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
   if (n >= 4 && n < 8) { /* a name, a datatype: two overlapping words, no byte loop */
-    uint32_t head, tail;
-    memcpy(&head, s, 4);
-    memcpy(&tail, s + n - 4, 4);
-    uint64_t w = head | (uint64_t)tail << 32;
+    uint64_t w = isv__swar_load_4to8(s, n);
     if (!isv__swar_high(w) && !(no_nul && isv__swar_below(w, 1))) return 1;
   }
   for (;;) {

@@ -525,6 +525,7 @@ static void free_buffers(void *body, void (*body_free)(void *), isv__arena *a, i
   isv__arena_free(out);
   isv__arena_free(a);
 }
+
 static void late_work(isv__offload *o) {
   late_buffers *l = (late_buffers *)o;
   free_buffers(l->body, l->body_free, &l->arena, &l->out_arena);

@@ -556,61 +556,43 @@ static char digit(int shape) {
 }
 
 /* Random literals of many shapes (long, short, near ties, extreme exponents) vs strtod. */
-/* isv__num_swar_digits4 against a byte-by-byte reading, for every byte value at every position
- * of "1,2,3,4," and "1,2,3,4]": a word of four one-digit elements is taken, with each digit's
- * value; any other byte anywhere (a digit's neighbours '/' and ':', a byte of 0x80 or more whose
- * add would carry) is not. */
+/* isv__num_swar_digits4 and isv__num_swar_digits4_spaced against a byte-by-byte reading of
+ * their forms — "1,2,3,4," and "1,2,3,4]", "1, 2, 3, 4," and "1, 2, 3, 4]" (json.dumps's
+ * separators) — for every byte value at every position: four one-digit elements are taken,
+ * with each digit's value; any other byte anywhere (a digit's neighbours '/' and ':', a byte of
+ * 0x80 or more whose add would carry) is not. */
 static void four_one_digit_elements_in_a_word(void **state) {
   (void)state;
-  for (int closing = 0; closing < 2; closing++)
-    for (int at = 0; at < 8; at++)
-      for (int b = 0; b < 256; b++) {
-        char w[8];
-        memcpy(w, closing ? "1,2,3,4]" : "1,2,3,4,", 8);
-        w[at] = (char)b;
-        int want = closing + 1;
-        for (int i = 0; i < 8; i += 2)
-          if (w[i] < '0' || w[i] > '9') want = 0;
-        for (int i = 1; i < 7; i += 2)
-          if (w[i] != ',') want = 0;
-        if (w[7] != ',' && w[7] != ']') want = 0;
-        if (want) want = w[7] == ']' ? 2 : 1;
-        uint64_t d = 0;
-        int got = isv__num_swar_digits4(w, &d);
-        if (got != want) fail_msg("byte %#x at %d of %s: %d, not %d", b, at, closing ? "]" : ",", got, want);
-        for (int i = 0; got && i < 4; i++)
-          if (((d >> (16 * i)) & 0xffff) != (uint64_t)(w[2 * i] - '0'))
-            fail_msg("byte %#x at %d: element %d is %llu", b, at, i,
-                     (unsigned long long)((d >> (16 * i)) & 0xffff));
-      }
-}
-
-/* isv__num_swar_digits4_spaced the same way, over the 11 bytes of "1, 2, 3, 4," and
- * "1, 2, 3, 4]" (json.dumps's separators): every byte value at every position. */
-static void four_spaced_one_digit_elements_in_two_words(void **state) {
-  (void)state;
-  for (int closing = 0; closing < 2; closing++)
-    for (int at = 0; at < 11; at++)
-      for (int b = 0; b < 256; b++) {
-        char w[11];
-        memcpy(w, closing ? "1, 2, 3, 4]" : "1, 2, 3, 4,", 11);
-        w[at] = (char)b;
-        int want = 1;
-        for (int i = 0; i < 10; i += 3)
-          if (w[i] < '0' || w[i] > '9') want = 0;
-        for (int i = 1; i < 8; i += 3)
-          if (w[i] != ',' || w[i + 1] != ' ') want = 0;
-        if (w[10] != ',' && w[10] != ']') want = 0;
-        if (want) want = w[10] == ']' ? 2 : 1;
-        uint64_t d = 0;
-        int got = isv__num_swar_digits4_spaced(w, &d);
-        if (got != want)
-          fail_msg("byte %#x at %d of %s: %d, not %d", b, at, closing ? "]" : ",", got, want);
-        for (int i = 0; got && i < 4; i++)
-          if (((d >> (16 * i)) & 0xffff) != (uint64_t)(w[3 * i] - '0'))
-            fail_msg("byte %#x at %d: element %d is %llu", b, at, i,
-                     (unsigned long long)((d >> (16 * i)) & 0xffff));
-      }
+  static const struct {
+    const char *form, *closed; /* digits at every `stride`th byte, the last byte ',' or ']' */
+    int stride;
+    int (*read)(const char *, uint64_t *);
+  } forms[] = {{"1,2,3,4,", "1,2,3,4]", 2, isv__num_swar_digits4},
+               {"1, 2, 3, 4,", "1, 2, 3, 4]", 3, isv__num_swar_digits4_spaced}};
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    const int len = (int)strlen(forms[f].form), stride = forms[f].stride;
+    for (int closing = 0; closing < 2; closing++)
+      for (int at = 0; at < len; at++)
+        for (int b = 0; b < 256; b++) {
+          char w[16];
+          memcpy(w, closing ? forms[f].closed : forms[f].form, (size_t)len);
+          w[at] = (char)b;
+          int want = 1;
+          for (int i = 0; i < len - 1; i++)
+            if (i % stride == 0 ? w[i] < '0' || w[i] > '9' : w[i] != forms[f].form[i]) want = 0;
+          if (w[len - 1] != ',' && w[len - 1] != ']') want = 0;
+          if (want) want = w[len - 1] == ']' ? 2 : 1;
+          uint64_t d = 0;
+          int got = forms[f].read(w, &d);
+          if (got != want)
+            fail_msg("%s: byte %#x at %d of %s: %d, not %d", forms[f].form, b, at,
+                     closing ? "]" : ",", got, want);
+          for (int i = 0; got && i < 4; i++)
+            if (((d >> (16 * i)) & 0xffff) != (uint64_t)(w[stride * i] - '0'))
+              fail_msg("%s: byte %#x at %d: element %d is %llu", forms[f].form, b, at, i,
+                       (unsigned long long)((d >> (16 * i)) & 0xffff));
+        }
+  }
 }
 
 static void random_literals_match_strtod(void **state) {
@@ -654,7 +636,6 @@ int main(void) {
       cmocka_unit_test(half_formats_round_once),
       cmocka_unit_test(integer_magnitudes),
       cmocka_unit_test(four_one_digit_elements_in_a_word),
-      cmocka_unit_test(four_spaced_one_digit_elements_in_two_words),
       cmocka_unit_test(random_literals_match_strtod),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
