@@ -57,15 +57,15 @@ def test_simple_reads_alike_however_the_body_is_spaced(demo, separators):
     a = [[1, 0, 1, 1, 0, 0, 0, 1, 9, 8, 7, 6, -5, 4, 3, 2], [10, -1, 1, 1, 1, 1, 123, 4567, 0,
                                                               0, 0, 0, 2, 2, 2, 2]]
     b = [[1] * 16, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 1, 1, 1, 1]]
+    def text(obj):
+        return json.dumps(obj, indent=2) if separators is None else json.dumps(
+            obj, separators=separators)
+
     body = {"inputs": simple_inputs(a, b), "outputs": [{"name": "OUTPUT0"}, {"name": "OUTPUT1"}]}
-    text = json.dumps(body, indent=2) if separators is None else json.dumps(body,
-                                                                           separators=separators)
-    _expect_simple(post_json(demo, "/v2/models/simple/infer", text), a, b)
+    _expect_simple(post_json(demo, "/v2/models/simple/infer", text(body)), a, b)
     bad = dict(body, inputs=[dict(body["inputs"][0], data=flatten(a)[:-1] + [1.5]),
                              body["inputs"][1]])
-    text = json.dumps(bad, indent=2) if separators is None else json.dumps(bad,
-                                                                          separators=separators)
-    assert_error(post_json(demo, "/v2/models/simple/infer", text), 400, "element 31")
+    assert_error(post_json(demo, "/v2/models/simple/infer", text(bad)), 400, "element 31")
 
 
 def test_simple_int32_extremes(demo):
