@@ -6,8 +6,9 @@
 # for the whole script; each round measures every server once per case, in an order that
 # rotates with the round. Per run: calls/s and the server's CPU time per call (every thread,
 # /proc/PID/task/*/schedstat; nginx: its worker), split into user and kernel time by the share
-# /proc/PID/stat gives (bench/lib.sh). Prints a TSV and the medians; nothing is
-# written to RESULTS.md.
+# /proc/PID/stat gives (bench/lib.sh), and how busy h2load kept its own core (its CPU time over
+# the run's: near 100%, the client set the pace and the ratio to nginx is capped by it). Prints a
+# TSV and the medians; nothing is written to RESULTS.md.
 #
 #   bench/grpc_nginx.sh after=build/examples/demo/inferserve-demo [before=/tmp/x/...]
 #
@@ -64,7 +65,7 @@ wait_port "$NG_H2_PORT" || { cat "$NG/logs/error.log" >&2; exit 1; }
 LABELS+=(nginx) SERVERS+=("$(pgrep -P "$NG_PID" | head -1)") PORTS+=("$NG_H2_PORT")
 log "servers: ${LABELS[*]}; nginx answers $GRPC_BYTES body bytes; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf 'round\tserver\tcase\tcalls_s\tus_cpu_per_call\tsys_pct\n' >"$TSV"
+printf 'round\tserver\tcase\tcalls_s\tus_cpu_per_call\tsys_pct\tload_cpu_pct\n' >"$TSV"
 N=${#LABELS[@]}
 for r in $(seq 0 $((ROUNDS - 1))); do
   for cs in $CASES; do
@@ -73,16 +74,17 @@ for r in $(seq 0 $((ROUNDS - 1))); do
       i=$(((k + r) % N))
       read -r u0 s0 <<<"$(cpu_ticks "${SERVERS[$i]}")"
       c0=$(cpu_ns "${SERVERS[$i]}")
-      out=$(timeout $((DUR + 30)) taskset -c "$LCPU" h2load -c"$c" -m"$m" -D "$DUR" -d "$WORK/simple.grpc" \
-        -H 'content-type: application/grpc' -H 'te: trailers' \
-        "http://127.0.0.1:${PORTS[$i]}/inference.GRPCInferenceService/ModelInfer" 2>&1) || log "h2load exited with $?"
+      run_timed "$WORK/h2load.txt" timeout $((DUR + 30)) taskset -c "$LCPU" h2load -c"$c" -m"$m" -D "$DUR" \
+        -d "$WORK/simple.grpc" -H 'content-type: application/grpc' -H 'te: trailers' \
+        "http://127.0.0.1:${PORTS[$i]}/inference.GRPCInferenceService/ModelInfer" || log "h2load exited with $?"
+      out=$(cat "$WORK/h2load.txt")
       c1=$(cpu_ns "${SERVERS[$i]}")
       read -r u1 s1 <<<"$(cpu_ticks "${SERVERS[$i]}")"
       n=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
       awk -v r=$((r + 1)) -v s="${LABELS[$i]}" -v cs="$cs" -v n="${n:-0}" -v d="$DUR" -v c="$((c1 - c0))" \
-        -v ut="$((u1 - u0))" -v kt="$((s1 - s0))" \
-        'BEGIN { printf "%d\t%s\t%s\t%.0f\t%.2f\t%s\n", r, s, cs, n / d, n ? c / 1e3 / n : 0,
-                 ut + kt ? sprintf("%.1f", 100 * kt / (ut + kt)) : "nan" }' >>"$TSV"
+        -v ut="$((u1 - u0))" -v kt="$((s1 - s0))" -v lc="$LOAD_CPU_S" \
+        'BEGIN { printf "%d\t%s\t%s\t%.0f\t%.2f\t%s\t%.0f\n", r, s, cs, n / d, n ? c / 1e3 / n : 0,
+                 ut + kt ? sprintf("%.1f", 100 * kt / (ut + kt)) : "nan", 100 * lc / d }' >>"$TSV"
     done
   done
   log "round $((r + 1)) done"
@@ -92,8 +94,8 @@ $PY - "$TSV" <<'EOF'
 import csv, sys, statistics as st
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print("\nmedians (min-max) over the rounds, and each server's calls/s against nginx's run by run:")
-print("| server | case | calls/s | µs CPU/call | µs user / kernel per call | / nginx |")
-print("|---|---|---|---|---|---|")
+print("| server | case | calls/s | µs CPU/call | µs user / kernel per call | h2load's core busy | / nginx |")
+print("|---|---|---|---|---|---|---|")
 ng = {(r["round"], r["case"]): float(r["calls_s"]) for r in rows if r["server"] == "nginx"}
 for key in sorted({(r["server"], r["case"]) for r in rows}, key=lambda k: (k[1], k[0])):
     rs = [r for r in rows if (r["server"], r["case"]) == key]
@@ -103,6 +105,6 @@ for key in sorted({(r["server"], r["case"]) for r in rows}, key=lambda k: (k[1],
     rt = "%.0f–%.0f%%" % (min(ratio), max(ratio)) if ratio else "–"
     cpu, kern = st.median(f("us_cpu_per_call")), st.median(f("sys_pct")) / 100
     split = "%.2f / %.2f" % (cpu * (1 - kern), cpu * kern)  # the median CPU split by the median share
-    print("| %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("calls_s", "%.0f"), m("us_cpu_per_call", "%.2f"),
-          split, rt))
+    print("| %s | %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("calls_s", "%.0f"), m("us_cpu_per_call", "%.2f"),
+          split, m("load_cpu_pct", "%.0f%%"), rt))
 EOF

@@ -13,6 +13,10 @@
 #                 come from cpu_ns.
 # free_port       a TCP port nothing listens on at 127.0.0.1 (python3 binds port 0 and closes).
 # wait_port PORT  returns once something accepts on 127.0.0.1:PORT, 1 after 10 s.
+# run_timed FILE CMD...  runs CMD (a load generator: wrk, h2load) with its output in FILE, sets
+#                 LOAD_CPU_S to the user + kernel CPU seconds it and its children took, and returns
+#                 its status. Over a run of D seconds, LOAD_CPU_S / D near 1 says the client's
+#                 core, not the server, set the pace: a ratio to nginx measured there is capped.
 
 cpu_ns() {
   local p
@@ -36,4 +40,12 @@ wait_port() {
     sleep 0.1
   done
   return 1
+}
+
+run_timed() {
+  local f=$1 rc=0 TIMEFORMAT='%3U %3S'
+  shift
+  { time "$@" >"$f" 2>&1 || rc=$?; } 2>"$f.cpu"
+  LOAD_CPU_S=$(awk 'END {printf "%.3f", $1 + $2}' "$f.cpu")
+  return $rc
 }

@@ -4,7 +4,8 @@
 # an nginx worker answering `return 200` with a body of the demo's answer's size (bench/run.sh's
 # reference), each on core 0, wrk on core 1. Per run: req/s, p50 / p99, and the server's CPU
 # time per request (every thread, /proc/PID/task/*/schedstat; nginx: its worker), split into user
-# and kernel time by the share /proc/PID/stat gives (bench/lib.sh). The order
+# and kernel time by the share /proc/PID/stat gives (bench/lib.sh), and how busy wrk kept its
+# own core (near 100%, the client set the pace and the ratio to nginx is capped). The order
 # rotates each round so that drift on a shared machine hits every server alike. Prints a TSV
 # and the medians; nothing is written to RESULTS.md.
 #
@@ -67,19 +68,19 @@ wait_port "$NG_PORT" || { cat "$NG/logs/error.log" >&2; exit 1; }
 NG_WORKER=$(pgrep -P "$NG_PID" | head -1)
 log "nginx worker $NG_WORKER port $NG_PORT, answer $BYTES bytes; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf 'round\tserver\tconns\treq_s\tp50_us\tp99_us\tus_cpu_per_req\trequests\tload1\tsys_pct\n' >"$TSV"
+printf 'round\tserver\tconns\treq_s\tp50_us\tp99_us\tus_cpu_per_req\trequests\tload1\tsys_pct\tload_cpu_pct\n' >"$TSV"
 one_run() { # LABEL PORT PID CONNS ROUND
   local out=$WORK/$1-$4-$5.txt l1 c0 c1 u0 u1 s0 s1
   l1=$(cut -d' ' -f1 /proc/loadavg)
   read -r u0 s0 <<<"$(cpu_ticks "$3")"
   c0=$(cpu_ns "$3")
-  timeout $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$4" -d"${DUR}s" --timeout 5s --latency \
-    -s "$LUA" "http://127.0.0.1:$2/" >"$out" 2>&1 || log "wrk exited with $?"
+  run_timed "$out" timeout $((DUR + 30)) taskset -c "$LCPU" wrk -t1 -c"$4" -d"${DUR}s" --timeout 5s --latency \
+    -s "$LUA" "http://127.0.0.1:$2/" || log "wrk exited with $?"
   c1=$(cpu_ns "$3")
   read -r u1 s1 <<<"$(cpu_ticks "$3")"
-  $PY - "$out" "$1" "$4" "$5" "$c0" "$c1" "$l1" $((u1 - u0)) $((s1 - s0)) >>"$TSV" <<'EOF'
+  $PY - "$out" "$1" "$4" "$5" "$c0" "$c1" "$l1" $((u1 - u0)) $((s1 - s0)) "$LOAD_CPU_S" "$DUR" >>"$TSV" <<'EOF'
 import re, sys
-out, label, conns, r, c0, c1, l1, ut, kt = sys.argv[1:]
+out, label, conns, r, c0, c1, l1, ut, kt, lc, dur = sys.argv[1:]
 ut, kt = int(ut), int(kt)
 sys_pct = 100.0 * kt / (ut + kt) if ut + kt else float("nan")
 t = open(out).read()
@@ -94,8 +95,8 @@ pct = lambda k: (lambda m: us(m.group(1)) if m else float("nan"))(re.search(r"^\
 p50, p99 = pct("50"), pct("99")
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 if bad: print("non-2xx: %s" % bad.group(1), file=sys.stderr)
-print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%s\t%.1f" % (int(r) + 1, label, conns, rps, p50, p99,
-      (int(c1) - int(c0)) / 1e3 / n, n, l1, sys_pct))
+print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%s\t%.1f\t%.0f" % (int(r) + 1, label, conns, rps, p50, p99,
+      (int(c1) - int(c0)) / 1e3 / n, n, l1, sys_pct, 100 * float(lc) / float(dur)))
 EOF
 }
 
@@ -120,14 +121,14 @@ $PY - "$TSV" <<'EOF'
 import csv, sys, statistics as st
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print("\nmedians (min-max) over the rounds:")
-print("| server | conns | req/s | µs CPU/req | µs user / kernel per req | p50 µs | p99 µs |")
-print("|---|---|---|---|---|---|---|")
+print("| server | conns | req/s | µs CPU/req | µs user / kernel per req | p50 µs | p99 µs | wrk's core busy |")
+print("|---|---|---|---|---|---|---|---|")
 for key in sorted({(r["server"], r["conns"]) for r in rows}, key=lambda k: (int(k[1]) * -1, k[0])):
     rs = [r for r in rows if (r["server"], r["conns"]) == key]
     f = lambda c: [x for x in (float(r[c]) for r in rs) if x == x] or [float("nan")]  # a run's nan is left out
     m = lambda c, fmt: (fmt % st.median(f(c))) + " (" + (fmt % min(f(c))) + "–" + (fmt % max(f(c))) + ")"
     cpu, kern = st.median(f("us_cpu_per_req")), st.median(f("sys_pct")) / 100
     split = "%.2f / %.2f" % (cpu * (1 - kern), cpu * kern)  # the median CPU split by the median share
-    print("| %s | %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("req_s", "%.0f"), m("us_cpu_per_req", "%.2f"),
-          split, m("p50_us", "%.0f"), m("p99_us", "%.0f")))
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (key[0], key[1], m("req_s", "%.0f"), m("us_cpu_per_req", "%.2f"),
+          split, m("p50_us", "%.0f"), m("p99_us", "%.0f"), m("load_cpu_pct", "%.0f%%")))
 EOF
