@@ -1,6 +1,7 @@
 /* V2 JSON request decoding and response encoding, without sockets. */
 #include "cmocka_prelude.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,141 @@ static void binary_outputs_are_listed_after_the_json(void **state) {
   isv_request_free(r);
 }
 
+/* ---- the remembered members before "data" (v2_json.c's input_memo) -------------------------- */
+
+/* One body decoded on a thread of its own: with nothing remembered there (the memo is per
+ * thread), the reference the same body decoded after any other must equal. */
+typedef struct fresh {
+  const char *text;
+  unsigned max_depth;
+  char *body; /* the copy its inputs may point into */
+  isv_request *r;
+  int rc;
+} fresh;
+
+static void *decode_fresh(void *arg) {
+  fresh *f = arg;
+  size_t n = strlen(f->text);
+  f->body = malloc(n + 1);
+  memcpy(f->body, f->text, n + 1);
+  f->rc = isv__v2_decode_request(f->r, f->body, n, n, f->max_depth);
+  return NULL;
+}
+
+/* Whether x and y decoded to the same thing: status, message, every input in full. */
+static void assert_same_decoding(const isv_request *x, int xrc, const isv_request *y, int yrc,
+                                 const char *what) {
+  if (xrc != yrc || strcmp(x->errmsg, y->errmsg) != 0 || x->n_inputs != y->n_inputs)
+    fail_msg("%s: %d '%s' (%zu inputs) against %d '%s' (%zu)", what, xrc, x->errmsg, x->n_inputs,
+             yrc, y->errmsg, y->n_inputs);
+  for (size_t i = 0; i < x->n_inputs; i++) {
+    const isv_tensor *a = &x->inputs[i], *b = &y->inputs[i];
+    if (strcmp(a->name, b->name) != 0 || a->dt != b->dt || a->ndim != b->ndim ||
+        a->count != b->count || a->byte_size != b->byte_size ||
+        memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) != 0)
+      fail_msg("%s: input %zu differs ('%s' against '%s')", what, i, a->name, b->name);
+    if (a->dt == ISV_BYTES) {
+      const isv_bytes *ea = a->data, *eb = b->data;
+      for (size_t k = 0; k < a->count; k++)
+        if (ea[k].len != eb[k].len || memcmp(ea[k].ptr, eb[k].ptr, ea[k].len) != 0)
+          fail_msg("%s: input %zu element %zu differs", what, i, k);
+    } else if (memcmp(a->data, b->data, a->byte_size) != 0) {
+      fail_msg("%s: input %zu's data differs", what, i);
+    }
+  }
+}
+
+/* Every body of a set read right after every other (so after whatever the other left
+ * remembered) gives what it gives read first on a fresh thread: bodies that share their members
+ * before "data" byte for byte and then differ (values, a wrong count, the end of the text right
+ * after "data":), members that look alike but read otherwise (an escape, a repeated key,
+ * "parameters", another order, a space, a deeper shape, an unknown datatype), and the same
+ * members under a depth limit they exceed. */
+static void a_remembered_input_reads_as_a_fresh_one(void **state) {
+  (void)state;
+#define IN0 "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":"
+#define IN1 "{\"name\":\"INPUT1\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":"
+  static const struct {
+    const char *text;
+    unsigned max_depth;
+  } bodies[] = {
+      {IN0 "[1,2,3,4]}," IN1 "[5,6,7,8]}]}", 64},
+      {IN0 "[9,8,7,6]}," IN1 "[-1,0,1,2]}]}", 64},
+      {IN0 "[9,8,7,6]}," IN1 "[-1,0,1,2]}]}", 3}, /* the shape is deeper than 3 */
+      {IN0 "[1,2,3]}," IN1 "[5,6,7,8]}]}", 64},  /* one element short */
+      {IN0 "[1,2,3,4]," IN1 "[5,6,7,8]}]}", 64}, /* the first input not closed */
+      {IN0, 64},                                  /* the text ends after "data": */
+      {IN0 "\"x\"}]}", 64},
+      {IN0 "[1,2,3,4],\"parameters\":{\"p\":1}}," IN1 "[5,6,7,8]}]}", 64},
+      {IN0 "[1,2,3,4],\"name\":\"OTHER\"}," IN1 "[5,6,7,8]}]}", 64}, /* renamed after "data" */
+      {"{\"inputs\":[" IN1 "[5,6,7,8]},{\"name\":\"INPUT0\",\"shape\":[1,4],\"datatype\":"
+       "\"INT32\",\"data\":[1,2,3,4]}]}", 64}, /* the two inputs swapped */
+      {"{\"inputs\":[{\"name\":\"INPUT\\u0030\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":"
+       "[1,2,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUTX\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":"
+       "[1,2,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"A\",\"name\":\"INPUT0\",\"shape\":[1,4],\"datatype\":"
+       "\"INT32\",\"data\":[1,2,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,4],\"shape\":[2,2],\"datatype\":"
+       "\"INT32\",\"data\":[1,2,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"parameters\":{},\"shape\":[1,4],\"datatype\":"
+       "\"INT32\",\"data\":[1,2,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"data\":[1,2,3,4],\"shape\":[1,4],\"datatype\":"
+       "\"INT32\"}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,4],\"datatype\":\"INT33\",\"data\":"
+       "[1,2,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,4],\"datatype\":\"FP32\",\"data\":"
+       "[1,2.5,3,4]}]}", 64},
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,1,1,1,1,1,1,1,4],\"datatype\":"
+       "\"INT32\",\"data\":[1,2,3,4]}]}", 64}, /* more dimensions than are remembered */
+      {"{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":"
+       "[\"a\",\"b\\u00e9\"]}]}", 64},
+      {"{\"inputs\": [{\"name\": \"INPUT0\", \"shape\": [1, 4], \"datatype\": \"INT32\", "
+       "\"data\": [1, 2, 3, 4]}, {\"name\": \"INPUT1\", \"shape\": [1, 4], \"datatype\": "
+       "\"INT32\", \"data\": [5, 6, 7, 8]}]}", 64},
+      {"{\"outputs\":[{\"name\":\"Y\"}],\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,4],"
+       "\"datatype\":\"INT32\",\"data\":[4,3,2,1]}]}", 64},
+  };
+#undef IN0
+#undef IN1
+  enum { N = sizeof bodies / sizeof bodies[0] };
+  fresh ref[N];
+  for (size_t i = 0; i < N; i++) {
+    ref[i] = (fresh){.text = bodies[i].text, .max_depth = bodies[i].max_depth,
+                     .r = isv__request_new(&core)};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, decode_fresh, &ref[i]), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+  }
+  assert_int_equal(ref[0].rc, 0); /* the set holds what it means to: a body that reads */
+  assert_int_not_equal(ref[2].rc, 0); /* and the same one refused under a depth of 3 */
+  static char before[1024], body[1024];
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++) {
+      for (int twice = 0; twice < 2; twice++) { /* i then j; i, j then j again */
+        size_t n = strlen(bodies[i].text);
+        memcpy(before, bodies[i].text, n);
+        isv_request *a = isv__request_new(&core);
+        isv__v2_decode_request(a, before, n, n, bodies[i].max_depth);
+        isv_request_free(a);
+        for (int k = 0; k <= twice; k++) {
+          n = strlen(bodies[j].text);
+          memcpy(body, bodies[j].text, n);
+          isv_request *b = isv__request_new(&core);
+          int rc = isv__v2_decode_request(b, body, n, n, bodies[j].max_depth);
+          char what[64];
+          snprintf(what, sizeof what, "body %zu after body %zu", j, i);
+          assert_same_decoding(b, rc, ref[j].r, ref[j].rc, what);
+          isv_request_free(b);
+        }
+      }
+    }
+  for (size_t i = 0; i < N; i++) {
+    isv_request_free(ref[i].r);
+    free(ref[i].body);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decodes_everything_a_request_carries),
@@ -392,6 +528,7 @@ int main(void) {
       cmocka_unit_test(binary_inputs_are_taken_in_order_and_in_place),
       cmocka_unit_test(binary_input_errors_name_the_problem),
       cmocka_unit_test(binary_outputs_are_listed_after_the_json),
+      cmocka_unit_test(a_remembered_input_reads_as_a_fresh_one),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
