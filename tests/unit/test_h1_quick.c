@@ -7,6 +7,7 @@
 #include "sweep_rng.h"
 
 #include <llhttp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,6 +75,50 @@ static void test_pipelined_messages_one_at_a_time(void **state) {
   assert_int_equal(isv__h1_quick_read(two, 2 * n, &q), n); /* the first message's length */
   assert_true(taken(two, 2 * n));
   assert_true(taken(two + n, n));
+}
+
+/* A head read again — the same bytes as the last head taken on this thread, which h1_quick.c
+ * then takes from what it gave instead of reading them — reads as llhttp reads it and as it
+ * read the first time, whatever follows it: the whole body, part of it, none, a second message,
+ * a longer or a shorter one; and a head that differs from it in one byte, or ends early, is
+ * read, not taken from it. */
+static void test_a_head_read_again_reads_the_same(void **state) {
+  (void)state;
+  const size_t n = sizeof wrk - 1, head = n - 5;
+  static char b[2 * sizeof wrk];
+  isv__h1_quick first, again;
+  memset(&first, 0, sizeof first);
+  memset(&again, 0, sizeof again);
+  assert_int_equal(isv__h1_quick_read(wrk, n, &first), n);
+  assert_int_equal(isv__h1_quick_read(wrk, n, &again), n);
+  assert_memory_equal(&first, &again, offsetof(isv__h1_quick, fields) + 3 * sizeof first.fields[0]);
+  for (size_t cut = 0; cut <= n; cut++) { /* every length, after the whole message each time */
+    assert_true(taken(wrk, n));
+    assert_int_equal(taken(wrk, cut), cut == n);
+  }
+  memcpy(b, wrk, n);
+  memcpy(b + n, wrk, n);
+  assert_true(taken(wrk, n));
+  assert_int_equal(isv__h1_quick_read(b, 2 * n, &again), n); /* pipelined: the first message */
+  assert_true(taken(b, 2 * n));
+  memcpy(b, wrk, n);
+  b[head - 5] = '6'; /* "Content-Length: 6": one byte of the head differs, the body is short */
+  assert_true(taken(wrk, n));
+  assert_int_equal(taken(b, n), 0);
+  b[n] = '}';
+  assert_true(taken(wrk, n));
+  assert_int_equal(isv__h1_quick_read(b, n + 1, &again), n + 1);
+  assert_int_equal(again.content_length, 6);
+  assert_true(taken(b, n + 1));
+  memcpy(b, wrk, n);
+  b[25] = 'X'; /* the target differs, same length */
+  assert_true(taken(wrk, n));
+  assert_int_equal(isv__h1_quick_read(b, n, &again), n);
+  assert_memory_equal(b + again.url_off, "/v2/models/simple/inXer", again.url_len);
+  memcpy(b, wrk, n);
+  b[head - 2] = 'x'; /* the blank line broken: no longer a head */
+  assert_true(taken(wrk, n));
+  assert_int_equal(taken(b, n), 0);
 }
 
 static void test_other_shapes_are_declined(void **state) {
@@ -213,6 +258,9 @@ static void test_side_by_side_with_llhttp(void **state) {
     int t;
     if (!h1q_same(b, n, &t, why, sizeof why)) fail_msg("round %u: %s\n--\n%.*s", round, why, (int)n, b);
     t ? took++ : declined++;
+    int again; /* a head just taken is now remembered: read again, it must read the same */
+    if (!h1q_same(b, n, &again, why, sizeof why) || again != t)
+      fail_msg("round %u, read again: %s\n--\n%.*s", round, why, (int)n, b);
   }
   /* both outcomes often: a sweep that never took (or never declined) proves little */
   assert_true(took > ROUNDS / 10);
@@ -223,6 +271,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_what_clients_send_is_taken),
       cmocka_unit_test(test_pipelined_messages_one_at_a_time),
+      cmocka_unit_test(test_a_head_read_again_reads_the_same),
       cmocka_unit_test(test_other_shapes_are_declined),
       cmocka_unit_test(test_side_by_side_with_llhttp),
   };
