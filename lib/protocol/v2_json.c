@@ -759,6 +759,90 @@ static int output_is_binary(const isv_request *r, const isv_tensor *t) {
   return (r->proto_flags & ISV__V2_REQ_BIN) != 0;
 }
 
+/* The JSON an answer begins with and each of its first outputs begins with, as this thread
+ * last wrote them, with what they were written from: a model answers with the same name,
+ * version, output names, datatypes and shapes answer after answer, and the same text is then
+ * appended instead of written again (strings checked for escapes, integers formatted). Compared
+ * by content, not by pointer (a model's strings may be freed and their memory reused). */
+#define TEXT_MEMO_NAME 64
+#define TEXT_MEMO_TEXT 192
+typedef struct model_text {
+  char name[TEXT_MEMO_NAME], version[TEXT_MEMO_NAME];
+  uint32_t len; /* of text[]; 0: none */
+  char text[TEXT_MEMO_TEXT]; /* {"model_name":...,"model_version":... */
+} model_text;
+typedef struct output_text {
+  char name[TEXT_MEMO_NAME];
+  isv_datatype dt;
+  uint32_t ndim;
+  int64_t shape[MEMO_NDIM];
+  uint32_t len;
+  char text[TEXT_MEMO_TEXT]; /* {"name":...,"datatype":...,"shape":[...] */
+} output_text;
+static _Thread_local model_text model_texts;
+static _Thread_local output_text output_texts[MEMO_INPUTS];
+
+/* Appends the text remembered in m (len bytes) when `same`; else 0 and nothing appended. */
+static int text_again(isv__buf *b, int same, const char *text, uint32_t len) {
+  if (!same || len == 0) return 0;
+  isv__buf_append(b, text, len);
+  return 1;
+}
+
+/* Keeps what b holds from `from` in text (cap bytes) when it fits and b has not failed: its
+ * length, else 0. */
+static uint32_t text_keep(const isv__buf *b, size_t from, char *text, size_t cap) {
+  size_t n = b->len - from;
+  if (b->failed || n > cap) return 0;
+  memcpy(text, b->data + from, n);
+  return (uint32_t)n;
+}
+
+/* A copy of s in out (cap bytes) when it fits: 1, else 0. */
+static int name_keep(char *out, size_t cap, const char *s) {
+  size_t n = strlen(s);
+  if (n >= cap) return 0;
+  memcpy(out, s, n + 1);
+  return 1;
+}
+
+static void write_model_head(isv__buf *b, const char *mn, const char *mv) {
+  model_text *m = &model_texts;
+  if (text_again(b, strcmp(m->name, mn) == 0 && strcmp(m->version, mv) == 0, m->text, m->len))
+    return;
+  size_t from = b->len;
+  isv__buf_puts(b, "{\"model_name\":");
+  isv__json_write_string(b, mn, strlen(mn));
+  isv__buf_puts(b, ",\"model_version\":");
+  isv__json_write_string(b, mv, strlen(mv));
+  m->len = 0;
+  if (name_keep(m->name, sizeof m->name, mn) && name_keep(m->version, sizeof m->version, mv))
+    m->len = text_keep(b, from, m->text, sizeof m->text);
+}
+
+static void write_output_head(isv__buf *b, const isv_tensor *t, size_t i) {
+  output_text *m = i < MEMO_INPUTS ? &output_texts[i] : NULL;
+  if (m && text_again(b, m->dt == t->dt && m->ndim == t->ndim && strcmp(m->name, t->name) == 0 &&
+                             memcmp(m->shape, t->shape, t->ndim * sizeof *t->shape) == 0,
+                      m->text, m->len))
+    return;
+  size_t from = b->len;
+  isv__buf_puts(b, "{\"name\":");
+  isv__json_write_string(b, t->name, strlen(t->name));
+  isv__buf_puts(b, ",\"datatype\":\"");
+  isv__buf_puts(b, isv_datatype_name(t->dt));
+  isv__buf_puts(b, "\",\"shape\":");
+  write_shape(b, t->shape, t->ndim);
+  if (m == NULL) return;
+  m->len = 0;
+  if (t->ndim <= MEMO_NDIM && name_keep(m->name, sizeof m->name, t->name)) {
+    m->dt = t->dt;
+    m->ndim = (uint32_t)t->ndim;
+    memcpy(m->shape, t->shape, t->ndim * sizeof *t->shape);
+    m->len = text_keep(b, from, m->text, sizeof m->text);
+  }
+}
+
 int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts,
                             size_t *n_parts) {
   *parts = NULL;
@@ -769,11 +853,7 @@ int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts
     *parts = isv__arena_alloc(&r->arena, n_bin * sizeof **parts);
     if (*parts == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   }
-  isv__buf_puts(b, "{\"model_name\":");
-  const char *mn = isv_request_model_name(r), *mv = isv_request_model_version(r);
-  isv__json_write_string(b, mn, strlen(mn));
-  isv__buf_puts(b, ",\"model_version\":");
-  isv__json_write_string(b, mv, strlen(mv));
+  write_model_head(b, isv_request_model_name(r), isv_request_model_version(r));
   if (r->has_id) {
     isv__buf_puts(b, ",\"id\":");
     isv__json_write_bytes_element(b, r->id, strlen(r->id));
@@ -786,12 +866,7 @@ int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts
   for (size_t i = 0; i < r->n_outputs; i++) {
     const isv_tensor *t = &r->outputs[i];
     if (i) isv__buf_putc(b, ',');
-    isv__buf_puts(b, "{\"name\":");
-    isv__json_write_string(b, t->name, strlen(t->name));
-    isv__buf_puts(b, ",\"datatype\":\"");
-    isv__buf_puts(b, isv_datatype_name(t->dt));
-    isv__buf_puts(b, "\",\"shape\":");
-    write_shape(b, t->shape, t->ndim);
+    write_output_head(b, t, i);
     if (output_in_shm(t)) {
       isv__buf_putc(b, '}');
       continue;

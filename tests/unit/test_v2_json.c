@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/datatype.h"
 #include "core/request.h"
 #include "protocol/v2_json.h"
 #include "core/lifecycle.h"
@@ -517,6 +518,123 @@ static void a_remembered_input_reads_as_a_fresh_one(void **state) {
   }
 }
 
+/* ---- the remembered beginnings of an answer (v2_json.c's model_text, output_text) ------------ */
+
+typedef struct answer_spec {
+  const char *model, *version, *id;
+  size_t n;
+  struct {
+    const char *name;
+    isv_datatype dt;
+    size_t ndim;
+    int64_t shape[10];
+  } out[5];
+} answer_spec;
+
+static const int64_t zeros[64];
+
+/* a's answer as JSON, encoded on the calling thread (malloc'd, NUL-terminated) */
+static char *encode_answer(const answer_spec *a) {
+  isv_request *r = isv__request_new(&core);
+  r->model_name = (char *)a->model;
+  r->version = (char *)a->version;
+  if (a->id) {
+    r->id = (char *)a->id;
+    r->has_id = 1;
+  }
+  isv_tensor t[5];
+  memset(t, 0, sizeof t);
+  for (size_t i = 0; i < a->n; i++) {
+    size_t count = 1;
+    for (size_t d = 0; d < a->out[i].ndim; d++) count *= (size_t)a->out[i].shape[d];
+    t[i] = (isv_tensor){.name = a->out[i].name, .dt = a->out[i].dt,
+                        .shape = (int64_t *)a->out[i].shape, .ndim = a->out[i].ndim,
+                        .data = (void *)zeros, .count = count,
+                        .byte_size = count * isv__dt_size(a->out[i].dt)};
+  }
+  r->outputs = t;
+  r->n_outputs = a->n;
+  isv__buf b;
+  isv__buf_init(&b, NULL);
+  isv__v2_binpart *parts;
+  size_t n_parts;
+  if (isv__v2_encode_response(r, &b, &parts, &n_parts) != 0) fail_msg("encode: %s", r->errmsg);
+  char *text = malloc(b.len + 1);
+  memcpy(text, b.data, b.len);
+  text[b.len] = '\0';
+  isv__buf_free(&b);
+  r->outputs = NULL;
+  r->n_outputs = 0;
+  r->model_name = r->version = r->id = NULL;
+  isv_request_free(r);
+  return text;
+}
+
+typedef struct fresh_answer {
+  const answer_spec *a;
+  char *text;
+} fresh_answer;
+
+static void *encode_fresh(void *arg) {
+  fresh_answer *f = arg;
+  f->text = encode_answer(f->a);
+  return NULL;
+}
+
+/* Every answer of a set written right after every other gives the text it gives written first
+ * on a fresh thread: answers whose model, version, output names, datatypes or shapes differ from
+ * the one before in one thing (a name that is a prefix of the other, a shape of the same numbers
+ * in another rank or a rank fewer, another order of the outputs), names to escape, names and
+ * ranks too long to be remembered, an id, a fifth output. */
+static void a_remembered_answer_head_writes_as_a_fresh_one(void **state) {
+  (void)state;
+  static const char long_name[] = "a_name_of_seventy_bytes_that_is_longer_than_what_is_kept_for_it_xx";
+#define I32(nm, ...) {nm, ISV_INT32, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {__VA_ARGS__}}
+  static const answer_spec answers[] = {
+      {"simple", "1", NULL, 2, {I32("OUTPUT0", 1, 4), I32("OUTPUT1", 1, 4)}},
+      {"simple", "1", NULL, 2, {I32("OUTPUT0", 1, 3), I32("OUTPUT1", 1, 4)}},
+      {"simple", "1", NULL, 2, {I32("OUTPUT0", 4), I32("OUTPUT1", 1, 4)}},
+      {"simple", "1", NULL, 2, {I32("OUTPUT0", 1), I32("OUTPUT1", 1, 4)}},
+      {"simple", "1", NULL, 2, {{"OUTPUT0", ISV_INT64, 2, {1, 4}}, I32("OUTPUT1", 1, 4)}},
+      {"simple", "1", NULL, 2, {I32("OUTPUT1", 1, 4), I32("OUTPUT0", 1, 4)}},
+      {"simple", "1", NULL, 2, {I32("OUTPUT", 1, 4), I32("OUTPUT10", 1, 4)}},
+      {"simple2", "1", NULL, 2, {I32("OUTPUT0", 1, 4), I32("OUTPUT1", 1, 4)}},
+      {"simple", "2", NULL, 2, {I32("OUTPUT0", 1, 4), I32("OUTPUT1", 1, 4)}},
+      {"simple", "1", "req-7", 2, {I32("OUTPUT0", 1, 4), I32("OUTPUT1", 1, 4)}},
+      {"s\"q\\", "1", NULL, 1, {I32("OUT\"PUT\xc3\xa9\n", 1, 4)}},
+      {long_name, "1", NULL, 1, {I32(long_name, 2)}},
+      {"simple", long_name, NULL, 1, {I32("OUTPUT0", 1, 1, 1, 1, 1, 1, 1, 1, 2)}},
+      {"simple", "1", NULL, 5, {I32("A", 1), I32("B", 1), I32("C", 1), I32("D", 1), I32("E", 2)}},
+      {"simple", "1", NULL, 5, {I32("A", 1), I32("B", 1), I32("C", 1), I32("D", 1), I32("F", 2)}},
+      {"simple", "1", NULL, 0, {{0}}},
+  };
+#undef I32
+  enum { N = sizeof answers / sizeof answers[0] };
+  fresh_answer ref[N];
+  for (size_t i = 0; i < N; i++) {
+    ref[i] = (fresh_answer){.a = &answers[i]};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, encode_fresh, &ref[i]), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+  }
+  assert_string_equal(ref[0].text, "{\"model_name\":\"simple\",\"model_version\":\"1\",\"outputs\":["
+                                   "{\"name\":\"OUTPUT0\",\"datatype\":\"INT32\",\"shape\":[1,4],"
+                                   "\"data\":[0,0,0,0]},{\"name\":\"OUTPUT1\",\"datatype\":\"INT32\","
+                                   "\"shape\":[1,4],\"data\":[0,0,0,0]}]}");
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++)
+      for (int twice = 0; twice < 2; twice++) { /* i then j; i, j then j again */
+        free(encode_answer(&answers[i]));
+        for (int k = 0; k <= twice; k++) {
+          char *text = encode_answer(&answers[j]);
+          if (strcmp(text, ref[j].text) != 0)
+            fail_msg("answer %zu after answer %zu:\n%s\nagainst\n%s", j, i, text, ref[j].text);
+          free(text);
+        }
+      }
+  for (size_t i = 0; i < N; i++) free(ref[i].text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decodes_everything_a_request_carries),
@@ -529,6 +647,7 @@ int main(void) {
       cmocka_unit_test(binary_input_errors_name_the_problem),
       cmocka_unit_test(binary_outputs_are_listed_after_the_json),
       cmocka_unit_test(a_remembered_input_reads_as_a_fresh_one),
+      cmocka_unit_test(a_remembered_answer_head_writes_as_a_fresh_one),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
