@@ -66,14 +66,18 @@ static size_t method_of(const char *p, size_t n, uint8_t *m) {
 }
 
 /* Fields llhttp reads for framing or the connection's fate: 1 Content-Length, -1 one of the
- * others (declined), 0 any other name. */
+ * others (declined); 2 a credential (Authorization, Proxy-Authorization, Cookie: taken, never
+ * remembered); 0 any other name. */
 static int special(const char *name, size_t len) {
   switch (len) {
+  case 6: return isv__bytes_same_nocase(name, "cookie", 6) ? 2 : 0;
   case 7: return isv__bytes_same_nocase(name, "upgrade", 7) ? -1 : 0;
   case 10: return isv__bytes_same_nocase(name, "connection", 10) ? -1 : 0;
+  case 13: return isv__bytes_same_nocase(name, "authorization", 13) ? 2 : 0;
   case 14: return isv__bytes_same_nocase(name, "content-length", 14) ? 1 : 0;
   case 16: return isv__bytes_same_nocase(name, "proxy-connection", 16) ? -1 : 0;
   case 17: return isv__bytes_same_nocase(name, "transfer-encoding", 17) ? -1 : 0;
+  case 19: return isv__bytes_same_nocase(name, "proxy-authorization", 19) ? 2 : 0;
   default: return 0;
   }
 }
@@ -95,6 +99,7 @@ static size_t read_head(const char *p, size_t n, isv__h1_quick *q) {
   q->http_minor = (uint8_t)(p[i + 8] - '0');
   q->keep_alive = q->http_minor == 1;
   q->content_length = -1;
+  q->credentials = 0;
   q->n_fields = 0;
   size_t text = i - u;
   i += 11;
@@ -129,7 +134,8 @@ static size_t read_head(const char *p, size_t n, isv__h1_quick *q) {
     i += 2;
     int s = special(p + name, name_len);
     if (s < 0) return 0;
-    if (s > 0) {
+    if (s == 2) q->credentials = 1;
+    if (s == 1) {
       uint64_t v;
       if (q->content_length >= 0 || value_len > 15 ||
           isv__decimal_u64(p + value, value_len, INT64_MAX, &v) != 0)
@@ -149,7 +155,10 @@ static size_t read_head(const char *p, size_t n, isv__h1_quick *q) {
 /* The last head this thread read, byte for byte, and what reading it gave: a client sends the
  * same head request after request (wrk, tritonclient, a service's own client), and the same
  * bytes read the same way — one memcmp instead of the ~750 instructions of reading them. A
- * cache only: a hit is exactly what read_head would give, so the answer never depends on it. */
+ * cache only: a hit is exactly what read_head would give, so the answer never depends on it.
+ * A head with credentials is never kept: the memo is the thread's, shared by every client of
+ * its connections, and how fast a head is taken must tell no client about another's secret
+ * (HPACK keeps such fields out of its shared table for the same reason). */
 #define MEMO_HEAD 512
 typedef struct head_memo {
   size_t len; /* 0: none */
@@ -165,7 +174,7 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
   } else {
     head = read_head(p, n, q);
     if (head == 0) return 0;
-    if (head <= MEMO_HEAD) {
+    if (head <= MEMO_HEAD && !q->credentials) {
       memcpy(memo.bytes, p, head);
       memcpy(&memo.q, q, offsetof(isv__h1_quick, fields) + q->n_fields * sizeof q->fields[0]);
       memo.len = head;
@@ -174,4 +183,8 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
   size_t body = q->content_length > 0 ? (size_t)q->content_length : 0;
   if (body > ISV__H1_QUICK_BODY_MAX || body > n - head) return 0;
   return head + body;
+}
+
+int isv__h1_quick_remembers(const char *p, size_t n) {
+  return memo.len != 0 && memo.len == n && memcmp(p, memo.bytes, n) == 0;
 }

@@ -25,7 +25,9 @@
  * Pure data: of llhttp only its method numbers, no I/O. Spans are offsets into the bytes read.
  * The last head taken on a thread is kept with what reading it gave (up to 512 bytes, per
  * thread): the same bytes again — a client's next request — are taken from it with one memcmp,
- * the same result. */
+ * the same result. A head with credentials (Authorization, Proxy-Authorization, Cookie) is
+ * never kept: the thread's memo is shared by all its clients, and a hit's speed must not let
+ * one test a guess of another's head. */
 #ifndef ISV_TRANSPORT_H1_QUICK_H
 #define ISV_TRANSPORT_H1_QUICK_H
 
@@ -45,6 +47,7 @@ typedef struct isv__h1_quick {
   uint8_t method;         /* llhttp's number (llhttp_method_t: HTTP_GET, ...) */
   uint8_t http_minor;     /* 0 or 1; the major is 1 */
   uint8_t keep_alive;     /* llhttp_should_keep_alive's answer */
+  uint8_t credentials;    /* an Authorization, Proxy-Authorization or Cookie field */
   int64_t content_length; /* -1: no Content-Length field */
   uint32_t url_off, url_len;
   size_t n_fields;
@@ -56,5 +59,8 @@ typedef struct isv__h1_quick {
 /* The n bytes at p, from a message's first byte: the message's length (head and body) when it
  * is all there and of the shape taken, with *q filled; else 0 and *q undefined. */
 size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q);
+
+/* Whether the n bytes at p are the head this thread keeps (for tests). */
+int isv__h1_quick_remembers(const char *p, size_t n);
 
 #endif

@@ -121,6 +121,34 @@ static void test_a_head_read_again_reads_the_same(void **state) {
   assert_int_equal(taken(b, n), 0);
 }
 
+/* A head with credentials is taken as any other, and never kept: the thread's memo is shared
+ * by every client, and a head taken faster must not tell one client another's secret. */
+static void test_a_head_with_credentials_is_never_remembered(void **state) {
+  (void)state;
+  static const char *const with[] = {
+      "POST /v2/models/simple/infer HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer s3cr3t\r\n"
+      "Content-Length: 2\r\n\r\n{}",
+      "GET /v2/health/ready HTTP/1.1\r\nHost: h\r\nCookie: session=s3cr3t\r\n\r\n",
+      "GET /v2/health/ready HTTP/1.1\r\nHost: h\r\nPROXY-AUTHORIZATION: Basic czNjcjN0\r\n\r\n",
+      "GET / HTTP/1.1\r\nauthorization: x\r\nHost: h\r\n\r\n",
+  };
+  static const char plain[] = "GET /v2/health/ready HTTP/1.1\r\nHost: h\r\nX-Cookie: a\r\n"
+                              "Authorizations: b\r\n\r\n";
+  isv__h1_quick q;
+  for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
+    size_t n = strlen(with[i]), head = (size_t)(strstr(with[i], "\r\n\r\n") + 4 - with[i]);
+    assert_true(taken(plain, sizeof plain - 1));
+    assert_true(isv__h1_quick_remembers(plain, sizeof plain - 1)); /* a look-alike name: kept */
+    for (int twice = 0; twice < 2; twice++) {
+      assert_int_equal(isv__h1_quick_read(with[i], n, &q), n);
+      assert_int_equal(q.credentials, 1);
+      assert_true(taken(with[i], n));
+      assert_false(isv__h1_quick_remembers(with[i], head));
+    }
+    assert_true(isv__h1_quick_remembers(plain, sizeof plain - 1)); /* still the one before */
+  }
+}
+
 static void test_other_shapes_are_declined(void **state) {
   (void)state;
   static const char *const declined[] = {
@@ -272,6 +300,7 @@ int main(void) {
       cmocka_unit_test(test_what_clients_send_is_taken),
       cmocka_unit_test(test_pipelined_messages_one_at_a_time),
       cmocka_unit_test(test_a_head_read_again_reads_the_same),
+      cmocka_unit_test(test_a_head_with_credentials_is_never_remembered),
       cmocka_unit_test(test_other_shapes_are_declined),
       cmocka_unit_test(test_side_by_side_with_llhttp),
   };
