@@ -764,6 +764,7 @@ static int output_is_binary(const isv_request *r, const isv_tensor *t) {
  * version, output names, datatypes and shapes answer after answer, and the same text is then
  * appended instead of written again (strings checked for escapes, integers formatted). Compared
  * by content, not by pointer (a model's strings may be freed and their memory reused). */
+#define TEXT_MEMO_OUTPUTS 4
 #define TEXT_MEMO_NAME 64
 #define TEXT_MEMO_TEXT 192
 typedef struct model_text {
@@ -780,9 +781,9 @@ typedef struct output_text {
   char text[TEXT_MEMO_TEXT]; /* {"name":...,"datatype":...,"shape":[...] */
 } output_text;
 static _Thread_local model_text model_texts;
-static _Thread_local output_text output_texts[MEMO_INPUTS];
+static _Thread_local output_text output_texts[TEXT_MEMO_OUTPUTS];
 
-/* Appends the text remembered in m (len bytes) when `same`; else 0 and nothing appended. */
+/* Appends text (len bytes, 0: nothing kept) when `same`: 1; else 0 and nothing appended. */
 static int text_again(isv__buf *b, int same, const char *text, uint32_t len) {
   if (!same || len == 0) return 0;
   isv__buf_append(b, text, len);
@@ -821,7 +822,7 @@ static void write_model_head(isv__buf *b, const char *mn, const char *mv) {
 }
 
 static void write_output_head(isv__buf *b, const isv_tensor *t, size_t i) {
-  output_text *m = i < MEMO_INPUTS ? &output_texts[i] : NULL;
+  output_text *m = i < TEXT_MEMO_OUTPUTS ? &output_texts[i] : NULL;
   if (m && text_again(b, m->dt == t->dt && m->ndim == t->ndim && strcmp(m->name, t->name) == 0 &&
                              memcmp(m->shape, t->shape, t->ndim * sizeof *t->shape) == 0,
                       m->text, m->len))
