@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "h1_quick differs from llhttp: %s\n", why);
     abort();
   }
-  /* read again: a head just taken is remembered (h1_quick.c), and then taken from what it gave */
+  /* read again: a head just taken is in the memo (h1q_memo), and then taken from what it gave */
   if (!h1q_same((const char *)data, size, NULL, why, sizeof why)) {
     fprintf(stderr, "h1_quick read again differs from llhttp: %s\n", why);
     abort();

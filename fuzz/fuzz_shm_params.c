@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fill(data, size); /* before the shrink: this file's own mapping would fault after it */
     if (shrink && ftruncate(obj_fd, OBJ_SIZE / 2) != 0) abort();
     isv_request *r = isv_fuzz_request();
-    int rc = mode == 2 ? isv__v2_decode_request(r, body, size, size, 64)
+    int rc = mode == 2 ? isv__v2_decode_request(r, body, size, size, 64, NULL)
                        : isv__v2pb_decode_infer_request(r, (const uint8_t *)body, size);
     if (rc == 0 && isv__request_validate(r) == 0) {
       /* the inputs echoed as outputs, the i-th sent as written into the i-th requested
@@ -143,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         isv__buf_init(&b, NULL);
         isv__v2_binpart *parts;
         size_t n_parts;
-        isv__v2_encode_response(r, &b, &parts, &n_parts);
+        isv__v2_encode_response(r, &b, &parts, &n_parts, NULL);
         isv__buf_free(&b);
       } else if (!failed) {
         isv__parts parts;

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *body = mem + shift;
   if (size) memcpy(body, data, size);
   isv_request *r = isv_fuzz_request();
-  if (isv__v2_decode_request(r, body, size, json_len, 64) == 0) {
+  if (isv__v2_decode_request(r, body, size, json_len, 64, NULL) == 0) {
     isv__request_validate(r);
     r->outputs = r->inputs;
     r->n_outputs = r->n_inputs;
@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     isv__buf_init(&b, NULL);
     isv__v2_binpart *parts;
     size_t n_parts;
-    if (isv__v2_encode_response(r, &b, &parts, &n_parts) == 0) {
+    if (isv__v2_encode_response(r, &b, &parts, &n_parts, NULL) == 0) {
       /* binary_data_output decides for every output (none says otherwise here). */
       if (n_parts != ((r->proto_flags & ISV__V2_REQ_BIN) ? r->n_outputs : 0)) abort();
       for (size_t i = 0; i < n_parts; i++)

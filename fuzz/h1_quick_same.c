@@ -100,9 +100,13 @@ static int same_text(const text *t, const char *p, size_t n) {
   return !t->over && t->n == n && memcmp(t->b, p, n) == 0;
 }
 
+static isv__h1_quick_memo memo; /* as a server's transport keeps one: every reading's */
+
+isv__h1_quick_memo *h1q_memo(void) { return &memo; }
+
 int h1q_same(const char *p, size_t n, int *taken, char *why, size_t why_len) {
   static isv__h1_quick q; /* large: not on a fuzzer's stack; one caller at a time */
-  size_t len = isv__h1_quick_read(p, n, &q);
+  size_t len = isv__h1_quick_read(p, n, &q, &memo);
   if (taken) *taken = len != 0;
   if (len == 0) return 1;
   static record r;

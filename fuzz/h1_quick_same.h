@@ -9,8 +9,13 @@
 
 #include <stddef.h>
 
+#include "transport/h1_quick.h"
+
 /* 1 when the quick reading declines the bytes or llhttp agrees with what it read; 0 with `why`
- * saying how they differ. *taken (may be NULL): whether the quick reading took them. */
+ * saying how they differ. *taken (may be NULL): whether the quick reading took them. Every
+ * reading goes through one memo (h1q_memo), as a server's do through its transport's: a head
+ * read again is taken from it. */
 int h1q_same(const char *p, size_t n, int *taken, char *why, size_t why_len);
+isv__h1_quick_memo *h1q_memo(void);
 
 #endif

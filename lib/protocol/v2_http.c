@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec/compiler.h"
 #include "codec/datatype.h"
 #include "codec/json_writer.h"
 #include "codec/numfmt.h"
@@ -126,7 +127,16 @@ typedef struct encoded {
   isv__coding coding; /* what the client accepts back (Accept-Encoding) */
   char *z;            /* the whole body encoded with `coding`, when it is not identity */
   size_t z_len, json_len;
+  isv__v2_memo *memo; /* the server's (loop_memo), or NULL on a worker */
 } encoded;
+
+/* The server's V2 JSON memo (isv__core.front_memo): the loop thread's only. Elsewhere none —
+ * a broken rule in debug builds. */
+static isv__v2_memo *loop_memo(const isv__core *c) {
+  int on_loop = isv__on_loop_thread(c);
+  ISV_ASSERT(on_loop, "the V2 JSON memo is used on the server's loop thread only");
+  return on_loop ? c->front_memo : NULL;
+}
 
 /* The body (JSON, then the binary parts) compressed into e->z; left NULL (the body goes out
  * plain) when compression fails. */
@@ -156,7 +166,8 @@ static void encode(encoded *e) {
   isv__buf_reserve(&e->b, 1024);
   e->bin = NULL;
   e->n_bin = 0;
-  if (e->status == 0 && (e->status = isv__v2_encode_response(e->r, &e->b, &e->bin, &e->n_bin))) {
+  if (e->status == 0 &&
+      (e->status = isv__v2_encode_response(e->r, &e->b, &e->bin, &e->n_bin, e->memo))) {
     isv__buf_free(&e->b);
     isv__buf_init(&e->b, e->ex->mem);
   }
@@ -273,10 +284,11 @@ static void infer_done(isv_request *r, int status, void *data) {
   /* a large response is encoded on a worker thread: the loop is the host's */
   if (status == 0 && output_bytes(r) >= ISV__OFFLOAD_MIN_BYTES &&
       (e = isv__arena_calloc(&r->arena, 1, sizeof *e)) != NULL) {
-    *e = local;
+    *e = local; /* no memo there */
     if (isv__offload_run(r->core, &e->off, encode_work, encode_after) == 0) return;
   }
   if (e == NULL) e = &local;
+  e->memo = loop_memo(r->core); /* encoded here, on the loop */
   encode(e);
   reply_encoded(e);
 }
@@ -668,7 +680,7 @@ typedef struct decoding {
 
 static void decode_work(isv__offload *o) {
   decoding *d = (decoding *)o;
-  isv__v2_decode_request(d->r, d->ex->body, d->ex->body_len, d->json_len, d->max_depth);
+  isv__v2_decode_request(d->r, d->ex->body, d->ex->body_len, d->json_len, d->max_depth, NULL);
 }
 
 static void decode_after(isv__offload *o) {
@@ -695,7 +707,8 @@ static void infer(isv__http_req *q) {
                         .max_depth = q->core->opts.max_json_depth};
         if (isv__offload_run(q->core, &d->off, decode_work, decode_after) == 0) return;
       }
-      isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth);
+      isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth,
+                             loop_memo(q->core));
     }
   }
   isv__http_queue_headers(r, ex); /* Inference-Priority, Inference-Timeout-Us */

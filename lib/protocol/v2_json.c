@@ -301,36 +301,20 @@ static int input_key(const isv__json_token *t) {
   return K_OTHER;
 }
 
-/* What an input's members before its "data" were, the last time they were read: a client
- * sends the same name, datatype and shape request after request, and the same bytes before
- * "data" read the same way again — checked with one memcmp instead of ~900 instructions of
- * tokens. Only members written without an escape (the bytes are the text: nothing was
- * unescaped in place), no "parameters" nor other keys, each of the three once, a valid datatype
- * and a shape of at most MEMO_NDIM dimensions are remembered; the reader's depth and limit are
- * part of the key. Per thread (a decode runs on the loop's thread or a worker's, never two on
- * one thread at once), for the first MEMO_INPUTS inputs of a request: a cache whose every hit
- * gives what reading would have given, so the answer never depends on it. */
-#define MEMO_INPUTS 4
-#define MEMO_NDIM 8
-#define MEMO_BYTES 160
-typedef struct input_memo {
-  uint32_t len; /* of bytes[], from after the input's '{' to after "data": (0: none) */
-  uint32_t name_at, name_len; /* the name's text in bytes[] */
-  unsigned depth, max_depth;  /* the reader's, after the '{' */
-  int state; /* the reader's after "data": */
-  isv_datatype dt;
-  uint32_t ndim;
-  int64_t shape[MEMO_NDIM];
-  char bytes[MEMO_BYTES];
-} input_memo;
-static _Thread_local input_memo memos[MEMO_INPUTS];
+/* The input memo (isv__v2_memo's inputs): a client sends the same name, datatype and shape
+ * request after request, and the same bytes before "data" read the same way again — checked
+ * with one memcmp instead of ~900 instructions of tokens. Only members written without an escape
+ * (the bytes are the text: nothing was unescaped in place), no "parameters" nor other keys, each
+ * of the three once, a valid datatype and a shape of at most ISV__V2_MEMO_NDIM dimensions are
+ * kept; the reader's depth and limit are part of the key. */
+typedef isv__v2_input_memo input_memo;
 
 /* Remembers the members just read, from `at` (after the '{') to rd->pos (after "data":). */
 static void memo_keep(input_memo *m, const isv__json_reader *rd, size_t at, const char *name,
                       size_t name_len, isv_datatype dt, const int64_t *shape, size_t ndim) {
   size_t n = rd->pos - at;
   m->len = 0;
-  if (n > MEMO_BYTES || ndim > MEMO_NDIM || dt == ISV_TYPE_INVALID ||
+  if (n > sizeof m->bytes || ndim > ISV__V2_MEMO_NDIM || dt == ISV_TYPE_INVALID ||
       memchr(rd->buf + at, '\\', n) != NULL)
     return;
   memcpy(m->bytes, rd->buf + at, n);
@@ -357,10 +341,10 @@ static int memo_hit(const input_memo *m, isv__json_reader *rd) {
 
 /* An input's members: rd is past its '{'. */
 static int parse_input(isv_request *r, isv__json_reader *rd, char *body, unsigned depth,
-                       size_t index, bin_tail *tail) {
+                       size_t index, bin_tail *tail, isv__v2_memo *memos) {
   isv__json_token t;
   const size_t members_at = rd->pos;
-  input_memo *memo = index < MEMO_INPUTS ? &memos[index] : NULL;
+  input_memo *memo = memos && index < ISV__V2_MEMO_INPUTS ? &memos->inputs[index] : NULL;
   const char *name_text = NULL; /* the name's bytes in the body, for memo_keep */
   size_t name_text_len = 0;
   unsigned seen = 0; /* the members read: 1 << K_*, and 1 << K_OTHER for a repeat */
@@ -588,7 +572,7 @@ static int request_param(isv_request *r, isv__json_reader *rd, const isv__json_t
 }
 
 int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_len,
-                           unsigned max_depth) {
+                           unsigned max_depth, isv__v2_memo *memo) {
   if (json_len == 0 || body == NULL)
     return isv__request_fail(r, ISV_EBADREQ, "empty request body: expected a JSON object");
   if (json_len > len) json_len = len;
@@ -626,7 +610,8 @@ int isv__v2_decode_request(isv_request *r, char *body, size_t len, size_t json_l
                      inputs ? "each element of 'inputs' must be an object"
                             : "each element of 'outputs' must be an object"))
           return r->status;
-        if (inputs ? parse_input(r, &rd, body, max_depth, i, &tail) : parse_output(r, &rd, i))
+        if (inputs ? parse_input(r, &rd, body, max_depth, i, &tail, memo)
+                   : parse_output(r, &rd, i))
           return r->status;
       }
       if (inputs) have_inputs = 1;
@@ -759,29 +744,12 @@ static int output_is_binary(const isv_request *r, const isv_tensor *t) {
   return (r->proto_flags & ISV__V2_REQ_BIN) != 0;
 }
 
-/* The JSON an answer begins with and each of its first outputs begins with, as this thread
- * last wrote them, with what they were written from: a model answers with the same name,
+/* The answer memo (isv__v2_memo's model and outputs): a model answers with the same name,
  * version, output names, datatypes and shapes answer after answer, and the same text is then
  * appended instead of written again (strings checked for escapes, integers formatted). Compared
  * by content, not by pointer (a model's strings may be freed and their memory reused). */
-#define TEXT_MEMO_OUTPUTS 4
-#define TEXT_MEMO_NAME 64
-#define TEXT_MEMO_TEXT 192
-typedef struct model_text {
-  char name[TEXT_MEMO_NAME], version[TEXT_MEMO_NAME];
-  uint32_t len; /* of text[]; 0: none */
-  char text[TEXT_MEMO_TEXT]; /* {"model_name":...,"model_version":... */
-} model_text;
-typedef struct output_text {
-  char name[TEXT_MEMO_NAME];
-  isv_datatype dt;
-  uint32_t ndim;
-  int64_t shape[MEMO_NDIM];
-  uint32_t len;
-  char text[TEXT_MEMO_TEXT]; /* {"name":...,"datatype":...,"shape":[...] */
-} output_text;
-static _Thread_local model_text model_texts;
-static _Thread_local output_text output_texts[TEXT_MEMO_OUTPUTS];
+typedef isv__v2_model_text model_text;
+typedef isv__v2_output_text output_text;
 
 /* Appends text (len bytes, 0: nothing kept) when `same`: 1; else 0 and nothing appended. */
 static int text_again(isv__buf *b, int same, const char *text, uint32_t len) {
@@ -807,22 +775,22 @@ static int name_keep(char *out, size_t cap, const char *s) {
   return 1;
 }
 
-static void write_model_head(isv__buf *b, const char *mn, const char *mv) {
-  model_text *m = &model_texts;
-  if (text_again(b, strcmp(m->name, mn) == 0 && strcmp(m->version, mv) == 0, m->text, m->len))
+static void write_model_head(isv__buf *b, model_text *m, const char *mn, const char *mv) {
+  if (m && text_again(b, strcmp(m->name, mn) == 0 && strcmp(m->version, mv) == 0, m->text,
+                      m->len))
     return;
   size_t from = b->len;
   isv__buf_puts(b, "{\"model_name\":");
   isv__json_write_string(b, mn, strlen(mn));
   isv__buf_puts(b, ",\"model_version\":");
   isv__json_write_string(b, mv, strlen(mv));
+  if (m == NULL) return;
   m->len = 0;
   if (name_keep(m->name, sizeof m->name, mn) && name_keep(m->version, sizeof m->version, mv))
     m->len = text_keep(b, from, m->text, sizeof m->text);
 }
 
-static void write_output_head(isv__buf *b, const isv_tensor *t, size_t i) {
-  output_text *m = i < TEXT_MEMO_OUTPUTS ? &output_texts[i] : NULL;
+static void write_output_head(isv__buf *b, output_text *m, const isv_tensor *t) {
   if (m && text_again(b, m->dt == t->dt && m->ndim == t->ndim && strcmp(m->name, t->name) == 0 &&
                              memcmp(m->shape, t->shape, t->ndim * sizeof *t->shape) == 0,
                       m->text, m->len))
@@ -836,7 +804,7 @@ static void write_output_head(isv__buf *b, const isv_tensor *t, size_t i) {
   write_shape(b, t->shape, t->ndim);
   if (m == NULL) return;
   m->len = 0;
-  if (t->ndim <= MEMO_NDIM && name_keep(m->name, sizeof m->name, t->name)) {
+  if (t->ndim <= ISV__V2_MEMO_NDIM && name_keep(m->name, sizeof m->name, t->name)) {
     m->dt = t->dt;
     m->ndim = (uint32_t)t->ndim;
     memcpy(m->shape, t->shape, t->ndim * sizeof *t->shape);
@@ -845,7 +813,7 @@ static void write_output_head(isv__buf *b, const isv_tensor *t, size_t i) {
 }
 
 int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts,
-                            size_t *n_parts) {
+                            size_t *n_parts, isv__v2_memo *memo) {
   *parts = NULL;
   *n_parts = 0;
   size_t n_bin = 0;
@@ -854,7 +822,8 @@ int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts
     *parts = isv__arena_alloc(&r->arena, n_bin * sizeof **parts);
     if (*parts == NULL) return isv__request_fail(r, ISV_ENOMEM, "out of memory");
   }
-  write_model_head(b, isv_request_model_name(r), isv_request_model_version(r));
+  write_model_head(b, memo ? &memo->model : NULL, isv_request_model_name(r),
+                   isv_request_model_version(r));
   if (r->has_id) {
     isv__buf_puts(b, ",\"id\":");
     isv__json_write_bytes_element(b, r->id, strlen(r->id));
@@ -867,7 +836,7 @@ int isv__v2_encode_response(isv_request *r, isv__buf *b, isv__v2_binpart **parts
   for (size_t i = 0; i < r->n_outputs; i++) {
     const isv_tensor *t = &r->outputs[i];
     if (i) isv__buf_putc(b, ',');
-    write_output_head(b, t, i);
+    write_output_head(b, memo && i < ISV__V2_MEMO_OUTPUTS ? &memo->outputs[i] : NULL, t);
     if (output_in_shm(t)) {
       isv__buf_putc(b, '}');
       continue;

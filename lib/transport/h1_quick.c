@@ -152,32 +152,22 @@ static size_t read_head(const char *p, size_t n, isv__h1_quick *q) {
   return i;
 }
 
-/* The last head this thread read, byte for byte, and what reading it gave: a client sends the
- * same head request after request (wrk, tritonclient, a service's own client), and the same
- * bytes read the same way — one memcmp instead of the ~750 instructions of reading them. A
- * cache only: a hit is exactly what read_head would give, so the answer never depends on it.
- * A head with credentials is never kept: the memo is the thread's, shared by every client of
- * its connections, and how fast a head is taken must tell no client about another's secret
- * (HPACK keeps such fields out of its shared table for the same reason). */
-#define MEMO_HEAD 512
-typedef struct head_memo {
-  size_t len; /* 0: none */
-  isv__h1_quick q;
-  char bytes[MEMO_HEAD];
-} head_memo;
-static _Thread_local head_memo memo;
+/* The bytes of a result q up to its last field: what a memo keeps of it. */
+static size_t result_size(const isv__h1_quick *q) {
+  return offsetof(isv__h1_quick, fields) + q->n_fields * sizeof q->fields[0];
+}
 
-size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
-  size_t head = memo.len;
-  if (head != 0 && head <= n && memcmp(p, memo.bytes, head) == 0) {
-    memcpy(q, &memo.q, offsetof(isv__h1_quick, fields) + memo.q.n_fields * sizeof q->fields[0]);
+size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q, isv__h1_quick_memo *memo) {
+  size_t head = memo ? memo->len : 0;
+  if (head != 0 && head <= n && memcmp(p, memo->bytes, head) == 0) {
+    memcpy(q, &memo->q, result_size(&memo->q));
   } else {
     head = read_head(p, n, q);
     if (head == 0) return 0;
-    if (head <= MEMO_HEAD && !q->credentials) {
-      memcpy(memo.bytes, p, head);
-      memcpy(&memo.q, q, offsetof(isv__h1_quick, fields) + q->n_fields * sizeof q->fields[0]);
-      memo.len = head;
+    if (memo && head <= ISV__H1_QUICK_MEMO_HEAD && !q->credentials) {
+      memcpy(memo->bytes, p, head);
+      memcpy(&memo->q, q, result_size(q));
+      memo->len = head;
     }
   }
   size_t body = q->content_length > 0 ? (size_t)q->content_length : 0;
@@ -185,6 +175,6 @@ size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q) {
   return head + body;
 }
 
-int isv__h1_quick_remembers(const char *p, size_t n) {
-  return memo.len != 0 && memo.len == n && memcmp(p, memo.bytes, n) == 0;
+int isv__h1_quick_remembers(const isv__h1_quick_memo *memo, const char *p, size_t n) {
+  return memo->len != 0 && memo->len == n && memcmp(p, memo->bytes, n) == 0;
 }

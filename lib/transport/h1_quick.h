@@ -23,11 +23,13 @@
  * path.
  *
  * Pure data: of llhttp only its method numbers, no I/O. Spans are offsets into the bytes read.
- * The last head taken on a thread is kept with what reading it gave (up to 512 bytes, per
- * thread): the same bytes again — a client's next request — are taken from it with one memcmp,
- * the same result. A head with credentials (Authorization, Proxy-Authorization, Cookie) is
- * never kept: the thread's memo is shared by all its clients, and a hit's speed must not let
- * one test a guess of another's head. */
+ * A caller's memo (isv__h1_quick_memo: the transport keeps one per server, for its loop) holds
+ * the last head taken, up to 512 bytes, with what reading it gave: the same bytes again — a
+ * client's next request — are taken from it with one memcmp, the same result, instead of the
+ * ~750 instructions of reading them. A head with credentials (Authorization,
+ * Proxy-Authorization, Cookie) is never kept: a server's memo is shared by all its clients, and
+ * a hit's speed must not let one test a guess of another's head (HPACK keeps such fields out of
+ * its shared table for the same reason). */
 #ifndef ISV_TRANSPORT_H1_QUICK_H
 #define ISV_TRANSPORT_H1_QUICK_H
 
@@ -56,11 +58,22 @@ typedef struct isv__h1_quick {
   isv__h1_quick_field fields[ISV__H1_QUICK_FIELDS];
 } isv__h1_quick;
 
-/* The n bytes at p, from a message's first byte: the message's length (head and body) when it
- * is all there and of the shape taken, with *q filled; else 0 and *q undefined. */
-size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q);
+#define ISV__H1_QUICK_MEMO_HEAD 512
 
-/* Whether the n bytes at p are the head this thread keeps (for tests). */
-int isv__h1_quick_remembers(const char *p, size_t n);
+/* The last head taken and what reading it gave; zeroed: empty. One user at a time. */
+typedef struct isv__h1_quick_memo {
+  size_t len; /* of bytes[]; 0: none */
+  isv__h1_quick q;
+  char bytes[ISV__H1_QUICK_MEMO_HEAD];
+} isv__h1_quick_memo;
+
+/* The n bytes at p, from a message's first byte: the message's length (head and body) when it
+ * is all there and of the shape taken, with *q filled; else 0 and *q undefined. With a memo
+ * (may be NULL), the head is taken from it when it is the one kept there, and kept there when
+ * read. */
+size_t isv__h1_quick_read(const char *p, size_t n, isv__h1_quick *q, isv__h1_quick_memo *memo);
+
+/* Whether the n bytes at p are the head memo keeps (for tests). */
+int isv__h1_quick_remembers(const isv__h1_quick_memo *memo, const char *p, size_t n);
 
 #endif

@@ -919,7 +919,7 @@ static void dispatch(h1 *h, const char *rest, size_t rest_len) {
  * them. Only between messages, llhttp's state being a new message's, which it stays. */
 static size_t quick_message(h1 *h, const char *data, size_t len) {
   isv__h1_quick q;
-  size_t used = isv__h1_quick_read(data, len, &q);
+  size_t used = isv__h1_quick_read(data, len, &q, &h->c->t->h1_memo);
   if (used == 0 || q.text_len > h->c->t->limits.max_header_bytes) return 0; /* llhttp: 431 */
   if (q.n_fields > h->cap_hdrs) {
     hdr_span *nh = isv__realloc(h->c->t->mem, h->hdrs, ISV__H1_QUICK_FIELDS * sizeof *nh);

@@ -357,21 +357,23 @@ static int seal_one(tls_conn *t, const char *p, size_t k) {
  * Small parts are gathered into one record (an HTTP/1.1 answer's head and body, a gRPC
  * message's frames): each record costs its own cipher set-up, header and tag, so two records
  * for an answer of 300 bytes cost about twice one. */
-static int seal(tls_conn *t, const uv_buf_t *bufs, size_t n, size_t *i, size_t *off,
+static int seal(isv__conn *c, const uv_buf_t *bufs, size_t n, size_t *i, size_t *off,
                 size_t budget) {
-  static _Thread_local char stage[16384]; /* TLS's largest record of plaintext */
+  tls_conn *t = c->tls;
+  char *stage = c->t->tls_stage;
+  const size_t stage_cap = ISV__TLS_RECORD;
   size_t plain = 0, staged = 0;
   for (size_t j = *i, o = *off; j < n && plain < budget; j++, o = 0) plain += bufs[j].len - o;
   if (plain > budget) plain = budget;
   /* records: the plaintext, and per record of it a header, a tag and TLS 1.3's type byte */
-  if (reserve(t, plain + (plain / sizeof stage + 1) * 64) != 0) return ISV_ENOMEM;
+  if (reserve(t, plain + (plain / stage_cap + 1) * 64) != 0) return ISV_ENOMEM;
   int rc = 0;
   while (rc == 0 && *i < n && budget) {
     size_t left = bufs[*i].len - *off, k = left < budget ? left : budget;
     const char *p = bufs[*i].base + *off;
     int last = *i + 1 == n || k == budget;
-    if (k < sizeof stage / 2 && !(staged == 0 && last)) {
-      if (staged + k > sizeof stage) {
+    if (k < stage_cap / 2 && !(staged == 0 && last)) {
+      if (staged + k > stage_cap) {
         rc = seal_one(t, stage, staged);
         staged = 0;
       }
@@ -447,7 +449,7 @@ static void slice_written(isv__conn *c, void *ctx, int status) {
 static int pump_sealing(isv__conn *c) {
   tls_conn *t = c->tls;
   sealing *h = t->queue;
-  int rc = seal(t, h->bufs, h->n, &h->i, &h->off, ISV__WRITE_SLICE);
+  int rc = seal(c, h->bufs, h->n, &h->i, &h->off, ISV__WRITE_SLICE);
   if (rc == 0) rc = flush(c, slice_written, NULL);
   if (rc == 0) t->sealing_busy = 1;
   return rc;
@@ -462,7 +464,7 @@ int isv__tls_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb c
   if (total == 0) return isv__conn_write_raw(c, bufs, n, cb, ctx); /* nothing to seal */
   if (t->queue == NULL && total <= ISV__WRITE_SLICE) { /* the usual case: sealed at once */
     size_t i = 0, off = 0;
-    int rc = seal(t, bufs, n, &i, &off, total);
+    int rc = seal(c, bufs, n, &i, &off, total);
     return rc ? rc : flush(c, cb, ctx);
   }
   sealing *w = isv__calloc(c->t->mem, 1, sizeof *w);
@@ -545,9 +547,9 @@ static void feed(isv__conn *c, tls_conn *t,
     take_identity(c, t);
     isv__conn_deadline(c, c->t->limits.idle_timeout_ms); /* now as any new connection */
   }
-  static _Thread_local char plain[64 << 10];
+  char *plain = c->t->tls_plain;
   for (;;) {
-    int n = SSL_read(t->ssl, plain, (int)sizeof plain);
+    int n = SSL_read(t->ssl, plain, (int)ISV__TLS_PLAIN);
     if (n > 0) {
       deliver(c, plain, (size_t)n);
       if (c->closing || c->lingering || c->tls == NULL) return;

@@ -13,6 +13,7 @@
 #include "inferserve.h" /* the ISV_E* codes */
 #include "transport/exchange.h"
 #include "transport/grpc.h"
+#include "transport/h1_quick.h"
 
 typedef struct isv__transport isv__transport;
 
@@ -66,6 +67,8 @@ typedef struct isv__transport_handler {
 
 #define ISV__MAX_LISTENERS 16
 #define ISV__READ_BUF (256u * 1024u)
+#define ISV__TLS_PLAIN (64u * 1024u)  /* plaintext taken from SSL_read at a time */
+#define ISV__TLS_RECORD (16u * 1024u) /* TLS's largest record of plaintext */
 
 typedef struct isv__listener {
   uv_tcp_t tcp;
@@ -104,6 +107,13 @@ struct isv__transport {
   int closing;
   void (*on_closed)(isv__transport *t);
   char rbuf[ISV__READ_BUF]; /* shared: libuv reads into it and we consume it at once */
+  /* TLS's (tls.c), shared the same way: the plaintext SSL_read gives, consumed at once, and an
+   * answer's small parts gathered into one record. Here, not per thread: a library's static
+   * thread-local storage is set up at the creation of every thread of the host, which paid
+   * 80 KiB of resident memory per thread for them. */
+  char tls_plain[ISV__TLS_PLAIN];
+  char tls_stage[ISV__TLS_RECORD];
+  isv__h1_quick_memo h1_memo; /* the last HTTP/1.1 head read quickly (h1_quick.h) */
   char last_error[256];
 };
 

@@ -30,7 +30,7 @@ static void test_what_clients_send_is_taken(void **state) {
   (void)state;
   isv__h1_quick q;
   size_t n = sizeof wrk - 1;
-  assert_int_equal(isv__h1_quick_read(wrk, n, &q), n);
+  assert_int_equal(isv__h1_quick_read(wrk, n, &q, NULL), n);
   assert_int_equal(q.method, HTTP_POST);
   assert_int_equal(q.http_minor, 1);
   assert_int_equal(q.keep_alive, 1);
@@ -54,7 +54,7 @@ static void test_what_clients_send_is_taken(void **state) {
   assert_true(TAKEN("GET /v2/models/simple?x=1&y=%20 HTTP/1.1\r\nHost: h\r\nAccept: text/html,"
                     "application/xhtml+xml;q=0.9\r\nX-Tab: a\tb\r\n\r\n"));
   /* HTTP/1.0: taken, and not kept alive (no Connection field here) */
-  assert_int_equal(isv__h1_quick_read("GET / HTTP/1.0\r\n\r\n", 18, &q), 18);
+  assert_int_equal(isv__h1_quick_read("GET / HTTP/1.0\r\n\r\n", 18, &q, NULL), 18);
   assert_int_equal(q.keep_alive, 0);
   assert_true(TAKEN("GET / HTTP/1.0\r\n\r\n"));
   /* the value's leading whitespace is not its own; a number with leading zeros */
@@ -72,12 +72,12 @@ static void test_pipelined_messages_one_at_a_time(void **state) {
   memcpy(two, wrk, n);
   memcpy(two + n, wrk, n);
   isv__h1_quick q;
-  assert_int_equal(isv__h1_quick_read(two, 2 * n, &q), n); /* the first message's length */
+  assert_int_equal(isv__h1_quick_read(two, 2 * n, &q, NULL), n); /* the first message's length */
   assert_true(taken(two, 2 * n));
   assert_true(taken(two + n, n));
 }
 
-/* A head read again — the same bytes as the last head taken on this thread, which h1_quick.c
+/* A head read again — the same bytes as the last head taken through a memo, which h1_quick.c
  * then takes from what it gave instead of reading them — reads as llhttp reads it and as it
  * read the first time, whatever follows it: the whole body, part of it, none, a second message,
  * a longer or a shorter one; and a head that differs from it in one byte, or ends early, is
@@ -89,8 +89,8 @@ static void test_a_head_read_again_reads_the_same(void **state) {
   isv__h1_quick first, again;
   memset(&first, 0, sizeof first);
   memset(&again, 0, sizeof again);
-  assert_int_equal(isv__h1_quick_read(wrk, n, &first), n);
-  assert_int_equal(isv__h1_quick_read(wrk, n, &again), n);
+  assert_int_equal(isv__h1_quick_read(wrk, n, &first, h1q_memo()), n);
+  assert_int_equal(isv__h1_quick_read(wrk, n, &again, h1q_memo()), n);
   assert_memory_equal(&first, &again, offsetof(isv__h1_quick, fields) + 3 * sizeof first.fields[0]);
   for (size_t cut = 0; cut <= n; cut++) { /* every length, after the whole message each time */
     assert_true(taken(wrk, n));
@@ -99,7 +99,8 @@ static void test_a_head_read_again_reads_the_same(void **state) {
   memcpy(b, wrk, n);
   memcpy(b + n, wrk, n);
   assert_true(taken(wrk, n));
-  assert_int_equal(isv__h1_quick_read(b, 2 * n, &again), n); /* pipelined: the first message */
+  /* pipelined: the first message */
+  assert_int_equal(isv__h1_quick_read(b, 2 * n, &again, h1q_memo()), n);
   assert_true(taken(b, 2 * n));
   memcpy(b, wrk, n);
   b[head - 5] = '6'; /* "Content-Length: 6": one byte of the head differs, the body is short */
@@ -107,13 +108,13 @@ static void test_a_head_read_again_reads_the_same(void **state) {
   assert_int_equal(taken(b, n), 0);
   b[n] = '}';
   assert_true(taken(wrk, n));
-  assert_int_equal(isv__h1_quick_read(b, n + 1, &again), n + 1);
+  assert_int_equal(isv__h1_quick_read(b, n + 1, &again, h1q_memo()), n + 1);
   assert_int_equal(again.content_length, 6);
   assert_true(taken(b, n + 1));
   memcpy(b, wrk, n);
   b[25] = 'X'; /* the target differs, same length */
   assert_true(taken(wrk, n));
-  assert_int_equal(isv__h1_quick_read(b, n, &again), n);
+  assert_int_equal(isv__h1_quick_read(b, n, &again, h1q_memo()), n);
   assert_memory_equal(b + again.url_off, "/v2/models/simple/inXer", again.url_len);
   memcpy(b, wrk, n);
   b[head - 2] = 'x'; /* the blank line broken: no longer a head */
@@ -121,8 +122,8 @@ static void test_a_head_read_again_reads_the_same(void **state) {
   assert_int_equal(taken(b, n), 0);
 }
 
-/* A head with credentials is taken as any other, and never kept: the thread's memo is shared
- * by every client, and a head taken faster must not tell one client another's secret. */
+/* A head with credentials is taken as any other, and never kept: a server's memo is shared by
+ * every client, and a head taken faster must not tell one client another's secret. */
 static void test_a_head_with_credentials_is_never_remembered(void **state) {
   (void)state;
   static const char *const with[] = {
@@ -138,14 +139,16 @@ static void test_a_head_with_credentials_is_never_remembered(void **state) {
   for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
     size_t n = strlen(with[i]), head = (size_t)(strstr(with[i], "\r\n\r\n") + 4 - with[i]);
     assert_true(taken(plain, sizeof plain - 1));
-    assert_true(isv__h1_quick_remembers(plain, sizeof plain - 1)); /* a look-alike name: kept */
+    /* look-alike names: kept */
+    assert_true(isv__h1_quick_remembers(h1q_memo(), plain, sizeof plain - 1));
     for (int twice = 0; twice < 2; twice++) {
-      assert_int_equal(isv__h1_quick_read(with[i], n, &q), n);
+      assert_int_equal(isv__h1_quick_read(with[i], n, &q, h1q_memo()), n);
       assert_int_equal(q.credentials, 1);
       assert_true(taken(with[i], n));
-      assert_false(isv__h1_quick_remembers(with[i], head));
+      assert_false(isv__h1_quick_remembers(h1q_memo(), with[i], head));
     }
-    assert_true(isv__h1_quick_remembers(plain, sizeof plain - 1)); /* still the one before */
+    /* still the one before */
+    assert_true(isv__h1_quick_remembers(h1q_memo(), plain, sizeof plain - 1));
   }
 }
 

@@ -268,7 +268,7 @@ static void decoders_take_the_parameters(void **state) {
                 "\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":64,"
                 "\"shared_memory_offset\":512},\"name\":\"y\"}]}";
   isv_request *r = isv__request_new(&w->core);
-  assert_int_equal(isv__v2_decode_request(r, body, strlen(body), strlen(body), 64), 0);
+  assert_int_equal(isv__v2_decode_request(r, body, strlen(body), strlen(body), 64, NULL), 0);
   assert_int_equal(r->n_inputs, 1);
   assert_int_equal(((int32_t *)r->inputs[0].data)[0], (1024 + 8) / 4);
   assert_int_equal(r->inputs[0].byte_size, 8);
@@ -282,7 +282,8 @@ static void decoders_take_the_parameters(void **state) {
                "\"parameters\":{\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":"
                "true}}]}";
   r = isv__request_new(&w->core);
-  assert_int_equal(isv__v2_decode_request(r, bad, strlen(bad), strlen(bad), 64), ISV_EBADREQ);
+  assert_int_equal(isv__v2_decode_request(r, bad, strlen(bad), strlen(bad), 64, NULL),
+                   ISV_EBADREQ);
   assert_string_equal(r->errmsg, "input 'x': 'shared_memory_byte_size' must be a non-negative "
                                  "integer");
   isv_request_free(r);
@@ -436,7 +437,7 @@ static isv_request *shm_request(cf_world *w, char *body, size_t cap, int out) {
                       : "");
   isv_request *r = isv__request_new(&w->core);
   r->model_name = "twice";
-  if (isv__v2_decode_request(r, body, strlen(body), strlen(body), 64) != 0) return r;
+  if (isv__v2_decode_request(r, body, strlen(body), strlen(body), 64, NULL) != 0) return r;
   return r;
 }
 

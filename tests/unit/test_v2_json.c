@@ -1,7 +1,6 @@
 /* V2 JSON request decoding and response encoding, without sockets. */
 #include "cmocka_prelude.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +28,17 @@ static int teardown(void **state) {
   return uv_loop_close(&loop);
 }
 
+/* What a server keeps of what its clients repeat (isv__v2_memo): every decoding and encoding
+ * here goes through it, as a server's do, but the references of the memo's own tests. */
+static isv__v2_memo memo;
+
 /* decode a copy of text; returns the request (caller frees) */
 static isv_request *decode(const char *text, int want) {
   static char body[4096];
   size_t n = strlen(text);
   memcpy(body, text, n);
   isv_request *r = isv__request_new(&core);
-  int rc = isv__v2_decode_request(r, body, n, n, 64);
+  int rc = isv__v2_decode_request(r, body, n, n, 64, &memo);
   if (rc != want) fail_msg("decode(%s) = %d (%s), want %d", text, rc, r->errmsg, want);
   return r;
 }
@@ -237,7 +240,7 @@ static void bytes_that_are_not_utf8_become_b64(void **state) {
   isv__buf_init(&b, NULL);
   isv__v2_binpart *parts;
   size_t n_parts;
-  assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n_parts), 0);
+  assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n_parts, &memo), 0);
   assert_int_equal(n_parts, 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":[{\"name\":"
@@ -263,7 +266,7 @@ static isv_request *decode_bin(const char *json, const void *bin, size_t binlen,
   memcpy(start + jl, bin, binlen);
   *bin_at = start + jl;
   isv_request *r = isv__request_new(&core);
-  int rc = isv__v2_decode_request(r, start, jl + binlen, jl, 64);
+  int rc = isv__v2_decode_request(r, start, jl + binlen, jl, 64, &memo);
   if (rc != want) fail_msg("decode(%s) = %d (%s), want %d", json, rc, r->errmsg, want);
   return r;
 }
@@ -365,7 +368,7 @@ static void binary_outputs_are_listed_after_the_json(void **state) {
   isv__buf_init(&b, NULL);
   isv__v2_binpart *parts;
   size_t n;
-  assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n), 0);
+  assert_int_equal(isv__v2_encode_response(r, &b, &parts, &n, &memo), 0);
   isv__buf_putc(&b, '\0');
   assert_string_equal(b.data, "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":[{\"name\":"
                               "\"X\",\"datatype\":\"INT32\",\"shape\":[2],\"parameters\":{"
@@ -383,10 +386,10 @@ static void binary_outputs_are_listed_after_the_json(void **state) {
   isv_request_free(r);
 }
 
-/* ---- the remembered members before "data" (v2_json.c's input_memo) -------------------------- */
+/* ---- the memo's members before "data" (isv__v2_memo's inputs) ------------------------------ */
 
-/* One body decoded on a thread of its own: with nothing remembered there (the memo is per
- * thread), the reference the same body decoded after any other must equal. */
+/* One body decoded without a memo: the reference the same body decoded through one, after any
+ * other, must equal. */
 typedef struct fresh {
   const char *text;
   unsigned max_depth;
@@ -395,13 +398,11 @@ typedef struct fresh {
   int rc;
 } fresh;
 
-static void *decode_fresh(void *arg) {
-  fresh *f = arg;
+static void decode_fresh(fresh *f) {
   size_t n = strlen(f->text);
   f->body = malloc(n + 1);
   memcpy(f->body, f->text, n + 1);
-  f->rc = isv__v2_decode_request(f->r, f->body, n, n, f->max_depth);
-  return NULL;
+  f->rc = isv__v2_decode_request(f->r, f->body, n, n, f->max_depth, NULL);
 }
 
 /* Whether x and y decoded to the same thing: status, message, every input in full. */
@@ -427,13 +428,13 @@ static void assert_same_decoding(const isv_request *x, int xrc, const isv_reques
   }
 }
 
-/* Every body of a set read right after every other (so after whatever the other left
- * remembered) gives what it gives read first on a fresh thread: bodies that share their members
+/* Every body of a set read through a memo right after every other (so after whatever the other
+ * left in it) gives what it gives read without one: bodies that share their members
  * before "data" byte for byte and then differ (values, a wrong count, the end of the text right
  * after "data":), members that look alike but read otherwise (an escape, a repeated key,
  * "parameters", another order, a space, a deeper shape, an unknown datatype), and the same
  * members under a depth limit they exceed. */
-static void a_remembered_input_reads_as_a_fresh_one(void **state) {
+static void an_input_read_through_a_memo_reads_as_without(void **state) {
   (void)state;
 #define IN0 "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":"
 #define IN1 "{\"name\":\"INPUT1\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":"
@@ -485,10 +486,9 @@ static void a_remembered_input_reads_as_a_fresh_one(void **state) {
   for (size_t i = 0; i < N; i++) {
     ref[i] = (fresh){.text = bodies[i].text, .max_depth = bodies[i].max_depth,
                      .r = isv__request_new(&core)};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, decode_fresh, &ref[i]), 0);
-    assert_int_equal(pthread_join(th, NULL), 0);
+    decode_fresh(&ref[i]);
   }
+  isv__v2_memo m = {0};
   assert_int_equal(ref[0].rc, 0); /* the set holds what it means to: a body that reads */
   assert_int_not_equal(ref[2].rc, 0); /* and the same one refused under a depth of 3 */
   static char before[1024], body[1024];
@@ -498,13 +498,13 @@ static void a_remembered_input_reads_as_a_fresh_one(void **state) {
         size_t n = strlen(bodies[i].text);
         memcpy(before, bodies[i].text, n);
         isv_request *a = isv__request_new(&core);
-        isv__v2_decode_request(a, before, n, n, bodies[i].max_depth);
+        isv__v2_decode_request(a, before, n, n, bodies[i].max_depth, &m);
         isv_request_free(a);
         for (int k = 0; k <= twice; k++) {
           n = strlen(bodies[j].text);
           memcpy(body, bodies[j].text, n);
           isv_request *b = isv__request_new(&core);
-          int rc = isv__v2_decode_request(b, body, n, n, bodies[j].max_depth);
+          int rc = isv__v2_decode_request(b, body, n, n, bodies[j].max_depth, &m);
           char what[64];
           snprintf(what, sizeof what, "body %zu after body %zu", j, i);
           assert_same_decoding(b, rc, ref[j].r, ref[j].rc, what);
@@ -518,7 +518,7 @@ static void a_remembered_input_reads_as_a_fresh_one(void **state) {
   }
 }
 
-/* ---- the remembered beginnings of an answer (v2_json.c's model_text, output_text) ------------ */
+/* ---- the memo's beginnings of an answer (isv__v2_memo's model and outputs) ------------------- */
 
 typedef struct answer_spec {
   const char *model, *version, *id;
@@ -533,8 +533,8 @@ typedef struct answer_spec {
 
 static const int64_t zeros[64];
 
-/* a's answer as JSON, encoded on the calling thread (malloc'd, NUL-terminated) */
-static char *encode_answer(const answer_spec *a) {
+/* a's answer as JSON, encoded through m (NULL: none; malloc'd, NUL-terminated) */
+static char *encode_answer(const answer_spec *a, isv__v2_memo *m) {
   isv_request *r = isv__request_new(&core);
   r->model_name = (char *)a->model;
   r->version = (char *)a->version;
@@ -558,7 +558,7 @@ static char *encode_answer(const answer_spec *a) {
   isv__buf_init(&b, NULL);
   isv__v2_binpart *parts;
   size_t n_parts;
-  if (isv__v2_encode_response(r, &b, &parts, &n_parts) != 0) fail_msg("encode: %s", r->errmsg);
+  if (isv__v2_encode_response(r, &b, &parts, &n_parts, m) != 0) fail_msg("encode: %s", r->errmsg);
   char *text = malloc(b.len + 1);
   memcpy(text, b.data, b.len);
   text[b.len] = '\0';
@@ -570,23 +570,12 @@ static char *encode_answer(const answer_spec *a) {
   return text;
 }
 
-typedef struct fresh_answer {
-  const answer_spec *a;
-  char *text;
-} fresh_answer;
-
-static void *encode_fresh(void *arg) {
-  fresh_answer *f = arg;
-  f->text = encode_answer(f->a);
-  return NULL;
-}
-
-/* Every answer of a set written right after every other gives the text it gives written first
- * on a fresh thread: answers whose model, version, output names, datatypes or shapes differ from
+/* Every answer of a set written through a memo right after every other gives the text it gives
+ * written without one: answers whose model, version, output names, datatypes or shapes differ from
  * the one before in one thing (a name that is a prefix of the other, a shape of the same numbers
  * in another rank or a rank fewer, another order of the outputs), names to escape, names and
  * ranks too long to be remembered, an id, a fifth output. */
-static void a_remembered_answer_head_writes_as_a_fresh_one(void **state) {
+static void an_answer_written_through_a_memo_is_as_without(void **state) {
   (void)state;
   static const char long_name[] = "a_name_of_seventy_bytes_that_is_longer_than_what_is_kept_for_it_xx";
 #define I32(nm, ...) {nm, ISV_INT32, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {__VA_ARGS__}}
@@ -610,29 +599,25 @@ static void a_remembered_answer_head_writes_as_a_fresh_one(void **state) {
   };
 #undef I32
   enum { N = sizeof answers / sizeof answers[0] };
-  fresh_answer ref[N];
-  for (size_t i = 0; i < N; i++) {
-    ref[i] = (fresh_answer){.a = &answers[i]};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, encode_fresh, &ref[i]), 0);
-    assert_int_equal(pthread_join(th, NULL), 0);
-  }
-  assert_string_equal(ref[0].text, "{\"model_name\":\"simple\",\"model_version\":\"1\",\"outputs\":["
+  char *ref[N];
+  for (size_t i = 0; i < N; i++) ref[i] = encode_answer(&answers[i], NULL);
+  assert_string_equal(ref[0], "{\"model_name\":\"simple\",\"model_version\":\"1\",\"outputs\":["
                                    "{\"name\":\"OUTPUT0\",\"datatype\":\"INT32\",\"shape\":[1,4],"
                                    "\"data\":[0,0,0,0]},{\"name\":\"OUTPUT1\",\"datatype\":\"INT32\","
                                    "\"shape\":[1,4],\"data\":[0,0,0,0]}]}");
+  isv__v2_memo m = {0};
   for (size_t i = 0; i < N; i++)
     for (size_t j = 0; j < N; j++)
       for (int twice = 0; twice < 2; twice++) { /* i then j; i, j then j again */
-        free(encode_answer(&answers[i]));
+        free(encode_answer(&answers[i], &m));
         for (int k = 0; k <= twice; k++) {
-          char *text = encode_answer(&answers[j]);
-          if (strcmp(text, ref[j].text) != 0)
-            fail_msg("answer %zu after answer %zu:\n%s\nagainst\n%s", j, i, text, ref[j].text);
+          char *text = encode_answer(&answers[j], &m);
+          if (strcmp(text, ref[j]) != 0)
+            fail_msg("answer %zu after answer %zu:\n%s\nagainst\n%s", j, i, text, ref[j]);
           free(text);
         }
       }
-  for (size_t i = 0; i < N; i++) free(ref[i].text);
+  for (size_t i = 0; i < N; i++) free(ref[i]);
 }
 
 int main(void) {
@@ -646,8 +631,8 @@ int main(void) {
       cmocka_unit_test(binary_inputs_are_taken_in_order_and_in_place),
       cmocka_unit_test(binary_input_errors_name_the_problem),
       cmocka_unit_test(binary_outputs_are_listed_after_the_json),
-      cmocka_unit_test(a_remembered_input_reads_as_a_fresh_one),
-      cmocka_unit_test(a_remembered_answer_head_writes_as_a_fresh_one),
+      cmocka_unit_test(an_input_read_through_a_memo_reads_as_without),
+      cmocka_unit_test(an_answer_written_through_a_memo_is_as_without),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
