@@ -66,13 +66,18 @@ static size_t method_of(const char *p, size_t n, uint8_t *m) {
 }
 
 /* Fields llhttp reads for framing or the connection's fate: 1 Content-Length, -1 one of the
- * others (declined); 2 a credential (Authorization, Proxy-Authorization, Cookie: taken, never
- * remembered); 0 any other name. */
+ * others (declined); 2 a credential (Authorization, Proxy-Authorization, Cookie, and the API
+ * keys gateways use: Api-Key, X-Api-Key, X-Auth-Token — taken, never kept in a memo); 0 any
+ * other name. */
 static int special(const char *name, size_t len) {
   switch (len) {
   case 6: return isv__bytes_same_nocase(name, "cookie", 6) ? 2 : 0;
-  case 7: return isv__bytes_same_nocase(name, "upgrade", 7) ? -1 : 0;
+  case 7:
+    return isv__bytes_same_nocase(name, "upgrade", 7) ? -1
+           : isv__bytes_same_nocase(name, "api-key", 7) ? 2 : 0;
+  case 9: return isv__bytes_same_nocase(name, "x-api-key", 9) ? 2 : 0;
   case 10: return isv__bytes_same_nocase(name, "connection", 10) ? -1 : 0;
+  case 12: return isv__bytes_same_nocase(name, "x-auth-token", 12) ? 2 : 0;
   case 13: return isv__bytes_same_nocase(name, "authorization", 13) ? 2 : 0;
   case 14: return isv__bytes_same_nocase(name, "content-length", 14) ? 1 : 0;
   case 16: return isv__bytes_same_nocase(name, "proxy-connection", 16) ? -1 : 0;

@@ -27,7 +27,7 @@
  * the last head taken, up to 512 bytes, with what reading it gave: the same bytes again — a
  * client's next request — are taken from it with one memcmp, the same result, instead of the
  * ~750 instructions of reading them. A head with credentials (Authorization,
- * Proxy-Authorization, Cookie) is never kept: a server's memo is shared by all its clients, and
+ * Proxy-Authorization, Cookie, Api-Key, X-Api-Key, X-Auth-Token) is never kept: a server's memo is shared by all its clients, and
  * a hit's speed must not let one test a guess of another's head (HPACK keeps such fields out of
  * its shared table for the same reason). */
 #ifndef ISV_TRANSPORT_H1_QUICK_H
@@ -49,7 +49,7 @@ typedef struct isv__h1_quick {
   uint8_t method;         /* llhttp's number (llhttp_method_t: HTTP_GET, ...) */
   uint8_t http_minor;     /* 0 or 1; the major is 1 */
   uint8_t keep_alive;     /* llhttp_should_keep_alive's answer */
-  uint8_t credentials;    /* an Authorization, Proxy-Authorization or Cookie field */
+  uint8_t credentials;    /* a field with credentials (h1_quick.c's special) */
   int64_t content_length; /* -1: no Content-Length field */
   uint32_t url_off, url_len;
   size_t n_fields;

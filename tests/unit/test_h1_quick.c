@@ -132,9 +132,12 @@ static void test_a_head_with_credentials_is_never_remembered(void **state) {
       "GET /v2/health/ready HTTP/1.1\r\nHost: h\r\nCookie: session=s3cr3t\r\n\r\n",
       "GET /v2/health/ready HTTP/1.1\r\nHost: h\r\nPROXY-AUTHORIZATION: Basic czNjcjN0\r\n\r\n",
       "GET / HTTP/1.1\r\nauthorization: x\r\nHost: h\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: h\r\nX-API-Key: s3cr3t\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: h\r\napi-key: s3cr3t\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: h\r\nX-Auth-Token: s3cr3t\r\n\r\n",
   };
   static const char plain[] = "GET /v2/health/ready HTTP/1.1\r\nHost: h\r\nX-Cookie: a\r\n"
-                              "Authorizations: b\r\n\r\n";
+                              "Authorizations: b\r\nApi-Keys: c\r\nX-Auth: d\r\n\r\n";
   isv__h1_quick q;
   for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
     size_t n = strlen(with[i]), head = (size_t)(strstr(with[i], "\r\n\r\n") + 4 - with[i]);
