@@ -20,7 +20,6 @@
 #include "protocol/edge.h"
 #include "protocol/frontend.h"
 #include "protocol/gate.h"
-#include "protocol/v2_json.h"
 #include "server_internal.h"
 #include "transport/adapter.h"
 #include "transport/tls.h"
@@ -33,7 +32,6 @@ struct isv_server {
   isv__router router;
   isv__grpc_services grpc;
   isv__gate gate; /* authorization and per-client limits, between routing and handling */
-  isv__v2_memo v2_memo; /* what V2 JSON clients repeat, read and written once (core.front_memo) */
   isv_close_cb close_cb;
   void *close_data;
   int closing;
@@ -200,7 +198,6 @@ ISV_EXTERN int isv_server_new(uv_loop_t *loop, const isv_options *opts, isv_serv
    * recycler over it, which lives in s) */
   isv__mem_rehome(s, &s->core.opts.mem);
   s->core.free_owner = free_server;
-  s->core.front_memo = &s->v2_memo;
   isv__router_init(&s->router, &s->core);
   isv__grpc_services_init(&s->grpc, &s->core);
   isv__gate_init(&s->gate, &s->core);

@@ -111,9 +111,6 @@ struct isv__core {
    * nobody asks. */
   int (*authorize)(void *ctx, isv_request *r, const char *model, const char *version);
   void *authorize_ctx;
-  /* The V2 JSON front end's memo of what clients repeat (protocol/v2_json.h's isv__v2_memo), in
-   * the server's memory: the loop thread's only. NULL: none. */
-  void *front_memo;
 #define ISV__AUTHZ_LATER 1 /* what authorize returns when the decision comes later */
   /* Its place in its group (core/group.h, private to group.c): the models are the group's,
    * this registry holds copies. A server made without a group is a group of one. */

@@ -31,6 +31,10 @@ struct isv__frontend {
    * with why set (the server's last error). NULL: the front end takes no settings. */
   int (*configure)(isv__router *r, const char *const *args, size_t n_args, char *why,
                    size_t cap);
+  /* Bytes the front end keeps per server for its loop thread (V2: what its JSON clients
+   * repeat, protocol/v2_json.h's isv__v2_memo): zeroed, made with its first route, freed with
+   * the router; its route handlers get them as q->state. 0: none. */
+  size_t state_size;
 };
 
 #endif

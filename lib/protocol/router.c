@@ -3,6 +3,7 @@
  * route's compiled segments. */
 #include "protocol/router.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,19 @@ typedef struct pat_seg {
 struct isv__compiled_route {
   isv__http_route route;
   const isv__frontend *fe;
+  void *state; /* fe's (isv__frontend.state_size), shared by its routes; NULL: none */
   unsigned protocol;
   char *pattern; /* owned copy; segs point into it */
   pat_seg segs[ISV__ROUTE_MAX_SEGMENTS];
   size_t n_segs;
   size_t n_caps;
+};
+
+/* A front end's per-server state: one block, this header then state_size zeroed bytes. */
+struct isv__fe_state {
+  struct isv__fe_state *next;
+  const isv__frontend *fe;
+  _Alignas(max_align_t) unsigned char block[];
 };
 
 /* A request path split into percent-decoded segments (in the scratch buffer). */
@@ -150,6 +159,10 @@ int isv__router_set_named_value(isv__router *r, const isv__frontend *fe, const c
 void isv__router_free(isv__router *r) {
   while (r->values)
     isv__router_set_named_value(r, r->values->fe, r->values->name, NULL, 0);
+  for (struct isv__fe_state *s = r->states, *next; s; s = next) {
+    next = s->next;
+    isv__free(s);
+  }
   for (size_t i = 0; i < r->n_routes; i++) isv__free(r->routes[i].pattern);
   isv__free(r->routes);
   isv__free(r->prefixes);
@@ -158,10 +171,23 @@ void isv__router_free(isv__router *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* fe's state, made zeroed at its first route; NULL when it asks for none or out of memory. */
+static void *fe_state(isv__router *r, const isv__frontend *fe) {
+  for (struct isv__fe_state *s = r->states; s; s = s->next)
+    if (s->fe == fe) return s->block;
+  struct isv__fe_state *s = isv__calloc(r->core->mem, 1, sizeof *s + fe->state_size);
+  if (s == NULL) return NULL;
+  s->fe = fe;
+  s->next = r->states;
+  r->states = s;
+  return s->block;
+}
+
 int isv__router_add(isv__router *r, const isv__frontend *fe, const isv__http_route *route) {
   if (route == NULL || route->pattern == NULL || route->handler == NULL || route->methods == 0)
     return ISV_EINVAL;
   isv__compiled_route c = {.route = *route, .fe = fe};
+  if (fe && fe->state_size && (c.state = fe_state(r, fe)) == NULL) return ISV_ENOMEM;
   if ((c.pattern = isv__strdup(r->core->mem, route->pattern)) == NULL) return ISV_ENOMEM;
   int rc = compile(&c);
   for (size_t i = 0; rc == 0 && i < r->n_routes; i++)
@@ -458,6 +484,7 @@ static void call_handler(isv__router *r, isv__exchange *ex, const isv__compiled_
   q->fe = c->fe;
   q->protocol = c->protocol;
   q->router = r;
+  q->state = c->state;
   q->data = c->route.data;
   c->route.handler(q);
 }

@@ -51,6 +51,7 @@ struct isv__http_req {
   const isv__frontend *fe; /* whose route this is: its error shape, its protocol label */
   unsigned protocol;       /* fe's label index (isv__core_protocol) for the requests it makes */
   const struct isv__router *router; /* the front ends' values (isv__router_named_value) */
+  void *state; /* fe's per-server state (isv__frontend.state_size; loop thread only); NULL: none */
   void *data;
   size_t n_caps;
   const char *cap_name[ISV__ROUTE_MAX_CAPTURES]; /* "model" for "{model}" */
@@ -97,6 +98,7 @@ typedef struct isv__router {
   size_t n_prefixes;
   isv__buf scratch; /* the decoded path of the request being routed */
   struct isv__fe_value *values; /* front ends' own settings (isv__router_set_value) */
+  struct isv__fe_state *states; /* front ends' per-server state (isv__frontend.state_size) */
   /* by_segs[by_segs_at[n] .. by_segs_at[n + 1]): the routes that may match a path of n
    * segments, in the order they were added — a V2 infer path tries 4 routes, not 32. Made at
    * the first dispatch after the routes changed (by_segs_stale); NULL: every route is tried. */

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "protocol/v2_json.h"
+
 const char *const isv__v2_extensions[] = {"classification", "binary_tensor_data", "statistics",
                                           "model_configuration", "system_shared_memory",
                                           "logging", "trace"};
@@ -27,4 +29,5 @@ const isv__frontend isv__v2_frontend = {
     .methods = isv__v2_methods,
     .http_label = "v2_http",
     .grpc_label = "v2_grpc",
+    .state_size = sizeof(isv__v2_memo),
 };

@@ -130,12 +130,13 @@ typedef struct encoded {
   isv__v2_memo *memo; /* the server's (loop_memo), or NULL on a worker */
 } encoded;
 
-/* The server's V2 JSON memo (isv__core.front_memo): the loop thread's only. Elsewhere none —
- * a broken rule in debug builds. */
-static isv__v2_memo *loop_memo(const isv__core *c) {
+/* The server's V2 JSON memo — the front end's state (isv__v2_frontend.state_size), which infer
+ * hands its request as r->fe_data: the loop thread's only. Elsewhere none — a broken rule in
+ * debug builds. */
+static isv__v2_memo *loop_memo(const isv__core *c, void *memo) {
   int on_loop = isv__on_loop_thread(c);
   ISV_ASSERT(on_loop, "the V2 JSON memo is used on the server's loop thread only");
-  return on_loop ? c->front_memo : NULL;
+  return on_loop ? memo : NULL;
 }
 
 /* The body (JSON, then the binary parts) compressed into e->z; left NULL (the body goes out
@@ -288,7 +289,7 @@ static void infer_done(isv_request *r, int status, void *data) {
     if (isv__offload_run(r->core, &e->off, encode_work, encode_after) == 0) return;
   }
   if (e == NULL) e = &local;
-  e->memo = loop_memo(r->core); /* encoded here, on the loop */
+  e->memo = loop_memo(r->core, r->fe_data); /* encoded here, on the loop */
   encode(e);
   reply_encoded(e);
 }
@@ -694,6 +695,7 @@ static void infer(isv__http_req *q) {
   isv__exchange *ex = q->ex;
   isv_request *r = path_request(q);
   if (r == NULL) return;
+  r->fe_data = q->state; /* the memo, for infer_done's encoding */
   size_t json_len;
   int raw;
   if (r->model && json_part(r, ex, &json_len, &raw) == 0) {
@@ -708,7 +710,7 @@ static void infer(isv__http_req *q) {
         if (isv__offload_run(q->core, &d->off, decode_work, decode_after) == 0) return;
       }
       isv__v2_decode_request(r, ex->body, ex->body_len, json_len, q->core->opts.max_json_depth,
-                             loop_memo(q->core));
+                             loop_memo(q->core, q->state));
     }
   }
   isv__http_queue_headers(r, ex); /* Inference-Priority, Inference-Timeout-Us */

@@ -17,8 +17,8 @@
  * first outputs' (the text, and the model name, version, output name, datatype and shape it
  * was written from). Caches only: a hit is byte for byte what reading or writing gives
  * (v2_json.c says what is kept and what never is). Zeroed: empty. One user at a time: a server
- * keeps one for its loop thread (isv__core.front_memo); a decode or encode elsewhere passes
- * none. */
+ * keeps one for its loop thread (the V2 front end's state, isv__frontend.state_size); a decode
+ * or encode elsewhere passes none. */
 #define ISV__V2_MEMO_INPUTS 4
 #define ISV__V2_MEMO_OUTPUTS 4
 #define ISV__V2_MEMO_NDIM 8
