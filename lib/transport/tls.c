@@ -360,20 +360,19 @@ static int seal_one(tls_conn *t, const char *p, size_t k) {
 static int seal(isv__conn *c, const uv_buf_t *bufs, size_t n, size_t *i, size_t *off,
                 size_t budget) {
   tls_conn *t = c->tls;
-  char *stage = c->t->tls_stage;
-  const size_t stage_cap = ISV__TLS_RECORD;
+  char *stage = c->t->tls_stage; /* ISV__TLS_RECORD bytes: one record's plaintext */
   size_t plain = 0, staged = 0;
   for (size_t j = *i, o = *off; j < n && plain < budget; j++, o = 0) plain += bufs[j].len - o;
   if (plain > budget) plain = budget;
   /* records: the plaintext, and per record of it a header, a tag and TLS 1.3's type byte */
-  if (reserve(t, plain + (plain / stage_cap + 1) * 64) != 0) return ISV_ENOMEM;
+  if (reserve(t, plain + (plain / ISV__TLS_RECORD + 1) * 64) != 0) return ISV_ENOMEM;
   int rc = 0;
   while (rc == 0 && *i < n && budget) {
     size_t left = bufs[*i].len - *off, k = left < budget ? left : budget;
     const char *p = bufs[*i].base + *off;
     int last = *i + 1 == n || k == budget;
-    if (k < stage_cap / 2 && !(staged == 0 && last)) {
-      if (staged + k > stage_cap) {
+    if (k < ISV__TLS_RECORD / 2 && !(staged == 0 && last)) {
+      if (staged + k > ISV__TLS_RECORD) {
         rc = seal_one(t, stage, staged);
         staged = 0;
       }

@@ -9,6 +9,7 @@
 #include "core/request.h"
 #include "protocol/v2_json.h"
 #include "core/lifecycle.h"
+#include "v2_json_same.h"
 
 static uv_loop_t loop;
 static isv__core core;
@@ -405,27 +406,12 @@ static void decode_fresh(fresh *f) {
   f->rc = isv__v2_decode_request(f->r, f->body, n, n, f->max_depth, NULL);
 }
 
-/* Whether x and y decoded to the same thing: status, message, every input in full. */
+/* Whether x and y decoded to the same thing: status, message, every input in full
+ * (fuzz/v2_json_same.c, fuzz_v2_json_request's comparison). */
 static void assert_same_decoding(const isv_request *x, int xrc, const isv_request *y, int yrc,
                                  const char *what) {
-  if (xrc != yrc || strcmp(x->errmsg, y->errmsg) != 0 || x->n_inputs != y->n_inputs)
-    fail_msg("%s: %d '%s' (%zu inputs) against %d '%s' (%zu)", what, xrc, x->errmsg, x->n_inputs,
-             yrc, y->errmsg, y->n_inputs);
-  for (size_t i = 0; i < x->n_inputs; i++) {
-    const isv_tensor *a = &x->inputs[i], *b = &y->inputs[i];
-    if (strcmp(a->name, b->name) != 0 || a->dt != b->dt || a->ndim != b->ndim ||
-        a->count != b->count || a->byte_size != b->byte_size ||
-        memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) != 0)
-      fail_msg("%s: input %zu differs ('%s' against '%s')", what, i, a->name, b->name);
-    if (a->dt == ISV_BYTES) {
-      const isv_bytes *ea = a->data, *eb = b->data;
-      for (size_t k = 0; k < a->count; k++)
-        if (ea[k].len != eb[k].len || memcmp(ea[k].ptr, eb[k].ptr, ea[k].len) != 0)
-          fail_msg("%s: input %zu element %zu differs", what, i, k);
-    } else if (memcmp(a->data, b->data, a->byte_size) != 0) {
-      fail_msg("%s: input %zu's data differs", what, i);
-    }
-  }
+  char why[512];
+  if (!isv_v2_json_same(x, xrc, y, yrc, why, sizeof why)) fail_msg("%s: %s", what, why);
 }
 
 /* Every body of a set read through a memo right after every other (so after whatever the other
