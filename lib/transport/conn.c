@@ -282,10 +282,7 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
 static void run_done(isv__conn *c) {
   if (!c->done_due) return;
   c->done_due = 0;
-  if (!c->closing) {
-    uv_idle_stop(&c->done_idle);
-    uv_check_stop(&c->done_check);
-  }
+  if (!c->closing) uv_idle_stop(&c->done_idle);
   c->write_pending -= c->done_len;
   if (c->write_pending == 0 && c->write_check) {
     c->write_check = 0;
@@ -295,7 +292,6 @@ static void run_done(isv__conn *c) {
 }
 
 static void on_done_idle(uv_idle_t *h) { run_done(h->data); }
-static void on_done_check(uv_check_t *h) { run_done(h->data); }
 
 /* The usual write — a small answer, nothing else pending — goes to the kernel at once with
  * uv_try_write: libuv's uv_write would take it as fast, but then its completion stops watching
@@ -318,11 +314,12 @@ static int try_write(isv__conn *c, const uv_buf_t *bufs, size_t n, size_t len, i
   c->done_len = len;
   c->done_status = rc < 0 ? rc : 0; /* as uv_write's callback would have said */
   c->done_due = 1;
-  /* From the read callback the check phase of this very turn follows the poll: no extra turn
-   * (and no extra epoll_wait) per request. From anywhere else (a timer, a completion from the
-   * worker pool, a check or prepare callback) only an idle handle is sure to run soon. */
-  if (c->in_read) uv_check_start(&c->done_check, on_done_check);
-  else uv_idle_start(&c->done_idle, on_done_idle);
+  /* From the read callback: on_read runs it as soon as the delivery returns — no extra turn,
+   * no handle started, and the request's blocks go back before the next connection's read
+   * takes them (its exchange and write blocks stay warm: bench/RESULTS.md "Warm blocks"). From
+   * anywhere else (a timer, a completion from the worker pool, a check or prepare callback)
+   * only an idle handle is sure to run soon. */
+  if (!c->in_read) uv_idle_start(&c->done_idle, on_done_idle);
   return 1;
 }
 
@@ -552,6 +549,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   c->in_read = 1;
   if (c->tls) isv__tls_on_read(c, buf->base, (size_t)nread, isv__conn_deliver);
   else isv__conn_deliver(c, buf->base, (size_t)nread);
+  /* a write the kernel took meanwhile: its callback now that the write call has returned (one
+   * it makes, a pipelined request's answer, comes back here too) */
+  while (c->done_due && !c->closing) run_done(c);
   c->in_read = 0;
   if (c->arm_due) {
     c->arm_due = 0;
@@ -577,7 +577,6 @@ static void handle_gone(isv__conn *c) {
 
 static void on_timer_closed(uv_handle_t *h) { handle_gone(h->data); }
 static void on_idle_closed(uv_handle_t *h) { handle_gone(h->data); }
-static void on_check_closed(uv_handle_t *h) { handle_gone(h->data); }
 
 static void on_stream_closed(uv_handle_t *h) {
   isv__conn *c = h->data;
@@ -600,7 +599,6 @@ static void uvc_close(isv__conn *c) {
   uv_close((uv_handle_t *)c->stream, on_stream_closed);
   uv_close((uv_handle_t *)&c->timer, on_timer_closed);
   uv_close((uv_handle_t *)&c->done_idle, on_idle_closed);
-  uv_close((uv_handle_t *)&c->done_check, on_check_closed);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -658,9 +656,7 @@ isv__conn *isv__conn_new(isv__transport *t, uv_stream_t *stream, int adopted) {
   c->timer.data = c;
   uv_idle_init(t->loop, &c->done_idle);
   c->done_idle.data = c;
-  uv_check_init(t->loop, &c->done_check);
-  c->done_check.data = c;
-  c->handles_open = 4;
+  c->handles_open = 3;
   isv__conn_idle(c, 1); /* nothing asked yet */
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;

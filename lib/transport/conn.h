@@ -118,12 +118,11 @@ struct isv__conn {
                            * ISV__BURST_UNSTAMPED); 0: no burst */
   int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
   /* A small write the kernel took at once (uv_try_write): its callback waits (a write callback
-   * never runs from inside the write call) — for this turn's check phase when the write was made
-   * from this connection's read callback (the poll phase: an inline handler answering), else
-   * for the next turn (`done_idle`: an active idle handle keeps the poll from blocking). At most
-   * one: a write is tried only when nothing else is pending. */
+   * never runs from inside the write call) — for the end of this connection's read callback
+   * when the write was made from it (an inline handler answering: on_read runs it once the
+   * delivery returns), else for the next turn (`done_idle`: an active idle handle keeps the
+   * poll from blocking). At most one: a write is tried only when nothing else is pending. */
   uv_idle_t done_idle;
-  uv_check_t done_check;
   int in_read; /* inside on_read's delivery */
   int arm_due; /* the deadline moved inside it: arm() when the delivery ends (conn.c) */
   isv__write_cb done_cb;

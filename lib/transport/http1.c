@@ -109,9 +109,27 @@ static size_t ex_front(const h1 *h, size_t n_hdrs) {
          h->url_len + 2;
 }
 
-/* A block of at least `need` bytes: the connection's spare, or a new one. */
+/* The loop's warm blocks (isv__transport.h1_warm_*): the top one, or NULL. */
+static void *warm_top(const isv__h1_warm *w) { return w->n ? w->block[w->n - 1] : NULL; }
+static int warm_put(isv__h1_warm *w, void *block) {
+  if (w->n == ISV__H1_WARM) return 0;
+  w->block[w->n++] = block;
+  return 1;
+}
+static void warm_drop(isv__h1_warm *w) {
+  while (w->n) isv__free(w->block[--w->n]);
+}
+
+/* A block of at least `need` bytes: the loop's last one let go of, the connection's spare, or a
+ * new one. */
 static isv__exchange *take_block(h1 *h, size_t need) {
-  isv__exchange *ex = h->spare_ex;
+  isv__h1_warm *warm = &h->c->t->h1_warm_ex;
+  isv__exchange *ex = warm_top(warm);
+  if (ex && ex->block >= need) {
+    warm->n--;
+    return ex;
+  }
+  ex = h->spare_ex;
   if (ex && ex->block >= need) {
     h->spare_ex = NULL;
     return ex;
@@ -122,12 +140,16 @@ static isv__exchange *take_block(h1 *h, size_t need) {
   return ex;
 }
 
-/* A block nothing points into any more: kept for the next exchange, or freed. */
+/* A block nothing points into any more: kept for the next exchange (the loop's first, then the
+ * connection's: many requests of a loop may be in flight at once), or freed. */
 static void give_block(h1 *h, isv__exchange *ex) {
-  if (ex->block <= EX_SPARE_MAX && (h->spare_ex == NULL || h->spare_ex->block < ex->block)) {
-    isv__free(h->spare_ex);
-    h->spare_ex = ex;
-    return;
+  if (ex->block <= EX_SPARE_MAX) {
+    if (warm_put(&h->c->t->h1_warm_ex, ex)) return;
+    if (h->spare_ex == NULL || h->spare_ex->block < ex->block) {
+      isv__free(h->spare_ex);
+      h->spare_ex = ex;
+      return;
+    }
   }
   isv__free(ex);
 }
@@ -222,10 +244,14 @@ static int h1_writable(isv__exchange *ex) {
   return 0;
 }
 
-/* A write block with room for a head of `head_cap` bytes: the connection's spare, or a new one. */
+/* A write block with room for a head of `head_cap` bytes: the loop's last one let go of, the
+ * connection's spare, or a new one. */
 static write_ctx *take_write(h1 *h, size_t head_cap) {
-  write_ctx *w = h->spare;
+  isv__h1_warm *warm = &h->c->t->h1_warm_write;
+  write_ctx *w = warm_top(warm);
   if (w && w->cap >= head_cap) {
+    warm->n--;
+  } else if ((w = h->spare) != NULL && w->cap >= head_cap) {
     h->spare = NULL;
   } else {
     if (head_cap < SPARE_HEAD_MIN) head_cap = SPARE_HEAD_MIN;
@@ -240,12 +266,15 @@ static write_ctx *take_write(h1 *h, size_t head_cap) {
   return w;
 }
 
-/* Back to the connection for the next write (h NULL: the engine is gone). */
+/* Back to the loop, or else the connection, for the next write (h NULL: the engine is gone). */
 static void give_write(h1 *h, write_ctx *w) {
-  if (h && w->cap <= SPARE_HEAD_MAX && (h->spare == NULL || h->spare->cap < w->cap)) {
-    isv__free(h->spare);
-    h->spare = w;
-    return;
+  if (h && w->cap <= SPARE_HEAD_MAX) {
+    if (warm_put(&h->c->t->h1_warm_write, w)) return;
+    if (h->spare == NULL || h->spare->cap < w->cap) {
+      isv__free(h->spare);
+      h->spare = w;
+      return;
+    }
   }
   isv__free(w);
 }
@@ -1043,6 +1072,7 @@ static int h1_start(isv__conn *c, const char *data, size_t len) {
     isv__conn_close(c);
     return -1;
   }
+  c->t->n_h1++;
   h->c = c;
   isv__buf_init(&h->head, c->t->mem);
   isv__buf_init(&h->body, c->t->mem);
@@ -1094,6 +1124,10 @@ static void h1_free(isv__conn *c) {
   isv__free(h->spare);
   isv__free(h->spare_ex);
   isv__free(h);
+  if (--c->t->n_h1 == 0) { /* the loop's warm blocks go with its last HTTP/1.1 connection */
+    warm_drop(&c->t->h1_warm_ex);
+    warm_drop(&c->t->h1_warm_write);
+  }
   c->proto_state = NULL; /* on_cancel below must find no engine through c */
   if (ex) { /* its handler answers (or ends) into the void */
     ex->conn = NULL;

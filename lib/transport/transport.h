@@ -77,6 +77,13 @@ typedef struct isv__listener {
   void *tls_ctx; /* its TLS configuration (tls.c; a reference), NULL: plain */
 } isv__listener;
 
+/* A few freed blocks of one kind, the last freed on top (isv__transport.h1_warm_*). */
+#define ISV__H1_WARM 4
+typedef struct isv__h1_warm {
+  void *block[ISV__H1_WARM];
+  unsigned n;
+} isv__h1_warm;
+
 struct isv__transport {
   uv_loop_t *loop;
   isv__transport_limits limits;
@@ -114,6 +121,13 @@ struct isv__transport {
   char tls_plain[ISV__TLS_PLAIN];
   char tls_stage[ISV__TLS_RECORD];
   isv__h1_quick_memo h1_memo; /* the last HTTP/1.1 head read quickly (h1_quick.h) */
+  /* Blocks of HTTP/1.1 exchanges and writes that ended (http1.c), the last let go of on top:
+   * the next request on any of the loop's connections takes one still in the CPU's cache, where
+   * a connection's own spare was last touched a round of the other connections ago (with the
+   * write callbacks run as each read ends, conn.c: 36 of a request's 96 L1d misses at 16
+   * connections, bench/RESULTS.md "Warm blocks"). Freed with the last HTTP/1.1 engine. */
+  isv__h1_warm h1_warm_ex, h1_warm_write;
+  unsigned n_h1; /* HTTP/1.1 engines alive */
   char last_error[256];
 };
 
