@@ -278,11 +278,15 @@ int isv__conn_write(isv__conn *c, const uv_buf_t *bufs, size_t n, isv__write_cb 
   return c->io->write(c, bufs, n, cb, ctx);
 }
 
+/* isv__conn.done_due: whose turn it is to run a write's deferred callback */
+enum { DONE_AFTER_READ = 1, DONE_BY_IDLE = 2 };
+
 /* The deferred callback of a write the kernel took at once (try_write): as write_done. */
 static void run_done(isv__conn *c) {
   if (!c->done_due) return;
+  int by_idle = c->done_due == DONE_BY_IDLE;
   c->done_due = 0;
-  if (!c->closing) uv_idle_stop(&c->done_idle);
+  if (by_idle && !c->closing) uv_idle_stop(&c->done_idle); /* else its lines are not touched */
   c->write_pending -= c->done_len;
   if (c->write_pending == 0 && c->write_check) {
     c->write_check = 0;
@@ -313,7 +317,7 @@ static int try_write(isv__conn *c, const uv_buf_t *bufs, size_t n, size_t len, i
   c->done_ctx = ctx;
   c->done_len = len;
   c->done_status = rc < 0 ? rc : 0; /* as uv_write's callback would have said */
-  c->done_due = 1;
+  c->done_due = c->in_read ? DONE_AFTER_READ : DONE_BY_IDLE;
   /* From the read callback: on_read runs it as soon as the delivery returns — no extra turn,
    * no handle started, and the request's blocks go back before the next connection's read
    * takes them (its exchange and write blocks stay warm: bench/RESULTS.md "Warm blocks"). From

@@ -78,58 +78,63 @@ typedef struct isv__conn_io {
 extern const isv__conn_io isv__conn_uv_io; /* conn.c: a libuv stream on the host's loop */
 
 struct isv__conn {
+  /* What every request reads or writes, together at the front: with a connection's state
+   * spread over its 1 KiB, a request touched a dozen lines of it, each gone cold under the
+   * other connections' requests (bench/RESULTS.md, "Warm blocks"). */
   const isv__conn_io *io; /* the seam: conn.c's, or memconn.c's */
   isv__transport *t;
-  isv__conn *prev, *next;
   uv_stream_t *stream;
-  uv_tcp_t tcp; /* the stream, when we accepted it ourselves */
-  int adopted;
-  uv_close_cb adopted_closed; /* the host's, for an adopted stream */
-  void *adopted_data;         /* the stream's data before we took it */
-  uv_timer_t timer;
   const isv__conn_proto *proto; /* NULL until the first bytes chose it */
   void *proto_state;
+  void *tls;      /* its TLS state (tls.c); NULL: plain */
   int reading;    /* uv_read_start is in effect */
   int idle;       /* no request in flight: may be closed to make room (isv__conn_idle) */
-  uint64_t idle_since;
-  isv__conn *idle_prev, *idle_next; /* in the transport's list of idle ones, oldest first */
   int closing;
-  int lingering;        /* isv__conn_linger_close: reading only to discard */
-  int late;             /* accepted from a closing listener's queue: shut down once its engine
-                         * has read what the client sent (listener.c, accept_queued) */
-  size_t linger_bytes;
-  int handles_open;
+  int lingering;  /* isv__conn_linger_close: reading only to discard */
+  int in_read;    /* inside on_read's delivery */
+  int arm_due;    /* the deadline moved inside it: arm() when the delivery ends (conn.c) */
+  int read_yield; /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
+  int pump_due;   /* a slice went out: the next goes next loop turn (the timer) */
   uint64_t deadline;      /* the engine's (io->now_ms), 0 = none */
   uint64_t armed;         /* when the timer is set to fire (uv_now ms), 0 = stopped: it is moved
                            * only when something falls due sooner (conn.c, arm) */
   uint64_t watchdog;      /* read batching, 0 = none */
   uint64_t write_check;   /* when to look at write progress, 0 = nothing written */
   uint64_t tls_check;     /* when to ask tls.c whether the connection was quiet, 0 = not due */
-  size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
   size_t write_pending;   /* bytes handed to io->write whose callback has not run: every seam
                            * keeps it (http2.c's high-water mark and drained-close read it) */
   size_t write_total;     /* bytes ever handed to isv__conn_write (modulo SIZE_MAX + 1) */
   struct conn_write *wq_head, *wq_tail; /* large writes, and those behind them, given to libuv
                                          * a slice at a time (conn.c) */
-  size_t held;            /* their bytes not yet given to libuv */
-  int pump_due;           /* a slice went out: the next goes next loop turn (the timer) */
-  uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
-  uint64_t read_burst_ns;  /* ... when this turn's second read began (the first is not timed:
-                           * ISV__BURST_UNSTAMPED); 0: no burst */
-  int read_yield;          /* on_alloc gave libuv no buffer: the budget is spent (conn.c) */
+  uint64_t read_burst_ns;  /* uv_hrtime() when this turn's second read began (the first is not
+                            * timed: ISV__BURST_UNSTAMPED); 0: no burst */
   /* A small write the kernel took at once (uv_try_write): its callback waits (a write callback
    * never runs from inside the write call) — for the end of this connection's read callback
    * when the write was made from it (an inline handler answering: on_read runs it once the
    * delivery returns), else for the next turn (`done_idle`: an active idle handle keeps the
    * poll from blocking). At most one: a write is tried only when nothing else is pending. */
-  uv_idle_t done_idle;
-  int in_read; /* inside on_read's delivery */
-  int arm_due; /* the deadline moved inside it: arm() when the delivery ends (conn.c) */
   isv__write_cb done_cb;
   void *done_ctx;
   size_t done_len;
   int done_status;
-  int done_due;
+  int done_due; /* 0, or who runs done_cb: on_read as it ends, or done_idle (conn.c) */
+  /* the rest: set up once, or touched when something other than a small request happens */
+  uv_idle_t done_idle;
+  isv__conn *prev, *next;
+  isv__conn *idle_prev, *idle_next; /* in the transport's list of idle ones, oldest first */
+  uint64_t idle_since;
+  uv_tcp_t tcp; /* the stream, when we accepted it ourselves */
+  uv_timer_t timer;
+  int adopted;
+  uv_close_cb adopted_closed; /* the host's, for an adopted stream */
+  void *adopted_data;         /* the stream's data before we took it */
+  int late;             /* accepted from a closing listener's queue: shut down once its engine
+                         * has read what the client sent (listener.c, accept_queued) */
+  size_t linger_bytes;
+  int handles_open;
+  size_t write_mark;      /* bytes the kernel had taken (write_total - queue) at the last look */
+  size_t held;            /* bytes of the queued writes not yet given to libuv */
+  uint64_t write_burst_ns; /* uv_hrtime() when this turn's first write slice was given out */
   unsigned read_yields;    /* how many times (what tests look at) */
   int lowat;     /* SO_RCVLOWAT in effect (0: never set, i.e. 1) */
   int lowat_off; /* the stream is not a socket that takes it */
@@ -137,7 +142,6 @@ struct isv__conn {
   size_t sniff_len;
   char peer[ISV__PEER_LEN]; /* the client's address (isv__exchange.peer), read at the start */
   char *identity; /* its TLS certificate's subject; NULL: none (freed with c) */
-  void *tls;      /* its TLS state (tls.c); NULL: plain */
 };
 
 /* ---- for the engines ---------------------------------------------------------------------- */

@@ -56,41 +56,43 @@ typedef struct hdr_span {
 typedef enum h1_span { SPAN_NONE, SPAN_URL, SPAN_FIELD, SPAN_VALUE } h1_span;
 
 typedef struct h1 {
+  /* What every request reads or writes first (as isv__conn's front: fewer of its lines for a
+   * request to bring back into the cache), the rarer and the larger after. */
   isv__conn *c;
-  llhttp_t parser;
   /* the request being read */
   int in_message;
   int headers_done;
   int method; /* llhttp's number, and whether it is HTTP/1.0: once headers_done */
   int http10;
   h1_span last_span; /* what the last bytes stored were: a field's next bytes extend it */
-  isv__buf head;
-  size_t url_len;
-  hdr_span *hdrs;
-  size_t n_hdrs, cap_hdrs;
-  isv__buf body; /* from isv__bigbuf_alloc when body_big, else malloc'd */
+  int keep_alive;
   int body_big;
-  struct h1_fault *faulting; /* body.data's fresh pages being faulted in on the pool */
-  size_t body_expected; /* Content-Length, when known */
-  size_t reserved;      /* of the server's receiving budget (isv__conn_reserve) */
-  uint64_t body_start;  /* isv__conn_now() when the headers were complete */
-  int err_status;       /* a limit or syntax error found inside a callback */
-  const char *err_msg;
-  char err_text[160]; /* err_msg when it names what the client sent */
+  int peer_eof;      /* the client half-closed: answer what it sent, then close */
   /* the request being answered */
   isv__exchange *ex; /* dispatched, its answer not yet all written */
   int wire_done;     /* ex's answer is complete on our side: once written, the next request */
   int chunked;       /* ex's streamed body goes as chunks */
   int close_after;   /* close once ex's answer is written */
+  int shutting_down; /* close once the in-flight response is written */
+  int want_writable; /* isv__exchange_writable said no: ex->on_writable once they drain */
+  size_t queued;     /* bytes handed to isv__conn_write and not yet written (backpressure) */
   char *pending;     /* bytes read past it */
   size_t pending_len;
-  int keep_alive;
-  int peer_eof;      /* the client half-closed: answer what it sent, then close */
-  int shutting_down; /* close once the in-flight response is written */
-  size_t queued;     /* bytes handed to isv__conn_write and not yet written (backpressure) */
-  int want_writable; /* isv__exchange_writable said no: ex->on_writable once they drain */
+  isv__buf head;
+  size_t url_len;
+  hdr_span *hdrs;
+  size_t n_hdrs, cap_hdrs;
+  isv__buf body; /* from isv__bigbuf_alloc when body_big, else malloc'd */
+  struct h1_fault *faulting; /* body.data's fresh pages being faulted in on the pool */
+  size_t body_expected; /* Content-Length, when known */
+  size_t reserved;      /* of the server's receiving budget (isv__conn_reserve) */
+  uint64_t body_start;  /* isv__conn_now() when the headers were complete */
   isv__exchange *spare_ex; /* the last exchange's block (ex->block bytes), for the next */
   struct write_ctx *spare; /* the last write's block, for the next (freed with h) */
+  llhttp_t parser;
+  int err_status;       /* a limit or syntax error found inside a callback */
+  const char *err_msg;
+  char err_text[160]; /* err_msg when it names what the client sent */
 } h1;
 
 static h1 *h1_of(isv__conn *c) { return c->proto_state; }
