@@ -45,7 +45,11 @@ VG=(valgrind --tool=callgrind --dump-instr=no)
 for t in valgrind callgrind_control callgrind_annotate wrk h2load taskset openssl; do
   command -v $t >/dev/null || { echo "$t is missing: bench/install-deps.sh" >&2; exit 1; }
 done
-[ $# -gt 0 ] || { echo "usage: $0 name=path/to/inferserve-demo ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 name=path/to/inferserve-demo ... [nginx]" >&2; exit 2; }
+for spec in "$@"; do
+  [ "$spec" != nginx ] || command -v nginx >/dev/null || { echo "nginx is missing: bench/install-deps.sh" >&2; exit 1; }
+  [ "$spec" = nginx ] || [ -x "${spec#*=}" ] || { echo "$spec: not an executable (name=path or nginx)" >&2; exit 2; }
+done
 WORK=$(mktemp -d /tmp/isv-instr.XXXXXX)
 PID="" master="" # the server under valgrind; nginx's master (PID is then its worker)
 cleanup() {
