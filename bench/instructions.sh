@@ -31,6 +31,7 @@
 # the same callgrind, its worker measured; rest case only.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh" # free_port, wait_port
 . "$HERE/nginx_ref.sh"
 ROUNDS=${INSTR_ROUNDS:-1}
 WARM=${INSTR_WARM:-2}
@@ -74,18 +75,20 @@ for r in $(seq "$ROUNDS"); do
       out="$WORK/cg.$r.$name.$cs"
       if [ "$spec" = nginx ]; then
         [ "$cs" = rest ] || continue # the reference answers plain HTTP/1.1 only here
-        ng=$WORK/nginx port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-        nginx_ref_conf "$ng" "$port" "$(printf '%*s' "${INSTR_NGINX_BODY:-257}" '' | tr ' ' x)"
+        ng=$WORK/nginx port=$(free_port)
+        nginx_ref_conf "$ng" "$port" "$(nginx_ref_json_body "${INSTR_NGINX_BODY:-257}")"
         # the master forks the worker: its own callgrind file, zeroed and dumped below
         taskset -c 0 "${VG[@]}" --trace-children=yes --callgrind-out-file="$out.%p" \
           nginx -p "$ng" -e "$ng/logs/error.log" -c "$ng/nginx.conf" >"$WORK/demo.out" 2>"$WORK/demo.err" &
         master=$!
         PID=""
-        for _ in $(seq 200); do
-          PID=$(pgrep -P "$(cat "$ng/nginx.pid" 2>/dev/null || echo 0)" 2>/dev/null | head -1 || true)
-          [ -n "$PID" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-          sleep 0.1
-        done
+        if wait_port "$port"; then # the master listens before it forks the worker
+          for _ in $(seq 100); do
+            PID=$(pgrep -P "$(cat "$ng/nginx.pid" 2>/dev/null || echo 0)" | head -1 || true)
+            [ -n "$PID" ] && break
+            sleep 0.1
+          done
+        fi
         [ -n "$PID" ] || { cat "$WORK/demo.err" >&2; echo "nginx did not start" >&2; exit 1; }
         plain=$port tls=""
       else

@@ -7,6 +7,15 @@
 #
 # writes DIR/nginx.conf (logs and temp paths under DIR); with H2_PORT, a second server answers
 # h2c there with a gRPC-shaped body and `grpc-status: 0`.
+#
+#   nginx_ref_json_body BYTES
+#
+# prints a JSON body of BYTES bytes (`{"x":"aaa…"}`): the REST answer nginx gives in place of the
+# demo's, of the same size.
+nginx_ref_json_body() {
+  /usr/bin/python3 -c 'import sys; n=int(sys.argv[1]); print("{\"x\":\"" + "a" * (n - 8) + "\"}")' "$1"
+}
+
 nginx_ref_conf() {
   local dir=$1 rest_port=$2 rest_body=$3 h2_port=${4:-} grpc_body=${5:-} user_line="" h2=""
   [ "$(id -u)" = 0 ] && user_line="user root root;" # as root the worker would switch to nobody

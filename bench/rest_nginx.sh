@@ -59,7 +59,7 @@ BYTES=$(curl -s -m 5 -X POST -H 'Content-Type: application/json' --data-binary \
 kill "$DEMO_PID"; wait "$DEMO_PID" 2>/dev/null || true
 NG=$WORK/nginx NG_PORT=$(free_port)
 mkdir -p "$NG/logs"
-BODY=$($PY -c 'import sys; n=int(sys.argv[1]); print("{\"x\":\"" + "a" * (n - 8) + "\"}")' "$BYTES")
+BODY=$(nginx_ref_json_body "$BYTES")
 nginx_ref_conf "$NG" "$NG_PORT" "$BODY"
 taskset -c "$SCPU" nginx -p "$NG" -e "$NG/logs/error.log" -c "$NG/nginx.conf" >"$NG/stdout.log" 2>&1 &
 NG_PID=$!

@@ -205,7 +205,7 @@ mkdir -p "$NG/logs"
 NG_PORT=$(free_port)
 NG_H2_PORT=$(free_port)
 while [ "$NG_H2_PORT" = "$NG_PORT" ]; do NG_H2_PORT=$(free_port); done
-REST_BODY=$($PY -c 'import sys; n=int(sys.argv[1]); print("{\"x\":\"" + "a" * (n - 8) + "\"}")' "$REST_BYTES")
+REST_BODY=$(nginx_ref_json_body "$REST_BYTES")
 GRPC_BODY=$($PY -c 'import sys; print("g" * int(sys.argv[1]))' "$GRPC_BYTES")
 nginx_ref_conf "$NG" "$NG_PORT" "$REST_BODY" "$NG_H2_PORT" "$GRPC_BODY"
 log "starting nginx on core $SCPU (ports $NG_PORT, h2c $NG_H2_PORT)"
