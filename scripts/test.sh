@@ -4,13 +4,16 @@
 #      them every shell example of README.md and docs/, tests/integration/test_doc_examples.py),
 #      then the API reference (Doxygen over include/inferserve.h and .hpp, warnings as errors:
 #      an undocumented public function, parameter or return value fails it; counts as one test);
-#   2. the same again on an ASan+UBSan build (leaks fail the run: LeakSanitizer is on);
-#   3. a short soak of the ASan demo under mixed load and attacks (scripts/soak.sh; SOAK_SECONDS,
+#   2. the production recipe, scripts/pgo.sh (LTO and a profile-guided build, warnings as
+#      errors; counts as one test), and the integration tests again against its demo;
+#   3. the unit and integration tests on an ASan+UBSan build (leaks fail the run: LeakSanitizer
+#      is on);
+#   4. a short soak of the ASan demo under mixed load and attacks (scripts/soak.sh; SOAK_SECONDS,
 #      default 45; skip: SOAK_SECONDS=0);
-#   4. the unit tests on a ThreadSanitizer build (worker threads, completions from any thread),
+#   5. the unit tests on a ThreadSanitizer build (worker threads, completions from any thread),
 #      then, if STORM_SECONDS is set (default 0: off), a storm of that many seconds against the
 #      TSan demo (scripts/storm.sh: --threads 2, repository churn, stats, SSE, gzip, shm shrinks);
-#   5. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
+#   6. every libFuzzer target for a short while on its seed corpus (skip: FUZZ_SECONDS=0).
 # Ends with one line "N passed, N failed" and exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -78,6 +81,18 @@ if build_or_fail build "release build" --buildtype=release -Dwerror=true -Dtests
 fi
 
 # 2. ASan + UBSan (UBSan aborts on the first report; LeakSanitizer makes a leaking demo exit non-zero)
+# The production recipe (scripts/pgo.sh: LTO and a profile of the demo's training mix) builds
+# with warnings as errors, and its demo answers the whole integration suite as the plain one.
+rm -rf build-pgo
+if scripts/pgo.sh build-pgo -Dwerror=true; then
+  passed=$((passed + 1))
+  INFERSERVE_DEMO="$ROOT/build-pgo/examples/demo/inferserve-demo" \
+    $PY -m pytest -q -p no:cacheprovider --junitxml=build-pgo/integration.xml tests/integration || true
+  count_pytest build-pgo/integration.xml "pgo"
+else
+  failed=$((failed + 1)); failures+=("profile-guided build (scripts/pgo.sh)")
+fi
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 if build_or_fail build-asan "asan build" -Dwerror=true -Db_sanitize=address,undefined \
