@@ -12,6 +12,11 @@
 #    pool-mode model — with wrk, h2load and curl; then SIGINT, and the counters are written.
 # 3. meson configure -Db_pgo=use, ninja: the build to install (meson install -C BUILD_DIR).
 #
+# A profile belongs to the source it was made from: after the source changes, run this script
+# again (it retrains in the same directory). `ninja -C BUILD_DIR` alone would meet the stale
+# profile, and GCC refuses it (-Wcoverage-mismatch, an error by default: "the profile data may
+# be out of date").
+#
 # What it buys and why: the request path is long and flat (~12k user-space instructions for a
 # V2 REST call, no hot spot); without a profile GCC cannot tell the error branches from the
 # path every request takes, so the code a request runs is spread over ~770 cache lines, twice
