@@ -7,8 +7,9 @@
 #    (your options after ours: they win), ninja: an instrumented build.
 # 2. Trains it: the demo serves a mix of every front end it carries, PGO_SECONDS (2) a case, each
 #    driven by a real client — V2 REST (compact JSON, Python's json.dumps spacing, FP32, BYTES,
-#    binary tensors, metadata, health), TF Serving REST, Vertex AI predict, grps REST, V2 REST
-#    over TLS and over h2c, V2 ModelInfer, TF Serving Predict and grps Predict over gRPC, and a
+#    binary tensors, metadata, health, statistics, generate), Prometheus metrics, TF Serving
+#    REST, Vertex AI predict, grps REST, OpenAI chat completions and embeddings, V2 REST over
+#    TLS and over h2c, V2 ModelInfer, TF Serving Predict and grps Predict over gRPC, and a
 #    pool-mode model — with wrk, h2load and curl; then SIGINT, and the counters are written.
 # 3. meson configure -Db_pgo=use, ninja: the build to install (meson install -C BUILD_DIR).
 #
@@ -109,6 +110,10 @@ put("tfs_row.json", json.dumps({"instances": [{"INPUT0": a, "INPUT1": b}]}))
 put("tfs_col.json", json.dumps({"inputs": {"INPUT0": [a], "INPUT1": [b]}}))
 put("grps.json", json.dumps({"str_data": "hello grps"}))
 put("slow.json", v2("slow", [("INPUT0", [1], "INT32", [0])]))
+put("generate.json", json.dumps({"x": [1, 2, 3]}))
+put("chat.json", json.dumps({"model": "tiny_lm", "max_tokens": 8,
+                             "messages": [{"role": "user", "content": "tell me about the server"}]}))
+put("embed.json", json.dumps({"model": "tiny_embed", "input": ["abc", "abd"]}))
 def frame(m):
     s = m.SerializeToString()
     return b"\0" + struct.pack(">I", len(s)) + s
@@ -206,6 +211,11 @@ http1 POST /v2/models/simple/infer v2_binary.bin \
 http1 POST /v2/models/slow/infer slow.json "$JSON" 4
 http1 GET /v2/models/simple "" ""
 http1 GET /v2/health/ready "" ""
+http1 GET /v2/models/simple/stats "" ""
+http1 GET /metrics "" ""
+http1 POST /v2/models/half_plus_three/generate generate.json "$JSON"
+http1 POST /openai/v1/chat/completions chat.json "$JSON"
+http1 POST /openai/v1/embeddings embed.json "$JSON"
 http1 POST /v1/models/simple:predict tfs_row.json "$JSON"
 http1 POST /v1/models/simple:predict tfs_col.json "$JSON"
 http1 POST /v1/projects/p/models/simple:predict tfs_row.json "$JSON"
