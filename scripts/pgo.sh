@@ -22,18 +22,19 @@
 # V2 REST call, no hot spot); without a profile GCC cannot tell the error branches from the
 # path every request takes, so the code a request runs is spread over ~770 cache lines, twice
 # nginx's. With the profile: hot code together and error code apart, hot calls inlined —
-# bench/RESULTS.md, History "A profile-guided build". Code the training did not run keeps -O2
-# (-fprofile-partial-training), so a protocol outside the mix is not made slower.
+# bench/RESULTS.md, History "A profile-guided build". Code the training did not run keeps the
+# plain build's optimization (-fprofile-partial-training), so a protocol outside the mix is not
+# made slower.
 #
 # Needs what scripts/install-deps.sh installs (wrk, h2load from nghttp2-client, curl, openssl,
 # python3-protobuf and protoc for the gRPC bodies). Exits non-zero, with a message, when a step
 # fails or the profile did not reach the build.
 set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [meson options...]" >&2; exit 2; }
+DIR=$(realpath -m -- "$1") # the caller's BUILD_DIR, before the cd to the source
+shift
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [meson options...]" >&2; exit 2; }
-DIR=$1
-shift
 SECS=${PGO_SECONDS:-2}
 PY=/usr/bin/python3
 log() { echo "[pgo $(date -u +%H:%M:%S)] $*" >&2; }
