@@ -80,8 +80,7 @@ if build_or_fail build "release build" --buildtype=release -Dwerror=true -Dtests
   fi
 fi
 
-# 2. ASan + UBSan (UBSan aborts on the first report; LeakSanitizer makes a leaking demo exit non-zero)
-# The production recipe (scripts/pgo.sh: LTO and a profile of the demo's training mix) builds
+# 2. the production recipe (scripts/pgo.sh: LTO and a profile of the demo's training mix) builds
 # with warnings as errors, and its demo answers the whole integration suite as the plain one.
 rm -rf build-pgo
 if scripts/pgo.sh build-pgo -Dwerror=true; then
@@ -93,12 +92,13 @@ else
   failed=$((failed + 1)); failures+=("profile-guided build (scripts/pgo.sh)")
 fi
 
+# 3. ASan + UBSan (UBSan aborts on the first report; LeakSanitizer makes a leaking demo exit non-zero)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 if build_or_fail build-asan "asan build" -Dwerror=true -Db_sanitize=address,undefined \
     -Db_lundef=false; then
   run_suite build-asan "asan"
-  # 3. the soak: counts as one test
+  # 4. the soak: counts as one test
   if [ "$SOAK_SECONDS" != 0 ]; then
     if BUILD_DIR=build-asan scripts/soak.sh "$SOAK_SECONDS"; then
       passed=$((passed + 1))
@@ -108,7 +108,7 @@ if build_or_fail build-asan "asan build" -Dwerror=true -Db_sanitize=address,unde
   fi
 fi
 
-# 4. ThreadSanitizer: the unit tests (the scheduler's drive worker threads and completions from
+# 5. ThreadSanitizer: the unit tests (the scheduler's drive worker threads and completions from
 #    threads of their own through a real core)
 unset ASAN_OPTIONS UBSAN_OPTIONS
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -128,7 +128,7 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-# 5. fuzz targets, a short while each on their seed corpora
+# 6. fuzz targets, a short while each on their seed corpora
 if [ "$FUZZ_SECONDS" != 0 ]; then
   if CC=clang build_or_fail build-fuzz "fuzz build" -Dwerror=true -Dfuzz=true -Dtests=disabled \
       -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; then
