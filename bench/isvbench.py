@@ -7,7 +7,8 @@ Subcommands (every one bounded in time; loopback only):
                            DIR/big.grpc (as Python protobuf lays it out: the tensor at offset 43)
                            and DIR/big-aligned.grpc (an `id` pads the tensor to a 16-byte offset):
                            gRPC length-prefixed ModelInferRequest messages for h2load -d, and
-                           DIR/grps.grpc (a GrpsMessage, str_data "hello grps"); prints
+                           DIR/grps.grpc (a GrpsMessage, str_data "hello grps") and
+                           DIR/tf.grpc (TF Serving's PredictRequest for `simple`); prints
                            JSON facts (sizes, raw-contents offsets)
   check PORT DIR           one REST and one gRPC `simple` infer against the demo, and one grps
                            Predict of each (str_data echoed, status.code 200): verifies the
@@ -73,6 +74,13 @@ def load_grps_pb(d):
     return gpb
 
 
+def load_tfs_pb(d):
+    for name in ("tensorflow_core", "tensorflow_error", "tensorflow_serving"):
+        compile_proto(d, name)
+    import tensorflow_serving_pb2 as tpb  # noqa: E402
+    return tpb
+
+
 GRPS_TEXT = "hello grps"  # the payload of bench/grps_predict.lua too
 
 
@@ -96,6 +104,20 @@ def simple_request(pb):
         t.shape.extend([1, 16])
     req.raw_input_contents.append(struct.pack("<16i", *SIMPLE_IN0))
     req.raw_input_contents.append(struct.pack("<16i", *SIMPLE_IN1))
+    return req.SerializeToString()
+
+
+def tf_request(tpb):
+    """TF Serving's PredictRequest for `simple`: the same inputs as simple_request, as
+    tensor_content."""
+    req = tpb.PredictRequest()
+    req.model_spec.name = "simple"
+    for name, vals in (("INPUT0", SIMPLE_IN0), ("INPUT1", SIMPLE_IN1)):
+        t = req.inputs[name]
+        t.dtype = 3  # DT_INT32
+        t.tensor_shape.dim.add(size=1)
+        t.tensor_shape.dim.add(size=16)
+        t.tensor_content = struct.pack("<16i", *vals)
     return req.SerializeToString()
 
 
@@ -145,6 +167,8 @@ def cmd_gen(d):
     g = grps_request(load_grps_pb(d))
     with open(os.path.join(d, "grps.grpc"), "wb") as f:
         f.write(grpc_frame(g))
+    with open(os.path.join(d, "tf.grpc"), "wb") as f:
+        f.write(grpc_frame(tf_request(load_tfs_pb(d))))
     print(json.dumps({"simple_msg_bytes": len(s), "grps_msg_bytes": len(g), "big_msg_bytes": len(b),
                       "big_raw_offset": raw_offset(b, data),
                       "big_aligned_raw_offset": raw_offset(a, data)}))

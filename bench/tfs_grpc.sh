@@ -19,30 +19,7 @@ SRV=""
 cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT INT TERM
 
-/usr/bin/python3 - "$WORK" "$ROOT/tests/integration" <<'PYEOF'
-import struct, sys
-sys.path.insert(0, sys.argv[2])
-from grpc_stubs import load_stubs
-pb = load_stubs()
-raw0 = struct.pack("<16i", *range(16))
-raw1 = struct.pack("<16i", *([1] * 16))
-v2 = pb.pb.ModelInferRequest(model_name="simple")
-for name, raw in (("INPUT0", raw0), ("INPUT1", raw1)):
-    t = v2.inputs.add(name=name, datatype="INT32")
-    t.shape.extend([1, 16])
-    v2.raw_input_contents.append(raw)
-tf = pb.tfs_pb.PredictRequest()
-tf.model_spec.name = "simple"
-for name, raw in (("INPUT0", raw0), ("INPUT1", raw1)):
-    t = tf.inputs[name]
-    t.dtype = 3  # DT_INT32
-    t.tensor_shape.dim.add(size=1)
-    t.tensor_shape.dim.add(size=16)
-    t.tensor_content = raw
-for path, msg in (("v2.grpc", v2), ("tf.grpc", tf)):
-    b = msg.SerializeToString()
-    open("%s/%s" % (sys.argv[1], path), "wb").write(b"\0" + len(b).to_bytes(4, "big") + b)
-PYEOF
+/usr/bin/python3 "$HERE/isvbench.py" gen "$WORK" >/dev/null # simple.grpc, tf.grpc
 
 taskset -c 0 "$DEMO" --listen 127.0.0.1:0 --threads 1 >"$WORK/demo.out" 2>"$WORK/demo.err" &
 SRV=$!
@@ -67,7 +44,7 @@ load() { # $1 label $2 body $3 path
 echo "| call | req/s | demo CPU per request | failed |"
 echo "|---|---|---|---|"
 for _ in $(seq "$ROUNDS"); do
-  load "V2 ModelInfer" v2.grpc /inference.GRPCInferenceService/ModelInfer
+  load "V2 ModelInfer" simple.grpc /inference.GRPCInferenceService/ModelInfer
   load "TF Serving Predict" tf.grpc /tensorflow.serving.PredictionService/Predict
 done
 echo

@@ -34,7 +34,6 @@ set -euo pipefail
 DIR=$(realpath -m -- "$1") # the caller's BUILD_DIR, before the cd to the source
 shift
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 SECS=${PGO_SECONDS:-2}
 PY=/usr/bin/python3
 log() { echo "[pgo $(date -u +%H:%M:%S)] $*" >&2; }
@@ -79,27 +78,21 @@ trap 'exit 130' INT TERM
 # ---- the training bodies ------------------------------------------------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/k.pem" \
   -out "$WORK/c.pem" -days 1 -subj /CN=localhost 2>/dev/null
-$PY - "$WORK" "$ROOT/tests/integration" <<'PYEOF'
+$PY - "$WORK" <<'PYEOF'
 import json, struct, sys
 work = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
-from grpc_stubs import load_stubs
-pb = load_stubs()
 a, b = list(range(1, 17)), [1] * 16
 def put(name, data):
     open("%s/%s" % (work, name), "wb").write(data if isinstance(data, bytes) else data.encode())
-def v2(model, inputs, outputs=None, **dumps):
-    body = {"inputs": [{"name": n, "shape": s, "datatype": d, "data": x} for n, s, d, x in inputs]}
-    if outputs:
-        body["outputs"] = outputs
-    return json.dumps(body, **dumps)
+def v2(inputs, **dumps):  # a V2 JSON body (the model is in the path)
+    return json.dumps({"inputs": [{"name": n, "shape": s, "datatype": d, "data": x}
+                                  for n, s, d, x in inputs]}, **dumps)
 simple = [("INPUT0", [1, 16], "INT32", a), ("INPUT1", [1, 16], "INT32", b)]
-put("v2_compact.json", v2("simple", simple, separators=(",", ":")))
-put("v2_dumps.json", v2("simple", simple))
-put("v2_fp32.json", v2("identity_fp32", [("INPUT0", [1, 64], "FP32",
-                                           [i * 0.37 - 3.5 for i in range(64)])]))
-put("v2_bytes.json", v2("simple_string", [("INPUT0", [1, 16], "BYTES", [str(x) for x in a]),
-                                           ("INPUT1", [1, 16], "BYTES", [str(x) for x in b])]))
+put("v2_compact.json", v2(simple, separators=(",", ":")))
+put("v2_dumps.json", v2(simple))
+put("v2_fp32.json", v2([("INPUT0", [1, 64], "FP32", [i * 0.37 - 3.5 for i in range(64)])]))
+put("v2_bytes.json", v2([("INPUT0", [1, 16], "BYTES", [str(x) for x in a]),
+                              ("INPUT1", [1, 16], "BYTES", [str(x) for x in b])]))
 head = json.dumps({"inputs": [{"name": n, "shape": [1, 16], "datatype": "INT32",
                                "parameters": {"binary_data_size": 64}}
                               for n in ("INPUT0", "INPUT1")],
@@ -110,32 +103,15 @@ put("v2_binary.len", str(len(head)))
 put("tfs_row.json", json.dumps({"instances": [{"INPUT0": a, "INPUT1": b}]}))
 put("tfs_col.json", json.dumps({"inputs": {"INPUT0": [a], "INPUT1": [b]}}))
 put("grps.json", json.dumps({"str_data": "hello grps"}))
-put("slow.json", v2("slow", [("INPUT0", [1], "INT32", [0])]))
+put("slow.json", v2([("INPUT0", [1], "INT32", [0])]))
 put("generate.json", json.dumps({"x": [1, 2, 3]}))
 put("chat.json", json.dumps({"model": "tiny_lm", "max_tokens": 8,
                              "messages": [{"role": "user", "content": "tell me about the server"}]}))
 put("embed.json", json.dumps({"model": "tiny_embed", "input": ["abc", "abd"]}))
-def frame(m):
-    s = m.SerializeToString()
-    return b"\0" + struct.pack(">I", len(s)) + s
-raw0, raw1 = struct.pack("<16i", *a), struct.pack("<16i", *b)
-m = pb.pb.ModelInferRequest(model_name="simple")
-for n, raw in (("INPUT0", raw0), ("INPUT1", raw1)):
-    t = m.inputs.add(name=n, datatype="INT32")
-    t.shape.extend([1, 16])
-    m.raw_input_contents.append(raw)
-put("v2.grpc", frame(m))
-tf = pb.tfs_pb.PredictRequest()
-tf.model_spec.name = "simple"
-for n, raw in (("INPUT0", raw0), ("INPUT1", raw1)):
-    t = tf.inputs[n]
-    t.dtype = 3  # DT_INT32
-    t.tensor_shape.dim.add(size=1)
-    t.tensor_shape.dim.add(size=16)
-    t.tensor_content = raw
-put("tf.grpc", frame(tf))
-put("grps.grpc", frame(pb.grps_pb.GrpsMessage(str_data="hello grps")))
 PYEOF
+# the gRPC bodies (simple.grpc: V2 ModelInfer, tf.grpc: TF Serving Predict, grps.grpc), as the
+# benchmarks send them
+$PY bench/isvbench.py gen "$WORK" >/dev/null
 # one wrk script for every HTTP/1.1 case: method, path, body file and headers from the environment
 cat >"$WORK/req.lua" <<'LUAEOF'
 wrk.method = os.getenv("PGO_METHOD")
@@ -224,7 +200,7 @@ http1 POST /grps/v1/infer/predict grps.json "$JSON"
 http1 POST /v2/models/simple/infer v2_compact.json "$JSON" 8 "https://127.0.0.1:$TLS_PORT"
 h2 /v2/models/simple/infer v2_compact.json "content-type: application/json"
 GRPC=("content-type: application/grpc" "te: trailers")
-h2 /inference.GRPCInferenceService/ModelInfer v2.grpc "${GRPC[@]}"
+h2 /inference.GRPCInferenceService/ModelInfer simple.grpc "${GRPC[@]}"
 h2 /tensorflow.serving.PredictionService/Predict tf.grpc "${GRPC[@]}"
 h2 /grps.protos.v1.GrpsService/Predict grps.grpc "${GRPC[@]}"
 
