@@ -1,7 +1,8 @@
 """deploy/kubernetes/*.yaml, deploy/Containerfile and the Vertex note agree with the demo.
 
-No cluster, container engine or cloud here: these are static checks plus the demo run with
-the manifests' own arguments (their listen addresses moved to free loopback ports):
+No cluster or cloud here, and the suite builds no image (scripts/container-check.sh does, with
+podman, in ~3 min): these are static checks plus the demo run with the manifests' own arguments
+(their listen addresses moved to free loopback ports):
 - every manifest parses (python3-yaml) and is the kind expected;
 - every flag in a container's args (and the Containerfile's CMD) is one `inferserve-demo --help`
   lists, and the demo accepts the whole argument list;
@@ -270,16 +271,22 @@ def test_containerfile_agrees_with_the_repository():
     steps = containerfile()
     runs = [a for i, a in steps if i == "RUN"]
     build = runs[0]
-    # the build stage: the project's scripts and meson options
-    assert "scripts/install-deps.sh" in build
-    assert os.access(os.path.join(REPO_ROOT, "scripts", "install-deps.sh"), os.X_OK)
+    # the build stage: the project's scripts (the production build: scripts/pgo.sh, its build
+    # directory first, then meson options) and meson install
+    for script in ("install-deps.sh", "pgo.sh"):
+        assert "scripts/" + script in build, script
+        assert os.access(os.path.join(REPO_ROOT, "scripts", script), os.X_OK), script
+    assert re.search(r"scripts/pgo\.sh /\S+ ", build), "pgo.sh's first argument: the build dir"
     options = open(os.path.join(REPO_ROOT, "meson_options.txt")).read()
     for opt in re.findall(r"-D(\w+)=", build):
         if opt in ("buildtype", "prefix"):
             continue
         assert re.search(r"option\('%s'" % opt, options), "no meson option %r" % opt
     prefix = re.search(r"--prefix=(\S+)", build).group(1)
-    assert "meson install" in build and "ninja -C" in build
+    assert "meson install -C %s" % re.search(r"scripts/pgo\.sh (\S+)", build).group(1) in build
+    # the context leaves out local build directories (gigabytes) and .git
+    ignored = open(os.path.join(REPO_ROOT, ".dockerignore")).read().split("\n")
+    assert "/build*" in ignored and ".git" in ignored, ignored
     # COPY . . copies the repository; the installed demo is what ENTRYPOINT runs
     copies = [a for i, a in steps if i == "COPY"]
     assert ". ." in copies, copies
