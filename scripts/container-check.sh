@@ -34,16 +34,19 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 need=()
-for t in podman:podman runc:runc mmdebstrap:mmdebstrap curl:curl; do
-  command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
+for t in podman runc mmdebstrap curl; do # runc is in /usr/sbin: not on every user's PATH
+  command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] || need+=("$t")
 done
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" uidmap slirp4netns
+  apt_log=$(mktemp /tmp/isv-container-check-apt.XXXXXX)
+  # with podman's recommended packages: its network backend and user-namespace tools come so
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" uidmap; } \
+    >"$apt_log" 2>&1 || { tail -30 "$apt_log" >&2; fail "apt-get install ${need[*]}"; }
+  rm -f "$apt_log"
 fi
-PODMAN=(podman --runtime "$(command -v runc)")
+PODMAN=(podman --runtime runc) # by name: podman finds it where its configuration says
 
 WORK=$(mktemp -d /tmp/isv-container-check.XXXXXX)
 # untagged images there before us: not ours to remove (the build stage's image is untagged too)
