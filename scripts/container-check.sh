@@ -26,6 +26,7 @@
 # Exits non-zero, naming the step that failed, on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # free_port
 IMAGE=${IMAGE:-localhost/inferserve-demo:check}
 NAME=isv-container-check-$$
 log() { echo "[container-check $(date -u +%H:%M:%S)] $*" >&2; }
@@ -102,7 +103,7 @@ else
     { grep '^\[pgo' "$WORK/build.log" >&2; fail "scripts/pgo.sh in the build"; }
 fi
 
-PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 # the caller's hard limits, and podman 4.3 as root lowers its own process limit to 32768
 lim() { local v; v=$(ulimit "-H$1"); [ "$v" = unlimited ] || [ "$v" -gt "$2" ] && v=$2; echo "$v"; }
 NOFILE=$(lim n 1048576) NPROC=$(lim u 32768)

@@ -103,7 +103,7 @@ put("v2_compact.json", v2(simple, separators=(",", ":")))
 put("v2_dumps.json", v2(simple))
 put("v2_fp32.json", v2([("INPUT0", [1, 64], "FP32", [i * 0.37 - 3.5 for i in range(64)])]))
 put("v2_bytes.json", v2([("INPUT0", [1, 16], "BYTES", [str(x) for x in a]),
-                              ("INPUT1", [1, 16], "BYTES", [str(x) for x in b])]))
+                         ("INPUT1", [1, 16], "BYTES", [str(x) for x in b])]))
 head = json.dumps({"inputs": [{"name": n, "shape": [1, 16], "datatype": "INT32",
                                "parameters": {"binary_data_size": 64}}
                               for n in ("INPUT0", "INPUT1")],
