@@ -16,6 +16,7 @@ ROOT=$PWD
 SECS=${1:-600}
 BUILD_DIR=${BUILD_DIR:-build-asan}
 PY=/usr/bin/python3
+. bench/lib.sh # free_port
 DEMO=$BUILD_DIR/examples/demo/inferserve-demo
 
 scripts/build.sh "$BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
@@ -33,7 +34,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "soak: FAILED: $*"; [ -f "$WORK/demo.log" ] && tail -n 40 "$WORK/demo.log"; exit 1; }
 
-port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 # A smaller quarantine than ASan's 256 MiB default: RSS settles within the warm-up quarter.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:quarantine_size_mb=64 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
