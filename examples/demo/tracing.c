@@ -35,12 +35,14 @@ typedef struct out_file {
 
 static uv_mutex_t mu; /* --threads: every loop's server traces here */
 static out_file *outs;
-/* JSON lines go through stdio's buffer; a thread flushes it every FLUSH_MS, so a line is
- * readable soon after its request without a write(2) per request. */
+/* JSON lines go through stdio's buffer; a thread flushes it FLUSH_MS after the first line
+ * since the last flush, so a line is readable soon after its request without a write(2) per
+ * request — and a server with nothing to write never wakes that thread. */
 #define FLUSH_MS 50
 static uv_thread_t flusher;
 static uv_cond_t flush_cond;
 static int flusher_on, flusher_stop;
+static int lines_pending; /* a line was buffered since the last flush (under mu) */
 static _Atomic uint64_t trace_ids;
 static int otlp_on;
 
@@ -100,7 +102,12 @@ static void flush_lines(void *arg) {
   (void)arg;
   uv_mutex_lock(&mu);
   while (!flusher_stop) {
-    uv_cond_timedwait(&flush_cond, &mu, FLUSH_MS * 1000000ull);
+    if (!lines_pending) {
+      uv_cond_wait(&flush_cond, &mu); /* until on_trace buffers a line, or the exit */
+      continue;
+    }
+    uv_cond_timedwait(&flush_cond, &mu, FLUSH_MS * 1000000ull); /* the exit may cut it short */
+    lines_pending = 0;
     for (out_file *o = outs; o; o = o->next)
       if (o->lines) fflush(o->lines);
   }
@@ -185,7 +192,13 @@ static void on_trace(void *user, const isv_trace_timeline *t) {
       else
         setvbuf(o->lines, NULL, _IOFBF, 1 << 16); /* a write(2) per 64 KiB, or per FLUSH_MS */
     }
-    if (o->lines) fprintf(o->lines, "%s\n", line); /* flushed by the flusher */
+    if (o->lines) {
+      fprintf(o->lines, "%s\n", line); /* flushed by the flusher, woken by the first */
+      if (!lines_pending) {
+        lines_pending = 1;
+        uv_cond_signal(&flush_cond);
+      }
+    }
   } else {
     if (o && (o->n == 0 || append(o, ",", 1) == 0) && append(o, line, (size_t)n) == 0) o->n++;
     if (o && (o->n >= t->log_frequency || t->traces_left == 0)) flush(o);
