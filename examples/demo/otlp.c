@@ -9,8 +9,9 @@
  *
  * The loop threads never wait for the collector: demo_otlp_span copies the span into a bounded
  * queue (full: the span is dropped and counted) and a thread of its own sends batches (up to
- * BATCH spans, or what came within FLUSH_MS), one HTTP/1.1 request each with short timeouts; a
- * batch the collector refused or never took is counted as lost. The counts are said at exit. */
+ * BATCH spans, or what came within FLUSH_MS of the first; asleep while none come), one HTTP/1.1
+ * request each with short timeouts; a batch the collector refused or never took is counted as
+ * lost. The counts are said at exit. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -115,7 +116,7 @@ void demo_otlp_span(const isv_trace_timeline *t) {
   snprintf(s->version, sizeof s->version, "%s", t->version);
   snprintf(s->protocol, sizeof s->protocol, "%s", t->protocol);
   snprintf(s->request_id, sizeof s->request_id, "%s", t->request_id);
-  if (ox.n >= BATCH) uv_cond_signal(&ox.cond);
+  if (ox.n == 1 || ox.n >= BATCH) uv_cond_signal(&ox.cond); /* the first starts the clock */
   uv_mutex_unlock(&ox.mu);
 }
 
@@ -306,6 +307,10 @@ static void sender(void *arg) {
   if (batch == NULL) return;
   uv_mutex_lock(&ox.mu);
   for (;;) {
+    if (ox.n == 0 && !ox.stop) { /* nothing to send: asleep until a span comes (no polling) */
+      uv_cond_wait(&ox.cond, &ox.mu);
+      continue;
+    }
     if (ox.n < BATCH && !ox.stop) uv_cond_timedwait(&ox.cond, &ox.mu, FLUSH_MS * 1000000ull);
     size_t n = ox.n < BATCH ? ox.n : BATCH;
     if (n == 0 && ox.stop) break;
