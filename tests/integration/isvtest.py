@@ -195,6 +195,13 @@ def assert_error(resp, status, *needles):
 JSON_HDR = {"Content-Type": "application/json"}
 
 
+def free_port():
+    """A TCP port nothing listens on at 127.0.0.1 now (bound to port 0, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def get(demo, path, **kw):
     kw.setdefault("timeout", TIMEOUT)
     return requests.get(demo.url(path), **kw)

@@ -25,14 +25,13 @@ import pathlib
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 import requests
 
-from isvtest import Demo, demo_path
+from isvtest import Demo, demo_path, free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
@@ -134,12 +133,6 @@ def test_sh_example(words, text, doc_demo, curl_wrapper):
     else:
         assert r.returncode == 0, shown
     assert doc_demo.alive(), "the demo died: " + doc_demo.describe_exit(doc_demo.proc.returncode)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def build_dir():

@@ -10,14 +10,13 @@ import http.server
 import json
 import re
 import signal
-import socket
 import threading
 import time
 
 import requests
 
 from grpc_stubs import load_stubs, make_channel, simple_request
-from isvtest import simple_body, tensor
+from isvtest import free_port, simple_body, tensor
 
 TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 HEX = re.compile(r"^[0-9a-f]+$")
@@ -147,18 +146,10 @@ def test_spans_carry_the_trace_context_timeline_and_attributes(start_demo):
         col.close()
 
 
-def dead_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_a_hung_or_absent_collector_neither_fails_nor_holds_up_requests(start_demo):
     hung = Collector(hang=True)
     try:
-        for url in (hung.url, "http://127.0.0.1:%d" % dead_port()):
+        for url in (hung.url, "http://127.0.0.1:%d" % free_port()):
             d = start_demo("--otlp-endpoint", url, "--threads", "1")
             worst = 0.0
             with requests.Session() as s:

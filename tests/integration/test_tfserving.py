@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from isvtest import assert_error, get, ok_json, post_json, show
+from isvtest import assert_error, free_port, get, ok_json, post_json, show
 
 SIMPLE_A = list(range(16))
 SIMPLE_B = [1] * 16
@@ -302,18 +302,11 @@ def test_named_signatures(demo):
                  "Serving signature name: \"other\" not found in signature def")
 
 
-def _free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_vertex_custom_container_contract(start_demo):
     """AIP_HTTP_PORT, AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE: the same binary as a Vertex AI
     container — the model (--vertex-model) answers at the predict route, health at its own."""
     import requests
-    port = _free_port()
+    port = free_port()
     d = start_demo("--vertex-model", "multi_version",
                    env={"AIP_HTTP_PORT": str(port),
                         "AIP_PREDICT_ROUTE": "/v1/endpoints/123/deployedModels/456:predict",
