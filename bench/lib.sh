@@ -13,6 +13,9 @@
 #                 come from cpu_ns.
 # free_port       a TCP port nothing listens on at 127.0.0.1 (python3 binds port 0 and closes).
 # wait_port PORT  returns once something accepts on 127.0.0.1:PORT, 1 after 10 s.
+# quietly CMD...  runs CMD with its output (stdout and stderr) kept aside: nothing shown when it
+#                 succeeds; its last 60 lines on stderr when it fails, and its status returned
+#                 (meson and ninja write their errors to stdout, apt-get its to either).
 # run_timed FILE CMD...  runs CMD (a load generator: wrk, h2load) with its output in FILE, sets
 #                 LOAD_CPU_S to the user + kernel CPU seconds it and its children took, and returns
 #                 its status. Over a run of D seconds, LOAD_CPU_S / D near 1 says the client's
@@ -40,6 +43,15 @@ wait_port() {
     sleep 0.1
   done
   return 1
+}
+
+quietly() {
+  local out rc=0
+  out=$(mktemp /tmp/isv-quietly.XXXXXX)
+  "$@" >"$out" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || tail -n 60 "$out" >&2
+  rm -f "$out"
+  return "$rc"
 }
 
 run_timed() {

@@ -26,7 +26,7 @@
 # Exits non-zero, naming the step that failed, on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port
+. bench/lib.sh # free_port, quietly
 IMAGE=${IMAGE:-localhost/inferserve-demo:check}
 NAME=isv-container-check-$$
 log() { echo "[container-check $(date -u +%H:%M:%S)] $*" >&2; }
@@ -41,11 +41,9 @@ done
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt_log=$(mktemp /tmp/isv-container-check-apt.XXXXXX)
   # with podman's recommended packages: its network backend and user-namespace tools come so
-  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" uidmap; } \
-    >"$apt_log" 2>&1 || { tail -30 "$apt_log" >&2; fail "apt-get install ${need[*]}"; }
-  rm -f "$apt_log"
+  quietly $SUDO apt-get update -qq && quietly $SUDO apt-get install -y -qq "${need[@]}" uidmap ||
+    fail "apt-get install ${need[*]}"
 fi
 PODMAN=(podman --runtime runc) # by name: podman finds it where its configuration says
 

@@ -51,30 +51,20 @@ esac
 # examples: no profile is expected for them, and -Dwerror=true must still build).
 PGO_FLAGS="-fprofile-partial-training -fprofile-update=prefer-atomic -Wno-missing-profile"
 export CFLAGS="${CFLAGS:-} $PGO_FLAGS" CXXFLAGS="${CXXFLAGS:-} $PGO_FLAGS"
-quietly() { # CMD...: runs it; its output (meson's and ninja's errors go to stdout) only if it fails
-  local out
-  out=$(mktemp /tmp/isv-pgo-out.XXXXXX)
-  if "$@" >"$out" 2>&1; then
-    rm -f "$out"
-    return 0
-  fi
-  tail -n 60 "$out" >&2
-  rm -f "$out"
-  echo "$0: failed: $*" >&2
-  exit 1
-}
+. bench/lib.sh # quietly
+step() { quietly "$@" || { echo "$0: failed: $*" >&2; exit 1; }; } # CMD...: its output if it fails
 # meson keeps the CFLAGS of its first setup: a directory this script did not make lacks them
 if [ -e "$DIR" ] && [ ! -f "$DIR/.isv-pgo" ]; then
   echo "$0: $DIR exists and was not made by $0: remove it or name another" >&2
   exit 1
 elif [ -f "$DIR/build.ninja" ]; then
-  quietly meson configure "$DIR" -Db_pgo=generate "$@"
+  step meson configure "$DIR" -Db_pgo=generate "$@"
 else
-  quietly meson setup "$DIR" --buildtype=release -Db_lto=true -Dtests=disabled -Db_pgo=generate "$@"
+  step meson setup "$DIR" --buildtype=release -Db_lto=true -Dtests=disabled -Db_pgo=generate "$@"
   touch "$DIR/.isv-pgo"
 fi
 log "instrumented build in $DIR"
-quietly ninja -C "$DIR"
+step ninja -C "$DIR"
 find "$DIR" -name '*.gcda' -delete
 
 WORK=$(mktemp -d /tmp/isv-pgo.XXXXXX)
@@ -223,8 +213,8 @@ n=$(find "$DIR" -name '*.gcda' | wc -l)
 log "profile: $n files"
 
 # ---- the build with the profile -----------------------------------------------------------
-quietly meson configure "$DIR" -Db_pgo=use
-quietly ninja -C "$DIR"
+step meson configure "$DIR" -Db_pgo=use
+step ninja -C "$DIR"
 grep -q -- '-fprofile-use' "$DIR/build.ninja" ||
   { echo "$0: meson did not pass -fprofile-use" >&2; exit 1; }
 # the result answers as the instrumented build did
